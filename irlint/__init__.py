@@ -1,0 +1,10 @@
+"""irlint: a static linter for MindSpore IR graph dumps."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .config import Config  # noqa: E402
+from .engine import lint  # noqa: E402
+from .findings import Finding, Related, Report  # noqa: E402
+
+__all__ = ["Config", "Finding", "Related", "Report", "lint", "__version__"]

@@ -1,0 +1,96 @@
+"""Which files of the given paths are graph IR dumps."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import diagnostics as D
+from .diagnostics import Diagnostic
+from .stages import Stage, stage_of
+
+# Written next to the dumps, never graph IR: skipped without opening them.
+NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".txt", ".csv", ".log", ".py", ".yaml", ".md"}
+SKIP_DIRS = {"actor_set"}
+_RANK = re.compile(r"rank_(\d+)\Z")
+MAGIC = b"# IR entry:"
+
+
+class InputError(Exception):
+    """A path the user named cannot be used at all (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DumpFile:
+    path: str           # as opened
+    display: str        # as reported (relative to the working directory when possible)
+    folder: str         # the save_graphs folder it belongs to ("" for a file named directly)
+    rank: int | None
+    explicit: bool      # named on the command line: always linted
+    stage: Stage
+    size: int
+
+
+def is_graph_ir(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC) + 3).lstrip(b"\xef\xbb\xbf").startswith(MAGIC)
+    except OSError:
+        return False
+
+
+def _display(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith(".." + os.sep + "..") else rel
+
+
+def _rank_of(path: Path) -> int | None:
+    for part in reversed(path.parts[:-1]):
+        m = _RANK.match(part)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def discover(paths: list[str]) -> tuple[list[DumpFile], list[Diagnostic]]:
+    """Files to read, and diagnostics for what was skipped. Raises InputError for a path that
+    does not exist or cannot be listed."""
+    files: dict[str, DumpFile] = {}
+    diags: list[Diagnostic] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError(f"{raw}: no such file or folder")
+        if p.is_file():
+            key = str(p.resolve())
+            if key not in files:
+                files[key] = DumpFile(str(p), _display(p), "", _rank_of(p.resolve()), True, stage_of(p.name),
+                                      p.stat().st_size)
+            continue
+        if not os.access(p, os.R_OK | os.X_OK):
+            raise InputError(f"{raw}: permission denied")
+        walk_errors: list[OSError] = []
+        for root, dirs, names in os.walk(p, onerror=walk_errors.append):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            for name in sorted(names):
+                if Path(name).suffix.lower() in NOT_IR_SUFFIXES:
+                    continue
+                fp = Path(root) / name
+                if not fp.is_file() or not is_graph_ir(str(fp)):
+                    if fp.is_file() and not os.access(fp, os.R_OK):
+                        diags.append(Diagnostic(_display(fp), 0, D.UNREADABLE, "cannot read: permission denied"))
+                    continue
+                key = str(fp.resolve())
+                if key not in files:
+                    files[key] = DumpFile(str(fp), _display(fp), str(Path(root)), _rank_of(fp.resolve()), False,
+                                          stage_of(name), fp.stat().st_size)
+        for err in walk_errors:
+            if Path(err.filename or "") == p:
+                raise InputError(f"{raw}: {err.strerror or err}")
+            diags.append(Diagnostic(_display(Path(err.filename or raw)), 0, D.UNREADABLE,
+                                    f"cannot list folder: {err.strerror or err}"))
+    return list(files.values()), diags

@@ -1,0 +1,95 @@
+"""Findings: what rules report, and the report a lint run returns."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+
+from .diagnostics import Diagnostic
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A node of the chain that explains a finding."""
+
+    file: str
+    line: int
+    node: str
+    op: str
+    scope: str
+    graph: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "line": self.line, "node": self.node, "op": self.op,
+                "scope": self.scope, "graph": self.graph, "note": self.note}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    rule: str
+    severity: str
+    file: str
+    line: int
+    graph: str
+    node: str
+    op: str
+    scope: str
+    message: str
+    hint: str = ""
+    column: int = 1
+    related: tuple[Related, ...] = ()
+    stage: str = ""
+    # what makes the problem the same across re-dumps: never node ids or line numbers
+    identity: tuple = ()
+    ranks: tuple[int, ...] = ()
+    source_line: str = ""
+    extra: tuple = ()  # ((key, value), ...) rule-specific facts for machine formats
+
+    @property
+    def fingerprint(self) -> str:
+        parts = [self.rule, self.stage, self.op, _scope_path(self.scope)]
+        parts += [f"{r.op}@{_scope_path(r.scope)}" for r in self.related]
+        parts += [repr(x) for x in self.identity]
+        return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:20]
+
+    def with_(self, **changes) -> "Finding":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        out = {
+            "code": self.code, "rule": self.rule, "severity": self.severity, "file": self.file,
+            "line": self.line, "column": self.column, "graph": self.graph, "node": self.node,
+            "op": self.op, "scope": self.scope, "message": self.message, "hint": self.hint,
+            "fingerprint": self.fingerprint, "stage": self.stage,
+            "related": [r.to_dict() for r in self.related],
+        }
+        if self.ranks:
+            out["ranks"] = list(self.ranks)
+        if self.extra:
+            out["extra"] = dict(self.extra)
+        return out
+
+
+def _scope_path(scope: str) -> str:
+    """The scope without the per-dump op suffix ("/MatMul-op12"), which renumbers between runs."""
+    head, _, last = scope.rpartition("/")
+    if head and "-op" in last:
+        return head
+    return scope
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    rules: list = field(default_factory=list)   # the Rule objects that ran
+
+    def by_rule(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for f in self.findings:
+            counts[f.code] = counts.get(f.code, 0) + 1
+        return dict(sorted(counts.items()))

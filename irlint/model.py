@@ -1,0 +1,177 @@
+"""The graph model of one dump file: subgraphs and a networkx dataflow multigraph.
+
+Graph nodes are integer keys; their attribute dicts hold:
+
+- ``kind``: ``cnode``, ``return``, ``param``, ``const`` or ``subgraph``
+- ``graph``: the subgraph the node lives in (``@name``); ``id``: ``%12``, ``%para3_x``, ``Return``
+- ``name``: the name in parentheses (``equiv_12_x``); ``line``: 1-based line of its definition
+- ``op``: normalised operator (``PrimFunc_MatMul`` -> ``MatMul``), ``raw_op`` as printed;
+  calls of subgraphs or of node values have op ``call``
+- ``instance``: the primitive's instance name; ``primitive_attrs``, ``cnode_attrs``,
+  ``primal_attrs``: the attribute dictionaries as Python values
+- ``in_types`` / ``out_type``: ``TensorType`` values from the first type line
+- ``scope``: the fullname with scope; ``value``: a constant's value
+
+Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1, ...) with
+``kind="data"``; a subgraph call also gets ``callee`` (subgraph -> call), ``call_in``
+(argument -> callee parameter, key ``("in", i)``) and ``call_out`` (callee Return -> call) edges.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import networkx as nx
+
+from .diagnostics import Diagnostic
+from .stages import Stage, stage_of
+
+PASSTHROUGH_OPS = frozenset({"Reshape", "Depend", "Load", "TupleGetItem", "MakeTuple"})
+GRADIENT_SCOPE = "Gradients/"
+
+
+@dataclass
+class Subgraph:
+    name: str
+    line: int
+    params: list[int] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
+    return_node: int | None = None
+    parent: str | None = None
+    attrs: dict = field(default_factory=dict)
+    closed: bool = False
+
+
+@dataclass
+class IRFile:
+    path: str
+    stage: Stage
+    graph: nx.MultiDiGraph
+    entry: str | None = None
+    header: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+    subgraphs: dict[str, Subgraph] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    size: int = 0
+    # trace regions: node key -> (first line, byte start, byte end); read on demand
+    traces: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    _by_op: dict[str, list[int]] | None = field(default=None, repr=False)
+    _by_uid: dict[str, int] | None = field(default=None, repr=False)
+
+    @classmethod
+    def empty(cls, path: str) -> "IRFile":
+        return cls(path=path, stage=stage_of(path), graph=nx.MultiDiGraph())
+
+    # --- counts -----------------------------------------------------------------------------
+    @property
+    def cnode_count(self) -> int:
+        """CNodes including Return lines, as MindSpore's ``Total number of cnodes`` counts them."""
+        return sum(1 for _, k in self.graph.nodes(data="kind") if k in ("cnode", "return"))
+
+    @property
+    def param_count(self) -> int:
+        return sum(1 for _, k in self.graph.nodes(data="kind") if k == "param")
+
+    # --- lookup -----------------------------------------------------------------------------
+    def __getitem__(self, key: int) -> dict:
+        return self.graph.nodes[key]
+
+    def cnodes(self) -> Iterator[int]:
+        for key, kind in self.graph.nodes(data="kind"):
+            if kind == "cnode":
+                yield key
+
+    def nodes_by_op(self, *ops: str) -> list[int]:
+        if self._by_op is None:
+            index: dict[str, list[int]] = defaultdict(list)
+            for key, data in self.graph.nodes(data=True):
+                if data["kind"] == "cnode":
+                    index[data["op"]].append(key)
+            self._by_op = dict(index)
+        out: list[int] = []
+        for op in ops:
+            out.extend(self._by_op.get(op, ()))
+        return sorted(out)
+
+    def by_unique_id(self, uid: str) -> int | None:
+        if self._by_uid is None:
+            self._by_uid = {}
+            for key, data in self.graph.nodes(data=True):
+                u = data.get("primal_attrs", {}).get("unique_id")
+                if u is not None:
+                    self._by_uid.setdefault(str(u), key)
+        return self._by_uid.get(str(uid))
+
+    # --- dataflow ---------------------------------------------------------------------------
+    def producers(self, key: int) -> list[int]:
+        """Data inputs in argument order (constants included)."""
+        edges = [(k, u) for u, _, k, kind in self.graph.in_edges(key, keys=True, data="kind") if kind == "data"]
+        return [u for _, u in sorted(edges, key=lambda e: e[0])]
+
+    def consumers(self, key: int) -> list[int]:
+        """Nodes that read this node's output as a data input (each once)."""
+        seen: dict[int, None] = {}
+        for _, v, kind in self.graph.out_edges(key, data="kind"):
+            if kind == "data":
+                seen[v] = None
+        return list(seen)
+
+    def through_passthrough(self, key: int, direction: str = "down",
+                            passthrough: Iterable[str] = PASSTHROUGH_OPS) -> list[int]:
+        """The nearest non-pass-through nodes reached from ``key``: consumers when
+        ``direction`` is ``down``, producers when ``up``; walks over Reshape, Depend, Load,
+        TupleGetItem, MakeTuple. Only the first input of Depend/Load/TupleGetItem carries data."""
+        passthrough = frozenset(passthrough)
+        step = self.consumers if direction == "down" else self.producers
+        out: dict[int, None] = {}
+        seen = {key}
+        stack = [key]
+        while stack:
+            for nxt in step(stack.pop()):
+                if nxt in seen:
+                    continue
+                seen.add(nxt)
+                data = self.graph.nodes[nxt]
+                if data["kind"] == "cnode" and data["op"] in passthrough:
+                    if direction == "up" and data["op"] in ("Depend", "Load", "TupleGetItem", "Reshape"):
+                        first = self.producers(nxt)[:1]
+                        stack.extend(n for n in first if n not in seen)
+                        seen.update(first)
+                        continue
+                    stack.append(nxt)
+                elif data["kind"] != "const":
+                    out[nxt] = None
+        return sorted(out)
+
+    # --- forward / backward -------------------------------------------------------------------
+    def is_backward(self, key: int) -> bool:
+        data = self.graph.nodes[key]
+        if data.get("scope", "").startswith(GRADIENT_SCOPE):
+            return True
+        primal = data.get("primal_attrs") or {}
+        return "forward_unique_id" in primal or "forward_node_name" in primal
+
+    def forward_of(self, key: int) -> int | None:
+        """The forward node a backward node was derived from (``forward_unique_id``)."""
+        uid = (self.graph.nodes[key].get("primal_attrs") or {}).get("forward_unique_id")
+        return None if uid is None else self.by_unique_id(str(uid))
+
+    # --- raw text -----------------------------------------------------------------------------
+    def trace(self, key: int) -> list[str]:
+        """The source-trace comment lines of a node (read from the file on demand)."""
+        region = self.traces.get(key)
+        if region is None:
+            return []
+        _, start, end = region
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(start)
+                raw = f.read(end - start)
+        except OSError:
+            return []
+        return [ln.strip() for ln in raw.decode("utf-8", "replace").splitlines() if ln.strip()]
+
+    def describe(self, key: int) -> str:
+        data = self.graph.nodes[key]
+        return f"{data.get('id', '?')} {data.get('op', data['kind'])}"

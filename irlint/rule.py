@@ -1,0 +1,106 @@
+"""The rule interface, and where rules come from (built-ins in ``rules/``, plugins by entry point).
+
+A rule is a small class::
+
+    class ReshapeBlocksSiluMulRecompute(Rule):
+        \"\"\"What it finds / Why it matters / How to fix / Example (user documentation).\"\"\"
+        code = "RC002"
+        name = "reshape-blocks-silu-mul-recompute"
+        summary = "one line"
+        stages = ("validate", ...)      # stage names where its evidence is final, best first
+        VALID = [...]; INVALID = [...]  # IR snippets the test suite runs
+        def check(self, ir): yield self.finding(ir, key, "message", hint="...")
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import ClassVar, Iterable, Iterator
+
+from .findings import Finding, Related
+from .model import IRFile
+
+ENTRY_POINT_GROUP = "irlint.rules"
+
+
+class Rule:
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[str] = "warning"
+    summary: ClassVar[str] = ""
+    stages: ClassVar[tuple[str, ...]] = ()   # empty: every file
+    default_enabled: ClassVar[bool] = True
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[str]] = []
+
+    def check(self, ir: IRFile) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or cls.summary)
+
+    # --- helpers for check() ----------------------------------------------------------------------
+    def finding(self, ir: IRFile, key: int, message: str, hint: str = "", related: Iterable[int | Related] = (),
+                severity: str | None = None, identity: tuple = (), extra: dict | None = None) -> Finding:
+        data = ir.graph.nodes[key]
+        return Finding(
+            code=self.code, rule=self.name, severity=severity or self.severity, file=ir.path,
+            line=data.get("line", 0), graph=data.get("graph", ""), node=data.get("id", ""),
+            op=data.get("op", ""), scope=data.get("scope", ""), message=message, hint=hint,
+            related=tuple(r if isinstance(r, Related) else related_node(ir, r) for r in related),
+            stage=ir.stage.label, identity=identity, extra=tuple(sorted((extra or {}).items())),
+        )
+
+
+def related_node(ir: IRFile, key: int, note: str = "") -> Related:
+    data = ir.graph.nodes[key]
+    return Related(file=ir.path, line=data.get("line", 0), node=data.get("id", ""), op=data.get("op", ""),
+                   scope=data.get("scope", ""), graph=data.get("graph", ""), note=note)
+
+
+def _builtin_package():
+    """``irlint.rules``: inside the wheel; in a source checkout, the top-level ``rules/`` folder."""
+    try:
+        return importlib.import_module("irlint.rules")
+    except ModuleNotFoundError:
+        folder = Path(__file__).resolve().parent.parent / "rules"
+        spec = importlib.util.spec_from_file_location(
+            "irlint.rules", folder / "__init__.py", submodule_search_locations=[str(folder)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["irlint.rules"] = module
+        spec.loader.exec_module(module)
+        return module
+
+
+def _rules_in(module) -> list[type[Rule]]:
+    return [obj for obj in vars(module).values()
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.code
+            and obj.__module__ == module.__name__]
+
+
+def load_rules(plugins: bool = True) -> list[type[Rule]]:
+    """Built-in rules, then third-party rules from the ``irlint.rules`` entry-point group."""
+    found: dict[str, type[Rule]] = {}
+    package = _builtin_package()
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for cls in _rules_in(module):
+            found.setdefault(cls.code, cls)
+    if plugins:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                obj = ep.load()
+            except Exception as exc:  # a broken plugin must not stop the lint
+                print(f"irlint: cannot load rule plugin {ep.name!r}: {exc}", file=sys.stderr)
+                continue
+            classes = [obj] if isinstance(obj, type) else _rules_in(obj)
+            for cls in classes:
+                if isinstance(cls, type) and issubclass(cls, Rule) and cls.code:
+                    found.setdefault(cls.code, cls)
+    return sorted(found.values(), key=lambda c: c.code)

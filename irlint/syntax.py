@@ -1,0 +1,398 @@
+"""Lark glue: loads ``grammar/ir.lark`` and turns its trees into Python values.
+
+The reader (``irlint.reader``) calls ``parse_call``, ``parse_attrs``, ``parse_types``,
+``parse_param`` and ``parse_header`` on pieces of a record. Each is memoised on a template of
+its text in which node ids and string literals are blanked out, because real dumps repeat the
+same shapes thousands of times (one decoder layer per layer, one attribute set per op kind).
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import LarkError
+
+from .values import Call, FreeVar, GraphRef, Ref, TensorType
+
+__all__ = [
+    "GrammarError", "grammar_text", "parse_call", "parse_attrs", "parse_types", "parse_param",
+    "parse_header", "parse_value",
+]
+
+
+class GrammarError(ValueError):
+    """A piece of a record the grammar does not accept; ``column`` is 1-based within the piece."""
+
+    def __init__(self, message: str, column: int | None = None):
+        super().__init__(message)
+        self.column = column
+
+
+def grammar_text() -> str:
+    """The grammar, from the installed package or, in a source checkout, the top-level folder."""
+    here = Path(__file__).resolve().parent
+    for folder in (here / "grammar", here.parent / "grammar"):
+        if (folder / "ir.lark").is_file():
+            return (folder / "ir.lark").read_text(encoding="utf-8")
+    raise FileNotFoundError("irlint's grammar (grammar/ir.lark) is missing from the installation")
+
+
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*(e[-+]?\d+)?|\.\d+(e[-+]?\d+)?|inf|nan)\Z", re.I)
+_INT_SCALARS = {"I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64"}
+_FLOAT_SCALARS = {"F16", "F32", "F64", "BF16"}
+
+
+def _word(text: str) -> Any:
+    first = text[0]
+    if first == "%":
+        return Ref(text)
+    if first == "@":
+        return GraphRef(text)
+    if text == "None":
+        return None
+    if _NUMBER.match(text):
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    return text
+
+
+class _Group(tuple):
+    """A bracketed group before juxtaposition decides what it means."""
+
+    __slots__ = ()
+    bracket = "("
+
+
+class _Paren(_Group):
+    __slots__ = ()
+    bracket = "("
+
+
+class _Brack(_Group):
+    __slots__ = ()
+    bracket = "["
+
+
+class _Brace(_Group):
+    __slots__ = ()
+    bracket = "{"
+
+
+class _Angle(_Group):
+    __slots__ = ()
+    bracket = "<"
+
+
+class _KeyValue(tuple):
+    """``key: value`` inside a group (attribute dictionaries, ``NameSpace[Entry: 'x']``)."""
+
+    __slots__ = ()
+
+
+class _Keyword(tuple):
+    """``key=value`` inside a group (``Tensor(shape=[..])``, ``ref_key=...``)."""
+
+    __slots__ = ()
+
+
+def _plain(group: _Group) -> Any:
+    """A group standing alone: ``(..)`` is a tuple, ``[..]`` a list, ``{k: v}`` a dict."""
+    items = list(group)
+    if isinstance(group, _Brace):
+        if items and all(isinstance(i, _KeyValue) for i in items):
+            return {k: v for k, v in items}
+        return [_unkey(i) for i in items]
+    if isinstance(group, _Brack):
+        return [_unkey(i) for i in items]
+    if isinstance(group, _Angle):
+        return Call("", tuple(_unkey(i) for i in items if not isinstance(i, _Keyword)),
+                    tuple((k, v) for k, v in (i for i in items if isinstance(i, _Keyword))), "<")
+    return tuple(_unkey(i) for i in items)
+
+
+def _unkey(item: Any) -> Any:
+    if isinstance(item, _KeyValue):
+        return {item[0]: item[1]}
+    if isinstance(item, _Keyword):
+        return f"{item[0]}={item[1]}"
+    if isinstance(item, _Group):
+        return _plain(item)
+    return item
+
+
+def _apply(head: Any, group: _Group) -> Any:
+    """Juxtaposition: ``I64(1)``, ``Tensor[Float32]``, ``[const vector]{1, 1}``, ``$(..)(..)``."""
+    if isinstance(head, list) and isinstance(group, _Brace):
+        # "[const vector]{1, 1}": the bracket is a label, the braces hold the values
+        return [_unkey(i) for i in group]
+    if head == "$" and len(group) == 1 and isinstance(group[0], _KeyValue):
+        return FreeVar(str(group[0][0]), str(group[0][1]))
+    args = tuple(_unkey(i) for i in group if not isinstance(i, _Keyword))
+    kwargs = tuple((i[0], i[1]) for i in group if isinstance(i, _Keyword))
+    if isinstance(head, str) and group.bracket == "(" and len(args) == 1 and not kwargs:
+        if head == "Bool" and args[0] in (0, 1):
+            return bool(args[0])
+        if head in _INT_SCALARS and isinstance(args[0], int):
+            return args[0]
+        if head in _FLOAT_SCALARS and isinstance(args[0], (int, float)):
+            return float(args[0])
+    return Call(head, args, kwargs, group.bracket)
+
+
+def _juxtapose(terms: list) -> Any:
+    if len(terms) == 1:
+        term = terms[0]
+        return _plain(term) if isinstance(term, _Group) else term
+    acc = terms[0]
+    if isinstance(acc, _Group):
+        acc = _plain(acc)
+    words: list = []
+    for term in terms[1:]:
+        if isinstance(term, _Group):
+            if words:
+                acc = " ".join(str(w) for w in [acc, *words])
+                words = []
+            acc = _apply(acc, term)
+        else:
+            words.append(term)
+    if words:
+        # bare juxtaposed words: "const vector", numpy rows "1.0 2.0"
+        return " ".join(str(w) for w in [acc, *words])
+    return acc
+
+
+class _ToValues(Transformer):
+    def WORD(self, token: Token) -> Any:  # noqa: N802 - Lark names callbacks after terminals
+        return _word(str(token))
+
+    def STRING(self, token: Token) -> str:  # noqa: N802
+        return str(token)[1:-1]
+
+    def paren(self, items):
+        return _Paren(items[0] if items else ())
+
+    def brack(self, items):
+        return _Brack(items[0] if items else ())
+
+    def brace(self, items):
+        return _Brace(items[0] if items else ())
+
+    def angle(self, items):
+        return _Angle(items[0] if items else ())
+
+    def seq(self, items):
+        return tuple(i for i in items if i is not None)
+
+    def item(self, terms):
+        for i, t in enumerate(terms):
+            if isinstance(t, Token) and t.type == "COLON" and i > 0:
+                key = " ".join(str(x) for x in terms[:i])
+                rest = terms[i + 1:]
+                return _KeyValue((key, _juxtapose(rest) if rest else None))
+        if len(terms) >= 3 and isinstance(terms[1], Token) and terms[1].type == "EQUAL":
+            return _Keyword((str(terms[0]), _juxtapose(terms[2:])))
+        return _juxtapose([t for t in terms if not isinstance(t, Token)] or [str(terms[0])])
+
+    def call(self, terms):
+        return list(terms)
+
+    def attrs(self, items):
+        return _plain(items[0])
+
+    def types(self, items):
+        return [t for t in items if not isinstance(t, Token)]
+
+    def param(self, items):
+        return list(items)
+
+    def header(self, items):
+        return list(items)
+
+    def value(self, terms):
+        return _juxtapose([t for t in terms if not isinstance(t, Token)])
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="basic",
+        start=["call", "attrs", "types", "param", "header", "value"],
+        transformer=_ToValues(),
+        maybe_placeholders=False,
+    )
+
+
+def _parse(text: str, start: str) -> Any:
+    try:
+        return _parser().parse(text, start=start)
+    except LarkError as exc:
+        column = getattr(exc, "column", None)
+        raise GrammarError(_describe(exc, text), column if isinstance(column, int) else None) from None
+    except RecursionError:
+        raise GrammarError("nesting too deep") from None
+
+
+def _describe(exc: LarkError, text: str) -> str:
+    token = getattr(exc, "token", None)
+    if token is not None and getattr(token, "type", "") == "$END":
+        return "unexpected end of record (unbalanced brackets?)"
+    column = getattr(exc, "column", None)
+    if isinstance(column, int) and column > 0:
+        near = text[max(0, column - 1): column + 19]
+        return f"unexpected text at column {column}: {near!r}"
+    return type(exc).__name__
+
+
+# Templates: node ids and string literals vary between otherwise identical pieces.
+_VOLATILE = re.compile(r'%\d+\b|"(?:[^"\\\n]|\\.)*"')
+_REF_SLOT = "%\x00"
+_STR_SLOT = "\x00"
+
+
+def _template(text: str) -> tuple[str, list[str]]:
+    fills: list[str] = []
+
+    def blank(m: re.Match) -> str:
+        s = m.group(0)
+        fills.append(s)
+        return _REF_SLOT if s[0] == "%" else f'"{_STR_SLOT}"'
+
+    return _VOLATILE.sub(blank, text), fills
+
+
+def _refill(value: Any, fills: list[str], pos: list[int]) -> Any:
+    if type(value) is Ref and value == _REF_SLOT:
+        s = fills[pos[0]]
+        pos[0] += 1
+        return Ref(s)
+    if type(value) is str and value == _STR_SLOT:
+        s = fills[pos[0]]
+        pos[0] += 1
+        return s[1:-1]
+    if isinstance(value, list):
+        return [_refill(v, fills, pos) for v in value]
+    if isinstance(value, tuple):
+        # keeps the group classes (_Paren, _KeyValue ...) that parse_call still needs
+        return value.__class__([_refill(v, fills, pos) for v in value])
+    if isinstance(value, dict):
+        return {k: _refill(v, fills, pos) for k, v in value.items()}
+    if isinstance(value, Call):
+        return Call(_refill(value.name, fills, pos), _refill(value.args, fills, pos),
+                    tuple((k, _refill(v, fills, pos)) for k, v in value.kwargs), value.bracket)
+    return value
+
+
+@lru_cache(maxsize=65536)
+def _parse_template(template: str, start: str) -> Any:
+    return _parse(template, start)
+
+
+def _memo_parse(text: str, start: str) -> Any:
+    template, fills = _template(text)
+    value = _parse_template(template, start)
+    if not fills:
+        return value
+    return _refill(value, fills, [0])
+
+
+def parse_call(text: str) -> tuple[list, Any]:
+    """``PrimFunc_MatMul(%0, %1)`` -> (callee terms, argument tuple)."""
+    terms = _memo_parse(text, "call")
+    args = terms[-1] if terms else None
+    if not isinstance(args, _Group) or args.bracket != "(":
+        raise GrammarError("a call needs an argument list in parentheses")
+    callee = terms[:-1]
+    if not callee:
+        raise GrammarError("a call needs a callee")
+    return _callee(callee), tuple(
+        _unkey(a) for a in args
+    )
+
+
+def _callee(terms: list) -> Any:
+    """The callee of a call: a primitive name, ``call @g``, ``%3``, ``%0[@@g]``, ``$(@g:n)``."""
+    if len(terms) == 2 and terms[0] == "call" and isinstance(terms[1], GraphRef):
+        return terms[1]
+    if len(terms) == 2 and isinstance(terms[1], _Group):
+        return _apply(terms[0], terms[1])
+    if len(terms) == 1:
+        return terms[0]
+    return " ".join(str(_plain(t) if isinstance(t, _Group) else t) for t in terms)
+
+
+def parse_attrs(text: str) -> dict:
+    """``{recompute: Bool(1), recompute_id: I64(3)}`` -> ``{"recompute": True, "recompute_id": 3}``."""
+    value = _memo_parse(text, "attrs")
+    if isinstance(value, dict):
+        return value
+    if value == []:
+        return {}
+    raise GrammarError("an attribute block holds key: value pairs")
+
+
+@lru_cache(maxsize=65536)
+def parse_types(text: str) -> tuple[tuple[TensorType, ...], tuple[TensorType, ...] | None]:
+    """``(<T1>, <T2>) -> (<T>)`` -> (input types, output types); a Return's ``(<T>)`` has no arrow."""
+    parts = _parse(text, "types")
+    ins = tuple(_tensor_type(t) for t in parts[0])
+    outs = tuple(_tensor_type(t) for t in parts[1]) if len(parts) > 1 else None
+    return ins, outs
+
+
+def parse_param(text: str) -> tuple[str, list]:
+    """``%para1_x: <Tensor[Float32], (2, 8)> : [2, 8]`` -> (name, fields after the first colon)."""
+    items = _memo_parse(text, "param")
+    name, fields = items[0], [t for t in items[1:] if not isinstance(t, Token)]
+    return str(name), [_plain(f) if isinstance(f, _Group) else f for f in fields]
+
+
+def parse_header(text: str) -> tuple[str, str | None, tuple]:
+    """``subgraph @g parent: [subgraph @p](%para1_x) {`` -> (name, parent, parameter refs)."""
+    items = _parse(text, "header")
+    words = [t for t in items if not isinstance(t, (Token, _Group))]
+    groups = [t for t in items if isinstance(t, _Group)]
+    if len(words) < 2 or words[0] != "subgraph" or not isinstance(words[1], GraphRef) or not groups:
+        raise GrammarError("not a subgraph header")
+    parent = None
+    for g in groups:
+        if isinstance(g, _Brack):
+            parent = next((str(v).split()[-1] for v in g if isinstance(v, str) and "@" in str(v)), None)
+    params = tuple(_unkey(p) for p in groups[-1]) if isinstance(groups[-1], _Paren) else ()
+    return str(words[1]), parent, params
+
+
+def parse_value(text: str) -> Any:
+    return _memo_parse(text, "value")
+
+
+def _tensor_type(value: Any) -> TensorType:
+    raw = _type_text(value)
+    if not isinstance(value, Call) or value.bracket != "<" or not value.args:
+        return TensorType(str(value), None, None, raw)
+    head = value.args[0]
+    kind, dtype = (head.name, None) if isinstance(head, Call) else (str(head), None)
+    if isinstance(head, Call) and head.args:
+        inner = head.args[0]
+        # Ref[Tensor[Float16]] and Tensor[Float16] both carry the element type innermost
+        while isinstance(inner, Call) and inner.args:
+            inner = inner.args[0]
+        dtype = str(inner) if kind in ("Tensor", "Ref") else None
+    shape = value.args[1] if len(value.args) > 1 else None
+    if not (isinstance(shape, tuple) and all(isinstance(d, int) for d in shape)):
+        shape = None
+    return TensorType(str(kind), dtype, shape, raw)
+
+
+def _type_text(value: Any) -> str:
+    if isinstance(value, Call) and value.bracket == "<":
+        return "<" + ", ".join([_type_text(a) for a in value.args] + [f"{k}={v}" for k, v in value.kwargs]) + ">"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_type_text(v) for v in value) + ")"
+    return str(value)

@@ -1,0 +1,1 @@
+"""irlint's built-in rules: one module per rule or small family."""
