@@ -29,6 +29,8 @@ from .stages import Stage, stage_of
 
 PASSTHROUGH_OPS = frozenset({"Reshape", "Depend", "Load", "TupleGetItem", "MakeTuple"})
 GRADIENT_SCOPE = "Gradients/"
+# ops whose later inputs are monads, shapes or indices rather than data
+_DATA_FIRST_OPS = frozenset({"Depend", "Load", "TupleGetItem", "Reshape"})
 
 
 @dataclass
@@ -126,22 +128,17 @@ class IRFile:
         step = self.consumers if direction == "down" else self.producers
         out: dict[int, None] = {}
         seen = {key}
-        stack = [key]
-        while stack:
-            for nxt in step(stack.pop()):
-                if nxt in seen:
-                    continue
-                seen.add(nxt)
-                data = self.graph.nodes[nxt]
-                if data["kind"] == "cnode" and data["op"] in passthrough:
-                    if direction == "up" and data["op"] in ("Depend", "Load", "TupleGetItem", "Reshape"):
-                        first = self.producers(nxt)[:1]
-                        stack.extend(n for n in first if n not in seen)
-                        seen.update(first)
-                        continue
-                    stack.append(nxt)
-                elif data["kind"] != "const":
-                    out[nxt] = None
+        queue = [n for n in step(key) if not (n in seen or seen.add(n))]
+        while queue:
+            node = queue.pop()
+            data = self.graph.nodes[node]
+            if data["kind"] == "cnode" and data["op"] in passthrough:
+                nexts = step(node)
+                if direction == "up" and data["op"] in _DATA_FIRST_OPS:
+                    nexts = nexts[:1]
+                queue.extend(n for n in nexts if not (n in seen or seen.add(n)))
+            elif data["kind"] != "const":
+                out[node] = None
         return sorted(out)
 
     # --- forward / backward -------------------------------------------------------------------

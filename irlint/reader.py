@@ -32,6 +32,27 @@ TRACE = b"      # In file "
 TYPE = b"      : "
 SCOPES = (b"      # Fullname with scope: (", b"      # Scope: (")
 NODE_COMMENT = b"      # "
+CANDIDATE = b"      # Corresponding "
+_RECORD_STARTS = (b"  %", b"  Return(", b"      : ", b"      # ", b"}", b"subgraph ", b"# ", b"%para")
+
+
+class _Lines:
+    """Lines of a binary file, with one line of push-back."""
+
+    def __init__(self, f: BinaryIO):
+        self._it = iter(f)
+        self._back: list[bytes] = []
+
+    def __iter__(self) -> "_Lines":
+        return self
+
+    def __next__(self) -> bytes:
+        if self._back:
+            return self._back.pop()
+        return next(self._it)
+
+    def push(self, raw: bytes) -> None:
+        self._back.append(raw)
 
 
 def normalize_op(raw: str) -> str:
@@ -124,13 +145,13 @@ class _Reader:
         traces = self.ir.traces
         trace_start = -1       # byte offset where the open trace region starts
         trace_line = 0
-        it = iter(f)
+        it = _Lines(f)
         for raw in it:
             lineno += 1
             start = offset
             offset += len(raw)
             # Source traces: most of the bytes. Only remember where they are.
-            if raw.startswith(TRACE) or raw.startswith(b"# In file "):
+            if raw.startswith(TRACE) or raw.startswith(CANDIDATE) or raw.startswith(b"# In file "):
                 if trace_start < 0:
                     trace_start, trace_line = start, lineno
                 if not raw.isascii():
@@ -165,13 +186,17 @@ class _Reader:
             traces[self.current_key] = (trace_line, trace_start, offset)
         self.eof_line = lineno
 
-    def continuation(self, line: str, it, offset: int, lineno: int) -> tuple[str, int, int]:
-        """A node line holding a printed tensor continues until its brackets close."""
+    def continuation(self, line: str, it: "_Lines", offset: int, lineno: int) -> tuple[str, int, int]:
+        """A node line holding a printed tensor continues until its brackets close. A line that
+        starts a new record ends it early (the broken record is then reported, not swallowed)."""
         parts = [line]
         depth = line.count("(") - line.count(")") + line.count("[") - line.count("]")
         size = len(line)
         extra = 0
         for raw in it:
+            if raw.startswith(_RECORD_STARTS):
+                it.push(raw)
+                break
             extra += 1
             offset += len(raw)
             text = self.decode(raw, lineno + extra).rstrip("\r\n")
@@ -365,7 +390,7 @@ class _Reader:
             self.diag(lineno, D.BAD_RECORD, f"unparseable record ({exc}); skipped", line[max(0, col - 20):])
             return
         is_return = node_id == "Return"
-        if isinstance(callee, str):
+        if type(callee) is str:  # Ref and GraphRef are str subclasses: they are calls
             raw_op = callee
             op = normalize_op(callee)
         else:

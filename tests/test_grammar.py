@@ -1,0 +1,147 @@
+"""One test per construct of the text format, each from a real line of the corpus."""
+from __future__ import annotations
+
+import pytest
+
+from irlint.syntax import GrammarError, parse_attrs, parse_call, parse_header, parse_param, parse_types, parse_value
+from irlint.values import Call, FreeVar, GraphRef, Ref
+
+
+def test_primitive_call_with_refs_and_scalars():
+    callee, args = parse_call("PrimFunc_MatMul(%0, %1, Bool(0), Bool(1))")
+    assert callee == "PrimFunc_MatMul"
+    assert args == (Ref("%0"), Ref("%1"), False, True)
+    assert isinstance(args[0], Ref)
+
+
+def test_call_with_tuple_constant_and_parameter():
+    callee, args = parse_call("PrimFunc_Reshape(%para1_inputs0, (I64(-1), I64(32)))")
+    assert args == (Ref("%para1_inputs0"), (-1, 32))
+
+
+def test_subgraph_call():
+    callee, args = parse_call("call @30_add_57(%para125_x, %para126_y)")
+    assert isinstance(callee, GraphRef) and callee == "@30_add_57"
+    assert args == (Ref("%para125_x"), Ref("%para126_y"))
+
+
+def test_call_of_a_node_value_with_graph_annotation():
+    callee, args = parse_call("%0[@@89_✗logsumexp_244]()")
+    assert isinstance(callee, Call) and callee.name == Ref("%0")
+    assert callee.args == (GraphRef("@@89_✗logsumexp_244"),)
+    assert args == ()
+
+
+def test_free_variable_call_and_argument():
+    callee, args = parse_call("$(@5_grad___main___Net_construct_127:CNode_124)(%para39_grad___main___Net_construct)")
+    assert callee == FreeVar("@5_grad___main___Net_construct_127", "CNode_124")
+    _, args = parse_call("Partial(@16__tensor_env_get_110, $(@8_grad___main___NormNet_construct_36:CNode_86))")
+    assert args == (GraphRef("@16__tensor_env_get_110"), FreeVar("@8_grad___main___NormNet_construct_36", "CNode_86"))
+
+
+def test_return_of_a_free_variable_with_unicode_names():
+    callee, args = parse_call("Return($(@10_↓deprecated_tensor_sum_36:para10_фres))")
+    assert callee == "Return" and args == (FreeVar("@10_↓deprecated_tensor_sum_36", "para10_фres"),)
+
+
+def test_switch_with_value_problem_and_graphs():
+    _, args = parse_call("Switch(Bool(1), @49_✓deprecated_tensor_sum_104, ValueProblem[DeadNode])")
+    assert args[0] is True and args[1] == GraphRef("@49_✓deprecated_tensor_sum_104")
+    assert args[2] == Call("ValueProblem", ("DeadNode",), (), "[")
+
+
+def test_monads_namespace_and_keyword_args():
+    assert parse_value("UMonad[U]") == Call("UMonad", ("U",), (), "[")
+    assert parse_value("IOMonad[I]") == Call("IOMonad", ("I",), (), "[")
+    ns = parse_value("NameSpace[Entry: 'after_grad']")
+    assert ns.name == "NameSpace" and ns.args == ({"Entry": "after_grad"},)
+
+
+def test_scalar_kinds():
+    _, args = parse_call("PrimFunc_Cast(%4, I64(43))")
+    assert args[1] == 43
+    assert parse_value("U64(7)") == 7
+    assert parse_value("F32(1)") == 1.0 and isinstance(parse_value("F32(1)"), float)
+    assert parse_value("None") is None
+    assert parse_value("F32") == "F32"
+
+
+def test_tensor_constant_spanning_lines_joined():
+    text = ("PrimFunc_MaskedFill(Tensor(shape=[16, 1], dtype=Float32, value= [[ 1.00000000e+00] "
+            "[ 1.00000000e+00] ... [ 1.00000000e+00]]), %400, Tensor(shape=[], dtype=Float32, value=0))")
+    _, args = parse_call(text)
+    assert isinstance(args[0], Call) and args[0].name == "Tensor"
+    assert args[0].kw("shape") == [16, 1] and args[0].kw("dtype") == "Float32"
+    assert args[1] == Ref("%400") and args[2].kw("value") == 0
+
+
+def test_attribute_blocks():
+    assert parse_attrs("{recompute_sub_graph: U64(0), recompute_id: I64(1), duplicated: Bool(1), "
+                       "need_cse_after_recompute: Bool(1)}") == {
+        "recompute_sub_graph": 0, "recompute_id": 1, "duplicated": True, "need_cse_after_recompute": True}
+    assert parse_attrs('{forward_node_name: "ReduceMean_6043", forward_unique_id: "6043"}') == {
+        "forward_node_name": "ReduceMean_6043", "forward_unique_id": "6043"}
+    assert parse_attrs("{IsFeatureMapOutput: Bool(1), IsFeatureMapInputList: (0, 1)}")["IsFeatureMapInputList"] == (0, 1)
+    assert parse_attrs("{in_strategy: ((1, 1), (8, 1))}") == {"in_strategy": ((1, 1), (8, 1))}
+    assert parse_attrs("{input_names: [x, dst_type], output_names: [output]}") == {
+        "input_names": ["x", "dst_type"], "output_names": ["output"]}
+
+
+def test_attribute_templates_do_not_leak_between_calls():
+    a = parse_attrs('{unique_id: "1"}')
+    b = parse_attrs('{unique_id: "2"}')
+    assert (a, b) == ({"unique_id": "1"}, {"unique_id": "2"})
+
+
+def test_type_line_with_tuple_and_ref_types():
+    ins, outs = parse_types("(<Tensor[Float32], (2, 8, 32)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), "
+                            "elements_use_flags={[const vector]{1, 1}}>) -> (<Tensor[Float32], (16, 32)>)")
+    assert (ins[0].kind, ins[0].dtype, ins[0].shape) == ("Tensor", "Float32", (2, 8, 32))
+    assert ins[1].kind == "Tuple" and ins[1].shape is None
+    assert outs[0].shape == (16, 32) and outs[0].nbytes == 16 * 32 * 4
+    ins, _ = parse_types("(<Ref[Tensor[Float16]], (512, 4096), ref_key=model.w, is_parameter>, <UMonad, NoShape>) "
+                         "-> (<Tensor[Float16], (512, 4096)>)")
+    assert (ins[0].kind, ins[0].dtype, ins[0].shape) == ("Ref", "Float16", (512, 4096))
+    assert ins[1].kind == "UMonad"
+
+
+def test_return_type_line_has_no_arrow():
+    ins, outs = parse_types("(<Tuple[Tensor[Float32]], TupleShape(())>)")
+    assert outs is None and ins[0].kind == "Tuple"
+
+
+def test_kernel_graph_format_and_object_type_lines():
+    ins, outs = parse_types("(<Float32xDefaultFormat[const vector]{16, 1}>) -> (<Float32xDefaultFormat[const vector]{16, 1}>)")
+    assert len(ins) == 1 and len(outs) == 1
+    ins, outs = parse_types("(Tensor, Tuple) -> (Tensor)")
+    assert [t.kind for t in ins] == ["Tensor", "Tuple"]
+
+
+def test_parameter_lines_front_end_and_kernel_graph():
+    name, fields = parse_param("%para1_inputs0: <Tensor[Float32], (2, 8, 32)> : [2, 8, 32]")
+    assert name == "%para1_inputs0" and fields[-1] == [2, 8, 32]
+    name, fields = parse_param(
+        "%para2_model.tok_embeddings.embedding_table: <Ref[Tensor[Float32]], (128, 64), "
+        "ref_key=model.tok_embeddings.embedding_table, is_parameter, is_inplace>  :  has_default  :  "
+        "<UnknownxDefaultFormat[const vector]{128, 64}>  :  IsWeight: true")
+    assert name == "%para2_model.tok_embeddings.embedding_table" and "has_default" in fields
+    assert parse_param("%para1_args: <null>")[0] == "%para1_args"
+
+
+def test_subgraph_headers():
+    assert parse_header("subgraph @kernel_graph0() {") == ("@kernel_graph0", None, ())
+    name, parent, params = parse_header(
+        "subgraph @27_5↓_nll_loss_89 parent: [subgraph @26_4↓_nll_loss_110](%para153_фloss, %para154_фsmooth_loss) {")
+    assert name == "@27_5↓_nll_loss_89" and parent == "@26_4↓_nll_loss_110"
+    assert params == (Ref("%para153_фloss"), Ref("%para154_фsmooth_loss"))
+
+
+def test_names_with_dollar_and_triangle():
+    _, args = parse_call("PrimFunc_Add(%para3_▲x, %para4_CNode_310$a)")
+    assert args == (Ref("%para3_▲x"), Ref("%para4_CNode_310$a"))
+
+
+@pytest.mark.parametrize("text", ["PrimFunc_MatMul(%0, %1", "PrimFunc_MatMul", "(%0)", "MatMul(%0))"])
+def test_broken_calls_raise_grammar_errors(text):
+    with pytest.raises(GrammarError):
+        parse_call(text)

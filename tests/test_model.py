@@ -1,0 +1,86 @@
+"""The networkx model: nodes, attributes, edges in argument order, and the helpers rules use."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from irlint.reader import read_ir
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+S2 = CORPUS / "s2_ffn_3d_reshape_blocks" / "opt_pass_19_add_recomputation_0033.ir"
+JIT = CORPUS / "ffn-jit-grad" / "01_type_inference_0001.ir"
+
+
+def _by_id(ir, node_id, graph=None):
+    return next(k for k, d in ir.graph.nodes(data=True)
+                if d.get("id") == node_id and d["kind"] == "cnode" and (graph is None or d["graph"] == graph))
+
+
+def test_node_attributes_from_a_real_record():
+    ir = read_ir(str(S2))
+    silu = ir[_by_id(ir, "%6")]
+    assert silu["op"] == "SiLU" and silu["raw_op"] == "PrimFunc_SiLU"
+    assert silu["line"] == 96 and silu["instance"] == "silu"
+    assert silu["primitive_attrs"] == {"recompute": True}
+    assert silu["cnode_attrs"] == {"recompute": True}
+    assert silu["primal_attrs"] == {"unique_id": "6527"}
+    assert silu["scope"] == "Default/network-FeedForwardNet/feed_forward-LlamaFeedForward/w1-Linear/activation-LlamaSiLU"
+    assert (silu["out_type"].dtype, silu["out_type"].shape) == ("Float32", (16, 64))
+    assert silu["graph"] == "@112_29_1_llm_common_TrainStep_construct_222"
+
+
+def test_edges_are_in_argument_order_with_constants_as_nodes():
+    ir = read_ir(str(S2))
+    matmul = _by_id(ir, "%2")
+    producers = ir.producers(matmul)
+    assert [ir[p].get("id") for p in producers[:2]] == ["%0", "%1"]
+    assert [ir[p]["value"] for p in producers[2:]] == [False, True]
+    assert all(ir[p]["kind"] == "const" for p in producers[2:])
+
+
+def test_consumers_and_passthrough_walk():
+    ir = read_ir(str(S2))
+    silu = _by_id(ir, "%6")
+    assert [ir[c]["id"] for c in ir.consumers(silu)] == ["%7"]
+    # through the Reshape: the forward Mul and the backward Mul that keeps the tensor alive
+    reached = {ir[c]["id"]: ir.is_backward(c) for c in ir.through_passthrough(silu)}
+    assert reached == {"%8": False, "%27": True}
+    up = [ir[p]["id"] for p in ir.through_passthrough(_by_id(ir, "%8"), direction="up")]
+    assert up == ["%2", "%6"]
+
+
+def test_backward_nodes_and_their_forward_nodes():
+    ir = read_ir(str(S2))
+    grad = _by_id(ir, "%24")          # SiLUGrad, derived from SiLU unique_id 6527
+    assert ir.is_backward(grad) and not ir.is_backward(_by_id(ir, "%6"))
+    assert ir[ir.forward_of(grad)]["id"] == "%6"
+    assert ir.nodes_by_op("SiLUGrad") == [grad]
+
+
+def test_source_trace_is_read_on_demand():
+    ir = read_ir(str(S2))
+    trace = ir.trace(_by_id(ir, "%0"))
+    assert trace[0] == "# Corresponding code candidate:"
+    assert trace[-1].endswith("x = self.reshape(x, (-1, self.in_channels))/")
+    assert len(trace) == 11
+
+
+def test_subgraph_calls_have_edges_into_and_out_of_the_callee():
+    ir = read_ir(str(JIT))
+    g = ir.graph
+    kinds = {}
+    for _, _, kind in g.edges(data="kind"):
+        kinds[kind] = kinds.get(kind, 0) + 1
+    assert kinds.get("call_in", 0) > 0 and kinds.get("call_out", 0) > 0 and kinds.get("callee", 0) > 0
+    call = next(k for k, d in g.nodes(data=True) if d.get("op") == "call" and d["raw_op"].startswith("call @"))
+    callee = g.nodes[call]["raw_op"].split()[1]
+    sub = ir.subgraphs[callee]
+    outs = [u for u, _, kind in g.in_edges(call, data="kind") if kind == "call_out"]
+    assert outs == [sub.return_node]
+    ins = {v for _, v, kind in g.out_edges(ir.producers(call)[0], data="kind") if kind == "call_in"}
+    assert ins and ins <= set(sub.params)
+
+
+def test_every_reference_resolves_in_real_dumps():
+    for path in sorted((CORPUS / "ffn-jit-grad").glob("*.ir")):
+        ir = read_ir(str(path))
+        assert not [d for d in ir.diagnostics if d.code == "IR010"], path
