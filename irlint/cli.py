@@ -1,22 +1,36 @@
-"""The ``irlint`` command line."""
+"""The ``irlint`` command line: ``irlint [OPTIONS] PATH...`` and the rules/explain/inspect/config commands.
+
+Exit codes: 0 no findings, 1 findings, 2 usage error, unusable input or internal error.
+"""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import traceback
+from pathlib import Path
 
 import click
 
 from . import __version__
-from .config import Config
+from . import rule as rule_module
+from .baseline import BaselineError, new_findings, read_baseline, write_baseline
+from .config import Config, ConfigError, load_config, to_toml
 from .discover import InputError, discover
 from .engine import lint
 from .reader import read_ir
+from .reporters import FORMATS, RenderContext, render
+from .reporters.concise import FILE_LEVEL
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
+_debug = False
 
 
 class _DefaultGroup(click.Group):
-    """``irlint PATH...`` lints; ``irlint inspect|rules|explain ...`` run subcommands."""
+    """``irlint PATH...`` lints; ``irlint rules|explain|inspect|config ...`` run subcommands. Every
+    error ends as a one-line message and exit code 2, never a traceback (``--debug`` shows it)."""
 
     default_command = "check"
 
@@ -27,48 +41,270 @@ class _DefaultGroup(click.Group):
             args = [self.default_command]
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            click.echo("irlint: interrupted", err=True)
+            ctx.exit(EXIT_ERROR)
+        except BrokenPipeError:  # e.g. `irlint ... | head`
+            sys.stderr.close()
+            ctx.exit(EXIT_ERROR)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if _debug:
+                traceback.print_exc()
+            click.echo(f"irlint: internal error: {type(exc).__name__}: {exc}", err=True)
+            if not _debug:
+                click.echo("irlint: run again with --debug to see the traceback, and please report it", err=True)
+            ctx.exit(EXIT_ERROR)
+
+
+def _set_debug(ctx, param, value):
+    global _debug
+    _debug = _debug or bool(value)
+    return value
+
+
+debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
+                            help="Show tracebacks of internal errors.")
+
+
+def _split(ctx, param, values) -> list[str]:
+    """Repeated and comma-separated values: --select RC001,RC002 --select PC."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _fail(message: str) -> None:
+    click.echo(f"irlint: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
 
 @click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="irlint")
 def main() -> None:
-    """Lint MindSpore IR graph dumps (the graph/ folder written with save_graphs)."""
+    """Lint MindSpore IR graph dumps (the graph/ folder written with save_graphs).
+
+    irlint [OPTIONS] PATH... lints; see `irlint check --help` for its options.
+    """
 
 
 @main.command("check")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["concise", "json"]), default="concise")
-@click.option("--all-stages", is_flag=True, help="Read every stage file, not only those each rule needs.")
-@click.option("--exit-zero", is_flag=True)
-def check(paths, fmt, all_stages, exit_zero):
-    """Lint PATHS (dump files or save_graphs folders)."""
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+              help="Write the report to this file instead of standard output.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Use this irlint.toml or pyproject.toml instead of the one found upward from PATH.")
+@click.option("--select", multiple=True, callback=_split, help="Only these rules (code, code prefix or name; "
+              "comma-separated or repeated). Replaces the configured selection.")
+@click.option("--extend-select", multiple=True, callback=_split, help="Rules to add to the selection.")
+@click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
+@click.option("--statistics", is_flag=True, help="Show counts per rule instead of the findings (text, concise).")
+@click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary, no progress.")
+@click.option("--all-stages", is_flag=True, default=None, help="Read every stage file, not only those each rule needs.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, help="Files read in parallel (0: one per core).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
+              help="Report only findings not recorded in this baseline file.")
+@click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
+              help="Record the current findings in this file (they are then accepted: exit 0).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@debug_option
+def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, jobs,
+          no_cache, baseline_file, write_baseline_file, exit_zero):
+    """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included)."""
     try:
-        report = lint(list(paths), Config(all_stages=all_stages))
-    except InputError as exc:
-        click.echo(f"irlint: {exc}", err=True)
-        sys.exit(EXIT_ERROR)
-    if fmt == "json":
-        click.echo(json.dumps({"version": __version__, "findings": [f.to_dict() for f in report.findings],
-                               "diagnostics": [d.to_dict() for d in report.diagnostics],
-                               "summary": {"files": len(report.files), "findings": len(report.findings),
-                                           "by_rule": report.by_rule()}}, indent=2, ensure_ascii=False))
+        config, _ = load_config(config_file, starts=[paths[0], os.getcwd()])
+        _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache)
+        known = rule_module.load_rules(plugins=config.plugins)
+        _check_selectors(config, known)
+        accepted = read_baseline(baseline_file) if baseline_file else None
+        report = _lint_with_progress(list(paths), config, show=not quiet)
+    except (ConfigError, InputError, BaselineError) as exc:
+        _fail(str(exc))
+    empty = _folders_without_dumps(paths, report.files)
+    if empty:
+        _fail(f"{empty[0]}: no graph IR dumps (*.ir written by save_graphs) found in this folder")
+    total = len(report.findings)
+    if write_baseline_file:
+        try:
+            n = write_baseline(write_baseline_file, report.findings)
+        except BaselineError as exc:
+            _fail(str(exc))
+        if not quiet:
+            click.echo(f"irlint: wrote {n} finding{'s' if n != 1 else ''} to baseline {write_baseline_file}", err=True)
+        report.findings = []
+    elif accepted is not None:
+        report.findings = new_findings(report.findings, accepted)
+    ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings))
+    if output is None:
+        ctx.color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        ctx.width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+    text = render(report, fmt, ctx)
+    if output is None:
+        click.echo(text, nl=False)
     else:
-        for f in report.findings:
-            click.echo(f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}")
-        for d in report.diagnostics:
-            click.echo(f"{d.file}:{d.line}:1: {d.code} [error] {d.message}")
-    sys.exit(EXIT_CLEAN if exit_zero or not report.findings else EXIT_FINDINGS)
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"{output}: cannot write: {exc.strerror or exc}")
+    if any(d.code in FILE_LEVEL for d in report.diagnostics):
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if report.findings and not exit_zero else EXIT_CLEAN)
+
+
+def _apply_options(config: Config, select, extend_select, ignore, all_stages, jobs, no_cache) -> None:
+    """Command-line options over the config file: --select replaces, --extend-select/--ignore add."""
+    if select:
+        config.select = list(select)
+    config.extend_select += list(extend_select)
+    config.ignore += list(ignore)
+    if all_stages:
+        config.all_stages = True
+    if jobs is not None:
+        config.jobs = jobs
+    if no_cache:
+        config.cache = False
+
+
+def _check_selectors(config: Config, known: list) -> None:
+    selectors = config.select + config.extend_select + config.ignore + list(config.severity)
+    selectors += [s.rule for s in config.suppress if s.rule]
+    for sel in selectors:
+        if sel.upper() == "ALL":
+            continue
+        if not any(_selector_matches_rule(sel, c.code, c.name) for c in known):
+            raise ConfigError(f"unknown rule selector {sel!r} (see `irlint rules`)")
+
+
+def _selector_matches_rule(selector: str, code: str, name: str) -> bool:
+    return Config(select=[selector]).rule_enabled(code, name, False)
+
+
+def _folders_without_dumps(paths, files: list[str]) -> list[str]:
+    resolved = [Path(f).resolve() for f in files]
+    empty = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            root = p.resolve()
+            if not any(f == root or root in f.parents for f in resolved):
+                empty.append(raw)
+    return empty
+
+
+def _lint_with_progress(paths: list[str], config: Config, show: bool):
+    """Lint through the public API; a progress bar on stderr for large inputs on a terminal."""
+    if not (show and sys.stderr.isatty()):
+        return lint(paths, config)
+    from .engine import active_rules, plan
+
+    files, _ = discover(paths)
+    todo = plan(files, active_rules(config), config.all_stages)
+    sizes = {f.display: f.size for f in files if f.path in todo}
+    total = sum(sizes.values())
+    if total < PROGRESS_MIN_BYTES:
+        return lint(paths, config)
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("irlint"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                  TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"{len(sizes)} files", total=total)
+
+        def advance(display: str, size: int) -> None:
+            bar.update(task, advance=size, description=Path(display).name)
+
+        config.progress = advance
+        return lint(paths, config)
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@debug_option
+def rules_cmd(fmt, config_file):
+    """List the rules: code, name, severity, whether on by default, summary."""
+    try:
+        config, _ = load_config(config_file, starts=[os.getcwd()])
+    except ConfigError as exc:
+        _fail(str(exc))
+    rows = []
+    for cls in rule_module.load_rules(plugins=config.plugins):
+        rows.append({"code": cls.code, "name": cls.name,
+                     "severity": config.severity_for(cls.code, cls.name, cls.severity),
+                     "default": bool(cls.default_enabled),
+                     "enabled": config.rule_enabled(cls.code, cls.name, cls.default_enabled),
+                     "summary": cls.summary, "stages": list(cls.stages)})
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    table = Table(title="irlint rules", title_justify="left")
+    for col in ("code", "name", "severity", "default", "summary"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["code"], r["name"], r["severity"], "on" if r["default"] else "off", r["summary"])
+    _console().print(table)
+
+
+def _console():
+    from rich.console import Console
+
+    tty = sys.stdout.isatty()
+    return Console(force_terminal=tty, no_color=not tty or bool(os.environ.get("NO_COLOR")),
+                   width=None if tty else 120, highlight=False)
+
+
+@main.command("explain")
+@click.argument("rule")
+@debug_option
+def explain_cmd(rule):
+    """Explain RULE (a code such as RC001 or a name): what it finds, why, how to fix, an example."""
+    for cls in rule_module.load_rules():
+        if rule.upper() == cls.code.upper() or rule == cls.name:
+            state = "on" if cls.default_enabled else "off"
+            click.echo(f"{cls.code} {cls.name} ({cls.severity}, {state} by default)")
+            click.echo(f"{cls.summary}\n" if cls.summary else "")
+            click.echo(cls.doc())
+            stages = ", ".join(cls.stages) if cls.stages else "every dump file"
+            click.echo(f"\nReads stages (best first): {stages}")
+            return
+    _fail(f"unknown rule {rule!r}; `irlint rules` lists them")
+
+
+@main.command("config")
+@click.option("--show", is_flag=True, help="Print the effective settings as TOML.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.argument("path", required=False)
+@debug_option
+def config_cmd(show, config_file, path):
+    """Which config file applies to PATH (default: the working directory); --show prints its settings."""
+    try:
+        config, source = load_config(config_file, starts=[path or os.getcwd()])
+    except ConfigError as exc:
+        _fail(str(exc))
+    where = f"# from {source}" if source else "# no irlint.toml or [tool.irlint] found: defaults"
+    if show:
+        click.echo(f"{where}\n{to_toml(config)}", nl=False)
+    else:
+        click.echo(where[2:])
 
 
 @main.command("inspect")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@debug_option
 def inspect_cmd(paths, fmt):
     """Show what irlint reads in each dump: subgraphs, cnodes, parameters, edges, diagnostics."""
     try:
         files, diags = discover(list(paths))
     except InputError as exc:
-        click.echo(f"irlint: {exc}", err=True)
-        sys.exit(EXIT_ERROR)
+        _fail(str(exc))
     rows = []
     for f in files:
         ir = read_ir(f.path, f.display)
@@ -77,7 +313,6 @@ def inspect_cmd(paths, fmt):
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False))
     else:
-        from rich.console import Console
         from rich.table import Table
 
         table = Table(title="irlint inspect")
@@ -86,7 +321,7 @@ def inspect_cmd(paths, fmt):
         for row in rows:
             table.add_row(row["file"], row["stage"], str(row["subgraphs"]), str(row["cnodes"]), str(row["params"]),
                           str(row["edges"]), str(len(row["diagnostics"])))
-        Console().print(table)
+        _console().print(table)
         for row in rows:
             for d in row["diagnostics"]:
                 click.echo(f"{d['file']}:{d['line']}: {d['kind']}: {d['message']}")

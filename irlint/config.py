@@ -1,9 +1,12 @@
 """Settings of a lint run: rule selection, severities, suppressions, stage choice."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
 
 @dataclass
@@ -32,6 +35,8 @@ class Config:
     cache: bool = True
     cache_dir: str | None = None
     plugins: bool = True
+    # called as progress(display_path, size_in_bytes) after each file is read, when the engine supports it
+    progress: Callable[[str, int], None] | None = field(default=None, repr=False, compare=False)
 
     def rule_enabled(self, code: str, name: str, default: bool) -> bool:
         if self.select:
@@ -78,3 +83,169 @@ def _specificity(selector: str, code: str, name: str) -> int:
     if code.upper().startswith(s.upper()):
         return len(s)
     return -1
+
+
+# --- configuration files ---------------------------------------------------------------------------
+CONFIG_FILES = ("irlint.toml", "pyproject.toml")   # first found in a folder wins
+LEVELS = ("error", "warning", "info")
+_KEYS = {"select", "extend-select", "ignore", "severity", "all-stages", "jobs", "cache", "cache-dir",
+         "suppress", "plugins"}
+
+
+class ConfigError(Exception):
+    """A configuration file or option that cannot be used (exit code 2)."""
+
+
+def _toml_load(path: Path) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def settings_in(path: Path) -> dict | None:
+    """The irlint table of a config file: top level of irlint.toml, [tool.irlint] of pyproject.toml
+    (None when a pyproject.toml has no such table)."""
+    data = _toml_load(path)
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        return tool.get("irlint") if isinstance(tool, dict) and isinstance(tool.get("irlint"), dict) else None
+    return data
+
+
+def find_config(starts: list[str]) -> Path | None:
+    """The nearest config file upward from each start folder in turn (first PATH, then the working dir)."""
+    for start in starts:
+        p = Path(start).resolve()
+        folder = p if p.is_dir() else p.parent
+        for d in (folder, *folder.parents):
+            for name in CONFIG_FILES:
+                candidate = d / name
+                if candidate.is_file() and (name != "pyproject.toml" or settings_in(candidate) is not None):
+                    return candidate
+    return None
+
+
+def _str_list(value, key: str, where: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: '{key}' must be a list of rule codes, prefixes or names")
+    return [v.strip() for v in value if v.strip()]
+
+
+def config_from_dict(data: dict, where: str = "config") -> Config:
+    """Build a Config from the keys of an irlint table; every mistake is a ConfigError."""
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                          f"known keys: {', '.join(sorted(_KEYS))}")
+    cfg = Config()
+    for key in ("select", "extend-select", "ignore"):
+        if key in data:
+            setattr(cfg, key.replace("-", "_"), _str_list(data[key], key, where))
+    severity = data.get("severity", {})
+    if not isinstance(severity, dict):
+        raise ConfigError(f"{where}: 'severity' must be a table of rule = \"error|warning|info\"")
+    for selector, level in severity.items():
+        if level not in LEVELS:
+            raise ConfigError(f"{where}: severity of {selector!r} must be one of {', '.join(LEVELS)}, not {level!r}")
+    cfg.severity = dict(severity)
+    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins")):
+        if key in data:
+            if not isinstance(data[key], bool):
+                raise ConfigError(f"{where}: '{key}' must be true or false")
+            setattr(cfg, attr, data[key])
+    if "jobs" in data:
+        if not isinstance(data["jobs"], int) or isinstance(data["jobs"], bool) or data["jobs"] < 0:
+            raise ConfigError(f"{where}: 'jobs' must be a whole number >= 0 (0: one per core)")
+        cfg.jobs = data["jobs"]
+    if "cache-dir" in data:
+        if not isinstance(data["cache-dir"], str):
+            raise ConfigError(f"{where}: 'cache-dir' must be a path")
+        cfg.cache_dir = data["cache-dir"]
+    suppress = data.get("suppress", [])
+    if not isinstance(suppress, list):
+        raise ConfigError(f"{where}: 'suppress' must be an array of tables "
+                          "{{rule = \"RC001\", scope = \"regex\", reason = \"...\"}}")
+    for i, entry in enumerate(suppress):
+        cfg.suppress.append(_suppression(entry, f"{where}: suppress[{i}]"))
+    return cfg
+
+
+def _suppression(entry, where: str) -> Suppression:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a table {{rule = \"RC001\", scope = \"regex\", reason = \"...\"}}")
+    extra = sorted(set(entry) - {"rule", "scope", "reason"})
+    if extra:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; known: rule, scope, reason")
+    scope = entry.get("scope")
+    if not isinstance(scope, str) or not scope:
+        raise ConfigError(f"{where}: 'scope' (a regular expression) is required")
+    try:
+        re.compile(scope)
+    except re.error as exc:
+        raise ConfigError(f"{where}: 'scope' is not a valid regular expression: {exc}") from None
+    for key in ("rule", "reason"):
+        if not isinstance(entry.get(key, ""), str):
+            raise ConfigError(f"{where}: '{key}' must be a string")
+    return Suppression(scope=scope, rule=entry.get("rule", ""), reason=entry.get("reason", ""))
+
+
+def load_config(path: str | Path | None = None, starts: list[str] | None = None) -> tuple[Config, Path | None]:
+    """The Config of ``path`` or, without one, of the file found upward from ``starts``
+    (defaults: Config() and None)."""
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"{path}: no such config file")
+        data = settings_in(p)
+        if data is None:
+            raise ConfigError(f"{path}: has no [tool.irlint] table")
+        return config_from_dict(data, str(path)), p
+    found = find_config(starts if starts is not None else [os.getcwd()])
+    if found is None:
+        return Config(), None
+    return config_from_dict(settings_in(found) or {}, str(found)), found
+
+
+def to_toml(cfg: Config) -> str:
+    """The settings as an irlint.toml (the same keys ``[tool.irlint]`` takes)."""
+    lines = [
+        f"select = {_toml_value(cfg.select)}",
+        f"extend-select = {_toml_value(cfg.extend_select)}",
+        f"ignore = {_toml_value(cfg.ignore)}",
+        f"all-stages = {_toml_value(cfg.all_stages)}",
+        f"jobs = {cfg.jobs}",
+        f"cache = {_toml_value(cfg.cache)}",
+    ]
+    if cfg.cache_dir:
+        lines.append(f"cache-dir = {_toml_value(cfg.cache_dir)}")
+    lines.append(f"plugins = {_toml_value(cfg.plugins)}")
+    lines += ["", "[severity]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sorted(cfg.severity.items())]
+    for s in cfg.suppress:
+        lines += ["", "[[suppress]]", f"rule = {_toml_value(s.rule)}", f"scope = {_toml_value(s.scope)}",
+                  f"reason = {_toml_value(s.reason)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(key)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    # a TOML basic string is a JSON string for the characters that matter here
+    return json.dumps(str(value), ensure_ascii=False)

@@ -1,0 +1,61 @@
+"""Baselines: adopt irlint on existing dumps and fail only on findings that are new.
+
+A baseline stores fingerprints (which never contain node ids or line numbers, so they survive a
+re-dump) with a count, plus rule/file/scope so a person can read what was accepted.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from .findings import Finding
+
+FORMAT_VERSION = 1
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be read or written (exit code 2)."""
+
+
+def write_baseline(path: str | Path, findings: list[Finding]) -> int:
+    entries = [{"fingerprint": f.fingerprint, "code": f.code, "rule": f.rule, "file": f.file,
+                "scope": f.scope, "message": f.message} for f in findings]
+    entries.sort(key=lambda e: (e["code"], e["file"], e["scope"], e["fingerprint"]))
+    data = {"irlint-baseline": FORMAT_VERSION, "findings": entries}
+    try:
+        Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot write baseline: {exc.strerror or exc}") from None
+    return len(entries)
+
+
+def read_baseline(path: str | Path) -> Counter:
+    """fingerprint -> how many findings with it are accepted."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot read baseline: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise BaselineError(f"{path}: not a baseline (invalid JSON: {exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
+        raise BaselineError(f"{path}: not an irlint baseline (written with --write-baseline)")
+    counts: Counter = Counter()
+    for entry in data["findings"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("fingerprint"), str):
+            raise BaselineError(f"{path}: every entry needs a 'fingerprint'")
+        counts[entry["fingerprint"]] += 1
+    return counts
+
+
+def new_findings(findings: list[Finding], accepted: Counter) -> list[Finding]:
+    """Findings not covered by the baseline; each baseline entry covers one finding."""
+    left = Counter(accepted)
+    out = []
+    for f in findings:
+        fp = f.fingerprint
+        if left[fp] > 0:
+            left[fp] -= 1
+        else:
+            out.append(f)
+    return out

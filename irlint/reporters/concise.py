@@ -1,0 +1,26 @@
+"""One line per finding, ``path:line:col: CODE [severity] message``, for editors and grep."""
+from __future__ import annotations
+
+from ..findings import Report
+from . import RenderContext, rule_classes
+
+# Input problems: a file not read at all is an error, a skipped line a warning.
+FILE_LEVEL = {"IR001", "IR002", "IR009"}
+
+
+def diagnostic_severity(code: str) -> str:
+    return "error" if code in FILE_LEVEL else "warning"
+
+
+def render(report: Report, ctx: RenderContext) -> str:
+    if ctx.statistics:
+        names = {c.code: c.name for c in rule_classes(report, ctx)}
+        return "".join(f"{count:>5}\t{code}\t{names.get(code, '')}\n" for code, count in report.by_rule().items())
+    lines = []
+    for f in report.findings:
+        message = f.message.replace("\n", " ")
+        lines.append(f"{f.file}:{max(f.line, 1)}:{max(f.column, 1)}: {f.code} [{f.severity}] {message}")
+    for d in report.diagnostics:
+        lines.append(f"{d.file}:{max(d.line, 1)}:1: {d.code} [{diagnostic_severity(d.code)}] "
+                     f"{d.message.replace(chr(10), ' ')}")
+    return "".join(line + "\n" for line in lines)

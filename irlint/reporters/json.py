@@ -1,0 +1,31 @@
+"""The stable JSON contract for tools (``version`` is the format version; keys are only added)."""
+from __future__ import annotations
+
+import json
+
+from .. import __version__
+from ..findings import Report
+from . import RenderContext
+
+FORMAT_VERSION = 1
+
+
+def as_dict(report: Report, ctx: RenderContext) -> dict:
+    findings = []
+    for f in report.findings:
+        d = f.to_dict()
+        d["related"] = [{k: r[k] for k in ("file", "line", "node", "op", "scope", "graph", "note")}
+                        for r in d["related"]]
+        findings.append(d)
+    return {
+        "version": FORMAT_VERSION,
+        "tool": {"name": "irlint", "version": __version__},
+        "findings": findings,
+        "diagnostics": [d.to_dict() for d in report.diagnostics],
+        "summary": {"files": len(report.files), "findings": len(report.findings), "by_rule": report.by_rule(),
+                    "diagnostics": len(report.diagnostics), "baselined": ctx.baselined},
+    }
+
+
+def render(report: Report, ctx: RenderContext) -> str:
+    return json.dumps(as_dict(report, ctx), indent=2, ensure_ascii=False) + "\n"

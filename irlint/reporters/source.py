@@ -1,0 +1,54 @@
+"""Node lines of the dumps, read by line number only for the lines a report shows."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+MAX_CHARS = 240   # dump lines carry full type and attribute lists; a report shows their head
+
+
+class SourceLines:
+    def __init__(self) -> None:
+        self._lines: dict[str, dict[int, str]] = {}
+
+    def prefetch(self, wanted: dict[str, set[int]]) -> None:
+        """Read each file once, keeping only the wanted lines."""
+        for path, numbers in wanted.items():
+            if path in self._lines:
+                numbers = numbers - set(self._lines[path])
+                if not numbers:
+                    continue
+            got = self._lines.setdefault(path, {})
+            last = max(numbers, default=0)
+            try:
+                with open(path, "rb") as f:
+                    for i, raw in enumerate(f, 1):
+                        if i in numbers:
+                            got[i] = _clip(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                        if i >= last:
+                            break
+            except OSError:
+                pass
+            for n in numbers:
+                got.setdefault(n, "")
+
+    def line(self, path: str, number: int) -> str:
+        if number <= 0:
+            return ""
+        if number not in self._lines.get(path, {}):
+            self.prefetch({path: {number}})
+        return self._lines[path][number]
+
+    def prefetch_findings(self, findings) -> None:
+        wanted: dict[str, set[int]] = defaultdict(set)
+        for f in findings:
+            if f.line > 0 and not f.source_line:
+                wanted[f.file].add(f.line)
+            for r in f.related:
+                if r.line > 0:
+                    wanted[r.file].add(r.line)
+        self.prefetch(wanted)
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"

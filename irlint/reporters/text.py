@@ -1,0 +1,117 @@
+"""The default format for people: findings grouped by file, each with its dump line, the chain of
+related nodes and the fix; then a summary table."""
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..findings import Report
+from . import RenderContext, ranks_text, rule_classes
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def console_for(ctx: RenderContext, buffer: io.StringIO) -> Console:
+    return Console(file=buffer, force_terminal=ctx.color, no_color=not ctx.color, color_system="standard"
+                   if ctx.color else None, width=ctx.width, highlight=False, emoji=False, soft_wrap=False)
+
+
+def render(report: Report, ctx: RenderContext) -> str:
+    buffer = io.StringIO()
+    out = console_for(ctx, buffer)
+    if ctx.statistics:
+        out.print(statistics_table(report, ctx))
+        return buffer.getvalue()
+    ctx.sources.prefetch_findings(report.findings)
+    by_file: dict[str, list] = defaultdict(list)
+    for f in report.findings:
+        by_file[f.file].append(f)
+    for path, findings in by_file.items():
+        out.print(Text(path, style="bold underline"))
+        for f in findings:
+            _finding(out, f, ctx)
+        out.print()
+    if report.diagnostics:
+        out.print(Text("Input problems (lines skipped or files not read)", style="bold"))
+        for d in report.diagnostics:
+            line = Text("  ")
+            line.append(f"{d.file}:{d.line}", style="bold")
+            line.append(f"  {d.code} {d.kind}  ", style="magenta")
+            line.append(d.message)
+            out.print(line)
+        out.print()
+    if not ctx.quiet:
+        _summary(out, report, ctx)
+    return buffer.getvalue()
+
+
+def _finding(out: Console, f, ctx: RenderContext) -> None:
+    head = Text("  ")
+    head.append(f"{f.line}:{f.column}", style="bold")
+    head.append("  ")
+    head.append(f.code, style="bold " + SEVERITY_STYLE.get(f.severity, ""))
+    head.append(f" {f.severity}", style=SEVERITY_STYLE.get(f.severity, ""))
+    head.append(f"  {f.message}")
+    if f.ranks:
+        head.append(f"  (on {ranks_text(f.ranks)})", style="dim")
+    out.print(head)
+    source = f.source_line or ctx.sources.line(f.file, f.line)
+    if source:
+        out.print(_source_row(f.line, source), overflow="ellipsis", no_wrap=True)
+    if f.scope:
+        out.print(Text(f"      scope {f.scope}", style="dim"), overflow="ellipsis", no_wrap=True)
+    if f.related:
+        out.print(Text("      chain:", style="dim"))
+        for r in f.related:
+            row = Text("        ↳ ")
+            where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
+            row.append(f"{where} {r.node} {r.op}", style="bold")
+            if r.note:
+                row.append(f"  {r.note}", style="italic")
+            row.append(f"  {r.scope}", style="dim")
+            out.print(row, overflow="ellipsis", no_wrap=True)
+    if f.hint:
+        fix = Text("      fix: ", style="green")
+        fix.append(f.hint)
+        out.print(fix)
+
+
+def _source_row(number: int, source: str) -> Text:
+    row = Text(f"  {number:>7} │ ", style="dim")
+    row.append(source)
+    return row
+
+
+def statistics_table(report: Report, ctx: RenderContext) -> Table:
+    names = {c.code: c.name for c in rule_classes(report, ctx)}
+    severities: dict[str, str] = {}
+    for f in report.findings:
+        severities.setdefault(f.code, f.severity)
+    table = Table(title="Findings per rule", title_justify="left")
+    table.add_column("count", justify="right")
+    table.add_column("code")
+    table.add_column("rule")
+    table.add_column("severity")
+    for code, count in report.by_rule().items():
+        table.add_row(str(count), code, names.get(code, ""), severities.get(code, ""))
+    return table
+
+
+def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
+    if report.findings:
+        out.print(statistics_table(report, ctx))
+    n, files = len(report.findings), len({f.file for f in report.findings})
+    if n:
+        text = f"Found {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    else:
+        text = "No findings"
+    text += f" ({len(report.files)} file{'s' if len(report.files) != 1 else ''} checked"
+    if report.diagnostics:
+        text += f", {len(report.diagnostics)} input problem{'s' if len(report.diagnostics) != 1 else ''}"
+    if ctx.baselined:
+        text += f", {ctx.baselined} known finding{'s' if ctx.baselined != 1 else ''} hidden by the baseline"
+    out.print(Text(text + ").", style="bold"))
