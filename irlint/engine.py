@@ -1,11 +1,17 @@
 """A lint run: discover files, choose the stage files each rule needs, read them, run rules."""
 from __future__ import annotations
 
+import multiprocessing
+import pickle
 import re
+import sys
 from collections import defaultdict
-from typing import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Iterator
 
+from .cache import LintCache, content_hash, default_dir
 from .config import Config
+from .diagnostics import UNREADABLE, Diagnostic
 from .discover import DumpFile, discover
 from .findings import Finding, Report
 from .model import IRFile
@@ -49,10 +55,117 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
     return dict(todo)
 
 
-def read_files(files: list[DumpFile], config: Config) -> Iterable[IRFile]:
-    for f in files:
-        ir = read_ir(f.path, f.display)
-        yield ir
+def read_files(files: list[DumpFile], config: Config) -> Iterator[IRFile]:
+    """The files read into IRFiles, in order; in ``config.jobs`` worker processes when that pays."""
+    jobs = _jobs_for(files, config)
+    if jobs <= 1:
+        for f in files:
+            ir = read_ir(f.path, f.display)
+            _progress(config, f)
+            yield ir
+        return
+    with _pool(jobs) as pool:
+        futures = [pool.submit(read_ir, f.path, f.display) for f in files]
+        for f, fut in zip(files, futures):
+            ir = fut.result()
+            _progress(config, f)
+            yield ir
+
+
+def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config
+                ) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
+    """Per file, in order: what its rules found (before severities and suppressions) and the
+    diagnostics of reading it. Results come from the cache when the file, the rules and irlint
+    are unchanged; otherwise the file is read and checked, in worker processes when that pays:
+    a worker returns findings, not the graph, which would cost more to send than to build."""
+    cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
+    store = LintCache(cache_dir) if cache_dir is not None else None
+    results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}
+    misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
+    for i, f in enumerate(files):
+        digest = store.known_hash(f.path) if store else None
+        hit = store.get(store.key(digest, f.display, todo[f.path])) if digest else None
+        if hit is not None:
+            results[i] = hit
+        else:
+            misses.append((i, f, digest))
+    jobs = _jobs_for([f for _, f, _ in misses], config)
+    if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in misses]):
+        jobs = 1  # rules defined where a worker cannot import them run here
+    pool = _pool(jobs) if jobs > 1 else None
+    try:
+        futures = {}
+        # biggest first, so that one large file does not start last and run alone
+        for i, f, digest in sorted(misses, key=lambda m: -m[1].size):
+            args = (f.path, f.display, todo[f.path], digest, cache_dir)
+            futures[i] = pool.submit(_check_one, *args) if pool else args
+        for i, f in enumerate(files):
+            if i in results:
+                findings, diags = results[i]
+            else:
+                job = futures[i]
+                digest, findings, diags = job.result() if pool else _check_one(*job)
+                if store is not None and digest is not None:
+                    store.remember_hash(f.path, digest)
+                    store.put(store.key(digest, f.display, todo[f.path]), (findings, diags))
+            _progress(config, f)
+            yield f, findings, diags
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        if store is not None and store.written:
+            store.prune()
+
+
+def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, cache_dir: str | None
+               ) -> tuple[str | None, list[Finding], list[Diagnostic]]:
+    if cache_dir is not None and digest is None:
+        try:
+            digest = content_hash(path)
+        except OSError:
+            digest = None
+        if digest is not None:
+            # same content under a new stat (a copy, a touch): still a hit
+            hit = LintCache(cache_dir).get(LintCache.key(digest, display, rules))
+            if hit is not None:
+                return digest, hit[0], hit[1]
+    ir = read_ir(path, display)
+    findings = [finding for rule in rules for finding in rule.check(ir)]
+    if any(d.code == UNREADABLE for d in ir.diagnostics):
+        digest = None  # an I/O error is not a property of the content: never cached
+    return digest, findings, list(ir.diagnostics)
+
+
+# below this much input, starting worker processes costs more than it saves
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+
+
+def _jobs_for(files: list[DumpFile], config: Config) -> int:
+    jobs = min(config.effective_jobs(), len(files))
+    if jobs <= 1 or sum(f.size for f in files) < PARALLEL_MIN_BYTES:
+        return 1
+    return jobs
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    # fork starts a worker in milliseconds, with the rules and grammar already loaded
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork") if sys.platform == "linux" and "fork" in methods else None
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+
+
+def _picklable(value) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
+def _progress(config: Config, f: DumpFile) -> None:
+    callback = getattr(config, "progress", None)
+    if callback is not None:
+        callback(f.display, f.size)
 
 
 def lint(paths: list[str], config: Config | None = None) -> Report:
@@ -65,14 +178,13 @@ def lint(paths: list[str], config: Config | None = None) -> Report:
     report = Report(diagnostics=list(diagnostics), files=[f.display for f in files], rules=rules)
     to_read = [by_path[p] for p in todo]
     found: list[tuple[DumpFile, Finding]] = []
-    for f, ir in zip(to_read, read_files(to_read, config)):
-        report.diagnostics.extend(ir.diagnostics)
-        for rule in todo[f.path]:
-            for finding in rule.check(ir):
-                sev = config.severity_for(finding.code, finding.rule, finding.severity)
-                if config.suppressed(finding.code, finding.rule, finding.scope):
-                    continue
-                found.append((f, finding.with_(severity=sev)))
+    for f, findings, diags in check_files(to_read, todo, config):
+        report.diagnostics.extend(diags)
+        for finding in findings:
+            sev = config.severity_for(finding.code, finding.rule, finding.severity)
+            if config.suppressed(finding.code, finding.rule, finding.scope):
+                continue
+            found.append((f, finding.with_(severity=sev)))
     report.findings = _group(found)
     return report
 

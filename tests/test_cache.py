@@ -1,0 +1,176 @@
+"""The lint cache: hits for unchanged input, misses for any change, never in the way."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import irlint.engine as engine
+from irlint.cache import LintCache, default_dir
+from irlint.config import Config
+from irlint.engine import lint
+from irlint.rule import Rule
+
+CASE = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
+DUMP = "opt_pass_19_add_recomputation_0033.ir"
+
+
+class RecomputedNodes(Rule):
+    """Test probe: every cnode marked for recompute; counts the files it was run on."""
+
+    code = "TST901"
+    name = "test-recomputed-nodes"
+    checked: list[str] = []
+
+    def check(self, ir):
+        type(self).checked.append(ir.path)
+        for key in ir.cnodes():
+            if ir[key]["cnode_attrs"].get("recompute") is True:
+                yield self.finding(ir, key, f"{ir[key]['op']} is recomputed")
+
+
+class NodeCount(Rule):
+    """Test probe: a second rule, so that the rule set can change between runs."""
+
+    code = "TST902"
+    name = "test-node-count"
+
+    def check(self, ir):
+        keys = list(ir.cnodes())
+        if keys:
+            yield self.finding(ir, keys[0], f"{len(keys)} cnodes")
+
+
+@pytest.fixture
+def rules(monkeypatch):
+    chosen = [RecomputedNodes()]
+    monkeypatch.setattr(engine, "active_rules", lambda config: list(chosen))
+    RecomputedNodes.checked = []
+    return chosen
+
+
+@pytest.fixture
+def dump(tmp_path):
+    folder = tmp_path / "graph"
+    shutil.copytree(CASE, folder)
+    path = folder / DUMP
+    old = path.stat()
+    # an old mtime: the cache trusts a file's stat only once it can no longer change in the same tick
+    os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns - 10**10))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_user_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "env-cache"))
+
+
+def _entries(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+
+
+def _lint(path, cache_dir, **kw):
+    report = lint([str(path)], Config(cache_dir=str(cache_dir), jobs=1, **kw))
+    return [f.to_dict() for f in report.findings], [d.to_dict() for d in report.diagnostics]
+
+
+def test_second_run_comes_from_the_cache(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    first = _lint(dump, cache)
+    assert first[0], "the probe rule finds the recompute-marked nodes of the fixture"
+    assert RecomputedNodes.checked == [str(dump)]
+    assert _entries(cache)
+    second = _lint(dump, cache)
+    assert second == first
+    assert RecomputedNodes.checked == [str(dump)]   # not run again
+
+
+def test_content_change_is_a_miss_even_with_same_size_and_mtime(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    before, _ = _lint(dump, cache)
+    st = dump.stat()
+    text = dump.read_bytes()
+    changed = text.replace(b"recompute: Bool(1)", b"recompute: Bool(0)")
+    assert changed != text and len(changed) == len(text)
+    dump.write_bytes(changed)
+    os.utime(dump, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after, _ = _lint(dump, cache)
+    assert len(RecomputedNodes.checked) == 2
+    assert len(after) < len(before)
+    # and back: the first entry is still valid for the first content
+    dump.write_bytes(text)
+    assert _lint(dump, cache)[0] == before
+
+
+def test_rule_set_change_is_a_miss(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    rules.append(NodeCount())
+    findings, _ = _lint(dump, cache)
+    assert any(f["code"] == "TST902" for f in findings)
+    assert len(RecomputedNodes.checked) == 2
+
+
+def test_a_copied_file_is_found_by_content(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    first, _ = _lint(dump, cache)
+    os.utime(dump)  # new stat, same bytes
+    assert _lint(dump, cache)[0] == first
+    assert len(RecomputedNodes.checked) == 1
+
+
+def test_no_cache_writes_nothing(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    _lint(dump, cache, cache=False)
+    _lint(dump, cache, cache=False)
+    assert not cache.exists()
+    assert not (tmp_path / "env-cache").exists()
+    assert len(RecomputedNodes.checked) == 2
+
+
+def test_corrupt_entries_are_ignored_and_replaced(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    first = _lint(dump, cache)
+    entries = _entries(cache)
+    assert entries
+    for i, p in enumerate(entries):
+        p.write_bytes([b"", b"\x80\x05garbage", b"not a pickle at all"][i % 3])
+    assert _lint(dump, cache) == first
+    assert len(RecomputedNodes.checked) == 2
+    assert _lint(dump, cache) == first          # rewritten entries are good again
+    assert len(RecomputedNodes.checked) == 2
+
+
+def test_cache_folder_can_be_deleted_between_runs(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    first = _lint(dump, cache)
+    shutil.rmtree(cache)
+    assert _lint(dump, cache) == first
+
+
+def test_cache_dir_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "env"))
+    assert default_dir(str(tmp_path / "cfg")) == tmp_path / "cfg"
+    assert default_dir(None) == tmp_path / "env"
+    monkeypatch.delenv("IRLINT_CACHE_DIR")
+    assert default_dir(None).name == "irlint"
+
+
+def test_env_cache_dir_is_used(rules, dump, tmp_path):
+    lint([str(dump)], Config(jobs=1))
+    assert _entries(tmp_path / "env-cache")
+
+
+def test_prune_keeps_the_cache_under_its_bound_newest_first(tmp_path):
+    store = LintCache(tmp_path / "c", max_bytes=10_000)
+    keys = [f"{i:064x}" for i in range(20)]
+    for n, key in enumerate(keys):
+        store.put(key, ("x" * 1000, n))
+        os.utime(store._file("lint", key), (1_000_000 + n, 1_000_000 + n))
+    store.prune()
+    left = _entries(tmp_path / "c")
+    assert 0 < sum(p.stat().st_size for p in left) <= 10_000
+    assert store.get(keys[-1]) == ("x" * 1000, 19)
+    assert store.get(keys[0]) is None
