@@ -1,0 +1,256 @@
+"""The command line: exit codes, options, subcommands, the editor regexp from the README."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import irlint.cli
+from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
+from irlint.cli import main
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def run(*args, **kw):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False, **kw)
+
+
+# --- exit codes -----------------------------------------------------------------------------------
+def test_findings_exit_1(tiny_rules):
+    result = run(DUMP)
+    assert result.exit_code == 1, result.output
+    assert "Found 3 findings in 1 file" in result.output
+
+
+def test_clean_exit_0(tiny_rules):
+    result = run(DUMP, "--ignore", "TS001")
+    assert result.exit_code == 0, result.output
+    assert "No findings" in result.output
+
+
+def test_exit_zero(tiny_rules):
+    assert run(DUMP, "--exit-zero").exit_code == 0
+
+
+def test_missing_path_exit_2(tiny_rules):
+    result = run("no/such/folder")
+    assert result.exit_code == 2
+    assert "no such file or folder" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_empty_folder_exit_2(tiny_rules, tmp_path):
+    (tmp_path / "notes.txt").write_text("not a dump")
+    result = run(str(tmp_path))
+    assert result.exit_code == 2
+    assert "no graph IR dumps" in result.output
+
+
+def test_non_ir_file_by_name_exit_2(tiny_rules, tmp_path):
+    bad = tmp_path / "model.ir"
+    bad.write_text("this is not a dump\n")
+    result = run(str(bad), "--format", "concise")
+    assert result.exit_code == 2
+    assert re.search(r"model\.ir:1:1: IR002 \[error\] not a graph IR dump", result.output)
+
+
+def test_unreadable_folder_exit_2(tiny_rules, tmp_path, monkeypatch):
+    # the tests run as root, who can read anything: deny access the way the OS would report it
+    locked = tmp_path / "locked"
+    shutil.copytree(FOLDER, locked)
+    real_access = os.access
+    monkeypatch.setattr(irlint.discover.os, "access",
+                        lambda p, mode: False if Path(p) == locked else real_access(p, mode))
+    result = run(str(locked))
+    assert result.exit_code == 2
+    assert "permission denied" in result.output
+
+
+def test_internal_error_exit_2_without_traceback(tiny_rules, monkeypatch):
+    def boom(paths, config):
+        raise RuntimeError("something broke")
+
+    monkeypatch.setattr(irlint.cli, "lint", boom)
+    result = CliRunner().invoke(main, [DUMP])
+    assert result.exit_code == 2
+    assert "internal error: RuntimeError: something broke" in result.output
+    assert "Traceback" not in result.output
+    result = CliRunner().invoke(main, [DUMP, "--debug"])
+    assert result.exit_code == 2 and "Traceback" in result.output
+
+
+def test_bad_option_exit_2(tiny_rules):
+    assert run(DUMP, "--format", "xml").exit_code == 2
+
+
+def test_unknown_selector_exit_2(tiny_rules):
+    result = run(DUMP, "--select", "XX999")
+    assert result.exit_code == 2 and "unknown rule selector 'XX999'" in result.output
+
+
+def test_invalid_config_exit_2(tiny_rules, tmp_path):
+    cfg = tmp_path / "irlint.toml"
+    cfg.write_text('severity = { TS001 = "fatal" }\n')
+    result = run(DUMP, "--config", str(cfg))
+    assert result.exit_code == 2
+    assert "severity of 'TS001' must be one of error, warning, info" in result.output
+
+
+# --- options --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args, codes", [
+    ([], {"TS001"}),
+    (["--select", "TS002"], {"TS002"}),
+    (["--select", "every-return,forward-matmul"], {"TS001", "TS002"}),
+    (["--select", "TS", "--ignore", "forward-matmul"], {"TS002"}),
+    (["--extend-select", "TS002"], {"TS001", "TS002"}),
+    (["--extend-select", "TS002", "--ignore", "TS0"], {"TS002"}),  # the more specific selector wins
+    (["--ignore", "TS0"], set()),
+])
+def test_selection(tiny_rules, args, codes):
+    result = run(DUMP, "--format", "json", *args)
+    assert {f["code"] for f in json.loads(result.output)["findings"]} == codes
+
+
+def test_output_writes_only_the_named_file(tiny_rules, tmp_path):
+    target = tmp_path / "out" / "report.sarif"
+    target.parent.mkdir()
+    result = run(DUMP, "--format", "sarif", "--output", str(target))
+    assert result.exit_code == 1
+    assert result.output == ""
+    assert json.loads(target.read_text())["version"] == "2.1.0"
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["report.sarif"]
+
+
+def test_text_has_no_colour_when_piped_or_no_color(tiny_rules):
+    for env in ({}, {"NO_COLOR": "1"}):
+        assert "\x1b[" not in run(DUMP, env=env).output
+
+
+def test_statistics(tiny_rules, snapshot):
+    result = run(DUMP, "--statistics", "--format", "concise")
+    assert result.output == snapshot
+    assert result.output.split() == ["3", "TS001", "forward-matmul"]
+
+
+def test_quiet_has_no_summary(tiny_rules):
+    result = run(DUMP, "--quiet")
+    assert "Found" not in result.output and "MatMul gives" in result.output
+
+
+def test_options_reach_the_config(tiny_rules, monkeypatch):
+    seen = {}
+
+    def fake_lint(paths, config):
+        seen.update(jobs=config.jobs, cache=config.cache, all_stages=config.all_stages)
+        return irlint.engine.lint(paths, config)
+
+    monkeypatch.setattr(irlint.cli, "lint", fake_lint)
+    run(DUMP, "--jobs", "3", "--no-cache", "--all-stages")
+    assert seen == {"jobs": 3, "cache": False, "all_stages": True}
+
+
+def test_folder_and_rank_subfolders(tiny_rules, tmp_path):
+    for rank in (0, 1):
+        (tmp_path / f"rank_{rank}").mkdir()
+        shutil.copy(DUMP, tmp_path / f"rank_{rank}" / Path(DUMP).name)
+    (tmp_path / "rank_0" / "notes.md").write_text("skipped quietly")
+    data = json.loads(run(str(tmp_path), "--format", "json").output)
+    assert data["summary"]["files"] == 2
+    assert len(data["findings"]) == 3 and all(f["ranks"] == [0, 1] for f in data["findings"])
+    assert data["diagnostics"] == []
+
+
+# --- baseline -------------------------------------------------------------------------------------
+def test_baseline_round_trip(tiny_rules, tmp_path):
+    baseline = tmp_path / "irlint-baseline.json"
+    result = run(DUMP, "--write-baseline", str(baseline))
+    assert result.exit_code == 0
+    entries = json.loads(baseline.read_text())["findings"]
+    assert [e["code"] for e in entries] == ["TS001"] * 3 and all(e["scope"] for e in entries)
+    result = run(DUMP, "--baseline", str(baseline))
+    assert result.exit_code == 0, result.output
+    assert "3 known findings hidden by the baseline" in result.output
+    # a new problem (here: a newly enabled rule) fails again, and only it is reported
+    result = run(DUMP, "--baseline", str(baseline), "--extend-select", "TS002", "--format", "json")
+    assert result.exit_code == 1
+    assert {f["code"] for f in json.loads(result.output)["findings"]} == {"TS002"}
+
+
+def test_bad_baseline_exit_2(tiny_rules, tmp_path):
+    bad = tmp_path / "b.json"
+    bad.write_text("[1, 2]")
+    result = run(DUMP, "--baseline", str(bad))
+    assert result.exit_code == 2 and "not an irlint baseline" in result.output
+
+
+# --- the editor regexp in the README matches every line of --format concise ------------------------
+def _readme_problem_matcher() -> re.Pattern:
+    section = README.read_text(encoding="utf-8").split("## In your editor (VS Code)", 1)[1].split("\n## ", 1)[0]
+    literal = re.search(r'"regexp":\s*("(?:[^"\\]|\\.)*")', section).group(1)
+    return re.compile(json.loads(literal))
+
+
+def test_readme_problem_matcher_matches_concise(tiny_rules, tmp_path):
+    matcher = _readme_problem_matcher()
+    bad = tmp_path / "broken.ir"
+    bad.write_text("garbage\n")
+    out = run(DUMP, str(bad), "--format", "concise", "--extend-select", "TS002").output.splitlines()
+    assert len(out) >= 4
+    for line in out:
+        m = matcher.match(line)
+        assert m, line
+        assert m.group(4) in ("TS001", "TS002", "IR002") and m.group(5) in ("error", "warning", "info")
+
+
+# --- subcommands ----------------------------------------------------------------------------------
+def test_rules_table_and_json(tiny_rules):
+    out = run("rules").output
+    assert "TS001" in out and "forward-matmul" in out and "off" in out
+    rows = json.loads(run("rules", "--format", "json").output)
+    assert [(r["code"], r["default"], r["severity"]) for r in rows] == [("TS001", True, "warning"),
+                                                                       ("TS002", False, "info")]
+
+
+@pytest.mark.parametrize("name", ["TS001", "ts001", "forward-matmul"])
+def test_explain(tiny_rules, name):
+    result = run("explain", name)
+    assert result.exit_code == 0
+    assert result.output.startswith("TS001 forward-matmul (warning, on by default)")
+    assert "How to fix" in result.output and "Reads stages (best first): validate" in result.output
+
+
+def test_explain_unknown_exit_2(tiny_rules):
+    result = run("explain", "NOPE1")
+    assert result.exit_code == 2 and "irlint rules" in result.output
+
+
+def test_config_show(tiny_rules, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.irlint]\nignore = ["TS001"]\n[tool.irlint.severity]\nTS002 = "error"\n')
+    monkeypatch.chdir(tmp_path)
+    out = run("config", "--show").output
+    assert out.startswith(f"# from {tmp_path / 'pyproject.toml'}")
+    assert 'ignore = ["TS001"]' in out and 'TS002 = "error"' in out
+
+
+def test_config_found_upward_from_path(tiny_rules, tmp_path):
+    dumps = tmp_path / "run1" / "graph"
+    dumps.mkdir(parents=True)
+    shutil.copy(DUMP, dumps)
+    (tmp_path / "irlint.toml").write_text(
+        'extend-select = ["TS002"]\nseverity = { forward-matmul = "error" }\n'
+        '[[suppress]]\nrule = "TS001"\nscope = "w3-Linear"\nreason = "known, tracked elsewhere"\n')
+    data = json.loads(run(str(dumps), "--format", "json").output)
+    matmuls = [f for f in data["findings"] if f["code"] == "TS001"]
+    assert len(matmuls) == 2 and all(f["severity"] == "error" and "w3-Linear" not in f["scope"] for f in matmuls)
+    assert any(f["code"] == "TS002" for f in data["findings"])
+
+
+def test_inspect_still_reports_its_fields(tiny_rules):
+    rows = [json.loads(line) for line in run("inspect", DUMP, "--format", "json").output.splitlines()]
+    assert set(rows[0]) == {"file", "stage", "subgraphs", "cnodes", "params", "edges", "diagnostics"}

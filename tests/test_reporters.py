@@ -1,0 +1,145 @@
+"""Every output format pinned (syrupy) on a real dump, plus the contracts each format promises."""
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
+from irlint import Config, lint
+from irlint.reporters import FORMATS, RenderContext, ranks_text, render
+from irlint.reporters.github import escape_data, escape_property
+from irlint.rule import load_rules
+
+SCHEMA = Path(__file__).parent / "fixtures" / "schemas" / "sarif-schema-2.1.0.json"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture
+def report(tiny_rules):
+    return lint([DUMP], Config())
+
+
+def ctx(**kw) -> RenderContext:
+    return RenderContext(**{"width": 100, **kw})
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_format_snapshot(report, snapshot, fmt):
+    assert render(report, fmt, ctx()) == snapshot
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise"])
+def test_statistics_snapshot(report, snapshot, fmt):
+    assert render(report, fmt, ctx(statistics=True)) == snapshot
+
+
+def test_text_shows_the_dump_line_and_the_chain(report):
+    out = render(report, "text", ctx(width=400))
+    lines = Path(DUMP).read_text(encoding="utf-8").splitlines()
+    for f in report.findings:
+        assert lines[f.line - 1].strip()[:60] in out
+        for r in f.related:
+            assert f"{r.line} {r.node} {r.op}" in out
+        assert f.hint in out
+
+
+def test_text_colour_only_when_asked(report):
+    assert not ANSI.search(render(report, "text", ctx()))
+    assert ANSI.search(render(report, "text", ctx(color=True)))
+
+
+def test_json_contract(report):
+    data = json.loads(render(report, "json", ctx()))
+    assert data["version"] == 1
+    assert set(data) >= {"version", "findings", "diagnostics", "summary"}
+    assert data["summary"] == {**data["summary"], "files": 1, "findings": 3, "by_rule": {"TS001": 3}}
+    keys = {"code", "rule", "severity", "file", "line", "column", "graph", "node", "op", "scope", "message",
+            "hint", "fingerprint", "related"}
+    for f in data["findings"]:
+        assert keys <= set(f)
+        for r in f["related"]:
+            assert {"file", "line", "node", "op", "scope"} <= set(r)
+
+
+def _sarif_validator():
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    return jsonschema.Draft7Validator(schema)
+
+
+def test_sarif_validates_and_carries_rules_chain_fingerprints(report):
+    data = json.loads(render(report, "sarif", ctx()))
+    _sarif_validator().validate(data)
+    run = data["runs"][0]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert rules["TS001"]["name"] == "forward-matmul"
+    assert "How to fix" in rules["TS001"]["help"]["text"]
+    assert [r["partialFingerprints"]["irlintFingerprint/v1"] for r in run["results"]] == \
+        [f.fingerprint for f in report.findings]
+    chain = run["results"][1]["relatedLocations"]
+    assert [loc["physicalLocation"]["region"]["startLine"] for loc in chain] == \
+        [r.line for r in report.findings[1].related]
+    for result in run["results"]:
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_sarif_with_input_problems_validates(tiny_rules, tmp_path):
+    bad = tmp_path / "notes.ir"
+    bad.write_text("hello\n")
+    report = lint([DUMP, str(bad)], Config())
+    data = json.loads(render(report, "sarif", ctx()))
+    _sarif_validator().validate(data)
+    notes = data["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert notes[0]["descriptor"]["id"] == "IR002"
+    assert notes[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("file://")
+
+
+def test_github_escaping():
+    assert escape_data("100% a\r\nb") == "100%25 a%0D%0Ab"
+    assert escape_property("a,b:c%") == "a%2Cb%3Ac%25"
+
+
+def test_github_annotations(report):
+    out = render(report, "github", ctx()).splitlines()
+    assert len(out) == 3
+    pattern = re.compile(r"^::warning file=[^,:]+,line=(\d+),col=1,title=TS001 forward-matmul::(.*)$")
+    for line, f in zip(out, report.findings):
+        m = pattern.match(line)
+        assert m and int(m.group(1)) == f.line
+        assert "\n" not in m.group(2) and "%25" in m.group(2)
+
+
+def test_junit_one_failing_testcase_per_file(tiny_rules):
+    report = lint([FOLDER], Config())
+    root = ET.fromstring(render(report, "junit", ctx()))
+    cases = root.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == report.files
+    failing = [c for c in cases if c.find("failure") is not None]
+    assert len(failing) == 1 and failing[0].find("failure").get("message") == "3 findings"
+    assert root.get("failures") == "1" and root.get("tests") == str(len(report.files))
+
+
+def test_ranks_text():
+    assert ranks_text((0, 1, 2, 3, 6, 8, 9)) == "ranks 0-3,6,8-9"
+
+
+# --- the real rules: regenerated with --snapshot-update once they exist -------------------------
+REAL_DUMP = "fixtures/corpus/s2_ffn_3d_reshape_blocks/21_validate_0076.ir"
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise", "json", "sarif"])
+def test_real_rules_snapshot(monkeypatch, snapshot, fmt):
+    codes = {c.code for c in load_rules(plugins=False)}
+    if not {"RC001", "RC002"} & codes:
+        pytest.skip("the recompute rules are not in rules/ yet")
+    monkeypatch.chdir(Path(__file__).parent)
+    report = lint([REAL_DUMP], Config(plugins=False))
+    assert report.findings, "the reshape-blocks fixture must produce recompute findings"
+    out = render(report, fmt, ctx())
+    if fmt == "sarif":
+        _sarif_validator().validate(json.loads(out))
+    assert out == snapshot
