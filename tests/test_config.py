@@ -1,0 +1,91 @@
+"""Configuration files: discovery, validation, and the TOML that `config --show` prints."""
+from __future__ import annotations
+
+import pytest
+
+from irlint.config import Config, ConfigError, config_from_dict, find_config, load_config, settings_in, to_toml
+
+
+def test_keys_map_to_config():
+    cfg = config_from_dict({
+        "select": ["RC"], "extend-select": "PC001", "ignore": ["RC004"], "severity": {"RC002": "error"},
+        "all-stages": True, "jobs": 4, "cache": False,
+        "suppress": [{"rule": "PC001", "scope": "embedding-", "reason": "on purpose"}],
+    })
+    assert cfg.select == ["RC"] and cfg.extend_select == ["PC001"] and cfg.ignore == ["RC004"]
+    assert cfg.severity_for("RC002", "x", "warning") == "error"
+    assert cfg.all_stages and cfg.jobs == 4 and not cfg.cache
+    assert cfg.suppressed("PC001", "redundant-redistribution-chain", "Default/network-x/embedding-Embedding/Gather")
+    assert not cfg.suppressed("RC001", "recompute-not-applied", "Default/network-x/embedding-Embedding/Gather")
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"selct": ["RC"]}, "unknown key(s) 'selct'"),
+    ({"select": [1]}, "'select' must be a list"),
+    ({"severity": {"RC001": "fatal"}}, "must be one of error, warning, info"),
+    ({"severity": "error"}, "'severity' must be a table"),
+    ({"jobs": -1}, "'jobs' must be a whole number"),
+    ({"jobs": True}, "'jobs' must be a whole number"),
+    ({"cache": "yes"}, "'cache' must be true or false"),
+    ({"suppress": [{"rule": "RC001"}]}, "'scope' (a regular expression) is required"),
+    ({"suppress": [{"scope": "a("}]}, "not a valid regular expression"),
+    ({"suppress": [{"scope": "a", "why": "x"}]}, "unknown key(s) 'why'"),
+    ({"suppress": {"scope": "a"}}, "must be an array of tables"),
+])
+def test_invalid(data, message):
+    with pytest.raises(ConfigError) as err:
+        config_from_dict(data, "irlint.toml")
+    assert message in str(err.value) and str(err.value).startswith("irlint.toml")
+
+
+def test_invalid_toml(tmp_path):
+    (tmp_path / "irlint.toml").write_text("select = [\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(starts=[str(tmp_path)])
+
+
+def test_discovery_upward_and_precedence(tmp_path):
+    deep = tmp_path / "a" / "b" / "graph"
+    deep.mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text('[tool.irlint]\nselect = ["PC"]\n')
+    (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "x"\n')   # no [tool.irlint]: passed over
+    assert find_config([str(deep)]) == tmp_path / "pyproject.toml"
+    (tmp_path / "a" / "b" / "irlint.toml").write_text('select = ["RC"]\n')
+    cfg, source = load_config(starts=[str(deep)])
+    assert source == tmp_path / "a" / "b" / "irlint.toml" and cfg.select == ["RC"]
+    (deep / "pyproject.toml").write_text('[tool.irlint]\nignore = ["RC004"]\n')
+    (deep / "irlint.toml").write_text('ignore = ["RC003"]\n')
+    assert load_config(starts=[str(deep)])[0].ignore == ["RC003"]   # irlint.toml wins in one folder
+
+
+def test_first_path_then_working_directory(tmp_path):
+    dumps, cwd = tmp_path / "dumps", tmp_path / "cwd"
+    dumps.mkdir()
+    cwd.mkdir()
+    (cwd / "irlint.toml").write_text('ignore = ["RC004"]\n')
+    assert load_config(starts=[str(dumps), str(cwd)])[1] == cwd / "irlint.toml"
+
+
+def test_explicit_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    with pytest.raises(ConfigError, match="no \\[tool.irlint\\] table"):
+        load_config(tmp_path / "pyproject.toml")
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_defaults_without_a_file(tmp_path):
+    if find_config([str(tmp_path)]) is not None:
+        pytest.skip("a config file above the temporary folder")
+    assert load_config(starts=[str(tmp_path)]) == (Config(), None)
+
+
+def test_to_toml_round_trip(tmp_path):
+    cfg = config_from_dict({"select": ["RC", "PC001"], "ignore": ["recompute-tag-unused"],
+                            "severity": {"RC002": "error", "recompute-downcast": "info"}, "jobs": 2,
+                            "suppress": [{"rule": "PC001", "scope": 'a\\.b "quoted"', "reason": "ünïcode"}]})
+    path = tmp_path / "irlint.toml"
+    path.write_text(to_toml(cfg), encoding="utf-8")
+    assert settings_in(path) is not None
+    again, _ = load_config(path)
+    assert again == cfg
