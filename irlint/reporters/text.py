@@ -25,7 +25,7 @@ def render(report: Report, ctx: RenderContext) -> str:
     out = console_for(ctx, buffer)
     if ctx.statistics:
         out.print(statistics_table(report, ctx))
-        return buffer.getvalue()
+        return _trimmed(buffer.getvalue(), ctx)
     ctx.sources.prefetch_findings(report.findings)
     by_file: dict[str, list] = defaultdict(list)
     for f in report.findings:
@@ -34,7 +34,7 @@ def render(report: Report, ctx: RenderContext) -> str:
         out.print(Text(path, style="bold underline"))
         for f in findings:
             _finding(out, f, ctx)
-        out.print()
+            out.print()
     if report.diagnostics:
         out.print(Text("Input problems (lines skipped or files not read)", style="bold"))
         for d in report.diagnostics:
@@ -46,44 +46,49 @@ def render(report: Report, ctx: RenderContext) -> str:
         out.print()
     if not ctx.quiet:
         _summary(out, report, ctx)
-    return buffer.getvalue()
+    return _trimmed(buffer.getvalue(), ctx)
+
+
+def _trimmed(text: str, ctx: RenderContext) -> str:
+    """Without colour, drop the padding rich adds to the ends of table lines."""
+    if ctx.color:
+        return text
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())
 
 
 def _finding(out: Console, f, ctx: RenderContext) -> None:
-    head = Text("  ")
-    head.append(f"{f.line}:{f.column}", style="bold")
-    head.append("  ")
+    """A grid: labels on the left, wrapped text on the right (hanging indent for long messages)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True, min_width=9)
+    grid.add_column(overflow="fold")
+    head = Text()
     head.append(f.code, style="bold " + SEVERITY_STYLE.get(f.severity, ""))
     head.append(f" {f.severity}", style=SEVERITY_STYLE.get(f.severity, ""))
     head.append(f"  {f.message}")
     if f.ranks:
         head.append(f"  (on {ranks_text(f.ranks)})", style="dim")
-    out.print(head)
+    grid.add_row(Text(f"{f.line}:{f.column}", style="bold"), head)
     source = f.source_line or ctx.sources.line(f.file, f.line)
     if source:
-        out.print(_source_row(f.line, source), overflow="ellipsis", no_wrap=True)
+        grid.add_row(Text(f"{f.line} │", style="dim"), _clipped(source))
     if f.scope:
-        out.print(Text(f"      scope {f.scope}", style="dim"), overflow="ellipsis", no_wrap=True)
-    if f.related:
-        out.print(Text("      chain:", style="dim"))
-        for r in f.related:
-            row = Text("        ↳ ")
-            where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
-            row.append(f"{where} {r.node} {r.op}", style="bold")
-            if r.note:
-                row.append(f"  {r.note}", style="italic")
-            row.append(f"  {r.scope}", style="dim")
-            out.print(row, overflow="ellipsis", no_wrap=True)
+        grid.add_row(Text("scope", style="dim"), _clipped(f.scope, "dim"))
+    for i, r in enumerate(f.related):
+        row = Text("↳ ")
+        where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
+        row.append(f"{where} {r.node} {r.op}", style="bold")
+        if r.note:
+            row.append(f"  {r.note}", style="italic")
+        row.append(f"  {r.scope}", style="dim")
+        row.no_wrap, row.overflow = True, "ellipsis"
+        grid.add_row(Text("chain" if i == 0 else "", style="dim"), row)
     if f.hint:
-        fix = Text("      fix: ", style="green")
-        fix.append(f.hint)
-        out.print(fix)
+        grid.add_row(Text("fix", style="green"), Text(f.hint))
+    out.print(grid)
 
 
-def _source_row(number: int, source: str) -> Text:
-    row = Text(f"  {number:>7} │ ", style="dim")
-    row.append(source)
-    return row
+def _clipped(text: str, style: str = "") -> Text:
+    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
 
 
 def statistics_table(report: Report, ctx: RenderContext) -> Table:
