@@ -1,0 +1,604 @@
+"""PC001 redundant-redistribution-chain: tensor redistribution that moves data and then undoes or
+discards it, between two compute ops of the forward graph."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from irlint.findings import Finding, Related
+from irlint.model import IRFile
+from irlint.rule import Rule, related_node
+from irlint.values import TensorType
+
+GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
+ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
+COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
+SLICE_OPS = frozenset({"StridedSlice", "Slice"})
+# local ops tensor redistribution inserts around the communication
+LOCAL_OPS = frozenset({"Split", "Concat", "Reshape", "Transpose", "TupleGetItem", "MakeTuple"}) | SLICE_OPS
+CHAIN_OPS = COMM_OPS | LOCAL_OPS
+# ops that hand a weight through unchanged on its way to a consumer
+WEIGHT_PATH_OPS = frozenset({"Load", "Depend", "_MirrorOperator", "_MirrorMiniStepOperator", "_VirtualDiv",
+                             "Cast"})
+MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt"})
+QUIET_IN_RELATED = frozenset({"TupleGetItem", "MakeTuple"})
+
+
+@dataclass
+class Waste:
+    kind: str
+    nodes: tuple[int, ...]
+    text: str
+
+
+@dataclass
+class Chain:
+    nodes: list[int]                      # redistribution ops in dump order
+    producer: int | None = None
+    consumers: list[tuple[int, int]] = field(default_factory=list)   # (consumer, argument position)
+    entry: TensorType | None = None
+    exit: TensorType | None = None
+    moved: int = 0
+    wastes: list[Waste] = field(default_factory=list)
+
+
+class RedundantRedistributionChain(Rule):
+    """Redistribution communication in the forward graph that undoes itself or throws data away.
+
+    What it finds:
+        Under semi/auto parallel each op carries a shard strategy (``in_strategy``). Where a
+        producer's output layout differs from the layout its consumer's strategy asks for,
+        MindSpore's tensor redistribution inserts a run of ops between them: AllGather,
+        AlltoAll, ReduceScatter and the local Split / Concat / StridedSlice / Reshape around
+        them. The rule follows each such run between two compute ops of the forward graph and
+        reports it when it is wasteful:
+
+        - data gathered and then sliced away (AllGather, possibly with the Split/Concat that
+          moves the gathered pieces to another dim, followed by a StridedSlice or a Split whose
+          other pieces are unused): a re-layout done by gathering everything;
+        - an AllGather re-split along the dim it gathered: the slice keeps exactly what the
+          rank sent, so the communication is a no-op;
+        - two AlltoAll that undo each other (the second swaps split_dim and concat_dim back);
+        - a Split/Concat along one axis that only reassembles the tensor;
+        - the same tensor gathered more than once by identical AllGathers (one per consumer).
+
+        Communication that belongs to the parallel scheme is left alone: the AllReduce after a
+        row-parallel MatMul, anything in the backward graph (gradient AllReduce/ReduceScatter,
+        ``Gradients/`` scope or ``forward_unique_id``), the optimizer-parallel AllGather of a
+        weight (its input is a parameter), ``_MirrorOperator``, ``_VirtualDiv`` and pipeline
+        Send/Receive.
+
+    Why it matters:
+        Redistribution is inserted silently. A chain that gathers a whole activation only to
+        keep 1/8 of it costs the bandwidth of the full tensor plus the memory of the gathered
+        copy on every step, and in the backward graph the mirror chain runs again. The
+        MindFormers tuning guide names such runs of communication in odd places as the sign of
+        a mis-set shard strategy.
+
+    How to fix:
+        Change the shard strategy of one side so the producer's output layout is the layout the
+        consumer reads. The hint names both strategies and, when the ops' layouts can be derived
+        (MatMul family, element-wise ops), the ``in_strategy`` to give the consumer. For the
+        classic FFN case set w2 to row parallel (``((1, 8), (1, 8))`` after a column-parallel
+        w1/w3): the output then needs one AllReduce instead of a gather/slice chain. Several
+        identical gathers of one tensor are merged when the consumers share one layout
+        (e.g. shard the projections alike, or gather once before them).
+
+    Example:
+        w1 ``in_strategy ((1, 1), (8, 1))`` outputs a column-sharded ``Float32(16, 8)``; w2
+        ``((8, 1), (1, 1))`` wants it row-sharded, so the dump shows, in w2's scope::
+
+            AllGather            Float32(16, 8)  -> Float32(128, 8)
+            Split(axis 0, 8) / MakeTuple / Concat(axis 1)  -> Float32(16, 64)
+            StridedSlice         Float32(16, 64) -> Float32(2, 64)     keeps 1/8
+            MatMul (w2)          in_strategy ((8, 1), (1, 1))
+
+        3.5 KiB is received to keep 512 bytes. With w2 at ``((1, 8), (1, 8))`` the chain is gone.
+    """
+
+    code = "PC001"
+    name = "redundant-redistribution-chain"
+    severity = "warning"
+    summary = "forward redistribution chain that undoes itself or discards the data it moved"
+    # redistribution exists from step_parallel (optimize) on; validate is the last front-end graph
+    stages = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
+    VALID = [
+        # row-parallel w2 after column-parallel w1: one AllReduce, no redistribution
+        """# IR entry: @main
+# Total subgraphs: 1
+
+# Total params: 3
+# Params:
+%para1_x: <Tensor[Float32], (16, 32)> : [16, 32]
+%para2_w1: <Ref[Tensor[Float32]], (8, 32), ref_key=w1, is_parameter>  :  has_default
+%para3_w2: <Ref[Tensor[Float32]], (32, 8), ref_key=w2, is_parameter>  :  has_default
+
+Node counting information:
+Total number of nodes: 12
+Total number of cnodes: 6
+
+subgraph @main() {
+  %0(CNode_1) = Load(%para2_w1, UMonad[U]) cnode_primal_attrs: {unique_id: "1"}
+      : (<Ref[Tensor[Float32]], (8, 32), ref_key=w1, is_parameter>, <UMonad, NoShape>) -> (<Tensor[Float32], (8, 32)>)
+      # Fullname with scope: (Default/network-Net/w1-Linear/Load-op0)
+  %1(CNode_2) = PrimFunc_MatMul(%para1_x, %0, Bool(0), Bool(1)) primitive_attrs: {in_strategy: ((1, 1), (8, 1))} cnode_primal_attrs: {unique_id: "2"}
+      : (<Tensor[Float32], (16, 32)>, <Tensor[Float32], (8, 32)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float32], (16, 8)>)
+      # Fullname with scope: (Default/network-Net/w1-Linear/MatMul-op0)
+  %2(CNode_3) = Load(%para3_w2, UMonad[U]) cnode_primal_attrs: {unique_id: "3"}
+      : (<Ref[Tensor[Float32]], (32, 8), ref_key=w2, is_parameter>, <UMonad, NoShape>) -> (<Tensor[Float32], (32, 8)>)
+      # Fullname with scope: (Default/network-Net/w2-Linear/Load-op0)
+  %3(CNode_4) = PrimFunc_MatMul(%1, %2, Bool(0), Bool(1)) primitive_attrs: {in_strategy: ((1, 8), (1, 8))} cnode_primal_attrs: {unique_id: "4"}
+      : (<Tensor[Float32], (16, 8)>, <Tensor[Float32], (32, 8)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float32], (16, 32)>)
+      # Fullname with scope: (Default/network-Net/w2-Linear/MatMul-op0)
+  %4(CNode_5) = AllReduce(%3) {instance name: forward_op_1} primitive_attrs: {group: "8-1", rank_size: I64(8), op: "sum"} cnode_primal_attrs: {unique_id: "5"}
+      : (<Tensor[Float32], (16, 32)>) -> (<Tensor[Float32], (16, 32)>)
+      # Fullname with scope: (Default/network-Net/w2-Linear/AllReduce-op0)
+  Return(%4)
+      : (<Tensor[Float32], (16, 32)>)
+      # Fullname with scope: (Default/network-Net/Return-op0)
+}
+""",
+    ]
+    INVALID = [
+        # an AllGather re-split along the dim it gathered: the slice keeps what the rank sent
+        """# IR entry: @main
+# Total subgraphs: 1
+
+# Total params: 2
+# Params:
+%para1_x: <Tensor[Float32], (16, 32)> : [16, 32]
+%para2_w1: <Ref[Tensor[Float32]], (8, 32), ref_key=w1, is_parameter>  :  has_default
+
+Node counting information:
+Total number of nodes: 14
+Total number of cnodes: 6
+
+subgraph @main() {
+  %0(CNode_1) = Load(%para2_w1, UMonad[U]) cnode_primal_attrs: {unique_id: "1"}
+      : (<Ref[Tensor[Float32]], (8, 32), ref_key=w1, is_parameter>, <UMonad, NoShape>) -> (<Tensor[Float32], (8, 32)>)
+      # Fullname with scope: (Default/network-Net/w1-Linear/Load-op0)
+  %1(CNode_2) = PrimFunc_MatMul(%para1_x, %0, Bool(0), Bool(1)) primitive_attrs: {in_strategy: ((1, 1), (8, 1))} cnode_primal_attrs: {unique_id: "2"}
+      : (<Tensor[Float32], (16, 32)>, <Tensor[Float32], (8, 32)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float32], (16, 8)>)
+      # Fullname with scope: (Default/network-Net/w1-Linear/MatMul-op0)
+  %2(CNode_3) = AllGather(%1) {instance name: redistribution_op_1} primitive_attrs: {group: "8-1", rank_size: I64(8)} cnode_primal_attrs: {unique_id: "3"}
+      : (<Tensor[Float32], (16, 8)>) -> (<Tensor[Float32], (128, 8)>)
+      # Fullname with scope: (Default/network-Net/w2-Linear/AllGather-op0)
+  %3(CNode_4) = PrimFunc_StridedSlice(%2, (I64(0), I64(0)), (I64(16), I64(8)), (I64(1), I64(1)), I64(0), I64(0), I64(0), I64(0), I64(0)) {instance name: redistribution_op_2} cnode_primal_attrs: {unique_id: "4"}
+      : (<Tensor[Float32], (128, 8)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape)>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>) -> (<Tensor[Float32], (16, 8)>)
+      # Fullname with scope: (Default/network-Net/w2-Linear/StridedSlice-op0)
+  %4(CNode_5) = PrimFunc_SiLU(%3) primitive_attrs: {in_strategy: ((1, 8))} cnode_primal_attrs: {unique_id: "5"}
+      : (<Tensor[Float32], (16, 8)>) -> (<Tensor[Float32], (16, 8)>)
+      # Fullname with scope: (Default/network-Net/w2-Linear/SiLU-op0)
+  Return(%4)
+      : (<Tensor[Float32], (16, 8)>)
+      # Fullname with scope: (Default/network-Net/Return-op0)
+}
+""",
+    ]
+
+    def check(self, ir: IRFile) -> Iterator[Finding]:
+        seen: set[int] = set()
+        chains: list[Chain] = []
+        for key in ir.nodes_by_op(*COMM_OPS):
+            if key in seen or ir.is_backward(key):
+                continue
+            chain = _collect_chain(ir, key)
+            seen.update(chain.nodes)
+            if chain.producer is None or _is_weight(ir, chain.producer) or _touches_backward(ir, chain):
+                continue
+            _simulate(ir, chain)
+            chains.append(chain)
+            if chain.wastes:
+                yield self._chain_finding(ir, chain)
+        yield from self._repeated_gathers(ir, chains)
+
+    # --- findings ---------------------------------------------------------------------------
+    def _chain_finding(self, ir: IRFile, chain: Chain) -> Finding:
+        first_comm = next(k for k in chain.nodes if ir[k]["op"] in COMM_OPS)
+        consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
+        survive = chain.exit.nbytes if chain.exit is not None else None
+        sequence = " -> ".join(_step(ir, k) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
+        kinds = sorted({w.kind for w in chain.wastes})
+        what = "; ".join(w.text for w in chain.wastes)
+        message = (f"redistribution chain {sequence} between {_who(ir, chain.producer)} and "
+                   f"{_who(ir, consumer) if consumer is not None else 'its users'}: {what}; "
+                   f"{_bytes(chain.moved)} received, {_bytes(survive)} reach the consumer")
+        hint = _hint(ir, chain.producer, consumer, pos)
+        related = [_note(ir, chain.producer, "producer")]
+        related += [_note(ir, k, _step(ir, k)) for k in chain.nodes
+                    if k != first_comm and ir[k]["op"] not in QUIET_IN_RELATED]
+        related += [_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
+        identity = (tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
+                    _scope_path(ir[chain.producer].get("scope", "")),
+                    tuple(_scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers), tuple(kinds))
+        extra = {"kinds": kinds, "moved_bytes": chain.moved, "surviving_bytes": survive,
+                 "entry": str(chain.entry) if chain.entry else None,
+                 "exit": str(chain.exit) if chain.exit else None,
+                 "producer_strategy": _fmt(_strategy(ir, chain.producer)),
+                 "consumer_strategy": _fmt(_strategy(ir, consumer)) if consumer is not None else None}
+        return self.finding(ir, first_comm, message, hint=hint, related=related, identity=identity, extra=extra)
+
+    def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
+        """Identical gathers of one producer output, one per consumer."""
+        groups: dict[tuple, list[Chain]] = {}
+        for chain in chains:
+            first = chain.nodes[0]
+            data = ir[first]
+            if data["op"] not in GATHER_OPS:
+                continue
+            attrs = data.get("primitive_attrs") or {}
+            sig = (ir.producers(first)[:1][0] if ir.producers(first) else None, data["op"],
+                   attrs.get("group"), attrs.get("rank_size"), str(data.get("out_type")))
+            groups.setdefault(sig, []).append(chain)
+        for (producer_key, op, group, size, out), same in groups.items():
+            if len(same) < 2 or producer_key is None:
+                continue
+            gathers = [c.nodes[0] for c in same]
+            moved = sum(_moved(ir, g) or 0 for g in gathers[1:])
+            consumers = [c for ch in same for c, _ in ch.consumers]
+            message = (f"{_who(ir, same[0].producer)} output {ir[gathers[0]].get('in_types', ('?',))[0]} is gathered "
+                       f"{len(gathers)} times by identical {op}s (group {group}), once for each of "
+                       f"{', '.join(_who(ir, c) for c in consumers)}; {_bytes(moved)} received again")
+            first = same[0].consumers[0] if same[0].consumers else (None, 0)
+            hint = ("one gather would serve every consumer; better, let them read the producer's layout: "
+                    + _hint(ir, same[0].producer, first[0], first[1]))
+            related = [_note(ir, same[0].producer, "producer")]
+            related += [_note(ir, g, _step(ir, g)) for g in gathers[1:]]
+            related += [_note(ir, c, "consumer") for c in consumers]
+            identity = ("repeated-gather", op, _scope_path(ir[same[0].producer].get("scope", "")),
+                        tuple(sorted(_scope_path(ir[c].get("scope", "")) for c in consumers)))
+            extra = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
+                     "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
+                     "producer_strategy": _fmt(_strategy(ir, same[0].producer))}
+            yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra)
+
+
+# --- chain discovery ------------------------------------------------------------------------------
+def _in_chain(ir: IRFile, key: int) -> bool:
+    data = ir[key]
+    if data["kind"] != "cnode" or data["op"] not in CHAIN_OPS or ir.is_backward(key):
+        return False
+    if _strategy(ir, key) is not None:   # an op of the model with its own shard strategy
+        return False
+    if data["op"] == "MakeTuple":   # only the tuple a Concat reassembles
+        users = ir.consumers(key)
+        return bool(users) and all(ir[u]["op"] == "Concat" for u in users)
+    if data["op"] == "TupleGetItem":
+        src = ir.producers(key)[:1]
+        return bool(src) and ir[src[0]].get("op") == "Split"
+    return True
+
+
+def _collect_chain(ir: IRFile, start: int) -> Chain:
+    """The connected run of redistribution ops around ``start``, its producer and consumers."""
+    nodes = {start}
+    stack = [start]
+    while stack:
+        key = stack.pop()
+        for nxt in _data_inputs(ir, key) + ir.consumers(key):
+            if nxt not in nodes and _in_chain(ir, nxt):
+                nodes.add(nxt)
+                stack.append(nxt)
+    ordered = sorted(nodes, key=lambda k: ir[k].get("line", 0))
+    chain = Chain(nodes=ordered)
+    for key in ordered:
+        for pos, src in enumerate(ir.producers(key)):
+            if src not in nodes and ir[src]["kind"] != "const" and pos == 0:
+                chain.producer = chain.producer if chain.producer is not None else src
+                if chain.entry is None:
+                    types = ir[key].get("in_types") or ()
+                    chain.entry = types[0] if types else None
+        for user in ir.consumers(key):
+            if user in nodes or ir.is_backward(user):   # backward users read the saved activation
+                continue
+            chain.exit = chain.exit or ir[key].get("out_type")
+            for p, src in enumerate(ir.producers(user)):
+                if src == key and (user, p) not in chain.consumers:
+                    chain.consumers.append((user, p))
+    return chain
+
+
+def _data_inputs(ir: IRFile, key: int) -> list[int]:
+    return [p for p in ir.producers(key) if ir[p]["kind"] != "const"]
+
+
+def _is_weight(ir: IRFile, key: int) -> bool:
+    """Optimizer-parallel gathers read a parameter (through Load / mirror ops)."""
+    seen = set()
+    while key not in seen:
+        seen.add(key)
+        data = ir[key]
+        if data["kind"] == "param":
+            return True
+        if data["kind"] != "cnode" or data["op"] not in WEIGHT_PATH_OPS:
+            return False
+        inputs = _data_inputs(ir, key)
+        if not inputs:
+            return False
+        key = inputs[0]
+    return False
+
+
+def _touches_backward(ir: IRFile, chain: Chain) -> bool:
+    return any(ir.is_backward(k) for k in chain.nodes) or ir.is_backward(chain.producer)
+
+
+# --- what the chain does -------------------------------------------------------------------------
+def _simulate(ir: IRFile, chain: Chain) -> None:
+    """Walk the chain in order, tracking which dims hold gathered data, and record waste."""
+    gathered: dict[int, tuple[int, int]] = {}      # dim -> (factor, gather node)
+    pending_a2a: list[tuple[int, int, int, int]] = []  # (split_dim, concat_dim, count, node)
+    for key in chain.nodes:
+        data = ir[key]
+        op = data["op"]
+        chain.moved += _moved(ir, key) or 0
+        if op in GATHER_OPS:
+            factor = _int((data.get("primitive_attrs") or {}).get("rank_size")) or _growth(ir, key, 0)
+            if factor and factor > 1:
+                old = gathered.get(0, (1, key))
+                gathered[0] = (old[0] * factor, key)
+        elif op in ALLTOALL_OPS:
+            attrs = data.get("primitive_attrs") or {}
+            split, concat, count = (_int(attrs.get("split_dim")), _int(attrs.get("concat_dim")),
+                                    _int(attrs.get("split_count")))
+            undo = next((p for p in pending_a2a if (p[0], p[1], p[2]) == (concat, split, count)), None)
+            if undo is not None and split is not None:
+                pending_a2a.remove(undo)
+                chain.wastes.append(Waste("alltoall-undone", (undo[3], key),
+                                          f"{_step(ir, key)} undoes {_step(ir, undo[3])}"))
+            else:
+                pending_a2a.append((split, concat, count, key))
+        elif op == "Split":
+            axis, outputs = _split_args(ir, key)
+            used = _used_split_outputs(ir, key)
+            concat = _reassembling_concat(ir, key, outputs)
+            if concat is not None:
+                c_axis = _axis(ir, concat)
+                if axis in gathered and c_axis is not None and c_axis != axis:
+                    gathered[c_axis] = gathered.pop(axis)
+                elif c_axis == axis:
+                    chain.wastes.append(Waste("split-concat-round-trip", (key, concat),
+                                              f"Split and Concat along axis {axis} only reassemble the tensor"))
+            elif outputs and len(used) < outputs:
+                _discard(ir, chain, gathered, key, axis, outputs // max(len(used), 1))
+        elif op in SLICE_OPS:
+            dims = _shrunk_dims(ir, key)
+            for dim, factor in dims:
+                _discard(ir, chain, gathered, key, dim, factor)
+
+
+def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None, factor: int) -> None:
+    if not gathered or factor <= 1:
+        return
+    if dim in gathered and gathered[dim][0] == factor:
+        _, g = gathered.pop(dim)
+        chain.wastes.append(Waste("gather-resplit", (g, key),
+                                  f"{_step(ir, key)} re-splits along dim {dim} what {_step(ir, g)} "
+                                  f"gathered along it: the slice keeps what this rank already had"))
+        return
+    g = max(v[1] for v in gathered.values())
+    chain.wastes.append(Waste("gather-then-slice", (g, key),
+                              f"{_step(ir, g)} then {_step(ir, key)} keeps 1/{factor} along dim {dim}"))
+
+
+def _moved(ir: IRFile, key: int) -> int | None:
+    """Bytes this rank receives through one communication op."""
+    data = ir[key]
+    op = data["op"]
+    src = (data.get("in_types") or (None,))[0]
+    dst = data.get("out_type")
+    if src is None or dst is None or src.nbytes is None or dst.nbytes is None:
+        return None
+    if op in GATHER_OPS:
+        return max(dst.nbytes - src.nbytes, 0)
+    if op in ALLTOALL_OPS:
+        count = _int((data.get("primitive_attrs") or {}).get("split_count")) or 1
+        return dst.nbytes * (count - 1) // count
+    if op == "ReduceScatter":
+        return max(src.nbytes - dst.nbytes, 0)
+    return 0
+
+
+def _growth(ir: IRFile, key: int, dim: int) -> int | None:
+    src = (ir[key].get("in_types") or (None,))[0]
+    dst = ir[key].get("out_type")
+    if not src or not dst or not src.shape or not dst.shape or len(src.shape) <= dim or not src.shape[dim]:
+        return None
+    return dst.shape[dim] // src.shape[dim]
+
+
+def _shrunk_dims(ir: IRFile, key: int) -> list[tuple[int, int]]:
+    src = (ir[key].get("in_types") or (None,))[0]
+    dst = ir[key].get("out_type")
+    if not src or not dst or not src.shape or not dst.shape or len(src.shape) != len(dst.shape):
+        return []
+    return [(i, a // b) for i, (a, b) in enumerate(zip(src.shape, dst.shape)) if b and a > b]
+
+
+def _split_args(ir: IRFile, key: int) -> tuple[int | None, int | None]:
+    args = ir[key].get("args") or ()
+    attrs = ir[key].get("primitive_attrs") or {}
+    axis = _int(args[1]) if len(args) > 1 else _int(attrs.get("axis"))
+    outputs = _int(args[2]) if len(args) > 2 else _int(attrs.get("output_num"))
+    return axis, outputs
+
+
+def _axis(ir: IRFile, key: int) -> int | None:
+    args = ir[key].get("args") or ()
+    return _int(args[1]) if len(args) > 1 else _int((ir[key].get("primitive_attrs") or {}).get("axis"))
+
+
+def _used_split_outputs(ir: IRFile, key: int) -> set[int]:
+    used = set()
+    for user in ir.consumers(key):
+        if ir[user]["op"] == "TupleGetItem" and ir.consumers(user):
+            args = ir[user].get("args") or ()
+            if len(args) > 1 and _int(args[1]) is not None:
+                used.add(_int(args[1]))
+        else:
+            return set(range(_split_args(ir, key)[1] or 0))
+    return used
+
+
+def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | None:
+    """The Concat that takes every piece of ``split``, in order, through one MakeTuple."""
+    items = [u for u in ir.consumers(split) if ir[u]["op"] == "TupleGetItem"]
+    tuples = {t for i in items for t in ir.consumers(i) if ir[t]["op"] == "MakeTuple"}
+    if len(tuples) != 1:
+        return None
+    tup = tuples.pop()
+    order = [_int((ir[i].get("args") or (None, None))[1]) for i in ir.producers(tup)]
+    if outputs is not None and order != list(range(outputs)):
+        return None
+    concats = [c for c in ir.consumers(tup) if ir[c]["op"] == "Concat"]
+    return concats[0] if len(concats) == 1 else None
+
+
+# --- strategies and hints ------------------------------------------------------------------------
+def _strategy(ir: IRFile, key: int | None):
+    if key is None:
+        return None
+    attrs = ir[key].get("primitive_attrs") or {}
+    return attrs.get("in_strategy") or attrs.get("strategy")
+
+
+def _output_layout(ir: IRFile, key: int, depth: int = 0):
+    """How the producer's output is sharded, from its strategy, when the op's rule is known."""
+    data = ir[key]
+    attrs = data.get("primitive_attrs") or {}
+    if attrs.get("out_strategy"):
+        return tuple(attrs["out_strategy"][0])
+    strat = _strategy(ir, key)
+    if strat is None:
+        # AllReduce / Cast / ... keep their input's layout
+        inputs = _data_inputs(ir, key)
+        if inputs and depth < 4 and data["kind"] == "cnode":
+            return _output_layout(ir, inputs[0], depth + 1)
+        return None
+    if data["op"] in MATMUL_OPS and len(strat) >= 2:
+        ta, tb = _transposes(ir, key)
+        x, w = tuple(strat[0]), tuple(strat[1])
+        row = x[-1] if ta else x[-2]
+        col = w[-2] if tb else w[-1]
+        return x[:-2] + (row, col)
+    return tuple(strat[0])
+
+
+def _transposes(ir: IRFile, key: int) -> tuple[bool, bool]:
+    args = ir[key].get("args") or ()
+    attrs = ir[key].get("primitive_attrs") or {}
+    ta = args[2] if len(args) > 3 and isinstance(args[2], bool) else bool(attrs.get("transpose_a", False))
+    tb = args[3] if len(args) > 3 and isinstance(args[3], bool) else bool(attrs.get("transpose_b", False))
+    return bool(ta), bool(tb)
+
+
+def _suggested_strategy(ir: IRFile, consumer: int, pos: int, layout: tuple):
+    strat = _strategy(ir, consumer)
+    if strat is None or pos >= len(strat) or len(strat[pos]) != len(layout):
+        return None
+    new = [tuple(s) for s in strat]
+    new[pos] = tuple(layout)
+    if ir[consumer]["op"] in MATMUL_OPS and len(new) >= 2 and pos in (0, 1):
+        ta, tb = _transposes(ir, consumer)
+        x, w = list(new[0]), list(new[1])
+        if pos == 0:    # the weight's contracted dim follows x's; its other dim gives way
+            k = x[-2] if ta else x[-1]
+            if tb:
+                w[-1], w[-2] = k, 1
+            else:
+                w[-2], w[-1] = k, 1
+        else:
+            k = w[-1] if tb else w[-2]
+            if ta:
+                x[-2], x[-1] = k, 1
+            else:
+                x[-1], x[-2] = k, 1
+        new[0], new[1] = tuple(x), tuple(w)
+    return tuple(new)
+
+
+def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int) -> str:
+    p_strat = _strategy(ir, producer)
+    if consumer is None:
+        return (f"check the shard strategy of {_who(ir, producer)} (in_strategy {_fmt(p_strat)}) and of the ops "
+                "reading its output")
+    c_strat = _strategy(ir, consumer)
+    wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
+    has = _output_layout(ir, producer)
+    head = (f"{_who(ir, consumer)} (in_strategy {_fmt(c_strat)}) reads input {pos} as layout {_fmt(wants)}, but "
+            f"{_who(ir, producer)} (in_strategy {_fmt(p_strat)}) outputs layout {_fmt(has)}")
+    if has is None or wants is None:
+        return head + "; make the two strategies agree on this tensor's layout"
+    if has == wants:
+        return head + ("; the two strategies already agree, so the chain is pure overhead: look for what makes "
+                       "the framework see different layouts (a Reshape or out_strategy between them, or a "
+                       "different device matrix)")
+    suggestion = _suggested_strategy(ir, consumer, pos, has)
+    tail = (f"; set the consumer's in_strategy to {_fmt(suggestion)} so it reads the tensor as produced"
+            if suggestion else f"; give the consumer's input {pos} the layout {_fmt(has)}")
+    return head + tail + f", or change the producer's strategy so it outputs {_fmt(wants)}"
+
+
+# --- formatting -----------------------------------------------------------------------------------
+def _step(ir: IRFile, key: int) -> str:
+    data = ir[key]
+    op = data["op"]
+    src = (data.get("in_types") or (None,))[0]
+    dst = data.get("out_type")
+    detail = ""
+    if op == "Split":
+        axis, n = _split_args(ir, key)
+        detail = f"(axis {axis}, {n})"
+    elif op == "Concat":
+        detail = f"(axis {_axis(ir, key)})"
+    elif op in ALLTOALL_OPS:
+        a = data.get("primitive_attrs") or {}
+        detail = f"(split_dim {a.get('split_dim')}, concat_dim {a.get('concat_dim')})"
+    if dst is not None and dst.dtype is None:
+        return f"{op}{detail} {src}"
+    return f"{op}{detail} {src}->{dst}"
+
+
+def _who(ir: IRFile, key: int | None) -> str:
+    if key is None:
+        return "?"
+    data = ir[key]
+    scope = _scope_path(data.get("scope", ""))
+    cell = scope.rsplit("/", 1)[-1] if scope else ""
+    return f"{data.get('op', data['kind'])} ({cell})" if cell else str(data.get("op", data.get("id")))
+
+
+def _note(ir: IRFile, key: int, note: str) -> Related:
+    rel = related_node(ir, key, note)
+    if key is not None and ir[key]["kind"] == "cnode" and note.startswith(("producer", "consumer")):
+        strat = _strategy(ir, key)
+        extra = f", in_strategy {_fmt(strat)}" if strat is not None else ""
+        rel = related_node(ir, key, f"{note}{extra}, out {ir[key].get('out_type')}")
+    return rel
+
+
+def _scope_path(scope: str) -> str:
+    head, _, last = scope.rpartition("/")
+    return head if head and "-op" in last else scope
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "? bytes"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} bytes"
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return str(value)
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

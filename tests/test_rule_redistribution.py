@@ -1,0 +1,126 @@
+"""PC001 redundant-redistribution-chain on the synthetic parallel dumps (tests/fixtures/synthetic,
+written by make_parallel_fixtures.py in the real text format)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from irlint.config import Config
+from irlint.engine import lint
+from irlint.reader import read_ir
+from irlint.rules.redistribution import RedundantRedistributionChain
+
+SYNTH = Path(__file__).parent / "fixtures" / "synthetic"
+WRONG = SYNTH / "ffn_wrong_strategy_synthetic"
+FIXED = SYNTH / "ffn_fixed_strategy_synthetic"
+PATTERNS = SYNTH / "redistribution_patterns_synthetic"
+RANKS = SYNTH / "ffn_wrong_strategy_ranks_synthetic"
+
+
+def findings(path: Path):
+    ir = read_ir(str(path))
+    assert ir.diagnostics == []
+    return list(RedundantRedistributionChain().check(ir))
+
+
+def by_kind(found):
+    out = {}
+    for f in found:
+        for kind in dict(f.extra)["kinds"]:
+            out.setdefault(kind, []).append(f)
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(SYNTH.rglob("*.ir")), ids=lambda p: str(p.relative_to(SYNTH)))
+def test_fixtures_read_cleanly_and_counts_match(path):
+    ir = read_ir(str(path))
+    assert ir.diagnostics == []
+    assert ir.header["total_cnodes"] == ir.cnode_count
+
+
+def test_gather_split_concat_slice_chain_is_flagged():
+    (f,) = findings(WRONG / "21_validate_0076.ir")
+    extra = dict(f.extra)
+    assert f.code == "PC001" and f.op == "AllGather"
+    assert extra["kinds"] == ["gather-then-slice"]
+    # 7 foreign (16, 8) float32 pieces arrive, a (2, 64) float32 slice survives
+    assert extra["moved_bytes"] == 7 * 16 * 8 * 4
+    assert extra["surviving_bytes"] == 2 * 64 * 4
+    assert [r.op for r in f.related] == ["Mul", "Split", "Concat", "StridedSlice", "MatMul"]
+    assert "((8, 1), (1, 1))" in f.hint and "((1, 8), (1, 8))" in f.hint
+    assert f.scope.startswith("Default/") and "w2-Linear" in f.scope
+
+
+def test_backward_mirror_of_the_chain_is_silent():
+    (f,) = findings(WRONG / "21_validate_0076.ir")
+    assert not any(r.scope.startswith("Gradients/") for r in f.related)
+
+
+def test_pattern_kinds_each_flagged():
+    kinds = by_kind(findings(PATTERNS / "21_validate_0076.ir"))
+    assert set(kinds) == {"alltoall-undone", "gather-resplit", "repeated-gather"}
+    (a2a,) = kinds["alltoall-undone"]
+    assert [r.op for r in a2a.related] == ["MatMul", "AlltoAll", "Softmax"]
+    (resplit,) = kinds["gather-resplit"]
+    assert dict(resplit.extra)["surviving_bytes"] == 2 * 64 * 2
+    (twice,) = kinds["repeated-gather"]
+    assert dict(twice.extra)["gathers"] == 2
+    assert {r.scope.rsplit("/", 2)[-2] for r in twice.related if r.note.startswith("consumer")} == \
+        {"wq-Linear", "wk-Linear"}
+
+
+def test_corrected_strategy_and_scheme_communication_are_silent():
+    ir = read_ir(str(FIXED / "21_validate_0076.ir"))
+    present = {ir[k]["op"] for k in ir.cnodes()}
+    # the fixture does hold every kind of communication the scheme needs
+    assert {"AllReduce", "AllGather", "ReduceScatter", "_MirrorOperator", "_VirtualDiv", "Send", "Receive"} <= present
+    assert list(RedundantRedistributionChain().check(ir)) == []
+
+
+def test_user_slice_after_gather_with_own_strategy_is_not_part_of_a_chain():
+    found = findings(PATTERNS / "21_validate_0076.ir")
+    for f in found:
+        for r in f.related:
+            if r.op == "StridedSlice":
+                assert r.note.startswith("producer")
+
+
+def test_snapshot_of_flagged_fixtures(snapshot):
+    found = findings(WRONG / "21_validate_0076.ir") + findings(PATTERNS / "21_validate_0076.ir")
+    assert [_portable(f.to_dict()) for f in found] == snapshot
+
+
+def _portable(d: dict) -> dict:
+    """File paths relative to the fixture folder, so the snapshot does not depend on the checkout."""
+    rel = lambda p: Path(p).resolve().relative_to(SYNTH).as_posix()  # noqa: E731
+    d["file"] = rel(d["file"])
+    for r in d["related"]:
+        r["file"] = rel(r["file"])
+    return d
+
+
+def test_folder_reports_each_chain_once():
+    report = lint([str(WRONG)], Config(select=["PC001"]))
+    pc = [f for f in report.findings if f.code == "PC001"]
+    assert len(pc) == 1
+    assert pc[0].file.endswith("21_validate_0076.ir")
+
+
+def test_rank_folders_merge_into_one_finding():
+    report = lint([str(RANKS)], Config(select=["PC001"]))
+    pc = [f for f in report.findings if f.code == "PC001"]
+    assert len(pc) == 1
+    assert pc[0].ranks == (0, 1)
+
+
+def test_examples(tmp_path):
+    rule = RedundantRedistributionChain()
+    for i, text in enumerate(rule.VALID + rule.INVALID):
+        path = tmp_path / f"{i}" / "21_validate_0001.ir"
+        path.parent.mkdir()
+        path.write_text(text, encoding="utf-8")
+        ir = read_ir(str(path))
+        assert ir.diagnostics == []
+        n = len(list(rule.check(ir)))
+        assert (n == 0) if i < len(rule.VALID) else (n >= 1)
