@@ -254,3 +254,11 @@ def test_config_found_upward_from_path(tiny_rules, tmp_path):
 def test_inspect_still_reports_its_fields(tiny_rules):
     rows = [json.loads(line) for line in run("inspect", DUMP, "--format", "json").output.splitlines()]
     assert set(rows[0]) == {"file", "stage", "subgraphs", "cnodes", "params", "edges", "diagnostics"}
+
+
+def test_pre_commit_hook_definition():
+    text = (Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    fields = dict(line.strip().lstrip("- ").split(": ", 1) for line in text.splitlines() if ": " in line)
+    assert fields["id"] == "irlint" and fields["entry"] == "irlint"
+    files = re.compile(fields["files"])
+    assert files.search("graph/rank_0/21_validate_0076.ir") and not files.search("graph/notes.irx")
