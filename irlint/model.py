@@ -172,3 +172,36 @@ class IRFile:
     def describe(self, key: int) -> str:
         data = self.graph.nodes[key]
         return f"{data.get('id', '?')} {data.get('op', data['kind'])}"
+
+    # --- recompute copies (MindSpore's add_recomputation pass) ---------------------------------
+    def is_recompute_copy(self, key: int) -> bool:
+        """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs."""
+        return (self.graph.nodes[key].get("cnode_attrs") or {}).get("duplicated") is True
+
+    def copy_of(self, key: int) -> list[int]:
+        """The recomputed copies of a forward node: duplicated nodes with its ``recompute_id``
+        (2.10); when neither carries an id (older dumps), duplicated nodes of the same subgraph,
+        op and scope path."""
+        index = self.__dict__.get("_recompute_copies")
+        if index is None:
+            index = {}
+            for k in self.cnodes():
+                if self.is_recompute_copy(k):
+                    d = self.graph.nodes[k]
+                    rid = (d.get("cnode_attrs") or {}).get("recompute_id")
+                    index.setdefault(("id", rid) if rid is not None else
+                                     ("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
+            self.__dict__["_recompute_copies"] = index
+        d = self.graph.nodes[key]
+        if self.is_recompute_copy(key):
+            return []
+        rid = (d.get("cnode_attrs") or {}).get("recompute_id")
+        if rid is not None:
+            return list(index.get(("id", rid), ()))
+        return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))
+
+
+def _cell_scope(scope: str) -> str:
+    """The scope without the per-dump op suffix ("/MatMul-op12"): opt_pass files omit it."""
+    head, _, last = scope.rpartition("/")
+    return head if head and "-op" in last else scope

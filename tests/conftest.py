@@ -1,0 +1,45 @@
+"""Shared test fixtures: the corpus fixture folders and helpers to read or lint IR text."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from irlint.config import Config
+from irlint.engine import lint
+from irlint.reader import read_ir
+
+TESTS = Path(__file__).resolve().parent
+CORPUS = TESTS / "fixtures" / "corpus"
+SHARED_CORPUS = TESTS.parent.parent / "shared" / "corpus"
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """tests/fixtures/corpus: real MindSpore 2.10 dumps, one folder per case."""
+    return CORPUS
+
+
+@pytest.fixture
+def ir_from_text(tmp_path):
+    """Write IR text to a file named like a stage dump and read it (``read_ir``)."""
+    def make(text: str, name: str = "21_validate_0076.ir"):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return read_ir(str(path))
+    return make
+
+
+def quiet_config(**kw) -> Config:
+    """A lint configuration for tests: no cache, no worker processes, no third-party plugins."""
+    kw.setdefault("cache", False)
+    kw.setdefault("jobs", 1)
+    kw.setdefault("plugins", False)
+    return Config(**kw)
+
+
+@pytest.fixture
+def lint_paths():
+    def run(paths, **kw):
+        return lint([str(p) for p in paths], quiet_config(**kw))
+    return run
