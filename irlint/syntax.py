@@ -250,10 +250,18 @@ def _describe(exc: LarkError, text: str) -> str:
     return type(exc).__name__
 
 
-# Templates: node ids and string literals vary between otherwise identical pieces.
-_VOLATILE = re.compile(r'%\d+\b|"(?:[^"\\\n]|\\.)*"')
+# Templates: node ids, parameter names, string literals and ``key=name`` values (``ref_key=``)
+# vary between otherwise identical pieces; the parse of the rest is shared. Each blank is
+# numbered, so that filling it back does not depend on the order the transformer builds values.
+_W = r"[^\s,()\[\]{}<>:=*\"']"      # a character of a WORD (grammar/ir.lark)
+_VOLATILE = re.compile(
+    rf'(?<!{_W})%{_W}+'                                       # %12, %para3_x: Ref words
+    r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"
+    rf'|(?<==)(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
+)
 _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
+_WORD_SLOT = "\x01"
 
 
 def _template(text: str) -> tuple[str, list[str]]:
@@ -261,31 +269,49 @@ def _template(text: str) -> tuple[str, list[str]]:
 
     def blank(m: re.Match) -> str:
         s = m.group(0)
+        n = len(fills)
         fills.append(s)
-        return _REF_SLOT if s[0] == "%" else f'"{_STR_SLOT}"'
+        if s[0] == "%":
+            return f"{_REF_SLOT}{n}"
+        if s[0] == '"':
+            return f'"{_STR_SLOT}{n}"'
+        return f"{_WORD_SLOT}{n}"
 
     return _VOLATILE.sub(blank, text), fills
 
 
-def _refill(value: Any, fills: list[str], pos: list[int]) -> Any:
-    if type(value) is Ref and value == _REF_SLOT:
-        s = fills[pos[0]]
-        pos[0] += 1
-        return Ref(s)
-    if type(value) is str and value == _STR_SLOT:
-        s = fills[pos[0]]
-        pos[0] += 1
-        return s[1:-1]
+_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)")
+
+
+def _fill_text(text: str, fills: list[str]) -> str:
+    """A string the transformer built around blanks (a joined key, ``ref_key=\\x010``)."""
+
+    def fill(m: re.Match) -> str:
+        if m.group(1) is not None:
+            return fills[int(m.group(1))]
+        if m.group(2) is not None:
+            return fills[int(m.group(2))][1:-1]
+        return fills[int(m.group(3))]
+
+    return _SLOT.sub(fill, text)
+
+
+def _refill(value: Any, fills: list[str]) -> Any:
+    kind = type(value)
+    if kind is Ref:
+        return Ref(_fill_text(value, fills)) if "\x00" in value else value
+    if kind is str:
+        return _fill_text(value, fills) if "\x00" in value or "\x01" in value else value
     if isinstance(value, list):
-        return [_refill(v, fills, pos) for v in value]
+        return [_refill(v, fills) for v in value]
     if isinstance(value, tuple):
         # keeps the group classes (_Paren, _KeyValue ...) that parse_call still needs
-        return value.__class__([_refill(v, fills, pos) for v in value])
+        return value.__class__([_refill(v, fills) for v in value])
     if isinstance(value, dict):
-        return {k: _refill(v, fills, pos) for k, v in value.items()}
+        return {_refill(k, fills): _refill(v, fills) for k, v in value.items()}
     if isinstance(value, Call):
-        return Call(_refill(value.name, fills, pos), _refill(value.args, fills, pos),
-                    tuple((k, _refill(v, fills, pos)) for k, v in value.kwargs), value.bracket)
+        return Call(_refill(value.name, fills), _refill(value.args, fills),
+                    tuple((_refill(k, fills), _refill(v, fills)) for k, v in value.kwargs), value.bracket)
     return value
 
 
@@ -295,11 +321,16 @@ def _parse_template(template: str, start: str) -> Any:
 
 
 def _memo_parse(text: str, start: str) -> Any:
+    if "\x00" in text or "\x01" in text:
+        return _parse(text, start)  # would be mistaken for blanks
     template, fills = _template(text)
-    value = _parse_template(template, start)
+    try:
+        value = _parse_template(template, start)
+    except GrammarError:
+        return _parse(text, start)  # the error, with columns and text of the real piece
     if not fills:
         return value
-    return _refill(value, fills, [0])
+    return _refill(value, fills)
 
 
 def parse_call(text: str) -> tuple[list, Any]:
@@ -340,7 +371,7 @@ def parse_attrs(text: str) -> dict:
 @lru_cache(maxsize=65536)
 def parse_types(text: str) -> tuple[tuple[TensorType, ...], tuple[TensorType, ...] | None]:
     """``(<T1>, <T2>) -> (<T>)`` -> (input types, output types); a Return's ``(<T>)`` has no arrow."""
-    parts = _parse(text, "types")
+    parts = _memo_parse(text, "types")
     ins = tuple(_tensor_type(t) for t in parts[0])
     outs = tuple(_tensor_type(t) for t in parts[1]) if len(parts) > 1 else None
     return ins, outs
