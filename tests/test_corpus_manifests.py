@@ -1,0 +1,112 @@
+"""Each corpus case's MANIFEST.json against irlint's findings.
+
+Two manifest dialects exist: ``expected`` / ``true_negatives`` / ``not_scored`` and
+``expected_findings`` / ``must_not_flag``. Every entry's file is linted by name (all rules, RC004
+switched on). An expected entry must be matched by a finding of its rule (or one of
+``any_of_rules``) in that file, on its node (and subgraph, when given) or, without a node, on a
+node or related node whose scope contains ``scope_contains``. A negative entry with ``rule``
+forbids that rule there; without ``rule`` it forbids every finding there. ``not_scored`` entries
+are not asserted. Entries marked ``severity: benign`` describe a tag without effect, which irlint
+reports as ``recompute-tag-unused`` (RC004, info) and not as ``recompute-not-applied``.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, SHARED_CORPUS, quiet_config
+from irlint.engine import lint
+from irlint.findings import Finding
+
+BENIGN_RULE = "recompute-tag-unused"
+
+# Where two manifests disagree, the domain decides, and the test pins the decision (it fails if
+# the finding disappears). s4's must_not_flag entries for its attention_norm Cast-op1 were written
+# for recompute-not-applied ("tagged and applied"), but that Cast is fp32 -> fp16 and recomputing
+# it keeps its fp32 input alive, the very pattern llama-cast expects recompute-downcast for (the
+# tag comes from a Cast primitive shared with the up-cast).
+DISAGREEMENTS = {
+    ("s4_cast_rmsnorm", "opt_pass_19_add_recomputation_0033.ir", "%11"): "recompute-downcast",
+    ("s4_cast_rmsnorm", "opt_pass_20_cse_after_recomputation_0034.ir", "%11"): "recompute-downcast",
+    ("s4_cast_rmsnorm", "21_validate_0076.ir", "%11"): "recompute-downcast",
+    ("s4_cast_rmsnorm", "graph_build_0_0094.ir", "%14"): "recompute-downcast",
+}
+
+
+def _roots() -> list[Path]:
+    roots = [CORPUS]
+    if SHARED_CORPUS.is_dir():
+        roots.append(SHARED_CORPUS)
+    return roots
+
+
+def _entries(kinds: tuple[str, ...]) -> list:
+    out = []
+    for root in _roots():
+        for manifest in sorted(root.glob("*/MANIFEST.json")):
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            for kind in kinds:
+                for i, entry in enumerate(data.get(kind, [])):
+                    label = f"{root.parent.name}/{manifest.parent.name}/{kind}[{i}]"
+                    out.append(pytest.param(manifest.parent, entry, id=label))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _findings(path: str) -> tuple[Finding, ...]:
+    report = lint([path], quiet_config(extend_select=["RC004"]))
+    assert [str(d) for d in report.diagnostics] == []
+    return tuple(report.findings)
+
+
+def _target(case: Path, entry: dict) -> str:
+    return str(case / entry["file"]) if "file" in entry else str(case)
+
+
+def _on_entry(f: Finding, entry: dict) -> bool:
+    if "node" in entry:
+        return f.node == entry["node"] and ("graph" not in entry or f.graph == entry["graph"])
+    needle = entry.get("scope_contains", "")
+    return needle in f.scope or any(needle in r.scope for r in f.related)
+
+
+def _rules_of(entry: dict) -> set[str]:
+    if entry.get("severity") == "benign":
+        return {BENIGN_RULE}
+    return set(entry.get("any_of_rules") or [entry["rule"]])
+
+
+@pytest.mark.parametrize("case,entry", _entries(("expected", "expected_findings")))
+def test_expected_finding_is_reported(case, entry):
+    found = _findings(_target(case, entry))
+    rules = _rules_of(entry)
+    hits = [f for f in found if f.rule in rules and _on_entry(f, entry)]
+    assert hits, (f"{entry.get('file', case.name)}: no {sorted(rules)} finding on "
+                  f"{entry.get('node') or entry.get('scope_contains')}; got "
+                  f"{[(f.rule, f.node, f.scope) for f in found]}")
+    if entry.get("severity") == "benign":
+        assert not [f for f in found if f.rule == "recompute-not-applied" and _on_entry(f, entry)]
+
+
+@pytest.mark.parametrize("case,entry", _entries(("true_negatives", "must_not_flag")))
+def test_true_negative_is_not_reported(case, entry):
+    found = _findings(_target(case, entry))
+    pinned = DISAGREEMENTS.get((case.name, entry.get("file", ""), entry.get("node", "")))
+    bad = [f for f in found if _on_entry(f, entry) and f.rule != pinned
+           and ("rule" not in entry or f.rule == entry["rule"])]
+    assert bad == [], [(f.rule, f.node, f.scope, f.message) for f in bad]
+    if pinned:
+        assert [f for f in found if _on_entry(f, entry) and f.rule == pinned]
+
+
+@pytest.mark.parametrize("root", _roots(), ids=lambda p: p.parent.name)
+def test_folder_reports_reshape_blocks_once(root):
+    folder = root / "full-folder-1layer"
+    report = lint([str(folder)], quiet_config())
+    hits = [f for f in report.findings if f.rule == "reshape-blocks-silu-mul-recompute"]
+    assert len(hits) == 1, [(f.file, f.node) for f in hits]
+    assert "layers-CellList/0-DecoderLayer/feed_forward-FeedForward/" in hits[0].scope
+    assert hits[0].file.endswith("21_validate_0076.ir")

@@ -1,0 +1,199 @@
+"""Boundary tests of the recompute rules (RC001-RC004) on real MindSpore 2.10 dumps, plus
+snapshots of their findings."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import CORPUS, quiet_config
+from irlint.engine import lint
+from irlint.reader import read_ir
+from irlint.rule import load_rules
+
+RULES = {cls.code: cls for cls in load_rules(plugins=False) if cls.code.startswith("RC")}
+
+
+def _facts_module():
+    return __import__(RULES["RC001"].__module__, fromlist=["RecomputeFacts"])
+
+
+def read(case: str, name: str):
+    return read_ir(str(CORPUS / case / name), display=f"{case}/{name}")
+
+
+def check(ir, *codes):
+    codes = codes or tuple(RULES)
+    return [f for code in codes for f in RULES[code]().check(ir)]
+
+
+def by(found, code):
+    return sorted((f.node, f.op) for f in found if f.code == code)
+
+
+# --- which files are judged ------------------------------------------------------------------------
+
+FULL = CORPUS / "full-folder-1layer"
+STAGE_FILES = sorted(p.name for p in FULL.glob("*.ir") if not p.name.startswith(("hwopt_", "graph_")))
+
+
+@pytest.mark.parametrize("name", STAGE_FILES)
+def test_decision_is_read_from_content_in_pipeline_order(name):
+    """Every file from add_recomputation on shows the decision; none before it does."""
+    ir = read("full-folder-1layer", name)
+    facts = _facts_module().RecomputeFacts.of(ir)
+    after = (ir.stage.family == "opt_pass" and ir.stage.index >= 19) or \
+            (ir.stage.family == "frontend" and ir.stage.index >= 13)
+    assert facts.decided is after
+
+
+def test_tag_before_the_recompute_pass_is_not_judged():
+    # 22_environ_conv of the jit-grad pipeline already has the backward graph and the SiLU/Mul
+    # primitive tags, but no cnode_attrs decision: a request only
+    before = read("s7_ffn_3d_function_grad", "22_environ_conv_0023.ir")
+    assert any(before.is_backward(k) for k in before.cnodes())
+    assert check(before) == []
+    after = read("s7_ffn_3d_function_grad", "23_add_recomputation_0024.ir")
+    assert by(check(after), "RC001") == [("%6", "SiLU"), ("%8", "Mul")]
+
+
+def test_jit_grad_stage_names_pick_the_final_front_end_graph():
+    report = lint([str(CORPUS / "s7_ffn_3d_function_grad")], quiet_config())
+    rc = [f for f in report.findings if f.code.startswith("RC")]
+    assert {f.file.rsplit("/", 1)[-1] for f in rc} == {"31_validate_0032.ir"}
+    assert sorted((f.code, f.node) for f in rc) == [("RC001", "%6"), ("RC001", "%8"), ("RC002", "%6"), ("RC002", "%8")]
+
+
+# --- RC001 / RC004 ---------------------------------------------------------------------------------
+
+def test_applied_recompute_is_silent_and_copies_are_found():
+    ir = read("s1_ffn_2d", "21_validate_0076.ir")
+    silu = next(k for k in ir.nodes_by_op("SiLU") if not ir.is_recompute_copy(k))
+    copies = ir.copy_of(silu)
+    assert len(copies) == 1 and ir[copies[0]]["cnode_attrs"]["recompute_id"] == ir[silu]["cnode_attrs"]["recompute_id"]
+    assert check(ir) == []
+
+
+def test_not_applied_names_the_blocking_view_and_backward_reader():
+    ir = read("s2_ffn_3d_reshape_blocks", "21_validate_0076.ir")
+    silu = next(f for f in check(ir, "RC001") if f.op == "SiLU")
+    assert "through non-recomputed %7 Reshape" in silu.message and "%27 Mul" in silu.message
+    assert [(r.node, r.op) for r in silu.related] == [("%7", "Reshape"), ("%27", "Mul")]
+    assert "feed_forward\\.w1\\.reshape" in silu.hint
+
+
+def test_benign_tag_is_rc004_and_only_when_enabled():
+    path = str(CORPUS / "s4_cast_rmsnorm" / "21_validate_0076.ir")
+    default = lint([path], quiet_config()).findings
+    assert [f for f in default if f.code in ("RC001", "RC004") and f.node in ("%20", "%34")] == []
+    enabled = lint([path], quiet_config(extend_select=["RC004"])).findings
+    benign = [f for f in enabled if f.code == "RC004"]
+    assert sorted((f.node, f.op, f.severity) for f in benign) == [("%20", "Add", "info"), ("%34", "ReduceMean", "info")]
+
+
+def test_last_op_of_a_layer_tagged_by_primitive_is_benign():
+    # llama-recompute-modes layer 1: w2's second Reshape (after the MatMul) shares the tagged
+    # primitive; nothing in backward reads it
+    ir = read("llama-recompute-modes", "21_validate_0076.ir")
+    assert ("%130", "Reshape") in by(check(ir, "RC004"), "RC004")
+    assert ("%130", "Reshape") not in by(check(ir, "RC001"), "RC001")
+
+
+def test_cell_output_bool0_is_never_flagged_when_the_cell_recomputed_something():
+    ir = read("s4_cast_rmsnorm", "21_validate_0076.ir")
+    assert ir[next(k for k in ir.cnodes() if ir[k]["id"] == "%31")]["cnode_attrs"]["recompute"] is False
+    assert [f for f in check(ir) if f.node == "%31"] == []
+
+
+def test_one_op_recompute_cell_that_recomputed_nothing_is_flagged():
+    ir = read("llama-recompute-modes", "21_validate_0076.ir")
+    silu = [f for f in check(ir, "RC001") if f.node == "%184"]
+    assert len(silu) == 1 and dict(silu[0].extra)["request"] == "cell-output"
+    assert "activation-SiLU" in silu[0].message
+    # layer 3 (Cell.recompute() on the whole layer): the unneeded last ops are by design
+    assert [f for f in check(ir) if "3-DecoderLayer/" in f.scope] == []
+
+
+# --- RC002 -------------------------------------------------------------------------------------------
+
+def test_recomputed_reshapes_silence_rc002():
+    assert check(read("s3_ffn_3d_reshape_fixed", "21_validate_0076.ir")) == []
+    llama = check(read("llama-recompute-modes", "21_validate_0076.ir"), "RC002")
+    assert [f for f in llama if "1-DecoderLayer/" in f.scope] == []
+
+
+def test_two_d_feed_forward_has_no_reshape_to_block():
+    assert check(read("llama-2d", "21_validate_0076.ir"), "RC002") == []
+
+
+def test_rc002_finds_the_structure_without_cell_names():
+    ir = read("s7_ffn_3d_function_grad", "31_validate_0032.ir")
+    mul = next(f for f in check(ir, "RC002") if f.op == "Mul")
+    notes = [(r.node, r.op, r.note) for r in mul.related]
+    assert notes[0] == ("%9", "Reshape", "blocking Reshape (w2), not recomputed")
+    assert [n for n, op, _ in notes if op == "MatMul"][:3] == ["%5", "%2", "%11"]
+    assert "no cell names" in mul.hint
+    assert "recompute_config:\n  select_recompute: ['feed_forward\\.mul', 'feed_forward\\.w2\\.reshape']" in mul.hint
+
+
+def test_rc002_on_cpu_backend_graph_with_expanded_silu():
+    ir = read("s2_ffn_3d_reshape_blocks", "graph_build_0_0094.ir")
+    assert by(check(ir, "RC002"), "RC002") == [("%9", "Mul")]
+
+
+def test_rc002_keys_come_from_scope_and_instance_name():
+    mod = _facts_module()
+    scope = "Default/network-FeedForwardNet/feed_forward-LlamaFeedForward/w1-Linear/Reshape-op0"
+    assert mod.select_key(scope, "reshape", "Reshape") == r"feed_forward\.w1\.reshape"
+    layer = "Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/feed_forward-FeedForward/w2-Linear"
+    assert mod.select_key(layer, "reshape_flat", "Reshape") == r"feed_forward\.w2\.reshape_flat"
+    assert mod.select_key("Default/Reshape-op9", "reshape", "Reshape") is None
+
+
+def test_fingerprints_ignore_ids_and_scope_syntax_but_tell_layers_apart():
+    opt = check(read("s2_ffn_3d_reshape_blocks", "opt_pass_19_add_recomputation_0033.ir"), "RC002")
+    val = check(read("s2_ffn_3d_reshape_blocks", "21_validate_0076.ir"), "RC002")
+    assert sorted(f.with_(stage="").fingerprint for f in opt) == sorted(f.with_(stage="").fingerprint for f in val)
+    llama = check(read("llama-recompute-modes", "21_validate_0076.ir"), "RC002")
+    assert len({f.fingerprint for f in llama}) == len(llama) == 2
+
+
+# --- RC003 -------------------------------------------------------------------------------------------
+
+def test_downcast_flagged_upcast_and_weight_casts_not():
+    cast = check(read("llama-cast", "21_validate_0076.ir"), "RC003")
+    assert by(cast, "RC003") == [("%113", "Cast"), ("%75", "Cast")]
+    assert all("1-DecoderLayer/" in f.scope for f in cast)  # layer 0 tags up-casts only
+    s4 = check(read("s4_cast_rmsnorm", "21_validate_0076.ir"), "RC003")
+    # Cast-op0 (fp16->fp32), Cast-op2 (weight), ffn_norm casts (input recomputed too) are fine
+    assert by(s4, "RC003") == [("%11", "Cast")]
+
+
+def test_cast_dtype_falls_back_to_the_type_id_argument():
+    ir = read("llama-cast", "21_validate_0076.ir")
+    k = next(k for k in ir.cnodes() if ir[k]["id"] == "%75")
+    ir[k]["out_type"] = None
+    assert _facts_module().cast_types(ir, k) == ("Float32", "Float16")
+
+
+# --- snapshots ------------------------------------------------------------------------------------
+
+SNAPSHOT_FILES = [
+    ("s2_ffn_3d_reshape_blocks", "21_validate_0076.ir"),
+    ("s7_ffn_3d_function_grad", "graph_build_0_0050.ir"),
+    ("s4_cast_rmsnorm", "21_validate_0076.ir"),
+    ("llama-recompute-modes", "21_validate_0076.ir"),
+]
+
+
+@pytest.mark.parametrize("case,name", SNAPSHOT_FILES, ids=[c for c, _ in SNAPSHOT_FILES])
+def test_findings_snapshot(case, name, snapshot):
+    found = sorted(check(read(case, name)), key=lambda f: (f.line, f.code))
+    assert [_portable(f.to_dict()) for f in found] == snapshot
+
+
+def _portable(d: dict) -> dict:
+    """File paths relative to the corpus folder, so the snapshot does not depend on the checkout."""
+    root = str(CORPUS) + "/"
+    d["file"] = d["file"].replace(root, "")
+    for r in d["related"]:
+        r["file"] = r["file"].replace(root, "")
+    return d
