@@ -42,4 +42,4 @@ def test_inspect_reports_diagnostics_and_exits_2(tmp_path):
     assert result.exit_code == 2
     row = json.loads(result.output.splitlines()[0])
     assert row["diagnostics"] and {d["kind"] for d in row["diagnostics"]} & {"truncated", "bad-record"}
-    assert all(d["file"] == str(bad) and d["line"] > 0 for d in row["diagnostics"])
+    assert all(Path(d["file"]).resolve() == bad.resolve() and d["line"] > 0 for d in row["diagnostics"])
