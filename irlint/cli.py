@@ -21,7 +21,6 @@ from .discover import InputError, discover
 from .engine import lint
 from .reader import read_ir
 from .reporters import FORMATS, RenderContext, render
-from .reporters.concise import FILE_LEVEL
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
@@ -151,7 +150,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
             Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             _fail(f"{output}: cannot write: {exc.strerror or exc}")
-    if any(d.code in FILE_LEVEL for d in report.diagnostics):
+    if report.diagnostics:
+        # bad input (truncated, junk, invalid UTF-8, over-long lines) must not pass as clean
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if report.findings and not exit_zero else EXIT_CLEAN)
 

@@ -60,6 +60,29 @@ def test_non_ir_file_by_name_exit_2(tiny_rules, tmp_path):
     assert re.search(r"model\.ir:1:1: IR002 \[error\] not a graph IR dump", result.output)
 
 
+@pytest.mark.parametrize("damage", ["truncated", "invalid-utf8", "long-line"])
+def test_damaged_dump_is_still_linted_but_exits_2(tiny_rules, tmp_path, damage):
+    data = Path(DUMP).read_bytes()
+    lines = data.splitlines(keepends=True)
+    if damage == "truncated":
+        data = data[: len(data) * 2 // 3]
+    elif damage == "invalid-utf8":
+        at = next(i for i, ln in enumerate(lines) if b"scope" in ln.lower())
+        lines[at] = lines[at].replace(b"Default", b"Def\xffault", 1)
+        data = b"".join(lines)
+    else:
+        at = next(i for i, ln in enumerate(lines) if ln.startswith(b"  %"))
+        data = b"".join(lines[:at] + [b"y" * (5 * 1024 * 1024) + b"\n"] + lines[at:])
+    dump = tmp_path / Path(DUMP).name
+    dump.write_bytes(data)
+    result = run(str(dump), "--format", "concise", "--exit-zero")
+    assert result.exit_code == 2, result.output
+    assert re.search(r":\d+:1: IR0\d\d \[", result.output)
+    assert "Traceback" not in result.output
+    if damage != "truncated":   # the rest of the dump was linted
+        assert re.search(r": TS001 \[", result.output)
+
+
 def test_unreadable_folder_exit_2(tiny_rules, tmp_path, monkeypatch):
     # the tests run as root, who can read anything: deny access the way the OS would report it
     locked = tmp_path / "locked"
