@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Time irlint on a generated Llama-scale dump folder, against grep as the baseline of the same run.
+
+    python bench/bench.py              # 80 layers (bench/gen_dump.py), 3 repeats, median
+    python bench/bench.py --small      # 3 layers, 1 repeat: a quick check
+
+Measures (each repeated, median wall time and the largest peak RSS):
+  (a) grep -rc recompute FOLDER                      the baseline: reading every byte once
+  (b) irlint FOLDER --format json                    default rules and stage choice, cold cache
+  (c) irlint FOLDER --format json --all-stages       every stage file, cold cache
+  (d) irlint inspect FILE --format json              full parse of the largest file (>= --big-size)
+  (e) irlint FOLDER --format json                    again, unchanged input: from the cache
+Generated input is kept in bench/out/ (git-ignored); results go to bench/results.json.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GEN = HERE / "gen_dump.py"
+TIME = "/usr/bin/time"
+TARGETS = {"b_over_a_max": 15.0, "d_mb_s_per_core_min": 15.0, "e_over_b_max": 0.1,
+           "b_peak_rss_max_mb": 2048.0, "d_peak_rss_max_x_file": 6.0}
+
+
+def generate(out: Path, *args: str) -> Path:
+    """Run gen_dump.py once; a finished folder is marked and reused by later runs."""
+    done = out / ".complete"
+    if done.exists():
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    cmd = [sys.executable, str(GEN), "--out", str(out), *args]
+    print("generating:", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+    done.write_text(" ".join(args) + "\n")
+    return out
+
+
+def dump_files(folder: Path) -> list[Path]:
+    out = []
+    for p in folder.rglob("*"):
+        if p.is_file() and "actor_set" not in p.parts and not p.name.startswith("."):
+            with open(p, "rb") as f:
+                if f.read(11) == b"# IR entry:":
+                    out.append(p)
+    return out
+
+
+def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MB (largest process of the tree), exit code. Output goes to a pipe:
+    GNU grep stops at the first match when its output is /dev/null."""
+    full = [TIME, "-v", *cmd] if os.access(TIME, os.X_OK) else cmd
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        if not os.access(TIME, os.X_OK):
+            import resource
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        t0 = time.perf_counter()
+        code = subprocess.run(full, stdout=out, stderr=err, env=env).returncode
+        wall = time.perf_counter() - t0
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    if m:
+        rss = int(m.group(1)) / 1024
+    else:  # without time(1): only valid when this child is the largest so far
+        import resource
+        rss = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
+    if code not in (0, 1):
+        tail = "\n".join(text.strip().splitlines()[-15:])
+        raise SystemExit(f"failed ({code}): {' '.join(cmd)}\n{tail}")
+    return wall, rss, code
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"date": dt.datetime.now().isoformat(timespec="seconds"), "nproc": os.cpu_count(),
+            "python": platform.python_version(), "cpu": cpu or platform.processor(), "platform": platform.platform()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--layers", type=int, default=80, help="decoder layers of the generated folder (default 80)")
+    ap.add_argument("--big-size", default="110M",
+                    help="(d) reads the largest file; if it is smaller than this, one stage file is generated "
+                         "with enough layers to reach it (default 110M)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--small", action="store_true", help="3 layers, 1 repeat, no big file: a quick check")
+    ap.add_argument("--out", default=str(HERE / "out"), help="where generated input is kept (default bench/out)")
+    ap.add_argument("--results", default=str(HERE / "results.json"))
+    a = ap.parse_args(argv)
+    if not GEN.exists():
+        raise SystemExit("bench/gen_dump.py is missing")
+    if a.small:
+        a.layers, a.repeat = 3, 1
+    out = Path(a.out)
+    folder = generate(out / f"dump{a.layers}", "--layers", str(a.layers))
+    files = dump_files(folder)
+    folder_bytes = sum(p.stat().st_size for p in files)
+    largest = max(files, key=lambda p: p.stat().st_size)
+    big = largest
+    if not a.small:
+        want = _size(a.big_size)
+        if largest.stat().st_size < want:
+            bigdir = generate(out / f"big-{largest.name}-{a.big_size}", "--files", largest.name,
+                              "--target-size", a.big_size)
+            big = max(dump_files(bigdir), key=lambda p: p.stat().st_size)
+    big_bytes = big.stat().st_size
+    print(f"folder: {folder} ({len(files)} dump files, {folder_bytes / 1e6:.1f} MB); "
+          f"(d) file: {big} ({big_bytes / 1e6:.1f} MB)", flush=True)
+
+    irlint = [sys.executable, "-m", "irlint"]
+    cmds = {
+        "a": ["grep", "-rc", "recompute", str(folder)],
+        "b": [*irlint, str(folder), "--format", "json"],
+        "c": [*irlint, str(folder), "--format", "json", "--all-stages"],
+        "d": [*irlint, "inspect", str(big), "--format", "json"],
+        "e": [*irlint, str(folder), "--format", "json"],
+    }
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
+    with tempfile.TemporaryDirectory(prefix="irlint-bench-cache-") as tmp:
+        env = {**os.environ, "IRLINT_CACHE_DIR": tmp}
+        for i in range(a.repeat):
+            for name in ("a", "b", "e", "c", "d"):
+                if name in ("b", "c"):   # cold: an empty cache; (e) follows (b) and reads what (b) wrote
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    os.makedirs(tmp, exist_ok=True)
+                wall, rss, _ = run(cmds[name], env)
+                samples[name].append((wall, rss))
+                print(f"  run {i + 1}/{a.repeat} ({name}) {wall:8.2f} s  {rss:8.1f} MB peak RSS", flush=True)
+
+    med = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+    rss = {k: max(r for _, r in v) for k, v in samples.items()}
+    figures = {
+        "b_over_a": med["b"] / med["a"],
+        "c_over_a": med["c"] / med["a"],
+        "e_over_b": med["e"] / med["b"],
+        "d_mb_s_per_core": big_bytes / 1e6 / med["d"],
+        "c_mb_s": folder_bytes / 1e6 / med["c"],
+        "d_peak_rss_x_file": rss["d"] * 1024 * 1024 / big_bytes,
+    }
+    met = {
+        "b_over_a": figures["b_over_a"] <= TARGETS["b_over_a_max"],
+        "d_mb_s_per_core": figures["d_mb_s_per_core"] >= TARGETS["d_mb_s_per_core_min"],
+        "e_over_b": figures["e_over_b"] <= TARGETS["e_over_b_max"],
+        "b_peak_rss": rss["b"] <= TARGETS["b_peak_rss_max_mb"],
+        "d_peak_rss": figures["d_peak_rss_x_file"] <= TARGETS["d_peak_rss_max_x_file"],
+    }
+    result = {
+        "machine": machine(), "layers": a.layers, "repeat": a.repeat,
+        "folder": {"path": str(folder), "files": len(files), "bytes": folder_bytes},
+        "big_file": {"path": str(big), "bytes": big_bytes},
+        "commands": {k: " ".join(v) for k, v in cmds.items()},
+        "median_s": med, "peak_rss_mb": rss, "samples": samples,
+        "figures": figures, "targets": TARGETS, "met": met,
+    }
+    Path(a.results).write_text(json.dumps(result, indent=2) + "\n")
+    print()
+    for k in "abcde":
+        print(f"({k}) {med[k]:8.2f} s median  {rss[k]:8.1f} MB peak RSS   {result['commands'][k]}")
+    print(f"(b)/(a) = {figures['b_over_a']:.2f}  (target <= 15)      {'met' if met['b_over_a'] else 'MISSED'}")
+    print(f"(c)/(a) = {figures['c_over_a']:.2f}  ({figures['c_mb_s']:.1f} MB/s over the whole folder)")
+    print(f"(d)     = {figures['d_mb_s_per_core']:.1f} MB/s on one core (target >= 15)  "
+          f"{'met' if met['d_mb_s_per_core'] else 'MISSED'}")
+    print(f"(e)/(b) = {figures['e_over_b']:.3f}  (target <= 0.1)     {'met' if met['e_over_b'] else 'MISSED'}")
+    print(f"RSS (b) = {rss['b']:.0f} MB (target <= 2048)  {'met' if met['b_peak_rss'] else 'MISSED'};  "
+          f"RSS (d) = {figures['d_peak_rss_x_file']:.1f} x file (target <= 6)  {'met' if met['d_peak_rss'] else 'MISSED'}")
+    print(f"written: {a.results}")
+    return 0 if all(met.values()) else 1
+
+
+def _size(text: str) -> int:
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([kKmMgG]?)i?[bB]?\s*", text)
+    if not m:
+        raise SystemExit(f"bad size {text!r}")
+    return int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
