@@ -13,11 +13,9 @@ can be deleted at any time.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import pickle
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -92,9 +90,9 @@ def rules_hash(rules: Iterable[Any]) -> str:
         if part is None:
             src = b""
             try:
-                file = inspect.getsourcefile(sys.modules[cls.__module__]) or ""
+                file = getattr(sys.modules[cls.__module__], "__file__", None)
                 src = Path(file).read_bytes() if file else b""
-            except (KeyError, TypeError, OSError):
+            except (KeyError, OSError):
                 pass
             part = hashlib.sha256(f"{cls.code}:{cls.__module__}:{cls.__qualname__}:".encode() + src).hexdigest()
             _RULE_HASHES[cls] = part
@@ -171,6 +169,8 @@ class LintCache:
         return value
 
     def _store(self, file: Path, value: Any) -> None:
+        import tempfile  # only a run that writes pays for the import
+
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")

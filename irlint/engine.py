@@ -1,13 +1,10 @@
 """A lint run: discover files, choose the stage files each rule needs, read them, run rules."""
 from __future__ import annotations
 
-import multiprocessing
-import pickle
 import re
 import sys
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from .cache import LintCache, content_hash, default_dir
 from .config import Config
@@ -17,6 +14,9 @@ from .findings import Finding, Report
 from .model import IRFile
 from .reader import read_ir
 from .rule import Rule, load_rules
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 _RANK_DIR = re.compile(r"(^|[\\/])rank_\d+(?=[\\/]|$)")
 
@@ -148,6 +148,10 @@ def _jobs_for(files: list[DumpFile], config: Config) -> int:
 
 
 def _pool(jobs: int) -> ProcessPoolExecutor:
+    # imported here: a run answered from the cache starts no process, and skips their import time
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     # fork starts a worker in milliseconds, with the rules and grammar already loaded
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork") if sys.platform == "linux" and "fork" in methods else None
@@ -155,6 +159,8 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
 
 
 def _picklable(value) -> bool:
+    import pickle
+
     try:
         pickle.dumps(value)
     except Exception:
