@@ -296,28 +296,58 @@ def _fill_text(text: str, fills: list[str]) -> str:
     return _SLOT.sub(fill, text)
 
 
-def _refill(value: Any, fills: list[str]) -> Any:
+# A refill plan mirrors a parsed template: None where a part holds no blank and nothing mutable
+# (that part is shared, as immutable values may be), otherwise how to rebuild it.
+_REF_PLAN, _TEXT_PLAN = "ref", "text"
+
+
+def _plan(value: Any) -> Any:
     kind = type(value)
     if kind is Ref:
-        return Ref(_fill_text(value, fills)) if "\x00" in value else value
+        return _REF_PLAN if "\x00" in value else None
     if kind is str:
-        return _fill_text(value, fills) if "\x00" in value or "\x01" in value else value
+        return _TEXT_PLAN if "\x00" in value or "\x01" in value else None
     if isinstance(value, list):
-        return [_refill(v, fills) for v in value]
-    if isinstance(value, tuple):
-        # keeps the group classes (_Paren, _KeyValue ...) that parse_call still needs
-        return value.__class__([_refill(v, fills) for v in value])
+        return ("list", [_plan(v) for v in value])
     if isinstance(value, dict):
-        return {_refill(k, fills): _refill(v, fills) for k, v in value.items()}
+        return ("dict", [(_plan(k), _plan(v)) for k, v in value.items()])
+    if isinstance(value, tuple):
+        parts = [_plan(v) for v in value]
+        return ("tuple", parts) if any(p is not None for p in parts) else None
     if isinstance(value, Call):
-        return Call(_refill(value.name, fills), _refill(value.args, fills),
-                    tuple((_refill(k, fills), _refill(v, fills)) for k, v in value.kwargs), value.bracket)
-    return value
+        parts = (_plan(value.name), _plan(value.args), [_plan(v) for _, v in value.kwargs],
+                 [_plan(k) for k, _ in value.kwargs])
+        if parts[0] is None and parts[1] is None and not any(parts[2]) and not any(parts[3]):
+            return None
+        return ("call", parts)
+    return None
+
+
+def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
+    if plan is None:
+        return value
+    if plan is _REF_PLAN:
+        return Ref(_fill_text(value, fills))
+    if plan is _TEXT_PLAN:
+        return _fill_text(value, fills)
+    tag, parts = plan
+    if tag == "tuple":
+        # keeps the group classes (_Paren, _KeyValue ...) that parse_call still needs
+        return value.__class__([v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)])
+    if tag == "list":
+        return [v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)]
+    if tag == "dict":
+        return {_refill(k, kp, fills): _refill(v, vp, fills) for (k, v), (kp, vp) in zip(value.items(), parts)}
+    name, args, values, keys = parts
+    return Call(_refill(value.name, name, fills), _refill(value.args, args, fills),
+                tuple((_refill(k, kp, fills), _refill(v, vp, fills))
+                      for (k, v), vp, kp in zip(value.kwargs, values, keys)), value.bracket)
 
 
 @lru_cache(maxsize=65536)
-def _parse_template(template: str, start: str) -> Any:
-    return _parse(template, start)
+def _parse_template(template: str, start: str) -> tuple[Any, Any]:
+    value = _parse(template, start)
+    return value, _plan(value)
 
 
 def _memo_parse(text: str, start: str) -> Any:
@@ -325,12 +355,12 @@ def _memo_parse(text: str, start: str) -> Any:
         return _parse(text, start)  # would be mistaken for blanks
     template, fills = _template(text)
     try:
-        value = _parse_template(template, start)
+        value, plan = _parse_template(template, start)
     except GrammarError:
         return _parse(text, start)  # the error, with columns and text of the real piece
     if not fills:
         return value
-    return _refill(value, fills)
+    return _refill(value, plan, fills)
 
 
 def parse_call(text: str) -> tuple[list, Any]:
