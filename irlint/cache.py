@@ -1,7 +1,7 @@
 """A cache of lint results per dump file, so that linting an unchanged folder again is instant.
 
 An entry holds what the rules found in one file and the diagnostics of reading it. Its key is
-the file's content hash, the path it is reported under, the rules run on it (code, class and a
+the file's content hash, the paths it is opened and reported under, the rules run on it (code, class and a
 hash of the rule module's source) and irlint itself (version, grammar and source hash), so a
 change to any of them is a miss. A second, small entry maps a file's stat (inode, size, mtime,
 ctime) to its content hash, so an unchanged file is not hashed again.
@@ -132,8 +132,9 @@ class LintCache:
         self._store(self._file("stat", sk[0]), digest)
 
     @staticmethod
-    def key(digest: str, display: str, rules: Iterable[Any]) -> str:
-        ident = f"{tool_hash()}\0{digest}\0{display}\0{rules_hash(rules)}"
+    def key(digest: str, names: tuple[str, ...], rules: Iterable[Any]) -> str:
+        """``names``: the path as opened and as displayed; findings and diagnostics carry them."""
+        ident = "\0".join((tool_hash(), digest, *names, rules_hash(rules)))
         return hashlib.sha256(ident.encode()).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
         digest = store.known_hash(f.path) if store else None
-        hit = store.get(store.key(digest, f.display, todo[f.path])) if digest else None
+        hit = store.get(store.key(digest, (f.path, f.display), todo[f.path])) if digest else None
         if hit is not None:
             results[i] = hit
         else:
@@ -107,7 +107,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
                 digest, findings, diags = job.result() if pool else _check_one(*job)
                 if store is not None and digest is not None:
                     store.remember_hash(f.path, digest)
-                    store.put(store.key(digest, f.display, todo[f.path]), (findings, diags))
+                    store.put(store.key(digest, (f.path, f.display), todo[f.path]), (findings, diags))
             _progress(config, f)
             yield f, findings, diags
     finally:
@@ -126,7 +126,7 @@ def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, c
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, display, rules))
+            hit = LintCache(cache_dir).get(LintCache.key(digest, (path, display), rules))
             if hit is not None:
                 return digest, hit[0], hit[1]
     ir = read_ir(path, display)

@@ -174,3 +174,12 @@ def test_prune_keeps_the_cache_under_its_bound_newest_first(tmp_path):
     assert 0 < sum(p.stat().st_size for p in left) <= 10_000
     assert store.get(keys[-1]) == ("x" * 1000, 19)
     assert store.get(keys[0]) is None
+
+
+def test_same_file_under_another_path_keeps_its_own_names(rules, dump, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    absolute, _ = _lint(dump, cache)
+    monkeypatch.chdir(dump.parent.parent)
+    relative, _ = _lint(Path(dump.parent.name) / dump.name, cache)
+    assert {f["file"] for f in absolute} == {str(dump)}
+    assert {f["file"] for f in relative} == {str(Path(dump.parent.name) / dump.name)}
