@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         "d_peak_rss": figures["d_peak_rss_x_file"] <= TARGETS["d_peak_rss_max_x_file"],
     }
     result = {
-        "machine": machine(), "layers": a.layers, "repeat": a.repeat,
+        "machine": machine(), "layers": a.layers, "repeat": a.repeat, "small": a.small,
         "folder": {"path": str(folder), "files": len(files), "bytes": folder_bytes},
         "big_file": {"path": str(big), "bytes": big_bytes},
         "commands": {k: " ".join(v) for k, v in cmds.items()},
@@ -182,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"RSS (b) = {rss['b']:.0f} MB (target <= 2048)  {'met' if met['b_peak_rss'] else 'MISSED'};  "
           f"RSS (d) = {figures['d_peak_rss_x_file']:.1f} x file (target <= 6)  {'met' if met['d_peak_rss'] else 'MISSED'}")
     print(f"written: {a.results}")
+    if a.small:
+        print("(--small: interpreter start-up dominates every figure; the targets are for the full run)")
+        return 0
     return 0 if all(met.values()) else 1
 
 
