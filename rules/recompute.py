@@ -372,7 +372,8 @@ class FeedForward:
 
 def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
     """``MatMul(w1) -> [Reshape] -> SiLU -> [Reshape] -> Mul <- [Reshape] <- MatMul(w3)``, then
-    ``Mul -> [Reshape] -> MatMul(w2)``, found by structure (scopes may carry no cell names)."""
+    ``Mul -> [Reshape] -> MatMul(w2)``, found by structure (scopes may carry no cell names).
+    Kernel graphs may wrap the MatMuls in backend Casts; those are stepped over like views."""
     out = []
     for m in ir.nodes_by_op("Mul"):
         if facts.is_backward(m) or ir.is_recompute_copy(m):
@@ -381,14 +382,14 @@ def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
         if len(args) != 2:
             continue
         for i in (0, 1):
-            silu, silu_views = facts.up_through_views(args[i])
-            other, w3_views = facts.up_through_views(args[1 - i])
+            silu, silu_views = _up_to_compute(ir, facts, args[i])
+            other, w3_views = _up_to_compute(ir, facts, args[1 - i])
             if silu is None or other is None or not _is_silu(ir, silu) or ir[other]["op"] not in MATMUL_OPS:
                 continue
             silu_in = ir.producers(silu)[:1]
             if not silu_in:
                 continue
-            w1, w1_views = facts.up_through_views(silu_in[0])
+            w1, w1_views = _up_to_compute(ir, facts, silu_in[0])
             if w1 is None or ir[w1]["op"] not in MATMUL_OPS or w1 == other:
                 continue
             w2, w2_views = _down_to_matmul(ir, facts, m)
@@ -400,6 +401,30 @@ def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
             out.append(FeedForward(m, silu, w1, other, w2, roles))
             break
     return out
+
+
+def is_backend_cast(ir: IRFile, k: int) -> bool:
+    """A Cast the backend inserted around a kernel lacking the dtype (CPU MatMul runs in Float32
+    on Float16 models); it marks itself ``is_backend_cast: Bool(1)`` and is no op of the model."""
+    d = ir[k]
+    return d["op"] == "Cast" and (d.get("primitive_attrs") or {}).get("is_backend_cast") is True
+
+
+def _up_to_compute(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[int | None, list[int]]:
+    """``up_through_views`` that also steps over backend-inserted Casts (kernel graphs)."""
+    passed: list[int] = []
+    node: int | None = k
+    for _ in range(64):
+        node, views = facts.up_through_views(node)
+        passed += views
+        if node is None or not is_backend_cast(ir, node):
+            return node, passed
+        passed.append(node)
+        first = ir.producers(node)[:1]
+        node = first[0] if first else None
+        if node is None:
+            return None, passed
+    return None, passed
 
 
 def _is_silu(ir: IRFile, k: int) -> bool:
@@ -423,7 +448,7 @@ def _down_to_matmul(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[list[int
             seen.add(c)
             if ir[c]["op"] in MATMUL_OPS:
                 matmuls.append(c)
-            elif ir[c]["op"] == "Reshape":
+            elif ir[c]["op"] == "Reshape" or is_backend_cast(ir, c):
                 views.append(c)
                 stack.append(c)
     return matmuls, views

@@ -139,6 +139,42 @@ def test_rc002_on_cpu_backend_graph_with_expanded_silu():
     assert by(check(ir, "RC002"), "RC002") == [("%9", "Mul")]
 
 
+@pytest.mark.parametrize("name", ["graph_build_0_0094.ir", "hwopt_common_final_graph_0_0091.ir"])
+def test_rc002_steps_over_backend_casts_around_fp16_matmuls(name):
+    """CPU runs the Float16 MatMuls in Float32: the kernel graph wraps each one in
+    ``is_backend_cast`` Casts (MatMul -> Cast -> Reshape -> Sigmoid/Mul ...). The FeedForward is
+    still found by structure, and layers 0 and 2 (Mul tagged, w2 Reshape not) are flagged as in
+    the validate file; layer 1 (reshapes recomputed) and 3 (full recompute) stay silent."""
+    ir = read("llama-recompute-modes", name)
+    mod = _facts_module()
+    ffns = mod.find_feed_forwards(ir, mod.RecomputeFacts.of(ir))
+    assert len(ffns) == 4
+    for ffn in ffns:
+        casts = [v for v in ffn.roles if ir[v]["op"] == "Cast"]
+        assert casts and all(mod.is_backend_cast(ir, c) for c in casts)
+        assert ir[ffn.silu]["op"] == "Mul"   # SiLU expanded into x * Sigmoid(x)
+    found = check(ir, "RC002")
+    layers = sorted(f.scope.split("layers-CellList/")[1].split("-")[0] for f in found)
+    assert layers == ["0", "2"]
+    for f in found:
+        assert f.op == "Mul"
+        assert [r.op for r in f.related][:1] == ["Reshape"] and "w2-Linear" in f.related[0].scope
+        assert dict(f.extra)["select_recompute"] == ["feed_forward\\.w2\\.reshape_flat"]
+    # the same Mul nodes RC001 reports
+    assert sorted(f.node for f in found) == sorted(f.node for f in check(ir, "RC001") if f.op == "Mul")
+
+
+def test_rc002_does_not_step_over_model_casts():
+    """A Cast of the model (no is_backend_cast) changes the tensor: it is not part of the path."""
+    ir = read("llama-recompute-modes", "graph_build_0_0094.ir")
+    for k in ir.nodes_by_op("Cast"):
+        attrs = ir[k].get("primitive_attrs") or {}
+        if attrs.get("is_backend_cast") is True:   # a new dict: parsed values may be shared
+            ir[k]["primitive_attrs"] = {**attrs, "is_backend_cast": False}
+    mod = _facts_module()
+    assert mod.find_feed_forwards(ir, mod.RecomputeFacts.of(ir)) == []
+
+
 def test_rc002_keys_come_from_scope_and_instance_name():
     mod = _facts_module()
     scope = "Default/network-FeedForwardNet/feed_forward-LlamaFeedForward/w1-Linear/Reshape-op0"
