@@ -58,8 +58,12 @@ class RedundantRedistributionChain(Rule):
           other pieces are unused): a re-layout done by gathering everything;
         - an AllGather re-split along the dim it gathered: the slice keeps exactly what the
           rank sent, so the communication is a no-op;
-        - two AlltoAll that undo each other (the second swaps split_dim and concat_dim back);
-        - a Split/Concat along one axis that only reassembles the tensor;
+        - two AlltoAll that undo each other: the second, on the same group and split_count,
+          swaps split_dim and concat_dim back, with at most Reshapes/Transposes between them
+          that keep both moved dims whole (a compute op between them, like the expert MatMul
+          between MoE dispatch and combine, makes them a real round trip and is left alone);
+        - a Split/Concat along one axis that only reassembles the tensor (every piece, in
+          order), with or without communication around it;
         - the same tensor gathered more than once by identical AllGathers (one per consumer).
 
         Communication that belongs to the parallel scheme is left alone: the AllReduce after a
@@ -179,8 +183,8 @@ subgraph @main() {
     def check(self, ir: IRFile) -> Iterator[Finding]:
         seen: set[int] = set()
         chains: list[Chain] = []
-        for key in ir.nodes_by_op(*COMM_OPS):
-            if key in seen or ir.is_backward(key):
+        for key in ir.nodes_by_op(*COMM_OPS, "Split"):
+            if key in seen or ir.is_backward(key) or (ir[key]["op"] == "Split" and not _in_chain(ir, key)):
                 continue
             chain = _collect_chain(ir, key)
             seen.update(chain.nodes)
@@ -194,16 +198,21 @@ subgraph @main() {
 
     # --- findings ---------------------------------------------------------------------------
     def _chain_finding(self, ir: IRFile, chain: Chain) -> Finding:
-        first_comm = next(k for k in chain.nodes if ir[k]["op"] in COMM_OPS)
+        first_comm = next((k for k in chain.nodes if ir[k]["op"] in COMM_OPS), chain.nodes[0])
         consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
         survive = chain.exit.nbytes if chain.exit is not None else None
+        if ir[first_comm]["op"] in COMM_OPS:
+            cost = f"{_bytes(chain.moved)} received, {_bytes(survive)} reach the consumer"
+        else:
+            cost = f"no communication, but {_bytes(survive)} are copied to end where they started"
         sequence = " -> ".join(_step(ir, k) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
         kinds = sorted({w.kind for w in chain.wastes})
         what = "; ".join(w.text for w in chain.wastes)
         message = (f"redistribution chain {sequence} between {_who(ir, chain.producer)} and "
-                   f"{_who(ir, consumer) if consumer is not None else 'its users'}: {what}; "
-                   f"{_bytes(chain.moved)} received, {_bytes(survive)} reach the consumer")
-        hint = _hint(ir, chain.producer, consumer, pos)
+                   f"{_who(ir, consumer) if consumer is not None else 'its users'}: {what}; {cost}")
+        same_rank = (chain.entry is not None and chain.exit is not None
+                     and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
+        hint = _hint(ir, chain.producer, consumer, pos, comparable=same_rank)
         related = [_note(ir, chain.producer, "producer")]
         related += [_note(ir, k, _step(ir, k)) for k in chain.nodes
                     if k != first_comm and ir[k]["op"] not in QUIET_IN_RELATED]
@@ -327,7 +336,8 @@ def _touches_backward(ir: IRFile, chain: Chain) -> bool:
 def _simulate(ir: IRFile, chain: Chain) -> None:
     """Walk the chain in order, tracking which dims hold gathered data, and record waste."""
     gathered: dict[int, tuple[int, int]] = {}      # dim -> (factor, gather node)
-    pending_a2a: list[tuple[int, int, int, int]] = []  # (split_dim, concat_dim, count, node)
+    members = set(chain.nodes)
+    undone: set[int] = set()
     for key in chain.nodes:
         data = ir[key]
         op = data["op"]
@@ -338,22 +348,20 @@ def _simulate(ir: IRFile, chain: Chain) -> None:
                 old = gathered.get(0, (1, key))
                 gathered[0] = (old[0] * factor, key)
         elif op in ALLTOALL_OPS:
-            attrs = data.get("primitive_attrs") or {}
-            split, concat, count = (_int(attrs.get("split_dim")), _int(attrs.get("concat_dim")),
-                                    _int(attrs.get("split_count")))
-            undo = next((p for p in pending_a2a if (p[0], p[1], p[2]) == (concat, split, count)), None)
-            if undo is not None and split is not None:
-                pending_a2a.remove(undo)
-                chain.wastes.append(Waste("alltoall-undone", (undo[3], key),
-                                          f"{_step(ir, key)} undoes {_step(ir, undo[3])}"))
-            else:
-                pending_a2a.append((split, concat, count, key))
+            first = _alltoall_undone(ir, members, key)
+            if first is not None and first not in undone:
+                undone.update((first, key))
+                between = [k for k in members if ir[k]["line"] > ir[first]["line"] and
+                           ir[k]["line"] < ir[key]["line"] and ir[k]["op"] in ("Reshape", "Transpose")]
+                around = f" around {', '.join(_step(ir, k) for k in between)}" if between else ""
+                chain.wastes.append(Waste("alltoall-undone", (first, key),
+                                          f"{_step(ir, key)} undoes {_step(ir, first)}{around}"))
         elif op == "Split":
             axis, outputs = _split_args(ir, key)
             used = _used_split_outputs(ir, key)
             concat = _reassembling_concat(ir, key, outputs)
             if concat is not None:
-                c_axis = _axis(ir, concat)
+                c_axis = _norm_dim(_axis(ir, concat), _rank(ir, concat, out=True))
                 if axis in gathered and c_axis is not None and c_axis != axis:
                     gathered[c_axis] = gathered.pop(axis)
                 elif c_axis == axis:
@@ -365,6 +373,70 @@ def _simulate(ir: IRFile, chain: Chain) -> None:
             dims = _shrunk_dims(ir, key)
             for dim, factor in dims:
                 _discard(ir, chain, gathered, key, dim, factor)
+
+
+def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
+    """The AlltoAll of the run that ``key`` reverses: walking back over its input through
+    Reshapes and Transposes that keep both moved dims whole, an AlltoAll on the same group with
+    the same split_count whose split_dim/concat_dim are ``key``'s concat_dim/split_dim. Any other
+    op on the way (compute never belongs to a run) changes the layout, so nothing is undone."""
+    split, concat, count, group = _alltoall_dims(ir, key)
+    if split is None or concat is None:
+        return None
+    node = key
+    while True:
+        inputs = _data_inputs(ir, node)[:1]
+        if not inputs or inputs[0] not in members:
+            return None
+        node = inputs[0]
+        op = ir[node]["op"]
+        if op in ALLTOALL_OPS:
+            s, c, n, g = _alltoall_dims(ir, node)
+            return node if (s, c, n, g) == (concat, split, count, group) else None
+        if op == "Reshape":
+            back = _reshape_kept_dims(ir, node)
+        elif op == "Transpose":
+            perm = _perm(ir, node)
+            back = {j: p for j, p in enumerate(perm)} if perm else {}
+        else:
+            return None
+        if split not in back or concat not in back:
+            return None
+        split, concat = back[split], back[concat]
+
+
+def _alltoall_dims(ir: IRFile, key: int):
+    attrs = ir[key].get("primitive_attrs") or {}
+    rank = _rank(ir, key)
+    return (_norm_dim(_int(attrs.get("split_dim")), rank), _norm_dim(_int(attrs.get("concat_dim")), rank),
+            _int(attrs.get("split_count")), attrs.get("group"))
+
+
+def _reshape_kept_dims(ir: IRFile, key: int) -> dict[int, int]:
+    """Output dim -> input dim for the dims a Reshape keeps whole (same size, same number of
+    elements before them); the others are merged or split."""
+    src = (ir[key].get("in_types") or (None,))[0]
+    dst = ir[key].get("out_type")
+    if not src or not dst or src.shape is None or dst.shape is None:
+        return {}
+    before_in, p = {}, 1
+    for i, n in enumerate(src.shape):
+        before_in.setdefault((p, n), i)
+        p *= n or 0
+    kept, p = {}, 1
+    for j, n in enumerate(dst.shape):
+        if n and n > 1 and (p, n) in before_in:
+            kept[j] = before_in[(p, n)]
+        p *= n or 0
+    return kept
+
+
+def _perm(ir: IRFile, key: int) -> tuple[int, ...] | None:
+    args = ir[key].get("args") or ()
+    perm = args[1] if len(args) > 1 else (ir[key].get("primitive_attrs") or {}).get("perm")
+    if isinstance(perm, tuple) and all(_int(v) is not None for v in perm):
+        return perm
+    return None
 
 
 def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None, factor: int) -> None:
@@ -420,7 +492,17 @@ def _split_args(ir: IRFile, key: int) -> tuple[int | None, int | None]:
     attrs = ir[key].get("primitive_attrs") or {}
     axis = _int(args[1]) if len(args) > 1 else _int(attrs.get("axis"))
     outputs = _int(args[2]) if len(args) > 2 else _int(attrs.get("output_num"))
-    return axis, outputs
+    return _norm_dim(axis, _rank(ir, key)), outputs
+
+
+def _rank(ir: IRFile, key: int, out: bool = False) -> int | None:
+    t = ir[key].get("out_type") if out else (ir[key].get("in_types") or (None,))[0]
+    return len(t.shape) if t is not None and t.shape is not None else None
+
+
+def _norm_dim(dim: int | None, rank: int | None) -> int | None:
+    """-1 and rank-1 name the same axis."""
+    return dim + rank if dim is not None and dim < 0 and rank else dim
 
 
 def _axis(ir: IRFile, key: int) -> int | None:
@@ -447,8 +529,13 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
     if len(tuples) != 1:
         return None
     tup = tuples.pop()
-    order = [_int((ir[i].get("args") or (None, None))[1]) for i in ir.producers(tup)]
-    if outputs is not None and order != list(range(outputs)):
+    order = []
+    for item in ir.producers(tup):   # every piece, straight from the Split, in order
+        args = ir[item].get("args") or ()
+        if ir[item]["op"] != "TupleGetItem" or ir.producers(item)[:1] != [split] or len(args) < 2:
+            return None
+        order.append(_int(args[1]))
+    if outputs is None or order != list(range(outputs)):
         return None
     concats = [c for c in ir.consumers(tup) if ir[c]["op"] == "Concat"]
     return concats[0] if len(concats) == 1 else None
@@ -517,7 +604,7 @@ def _suggested_strategy(ir: IRFile, consumer: int, pos: int, layout: tuple):
     return tuple(new)
 
 
-def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int) -> str:
+def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable: bool = True) -> str:
     p_strat = _strategy(ir, producer)
     if consumer is None:
         return (f"check the shard strategy of {_who(ir, producer)} (in_strategy {_fmt(p_strat)}) and of the ops "
@@ -527,7 +614,8 @@ def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int) -> str:
     has = _output_layout(ir, producer)
     head = (f"{_who(ir, consumer)} (in_strategy {_fmt(c_strat)}) reads input {pos} as layout {_fmt(wants)}, but "
             f"{_who(ir, producer)} (in_strategy {_fmt(p_strat)}) outputs layout {_fmt(has)}")
-    if has is None or wants is None:
+    if has is None or wants is None or not comparable:
+        # a Reshape that changes the rank on the way: the two layouts are in different dims
         return head + "; make the two strategies agree on this tensor's layout"
     if has == wants:
         return head + ("; the two strategies already agree, so the chain is pure overhead: look for what makes "

@@ -124,3 +124,83 @@ def test_examples(tmp_path):
         assert ir.diagnostics == []
         n = len(list(rule.check(ir)))
         assert (n == 0) if i < len(rule.VALID) else (n >= 1)
+
+
+# --- round trips and their near misses ---------------------------------------------------------
+
+ROUND_TRIPS = SYNTH / "redistribution_round_trips_synthetic" / "21_validate_0076.ir"
+NEAR_MISSES = SYNTH / "redistribution_near_misses_synthetic" / "21_validate_0076.ir"
+
+
+def node(ir, op, nth=0):
+    return ir.nodes_by_op(op)[nth]
+
+
+def test_split_concat_round_trip_is_flagged_without_communication():
+    (f,) = by_kind(findings(ROUND_TRIPS))["split-concat-round-trip"]
+    extra = dict(f.extra)
+    assert f.op == "Split" and extra["kinds"] == ["split-concat-round-trip"]
+    assert extra["moved_bytes"] == 0 and extra["entry"] == extra["exit"] == "Float16(16, 8)"
+    assert [r.op for r in f.related] == ["MatMul", "Concat", "SiLU"]
+    assert "along axis 1 only reassemble" in f.message and "no communication" in f.message
+
+
+def test_alltoall_pair_around_reshape_is_flagged_with_a_strategy_hint():
+    (f,) = by_kind(findings(ROUND_TRIPS))["alltoall-undone"]
+    assert f.op == "AlltoAll"
+    assert [r.op for r in f.related] == ["Mul", "Reshape", "AlltoAll", "Softmax"]
+    assert "around Reshape Float16(2, 4, 2, 16)->Float16(4, 2, 2, 16)" in f.message
+    # producer outputs (1, 1, 1, 8), the consumer asks for (1, 1, 8, 1): a concrete fix, not "they agree"
+    assert "set the consumer's in_strategy to ((1, 1, 1, 8),)" in f.hint
+    assert "already agree" not in f.hint
+    # 7/8 of each (4, 2, 2, 16) float16 output arrives from other ranks, twice
+    assert dict(f.extra)["moved_bytes"] == 2 * (2 * 4 * 2 * 16 * 2) * 7 // 8
+
+
+def test_near_misses_are_silent():
+    ir = read_ir(str(NEAR_MISSES))
+    assert ir.diagnostics == []
+    assert list(RedundantRedistributionChain().check(ir)) == []
+
+
+def test_near_miss_split_feeds_different_compute_ops():
+    ir = read_ir(str(NEAR_MISSES))
+    split = node(ir, "Split")
+    users = [u for item in ir.consumers(split) for u in ir.consumers(item)]
+    assert sorted(ir[u]["op"] for u in users) == ["Neg", "SiLU"]
+    assert not ir.nodes_by_op("Concat")
+
+
+def test_compute_between_two_alltoall_breaks_the_run():
+    """MoE dispatch / combine: reverse dims on one group, so only the expert MatMul between them
+    keeps the pair from being an undo."""
+    mod = __import__(RedundantRedistributionChain.__module__, fromlist=["_collect_chain"])
+    ir = read_ir(str(NEAR_MISSES))
+    single, dispatch, combine = ir.nodes_by_op("AlltoAll")
+    assert mod._alltoall_dims(ir, combine)[:2] == mod._alltoall_dims(ir, dispatch)[1::-1]
+    assert mod._alltoall_dims(ir, combine)[2:] == mod._alltoall_dims(ir, dispatch)[2:]
+    assert mod._collect_chain(ir, dispatch).nodes == [dispatch]
+    assert mod._collect_chain(ir, combine).nodes == [combine]
+    (expert,) = ir.nodes_by_op("BatchMatMul")
+    # even inside one run, the walk back from combine stops at the compute op
+    assert mod._alltoall_undone(ir, {dispatch, expert, combine}, combine) is None
+    # the lone AlltoAll before Softmax is a real layout change: its run is that one op
+    assert mod._collect_chain(ir, single).nodes == [single]
+
+
+def test_reshape_that_splits_a_moved_dim_stops_the_undo():
+    mod = __import__(RedundantRedistributionChain.__module__, fromlist=["_reshape_kept_dims"])
+    ir = read_ir(str(ROUND_TRIPS))
+    reshape = node(ir, "Reshape")
+    assert mod._reshape_kept_dims(ir, reshape) == {2: 2, 3: 3}
+    first, second = ir.nodes_by_op("AlltoAll")
+    members = {first, reshape, second}
+    assert mod._alltoall_undone(ir, members, second) == first
+    # (2, 4, 2, 16) -> (4, 2, 4, 8) cuts dim 3: the second AlltoAll no longer moves the same data
+    src = ir[reshape]["in_types"][0]
+    ir[reshape]["out_type"] = type(src)(src.kind, src.dtype, (4, 2, 4, 8), src.raw)
+    assert mod._alltoall_undone(ir, members, second) is None
+
+
+def test_snapshot_of_round_trips(snapshot):
+    assert [_portable(f.to_dict()) for f in findings(ROUND_TRIPS)] == snapshot
