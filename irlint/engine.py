@@ -1,6 +1,7 @@
 """A lint run: discover files, choose the stage files each rule needs, read them, run rules."""
 from __future__ import annotations
 
+import gc
 import re
 import sys
 from collections import defaultdict
@@ -131,9 +132,14 @@ def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, c
                 return digest, hit[0], hit[1]
     ir = read_ir(path, display)
     findings = [finding for rule in rules for finding in rule.check(ir)]
-    if any(d.code == UNREADABLE for d in ir.diagnostics):
+    diagnostics = list(ir.diagnostics)
+    if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
-    return digest, findings, list(ir.diagnostics)
+    # the model holds reference cycles, and read_ir pauses the collector: free this file's
+    # graph before the next one is read, or a worker's memory grows with every file
+    del ir
+    gc.collect()
+    return digest, findings, diagnostics
 
 
 # below this much input, starting worker processes costs more than it saves
