@@ -192,10 +192,11 @@ class RecomputeFacts:
 WRAPPER_CELLS = frozenset({"network", "_backbone", "backbone", "model", "net"})
 
 
-def select_key(scope: str, instance: str | None, op: str) -> str | None:
+def select_key(scope: str, name: str | None, op: str) -> str | None:
     """The select_recompute regex key of a primitive: its cell path below the layer (cell
-    attribute names from ``name-Class`` scope parts) plus the primitive's instance name; None
-    when the scope holds no cell names."""
+    attribute names from ``name-Class`` scope parts) plus the primitive's attribute ``name``
+    (see ``primitive_name``; the lower-cased op when None); None when the scope holds no cell
+    names."""
     names = [p.split("-", 1)[0] for p in cell_path(scope) if "-" in p]
     numeric = [i for i, n in enumerate(names) if n.isdigit()]
     if numeric:
@@ -205,7 +206,74 @@ def select_key(scope: str, instance: str | None, op: str) -> str | None:
             names = names[1:]
     if not names:
         return None
-    return "\\.".join(re.escape(n).replace("\\_", "_") for n in names + [instance or op.lower()])
+    return "\\.".join(re.escape(n).replace("\\_", "_") for n in names + [name or op.lower()])
+
+
+# ``# In file PATH:LINE[~LINE], COL~COL/SOURCE LINE/``; the columns are 0-based, the end is
+# exclusive and on the last line of the range, while only the first source line is printed.
+_TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<text>.*)/\Z")
+_SHARED_SUFFIX = re.compile(r"/<~~[^/]*/\Z")  # "<~~This line of code can be shared by multiple nodes..."
+_SELF_CALL = re.compile(r"self\.(\w+)\s*\(")
+_CANDIDATE = "# Corresponding "
+
+
+def own_trace(lines: list[str]) -> list[str]:
+    """The ``# In file`` lines of a node's own source: the lines before any ``# Corresponding``
+    block, else (kernel graphs) the ``code candidate`` block; never the ``forward node
+    candidate`` block, which is another node's source."""
+    blocks: list[tuple[str, list[str]]] = [("", [])]
+    for ln in lines:
+        if ln.startswith(_CANDIDATE):
+            blocks.append((ln, []))
+        elif ln.startswith("# In file"):
+            blocks[-1][1].append(ln)
+    for header, body in blocks:
+        if body and (not header or "code candidate" in header):
+            return body
+    return []
+
+
+def attribute_from_trace(lines: list[str]) -> str | None:
+    """The cell attribute a primitive was called through: ``self.<attr>(`` at the start column of
+    the innermost call site of its own source trace; None when the call is not of that form
+    (functional ops, a primitive held in a local) or there is no trace."""
+    own = own_trace(lines)
+    if not own:
+        return None
+    m = _TRACE_LINE.match(_SHARED_SUFFIX.sub("/", own[-1]))
+    if m is None:
+        return None
+    call = _SELF_CALL.match(m.group("text"), int(m.group("start")))
+    return call.group(1) if call else None
+
+
+def primitive_name(ir: IRFile, k: int) -> tuple[str, bool]:
+    """The name select_recompute matches for a node's primitive, and whether it is a guess.
+
+    The cell attribute named by the source trace comes first: MindSpore merges identical
+    untagged primitives after grad expansion and then prints one instance name for all of
+    them (e.g. nn.Embedding's ``reshape_flat`` on every Linear's ``reshape``). Without a usable
+    trace the instance name is used; it is only trustworthy on a tagged primitive (the tag keeps
+    it apart from untagged ones)."""
+    d = ir[k]
+    attr = attribute_from_trace(ir.trace(k))
+    if attr is not None:
+        return attr, False
+    tagged = (d.get("primitive_attrs") or {}).get("recompute") is True
+    return d.get("instance") or d["op"].lower(), not (tagged and d.get("instance"))
+
+
+def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
+    """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)."""
+    d = ir[k]
+    name, guessed = primitive_name(ir, k)
+    key = select_key(d.get("scope", ""), name, d["op"])
+    return key, guessed and key is not None
+
+
+GUESS_NOTE = (" (no source trace names the primitive's cell attribute, so the key uses the printed "
+              "instance name, which MindSpore may have taken from a merged identical primitive; "
+              "check it against the cell's attribute)")
 
 
 def yaml_snippet(keys: list[str]) -> str:
@@ -219,6 +287,23 @@ def _how(request: str) -> str:
     return {"select": "recompute: Bool(1) on its primitive",
             "cell": "Cell.recompute() on its cell, scope prefix recompute_",
             "cell-output": "Cell.recompute() on the cell whose output it is"}[request]
+
+
+def backward_text(ir: IRFile, r: int) -> str:
+    """A backward node by what it differentiates: MindSpore's scope of a gradient op names the
+    cell whose backward emitted it (e.g. ``lm_head``'s ``Grad_MatMul`` for layer 0's ``down_proj``),
+    ``forward_unique_id`` names the forward node itself."""
+    fwd = ir.forward_of(r)
+    if fwd is None:
+        return f"backward {ir.describe(r)} ({ir[r].get('scope', '')})"
+    path = cell_path(ir[fwd].get("scope", ""))
+    where = f" in {'/'.join(path)}" if any("-" in p for p in path) else ""  # no cell names: no place to add
+    return f"backward {ir.describe(r)} (gradient of {ir.describe(fwd)}{where})"
+
+
+def reader_note(ir: IRFile, r: int, note: str) -> str:
+    fwd = ir.forward_of(r)
+    return note if fwd is None else f"{note}; gradient of {ir.describe(fwd)}"
 
 
 class _RecomputeRule(Rule):
@@ -282,28 +367,29 @@ class RecomputeNotApplied(_RecomputeRule):
         views = list(dict.fromkeys(v for _, chain in readers for v in chain))
         direct = [r for r, chain in readers if not chain]
         first = readers[0][0]
-        reader_text = f"backward {ir.describe(first)} ({ir[first].get('scope', '')})"
+        reader_text = backward_text(ir, first)
         if views:
             via = ", ".join(f"{ir.describe(v)} ({ir[v].get('scope', '')})" for v in views)
             cause = f"{reader_text} reads its output through non-recomputed {via}"
-            keys = [key for v in views if ir[v]["op"] not in FIRST_INPUT_ONLY
-                    for key in [select_key(ir[v].get("scope", ""), ir[v].get("instance"), ir[v]["op"])] if key]
+            named = [node_select_key(ir, v) for v in views if ir[v]["op"] not in FIRST_INPUT_ONLY]
+            keys = [key for key, _ in named if key]
             hint = "Recompute the view op(s) between it and the backward reader as well"
-            hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ").") if keys else "."
+            hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
+            hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
         elif req == "cell-output":
             cell = "/".join(facts.recompute_cell(d.get("scope", "")) or ())
             cause = (f"it is the output of the recompute cell {cell}, which MindSpore never recomputes, "
                      f"and nothing else in that cell was recomputed; {reader_text} reads it")
-            key = select_key(d.get("scope", ""), d.get("instance"), d["op"])
+            key, guessed = node_select_key(ir, k)
             hint = ("Call recompute() on the primitive (or the enclosing cell) instead of this cell"
-                    + (f", e.g. select_recompute key '{key}'." if key else "."))
+                    + (f", e.g. select_recompute key '{key}'" if key else "") + (GUESS_NOTE if guessed else "") + ".")
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             hint = "Check the compile log for recompute warnings about this op."
         message = (f"{d['op']} asked to recompute ({_how(req)}) has no recomputed copy "
                    f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in views]
-        related += [related_node(ir, r, "backward reader" + (" (direct)" if r in direct else ""))
+        related += [related_node(ir, r, reader_note(ir, r, "backward reader" + (" (direct)" if r in direct else "")))
                     for r, _ in readers]
         return self.finding(ir, k, message, hint=hint, related=related,
                             identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
@@ -352,8 +438,8 @@ class RecomputeTagUnused(_RecomputeRule):
             message = (f"{d['op']} is tagged for recompute ({_how(req)}) but has no recomputed copy: "
                        f"no backward node reads its output (consumers: {shown}; none in backward), "
                        f"so the tag has no effect and no memory is at stake")
-            key = select_key(d.get("scope", ""), d.get("instance"), d["op"])
-            hint = "Remove the tag" + (f" (select_recompute key '{key}')." if key else ".")
+            key, guessed = node_select_key(ir, k)
+            hint = "Remove the tag" + (f" (select_recompute key '{key}')" if key else "") + (GUESS_NOTE if guessed else "") + "."
             yield self.finding(ir, k, message, hint=hint,
                                related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
                                identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
@@ -474,7 +560,10 @@ class ReshapeBlocksSiluMulRecompute(_RecomputeRule):
     How to fix:
     Add the Reshapes to ``select_recompute`` (MindFormers: ``feed_forward\\.w1\\.reshape``,
     ``feed_forward\\.w2\\.reshape``); the hint derives the exact keys from the scope and the
-    primitive's instance name and gives the YAML.
+    cell attribute the primitive is called through (from the node's source trace; MindSpore
+    merges identical untagged primitives and then prints one instance name for all of them, so
+    that name is used only when the dump has no trace, and the hint then calls the key of an
+    untagged primitive a guess) and gives the YAML.
 
     Example:
     ``%6 = PrimFunc_SiLU(%5) {instance name: silu} ... cnode_attrs: {recompute: Bool(1)}`` ->
@@ -505,30 +594,34 @@ class ReshapeBlocksSiluMulRecompute(_RecomputeRule):
 
     def _finding(self, ir, ffn, k, req, blocking, readers):
         d = ir[k]
-        keys, documented = [], False
+        keys, documented, guessed = [], False, False
         for node, role in [(k, None)] + [(b, ffn.roles.get(b, "w1")) for b in blocking]:
             nd = ir[node]
-            key = select_key(nd.get("scope", ""), nd.get("instance"), nd["op"])
+            key, guess = node_select_key(ir, node)
+            guessed |= guess
             if key is None:
                 documented = True
                 key = DOCUMENTED_RESHAPE_KEYS[role] if role else DOCUMENTED_KEYS.get(nd["op"], r"feed_forward\.mul")
             keys.append(key)
         block_text = ", ".join(f"{ir.describe(b)} ({ir[b].get('scope', '')})" for b in blocking)
         readers_of_blocking = [r for r, chain in readers if any(b in chain for b in blocking)]
-        reader_text = ", ".join(f"{ir.describe(r)} ({ir[r].get('scope', '')})" for r in readers_of_blocking)
+        reader_text = ", ".join(backward_text(ir, r) for r in readers_of_blocking)
         message = (f"{d['op']} is tagged for recompute but not recomputed: Reshape {block_text} on the "
-                   f"FeedForward path is not recomputed and backward {reader_text} reads the tensor "
+                   f"FeedForward path is not recomputed and {reader_text} reads the tensor "
                    f"through it, so the activation is kept and the {d['op']} recompute saves nothing")
         hint = ("Recompute the Reshape(s) too: add "
                 + ", ".join(f"'{x}'" for x in keys[1:]) + " to select_recompute")
         if documented:
             hint += (" (the scopes carry no cell names, e.g. a function compiled with ms.grad; these are "
                      "MindFormers' documented keys for the FeedForward, check them against your model)")
+        elif guessed:
+            hint += GUESS_NOTE
         hint += ":\n" + yaml_snippet(keys)
         related = [related_node(ir, b, f"blocking Reshape ({ffn.roles.get(b, 'w1')}), not recomputed") for b in blocking]
         related += [related_node(ir, ffn.w1, "MatMul w1"), related_node(ir, ffn.w3, "MatMul w3")]
         related += [related_node(ir, w, "MatMul w2") for w in ffn.w2]
-        related += [related_node(ir, r, "backward reader of the saved tensor") for r in readers_of_blocking]
+        related += [related_node(ir, r, reader_note(ir, r, "backward reader of the saved tensor"))
+                    for r in readers_of_blocking]
         identity = (d["op"], "/".join(cell_path(d.get("scope", ""))),
                     tuple("/".join(cell_path(ir[b].get("scope", ""))) for b in blocking))
         return self.finding(ir, k, message, hint=hint, related=related, identity=identity,
@@ -604,9 +697,10 @@ class RecomputeDowncast(_RecomputeRule):
             message = (f"Cast {src} -> {dst} is tagged for recompute {state}: recomputing a down-cast "
                        f"keeps its {src} input {ir.describe(source)} alive for backward{sizes}, "
                        f"which raises memory")
-            key = select_key(d.get("scope", ""), d.get("instance"), d["op"])
+            key, guessed = node_select_key(ir, k)
             hint = ("Recompute the up-cast before the norm instead, or give the down-cast its own "
-                    "Cast primitive without the tag" + (f"; drop select_recompute key '{key}'." if key else "."))
+                    "Cast primitive without the tag" + (f"; drop select_recompute key '{key}'" if key else "")
+                    + (GUESS_NOTE if guessed else "") + ".")
             yield self.finding(ir, k, message, hint=hint,
                                related=[related_node(ir, source, f"{src} input kept for the recompute")],
                                identity=(d["op"], "/".join(cell_path(d.get("scope", ""))), src, dst),

@@ -159,7 +159,8 @@ def test_rc002_steps_over_backend_casts_around_fp16_matmuls(name):
     for f in found:
         assert f.op == "Mul"
         assert [r.op for r in f.related][:1] == ["Reshape"] and "w2-Linear" in f.related[0].scope
-        assert dict(f.extra)["select_recompute"] == ["feed_forward\\.w2\\.reshape_flat"]
+        # the merged primitive prints nn.Embedding's "reshape_flat"; the trace names Linear's "reshape"
+        assert dict(f.extra)["select_recompute"] == ["feed_forward\\.w2\\.reshape"]
     # the same Mul nodes RC001 reports
     assert sorted(f.node for f in found) == sorted(f.node for f in check(ir, "RC001") if f.op == "Mul")
 

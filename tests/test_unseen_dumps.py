@@ -21,15 +21,7 @@ UNSEEN = TESTS / "fixtures" / "unseen"
 CASES = sorted(p.parent for p in UNSEEN.glob("*/MANIFEST.json"))
 
 # Disagreements between irlint and a verified manifest entry, keyed (case, kind, index).
-KNOWN = {
-    ("qwen-select", "expected", 0): (
-        "RC002 hint builds the select_recompute key from the printed instance name; after opt_a "
-        "MindSpore merges untagged Reshape primitives and prints nn.Embedding's 'reshape_flat', so "
-        "the hint says 'mlp\\.down_proj\\.reshape_flat' instead of the cell attribute 'reshape'"),
-    ("mix6", "expected", 0): (
-        "RC002 hint gives 'feed_forward\\.w2\\.reshape_flat' (merged primitive's instance name) "
-        "instead of 'feed_forward\\.w2\\.reshape'"),
-}
+KNOWN: dict[tuple[str, str, int], str] = {}
 
 
 def _manifest(case: Path) -> dict:
