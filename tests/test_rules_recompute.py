@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import CORPUS, quiet_config
+from conftest import CORPUS, TESTS, quiet_config
 from irlint.engine import lint
 from irlint.reader import read_ir
 from irlint.rule import load_rules
@@ -183,6 +183,165 @@ def test_rc002_keys_come_from_scope_and_instance_name():
     layer = "Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/feed_forward-FeedForward/w2-Linear"
     assert mod.select_key(layer, "reshape_flat", "Reshape") == r"feed_forward\.w2\.reshape_flat"
     assert mod.select_key("Default/Reshape-op9", "reshape", "Reshape") is None
+
+
+# --- select_recompute keys from the source trace (real MindSpore 2.10 lines) ------------------------
+
+UNSEEN = TESTS / "fixtures" / "unseen"
+# qwen-select 21_validate %61, the untagged down_proj Reshape, printed {instance name: reshape_flat}:
+# MindSpore merged it with nn.Embedding's identical primitive. The call site says self.reshape.
+MERGED_RESHAPE_TRACE = [
+    "# In file /tmp/unseen/gen/llama_tiny.py:53~59, 4~49/    def construct(self, x):/",
+    "# In file /tmp/unseen/gen/llama_tiny.py:55~56, 8~36/        if args.linear2d:/",
+    "# In file /tmp/unseen/gen/llama_tiny.py:58, 24~51/        y = self.matmul(self.reshape(x, (b * s, d)), w)/",
+]
+# mix6 graph_build_0 %11 (kernel graph): the own source comes as a "code candidate" block
+CODE_CANDIDATE_TRACE = [
+    "# Corresponding code candidate:",
+    "# In file /tmp/unseen/gen/llama_tiny.py:75~78, 4~64/    def construct(self, x):/",
+    "# In file /tmp/unseen/gen/llama_tiny.py:78, 15~64/        return self.rcast(self.mul2(n, self.weight), ms.float16)/",
+]
+# qwen-select 21_validate %308 (backward Div): only its forward node's source is printed
+FORWARD_CANDIDATE_TRACE = [
+    "# Corresponding forward node candidate:",
+    "# In file /tmp/unseen/gen/llama_tiny.py:229, 15~88/        return self.loss(self.reshape(logits, (-1, VOCAB)), self.reshape(labels, (-1,)))/",
+    "# In file /tmp/unseen/gen/llama_tiny.py:229, 15~24/        return self.loss(self.reshape(logits, (-1, VOCAB)), self.reshape(labels, (-1,)))/",
+]
+SHARED_LINE = ("# In file /home/user/llm/llm_common.py:52, 15~41/        return self.reshape(x, out_shape)/"
+               "<~~This line of code can be shared by multiple nodes, and may be duplicated./")
+
+
+def _node(ir, node_id, op):
+    return next(k for k in ir.cnodes() if ir[k]["id"] == node_id and ir[k]["op"] == op)
+
+
+def test_attribute_from_the_innermost_call_site():
+    mod = _facts_module()
+    assert mod.attribute_from_trace(MERGED_RESHAPE_TRACE) == "reshape"
+    assert mod.attribute_from_trace(CODE_CANDIDATE_TRACE) == "rcast"
+    assert mod.attribute_from_trace([SHARED_LINE]) == "reshape"
+    # columns are 0-based: one further in, the covered text is no `self.<attr>(` call
+    shifted = MERGED_RESHAPE_TRACE[-1].replace(", 24~51/", ", 25~52/")
+    assert mod.attribute_from_trace([shifted]) is None
+
+
+def test_no_attribute_without_a_self_call_of_the_node_itself():
+    mod = _facts_module()
+    assert mod.attribute_from_trace([]) is None
+    # a backward node's trace block is its forward node's source, not its own
+    assert mod.own_trace(FORWARD_CANDIDATE_TRACE) == []
+    assert mod.attribute_from_trace(FORWARD_CANDIDATE_TRACE) is None
+    assert mod.own_trace(MERGED_RESHAPE_TRACE[:1] + FORWARD_CANDIDATE_TRACE) == MERGED_RESHAPE_TRACE[:1]
+    for line in [
+        # functional call (nn.SiLU), a header line without columns, a multi-line statement
+        "# In file /usr/local/lib/python3.11/site-packages/mindspore/nn/layer/activation.py:810, 15~32/        return ops.function.silu(x)/",
+        "# In file /tmp/msvenv/lib/python3.11/site-packages/mindspore/ops/function/nn_func.py:4305~4399/def cross_entropy(input, target, weight=None, ignore_index=-100, reduction='mean', label_smoothing=0.0):/",
+        "# In file /tmp/unseen/gen/llama_tiny.py:146~147, 8~54/        if args.swap_mul:/",
+        "# Corresponding code candidate:",
+    ]:
+        assert mod.attribute_from_trace([line]) is None, line
+
+
+def test_merged_instance_name_gives_way_to_the_trace():
+    mod = _facts_module()
+    ir = read_ir(str(UNSEEN / "qwen-select" / "21_validate_0076.ir"))
+    k = _node(ir, "%61", "Reshape")
+    assert ir[k]["instance"] == "reshape_flat" and ir.trace(k)[-3:] == MERGED_RESHAPE_TRACE
+    assert mod.primitive_name(ir, k) == ("reshape", False)
+    assert mod.node_select_key(ir, k) == (r"mlp\.down_proj\.reshape", False)
+    kernel = read_ir(str(UNSEEN / "mix6" / "graph_build_0_0094.ir"))
+    cast = _node(kernel, "%11", "Cast")
+    assert kernel[cast]["instance"] == "cast" and mod.primitive_name(kernel, cast) == ("rcast", False)
+
+
+@pytest.mark.parametrize("case", ["qwen-select", "mix6"])
+def test_trace_agrees_with_the_instance_name_of_tagged_primitives(case):
+    mod = _facts_module()
+    ir = read_ir(str(UNSEEN / case / "21_validate_0076.ir"))
+    tagged = [k for k in ir.cnodes() if (ir[k].get("primitive_attrs") or {}).get("recompute") is True
+              and not ir.is_recompute_copy(k)]
+    named = [(ir[k]["instance"], mod.attribute_from_trace(ir.trace(k))) for k in tagged]
+    named = [(inst, attr) for inst, attr in named if attr is not None]
+    assert len(named) >= 4
+    assert all(inst == attr for inst, attr in named), named
+
+
+def test_before_the_merge_every_self_call_is_the_instance_name():
+    """06_add_attr: no primitive is merged yet, so the printed instance name is the attribute the
+    cell assigned; the trace must name the same one (this pins the 0-based start column)."""
+    mod = _facts_module()
+    ir = read_ir(str(UNSEEN / "qwen-select" / "06_add_attr_0007.ir"))
+    pairs = [(ir[k]["instance"], mod.attribute_from_trace(ir.trace(k))) for k in ir.cnodes()
+             if ir[k].get("instance") and "/model-Model/" in ir[k].get("scope", "")]
+    pairs = [(inst, attr) for inst, attr in pairs if attr is not None]
+    assert len(pairs) >= 100
+    assert [p for p in pairs if p[0] != p[1]] == []
+
+
+def test_key_is_the_same_before_and_after_the_merge():
+    mod = _facts_module()
+    before = read_ir(str(UNSEEN / "qwen-select" / "06_add_attr_0007.ir"))
+    after = read_ir(str(UNSEEN / "qwen-select" / "21_validate_0076.ir"))
+
+    def keys(ir):
+        return {ir[k]["scope"]: (ir[k]["instance"], mod.node_select_key(ir, k)) for k in ir.nodes_by_op("Reshape")
+                if ir[k].get("scope", "").endswith("down_proj-Linear/Reshape-op0") and not ir.is_backward(k)}
+    b, a = keys(before), keys(after)
+    assert b and set(b) <= set(a)
+    # the select+rs layer's Reshape is tagged and keeps its name; the others print reshape_flat
+    assert sorted(a[scope][0] for scope in b) == ["reshape", "reshape_flat", "reshape_flat", "reshape_flat"]
+    for scope, (inst, key) in b.items():
+        assert inst == "reshape"
+        assert key == a[scope][1] == (r"mlp\.down_proj\.reshape", False)
+
+
+def test_without_trace_the_instance_name_is_used_and_the_hint_says_it_is_a_guess():
+    """A dump without source traces (or a kernel graph printing none for the node): the untagged
+    Reshape's key falls back to the printed, here merged, instance name, flagged as a guess; the
+    tagged Mul's instance name is trusted."""
+    mod = _facts_module()
+    ir = read_ir(str(UNSEEN / "qwen-select" / "21_validate_0076.ir"))
+    with_trace = [f for f in check(ir, "RC002") if "0-DecoderLayer/" in f.scope]
+    ir.traces.clear()
+    reshape, mul = _node(ir, "%61", "Reshape"), _node(ir, "%60", "Mul")
+    assert mod.primitive_name(ir, reshape) == ("reshape_flat", True)
+    assert mod.primitive_name(ir, mul) == ("mul", False)
+    found = [f for f in check(ir, "RC002") if "0-DecoderLayer/" in f.scope]
+    assert len(found) == len(with_trace) == 1
+    assert dict(found[0].extra)["select_recompute"] == [r"mlp\.down_proj\.reshape_flat"]
+    assert "no source trace" in found[0].hint and "no source trace" not in with_trace[0].hint
+    assert dict(with_trace[0].extra)["select_recompute"] == [r"mlp\.down_proj\.reshape"]
+    rc001 = next(f for f in check(ir, "RC001") if f.node == "%60")
+    assert "'mlp\\.down_proj\\.reshape_flat'" in rc001.hint and "no source trace" in rc001.hint
+
+
+def test_untagged_primitive_without_instance_name_uses_the_op(ir_from_text):
+    mod = _facts_module()
+    snippet = RULES["RC002"].INVALID[0]   # s7 31_validate trimmed: no traces, no cell names
+    ir = ir_from_text(snippet.replace(" {instance name: reshape}", ""))
+    k = _node(ir, "%5", "Reshape")
+    assert mod.primitive_name(ir, k) == ("reshape", True)
+    assert mod.node_select_key(ir, k) == (None, False)   # Default/Reshape-op9: no cell names
+
+
+# --- backward readers ------------------------------------------------------------------------------
+
+def test_backward_reader_is_named_by_the_forward_node_it_differentiates():
+    """%675's scope says lm_head's Grad_MatMul, but its forward_unique_id is layer 0's down_proj
+    MatMul %64: the message names that, the related node keeps MindSpore's scope."""
+    ir = read_ir(str(UNSEEN / "qwen-select" / "21_validate_0076.ir"))
+    f = next(f for f in check(ir, "RC002") if f.node == "%60")
+    assert ("backward %675 MatMul (gradient of %64 MatMul in Default/network-CausalLM/model-Model/"
+            "layers-CellList/0-DecoderLayer/mlp-FeedForward/down_proj-Linear) reads") in f.message
+    reader = next(r for r in f.related if r.node == "%675")
+    assert reader.scope.startswith("Gradients/Default/network-CausalLM/lm_head-Linear/Grad_MatMul/")
+    assert reader.note == "backward reader of the saved tensor; gradient of %64 MatMul"
+    # without forward_unique_id the reader is described by its scope, as MindSpore prints it
+    k = _node(ir, "%675", "MatMul")
+    ir[k]["primal_attrs"] = {}
+    f = next(f for f in check(ir, "RC002") if f.node == "%60")
+    assert "backward %675 MatMul (Gradients/Default/network-CausalLM/lm_head-Linear/Grad_MatMul/" in f.message
+    assert next(r for r in f.related if r.node == "%675").note == "backward reader of the saved tensor"
 
 
 def test_fingerprints_ignore_ids_and_scope_syntax_but_tell_layers_apart():
