@@ -252,7 +252,9 @@ def primitive_name(ir: IRFile, k: int) -> tuple[str, bool]:
 
     The cell attribute named by the source trace comes first: MindSpore merges identical
     untagged primitives after grad expansion and then prints one instance name for all of
-    them (e.g. nn.Embedding's ``reshape_flat`` on every Linear's ``reshape``). Without a usable
+    them (e.g. nn.Embedding's ``reshape_flat`` on every Linear's ``reshape``). It is preferred
+    always, not only when a name looks merged: it is what select_recompute matches, it agrees
+    with every tagged primitive's name, and the key stays the same in every stage file. Without a usable
     trace the instance name is used; it is only trustworthy on a tagged primitive (the tag keeps
     it apart from untagged ones)."""
     d = ir[k]
