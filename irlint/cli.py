@@ -19,7 +19,6 @@ from .baseline import BaselineError, new_findings, read_baseline, write_baseline
 from .config import Config, ConfigError, load_config, to_toml
 from .discover import InputError, discover
 from .engine import lint
-from .reader import read_ir
 from .reporters import FORMATS, RenderContext, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -305,6 +304,8 @@ def inspect_cmd(paths, fmt):
         files, diags = discover(list(paths))
     except InputError as exc:
         _fail(str(exc))
+    from .reader import read_ir  # only inspect and uncached lints need the parser
+
     rows = []
     for f in files:
         ir = read_ir(f.path, f.display)

@@ -12,11 +12,10 @@ from .config import Config
 from .diagnostics import UNREADABLE, Diagnostic
 from .discover import DumpFile, discover
 from .findings import Finding, Report
-from .model import IRFile
-from .reader import read_ir
 from .rule import Rule, load_rules
 
 if TYPE_CHECKING:
+    from .model import IRFile
     from concurrent.futures import ProcessPoolExecutor
 
 _RANK_DIR = re.compile(r"(^|[\\/])rank_\d+(?=[\\/]|$)")
@@ -58,6 +57,7 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
 
 def read_files(files: list[DumpFile], config: Config) -> Iterator[IRFile]:
     """The files read into IRFiles, in order; in ``config.jobs`` worker processes when that pays."""
+    from .reader import read_ir
     jobs = _jobs_for(files, config)
     if jobs <= 1:
         for f in files:
@@ -130,6 +130,8 @@ def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, c
             hit = LintCache(cache_dir).get(LintCache.key(digest, (path, display), rules))
             if hit is not None:
                 return digest, hit[0], hit[1]
+    from .reader import read_ir  # here: a fully cached run never loads the parser
+
     ir = read_ir(path, display)
     findings = [finding for rule in rules for finding in rule.check(ir)]
     diagnostics = list(ir.diagnostics)

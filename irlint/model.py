@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
-
-import networkx as nx
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from .diagnostics import Diagnostic
 from .stages import Stage, stage_of
+
+if TYPE_CHECKING:  # networkx is imported when a file is read, not when a cached run starts
+    import networkx as nx
 
 PASSTHROUGH_OPS = frozenset({"Reshape", "Depend", "Load", "TupleGetItem", "MakeTuple"})
 GRADIENT_SCOPE = "Gradients/"
@@ -63,6 +64,8 @@ class IRFile:
 
     @classmethod
     def empty(cls, path: str) -> "IRFile":
+        import networkx as nx
+
         return cls(path=path, stage=stage_of(path), graph=nx.MultiDiGraph())
 
     # --- counts -----------------------------------------------------------------------------

@@ -20,10 +20,12 @@ import pkgutil
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
 
 from .findings import Finding, Related
-from .model import IRFile
+
+if TYPE_CHECKING:
+    from .model import IRFile
 
 ENTRY_POINT_GROUP = "irlint.rules"
 

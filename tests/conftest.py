@@ -43,3 +43,9 @@ def lint_paths():
     def run(paths, **kw):
         return lint([str(p) for p in paths], quiet_config(**kw))
     return run
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """No test writes to the user's real cache folder."""
+    monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path_factory.mktemp("irlint-cache")))
