@@ -137,7 +137,7 @@ def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, c
     diagnostics = list(ir.diagnostics)
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
-    # the model holds reference cycles, and read_ir pauses the collector: free this file's
+    # a rule (a plugin, say) may leave reference cycles through the model: free this file's
     # graph before the next one is read, or a worker's memory grows with every file
     del ir
     gc.collect()

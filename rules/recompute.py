@@ -11,6 +11,7 @@ prefix are not evidence of a copy.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 
 from irlint.findings import Related
@@ -55,9 +56,10 @@ def cell_path(scope: str) -> tuple[str, ...]:
 
 @dataclass
 class RecomputeFacts:
-    """Per-file answers the recompute rules share (computed once per IRFile)."""
+    """Per-file answers the recompute rules share (computed once per IRFile, kept on it)."""
 
-    ir: IRFile
+    # a weak reference: the IRFile keeps the facts, and a cycle would outlive the file
+    _ir: "weakref.ref[IRFile]"
     decided: bool = False
     _applied: dict[int, bool] = field(default_factory=dict)
     _cells: dict[tuple, list[bool]] = field(default_factory=dict)  # path -> [has un-prefixed, has applied]
@@ -66,10 +68,14 @@ class RecomputeFacts:
     def of(cls, ir: IRFile) -> "RecomputeFacts":
         facts = ir.__dict__.get("_recompute_facts")
         if facts is None:
-            facts = cls(ir)
+            facts = cls(weakref.ref(ir))
             facts._scan()
             ir.__dict__["_recompute_facts"] = facts
         return facts
+
+    @property
+    def ir(self) -> IRFile:
+        return self._ir()
 
     def _scan(self) -> None:
         ir = self.ir
