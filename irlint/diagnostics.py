@@ -14,6 +14,7 @@ TRUNCATED = "IR007"
 COUNT_MISMATCH = "IR008"
 BINARY = "IR009"
 UNRESOLVED = "IR010"
+RULE_FAILED = "IR011"
 
 KINDS = {
     UNREADABLE: "unreadable",
@@ -26,6 +27,7 @@ KINDS = {
     COUNT_MISMATCH: "count-mismatch",
     BINARY: "binary-content",
     UNRESOLVED: "unresolved-reference",
+    RULE_FAILED: "rule-failed",
 }
 
 

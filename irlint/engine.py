@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from .cache import LintCache, content_hash, default_dir
 from .config import Config
-from .diagnostics import UNREADABLE, Diagnostic
+from .diagnostics import RULE_FAILED, UNREADABLE, Diagnostic
 from .discover import DumpFile, discover
 from .findings import Finding, Report
 from .rule import Rule, load_rules
@@ -133,8 +133,14 @@ def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, c
     from .reader import read_ir  # here: a fully cached run never loads the parser
 
     ir = read_ir(path, display)
-    findings = [finding for rule in rules for finding in rule.check(ir)]
+    findings: list[Finding] = []
     diagnostics = list(ir.diagnostics)
+    for rule in rules:
+        try:
+            findings.extend(rule.check(ir))
+        except Exception as exc:  # one broken rule (a plugin, a construct it never met) must not stop the lint
+            diagnostics.append(Diagnostic(display, 0, RULE_FAILED, f"rule {rule.code} ({rule.name}) failed on this file: "
+                                                                  f"{type(exc).__name__}: {exc}"))
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
     # a rule (a plugin, say) may leave reference cycles through the model: free this file's
