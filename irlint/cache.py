@@ -27,7 +27,7 @@ DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time
 _RACY_SECONDS = 2.0
-_SOURCES = ("reader.py", "syntax.py", "model.py", "values.py", "stages.py", "rule.py", "findings.py",
+_SOURCES = ("reader.py", "syntax.py", "grammar_file.py", "model.py", "values.py", "stages.py", "rule.py", "findings.py",
             "diagnostics.py", "engine.py", "cache.py")
 
 
@@ -64,7 +64,7 @@ def tool_hash() -> str:
     """irlint's version, grammar and the source of the modules that shape a result."""
     global _TOOL_HASH
     if _TOOL_HASH is None:
-        from .syntax import grammar_text
+        from .grammar_file import grammar_text
 
         h = hashlib.sha256(f"{FORMAT}:{__version__}".encode())
         h.update(grammar_text().encode())

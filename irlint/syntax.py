@@ -15,6 +15,7 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
+from .grammar_file import grammar_text
 from .values import Call, FreeVar, GraphRef, Ref, TensorType
 
 __all__ = [
@@ -29,15 +30,6 @@ class GrammarError(ValueError):
     def __init__(self, message: str, column: int | None = None):
         super().__init__(message)
         self.column = column
-
-
-def grammar_text() -> str:
-    """The grammar, from the installed package or, in a source checkout, the top-level folder."""
-    here = Path(__file__).resolve().parent
-    for folder in (here / "grammar", here.parent / "grammar"):
-        if (folder / "ir.lark").is_file():
-            return (folder / "ir.lark").read_text(encoding="utf-8")
-    raise FileNotFoundError("irlint's grammar (grammar/ir.lark) is missing from the installation")
 
 
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*(e[-+]?\d+)?|\.\d+(e[-+]?\d+)?|inf|nan)\Z", re.I)
