@@ -19,14 +19,16 @@ def _dumps(root: Path) -> list[str]:
     return sorted(f.path for f in files)
 
 
-FIXTURE_DUMPS = _dumps(FIXTURES)
+# real dumps (the corpus and runs the rules were not written against) and the synthetic parallel ones
+FIXTURE_ROOTS = (FIXTURES, FIXTURES.parent / "unseen", FIXTURES.parent / "synthetic")
+FIXTURE_DUMPS = [p for root in FIXTURE_ROOTS for p in _dumps(root)]
 
 
 def test_fixture_corpus_is_there():
     assert len(FIXTURE_DUMPS) > 100
 
 
-@pytest.mark.parametrize("path", FIXTURE_DUMPS, ids=lambda p: str(Path(p).relative_to(FIXTURES)))
+@pytest.mark.parametrize("path", FIXTURE_DUMPS, ids=lambda p: str(Path(p).relative_to(FIXTURES.parent)))
 def test_fixture_dump_reads_completely(path):
     ir = read_ir(path)
     assert [d.to_dict() for d in ir.diagnostics] == []
