@@ -103,7 +103,7 @@ class RedundantRedistributionChain(Rule):
     code = "PC001"
     name = "redundant-redistribution-chain"
     severity = "warning"
-    summary = "forward redistribution chain that undoes itself or discards the data it moved"
+    summary = "A forward redistribution chain undoes itself or discards the data it moved"
     # redistribution exists from step_parallel (optimize) on; validate is the last front-end graph
     stages = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
     VALID = [
