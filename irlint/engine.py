@@ -106,7 +106,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             else:
                 job = futures[i]
                 digest, findings, diags = job.result() if pool else _check_one(*job)
-                if store is not None and digest is not None:
+                # bad input is never cached: a run on it writes nothing but what the user named
+                if store is not None and digest is not None and not diags:
                     store.remember_hash(f.path, digest)
                     store.put(store.key(digest, (f.path, f.display), todo[f.path]), (findings, diags))
             _progress(config, f)

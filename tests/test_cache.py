@@ -130,6 +130,17 @@ def test_no_cache_writes_nothing(rules, dump, tmp_path):
     assert len(RecomputedNodes.checked) == 2
 
 
+def test_bad_input_is_never_cached(rules, dump, tmp_path):
+    data = dump.read_bytes()
+    dump.write_bytes(data[: len(data) // 2])      # a dump cut off mid-way
+    cache = tmp_path / "cache"
+    first = _lint(dump, cache)
+    second = _lint(dump, cache)
+    assert first == second and first[1]           # same diagnostics, read again each time
+    assert _entries(cache) == []
+    assert len(RecomputedNodes.checked) == 2
+
+
 def test_corrupt_entries_are_ignored_and_replaced(rules, dump, tmp_path):
     cache = tmp_path / "cache"
     first = _lint(dump, cache)
