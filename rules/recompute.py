@@ -332,7 +332,9 @@ class RecomputeNotApplied(_RecomputeRule):
     ExpandDims, Depend ...). Applied means: the op has ``recompute_id`` and a copy with
     ``duplicated: Bool(1)`` and the same id exists (older dumps: a ``duplicated`` copy).
     ``recompute: Bool(0)`` (a recompute cell's output, excluded by design) is reported only when
-    nothing else in that cell was recomputed: then the ``.recompute()`` call did nothing.
+    nothing else in that cell was recomputed: then the ``.recompute()`` call did nothing. A
+    tagged fp32 -> fp16/bf16 Cast is left to ``recompute-downcast`` (RC003): making that
+    recompute apply is what would raise memory.
 
     Stage files: ``validate`` (final front-end graph), else ``cse_after_recomputation``,
     ``add_recomputation``, ``graph_build``. A file is judged only when it shows the pass ran
@@ -366,6 +368,8 @@ class RecomputeNotApplied(_RecomputeRule):
         if not facts.decided:
             return
         for k, req in self._unapplied_requests(ir, facts):
+            if costly_downcast(ir, facts, k) is not None:
+                continue  # recompute-downcast says to drop this tag; making it apply would cost memory
             readers = facts.backward_readers(k)
             if readers:
                 yield self._finding(ir, facts, k, req, readers)
@@ -650,6 +654,22 @@ def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
     return src, dst
 
 
+def costly_downcast(ir: IRFile, facts: "RecomputeFacts", k: int) -> tuple[str, str, int] | None:
+    """(source dtype, target dtype, the node whose output the recompute keeps) when ``k`` is a
+    Cast to a lower precision tagged for recompute whose high-precision input is not otherwise
+    recomputed; None otherwise."""
+    if ir[k].get("op") != "Cast" or facts.request(k) is None:
+        return None
+    src, dst = cast_types(ir, k)
+    if src not in HIGH_PRECISION or dst not in LOW_PRECISION:
+        return None
+    first = ir.producers(k)[:1]
+    source, _ = facts.up_through_views(first[0]) if first else (None, [])
+    if source is None or ir[source]["kind"] != "cnode" or facts.applied(source):
+        return None  # a parameter or a recomputed input: nothing extra is kept
+    return src, dst, source
+
+
 class RecomputeDowncast(_RecomputeRule):
     """What it finds:
     A Cast from Float32/Float64 to Float16/BFloat16 tagged for recompute whose high-precision
@@ -685,16 +705,10 @@ class RecomputeDowncast(_RecomputeRule):
         if not facts.decided:
             return
         for k in ir.nodes_by_op("Cast"):
-            req = facts.request(k)
-            if req is None:
+            costly = costly_downcast(ir, facts, k)
+            if costly is None:
                 continue
-            src, dst = cast_types(ir, k)
-            if src not in HIGH_PRECISION or dst not in LOW_PRECISION:
-                continue
-            first = ir.producers(k)[:1]
-            source, _ = facts.up_through_views(first[0]) if first else (None, [])
-            if source is None or ir[source]["kind"] != "cnode" or facts.applied(source):
-                continue  # a parameter or a recomputed input: nothing extra is kept
+            src, dst, source = costly
             d = ir[k]
             state = "and was recomputed" if facts.applied(k) else "(no copy was made yet the tag asks for it)"
             in_t = (d.get("in_types") or (None,))[0]

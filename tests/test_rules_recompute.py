@@ -393,3 +393,13 @@ def _portable(d: dict) -> dict:
     for r in d["related"]:
         r["file"] = r["file"].replace(root, "")
     return d
+
+
+@pytest.mark.parametrize("case", ["llama-cast", "unseen-mix6"])
+def test_a_tagged_downcast_gets_one_consistent_finding(case):
+    # recompute-not-applied would advise making the recompute apply, which is what raises memory
+    folder = TESTS / "fixtures" / ("unseen/mix6" if case.startswith("unseen") else f"corpus/{case}")
+    findings = lint([str(folder / "21_validate_0076.ir")], quiet_config()).findings
+    downcasts = {f.node for f in findings if f.rule == "recompute-downcast"}
+    assert len(downcasts) == 2
+    assert not [f for f in findings if f.node in downcasts and f.rule != "recompute-downcast"]
