@@ -27,7 +27,18 @@ _NODE = re.compile(r"  (%\d+)\(([^\s)]*)\) = (.*)\Z", re.S)
 _ATTR_MARKERS = (" {instance name: ", " primitive_attrs: {", " cnode_attrs: {", " cnode_primal_attrs: {")
 _ORDER_ITEM = re.compile(r"#\s+\d+: ")
 _PARA_INDEX = re.compile(r"%para(\d+)_")
-_KEY_VALUE = re.compile(r"([\w.\-]+): ?(.*)\Z")
+_KEY_VALUE = re.compile(r"([\w.\-]+) ?: ?(.*)\Z")   # 2.10 "key: value", 1.x-2.2 "key : value"
+_GRAPH_FLAG = re.compile(r"([A-Za-z_]\w*): (-?\d+)\Z")  # "switch_input: 1", "indirect: 1" before "subgraph attr:"
+# Header comments of every version: "# IR entry: @g" (2.1+), "#IR entry      : @g" (1.x, 2.0),
+# "#Total subgraph : 3", "#attrs         :", "# order:".
+_HASH_KEY = re.compile(r"#\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)\Z")
+_HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total subgraph": "total_subgraphs",
+              "total params": "total_params", "attrs": "attrs", "order": "order", "params": "", "parameters": "",
+              "num of function graphs in stack": "", "num of total function graphs": ""}
+# analyze_fail.ir (a graph dump written when type inference fails) opens with numbered notes,
+# a "# ====" rule, and marks the failing node with "#------------------------> N".
+_NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
+_IR_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info")
 
 TRACE = b"      # In file "
 TYPE = b"      : "
@@ -136,7 +147,7 @@ class _Reader:
         if b"\x00" in first:
             self.diag(1, D.BINARY, "binary content (NUL bytes): not a text IR dump")
             return
-        if not first.lstrip(b"\xef\xbb\xbf").startswith(b"# IR entry:"):
+        if not _IR_START.match(first.lstrip(b"\xef\xbb\xbf")):
             if not first.strip():
                 self.diag(1, D.NOT_IR, "empty file: not a graph IR dump")
             else:
@@ -236,7 +247,7 @@ class _Reader:
         if line.endswith(" {") and self.sub is None and not line.startswith("subgraph "):
             self.block = line[:-2].strip()
             return
-        if line.startswith("  Return("):
+        if line.startswith(("  Return(", "  return(")):  # 1.x prints "return("
             self.return_line(line, lineno)
             return
         if line.startswith("subgraph @"):
@@ -252,7 +263,6 @@ class _Reader:
             self.hash_line(line, lineno)
             return
         if line.startswith("subgraph attr:"):
-            self.pending_sub_attrs = {}
             self.section = self.pending_sub_attrs
             return
         if line.startswith("subgraph instance:"):
@@ -269,6 +279,11 @@ class _Reader:
             m = _KEY_VALUE.match(line)
             if m:
                 self.section[m.group(1)] = m.group(2)
+                return
+        elif self.sub is None:
+            m = _GRAPH_FLAG.match(line)
+            if m:
+                self.pending_sub_attrs[m.group(1)] = m.group(2)
                 return
         self.diag(lineno, D.UNKNOWN_LINE, "unknown line kind; skipped", line)
 
@@ -287,7 +302,27 @@ class _Reader:
         elif line.startswith(("# Params:", "# Parameters:", "# SideEffect", "# Corresponding")) or _ORDER_ITEM.match(line):
             self.section = None  # informational lines with nothing a rule reads
         else:
+            self.other_hash_line(line, lineno)
+
+    def other_hash_line(self, line: str, lineno: int) -> None:
+        """Header and comment lines as other MindSpore versions spell them."""
+        m = _HASH_KEY.match(line)
+        key = _HASH_KEYS.get(" ".join(m.group(1).split()).lower()) if m else None
+        if key is None:
+            if _NOTE.match(line):
+                return
             self.diag(lineno, D.UNKNOWN_LINE, "unknown comment line; skipped", line)
+            return
+        self.section = None
+        value = m.group(2)
+        if key == "entry":
+            self.ir.entry = value.strip()
+        elif key in ("total_subgraphs", "total_params"):
+            self.header_int(key, value, line, lineno)
+        elif key == "attrs":
+            self.section = self.ir.attrs
+        elif key == "order":
+            self.in_order = True
 
     def header_int(self, key: str, text: str, line: str, lineno: int) -> None:
         try:
@@ -401,6 +436,11 @@ class _Reader:
         if type(callee) is str:  # Ref and GraphRef are str subclasses: they are calls
             raw_op = callee
             op = normalize_op(callee)
+        elif _bracket_attrs(callee):
+            # analyze_fail.ir prints a primitive's attributes in brackets: Depend[side_effect_propagate: I64(1)](..)
+            raw_op = callee.name
+            op = normalize_op(raw_op)
+            blocks.setdefault("primitive_attrs", {}).update(kv for d in callee.args for kv in d.items())
         else:
             raw_op = str(callee) if not isinstance(callee, GraphRef) else f"call {callee}"
             op = "call"
@@ -482,6 +522,11 @@ class _Reader:
                 data["scope"] = scope[:-1] if scope.endswith(")") else scope
             return
         if body.startswith("#"):
+            rest = body[1:].lstrip()
+            if data is not None and rest[:6].lower() == "scope:":
+                # 2.0 "# scope: (Default)", analyze_fail "#scope: (Default)" or "#scope: Default"
+                scope = rest[6:].strip()
+                data["scope"] = scope[1:-1] if scope.startswith("(") and scope.endswith(")") else scope
             return  # "Corresponding ... candidate:", "SideEffect": nothing a rule reads
         self.diag(lineno, D.UNKNOWN_LINE, "unknown indented line; skipped", line)
 
@@ -580,6 +625,11 @@ class _Reader:
             if not any(d.code == D.TRUNCATED for d in self.ir.diagnostics):
                 self.diag(getattr(self, "eof_line", 0), D.TRUNCATED,
                           f"read {len(self.ir.subgraphs)} of {header['total_subgraphs']} subgraphs (truncated dump?)")
+
+
+def _bracket_attrs(callee: Any) -> bool:
+    return (isinstance(callee, Call) and callee.bracket == "[" and type(callee.name) is str and bool(callee.args)
+            and all(isinstance(a, dict) for a in callee.args))
 
 
 def _type_source(line: str) -> str:

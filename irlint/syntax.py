@@ -425,10 +425,20 @@ def parse_value(text: str) -> Any:
     return _memo_parse(text, "value")
 
 
+# MindSpore 1.x prints a type as element type "x" shape: <Tensor[Float32]x[const vector][2, 3]>,
+# <Tensor[Float32]x()>, <Ref[Tensor[Float32]]x(2, 3)>; the value language joins the parts with spaces.
+_X_TYPE = re.compile(r"<(?:(Ref)\[)?Tensor\[(\w+)\]\]? ?x ?(?:\[const vector\])?[\[(]([-\d, ]*)[\])]>\Z")
+
+
 def _tensor_type(value: Any) -> TensorType:
     raw = _type_text(value)
     if not isinstance(value, Call) or value.bracket != "<" or not value.args:
         return TensorType(str(value), None, None, raw)
+    if len(value.args) == 1:
+        m = _X_TYPE.match(raw)
+        if m:
+            shape = tuple(int(d) for d in m.group(3).replace(" ", "").split(",") if d)
+            return TensorType(m.group(1) or "Tensor", m.group(2), shape, raw)
     head = value.args[0]
     kind, dtype = (head.name, None) if isinstance(head, Call) else (str(head), None)
     if isinstance(head, Call) and head.args:
