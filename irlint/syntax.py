@@ -178,7 +178,7 @@ class _ToValues(Transformer):
         return _Angle(items[0] if items else ())
 
     def seq(self, items):
-        return tuple(i for i in items if i is not None)
+        return tuple(items)  # a None item is the value None: missing items never reach here
 
     def item(self, terms):
         for i, t in enumerate(terms):

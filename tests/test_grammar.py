@@ -145,3 +145,9 @@ def test_names_with_dollar_and_triangle():
 def test_broken_calls_raise_grammar_errors(text):
     with pytest.raises(GrammarError):
         parse_call(text)
+
+
+def test_none_arguments_keep_their_positions():
+    _, args = parse_call("PrimFunc_SumExt(%3, None, Bool(0), None)")
+    assert args == (Ref("%3"), None, False, None)
+    assert parse_value("(1, 2,)") == (1, 2)      # a trailing comma adds nothing
