@@ -15,6 +15,7 @@ COUNT_MISMATCH = "IR008"
 BINARY = "IR009"
 UNRESOLVED = "IR010"
 RULE_FAILED = "IR011"
+PLUGIN_FAILED = "IR012"
 
 KINDS = {
     UNREADABLE: "unreadable",
@@ -28,6 +29,7 @@ KINDS = {
     BINARY: "binary-content",
     UNRESOLVED: "unresolved-reference",
     RULE_FAILED: "rule-failed",
+    PLUGIN_FAILED: "plugin-failed",
 }
 
 

@@ -14,7 +14,17 @@ from .stages import Stage, stage_of
 NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".txt", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
 _RANK = re.compile(r"rank_(\d+)\Z")
-MAGIC = b"# IR entry:"
+# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or the note
+# that opens an analyze_fail.ir
+DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info")
+_HEAD_BYTES = 64
+
+
+_NOT_A_DUMP = {
+    "binary": "binary content (NUL bytes): not a text IR dump",
+    "empty": "empty file: not a graph IR dump",
+    "text": "not a graph IR dump (it does not start with '# IR entry:')",
+}
 
 
 class InputError(Exception):
@@ -32,12 +42,26 @@ class DumpFile:
     size: int
 
 
-def is_graph_ir(path: str) -> bool:
+def is_dump_start(head: bytes) -> bool:
+    return DUMP_START.match(head.lstrip(b"\xef\xbb\xbf")) is not None
+
+
+def sniff(path: str) -> str:
+    """``dump``, ``binary``, ``empty``, ``text`` (some other text) or ``unreadable``."""
     try:
         with open(path, "rb") as f:
-            return f.read(len(MAGIC) + 3).lstrip(b"\xef\xbb\xbf").startswith(MAGIC)
+            head = f.read(_HEAD_BYTES)
     except OSError:
-        return False
+        return "unreadable"
+    if is_dump_start(head):
+        return "dump"
+    if b"\x00" in head:
+        return "binary"
+    return "text" if head.strip() else "empty"
+
+
+def is_graph_ir(path: str) -> bool:
+    return sniff(path) == "dump"
 
 
 def _display(path: Path) -> str:
@@ -80,9 +104,16 @@ def discover(paths: list[str]) -> tuple[list[DumpFile], list[Diagnostic]]:
                 if Path(name).suffix.lower() in NOT_IR_SUFFIXES:
                     continue
                 fp = Path(root) / name
-                if not fp.is_file() or not is_graph_ir(str(fp)):
-                    if fp.is_file() and not os.access(fp, os.R_OK):
+                if not fp.is_file():
+                    continue
+                kind = sniff(str(fp))
+                if kind != "dump":
+                    # other files sit next to the dumps; but a .ir that is not one was damaged
+                    if kind == "unreadable":
                         diags.append(Diagnostic(_display(fp), 0, D.UNREADABLE, "cannot read: permission denied"))
+                    elif fp.suffix.lower() == ".ir":
+                        diags.append(Diagnostic(_display(fp), 1, D.BINARY if kind == "binary" else D.NOT_IR,
+                                                _NOT_A_DUMP[kind]))
                     continue
                 key = str(fp.resolve())
                 if key not in files:

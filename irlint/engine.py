@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Iterator
 
 from .cache import LintCache, content_hash, default_dir
 from .config import Config
-from .diagnostics import RULE_FAILED, UNREADABLE, Diagnostic
+from .diagnostics import PLUGIN_FAILED, RULE_FAILED, UNREADABLE, Diagnostic
 from .discover import DumpFile, discover
 from .findings import Finding, Report
-from .rule import Rule, load_rules
+from .rule import Rule, load_rules, plugin_problems
 
 if TYPE_CHECKING:
     from .model import IRFile
@@ -197,6 +197,10 @@ def lint(paths: list[str], config: Config | None = None) -> Report:
     todo = plan(files, rules, config.all_stages)
     by_path = {f.path: f for f in files}
     report = Report(diagnostics=list(diagnostics), files=[f.display for f in files], rules=rules)
+    if config.plugins:
+        # a plugin whose rules did not load must not let a CI run pass as if they had run
+        report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem)
+                                  for problem in plugin_problems())
     to_read = [by_path[p] for p in todo]
     found: list[tuple[DumpFile, Finding]] = []
     for f, findings, diags in check_files(to_read, todo, config):
@@ -206,12 +210,22 @@ def lint(paths: list[str], config: Config | None = None) -> Report:
             if config.suppressed(finding.code, finding.rule, finding.scope):
                 continue
             found.append((f, finding.with_(severity=sev)))
-    report.findings = _group(found)
+    report.findings = _group(found, {r.name: r.stages for r in rules})
     return report
 
 
-def _group(found: list[tuple[DumpFile, Finding]]) -> list[Finding]:
-    """One finding per problem per folder (the latest stage wins), then ranks merged."""
+def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, ...]] | None = None
+           ) -> list[Finding]:
+    """One finding per problem per folder, then ranks merged. When several stage files show the
+    same problem (``--all-stages``), the rule's preferred stage wins, then the latest file."""
+    stages = stages or {}
+
+    def rank(f: DumpFile, rule: str) -> tuple[int, int]:
+        preferred = stages.get(rule, ())
+        names = (f.stage.name, f.stage.label)
+        index = next((i for i, name in enumerate(preferred) if name in names), len(preferred))
+        return (-index, f.stage.seq or -1)
+
     per_folder: dict[tuple, tuple[DumpFile, Finding]] = {}
     singles: list[tuple[DumpFile, Finding]] = []
     for f, finding in found:
@@ -220,7 +234,7 @@ def _group(found: list[tuple[DumpFile, Finding]]) -> list[Finding]:
             continue
         key = (f.folder, finding.rule, finding.with_(stage="").fingerprint)
         best = per_folder.get(key)
-        if best is None or (f.stage.seq or -1) > (best[0].stage.seq or -1):
+        if best is None or rank(f, finding.rule) > rank(best[0], finding.rule):
             per_folder[key] = (f, finding)
     merged: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     for f, finding in list(per_folder.values()) + singles:

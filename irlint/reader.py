@@ -15,6 +15,7 @@ import networkx as nx
 
 from . import diagnostics as D
 from .diagnostics import Diagnostic, excerpt
+from .discover import is_dump_start
 from .model import IRFile, Subgraph
 from .stages import stage_of
 from .syntax import GrammarError, parse_attrs, parse_call, parse_header, parse_param, parse_types
@@ -38,7 +39,6 @@ _HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total 
 # analyze_fail.ir (a graph dump written when type inference fails) opens with numbered notes,
 # a "# ====" rule, and marks the failing node with "#------------------------> N".
 _NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
-_IR_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info")
 
 TRACE = b"      # In file "
 TYPE = b"      : "
@@ -147,7 +147,7 @@ class _Reader:
         if b"\x00" in first:
             self.diag(1, D.BINARY, "binary content (NUL bytes): not a text IR dump")
             return
-        if not _IR_START.match(first.lstrip(b"\xef\xbb\xbf")):
+        if not is_dump_start(first):
             if not first.strip():
                 self.diag(1, D.NOT_IR, "empty file: not a graph IR dump")
             else:

@@ -18,6 +18,7 @@ import importlib.util
 import inspect
 import pkgutil
 import sys
+from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
@@ -87,8 +88,20 @@ def _rules_in(module) -> list[type[Rule]]:
 
 
 def load_rules(plugins: bool = True) -> list[type[Rule]]:
-    """Built-in rules, then third-party rules from the ``irlint.rules`` entry-point group."""
+    """Built-in rules, then third-party rules from the ``irlint.rules`` entry-point group.
+    What went wrong with a plugin is in ``plugin_problems()``."""
+    return list(_load_rules(plugins)[0])
+
+
+def plugin_problems(plugins: bool = True) -> list[str]:
+    """Plugins that could not be loaded, or whose rule codes clash with another rule's."""
+    return list(_load_rules(plugins)[1])
+
+
+@lru_cache(maxsize=2)
+def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]:
     found: dict[str, type[Rule]] = {}
+    problems: list[str] = []
     package = _builtin_package()
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
@@ -98,11 +111,15 @@ def load_rules(plugins: bool = True) -> list[type[Rule]]:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 obj = ep.load()
-            except Exception as exc:  # a broken plugin must not stop the lint
-                print(f"irlint: cannot load rule plugin {ep.name!r}: {exc}", file=sys.stderr)
+            except Exception as exc:  # a broken plugin must not stop the lint; it is reported
+                problems.append(f"cannot load rule plugin {ep.name!r}: {type(exc).__name__}: {exc}")
                 continue
             classes = [obj] if isinstance(obj, type) else _rules_in(obj)
             for cls in classes:
-                if isinstance(cls, type) and issubclass(cls, Rule) and cls.code:
-                    found.setdefault(cls.code, cls)
-    return sorted(found.values(), key=lambda c: c.code)
+                if not (isinstance(cls, type) and issubclass(cls, Rule) and cls.code):
+                    continue
+                other = found.setdefault(cls.code, cls)
+                if other is not cls:
+                    problems.append(f"rule plugin {ep.name!r}: {cls.__name__} uses code {cls.code}, "
+                                    f"which {other.__module__}.{other.__name__} already has; it was not loaded")
+    return tuple(sorted(found.values(), key=lambda c: c.code)), tuple(problems)

@@ -53,3 +53,10 @@ def test_rank_folders_are_recognised(tmp_path):
 def test_stage_from_file_name(name, family, stage, seq):
     s = stage_of(name)
     assert (s.family, s.name, s.seq) == (family, stage, seq)
+
+
+def test_dumps_of_older_versions_are_found_in_a_folder():
+    versions = Path(__file__).parent / "fixtures" / "versions"
+    files, diags = discover([str(versions)])
+    assert len(files) == len(list(versions.glob("*.ir"))) == 7
+    assert diags == []

@@ -59,3 +59,48 @@ def test_identical_rank_folders_are_reported_once_with_their_ranks(tmp_path):
     merged = engine.lint([str(tmp_path)], _config()).findings
     assert len(merged) == len(single)
     assert all(f.ranks == (0, 1, 2, 3) for f in merged)
+
+
+def test_a_broken_plugin_is_reported_and_a_clashing_code_is_refused(monkeypatch):
+    import irlint.rule as rule_module
+
+    class _EntryPoint:
+        def __init__(self, name, obj):
+            self.name, self._obj = name, obj
+
+        def load(self):
+            if isinstance(self._obj, Exception):
+                raise self._obj
+            return self._obj
+
+    class Clash(Rule):
+        code = "RC001"
+        name = "my-clash"
+
+    monkeypatch.setattr(rule_module, "entry_points",
+                        lambda group: [_EntryPoint("broken", ImportError("boom")), _EntryPoint("clash", Clash)])
+    rule_module._load_rules.cache_clear()
+    try:
+        report = engine.lint([str(S2 / "21_validate_0076.ir")], Config(cache=False, jobs=1, plugins=True))
+    finally:
+        rule_module._load_rules.cache_clear()
+    problems = [d for d in report.diagnostics if d.code == "IR012"]
+    assert len(problems) == 2
+    assert "broken" in problems[0].message and "boom" in problems[0].message
+    assert "RC001" in problems[1].message
+    assert {f.code for f in report.findings} >= {"RC001", "RC002"}   # the built-in RC001 still ran
+
+
+def test_all_stages_keeps_each_problem_in_the_rules_preferred_stage():
+    default = engine.lint([str(S2)], _config()).findings
+    every = engine.lint([str(S2)], _config(all_stages=True)).findings
+    assert [(f.code, Path(f.file).name, f.node) for f in every] == [(f.code, Path(f.file).name, f.node) for f in default]
+
+
+def test_a_damaged_ir_file_in_a_folder_is_reported_not_skipped(tmp_path):
+    folder = tmp_path / "graph"
+    shutil.copytree(S2, folder)
+    (folder / "21_validate_0076.ir").write_bytes(bytes(range(256)) * 8)
+    (folder / "notes.txt").write_text("not a dump")            # other files stay quiet
+    report = engine.lint([str(folder)], _config())
+    assert [(Path(d.file).name, d.code) for d in report.diagnostics] == [("21_validate_0076.ir", "IR009")]
