@@ -124,13 +124,23 @@ def find_config(starts: list[str]) -> Path | None:
     """The nearest config file upward from each start folder in turn (first PATH, then the working dir)."""
     for start in starts:
         p = Path(start).resolve()
-        folder = p if p.is_dir() else p.parent
+        folder = p if _exists_as(p, Path.is_dir) else p.parent
         for d in (folder, *folder.parents):
             for name in CONFIG_FILES:
                 candidate = d / name
-                if candidate.is_file() and (name != "pyproject.toml" or settings_in(candidate) is not None):
+                if _exists_as(candidate, Path.is_file) and (
+                        name != "pyproject.toml" or settings_in(candidate) is not None):
                     return candidate
     return None
+
+
+def _exists_as(path: Path, test) -> bool:
+    """``path.is_file()``/``is_dir()``, False for a folder that cannot be listed (no config there:
+    the lint itself reports such a folder)."""
+    try:
+        return test(path)
+    except OSError:
+        return False
 
 
 def _str_list(value, key: str, where: str) -> list[str]:

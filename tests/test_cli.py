@@ -285,3 +285,26 @@ def test_pre_commit_hook_definition():
     assert fields["id"] == "irlint" and fields["entry"] == "irlint"
     files = re.compile(fields["files"])
     assert files.search("graph/rank_0/21_validate_0076.ir") and not files.search("graph/notes.irx")
+
+
+@pytest.mark.parametrize("args", [["{locked}"], ["config", "{locked}"]])
+def test_unlistable_folder_is_no_internal_error(tiny_rules, tmp_path, monkeypatch, args):
+    # root can list anything: make the folder behave as mode 000 does for a user (stat inside fails)
+    locked = tmp_path / "nolist"
+    shutil.copytree(FOLDER, locked)
+    real_stat, real_access = Path.stat, os.access
+
+    def stat(self, *a, **kw):
+        if locked in Path(os.path.abspath(self)).parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    monkeypatch.setattr(irlint.discover.os, "access",
+                        lambda p, mode: False if Path(p) == locked else real_access(p, mode))
+    result = CliRunner().invoke(main, [a.format(locked=locked) for a in args])
+    assert "internal error" not in result.output, result.output
+    if args[0] == "config":
+        assert result.exit_code == 0
+    else:
+        assert result.exit_code == 2 and "permission denied" in result.output

@@ -1,6 +1,8 @@
 """Configuration files: discovery, validation, and the TOML that `config --show` prints."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from irlint.config import Config, ConfigError, config_from_dict, find_config, load_config, settings_in, to_toml
@@ -89,3 +91,25 @@ def test_to_toml_round_trip(tmp_path):
     assert settings_in(path) is not None
     again, _ = load_config(path)
     assert again == cfg
+
+
+def _deny_inside(monkeypatch, locked):
+    """As a non-root user sees a folder of mode 000: the folder itself can be stat'ed, nothing in it."""
+    real_stat = Path.stat
+
+    def stat(self, *args, **kw):
+        if Path(locked) in Path(self).parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *args, **kw)
+
+    monkeypatch.setattr(Path, "stat", stat)
+
+
+def test_unlistable_folder_is_no_config_there(tmp_path, monkeypatch):
+    locked = tmp_path / "nolist"
+    locked.mkdir()
+    (locked / "irlint.toml").write_text('select = ["RC"]\n')
+    (tmp_path / "irlint.toml").write_text('ignore = ["RC004"]\n')
+    _deny_inside(monkeypatch, locked)
+    assert find_config([str(locked)]) == tmp_path / "irlint.toml"
+    assert find_config([str(locked / "x.ir")]) == tmp_path / "irlint.toml"
