@@ -115,7 +115,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
           no_cache, baseline_file, write_baseline_file, exit_zero):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included)."""
     try:
-        config, _ = load_config(config_file, starts=[paths[0], os.getcwd()])
+        config, _ = _load_config_for(config_file, paths[0])
         _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache)
         known = rule_module.load_rules(plugins=config.plugins)
         _check_selectors(config, known)
@@ -153,6 +153,12 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         # bad input (truncated, junk, invalid UTF-8, over-long lines) must not pass as clean
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if report.findings and not exit_zero else EXIT_CLEAN)
+
+
+def _load_config_for(config_file, path):
+    """The config a lint of PATH uses: --config, else the first found upward from PATH, then from the
+    working directory (`irlint config PATH` shows the same)."""
+    return load_config(config_file, starts=[path, os.getcwd()] if path else [os.getcwd()])
 
 
 def _apply_options(config: Config, select, extend_select, ignore, all_stages, jobs, no_cache) -> None:
@@ -282,9 +288,10 @@ def explain_cmd(rule):
 @click.argument("path", required=False)
 @debug_option
 def config_cmd(show, config_file, path):
-    """Which config file applies to PATH (default: the working directory); --show prints its settings."""
+    """Which config file a lint of PATH uses (found upward from PATH, then from the working directory);
+    --show prints its settings."""
     try:
-        config, source = load_config(config_file, starts=[path or os.getcwd()])
+        config, source = _load_config_for(config_file, path)
     except ConfigError as exc:
         _fail(str(exc))
     where = f"# from {source}" if source else "# no irlint.toml or [tool.irlint] found: defaults"

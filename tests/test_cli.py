@@ -308,3 +308,16 @@ def test_unlistable_folder_is_no_internal_error(tiny_rules, tmp_path, monkeypatc
         assert result.exit_code == 0
     else:
         assert result.exit_code == 2 and "permission denied" in result.output
+
+
+def test_config_of_a_path_is_what_its_lint_uses(tiny_rules, tmp_path, monkeypatch):
+    elsewhere, cwd = tmp_path / "elsewhere", tmp_path / "cwd"
+    elsewhere.mkdir()
+    cwd.mkdir()
+    shutil.copy(DUMP, elsewhere)
+    (cwd / "irlint.toml").write_text('ignore = ["TS001"]\n')
+    monkeypatch.chdir(cwd)
+    assert run("config", str(elsewhere)).output.strip() == f"from {cwd / 'irlint.toml'}"
+    assert run(str(elsewhere), "--format", "json").exit_code == 0   # the cwd's ignore applied
+    (elsewhere / "irlint.toml").write_text('extend-select = ["TS002"]\n')
+    assert run("config", str(elsewhere)).output.strip() == f"from {elsewhere / 'irlint.toml'}"
