@@ -16,7 +16,7 @@ import click
 from . import __version__
 from . import rule as rule_module
 from .baseline import BaselineError, new_findings, read_baseline, write_baseline
-from .config import Config, ConfigError, load_config, to_toml
+from .config import Config, ConfigError, check_selectors, load_config, shown, to_toml
 from .discover import InputError, discover
 from .engine import lint
 from .reporters import FORMATS, RenderContext, render
@@ -115,10 +115,11 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
           no_cache, baseline_file, write_baseline_file, exit_zero):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included)."""
     try:
-        config, _ = _load_config_for(config_file, paths[0])
-        _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache)
+        config, source = _load_config_for(config_file, paths[0])
         known = rule_module.load_rules(plugins=config.plugins)
-        _check_selectors(config, known)
+        check_selectors(config, known, config_file or (shown(source) if source else None))
+        _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
+        _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache)
         accepted = read_baseline(baseline_file) if baseline_file else None
         report = _lint_with_progress(list(paths), config, show=not quiet)
     except (ConfigError, InputError, BaselineError) as exc:
@@ -175,18 +176,12 @@ def _apply_options(config: Config, select, extend_select, ignore, all_stages, jo
         config.cache = False
 
 
-def _check_selectors(config: Config, known: list) -> None:
-    selectors = config.select + config.extend_select + config.ignore + list(config.severity)
-    selectors += [s.rule for s in config.suppress if s.rule]
-    for sel in selectors:
-        if sel.upper() == "ALL":
-            continue
-        if not any(_selector_matches_rule(sel, c.code, c.name) for c in known):
-            raise ConfigError(f"unknown rule selector {sel!r} (see `irlint rules`)")
-
-
-def _selector_matches_rule(selector: str, code: str, name: str) -> bool:
-    return Config(select=[selector]).rule_enabled(code, name, False)
+def _check_option_selectors(known: list, **options) -> None:
+    for key, values in options.items():
+        try:
+            check_selectors(Config(select=list(values)), known)
+        except ConfigError as exc:   # name the option, not the config key
+            raise ConfigError(f"--{key.replace('_', '-')}{str(exc)[len('select'):]}") from None
 
 
 def _folders_without_dumps(paths, files: list[str]) -> list[str]:

@@ -144,10 +144,11 @@ def _exists_as(path: Path, test) -> bool:
 
 
 def _str_list(value, key: str, where: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
+    if isinstance(value, str):   # `select = "RC"` is a likely slip for ["RC"]: say so rather than guess
+        raise ConfigError(f"{where}: '{key}' must be an array of rule codes, prefixes or names "
+                          f"({key} = [{_toml_value(value)}]), not a string")
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: '{key}' must be a list of rule codes, prefixes or names")
+        raise ConfigError(f"{where}: '{key}' must be an array of rule codes, prefixes or names")
     return [v.strip() for v in value if v.strip()]
 
 
@@ -184,7 +185,7 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
     suppress = data.get("suppress", [])
     if not isinstance(suppress, list):
         raise ConfigError(f"{where}: 'suppress' must be an array of tables "
-                          "{{rule = \"RC001\", scope = \"regex\", reason = \"...\"}}")
+                          "{rule = \"RC001\", scope = \"regex\", reason = \"...\"}")
     for i, entry in enumerate(suppress):
         cfg.suppress.append(_suppression(entry, f"{where}: suppress[{i}]"))
     return cfg
@@ -223,7 +224,30 @@ def load_config(path: str | Path | None = None, starts: list[str] | None = None)
     found = find_config(starts if starts is not None else [os.getcwd()])
     if found is None:
         return Config(), None
-    return config_from_dict(settings_in(found) or {}, str(found)), found
+    return config_from_dict(settings_in(found) or {}, shown(found)), found
+
+
+def shown(path: Path) -> str:
+    """A config file as messages name it: relative to the working directory when it is below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def check_selectors(cfg: Config, known: list, source: str | Path | None = None) -> None:
+    """Every rule selector of ``cfg`` must match one of the ``known`` rule classes; the error names
+    the file and key it came from (``source``: the config file, None for command-line values)."""
+    table = "[tool.irlint] " if source is not None and Path(source).name == "pyproject.toml" else ""
+    where = f"{source}: {table}" if source is not None else ""
+    places = [(key, sel) for key, values in (("select", cfg.select), ("extend-select", cfg.extend_select),
+                                             ("ignore", cfg.ignore), ("severity", list(cfg.severity)))
+              for sel in values]
+    places += [(f"suppress[{i}].rule", s.rule) for i, s in enumerate(cfg.suppress) if s.rule]
+    for key, sel in places:
+        if sel.strip().upper() != "ALL" and not any(_selector_matches(sel, c.code, c.name) for c in known):
+            raise ConfigError(f"{where}{key}: unknown rule selector {sel!r} (see `irlint rules`)")
 
 
 def to_toml(cfg: Config) -> str:

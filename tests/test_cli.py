@@ -114,7 +114,16 @@ def test_bad_option_exit_2(tiny_rules):
 
 def test_unknown_selector_exit_2(tiny_rules):
     result = run(DUMP, "--select", "XX999")
-    assert result.exit_code == 2 and "unknown rule selector 'XX999'" in result.output
+    assert result.exit_code == 2 and "--select: unknown rule selector 'XX999'" in result.output
+
+
+def test_unknown_selector_in_config_names_file_and_key(tiny_rules, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.irlint]\nselect = ["QQ"]\n')
+    shutil.copy(DUMP, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = run(Path(DUMP).name)
+    assert result.exit_code == 2
+    assert result.output.startswith("irlint: pyproject.toml: [tool.irlint] select: unknown rule selector 'QQ'")
 
 
 def test_invalid_config_exit_2(tiny_rules, tmp_path):

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from irlint.config import Config, ConfigError, config_from_dict, find_config, load_config, settings_in, to_toml
+from irlint.config import (Config, ConfigError, check_selectors, config_from_dict, find_config, load_config,
+                           settings_in, to_toml)
 
 
 def test_keys_map_to_config():
     cfg = config_from_dict({
-        "select": ["RC"], "extend-select": "PC001", "ignore": ["RC004"], "severity": {"RC002": "error"},
+        "select": ["RC"], "extend-select": ["PC001"], "ignore": ["RC004"], "severity": {"RC002": "error"},
         "all-stages": True, "jobs": 4, "cache": False,
         "suppress": [{"rule": "PC001", "scope": "embedding-", "reason": "on purpose"}],
     })
@@ -23,7 +24,9 @@ def test_keys_map_to_config():
 
 @pytest.mark.parametrize("data, message", [
     ({"selct": ["RC"]}, "unknown key(s) 'selct'"),
-    ({"select": [1]}, "'select' must be a list"),
+    ({"select": [1]}, "'select' must be an array"),
+    ({"select": "RC"}, "'select' must be an array of rule codes, prefixes or names (select = [\"RC\"]), not a string"),
+    ({"ignore": "RC004"}, "'ignore' must be an array"),
     ({"severity": {"RC001": "fatal"}}, "must be one of error, warning, info"),
     ({"severity": "error"}, "'severity' must be a table"),
     ({"jobs": -1}, "'jobs' must be a whole number"),
@@ -32,7 +35,7 @@ def test_keys_map_to_config():
     ({"suppress": [{"rule": "RC001"}]}, "'scope' (a regular expression) is required"),
     ({"suppress": [{"scope": "a("}]}, "not a valid regular expression"),
     ({"suppress": [{"scope": "a", "why": "x"}]}, "unknown key(s) 'why'"),
-    ({"suppress": {"scope": "a"}}, "must be an array of tables"),
+    ({"suppress": {"scope": "a"}}, "must be an array of tables {rule = \"RC001\", scope"),
 ])
 def test_invalid(data, message):
     with pytest.raises(ConfigError) as err:
@@ -113,3 +116,33 @@ def test_unlistable_folder_is_no_config_there(tmp_path, monkeypatch):
     _deny_inside(monkeypatch, locked)
     assert find_config([str(locked)]) == tmp_path / "irlint.toml"
     assert find_config([str(locked / "x.ir")]) == tmp_path / "irlint.toml"
+
+
+def test_suppress_without_rule_applies_to_every_rule():
+    cfg = config_from_dict({"suppress": [{"scope": "embedding-"}]})
+    assert cfg.suppressed("RC001", "recompute-not-applied", "Default/embedding-Embedding/Gather")
+    assert cfg.suppressed("PC001", "redundant-redistribution-chain", "Default/embedding-Embedding/Gather")
+    assert not cfg.suppressed("PC001", "redundant-redistribution-chain", "Default/attention-Attention/MatMul")
+
+
+class _Rule:
+    code, name = "RC001", "recompute-not-applied"
+
+
+@pytest.mark.parametrize("data, source, message", [
+    ({"select": ["QQ"]}, "pyproject.toml", "pyproject.toml: [tool.irlint] select: unknown rule selector 'QQ'"),
+    ({"extend-select": ["RC", "QQ"]}, "irlint.toml", "irlint.toml: extend-select: unknown rule selector 'QQ'"),
+    ({"ignore": ["QQ"]}, "a/irlint.toml", "a/irlint.toml: ignore: unknown rule selector 'QQ'"),
+    ({"severity": {"QQ": "error"}}, "irlint.toml", "irlint.toml: severity: unknown rule selector 'QQ'"),
+    ({"suppress": [{"scope": "x"}, {"rule": "QQ", "scope": "x"}]}, "pyproject.toml",
+     "pyproject.toml: [tool.irlint] suppress[1].rule: unknown rule selector 'QQ'"),
+])
+def test_unknown_selector_names_file_and_key(data, source, message):
+    with pytest.raises(ConfigError) as err:
+        check_selectors(config_from_dict(data, source), [_Rule], source)
+    assert str(err.value).startswith(message)
+
+
+def test_known_selectors_pass():
+    check_selectors(config_from_dict({"select": ["ALL", "RC", "recompute-not-applied"], "ignore": ["rc001"],
+                                      "suppress": [{"scope": "x"}]}), [_Rule], "irlint.toml")
