@@ -97,7 +97,7 @@ def main() -> None:
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Use this irlint.toml or pyproject.toml instead of the one found upward from PATH.")
 @click.option("--select", multiple=True, callback=_split, help="Only these rules (code, code prefix or name; "
-              "comma-separated or repeated). Replaces the configured selection.")
+              "comma-separated or repeated). Replaces the whole selection of the config file.")
 @click.option("--extend-select", multiple=True, callback=_split, help="Rules to add to the selection.")
 @click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of the findings (text, concise).")
@@ -163,9 +163,10 @@ def _load_config_for(config_file, path):
 
 
 def _apply_options(config: Config, select, extend_select, ignore, all_stages, jobs, no_cache) -> None:
-    """Command-line options over the config file: --select replaces, --extend-select/--ignore add."""
+    """Command-line options over the config file: --select replaces the file's whole selection (as in
+    ruff), then --extend-select/--ignore add."""
     if select:
-        config.select = list(select)
+        config.select, config.extend_select, config.ignore = list(select), [], []
     config.extend_select += list(extend_select)
     config.ignore += list(ignore)
     if all_stages:

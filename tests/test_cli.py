@@ -149,6 +149,20 @@ def test_selection(tiny_rules, args, codes):
     assert {f["code"] for f in json.loads(result.output)["findings"]} == codes
 
 
+@pytest.mark.parametrize("file, args, codes", [
+    ('ignore = ["TS001"]', ["--select", "TS001"], {"TS001"}),         # --select beats the file's ignore
+    ('extend-select = ["TS002"]', ["--select", "TS001"], {"TS001"}),  # ... and its extend-select
+    ('select = ["TS002"]', ["--select", "TS001"], {"TS001"}),
+    ('select = ["TS002"]', ["--select", "TS", "--ignore", "TS002"], {"TS001"}),
+    ('ignore = ["TS001"]', ["--extend-select", "TS002"], {"TS002"}),  # without --select the file applies
+])
+def test_select_option_replaces_the_config_selection(tiny_rules, tmp_path, file, args, codes):
+    cfg = tmp_path / "irlint.toml"
+    cfg.write_text(file + "\n")
+    result = run(DUMP, "--config", str(cfg), "--format", "json", *args)
+    assert {f["code"] for f in json.loads(result.output)["findings"]} == codes
+
+
 def test_output_writes_only_the_named_file(tiny_rules, tmp_path):
     target = tmp_path / "out" / "report.sarif"
     target.parent.mkdir()
