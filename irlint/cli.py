@@ -1,6 +1,7 @@
 """The ``irlint`` command line: ``irlint [OPTIONS] PATH...`` and the rules/explain/inspect/config commands.
 
-Exit codes: 0 no findings, 1 findings, 2 usage error, unusable input or internal error.
+Exit codes: 0 no findings (or only info ones), 1 warning or error findings, 2 usage error, unusable input
+or internal error.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .engine import lint
 from .reporters import FORMATS, RenderContext, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FAILING_SEVERITIES = ("error", "warning")
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
 _debug = False
 
@@ -153,7 +155,9 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     if report.diagnostics:
         # bad input (truncated, junk, invalid UTF-8, over-long lines) must not pass as clean
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if report.findings and not exit_zero else EXIT_CLEAN)
+    # like eslint: info findings are reported but do not fail the run
+    failing = any(f.severity in FAILING_SEVERITIES for f in report.findings)
+    sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
 
 
 def _load_config_for(config_file, path):

@@ -34,6 +34,15 @@ def test_clean_exit_0(tiny_rules):
     assert "No findings" in result.output
 
 
+def test_info_findings_alone_exit_0(tiny_rules, tmp_path):
+    result = run(DUMP, "--select", "TS002")   # TS002 is an info rule
+    assert result.exit_code == 0, result.output
+    assert "a return" in result.output and "Found" in result.output
+    cfg = tmp_path / "irlint.toml"
+    cfg.write_text('severity = { TS002 = "warning" }\n')
+    assert run(DUMP, "--select", "TS002", "--config", str(cfg)).exit_code == 1
+
+
 def test_exit_zero(tiny_rules):
     assert run(DUMP, "--exit-zero").exit_code == 0
 
@@ -215,6 +224,8 @@ def test_folder_and_rank_subfolders(tiny_rules, tmp_path):
 # --- baseline -------------------------------------------------------------------------------------
 def test_baseline_round_trip(tiny_rules, tmp_path):
     baseline = tmp_path / "irlint-baseline.json"
+    warn = tmp_path / "irlint.toml"
+    warn.write_text('severity = { TS002 = "warning" }\n')
     result = run(DUMP, "--write-baseline", str(baseline))
     assert result.exit_code == 0
     entries = json.loads(baseline.read_text())["findings"]
@@ -223,7 +234,8 @@ def test_baseline_round_trip(tiny_rules, tmp_path):
     assert result.exit_code == 0, result.output
     assert "3 known findings hidden by the baseline" in result.output
     # a new problem (here: a newly enabled rule) fails again, and only it is reported
-    result = run(DUMP, "--baseline", str(baseline), "--extend-select", "TS002", "--format", "json")
+    result = run(DUMP, "--baseline", str(baseline), "--extend-select", "TS002", "--format", "json",
+                 "--config", str(warn))
     assert result.exit_code == 1
     assert {f["code"] for f in json.loads(result.output)["findings"]} == {"TS002"}
 
