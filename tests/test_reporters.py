@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -121,6 +122,19 @@ def test_junit_one_failing_testcase_per_file(tiny_rules):
     failing = [c for c in cases if c.find("failure") is not None]
     assert len(failing) == 1 and failing[0].find("failure").get("message") == "3 findings"
     assert root.get("failures") == "1" and root.get("tests") == str(len(report.files))
+
+
+@pytest.mark.parametrize("fmt", ["concise", "github"])
+def test_merged_ranks_are_named(tiny_rules, tmp_path, fmt):
+    for rank in (0, 1):
+        shutil.copytree(FOLDER, tmp_path / f"rank_{rank}")
+    report = lint([str(tmp_path)], Config())
+    assert report.findings and all(f.ranks == (0, 1) for f in report.findings)
+    lines = render(report, fmt, ctx()).splitlines()
+    assert len(lines) == len(report.findings)
+    for line, f in zip(lines, report.findings):
+        message = line.split("::", 2)[2].split("%0AFix: ")[0] if fmt == "github" else line
+        assert message.endswith(f"{escape_data(f.message) if fmt == 'github' else f.message} (on ranks 0-1)")
 
 
 def test_ranks_text():

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..findings import Report
-from . import RenderContext, rule_classes
+from . import RenderContext, ranks_text, rule_classes
 
 # Input problems: a file not read at all is an error, a skipped line a warning.
 FILE_LEVEL = {"IR001", "IR002", "IR009"}
@@ -12,13 +12,18 @@ def diagnostic_severity(code: str) -> str:
     return "error" if code in FILE_LEVEL else "warning"
 
 
+def ranks_note(f) -> str:
+    """' (on ranks 0-1)' for a finding merged across rank folders, as the text format shows it."""
+    return f" (on {ranks_text(f.ranks)})" if f.ranks else ""
+
+
 def render(report: Report, ctx: RenderContext) -> str:
     if ctx.statistics:
         names = {c.code: c.name for c in rule_classes(report, ctx)}
         return "".join(f"{count:>5}\t{code}\t{names.get(code, '')}\n" for code, count in report.by_rule().items())
     lines = []
     for f in report.findings:
-        message = f.message.replace("\n", " ")
+        message = f.message.replace("\n", " ") + ranks_note(f)
         lines.append(f"{f.file}:{max(f.line, 1)}:{max(f.column, 1)}: {f.code} [{f.severity}] {message}")
     for d in report.diagnostics:
         lines.append(f"{d.file}:{max(d.line, 1)}:1: {d.code} [{diagnostic_severity(d.code)}] "
