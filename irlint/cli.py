@@ -20,7 +20,7 @@ from .baseline import BaselineError, new_findings, read_baseline, write_baseline
 from .config import Config, ConfigError, check_selectors, load_config, shown, to_toml
 from .discover import InputError, discover
 from .engine import lint
-from .reporters import FORMATS, RenderContext, render
+from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FAILING_SEVERITIES = ("error", "warning")
@@ -141,9 +141,10 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     elif accepted is not None:
         report.findings = new_findings(report.findings, accepted)
     ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings))
-    if output is None:
-        ctx.color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        ctx.width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+    if output is None and sys.stdout.isatty():
+        ctx.color = not os.environ.get("NO_COLOR")
+        ctx.width = shutil.get_terminal_size((120, 24)).columns
+    # else (a file or a pipe): full lines, so a scope can be copied into a suppression whole
     text = render(report, fmt, ctx)
     if output is None:
         click.echo(text, nl=False)
@@ -261,8 +262,9 @@ def _console():
     from rich.console import Console
 
     tty = sys.stdout.isatty()
+    # not a terminal: tables as wide as their content, nothing cut
     return Console(force_terminal=tty, no_color=not tty or bool(os.environ.get("NO_COLOR")),
-                   width=None if tty else 120, highlight=False)
+                   width=None if tty else UNLIMITED_WIDTH, highlight=False)
 
 
 @main.command("explain")
@@ -323,9 +325,11 @@ def inspect_cmd(paths, fmt):
     else:
         from rich.table import Table
 
-        table = Table(title="irlint inspect")
-        for col in ("file", "stage", "subgraphs", "cnodes", "params", "edges", "diagnostics"):
-            table.add_column(col, justify="right" if col not in ("file", "stage") else "left")
+        table = Table(title="irlint inspect", title_justify="left")
+        for col in ("file", "stage"):   # on a narrow terminal these fold onto more lines, never cut
+            table.add_column(col, overflow="fold")
+        for col in ("subgraphs", "cnodes", "params", "edges", "diagnostics"):
+            table.add_column(col, justify="right", no_wrap=True)
         for row in rows:
             table.add_row(row["file"], row["stage"], str(row["subgraphs"]), str(row["cnodes"]), str(row["params"]),
                           str(row["edges"]), str(len(row["diagnostics"])))

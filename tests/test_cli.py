@@ -187,6 +187,30 @@ def test_text_has_no_colour_when_piped_or_no_color(tiny_rules):
         assert "\x1b[" not in run(DUMP, env=env).output
 
 
+def test_text_to_a_file_or_pipe_is_not_cut(tiny_rules, tmp_path):
+    report = tmp_path / "report.txt"
+    run(DUMP, "-o", str(report))
+    for text in (report.read_text(encoding="utf-8"), run(DUMP).output):   # CliRunner: not a TTY
+        scopes = re.findall(r"↳ \d+ %\d+ \w+  (\S+)", text)
+        assert len(scopes) == 4 and all(s.endswith("-op0") or s.endswith("-op1") for s in scopes)
+        assert max(len(line) for line in text.splitlines()) > 120
+
+
+def test_inspect_table_keeps_whole_file_names(tiny_rules, monkeypatch):
+    names = sorted(str(p) for p in Path(FOLDER).glob("*.ir"))
+    out = run("inspect", FOLDER).output   # not a TTY: as wide as needed
+    assert all(name in out for name in names)
+    from rich.console import Console
+
+    # a narrow terminal: the file column folds onto more lines instead of cutting the name
+    monkeypatch.setattr(irlint.cli, "_console", lambda: Console(width=70, no_color=True, highlight=False))
+    out = run("inspect", FOLDER).output
+    cells = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    assert "".join(cells) == "".join(name for name in
+                                     [r["file"] for r in map(json.loads, run("inspect", FOLDER, "--format",
+                                                                               "json").output.splitlines())])
+
+
 def test_statistics(tiny_rules, snapshot):
     result = run(DUMP, "--statistics", "--format", "concise")
     assert result.output == snapshot

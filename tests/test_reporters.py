@@ -49,6 +49,21 @@ def test_text_shows_the_dump_line_and_the_chain(report):
         assert f.hint in out
 
 
+def test_text_without_a_width_prints_full_lines(report):
+    """To a file or a pipe: scopes and chain lines whole, so a scope can be copied into a suppression."""
+    lines = [line.strip() for line in render(report, "text", RenderContext()).splitlines()]
+    assert not any(line.endswith("…") for line in lines if "│" not in line)   # only dump lines are clipped
+    for f in report.findings:
+        assert f"scope {f.scope}" in lines
+        for r in f.related:
+            assert any(line.endswith(f"{r.line} {r.node} {r.op}  {r.scope}") for line in lines)
+    long = max((r for f in report.findings for r in f.related), key=lambda r: len(r.scope))
+    assert len(long.scope) > 100
+    # to a terminal of 100 columns the same chain line is cut
+    narrow = render(report, "text", ctx(width=100))
+    assert long.scope not in narrow and "…" in narrow
+
+
 def test_text_colour_only_when_asked(report):
     assert not ANSI.search(render(report, "text", ctx()))
     assert ANSI.search(render(report, "text", ctx(color=True)))

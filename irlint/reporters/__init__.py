@@ -9,13 +9,15 @@ from ..findings import Report
 from .source import SourceLines
 
 FORMATS = ("text", "concise", "json", "sarif", "github", "junit")
+UNLIMITED_WIDTH = 100_000   # rich needs a width; tables are sized to their content, so this is "no limit"
 
 
 @dataclass
 class RenderContext:
     rules: list = field(default_factory=list)   # rule classes known to this run (SARIF metadata)
     color: bool = False
-    width: int = 120
+    # columns to wrap to (a terminal); None: full lines, nothing cut or wrapped (files, pipes)
+    width: int | None = None
     quiet: bool = False
     statistics: bool = False
     sources: SourceLines = field(default_factory=SourceLines)

@@ -10,14 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from ..findings import Report
-from . import RenderContext, ranks_text, rule_classes
+from . import UNLIMITED_WIDTH, RenderContext, ranks_text, rule_classes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def console_for(ctx: RenderContext, buffer: io.StringIO) -> Console:
     return Console(file=buffer, force_terminal=ctx.color, no_color=not ctx.color, color_system="standard"
-                   if ctx.color else None, width=ctx.width, highlight=False, emoji=False, soft_wrap=False)
+                   if ctx.color else None, width=ctx.width or UNLIMITED_WIDTH, highlight=False, emoji=False, soft_wrap=False)
 
 
 def render(report: Report, ctx: RenderContext) -> str:
@@ -57,7 +57,8 @@ def _trimmed(text: str, ctx: RenderContext) -> str:
 
 
 def _finding(out: Console, f, ctx: RenderContext) -> None:
-    """A grid: labels on the left, wrapped text on the right (hanging indent for long messages)."""
+    """A grid: labels on the left, text on the right; to a terminal long messages wrap with a hanging
+    indent and scope/chain lines are cut with '…', elsewhere every line is printed in full."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(justify="right", no_wrap=True, min_width=9)
     grid.add_column(overflow="fold")
