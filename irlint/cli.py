@@ -41,6 +41,21 @@ class _DefaultGroup(click.Group):
             args = [self.default_command]
         return super().parse_args(ctx, args)
 
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage(ctx.command_path, "[OPTIONS] PATH...")
+        formatter.write_usage(ctx.command_path, "COMMAND [ARGS]...", prefix="   or: ")
+
+    def format_options(self, ctx, formatter):
+        super().format_options(ctx, formatter)
+        # the lint options live on `check`; list them here too, where a new user looks first
+        check_cmd = self.commands[self.default_command]
+        with click.Context(check_cmd, info_name=f"{ctx.command_path} {self.default_command}", parent=ctx) as sub:
+            rows = [p.get_help_record(sub) for p in check_cmd.get_params(sub)
+                    if isinstance(p, click.Option) and p.name != "help"]
+        with formatter.section(f"Options of `{ctx.command_path} PATH...` (details: "
+                               f"`{ctx.command_path} {self.default_command} --help`)"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -86,7 +101,8 @@ def _fail(message: str) -> None:
 def main() -> None:
     """Lint MindSpore IR graph dumps (the graph/ folder written with save_graphs).
 
-    irlint [OPTIONS] PATH... lints; see `irlint check --help` for its options.
+    `irlint PATH...` runs the `check` command on PATH (a .ir file or a folder). For a path named
+    like a command (e.g. a folder called `rules`), write `irlint check rules`.
     """
 
 

@@ -291,6 +291,25 @@ def test_readme_problem_matcher_matches_concise(tiny_rules, tmp_path):
 
 
 # --- subcommands ----------------------------------------------------------------------------------
+def test_help_shows_how_to_lint_and_the_lint_options(tiny_rules):
+    out = run("--help", prog_name="irlint").output
+    flat = " ".join(out.split())   # click re-wraps the text to the terminal
+    assert "Usage: irlint [OPTIONS] PATH..." in flat and "runs the `check` command" in flat
+    assert "write `irlint check rules`" in flat and "`irlint check --help`" in flat
+    for option in ("--format", "--select", "--baseline", "--exit-zero", "--output"):
+        assert option in out
+    assert run("-h", prog_name="irlint").output == out
+
+
+def test_check_names_a_path_that_looks_like_a_command(tiny_rules, tmp_path, monkeypatch):
+    (tmp_path / "rules").mkdir()
+    shutil.copy(DUMP, tmp_path / "rules")
+    monkeypatch.chdir(tmp_path)
+    result = run("check", "rules", "--format", "concise")
+    assert result.exit_code == 1 and result.output.startswith("rules/21_validate_0076.ir:")
+    assert "forward-matmul" in run("rules").output   # without check: the command
+
+
 def test_rules_table_and_json(tiny_rules):
     out = run("rules").output
     assert "TS001" in out and "forward-matmul" in out and "off" in out
