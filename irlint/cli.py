@@ -235,7 +235,7 @@ def _lint_with_progress(paths: list[str], config: Config, show: bool):
 
     with Progress(TextColumn("irlint"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                   TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"{len(sizes)} files", total=total)
+        task = bar.add_task(f"{len(sizes)} file{'s' if len(sizes) != 1 else ''}", total=total)
 
         def advance(display: str, size: int) -> None:
             bar.update(task, advance=size, description=Path(display).name)

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import irlint.cli
 from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
 from irlint.cli import main
+from irlint.config import Config
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -215,6 +216,20 @@ def test_statistics(tiny_rules, snapshot):
     result = run(DUMP, "--statistics", "--format", "concise")
     assert result.output == snapshot
     assert result.output.split() == ["3", "TS001", "forward-matmul"]
+
+
+@pytest.mark.parametrize("paths, label", [([DUMP], "1 file"), ([DUMP, f"{FOLDER}/graph_build_0_0094.ir"], "2 files")])
+def test_progress_bar_counts_files(tiny_rules, monkeypatch, paths, label):
+    from rich.progress import Progress
+
+    labels = []
+    real_add_task = Progress.add_task
+    monkeypatch.setattr(Progress, "add_task",
+                        lambda self, description, **kw: labels.append(description) or real_add_task(self, description, **kw))
+    monkeypatch.setattr(irlint.cli, "PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(irlint.cli.sys.stderr, "isatty", lambda: True)
+    irlint.cli._lint_with_progress(paths, Config(cache=False, jobs=1), show=True)
+    assert labels == [label]
 
 
 def test_quiet_has_no_summary(tiny_rules):
