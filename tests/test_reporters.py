@@ -109,9 +109,30 @@ def test_sarif_with_input_problems_validates(tiny_rules, tmp_path):
     report = lint([DUMP, str(bad)], Config())
     data = json.loads(render(report, "sarif", ctx()))
     _sarif_validator().validate(data)
-    notes = data["runs"][0]["invocations"][0]["toolExecutionNotifications"]
-    assert notes[0]["descriptor"]["id"] == "IR002"
+    invocation = data["runs"][0]["invocations"][0]
+    notes = invocation["toolExecutionNotifications"]
+    assert notes[0]["descriptor"]["id"] == "IR002" and notes[0]["level"] == "error"
+    assert invocation["executionSuccessful"] is False
     assert notes[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("file://")
+
+
+def test_sarif_clean_run_is_successful(report):
+    assert json.loads(render(report, "sarif", ctx()))["runs"][0]["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_uris_are_percent_encoded(tiny_rules, tmp_path, monkeypatch):
+    folder = tmp_path / "模型 图" / "graph é"
+    folder.mkdir(parents=True)
+    shutil.copy(DUMP, folder)
+    monkeypatch.chdir(tmp_path)
+    encoded = "%E6%A8%A1%E5%9E%8B%20%E5%9B%BE/graph%20%C3%A9/21_validate_0076.ir"
+    for path, expected in (("模型 图/graph é/21_validate_0076.ir", encoded),
+                           (str(folder / "21_validate_0076.ir"), tmp_path.as_uri() + "/" + encoded)):
+        data = json.loads(render(lint([path], Config()), "sarif", ctx()))
+        _sarif_validator().validate(data)
+        results = data["runs"][0]["results"]
+        assert results and {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                            for r in results} == {expected}
 
 
 def test_github_escaping():

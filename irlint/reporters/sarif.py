@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path, PurePath
+from urllib.parse import quote
 
 from .. import __version__
 from ..findings import Report
@@ -15,10 +16,11 @@ FINGERPRINT_KEY = "irlintFingerprint/v1"
 
 
 def uri(path: str) -> str:
+    """A URI reference: file:// for an absolute path, else relative; percent-encoded either way."""
     p = PurePath(path)
     if p.is_absolute():
         return Path(path).as_uri()
-    return p.as_posix()
+    return quote(p.as_posix(), safe="/")
 
 
 def _location(file: str, line: int, column: int = 0) -> dict:
@@ -78,13 +80,15 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
         "descriptor": {"id": d.code},
         "locations": [_location(d.file, d.line)],
     } for d in report.diagnostics]
+    # an input that could not be read (an error notification) means the run did not fully succeed
+    successful = not any(n["level"] == "error" for n in notifications)
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "irlint", "version": __version__, "semanticVersion": __version__,
                                 "rules": [_rule(c) for c in classes]}},
-            "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
+            "invocations": [{"executionSuccessful": successful, "toolExecutionNotifications": notifications}],
             "results": results,
         }],
     }
