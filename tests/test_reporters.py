@@ -39,6 +39,12 @@ def test_statistics_snapshot(report, snapshot, fmt):
     assert render(report, fmt, ctx(statistics=True)) == snapshot
 
 
+def test_text_statistics_without_findings_says_so(tiny_rules):
+    clean = lint([DUMP], Config(ignore=["TS001"]))
+    assert not clean.findings
+    assert render(clean, "text", ctx(statistics=True)) == "No findings (1 file checked).\n"
+
+
 def test_text_shows_the_dump_line_and_the_chain(report):
     out = render(report, "text", ctx(width=400))
     lines = Path(DUMP).read_text(encoding="utf-8").splitlines()

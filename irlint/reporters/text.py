@@ -24,7 +24,10 @@ def render(report: Report, ctx: RenderContext) -> str:
     buffer = io.StringIO()
     out = console_for(ctx, buffer)
     if ctx.statistics:
-        out.print(statistics_table(report, ctx))
+        if report.findings:
+            out.print(statistics_table(report, ctx))
+        else:   # an empty table would not say it
+            _summary(out, report, ctx)
         return _trimmed(buffer.getvalue(), ctx)
     ctx.sources.prefetch_findings(report.findings)
     by_file: dict[str, list] = defaultdict(list)
