@@ -88,6 +88,21 @@ def test_json_contract(report):
             assert {"file", "line", "node", "op", "scope"} <= set(r)
 
 
+def test_readme_lists_every_json_key(tiny_rules, tmp_path):
+    for rank in (0, 1):
+        shutil.copytree(FOLDER, tmp_path / f"rank_{rank}")
+    (tmp_path / "rank_0" / "broken.ir").write_text("garbage\n")
+    data = json.loads(render(lint([str(tmp_path)], Config()), "json", ctx()))
+    keys = set(data) | set(data["tool"]) | set(data["summary"]) | {"extra"}   # extra: rule-specific, none here
+    for f in data["findings"]:
+        keys |= set(f) | {k for r in f["related"] for k in r}
+    keys |= {k for d in data["diagnostics"] for k in d}
+    assert data["diagnostics"] and any("ranks" in f for f in data["findings"])
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `json` |"))
+    assert keys - set(re.findall(r'"(\w+)"', row)) == set()
+
+
 def _sarif_validator():
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     return jsonschema.Draft7Validator(schema)
