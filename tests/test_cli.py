@@ -414,3 +414,11 @@ def test_config_of_a_path_is_what_its_lint_uses(tiny_rules, tmp_path, monkeypatc
     assert run(str(elsewhere), "--format", "json").exit_code == 0   # the cwd's ignore applied
     (elsewhere / "irlint.toml").write_text('extend-select = ["TS002"]\n')
     assert run("config", str(elsewhere)).output.strip() == f"from {elsewhere / 'irlint.toml'}"
+
+
+def test_license_file_matches_the_declared_license():
+    root = Path(__file__).parent.parent
+    text = (root / "LICENSE").read_text(encoding="utf-8")
+    assert " ".join(text.split()[:5]) == "Apache License Version 2.0, January 2004"
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert 'license = { text = "Apache-2.0" }' in (root / "pyproject.toml").read_text(encoding="utf-8")
