@@ -419,6 +419,6 @@ def test_config_of_a_path_is_what_its_lint_uses(tiny_rules, tmp_path, monkeypatc
 def test_license_file_matches_the_declared_license():
     root = Path(__file__).parent.parent
     text = (root / "LICENSE").read_text(encoding="utf-8")
-    assert " ".join(text.split()[:5]) == "Apache License Version 2.0, January 2004"
+    assert " ".join(text.split()[:6]) == "Apache License Version 2.0, January 2004"
     assert "END OF TERMS AND CONDITIONS" in text
     assert 'license = { text = "Apache-2.0" }' in (root / "pyproject.toml").read_text(encoding="utf-8")
