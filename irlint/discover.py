@@ -87,13 +87,17 @@ def discover(paths: list[str]) -> tuple[list[DumpFile], list[Diagnostic]]:
     diags: list[Diagnostic] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
-            raise InputError(f"{raw}: no such file or folder")
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            raise InputError(f"{raw}: no such file or folder") from None
+        except OSError as exc:   # e.g. inside a folder that cannot be listed
+            raise InputError(f"{raw}: {(exc.strerror or str(exc)).lower()}") from None
         if p.is_file():
             key = str(p.resolve())
             if key not in files:
                 files[key] = DumpFile(str(p), _display(p), "", _rank_of(p.resolve()), True, stage_of(p.name),
-                                      p.stat().st_size)
+                                      st.st_size)
             continue
         if not os.access(p, os.R_OK | os.X_OK):
             raise InputError(f"{raw}: permission denied")

@@ -60,3 +60,17 @@ def test_dumps_of_older_versions_are_found_in_a_folder():
     files, diags = discover([str(versions)])
     assert len(files) == len(list(versions.glob("*.ir"))) == 7
     assert diags == []
+
+
+def test_a_path_inside_an_unlistable_folder_is_an_input_error(monkeypatch, tmp_path):
+    target = tmp_path / "nolist" / "21_validate_0076.ir"
+    real_stat = Path.stat
+
+    def stat(self, *a, **kw):
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    with pytest.raises(InputError, match="permission denied"):
+        discover([str(target)])
