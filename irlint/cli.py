@@ -329,6 +329,9 @@ def inspect_cmd(paths, fmt):
         files, diags = discover(list(paths))
     except InputError as exc:
         _fail(str(exc))
+    empty = _folders_without_dumps(paths, [f.display for f in files])
+    if empty:
+        _fail(f"{empty[0]}: no graph IR dumps (*.ir written by save_graphs) found in this folder")
     from .reader import read_ir  # only inspect and uncached lints need the parser
 
     rows = []

@@ -43,3 +43,10 @@ def test_inspect_reports_diagnostics_and_exits_2(tmp_path):
     row = json.loads(result.output.splitlines()[0])
     assert row["diagnostics"] and {d["kind"] for d in row["diagnostics"]} & {"truncated", "bad-record"}
     assert all(Path(d["file"]).resolve() == bad.resolve() and d["line"] > 0 for d in row["diagnostics"])
+
+
+def test_inspect_of_a_folder_without_dumps_exits_2(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a dump")
+    result = CliRunner().invoke(main, ["inspect", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no graph IR dumps" in result.output
