@@ -317,6 +317,14 @@ def reader_note(ir: IRFile, r: int, note: str) -> str:
 class _RecomputeRule(Rule):
     stages = RECOMPUTE_STAGES
 
+    def check(self, ir: IRFile):
+        facts = RecomputeFacts.of(ir)
+        if facts.decided:  # before the recompute pass a tag is only a request
+            yield from self.check_decided(ir, facts)
+
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+        raise NotImplementedError
+
     def _unapplied_requests(self, ir: IRFile, facts: RecomputeFacts):
         for k in ir.cnodes():
             req = facts.request(k)
@@ -363,10 +371,7 @@ class RecomputeNotApplied(_RecomputeRule):
     INVALID = [ex.FFN_RESHAPE_BLOCKS]
     VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED, ex.LOSS_TAG_UNUSED, ex.LOSS_CELL_OUTPUT]
 
-    def check(self, ir: IRFile):
-        facts = RecomputeFacts.of(ir)
-        if not facts.decided:
-            return
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
         for k, req in self._unapplied_requests(ir, facts):
             if costly_downcast(ir, facts, k) is not None:
                 continue  # recompute-downcast says to drop this tag; making it apply would cost memory
@@ -435,10 +440,7 @@ class RecomputeTagUnused(_RecomputeRule):
     INVALID = [ex.LOSS_TAG_UNUSED]
     VALID = [ex.LOSS_CELL_OUTPUT, ex.FFN_2D_APPLIED, ex.FFN_RESHAPE_BLOCKS, ex.FFN_BEFORE_PASS]
 
-    def check(self, ir: IRFile):
-        facts = RecomputeFacts.of(ir)
-        if not facts.decided:
-            return
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
         for k, req in self._unapplied_requests(ir, facts):
             # ops of a Cell.recompute() cell were not tagged one by one: the pass skips the ones
             # backward does not need by design
@@ -590,10 +592,7 @@ class ReshapeBlocksSiluMulRecompute(_RecomputeRule):
     INVALID = [ex.FFN_RESHAPE_BLOCKS]
     VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED]
 
-    def check(self, ir: IRFile):
-        facts = RecomputeFacts.of(ir)
-        if not facts.decided:
-            return
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
         for ffn in find_feed_forwards(ir, facts):
             for k in dict.fromkeys((ffn.silu, ffn.gate_mul)):
                 req = facts.request(k)
@@ -700,10 +699,7 @@ class RecomputeDowncast(_RecomputeRule):
     INVALID = [ex.CAST_DOWN_TAGGED]
     VALID = [ex.CAST_UP_TAGGED, ex.FFN_RESHAPE_BLOCKS]
 
-    def check(self, ir: IRFile):
-        facts = RecomputeFacts.of(ir)
-        if not facts.decided:
-            return
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
         for k in ir.nodes_by_op("Cast"):
             costly = costly_downcast(ir, facts, k)
             if costly is None:
