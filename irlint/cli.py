@@ -293,7 +293,7 @@ def explain_cmd(rule):
             state = "on" if cls.default_enabled else "off"
             click.echo(f"{cls.code} {cls.name} ({cls.severity}, {state} by default)")
             click.echo(f"{cls.summary}\n" if cls.summary else "")
-            click.echo(cls.doc())
+            click.echo(cls.doc().replace("``", "`"))  # reStructuredText literals read better as `x` in a terminal
             stages = ", ".join(cls.stages) if cls.stages else "every dump file"
             click.echo(f"\nReads stages (best first): {stages}")
             return
