@@ -226,18 +226,20 @@ def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, .
         index = next((i for i, name in enumerate(preferred) if name in names), len(preferred))
         return (-index, f.stage.seq or -1)
 
-    per_folder: dict[tuple, tuple[DumpFile, Finding]] = {}
+    per_folder: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     singles: list[tuple[DumpFile, Finding]] = []
     for f, finding in found:
         if f.explicit:
             singles.append((f, finding))
-            continue
-        key = (f.folder, finding.rule, finding.with_(stage="").fingerprint)
-        best = per_folder.get(key)
-        if best is None or rank(f, finding.rule) > rank(best[0], finding.rule):
-            per_folder[key] = (f, finding)
+        else:
+            per_folder[(f.folder, finding.problem)].append((f, finding))
+    kept: list[tuple[DumpFile, Finding]] = []
+    for seen in per_folder.values():
+        # the problem as the best stage file shows it (all of that file's findings of it)
+        best = max(seen, key=lambda x: rank(x[0], x[1].rule))[0]
+        kept.extend(x for x in seen if x[0] is best)
     merged: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
-    for f, finding in list(per_folder.values()) + singles:
+    for f, finding in kept + singles:
         folder = _RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
         key = (folder if not f.explicit else f.path, finding.fingerprint, f.explicit)
         merged[key].append((f, finding))

@@ -55,6 +55,12 @@ class Finding:
         parts += [repr(x) for x in self.identity]
         return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:20]
 
+    @property
+    def problem(self) -> tuple:
+        """The same problem seen in several stage files of one folder: the chain around it may
+        differ between stages (a backend inserts Casts), the rule, op, scope and identity do not."""
+        return (self.rule, self.op, _scope_path(self.scope), self.identity)
+
     def with_(self, **changes) -> "Finding":
         return replace(self, **changes)
 

@@ -104,3 +104,13 @@ def test_a_damaged_ir_file_in_a_folder_is_reported_not_skipped(tmp_path):
     (folder / "notes.txt").write_text("not a dump")            # other files stay quiet
     report = engine.lint([str(folder)], _config())
     assert [(Path(d.file).name, d.code) for d in report.diagnostics] == [("21_validate_0076.ir", "IR009")]
+
+
+def test_all_stages_reports_a_problem_once_even_when_its_chain_differs_between_stages():
+    # the fp16 llama's backend graph wraps MatMuls in inserted Casts, so the chain around the
+    # same Mul differs between validate and graph_build; it is still one problem
+    folder = CORPUS / "llama-recompute-modes"
+    default = engine.lint([str(folder)], _config()).findings
+    every = engine.lint([str(folder)], _config(all_stages=True)).findings
+    assert [(f.code, Path(f.file).name, f.node) for f in every] == [(f.code, Path(f.file).name, f.node) for f in default]
+    assert len({f.problem for f in every}) == len(every)
