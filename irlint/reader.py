@@ -193,10 +193,11 @@ class _Reader:
                 continue
             line = self.decode(raw, lineno).rstrip("\r\n")
             if line.startswith("  %"):
+                first = lineno   # a record's line is its first line, however many it spans
                 if line.count("(") != line.count(")") or line.count("[") != line.count("]"):
                     line, extra, offset = self.continuation(line, it, offset, lineno)
                     lineno += extra
-                self.node_line(line, lineno if not line else lineno)
+                self.node_line(line, first)
             elif line.startswith("      "):
                 self.comment_line(line, lineno)
             else:
@@ -224,7 +225,6 @@ class _Reader:
             depth += text.count("(") - text.count(")") + text.count("[") - text.count("]")
             if depth <= 0 or size > MAX_RECORD_BYTES or extra >= MAX_CONTINUATION_LINES:
                 break
-        self.continued = (lineno, extra)
         return " ".join(parts), extra, offset
 
     # --- line kinds ----------------------------------------------------------------------------------
@@ -399,15 +399,12 @@ class _Reader:
 
     def node_line(self, line: str, lineno: int) -> None:
         self.current, self.current_key = None, -1
-        start_line = getattr(self, "continued", (lineno, 0))
-        first_line = start_line[0] if start_line[0] + start_line[1] == lineno else lineno
-        self.continued = (0, 0)
         m = _NODE.match(line)
         if m is None:
-            self.diag(first_line, D.BAD_RECORD, "node line without '%N(name) = '", line)
+            self.diag(lineno, D.BAD_RECORD, "node line without '%N(name) = '", line)
             return
         node_id, name, rest = m.groups()
-        self.record(first_line, node_id, name, rest, line)
+        self.record(lineno, node_id, name, rest, line)
 
     def return_line(self, line: str, lineno: int) -> None:
         self.current, self.current_key = None, -1

@@ -84,3 +84,12 @@ def test_every_reference_resolves_in_real_dumps():
     for path in sorted((CORPUS / "ffn-jit-grad").glob("*.ir")):
         ir = read_ir(str(path))
         assert not [d for d in ir.diagnostics if d.code == "IR010"], path
+
+
+def test_a_record_spanning_lines_keeps_its_first_line_and_its_inputs():
+    ir = read_ir(str(CORPUS / "llama-recompute-modes" / "graph_build_0_0094.ir"))
+    k = _by_id(ir, "%407")     # MaskedFill of a printed tensor that spans lines 5612-5619
+    assert ir[k]["line"] == 5612 and ir[k]["op"] == "MaskedFill"
+    producers = ir.producers(k)
+    assert ir[producers[1]]["id"] == "%400" and ir[producers[0]]["value"].name == "Tensor"
+    assert ir[k]["scope"].endswith("MaskedFill-op2")
