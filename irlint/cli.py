@@ -297,6 +297,13 @@ def explain_cmd(rule):
             stages = ", ".join(cls.stages) if cls.stages else "every dump file"
             click.echo(f"\nReads stages (best first): {stages}")
             return
+    from .diagnostics import EXPLANATIONS, KINDS
+
+    code = rule.upper()
+    if code in EXPLANATIONS:
+        click.echo(f"{code} {KINDS[code]} (input problem: reported with file and line; exit code 2)\n")
+        click.echo(EXPLANATIONS[code])
+        return
     _fail(f"unknown rule {rule!r}; `irlint rules` lists them")
 
 

@@ -33,6 +33,27 @@ KINDS = {
 }
 
 
+# What each input problem means, for `irlint explain IR0xx`.
+EXPLANATIONS = {
+    UNREADABLE: "The file or folder could not be opened or listed (permissions, I/O error).",
+    NOT_IR: "The file does not start like a graph dump ('# IR entry:'); it was not read. actor_set/ "
+            "listings, .pb, .dot and .dat files in a folder are skipped without this.",
+    INVALID_UTF8: "A line holds bytes that are not UTF-8; they were replaced and the line was read.",
+    LINE_TOO_LONG: "A node record over 4 MiB was skipped, not parsed; source-trace lines of any length are fine.",
+    BAD_RECORD: "A record the grammar does not accept (a cut-off line, an unknown construct); it was "
+                "skipped and reading went on at the next record.",
+    UNKNOWN_LINE: "A line of no known kind; it was skipped.",
+    TRUNCATED: "The file ends inside a subgraph or record: the run that wrote it was probably killed. "
+               "What is there was read.",
+    COUNT_MISMATCH: "irlint read a different number of CNodes than the file's 'Total number of cnodes' header.",
+    BINARY: "The file holds NUL bytes: not a text dump.",
+    UNRESOLVED: "A node input refers to a node or parameter the file does not define.",
+    RULE_FAILED: "A rule raised an error on this file; the other rules still ran. Report it to the rule's author.",
+    PLUGIN_FAILED: "A third-party rule plugin (entry point group irlint.rules) could not be loaded, or its "
+                   "rule code clashes with another rule's; its rules did not run.",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """A line irlint could not read as expected: it was skipped and the rest was read."""

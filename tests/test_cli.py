@@ -422,3 +422,11 @@ def test_license_file_matches_the_declared_license():
     assert " ".join(text.split()[:6]) == "Apache License Version 2.0, January 2004"
     assert "END OF TERMS AND CONDITIONS" in text
     assert 'license = { text = "Apache-2.0" }' in (root / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_explain_an_input_problem_code():
+    from irlint.diagnostics import EXPLANATIONS, KINDS
+
+    assert set(EXPLANATIONS) == set(KINDS)
+    result = run("explain", "IR007")
+    assert result.exit_code == 0 and "truncated" in result.output and "killed" in result.output
