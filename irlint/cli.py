@@ -57,6 +57,8 @@ class _DefaultGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx):
+        global _debug
+        _debug = False  # --debug of one run must not outlive it (tests, API users run several)
         try:
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
@@ -66,6 +68,12 @@ class _DefaultGroup(click.Group):
             ctx.exit(EXIT_ERROR)
         except BrokenPipeError:  # e.g. `irlint ... | head`
             sys.stderr.close()
+            ctx.exit(EXIT_ERROR)
+        except ModuleNotFoundError as exc:  # run from a checkout, or an install missing a dependency
+            if _debug:
+                traceback.print_exc()
+            click.echo(f"irlint: the Python package {exc.name!r} is missing: install irlint with its "
+                       f"dependencies (`pip install .` in a checkout of irlint)", err=True)
             ctx.exit(EXIT_ERROR)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if _debug:

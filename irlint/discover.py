@@ -60,10 +60,6 @@ def sniff(path: str) -> str:
     return "text" if head.strip() else "empty"
 
 
-def is_graph_ir(path: str) -> bool:
-    return sniff(path) == "dump"
-
-
 def _display(path: Path) -> str:
     try:
         rel = os.path.relpath(path)

@@ -15,7 +15,6 @@ from .findings import Finding, Report
 from .rule import Rule, load_rules, plugin_problems
 
 if TYPE_CHECKING:
-    from .model import IRFile
     from concurrent.futures import ProcessPoolExecutor
 
 _RANK_DIR = re.compile(r"(^|[\\/])rank_\d+(?=[\\/]|$)")
@@ -53,24 +52,6 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
                 if rule not in todo[f.path]:
                     todo[f.path].append(rule)
     return dict(todo)
-
-
-def read_files(files: list[DumpFile], config: Config) -> Iterator[IRFile]:
-    """The files read into IRFiles, in order; in ``config.jobs`` worker processes when that pays."""
-    from .reader import read_ir
-    jobs = _jobs_for(files, config)
-    if jobs <= 1:
-        for f in files:
-            ir = read_ir(f.path, f.display)
-            _progress(config, f)
-            yield ir
-        return
-    with _pool(jobs) as pool:
-        futures = [pool.submit(read_ir, f.path, f.display) for f in files]
-        for f, fut in zip(files, futures):
-            ir = fut.result()
-            _progress(config, f)
-            yield ir
 
 
 def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config

@@ -45,7 +45,6 @@ class Finding:
     # what makes the problem the same across re-dumps: never node ids or line numbers
     identity: tuple = ()
     ranks: tuple[int, ...] = ()
-    source_line: str = ""
     extra: tuple = ()  # ((key, value), ...) rule-specific facts for machine formats
 
     @property

@@ -73,9 +73,7 @@ def normalize_op(raw: str) -> str:
 
 def read_ir(path: str, display: str | None = None) -> IRFile:
     """Read one dump. Never raises for bad content; I/O errors become a diagnostic too."""
-    ir = IRFile.empty(display or path)
-    ir.path = path
-    ir.display = display or path  # type: ignore[attr-defined]
+    ir = IRFile.empty(path)
     # Reading only adds objects, and the cyclic collector would rescan the growing graph again
     # and again (a third of the time on a 100 MB dump); it runs once the read is over.
     collecting = gc.isenabled()

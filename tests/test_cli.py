@@ -430,3 +430,14 @@ def test_explain_an_input_problem_code():
     assert set(EXPLANATIONS) == set(KINDS)
     result = run("explain", "IR007")
     assert result.exit_code == 0 and "truncated" in result.output and "killed" in result.output
+
+
+def test_a_missing_dependency_is_named_not_an_internal_error(tiny_rules, monkeypatch):
+    def lint(*a, **kw):
+        raise ModuleNotFoundError("No module named 'platformdirs'", name="platformdirs")
+
+    monkeypatch.setattr(irlint.cli, "lint", lint)
+    result = CliRunner().invoke(main, [DUMP])
+    assert result.exit_code == 2
+    assert "'platformdirs' is missing" in result.output and "pip install" in result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output

@@ -9,7 +9,7 @@ import pytest
 import irlint.engine as engine
 from irlint.config import Config
 from irlint.discover import discover
-from irlint.engine import lint, read_files
+from irlint.engine import lint
 from irlint.rule import Rule
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -75,17 +75,6 @@ def test_parallel_lint_with_cache_equals_serial(probes, tmp_path):
     cold = _plain(lint(paths, Config(jobs=2, cache_dir=str(tmp_path / "c"))))
     warm = _plain(lint(paths, Config(jobs=2, cache_dir=str(tmp_path / "c"))))
     assert cold[:3] == serial[:3] == warm[:3]
-
-
-def test_parallel_read_files_equals_serial(probes):
-    files, _ = discover([str(CORPUS / "s4_cast_rmsnorm")])
-    serial = list(read_files(files, Config(jobs=1)))
-    parallel = list(read_files(files, Config(jobs=2)))
-    assert [ir.path for ir in parallel] == [ir.path for ir in serial]
-    for a, b in zip(serial, parallel):
-        assert dict(a.graph.nodes(data=True)) == dict(b.graph.nodes(data=True))
-        assert sorted(a.graph.edges(keys=True, data=True), key=repr) == sorted(b.graph.edges(keys=True, data=True), key=repr)
-        assert a.diagnostics == b.diagnostics and a.header == b.header
 
 
 def test_one_small_file_stays_in_process(monkeypatch, tmp_path):

@@ -41,7 +41,7 @@ class SourceLines:
     def prefetch_findings(self, findings) -> None:
         wanted: dict[str, set[int]] = defaultdict(set)
         for f in findings:
-            if f.line > 0 and not f.source_line:
+            if f.line > 0:
                 wanted[f.file].add(f.line)
             for r in f.related:
                 if r.line > 0:

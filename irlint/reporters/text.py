@@ -72,7 +72,7 @@ def _finding(out: Console, f, ctx: RenderContext) -> None:
     if f.ranks:
         head.append(f"  (on {ranks_text(f.ranks)})", style="dim")
     grid.add_row(Text(f"{f.line}:{f.column}", style="bold"), head)
-    source = f.source_line or ctx.sources.line(f.file, f.line)
+    source = ctx.sources.line(f.file, f.line)
     if source:
         grid.add_row(Text(f"{f.line} │", style="dim"), _clipped(source))
     if f.scope:
