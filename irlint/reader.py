@@ -453,6 +453,7 @@ class _Reader:
             "primitive_attrs": blocks.get("primitive_attrs", {}),
             "cnode_attrs": blocks.get("cnode_attrs", {}),
             "primal_attrs": blocks.get("cnode_primal_attrs", {}),
+            "parallel_info": blocks.get("parallel_info", {}),
             "in_types": (),
             "out_type": None,
             "scope": "",
@@ -487,7 +488,11 @@ class _Reader:
                 blocks["instance"] = text[len("{instance name: "): close if close > 0 else len(text)].strip()
             else:
                 label, _, body = text.partition(": ")
-                blocks[label] = parse_attrs(body)
+                first, *extra = _brace_groups(body)
+                blocks[label] = parse_attrs(first)
+                # Parallel dumps print the op's strategies last, as an unnamed block: {in_strategy: ...}
+                for group in extra:
+                    blocks.setdefault("parallel_info", {}).update(parse_attrs(group))
         return blocks
 
     def comment_line(self, line: str, lineno: int) -> None:
@@ -620,6 +625,35 @@ class _Reader:
             if not any(d.code == D.TRUNCATED for d in self.ir.diagnostics):
                 self.diag(getattr(self, "eof_line", 0), D.TRUNCATED,
                           f"read {len(self.ir.subgraphs)} of {header['total_subgraphs']} subgraphs (truncated dump?)")
+
+
+def _brace_groups(text: str) -> list[str]:
+    """``{a: 1} {b: 2}`` -> its top-level brace groups; anything else comes back whole."""
+    if text.count("{") < 2:
+        return [text]
+    groups: list[str] = []
+    depth, start, quote, prev = 0, 0, "", ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and prev != "\\":
+                quote = ""
+        elif ch == '"':
+            quote = ch
+        elif ch == "{":
+            if depth == 0:
+                if text[start:i].strip():
+                    return [text]
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                groups.append(text[start:i + 1])
+                start = i + 1
+        prev = ch
+    if depth or text[start:].strip() or not groups:
+        return [text]
+    return groups
 
 
 def _bracket_attrs(callee: Any) -> bool:

@@ -93,3 +93,17 @@ def test_a_record_spanning_lines_keeps_its_first_line_and_its_inputs():
     producers = ir.producers(k)
     assert ir[producers[1]]["id"] == "%400" and ir[producers[0]]["value"].name == "Tensor"
     assert ir[k]["scope"].endswith("MaskedFill-op2")
+
+
+PAR = CORPUS / "par-fixed-mm_col_row_mp8" / "rank_0" / "21_validate_0082.ir"
+
+
+def test_parallel_strategy_block_is_read():
+    # semi_auto_parallel dumps end a sharded op's record with an unnamed {in_strategy: ...} block
+    ir = read_ir(str(PAR))
+    assert ir.diagnostics == []
+    mm2 = ir[_by_id(ir, "%4")]
+    assert mm2["op"] == "MatMul" and mm2["instance"] == "mm2"
+    assert mm2["parallel_info"] == {"in_strategy": ((1, 8), (8, 1))}
+    assert mm2["primitive_attrs"] == {"in_strategy": ((1, 8), (8, 1))}
+    assert mm2["primal_attrs"]["unique_id"] == "3774"
