@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from .diagnostics import Diagnostic
 from .stages import Stage, stage_of
@@ -59,6 +59,7 @@ class IRFile:
     size: int = 0
     # trace regions: node key -> (first line, byte start, byte end); read on demand
     traces: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    source: Any = field(default=None, repr=False)  # a seekable stream read instead of path
     _by_op: dict[str, list[int]] | None = field(default=None, repr=False)
     _by_uid: dict[str, int] | None = field(default=None, repr=False)
 
@@ -165,10 +166,14 @@ class IRFile:
             return []
         _, start, end = region
         try:
-            with open(self.path, "rb") as f:
-                f.seek(start)
-                raw = f.read(end - start)
-        except OSError:
+            if self.source is not None:
+                self.source.seek(start)
+                raw = self.source.read(end - start)
+            else:
+                with open(self.path, "rb") as f:
+                    f.seek(start)
+                    raw = f.read(end - start)
+        except (OSError, ValueError):
             return []
         return [ln.strip() for ln in raw.decode("utf-8", "replace").splitlines() if ln.strip()]
 

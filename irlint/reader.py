@@ -71,16 +71,25 @@ def normalize_op(raw: str) -> str:
     return raw[9:] if raw.startswith("PrimFunc_") else raw
 
 
-def read_ir(path: str, display: str | None = None) -> IRFile:
-    """Read one dump. Never raises for bad content; I/O errors become a diagnostic too."""
+def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = None) -> IRFile:
+    """Read one dump. Never raises for bad content; I/O errors become a diagnostic too.
+
+    ``stream``: read this seekable binary stream instead of opening ``path`` (standard input,
+    a decompressed dump); source traces are then read back from it.
+    """
     ir = IRFile.empty(path)
+    ir.source = stream
     # Reading only adds objects, and the cyclic collector would rescan the growing graph again
     # and again (a third of the time on a 100 MB dump); it runs once the read is over.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with open(path, "rb") as f:
-            _Reader(ir, display or path).run(f)
+        if stream is not None:
+            stream.seek(0)
+            _Reader(ir, display or path).run(stream)
+        else:
+            with open(path, "rb") as f:
+                _Reader(ir, display or path).run(f)
     except OSError as exc:
         ir.diagnostics.append(Diagnostic(display or path, 0, D.UNREADABLE, f"cannot read: {exc.strerror or exc}"))
     finally:

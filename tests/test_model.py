@@ -107,3 +107,15 @@ def test_parallel_strategy_block_is_read():
     assert mm2["parallel_info"] == {"in_strategy": ((1, 8), (8, 1))}
     assert mm2["primitive_attrs"] == {"in_strategy": ((1, 8), (8, 1))}
     assert mm2["primal_attrs"]["unique_id"] == "3774"
+
+
+def test_a_stream_reads_like_the_file_and_keeps_its_traces():
+    import io
+
+    from_file = read_ir(str(S2))
+    stream = io.BytesIO(S2.read_bytes())
+    from_stream = read_ir("<stdin>", stream=stream)
+    assert from_stream.diagnostics == []
+    assert from_stream.cnode_count == from_file.cnode_count
+    silu = _by_id(from_stream, "%6")
+    assert from_stream.trace(silu) == from_file.trace(_by_id(from_file, "%6")) != []
