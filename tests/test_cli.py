@@ -106,10 +106,10 @@ def test_unreadable_folder_exit_2(tiny_rules, tmp_path, monkeypatch):
 
 
 def test_internal_error_exit_2_without_traceback(tiny_rules, monkeypatch):
-    def boom(paths, config):
+    def boom(files, diagnostics, config):
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr(irlint.cli, "lint", boom)
+    monkeypatch.setattr(irlint.cli, "lint_files", boom)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 2
     assert "internal error: RuntimeError: something broke" in result.output
@@ -228,7 +228,7 @@ def test_progress_bar_counts_files(tiny_rules, monkeypatch, paths, label):
                         lambda self, description, **kw: labels.append(description) or real_add_task(self, description, **kw))
     monkeypatch.setattr(irlint.cli, "PROGRESS_MIN_BYTES", 0)
     monkeypatch.setattr(irlint.cli.sys.stderr, "isatty", lambda: True)
-    irlint.cli._lint_with_progress(paths, Config(cache=False, jobs=1), show=True)
+    irlint.cli._lint_with_progress(irlint.cli.discover_inputs(paths), Config(cache=False, jobs=1), show=True)
     assert labels == [label]
 
 
@@ -240,11 +240,11 @@ def test_quiet_has_no_summary(tiny_rules):
 def test_options_reach_the_config(tiny_rules, monkeypatch):
     seen = {}
 
-    def fake_lint(paths, config):
+    def fake_lint(files, diagnostics, config):
         seen.update(jobs=config.jobs, cache=config.cache, all_stages=config.all_stages)
-        return irlint.engine.lint(paths, config)
+        return irlint.engine.lint_files(files, diagnostics, config)
 
-    monkeypatch.setattr(irlint.cli, "lint", fake_lint)
+    monkeypatch.setattr(irlint.cli, "lint_files", fake_lint)
     run(DUMP, "--jobs", "3", "--no-cache", "--all-stages")
     assert seen == {"jobs": 3, "cache": False, "all_stages": True}
 
@@ -436,7 +436,7 @@ def test_a_missing_dependency_is_named_not_an_internal_error(tiny_rules, monkeyp
     def lint(*a, **kw):
         raise ModuleNotFoundError("No module named 'platformdirs'", name="platformdirs")
 
-    monkeypatch.setattr(irlint.cli, "lint", lint)
+    monkeypatch.setattr(irlint.cli, "lint_files", lint)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 2
     assert "'platformdirs' is missing" in result.output and "pip install" in result.output
