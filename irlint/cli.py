@@ -241,7 +241,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     ctx.color = use_color(color, tty=output is None and sys.stdout.isatty())
     text = render(report, fmt, ctx)
     if output is None:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=ctx.color)   # click would strip the colours off a pipe
     else:
         try:
             write_atomically(output, text)
