@@ -19,7 +19,7 @@ from . import __version__
 from . import rule as rule_module
 from .baseline import BaselineError, new_findings, read_baseline, write_baseline
 from .config import Config, ConfigError, check_selectors, load_config, shown, to_toml
-from .discover import STDIN, Discovery, InputError, discover_inputs, read_stdin
+from .discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from .engine import lint_files
 from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_atomically
 
@@ -198,6 +198,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     makes a second run on unchanged dumps instant; see --no-cache and --cache-dir.
     """
     try:
+        forget_buffers()
         if STDIN in paths:
             read_stdin()
         config, source = _load_config_for(config_file, paths[0] if paths[0] != STDIN else None)
@@ -497,6 +498,7 @@ def clean_cmd(config_file, cache_dir):
 def inspect_cmd(paths, fmt):
     """Show what irlint reads in each dump: subgraphs, cnodes, parameters, edges, diagnostics."""
     try:
+        forget_buffers()
         if STDIN in paths:
             read_stdin()
         found = discover_inputs(list(paths))

@@ -70,7 +70,12 @@ def is_dump_start(head: bytes) -> bool:
 # --- opening: plain, compressed, standard input -----------------------------------------------------
 # what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
-_stdin_data: dict[str, bytes] = {}
+# standard input and pipes (/dev/stdin, a FIFO): read once, kept here, since they cannot be read again
+_buffers: dict[str, bytes] = {}
+
+
+def is_buffered(path: str) -> bool:
+    return path in _buffers
 
 
 def compression_of(head: bytes) -> str | None:
@@ -98,8 +103,8 @@ def can_decompress(compression: str | None) -> bool:
 def open_dump(path: str, compression: str | None = None) -> BinaryIO:
     """A binary stream of the dump's text: decompressed on the fly (seekable, so source traces can
     be read back), or the bytes read from standard input."""
-    if path == STDIN:
-        raw: BinaryIO = io.BytesIO(_stdin_data.get(STDIN, b""))
+    if path in _buffers:
+        raw: BinaryIO = io.BytesIO(_buffers[path])
     else:
         raw = open(path, "rb")
     if compression is None:
@@ -195,9 +200,14 @@ def damage_of(stream) -> str:
 
 
 
+def forget_buffers() -> None:
+    """A new run (the CLI called again in one process) reads its pipes anew."""
+    _buffers.clear()
+
+
 def read_stdin(stream: BinaryIO | None = None) -> None:
     """Read standard input once (it cannot be read again), before discovery looks at it."""
-    _stdin_data[STDIN] = (stream or sys.stdin.buffer).read()
+    _buffers[STDIN] = (stream or sys.stdin.buffer).read()
 
 
 def sniff(path: str, compression: str | None = None) -> str:
@@ -222,8 +232,8 @@ def sniff(path: str, compression: str | None = None) -> str:
 
 
 def _head(path: str) -> bytes:
-    if path == STDIN:
-        return _stdin_data.get(STDIN, b"")[:8]
+    if path in _buffers:
+        return _buffers[path][:8]
     with open(path, "rb") as f:
         return f.read(8)
 
@@ -258,6 +268,8 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discover
     files: dict[str, DumpFile] = {}
     for raw in paths:
         if raw == STDIN:
+            if STDIN not in _buffers:   # an API call: the CLI reads it before the config
+                read_stdin()
             _add_stdin(out, files, stdin_name)
             continue
         p = Path(raw)
@@ -282,7 +294,7 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discover
 
 def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
     display = name or "<stdin>"
-    data = _stdin_data.get(STDIN, b"")
+    data = _buffers.get(STDIN, b"")
     compression = compression_of(data[:8])
     kind = sniff(STDIN, compression)
     if kind != "dump":
@@ -292,6 +304,16 @@ def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> 
 
 
 def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, st: os.stat_result) -> None:
+    if not stat_module.S_ISREG(st.st_mode) and raw not in _buffers:
+        # /dev/stdin from a pipe, a FIFO: it can be read once only
+        try:
+            with open(p, "rb") as f:
+                _buffers[raw] = f.read()
+        except OSError as exc:
+            raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
+        st = os.stat_result((*st[:6], len(_buffers[raw]), *st[7:]))
+    if raw in _buffers:
+        p = Path(raw)
     try:
         compression = compression_of(_head(str(p)))
     except OSError:
@@ -299,10 +321,11 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
     if compression is not None and not can_decompress(compression):
         out.diagnostics.append(_not_a_dump(_display(p), "unsupported", compression))
         return
-    key = str(p.resolve())
+    key = raw if raw in _buffers else str(p.resolve())
     if key not in files:
         # a file named directly is always read (a wrong one is reported by the reader)
-        files[key] = DumpFile(str(p), _display(p), "", _rank_of(p.resolve()), True, stage_of(p.name),
+        files[key] = DumpFile(raw if raw in _buffers else str(p), _display(p), "", _rank_of(p.resolve()), True,
+                              stage_of(p.name),
                               st.st_size, compression)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 from .cache import LintCache, content_hash, default_dir
 from .config import Config, validate
 from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
-from .discover import STDIN, DumpFile, InputError, damage_of, discover, discover_inputs, open_dump  # noqa: F401 - discover: API
+from .discover import DumpFile, is_buffered, InputError, damage_of, discover, discover_inputs, open_dump  # noqa: F401 - discover: API
 from .findings import Finding, Report
 from .rule import Rule, load_rules, plugin_problems
 
@@ -90,14 +90,14 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
-        digest = store.known_hash(f.path) if store and f.path != STDIN else None
+        digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
         hit = store.get(store.key(digest, todo[f.path]), f.display) if digest else None
         if hit is not None:
             results[i] = hit
         else:
             misses.append((i, f, digest))
-    # standard input was read into this process: it is checked here
-    to_pool = [m for m in misses if m[1].path != STDIN]
+    # standard input (or a pipe) was read into this process: it is checked here, and not cached
+    to_pool = [m for m in misses if not is_buffered(m[1].path)]
     jobs = _jobs_for([f for _, f, _ in to_pool], config)
     if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in to_pool]):
         jobs = 1  # rules defined where a worker cannot import them run here
@@ -107,8 +107,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
         futures = {}
         # biggest first, so that one large file does not start last and run alone
         for i, f, digest in sorted(misses, key=lambda m: -m[1].size):
-            args = (f, todo[f.path], digest, cache_dir if f.path != STDIN else None, timeout)
-            futures[i] = pool.submit(_check_one, *args) if pool and f.path != STDIN else args
+            args = (f, todo[f.path], digest, cache_dir if not is_buffered(f.path) else None, timeout)
+            futures[i] = pool.submit(_check_one, *args) if pool and not is_buffered(f.path) else args
         for i, f in enumerate(files):
             if i in results:
                 findings, diags = results[i]

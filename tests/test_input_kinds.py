@@ -208,9 +208,22 @@ def test_standard_input_that_is_not_a_dump():
 def test_findings_and_diagnostics_name_a_file_the_same_way(tmp_path, monkeypatch):
     folder = tmp_path / "g"
     shutil.copytree(S2, folder)
-    data = VALIDATE.read_bytes()
-    (folder / VALIDATE.name).write_bytes(data.replace(b"# Fullname with scope", b"\x00junk line\n# Fullname with scope", 1))
+    (folder / VALIDATE.name).write_bytes(VALIDATE.read_bytes()[:20000])
     monkeypatch.chdir(tmp_path)
-    _, out = lint_json(folder.resolve())
+    _, out = lint_json(folder.resolve(), "--all-stages")    # typed absolute, below the working directory
+    assert out["findings"] and out["diagnostics"]
     names = {f["file"] for f in out["findings"]} | {d["file"] for d in out["diagnostics"]}
-    assert names == {str(Path("g") / VALIDATE.name)}
+    names |= {r["file"] for f in out["findings"] for r in f["related"]}
+    assert all(n.startswith("g" + os.sep) for n in names), names
+
+
+def test_dev_stdin_from_a_pipe(tmp_path):
+    import subprocess
+    import sys
+
+    for args in (["/dev/stdin"], ["-", "--stdin-filename", "21_validate_0076.ir"]):
+        proc = subprocess.run([sys.executable, "-m", "irlint", "--no-cache", *args, "--format", "json"],
+                              input=VALIDATE.read_bytes(), capture_output=True, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        assert {"RC001", "RC002"} <= codes(json.loads(proc.stdout))
+        assert not list(tmp_path.iterdir())   # nothing written but the report
