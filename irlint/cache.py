@@ -1,10 +1,10 @@
 """A cache of lint results per dump file, so that linting an unchanged folder again is instant.
 
 An entry holds what the rules found in one file and the diagnostics of reading it. Its key is
-the file's content hash, the rules run on it (code, class and a hash of the rule module's source)
-and irlint itself (version, grammar and source hash), so a change to any of them is a miss; the
-path is not part of it (the file's own name is stored as a placeholder and filled in on load), so
-the same dump under another path or working directory is a hit. A second, small entry maps a
+the file's content hash, the rules run on it (code, class and a hash of the rule module's source),
+the stage its name gives and irlint itself (version, grammar and source hash), so a change to any
+of them is a miss; the path is not part of it (the file's own name is stored as a placeholder and
+filled in on load), so the same dump under another path or working directory is a hit. A second, small entry maps a
 file's stat (inode, size, mtime, ctime) to its content hash, so an unchanged file is not hashed
 again.
 
@@ -138,9 +138,10 @@ class LintCache:
         self._store(self._file("stat", sk[0]), digest)
 
     @staticmethod
-    def key(digest: str, rules: Iterable[Any]) -> str:
-        """Content, rules and irlint: not the path, which the entry does not depend on."""
-        ident = "\0".join((tool_hash(), digest, rules_hash(rules)))
+    def key(digest: str, rules: Iterable[Any], stage: str = "") -> str:
+        """Content, rules, irlint and the stage the file name gives (findings carry it): not the
+        path, which the entry does not depend on."""
+        ident = "\0".join((tool_hash(), digest, rules_hash(rules), stage))
         return hashlib.sha256(ident.encode()).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------

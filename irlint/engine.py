@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Iterator
 from .cache import LintCache, content_hash, default_dir
 from .config import Config, validate
 from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
-from .discover import DumpFile, is_buffered, InputError, damage_of, discover, discover_inputs, open_dump  # noqa: F401 - discover: API
+from .discover import discover  # noqa: F401 - part of the API
+from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
 from .rule import Rule, load_rules, plugin_problems
 
@@ -91,7 +92,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
         digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
-        hit = store.get(store.key(digest, todo[f.path]), f.display) if digest else None
+        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display) if digest else None
         if hit is not None:
             results[i] = hit
         else:
@@ -118,7 +119,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
                 # bad input is never cached: a run on it writes nothing but what the user named
                 if store is not None and digest is not None and not diags:
                     store.remember_hash(f.path, digest)
-                    store.put(store.key(digest, todo[f.path]), (findings, diags), f.display)
+                    store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display)
             _progress(config, f)
             yield f, findings, diags
         finished = True
@@ -156,7 +157,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, rules), display)
+            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display)
             if hit is not None:
                 return digest, hit[0], hit[1]
     from .reader import read_ir  # here: a fully cached run never loads the parser

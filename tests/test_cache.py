@@ -258,3 +258,14 @@ def test_same_file_under_another_path_keeps_its_own_names(rules, dump, tmp_path,
     relative, _ = _lint(Path(dump.parent.name) / dump.name, cache)
     assert {f["file"] for f in absolute} == {str(dump)}
     assert {f["file"] for f in relative} == {str(Path(dump.parent.name) / dump.name)}
+
+
+def test_the_same_content_under_another_stage_name_is_a_miss(rules, dump, tmp_path):
+    # findings carry the stage (it is part of their fingerprint): a renamed copy must not reuse them
+    cache = tmp_path / "cache"
+    first, _ = _lint(dump, cache)
+    renamed = dump.parent / "graph.ir"
+    shutil.copy(dump, renamed)
+    second, _ = _lint(renamed, cache)
+    assert len(RecomputedNodes.checked) == 2
+    assert {f["stage"] for f in first} != {f["stage"] for f in second}
