@@ -227,3 +227,13 @@ def test_dev_stdin_from_a_pipe(tmp_path):
         assert proc.returncode == 1, proc.stderr
         assert {"RC001", "RC002"} <= codes(json.loads(proc.stdout))
         assert not list(tmp_path.iterdir())   # nothing written but the report
+
+
+def test_the_api_report_of_a_compressed_dump_shows_its_lines(tmp_path):
+    from irlint import Config, lint
+    from irlint.reporters import render
+
+    gz = tmp_path / (VALIDATE.name + ".gz")
+    gz.write_bytes(gzip.compress(VALIDATE.read_bytes()))
+    text = render(lint(str(gz), Config(cache=False, jobs=1)), "text")
+    assert re.search(r"\d+ │ %\d+\(", text)

@@ -34,11 +34,13 @@ class SourceLines:
                 got.setdefault(n, "")
 
     def _open(self, name: str):
-        if name not in self.streams:
-            return open(name, "rb")
-        from ..discover import open_dump
+        from ..discover import compression_of, open_dump
 
-        return open_dump(*self.streams[name])
+        if name in self.streams:
+            return open_dump(*self.streams[name])
+        with open(name, "rb") as f:   # a compressed dump is shown decompressed, whoever linted it
+            compression = compression_of(f.read(8))
+        return open_dump(name, compression)
 
     def line(self, path: str, number: int) -> str:
         if number <= 0:
