@@ -277,6 +277,24 @@ def _worker_signals() -> None:
     # which stops the pool
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent()
+
+
+def _end_with_parent() -> None:
+    """Linux: SIGTERM this worker when the process that started it dies, even by SIGKILL or the
+    OOM killer, which leave no chance to clean up."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:   # the parent died before prctl took effect
+        os._exit(1)
 
 
 def _picklable(value) -> bool:

@@ -243,7 +243,8 @@ cli.main()
 '''
 
 
-def test_sigterm_ends_the_worker_processes(tmp_path):
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_ending_irlint_ends_the_worker_processes(tmp_path, sig):
     import os
     import signal
     import subprocess
@@ -263,16 +264,18 @@ def test_sigterm_ends_the_worker_processes(tmp_path):
             time.sleep(0.1)
         workers = [int(p.name) for p in pids.iterdir()]
         assert len(workers) == 2 and proc.pid not in workers
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 143
+        proc.send_signal(getattr(signal, sig))
+        assert proc.wait(timeout=30) == (143 if sig == "SIGTERM" else -signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.1)
+    survivors = []
     for pid in workers:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}/status").exists() else ""
-        assert "zombie" in status, f"worker {pid} outlived irlint"
+        status = Path(f"/proc/{pid}/status")
+        if status.exists() and "zombie" not in status.read_text():
+            survivors.append(pid)
+            os.kill(pid, signal.SIGKILL)   # a failing run must not leave them behind either
+    assert not survivors, f"workers {survivors} outlived irlint"
