@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .findings import Finding
 from .model import IRFile
 from .values import TensorType
 
@@ -257,7 +258,100 @@ def account(ir: IRFile) -> MemoryReport:
 def bytes_at_stake(ir: IRFile, key: int) -> int:
     """What recomputing ``key`` would free: its output bytes when backward keeps that tensor
     (directly or through views); 0 when nothing of it is kept."""
+    return sum(t.nbytes for t in _kept_by_node(ir).get(key, ()))
+
+
+def _report(ir: IRFile) -> MemoryReport:
     report = ir.__dict__.get("_memory_report")
     if report is None:
         report = ir.__dict__["_memory_report"] = account(ir)
-    return sum(t.nbytes for t in report.kept if t.tensor.node == key)
+    return report
+
+
+def _kept_by_node(ir: IRFile) -> dict[int, list[KeptTensor]]:
+    index = ir.__dict__.get("_kept_by_node")
+    if index is None:
+        index = {}
+        for t in _report(ir).kept:
+            index.setdefault(t.tensor.node, []).append(t)
+        ir.__dict__["_kept_by_node"] = index
+    return index
+
+
+def layer_peers(ir: IRFile, key: int) -> list[int]:
+    """The forward nodes at the same place in every decoder layer (same op, same scope with the
+    layer number and the ``recompute_`` prefix ignored), ``key`` included; [key] outside layers."""
+    pattern = _peer_pattern(ir[key].get("scope", ""))
+    if pattern is None:
+        return [key]
+    index = ir.__dict__.get("_layer_peers")
+    if index is None:
+        index = {}
+        for k in ir.cnodes():
+            if not (ir.is_recompute_copy(k) or is_backward(ir, k)):
+                p = _peer_pattern(ir[k].get("scope", ""))
+                if p is not None:
+                    index.setdefault((ir[k]["op"], p), []).append(k)
+        ir.__dict__["_layer_peers"] = index
+    return sorted(index.get((ir[key]["op"], pattern), [key]))
+
+
+def _peer_pattern(scope: str) -> str | None:
+    scope = scope.removeprefix("recompute_")
+    return _LAYER.sub(lambda m: m.group(0).replace(m.group(1), "*", 1), scope) if _LAYER.search(scope) else None
+
+
+def _asked_to_recompute(ir: IRFile, key: int) -> bool:
+    d = ir[key]
+    return (d.get("primitive_attrs") or {}).get("recompute") is True or (d.get("cnode_attrs") or {}).get("recompute") is True
+
+
+@dataclass(frozen=True, slots=True)
+class Stake:
+    """Bytes of kept activations a finding is about: in its own layer, and summed over the
+    layers where the same node is asked to recompute and still costs memory."""
+
+    bytes: int
+    total: int
+    layers: int
+
+    def text(self) -> str:
+        if self.layers > 1:
+            return (f"{self.bytes:,} bytes at stake in this layer, {self.total:,} bytes across the "
+                    f"{self.layers} layers with the same problem")
+        return f"{self.bytes:,} bytes at stake"
+
+    def extra(self) -> dict:
+        return {"bytes_at_stake_total": self.total, "layers_with_problem": self.layers}
+
+
+def stake(ir: IRFile, key: int, cost=None) -> Stake:
+    """The activation bytes a recompute finding on ``key`` is about: ``cost(ir, node)`` (default
+    ``bytes_at_stake``) here, and summed over its layer peers that are asked to recompute and
+    cost something too."""
+    cost = cost or bytes_at_stake
+    own = cost(ir, key)
+    peers = [p for p in layer_peers(ir, key) if p == key or (_asked_to_recompute(ir, p) and cost(ir, p) > 0)]
+    return Stake(own, sum(cost(ir, p) for p in peers), len(peers))
+
+
+def downcast_cost(ir: IRFile, cast: int) -> int:
+    """What recomputing a down-cast costs: its high-precision input (kept for the copy) instead
+    of its low-precision output, when only recomputed copies read that input; 0 when backward
+    keeps the input anyway, or the types are unknown."""
+    ins = ir.producers(cast)[:1]
+    in_t = (ir[cast].get("in_types") or (None,))[0]
+    out_t = ir[cast].get("out_type")
+    if not ins or in_t is None or out_t is None or not in_t.nbytes or not out_t.nbytes:
+        return 0
+    sources_of_input = [t.node for t, _ in sources(ir, ins[0])]
+    kept = [t for s in sources_of_input for t in _kept_by_node(ir).get(s, ())]
+    if any(not ir.is_recompute_copy(r) for t in kept for r in t.readers):
+        return 0
+    return max(0, in_t.nbytes - out_t.nbytes)
+
+
+def staked(finding: Finding, at: Stake) -> Finding:
+    """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``extra``."""
+    return finding.with_(message=f"{finding.message} ({at.text()})", bytes_at_stake=at.bytes,
+                         extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())))

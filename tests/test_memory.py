@@ -273,3 +273,39 @@ def test_gpt_fixture_manifests(folder):
     assert {k: rows[k].kept_bytes for k in manifest["expected_kept_bytes"]} == manifest["expected_kept_bytes"]
     assert {k: rows[k].recompute_saved_bytes for k in manifest["expected_recompute_saved_bytes"]} \
         == manifest["expected_recompute_saved_bytes"]
+
+
+# --- bytes at stake on the recompute findings ----------------------------------------------------
+
+def test_recompute_findings_state_bytes_per_layer_and_across_layers(lint_paths):
+    report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"])
+    stakes = {(f.code, f.node): (f.bytes_at_stake, dict(f.extra)["bytes_at_stake_total"]) for f in report.findings
+              if f.code in ("RC001", "RC002")}
+    # the gate Mul (s x ff fp16) is blocked in layers 0 and 2; the one-op SiLU cell only in layer 2
+    assert stakes == {("RC001", "%60"): (FF_OUT, 2 * FF_OUT), ("RC002", "%60"): (FF_OUT, 2 * FF_OUT),
+                      ("RC001", "%189"): (FF_OUT, 2 * FF_OUT), ("RC002", "%189"): (FF_OUT, 2 * FF_OUT),
+                      ("RC001", "%184"): (FF_OUT, FF_OUT)}
+    mul = next(f for f in report.findings if f.node == "%60" and f.code == "RC001")
+    assert "5,632 bytes at stake in this layer, 11,264 bytes across the 2 layers" in mul.message
+    assert mul.to_dict()["bytes_at_stake"] == FF_OUT
+
+
+def test_recomputed_downcast_costs_its_input_minus_its_output(lint_paths):
+    report = lint_paths([CORPUS / "s4_cast_rmsnorm" / "21_validate_0076.ir"])
+    (downcast,) = [f for f in report.findings if f.code == "RC003"]
+    # the fp32 x*rsqrt (16 x 32 x 4) is kept for the copy instead of the fp16 cast (16 x 32 x 2)
+    assert downcast.bytes_at_stake == 16 * 32 * F32 - 16 * 32 * F16
+
+
+def test_text_report_puts_the_costliest_finding_first():
+    from irlint.findings import Finding, Report
+    from irlint.reporters import RenderContext, render
+
+    def finding(line, stake):
+        return Finding(code="RC001", rule="recompute-not-applied", severity="warning", file="a.ir", line=line,
+                       graph="@g", node=f"%{line}", op="Mul", scope="s", message=f"at line {line}",
+                       bytes_at_stake=stake)
+
+    text = render(Report(findings=[finding(10, 64), finding(20, None), finding(30, 4096)], files=["a.ir"]),
+                  "text", RenderContext(width=100))
+    assert text.index("at line 30") < text.index("at line 10") < text.index("at line 20")
