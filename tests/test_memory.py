@@ -309,3 +309,36 @@ def test_text_report_puts_the_costliest_finding_first():
     text = render(Report(findings=[finding(10, 64), finding(20, None), finding(30, 4096)], files=["a.ir"]),
                   "text", RenderContext(width=100))
     assert text.index("at line 30") < text.index("at line 10") < text.index("at line 20")
+
+
+# --- outsized-kept-activation (AM001) ----------------------------------------------------------
+
+def test_outsized_rule_flags_the_fp32_softmax_of_each_layer_not_recomputed():
+    from rules.outsized_activation import OutsizedKeptActivation
+
+    ir = read_ir(str(CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"))
+    found = list(OutsizedKeptActivation().check(ir))
+    # layers 0-2 keep their fp32 softmax (1, 4, 16, 16); layer 3 is fully recomputed
+    assert [(f.op, dict(f.extra)["layer"], f.bytes_at_stake) for f in found] == \
+        [("Softmax", str(i), HEADS * S * S * F32) for i in range(3)]
+    assert "flash attention" in found[0].hint
+
+
+def test_outsized_rule_share_of_layer():
+    from rules.outsized_activation import OutsizedKeptActivation
+
+    ir = read_ir(str(GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir"))
+    assert list(OutsizedKeptActivation().check(ir)) == []   # fp16 throughout, no tensor above 25%
+    rule = OutsizedKeptActivation()
+    rule.max_layer_share = 0.15
+    # GeLU input and output (8 s b h each) are 19% of layer 0 and 22% of layer 1; the fully
+    # recomputed layer 2 keeps one tensor and is never judged
+    assert sorted((f.op, dict(f.extra)["layer"]) for f in rule.check(ir)) == \
+        [("Add", "0"), ("Add", "1"), ("GeLU", "0"), ("GeLU", "1")]
+
+
+def test_outsized_rule_is_off_by_default(lint_paths):
+    report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"])
+    assert not [f for f in report.findings if f.code == "AM001"]
+    report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"], extend_select=["AM001"])
+    assert len([f for f in report.findings if f.code == "AM001"]) == 3
