@@ -88,6 +88,11 @@ class MemoryReport:
             rows.setdefault(t.layer, LayerMemory(t.layer)).recompute_saved_bytes += t.nbytes
         return sorted(rows.values(), key=lambda r: (r.layer == OUTSIDE, int(r.layer) if r.layer.isdigit() else 0))
 
+    @property
+    def unsized(self) -> list[KeptTensor]:
+        """Kept tensors whose type line gives no byte size (unknown dtype, dynamic shape): 0 bytes."""
+        return [t for t in self.kept if t.type is None or t.type.nbytes is None]
+
     def top(self, n: int) -> list[KeptTensor]:
         return sorted(self.kept, key=lambda t: (-t.nbytes, t.tensor.node, t.tensor.index or 0))[:n]
 

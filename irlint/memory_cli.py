@@ -48,6 +48,9 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
                 for t in report.top(top)],
         # added to version 1 (the contract is extended, never renamed)
         "weight_copy_bytes": sum(t.nbytes for t in report.weight_copies),
+        "unsized": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
+                     "line": ir[t.tensor.node].get("line", 0), "type": t.type.raw if t.type is not None else None}
+                    for t in report.unsized],
     }
 
 
@@ -99,6 +102,9 @@ def render_text(entries: list[dict], width: int | None = None) -> str:
             top.add_row(human(t["bytes"]), f"{t['node']} (line {t['line']})", t["op"], t["dtype"] or "?", shape,
                         ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""), t["scope"])
         out.print(top)
+        for u in e["unsized"]:
+            out.print(f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
+                      f"{u['node']} {u['op']} {u['type'] or '(no type line)'}", soft_wrap=True)
         if e["weight_copy_bytes"]:
             out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes of weight copies (e.g. fp16 casts of "
                       f"weights) that backward reads; they scale with the parameters, not the batch.")

@@ -342,3 +342,16 @@ def test_outsized_rule_is_off_by_default(lint_paths):
     assert not [f for f in report.findings if f.code == "AM001"]
     report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"], extend_select=["AM001"])
     assert len([f for f in report.findings if f.code == "AM001"]) == 3
+
+
+def test_a_kept_tensor_of_unknown_size_is_named_not_guessed(ir_from_text):
+    from rules.outsized_activation import SOFTMAX_FP32_KEPT
+
+    ir = ir_from_text(SOFTMAX_FP32_KEPT.replace("-> (<Tensor[Float32], (1, 4, 16, 16)>)\n      # Fullname with scope: (Default",
+                                                "-> (<Tensor[Float32], (-1, 4, 16, 16)>)\n      # Fullname with scope: (Default", 1))
+    report = account(ir)
+    assert [ir[t.tensor.node]["op"] for t in report.unsized] == ["Softmax"]
+    assert report.total_kept_bytes == 0
+    result = run(ir.path)
+    assert f"{ir.path}:" in result.output and "kept tensor of unknown size" in result.output
+    assert json.loads(run(ir.path, "--format", "json").output)["files"][0]["unsized"][0]["op"] == "Softmax"
