@@ -106,8 +106,9 @@ def render_text(entries: list[dict], width: int | None = None) -> str:
             out.print(f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
                       f"{u['node']} {u['op']} {u['type'] or '(no type line)'}", soft_wrap=True)
         if e["weight_copy_bytes"]:
-            out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes of weight copies (e.g. fp16 casts of "
-                      f"weights) that backward reads; they scale with the parameters, not the batch.")
+            out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
+                      f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
+                      f"parameters, not the batch.", soft_wrap=True)
     out.print(SCOPE_NOTE, soft_wrap=True)
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
@@ -128,7 +129,8 @@ def memory_cmd(paths, fmt, top):
     not kept: it shows as "recompute saved". Layers come from the `layers-…/N-` scope path.
 
     Not counted: parameters and graph inputs, optimizer state, gradients, constants, the
-    backward pass's own workspace, and weight copies (fp16 casts of weights, listed apart).
+    backward pass's own workspace, and tensors computed from weights and constants only (e.g.
+    fp16 casts of weights; their total is shown apart).
     """
     try:
         files, _ = discover(list(paths))

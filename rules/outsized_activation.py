@@ -52,10 +52,13 @@ SOFTMAX_FP16_KEPT = _snippet("Float16", """\
       # Fullname with scope: (Gradients/Default/network-GPT/layers-CellList/0-GPTLayer/attention-Attention/core_attention-CoreAttention/Grad_Softmax/SoftmaxBackward-op2)""")
 
 
-def is_sequence_squared(t: KeptTensor) -> bool:
-    """An attention-score shaped tensor: at least 3 dims, the last two equal (seq x seq)."""
+def is_sequence_squared(ir: IRFile, t: KeptTensor) -> bool:
+    """An attention-score shaped tensor: at least 3 dims, the last two equal (seq x seq). A
+    Transpose output is the head split of Q/K/V, (b, heads, seq, head_dim), square only when
+    head_dim happens to equal seq."""
     shape = t.type.shape if t.type is not None else None
-    return bool(shape) and len(shape) >= 3 and shape[-1] == shape[-2] and shape[-1] > 1
+    return (bool(shape) and len(shape) >= 3 and shape[-1] == shape[-2] and shape[-1] > 1
+            and ir[t.tensor.node].get("op") != "Transpose")
 
 
 class OutsizedKeptActivation(Rule):
@@ -106,7 +109,7 @@ class OutsizedKeptActivation(Rule):
                 continue
             layer = layers[t.layer]
             share = t.nbytes / layer.kept_bytes
-            squared = is_sequence_squared(t) and t.type.dtype in HIGH_PRECISION
+            squared = is_sequence_squared(ir, t) and t.type.dtype in HIGH_PRECISION
             large = share > self.max_layer_share and layer.tensors >= self.min_layer_tensors
             if not (squared or large):
                 continue

@@ -22,13 +22,13 @@ GPT = TESTS / "fixtures" / "memory"
 F32, F16 = 4, 2
 
 
-def kept(case: str) -> dict[str, int]:
-    report = account(read_ir(str(CORPUS / case / "21_validate_0076.ir")))
+def kept(case: str, name: str = "21_validate_0076.ir") -> dict[str, int]:
+    report = account(read_ir(str(CORPUS / case / name)))
     return {row.layer: row.kept_bytes for row in report.layers()}
 
 
-def saved(case: str) -> dict[str, int]:
-    report = account(read_ir(str(CORPUS / case / "21_validate_0076.ir")))
+def saved(case: str, name: str = "21_validate_0076.ir") -> dict[str, int]:
+    report = account(read_ir(str(CORPUS / case / name)))
     return {row.layer: row.recompute_saved_bytes for row in report.layers()}
 
 
@@ -45,6 +45,12 @@ def test_s2_keeps_silu_and_mul_because_the_reshapes_block_their_recompute():
     # The input x is a graph input: not counted.
     assert kept("s2_ffn_3d_reshape_blocks") == {"outside": FFN_W1 + FFN_W3 + FFN_SILU + FFN_MUL + FFN_OUT}
     assert saved("s2_ffn_3d_reshape_blocks") == {"outside": 0}
+
+
+def test_s1_two_d_ffn_recomputes_silu_and_mul_and_s7_is_s2_compiled_as_a_function():
+    assert kept("s1_ffn_2d") == {"outside": FFN_W1 + FFN_W3 + FFN_OUT}
+    assert saved("s1_ffn_2d") == {"outside": FFN_SILU + FFN_MUL}
+    assert kept("s7_ffn_3d_function_grad", "31_validate_0032.ir") == kept("s2_ffn_3d_reshape_blocks")
 
 
 def test_s3_recomputes_silu_and_mul_and_s2_minus_s3_is_what_the_fix_saves():
@@ -117,7 +123,8 @@ def test_llama_2d_and_cast_layers():
     assert kept("llama-2d") == {"0": llama_layer(S, H, HEADS, FF, 2), "1": llama_layer(S, H, HEADS, FF, 4),
                                 "outside": llama_outside(S, H, VOCAB)}
     # cast / downcast tags on the RMSNorm casts change nothing by the validate stage: the compiler
-    # folds the up-casts, and no copy of a down-cast is left
+    # folds the tagged up-casts away (layer 0), and the tagged down-casts got no copy (layer 1: no
+    # "duplicated: Bool(1)" in the file), so every layer keeps what an untagged one does
     assert kept("llama-cast") == {str(i): llama_layer(S, H, HEADS, FF, 4) for i in range(3)} \
         | {"outside": llama_outside(S, H, VOCAB)}
 
