@@ -11,6 +11,12 @@ from .discover import DumpFile, InputError, discover
 from .memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
 
 JSON_VERSION = 1
+EXIT_ERROR = 2
+
+
+def fail(message: str):
+    click.echo(f"irlint: {message}", err=True)
+    sys.exit(EXIT_ERROR)
 
 
 def final_files(files: list[DumpFile]) -> list[DumpFile]:
@@ -94,6 +100,10 @@ def render_text(entries: list[dict], width: int | None = None) -> str:
             out.print(f"{name}: {e['file']} ({e['stage']})")
     out.print(table)
     for name, e in zip(label, entries):
+        if not e["layers"]:
+            out.print(f"{e['file']}: no forward tensor is read by a backward op (no backward pass in this "
+                      f"graph, or a stage before autodiff): nothing is kept for backward.", soft_wrap=True)
+            continue
         top = Table(title=f"Largest kept tensors{' (' + name + ')' if many else ''}", title_justify="left")
         for col in ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "scope"):
             top.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
@@ -133,25 +143,25 @@ def memory_cmd(paths, fmt, top):
     fp16 casts of weights; their total is shown apart).
     """
     try:
-        files, _ = discover(list(paths))
+        files, problems = discover(list(paths))
     except InputError as exc:
-        raise click.ClickException(str(exc))
+        fail(str(exc))
     chosen = final_files(files)
     if not chosen:
-        raise click.ClickException("no final-stage graph dump (validate, cse_after_recomputation, "
-                                   "add_recomputation, graph_build) found in " + ", ".join(paths))
+        fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
+             "graph_build) found in " + ", ".join(paths))
     from .reader import read_ir
 
     entries = []
-    problems = []
     for f in chosen:
         ir = read_ir(f.path, f.display)
         problems += ir.diagnostics
-        entries.append(file_entry(f, ir, account(ir), top))
+        if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
+            entries.append(file_entry(f, ir, account(ir), top))
     if fmt == "json":
         click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1))
-    else:
+    elif entries:
         click.echo(render_text(entries), nl=False)
     for d in problems:
         click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
-    sys.exit(2 if problems else 0)
+    sys.exit(EXIT_ERROR if problems else 0)

@@ -259,7 +259,19 @@ def test_memory_without_final_stage_fails_cleanly(tmp_path):
     (tmp_path / "12_pipeline_split_0013.ir").write_bytes(
         (CORPUS / "s2_ffn_3d_reshape_blocks" / "12_pipeline_split_0013.ir").read_bytes())
     result = CliRunner().invoke(main, ["memory", str(tmp_path)])
-    assert result.exit_code != 0 and "no final-stage graph dump" in result.output
+    assert result.exit_code == 2 and "no final-stage graph dump" in result.output
+    assert run(tmp_path / "missing").exit_code == 2
+
+
+def test_memory_of_a_file_that_is_no_dump_reports_it(tmp_path):
+    (tmp_path / "21_validate_0076.ir").write_text("hello\n", encoding="utf-8")
+    result = run(tmp_path / "21_validate_0076.ir")
+    assert result.exit_code == 2 and "not a graph IR dump" in result.output and "Activations" not in result.output
+
+
+def test_memory_of_a_graph_without_backward_says_nothing_is_kept():
+    result = run(TESTS / "fixtures" / "versions" / "2.1_validate.ir")
+    assert result.exit_code == 0 and "nothing is kept for backward" in result.output
 
 
 def test_formula_table_script_runs():
