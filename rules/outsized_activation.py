@@ -70,6 +70,11 @@ class OutsizedKeptActivation(Rule):
     ``min_layer_tensors`` (4) tensors, so that a fully recomputed layer (one kept tensor) is not
     flagged. Only tensors under a ``layers-…/N-`` scope are judged.
 
+    Kept activations are what ``irlint memory`` counts: outputs of forward ops that a backward op
+    or a recomputed copy reads, directly or through views sharing the tensor, once per tensor,
+    dtype size x local shape. Not counted: parameters and graph inputs, optimizer state,
+    gradients, constants, backward workspace, tensors made from weights and constants only.
+
     Stage files: the final graph (``validate``, else ``cse_after_recomputation``,
     ``add_recomputation``, ``graph_build``), as ``irlint memory`` reads it.
 

@@ -236,6 +236,15 @@ def test_memory_json_contract():
     assert first["bytes"] == first["shape"][0] * first["shape"][1] * first["shape"][2] * F32
 
 
+@pytest.mark.parametrize("path", [CORPUS / "llama-recompute-modes", GPT / "gpt-s8-b4-h32-a2",
+                                  TESTS / "fixtures" / "synthetic" / "ffn_wrong_strategy_ranks_synthetic"])
+def test_memory_json_matches_its_schema(path):
+    import jsonschema
+
+    schema = json.loads((TESTS / "fixtures" / "schemas" / "irlint-memory-1.json").read_text(encoding="utf-8"))
+    jsonschema.validate(json.loads(run(path, "--format", "json").output), schema)
+
+
 def test_memory_ranks_side_by_side():
     result = run(TESTS / "fixtures" / "synthetic" / "ffn_wrong_strategy_ranks_synthetic", "--format", "json")
     assert [f["rank"] for f in json.loads(result.output)["files"]] == [0, 1]
