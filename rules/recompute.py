@@ -15,6 +15,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from irlint.findings import Related
+from irlint.memory import downcast_cost, stake, staked
 from irlint.model import IRFile
 from irlint.rule import Rule, related_node
 from irlint.values import TYPE_ID_NAMES
@@ -408,9 +409,9 @@ class RecomputeNotApplied(_RecomputeRule):
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in views]
         related += [related_node(ir, r, reader_note(ir, r, "backward reader" + (" (direct)" if r in direct else "")))
                     for r, _ in readers]
-        return self.finding(ir, k, message, hint=hint, related=related,
-                            identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
-                            extra={"request": req, "impact": "memory"})
+        return staked(self.finding(ir, k, message, hint=hint, related=related,
+                                   identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
+                                   extra={"request": req, "impact": "memory"}), stake(ir, k))
 
 
 class RecomputeTagUnused(_RecomputeRule):
@@ -635,8 +636,8 @@ class ReshapeBlocksSiluMulRecompute(_RecomputeRule):
                     for r in readers_of_blocking]
         identity = (d["op"], "/".join(cell_path(d.get("scope", ""))),
                     tuple("/".join(cell_path(ir[b].get("scope", ""))) for b in blocking))
-        return self.finding(ir, k, message, hint=hint, related=related, identity=identity,
-                            extra={"request": req, "select_recompute": keys[1:]})
+        return staked(self.finding(ir, k, message, hint=hint, related=related, identity=identity,
+                                   extra={"request": req, "select_recompute": keys[1:]}), stake(ir, k))
 
 
 def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
@@ -719,7 +720,8 @@ class RecomputeDowncast(_RecomputeRule):
             hint = ("Recompute the up-cast before the norm instead, or give the down-cast its own "
                     "Cast primitive without the tag" + (f"; drop select_recompute key '{key}'" if key else "")
                     + (GUESS_NOTE if guessed else "") + ".")
-            yield self.finding(ir, k, message, hint=hint,
-                               related=[related_node(ir, source, f"{src} input kept for the recompute")],
-                               identity=(d["op"], "/".join(cell_path(d.get("scope", ""))), src, dst),
-                               extra={"src_dtype": src, "dst_dtype": dst, "applied": facts.applied(k)})
+            yield staked(self.finding(ir, k, message, hint=hint,
+                                      related=[related_node(ir, source, f"{src} input kept for the recompute")],
+                                      identity=(d["op"], "/".join(cell_path(d.get("scope", ""))), src, dst),
+                                      extra={"src_dtype": src, "dst_dtype": dst, "applied": facts.applied(k)}),
+                         stake(ir, k, downcast_cost))
