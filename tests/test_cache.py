@@ -194,7 +194,8 @@ def _finding(**kw) -> Finding:
     base = dict(code="RC001", rule="r", severity="warning", file="d.ir", line=3, graph="@g", node="%1", op="Mul",
                 scope="Default/a/Mul-op1", message="m", hint="h", stage="validate",
                 related=(Related("d.ir", 4, "%2", "Add", "Default/b"), Related("other.ir", 5, "%3", "Cast", "x")),
-                identity=("a", 1, (2.5, None, True), ["l"]), extra=(("shape", (1, 2)), ("note", {"k": [1]})))
+                identity=("a", 1, (2.5, None, True), ["l"]), extra=(("shape", (1, 2)), ("note", {"k": [1]})),
+                bytes_at_stake=4096)
     base.update(kw)
     return Finding(**base)
 
@@ -209,6 +210,7 @@ def test_an_entry_is_plain_json_and_round_trips_with_its_fingerprint(tmp_path):
     assert back.file == "renamed/d.ir" and back.related[0].file == "renamed/d.ir"
     assert back.related[1].file == "other.ir"
     assert back.with_(file="d.ir", related=f.related) == f and back.fingerprint == f.fingerprint
+    assert back.bytes_at_stake == 4096
 
 
 def test_a_pickle_planted_in_the_cache_never_runs(rules, dump, tmp_path):
@@ -269,3 +271,13 @@ def test_the_same_content_under_another_stage_name_is_a_miss(rules, dump, tmp_pa
     second, _ = _lint(renamed, cache)
     assert len(RecomputedNodes.checked) == 2
     assert {f["stage"] for f in first} != {f["stage"] for f in second}
+
+
+def test_real_findings_come_back_from_the_cache_unchanged(tmp_path):
+    # every field, bytes_at_stake and the rule-specific extras included
+    config = dict(cache_dir=str(tmp_path / "c"), jobs=1, plugins=False)
+    cold = [f.to_dict() for f in lint([str(CASE)], Config(**config)).findings]
+    warm = [f.to_dict() for f in lint([str(CASE)], Config(**config)).findings]
+    assert cold and warm == cold
+    assert any("bytes_at_stake" in f for f in cold)
+    assert any(p.parent.parent.name == "lint" for p in (tmp_path / "c").rglob("*") if p.is_file())
