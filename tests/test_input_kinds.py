@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import io
 import json
 import lzma
 import os
@@ -237,3 +236,27 @@ def test_the_api_report_of_a_compressed_dump_shows_its_lines(tmp_path):
     gz.write_bytes(gzip.compress(VALIDATE.read_bytes()))
     text = render(lint(str(gz), Config(cache=False, jobs=1)), "text")
     assert re.search(r"\d+ │ %\d+\(", text)
+
+
+def test_a_folder_of_only_compressed_dumps_is_linted(tmp_path, expected):
+    (tmp_path / (VALIDATE.name + ".gz")).write_bytes(gzip.compress(VALIDATE.read_bytes()))
+    code, data = lint_json(tmp_path)
+    assert code == 1 and codes(data) == expected
+
+
+def test_a_folder_whose_only_sub_folder_cannot_be_listed_says_so(tmp_path, monkeypatch):
+    locked = tmp_path / "rank_0"
+    locked.mkdir()
+    shutil.copy(VALIDATE, locked / VALIDATE.name)
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = run(tmp_path)
+    assert result.exit_code == 2
+    assert "found only 1 sub-folder that cannot be listed" in result.output
+    assert "rank_0:1:1: IR001 cannot list folder: permission denied" in result.output
