@@ -7,8 +7,11 @@ from typing import Iterator
 
 from irlint.findings import Finding, Related
 from irlint.model import IRFile
-from irlint.rule import Rule, related_node
+from irlint.rule import Rule
 from irlint.values import TensorType
+
+from .strategy_layouts import (MATMUL_OPS, all_reduce_note, best_fix, fmt, note, output_layout, scope_path, size,
+                               strategy, who)
 
 GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
 ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
@@ -20,7 +23,6 @@ CHAIN_OPS = COMM_OPS | LOCAL_OPS
 # ops that hand a weight through unchanged on its way to a consumer
 WEIGHT_PATH_OPS = frozenset({"Load", "Depend", "_MirrorOperator", "_MirrorMiniStepOperator", "_VirtualDiv",
                              "Cast"})
-MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt"})
 QUIET_IN_RELATED = frozenset({"TupleGetItem", "MakeTuple"})
 
 
@@ -183,6 +185,7 @@ subgraph @main() {
     def check(self, ir: IRFile) -> Iterator[Finding]:
         seen: set[int] = set()
         chains: list[Chain] = []
+        backward = _backward_index(ir)
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or ir.is_backward(key) or (ir[key]["op"] == "Split" and not _in_chain(ir, key)):
                 continue
@@ -193,38 +196,52 @@ subgraph @main() {
             _simulate(ir, chain)
             chains.append(chain)
             if chain.wastes:
-                yield self._chain_finding(ir, chain)
+                yield self._chain_finding(ir, chain, backward)
         yield from self._repeated_gathers(ir, chains)
 
     # --- findings ---------------------------------------------------------------------------
-    def _chain_finding(self, ir: IRFile, chain: Chain) -> Finding:
+    def _chain_finding(self, ir: IRFile, chain: Chain, backward: dict[str, list[int]]) -> Finding:
         first_comm = next((k for k in chain.nodes if ir[k]["op"] in COMM_OPS), chain.nodes[0])
         consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
         survive = chain.exit.nbytes if chain.exit is not None else None
+        transpose = _backward_transpose(ir, chain, backward)
+        moved_back = sum(_moved(ir, k) or 0 for k in transpose)
         if ir[first_comm]["op"] in COMM_OPS:
-            cost = f"{_bytes(chain.moved)} received, {_bytes(survive)} reach the consumer"
+            cost = f"{size(chain.moved)} received to keep {size(survive)}"
+            if transpose:
+                cost += (f"; the backward transpose ({' -> '.join(ir[k]['op'] for k in transpose)}) moves "
+                         f"{size(moved_back)} more, {size(chain.moved + moved_back)} per step in all")
         else:
-            cost = f"no communication, but {_bytes(survive)} are copied to end where they started"
-        sequence = " -> ".join(_step(ir, k) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
+            cost = f"no communication, but {size(survive)} are copied to end where they started"
+        sequence = " -> ".join(_step(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
         kinds = sorted({w.kind for w in chain.wastes})
         what = "; ".join(w.text for w in chain.wastes)
-        message = (f"redistribution chain {sequence} between {_who(ir, chain.producer)} and "
-                   f"{_who(ir, consumer) if consumer is not None else 'its users'}: {what}; {cost}")
+        message = (f"redistribution chain {sequence} between {who(ir, chain.producer)} and "
+                   f"{who(ir, consumer) if consumer is not None else 'its users'}: {what}; {cost}")
         same_rank = (chain.entry is not None and chain.exit is not None
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
         hint = _hint(ir, chain.producer, consumer, pos, comparable=same_rank)
-        related = [_note(ir, chain.producer, "producer")]
-        related += [_note(ir, k, _step(ir, k)) for k in chain.nodes
+        related = [_end_note(ir, chain.producer, "producer")]
+        related += [note(ir, k, _step(ir, k, costs=True)) for k in chain.nodes
                     if k != first_comm and ir[k]["op"] not in QUIET_IN_RELATED]
-        related += [_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
+        related += [_end_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
+        related += [note(ir, k, "backward transpose: " + _step(ir, k, costs=True)) for k in transpose]
         identity = (tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
-                    _scope_path(ir[chain.producer].get("scope", "")),
-                    tuple(_scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers), tuple(kinds))
+                    scope_path(ir[chain.producer].get("scope", "")),
+                    tuple(scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers), tuple(kinds))
         extra = {"kinds": kinds, "moved_bytes": chain.moved, "surviving_bytes": survive,
+                 "backward_moved_bytes": moved_back,
+                 "steps": [{"node": ir[k]["id"], "op": ir[k]["op"], "in": str(_first_in(ir, k)),
+                            "out": str(ir[k].get("out_type")), "moved_bytes": _moved(ir, k) or 0}
+                           for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED],
+                 "backward": [ir[k]["id"] for k in transpose],
                  "entry": str(chain.entry) if chain.entry else None,
                  "exit": str(chain.exit) if chain.exit else None,
-                 "producer_strategy": _fmt(_strategy(ir, chain.producer)),
-                 "consumer_strategy": _fmt(_strategy(ir, consumer)) if consumer is not None else None}
+                 "producer_strategy": fmt(strategy(ir, chain.producer)),
+                 "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None}
+        fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
+        if fix is not None:
+            extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
         return self.finding(ir, first_comm, message, hint=hint, related=related, identity=identity, extra=extra)
 
     def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
@@ -239,26 +256,27 @@ subgraph @main() {
             sig = (ir.producers(first)[:1][0] if ir.producers(first) else None, data["op"],
                    attrs.get("group"), attrs.get("rank_size"), str(data.get("out_type")))
             groups.setdefault(sig, []).append(chain)
-        for (producer_key, op, group, size, out), same in groups.items():
+        for (producer_key, op, group, ranks, out), same in groups.items():
             if len(same) < 2 or producer_key is None:
                 continue
             gathers = [c.nodes[0] for c in same]
             moved = sum(_moved(ir, g) or 0 for g in gathers[1:])
             consumers = [c for ch in same for c, _ in ch.consumers]
-            message = (f"{_who(ir, same[0].producer)} output {ir[gathers[0]].get('in_types', ('?',))[0]} is gathered "
-                       f"{len(gathers)} times by identical {op}s (group {group}), once for each of "
-                       f"{', '.join(_who(ir, c) for c in consumers)}; {_bytes(moved)} received again")
+            # the group's size, not its name: names differ from rank to rank
+            message = (f"{who(ir, same[0].producer)} output {ir[gathers[0]].get('in_types', ('?',))[0]} is gathered "
+                       f"{len(gathers)} times by identical {op}s (group of {ranks or '?'}), once for each of "
+                       f"{', '.join(who(ir, c) for c in consumers)}; {size(moved)} received again")
             first = same[0].consumers[0] if same[0].consumers else (None, 0)
             hint = ("one gather would serve every consumer; better, let them read the producer's layout: "
                     + _hint(ir, same[0].producer, first[0], first[1]))
-            related = [_note(ir, same[0].producer, "producer")]
-            related += [_note(ir, g, _step(ir, g)) for g in gathers[1:]]
-            related += [_note(ir, c, "consumer") for c in consumers]
-            identity = ("repeated-gather", op, _scope_path(ir[same[0].producer].get("scope", "")),
-                        tuple(sorted(_scope_path(ir[c].get("scope", "")) for c in consumers)))
+            related = [_end_note(ir, same[0].producer, "producer")]
+            related += [note(ir, g, _step(ir, g, costs=True)) for g in gathers[1:]]
+            related += [_end_note(ir, c, "consumer") for c in consumers]
+            identity = ("repeated-gather", op, scope_path(ir[same[0].producer].get("scope", "")),
+                        tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)))
             extra = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
                      "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
-                     "producer_strategy": _fmt(_strategy(ir, same[0].producer))}
+                     "producer_strategy": fmt(strategy(ir, same[0].producer))}
             yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra)
 
 
@@ -267,7 +285,7 @@ def _in_chain(ir: IRFile, key: int) -> bool:
     data = ir[key]
     if data["kind"] != "cnode" or data["op"] not in CHAIN_OPS or ir.is_backward(key):
         return False
-    if _strategy(ir, key) is not None:   # an op of the model with its own shard strategy
+    if strategy(ir, key) is not None:   # an op of the model with its own shard strategy
         return False
     if data["op"] == "MakeTuple":   # only the tuple a Concat reassembles
         users = ir.consumers(key)
@@ -541,79 +559,17 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
     return concats[0] if len(concats) == 1 else None
 
 
-# --- strategies and hints ------------------------------------------------------------------------
-def _strategy(ir: IRFile, key: int | None):
-    if key is None:
-        return None
-    attrs = ir[key].get("primitive_attrs") or {}
-    return attrs.get("in_strategy") or attrs.get("strategy")
-
-
-def _output_layout(ir: IRFile, key: int, depth: int = 0):
-    """How the producer's output is sharded, from its strategy, when the op's rule is known."""
-    data = ir[key]
-    attrs = data.get("primitive_attrs") or {}
-    if attrs.get("out_strategy"):
-        return tuple(attrs["out_strategy"][0])
-    strat = _strategy(ir, key)
-    if strat is None:
-        # AllReduce / Cast / ... keep their input's layout
-        inputs = _data_inputs(ir, key)
-        if inputs and depth < 4 and data["kind"] == "cnode":
-            return _output_layout(ir, inputs[0], depth + 1)
-        return None
-    if data["op"] in MATMUL_OPS and len(strat) >= 2:
-        ta, tb = _transposes(ir, key)
-        x, w = tuple(strat[0]), tuple(strat[1])
-        row = x[-1] if ta else x[-2]
-        col = w[-2] if tb else w[-1]
-        return x[:-2] + (row, col)
-    return tuple(strat[0])
-
-
-def _transposes(ir: IRFile, key: int) -> tuple[bool, bool]:
-    args = ir[key].get("args") or ()
-    attrs = ir[key].get("primitive_attrs") or {}
-    ta = args[2] if len(args) > 3 and isinstance(args[2], bool) else bool(attrs.get("transpose_a", False))
-    tb = args[3] if len(args) > 3 and isinstance(args[3], bool) else bool(attrs.get("transpose_b", False))
-    return bool(ta), bool(tb)
-
-
-def _suggested_strategy(ir: IRFile, consumer: int, pos: int, layout: tuple):
-    strat = _strategy(ir, consumer)
-    if strat is None or pos >= len(strat) or len(strat[pos]) != len(layout):
-        return None
-    new = [tuple(s) for s in strat]
-    new[pos] = tuple(layout)
-    if ir[consumer]["op"] in MATMUL_OPS and len(new) >= 2 and pos in (0, 1):
-        ta, tb = _transposes(ir, consumer)
-        x, w = list(new[0]), list(new[1])
-        if pos == 0:    # the weight's contracted dim follows x's; its other dim gives way
-            k = x[-2] if ta else x[-1]
-            if tb:
-                w[-1], w[-2] = k, 1
-            else:
-                w[-2], w[-1] = k, 1
-        else:
-            k = w[-1] if tb else w[-2]
-            if ta:
-                x[-2], x[-1] = k, 1
-            else:
-                x[-1], x[-2] = k, 1
-        new[0], new[1] = tuple(x), tuple(w)
-    return tuple(new)
-
-
+# --- hints ---------------------------------------------------------------------------------------
 def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable: bool = True) -> str:
-    p_strat = _strategy(ir, producer)
+    p_strat = strategy(ir, producer)
     if consumer is None:
-        return (f"check the shard strategy of {_who(ir, producer)} (in_strategy {_fmt(p_strat)}) and of the ops "
+        return (f"check the shard strategy of {who(ir, producer)} (in_strategy {fmt(p_strat)}) and of the ops "
                 "reading its output")
-    c_strat = _strategy(ir, consumer)
+    c_strat = strategy(ir, consumer)
     wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
-    has = _output_layout(ir, producer)
-    head = (f"{_who(ir, consumer)} (in_strategy {_fmt(c_strat)}) reads input {pos} as layout {_fmt(wants)}, but "
-            f"{_who(ir, producer)} (in_strategy {_fmt(p_strat)}) outputs layout {_fmt(has)}")
+    has = output_layout(ir, producer)
+    head = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}, but "
+            f"{who(ir, producer)} (in_strategy {fmt(p_strat)}) outputs layout {fmt(has)}")
     if has is None or wants is None or not comparable:
         # a Reshape that changes the rank on the way: the two layouts are in different dims
         return head + "; make the two strategies agree on this tensor's layout"
@@ -621,17 +577,50 @@ def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable:
         return head + ("; the two strategies already agree, so the chain is pure overhead: look for what makes "
                        "the framework see different layouts (a Reshape or out_strategy between them, or a "
                        "different device matrix)")
-    suggestion = _suggested_strategy(ir, consumer, pos, has)
-    tail = (f"; set the consumer's in_strategy to {_fmt(suggestion)} so it reads the tensor as produced"
-            if suggestion else f"; give the consumer's input {pos} the layout {_fmt(has)}")
-    return head + tail + f", or change the producer's strategy so it outputs {_fmt(wants)}"
+    fix = best_fix(ir, producer, consumer, pos)
+    if fix is None:
+        return head + f"; give the consumer's input {pos} the layout {fmt(has)}, or change the producer's strategy " \
+                      f"so it outputs {fmt(wants)}"
+    op, new, left = fix
+    verb = f"outputs {fmt(wants)}" if op == producer else f"reads the tensor as produced ({fmt(has)})"
+    tail = (f"; set {who(ir, op)} to in_strategy {fmt(new)}: it then {verb}, and the chain and its backward "
+            f"transpose disappear")
+    tail += (", with every other neighbour of the two ops still in agreement" if left == 0 else
+             f"; {left} other layout change{'s' if left > 1 else ''} around the two ops would remain")
+    return head + tail + all_reduce_note(ir, op, new)
+
+
+def _backward_index(ir: IRFile) -> dict[str, list[int]]:
+    """forward unique_id -> the backward nodes derived from it (``forward_unique_id``)."""
+    index: dict[str, list[int]] = {}
+    for key in ir.cnodes():
+        uid = (ir[key].get("primal_attrs") or {}).get("forward_unique_id")
+        if uid is not None and ir.is_backward(key):
+            index.setdefault(str(uid), []).append(key)
+    return index
+
+
+def _backward_transpose(ir: IRFile, chain: Chain, index: dict[str, list[int]]) -> list[int]:
+    """The backward ops MindSpore derived from the chain's ops (the gather's ReduceScatter, the
+    slice's StridedSliceGrad, ...), in dump order; glue left out."""
+    out = set()
+    for key in chain.nodes:
+        uid = (ir[key].get("primal_attrs") or {}).get("unique_id")
+        for b in index.get(str(uid), ()) if uid is not None else ():
+            if ir[b]["op"] not in QUIET_IN_RELATED:
+                out.add(b)
+    return sorted(out, key=lambda k: ir[k].get("line", 0))
 
 
 # --- formatting -----------------------------------------------------------------------------------
-def _step(ir: IRFile, key: int) -> str:
+def _first_in(ir: IRFile, key: int):
+    return (ir[key].get("in_types") or (None,))[0]
+
+
+def _step(ir: IRFile, key: int, costs: bool = False) -> str:
     data = ir[key]
     op = data["op"]
-    src = (data.get("in_types") or (None,))[0]
+    src = _first_in(ir, key)
     dst = data.get("out_type")
     detail = ""
     if op == "Split":
@@ -642,50 +631,20 @@ def _step(ir: IRFile, key: int) -> str:
     elif op in ALLTOALL_OPS:
         a = data.get("primitive_attrs") or {}
         detail = f"(split_dim {a.get('split_dim')}, concat_dim {a.get('concat_dim')})"
-    if dst is not None and dst.dtype is None:
-        return f"{op}{detail} {src}"
-    return f"{op}{detail} {src}->{dst}"
+    text = f"{op}{detail} {src}" if dst is not None and dst.dtype is None else f"{op}{detail} {src}->{dst}"
+    if costs and op in COMM_OPS:
+        attrs = data.get("primitive_attrs") or {}
+        ranks = attrs.get("rank_size") or len(attrs.get("group_rank_ids") or ()) or "?"
+        text += f" [group of {ranks}, receives {size(_moved(ir, key))}]"
+    return text
 
 
-def _who(ir: IRFile, key: int | None) -> str:
-    if key is None:
-        return "?"
-    data = ir[key]
-    scope = _scope_path(data.get("scope", ""))
-    cell = scope.rsplit("/", 1)[-1] if scope else ""
-    return f"{data.get('op', data['kind'])} ({cell})" if cell else str(data.get("op", data.get("id")))
-
-
-def _note(ir: IRFile, key: int, note: str) -> Related:
-    rel = related_node(ir, key, note)
-    if key is not None and ir[key]["kind"] == "cnode" and note.startswith(("producer", "consumer")):
-        strat = _strategy(ir, key)
-        extra = f", in_strategy {_fmt(strat)}" if strat is not None else ""
-        rel = related_node(ir, key, f"{note}{extra}, out {ir[key].get('out_type')}")
-    return rel
-
-
-def _scope_path(scope: str) -> str:
-    head, _, last = scope.rpartition("/")
-    return head if head and "-op" in last else scope
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "? bytes"
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KiB"
-    return f"{n} bytes"
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "?"
-    if isinstance(value, (tuple, list)):
-        return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    return str(value)
+def _end_note(ir: IRFile, key: int, text: str) -> Related:
+    if ir[key]["kind"] == "cnode":
+        strat = strategy(ir, key)
+        extra = f", in_strategy {fmt(strat)}" if strat is not None else ""
+        return note(ir, key, f"{text}{extra}, out {ir[key].get('out_type')}")
+    return note(ir, key, text)
 
 
 def _int(value) -> int | None:
