@@ -1,0 +1,149 @@
+"""Real semi_auto_parallel dumps (MindSpore 2.10, 8 devices): read whole, redundant chains
+(PC001) and full gathers (PC002) found with the content the user needs, scheme communication
+silent, identical chains of rank_N/ folders reported once."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, SHARED_CORPUS, quiet_config
+from irlint.discover import discover
+from irlint.engine import lint
+from irlint.reader import read_ir
+from irlint.rules.redistribution import RedundantRedistributionChain
+from irlint.rules.strategy_mismatch import StrategyMismatchFullGather
+
+ROWS_TO_COLS = CORPUS / "par-mismatch-mm_rows8_to_cols8" / "rank_0" / "21_validate_0082.ir"
+COL_ROW = CORPUS / "par-fixed-mm_col_row_mp8"
+COL_COL = CORPUS / "par-mismatch-ffn_col_col"
+MUL_8RANKS = CORPUS / "par-mismatch-ffn_mul_disagrees_8ranks"
+WRONG_WO = SHARED_CORPUS / "par-llama_mp-dp2_mp4_optpar_wrong_wo" / "rank_0" / "21_validate_0082.ir"
+
+
+def _par_dumps() -> list[str]:
+    roots = [p for root in (CORPUS, SHARED_CORPUS) if root.is_dir() for p in sorted(root.glob("par-*"))]
+    return [f.path for root in roots for f in discover([str(root)])[0]]
+
+
+def test_every_parallel_dump_reads_whole():
+    dumps = _par_dumps()
+    assert len(dumps) >= 30   # the fixtures alone hold 30 par-* files
+    bad = []
+    for path in dumps:
+        ir = read_ir(path)
+        if ir.diagnostics or ir.header.get("total_cnodes") != ir.cnode_count:
+            bad.append((path, ir.cnode_count, ir.header.get("total_cnodes"), [str(d) for d in ir.diagnostics[:2]]))
+    assert bad == []
+
+
+def _check(rule, path: Path):
+    ir = read_ir(str(path))
+    return ir, list(rule.check(ir))
+
+
+# --- PC001 on the rows -> columns chain -----------------------------------------------------------
+
+def test_rows_to_cols_chain_in_order_with_bytes_and_its_backward_transpose():
+    ir, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
+    extra = dict(f.extra)
+    assert (f.node, f.op) == ("%3", "AllGather")
+    assert [(s["node"], s["op"], s["in"], s["out"], s["moved_bytes"]) for s in extra["steps"]] == [
+        ("%3", "AllGather", "Float32(8, 32)", "Float32(64, 32)", 7 * 8 * 32 * 4),
+        ("%4", "StridedSlice", "Float32(64, 32)", "Float32(64, 4)", 0)]
+    assert extra["surviving_bytes"] == 64 * 4 * 4
+    # StridedSliceGrad pads back, the ReduceScatter named after the AllGather moves the same 7/8 again
+    assert extra["backward"] == ["%15", "%16"]
+    assert extra["backward_moved_bytes"] == 7 * 8 * 32 * 4
+    assert "14.0 KiB per step in all" in f.message
+    assert (extra["producer_strategy"], extra["consumer_strategy"]) == ("((8, 1), (1, 1))", "((1, 8),)")
+
+
+def test_rows_to_cols_hint_changes_the_producer_not_the_relu():
+    """ReLU ((8, 1)) would only move the chain in front of mm2 ((1, 8), (8, 1)); mm1 column-parallel
+    is the layout of par-fixed-mm_col_row_mp8, which has no chain."""
+    _, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
+    assert "set MatMul mm1 (net-TwoMatMul) to in_strategy ((1, 1), (1, 8))" in f.hint
+    assert "every other neighbour of the two ops still in agreement" in f.hint
+    assert dict(f.extra)["fix"] == {"node": "%2", "in_strategy": "((1, 1), (1, 8))"}
+    fixed = read_ir(str(COL_ROW / "rank_0" / "21_validate_0082.ir"))
+    (mm1,) = [k for k in fixed.nodes_by_op("MatMul") if fixed[k].get("instance") == "mm1"]
+    assert fixed[mm1]["primitive_attrs"]["in_strategy"] == ((1, 1), (1, 8))
+
+
+def test_scheme_communication_of_the_fixed_strategy_is_silent():
+    report = lint([str(COL_ROW)], quiet_config())
+    assert [f.code for f in report.findings if f.code.startswith("PC")] == []
+    ir = read_ir(str(COL_ROW / "rank_0" / "21_validate_0082.ir"))
+    assert ir.nodes_by_op("AllReduce"), "the fixture does hold the row-parallel AllReduce and its backward"
+
+
+# --- ranks ------------------------------------------------------------------------------------------
+
+def test_chains_of_eight_ranks_with_different_groups_and_offsets_are_reported_once():
+    ranks = {r: read_ir(str(MUL_8RANKS / f"rank_{r}" / "21_validate_0082.ir")) for r in (0, 5)}
+    groups = {r: {ir[k]["primitive_attrs"]["group"] for k in ir.nodes_by_op("AllGather")} for r, ir in ranks.items()}
+    begins = {r: [ir[k]["args"][1] for k in ir.nodes_by_op("StridedSlice")] for r, ir in ranks.items()}
+    assert groups[0].isdisjoint(groups[5]) and begins[0] != begins[5]   # the ranks do differ
+    report = lint([str(MUL_8RANKS)], quiet_config())
+    pc = [f for f in report.findings if f.code.startswith("PC")]
+    assert [(f.code, f.node, f.ranks) for f in pc] == [("PC001", n, tuple(range(8))) for n in ("%4", "%18", "%29")]
+    assert "group of 4" in pc[0].message and "4-6301172352641561019" not in pc[0].message
+
+
+def test_all_three_chains_around_the_mul_name_the_same_fix():
+    _, found = _check(RedundantRedistributionChain(), MUL_8RANKS / "rank_3" / "21_validate_0082.ir")
+    assert len(found) == 3
+    for f in found:
+        assert "set Mul (net-FeedForward) to in_strategy ((2, 4), (2, 4))" in f.hint
+        assert dict(f.extra)["fix"]["node"] == "%28"
+
+
+def test_col_col_folder_gives_one_full_gather_finding_on_ranks_0_to_7():
+    report = lint([str(COL_COL)], quiet_config())
+    assert [(f.code, f.node, f.ranks) for f in report.findings] == [("PC002", "%6", tuple(range(8)))]
+
+
+# --- PC002 ------------------------------------------------------------------------------------------
+
+def test_full_gather_before_column_parallel_w2():
+    ir, (f,) = _check(StrategyMismatchFullGather(), COL_COL / "rank_0" / "21_validate_0082.ir")
+    extra = dict(f.extra)
+    assert f.severity == "info"
+    assert extra["fix"] == {"node": "%19", "in_strategy": "((1, 8), (1, 8))"}
+    assert extra["moved_bytes"] == 7 * 64 * 8 * 4 and extra["gathered_bytes"] == 64 * 64 * 4
+    assert extra["backward_moved_bytes"] == 7 * 64 * 8 * 4
+    # the AllReduce a row-parallel w2 needs moves, on a ring, what the gather moves
+    assert "one AllReduce of the Float32(64, 32) output over 8 ranks (ring: 14.0 KiB per rank)" in f.hint
+    assert [r.node for r in f.related if r.note.startswith("backward transpose")] == ["%26", "%36", "%37"]
+
+
+def test_pc001_stays_silent_on_the_full_gather():
+    _, found = _check(RedundantRedistributionChain(), COL_COL / "rank_0" / "21_validate_0082.ir")
+    assert found == []
+
+
+@pytest.mark.skipif(not WRONG_WO.is_file(), reason="../shared/corpus is not here")
+def test_both_gathers_of_a_column_parallel_wo_are_one_finding():
+    _, found = _check(StrategyMismatchFullGather(), WRONG_WO)
+    (f,) = found
+    assert dict(f.extra)["gathers"] == 2
+    assert dict(f.extra)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
+    assert "layers-CellList/1-DecoderLayer/attention-Attention/wo-Linear" in f.scope
+
+
+def test_snapshot_of_findings_on_real_parallel_fixtures(snapshot):
+    found = []
+    for path in (ROWS_TO_COLS, MUL_8RANKS / "rank_0" / "21_validate_0082.ir", COL_COL / "rank_0" / "21_validate_0082.ir"):
+        ir = read_ir(str(path))
+        for rule in (RedundantRedistributionChain(), StrategyMismatchFullGather()):
+            found += [_portable(f.to_dict()) for f in rule.check(ir)]
+    assert found == snapshot
+
+
+def _portable(d: dict) -> dict:
+    rel = lambda p: Path(p).resolve().relative_to(CORPUS).as_posix()  # noqa: E731
+    d["file"] = rel(d["file"])
+    for r in d["related"]:
+        r["file"] = rel(r["file"])
+    return d
