@@ -11,7 +11,7 @@ from irlint.rule import Rule
 from irlint.values import TensorType
 
 from .strategy_layouts import (MATMUL_OPS, all_reduce_note, best_fix, fmt, note, output_layout, scope_path, size,
-                               strategy, who)
+                               splits_experts, strategy, who)
 
 GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
 ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
@@ -20,6 +20,7 @@ SLICE_OPS = frozenset({"StridedSlice", "Slice"})
 # local ops tensor redistribution inserts around the communication
 LOCAL_OPS = frozenset({"Split", "Concat", "Reshape", "Transpose", "TupleGetItem", "MakeTuple"}) | SLICE_OPS
 CHAIN_OPS = COMM_OPS | LOCAL_OPS
+MOVING_OPS = COMM_OPS | {"AllReduce"}   # what the byte counts cover
 # ops that hand a weight through unchanged on its way to a consumer
 WEIGHT_PATH_OPS = frozenset({"Load", "Depend", "_MirrorOperator", "_MirrorMiniStepOperator", "_VirtualDiv",
                              "Cast"})
@@ -31,6 +32,7 @@ class Waste:
     kind: str
     nodes: tuple[int, ...]
     text: str
+    alltoall_bytes: int | None = None    # what one AlltoAll would receive for the same re-layout
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Chain:
     exit: TensorType | None = None
     moved: int = 0
     wastes: list[Waste] = field(default_factory=list)
+    hint: str | None = None                # set where the fix is not a change of in_strategy
 
 
 class RedundantRedistributionChain(Rule):
@@ -198,15 +201,19 @@ subgraph @main() {
             if chain.wastes:
                 yield self._chain_finding(ir, chain, backward)
         yield from self._repeated_gathers(ir, chains)
+        for key in ir.nodes_by_op("AllReduce"):
+            chain = _allreduce_then_slice(ir, key)
+            if chain is not None:
+                yield self._chain_finding(ir, chain, backward)
 
     # --- findings ---------------------------------------------------------------------------
     def _chain_finding(self, ir: IRFile, chain: Chain, backward: dict[str, list[int]]) -> Finding:
-        first_comm = next((k for k in chain.nodes if ir[k]["op"] in COMM_OPS), chain.nodes[0])
+        first_comm = next((k for k in chain.nodes if ir[k]["op"] in MOVING_OPS), chain.nodes[0])
         consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
         survive = chain.exit.nbytes if chain.exit is not None else None
         transpose = _backward_transpose(ir, chain, backward)
         moved_back = sum(_moved(ir, k) or 0 for k in transpose)
-        if ir[first_comm]["op"] in COMM_OPS:
+        if ir[first_comm]["op"] in MOVING_OPS:
             cost = f"{size(chain.moved)} received to keep {size(survive)}"
             if transpose:
                 cost += (f"; the backward transpose ({' -> '.join(ir[k]['op'] for k in transpose)}) moves "
@@ -220,7 +227,18 @@ subgraph @main() {
                    f"{who(ir, consumer) if consumer is not None else 'its users'}: {what}; {cost}")
         same_rank = (chain.entry is not None and chain.exit is not None
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
-        hint = _hint(ir, chain.producer, consumer, pos, comparable=same_rank)
+        hint = chain.hint or _hint(ir, chain.producer, consumer, pos, comparable=same_rank)
+        alltoall = min((w.alltoall_bytes for w in chain.wastes if w.alltoall_bytes), default=None)
+        expert = next((k for k in (consumer, chain.producer) if splits_experts(ir, k)), None)
+        if alltoall and expert is not None:
+            # the layout change is the point of expert parallelism: keep it, make it cheap
+            hint = (f"{who(ir, expert)} splits its weights' expert dim (in_strategy {fmt(strategy(ir, expert))}), so "
+                    f"this re-layout is the expert-parallel dispatch/combine: set_auto_parallel_context("
+                    f"enable_alltoall=True) makes MindSpore emit one AlltoAll receiving {size(alltoall)} instead of "
+                    f"{size(chain.moved)}")
+        elif alltoall:
+            hint += ("; where the layout change is wanted, set_auto_parallel_context(enable_alltoall=True) makes "
+                     "MindSpore emit one AlltoAll instead")
         related = [_end_note(ir, chain.producer, "producer")]
         related += [note(ir, k, _step(ir, k, costs=True)) for k in chain.nodes
                     if k != first_comm and ir[k]["op"] not in QUIET_IN_RELATED]
@@ -240,7 +258,9 @@ subgraph @main() {
                  "producer_strategy": fmt(strategy(ir, chain.producer)),
                  "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None}
         fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
-        if fix is not None:
+        if alltoall and expert is not None:
+            extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
+        elif fix is not None and chain.hint is None:
             extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
         return self.finding(ir, first_comm, message, hint=hint, related=related, identity=identity, extra=extra)
 
@@ -348,6 +368,72 @@ def _is_weight(ir: IRFile, key: int) -> bool:
 
 def _touches_backward(ir: IRFile, chain: Chain) -> bool:
     return any(ir.is_backward(k) for k in chain.nodes) or ir.is_backward(chain.producer)
+
+
+def _allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
+    """A forward AllReduce whose every user keeps only a slice of the reduced tensor: a
+    ReduceScatter would hand each rank its part for half the bytes (MindSpore emits one when the
+    producer MatMul has an ``out_strategy``)."""
+    if ir.is_backward(key) or (ir[key].get("primitive_attrs") or {}).get("op", "sum") != "sum":
+        return None
+    n = _group_size(ir, key)
+    users = [u for u in ir.consumers(key) if not ir.is_backward(u)]
+    if not n or n < 2 or not users:
+        return None
+    nodes, consumers, kept = [key], [], None
+    for user in users:
+        node, path = user, []
+        while _in_chain(ir, node) and ir[node]["op"] == "Reshape" and len(ir.consumers(node)) == 1:
+            path.append(node)
+            node = ir.consumers(node)[0]
+        if not _in_chain(ir, node) or ir[node]["op"] not in SLICE_OPS:
+            return None     # someone reads the whole reduced tensor
+        factor = 1
+        for _, f in _shrunk_dims(ir, node):
+            factor *= f
+        if factor < 2:
+            return None
+        kept = factor if kept is None else min(kept, factor)
+        nodes += path + [node]
+        for c in ir.consumers(node):
+            if not ir.is_backward(c):
+                consumers += [(c, p) for p, src in enumerate(ir.producers(c)) if src == node]
+    inputs = _data_inputs(ir, key)
+    if not inputs or not consumers:
+        return None
+    nodes.sort(key=lambda k: ir[k].get("line", 0))
+    last = nodes[-1]
+    chain = Chain(nodes=nodes, producer=inputs[0], consumers=consumers, entry=_first_in(ir, key),
+                  exit=ir[last].get("out_type"), moved=_moved(ir, key) or 0)
+    scatter = (chain.entry.nbytes * (n - 1) // n) if chain.entry is not None and chain.entry.nbytes else None
+    chain.wastes.append(Waste("allreduce-then-slice", (key, last),
+                              f"every rank reduces the whole tensor and keeps 1/{kept} of it; a ReduceScatter "
+                              f"over the same {n} ranks would receive {size(scatter)} instead of "
+                              f"{size(chain.moved)}"))
+    consumer, pos = consumers[0]
+    producer = _strategy_source(ir, inputs[0])
+    c_strat = strategy(ir, consumer)
+    wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
+    if producer is not None and wants is not None and ir[producer]["op"] in MATMUL_OPS:
+        chain.hint = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}; "
+                      f"give {who(ir, producer)} (in_strategy {fmt(strategy(ir, producer))}) out_strategy "
+                      f"{fmt((wants,))}: MindSpore then reduces with one ReduceScatter into that layout, and the "
+                      f"AllReduce, the slice and their backward transpose go (the sequence-parallel form)")
+    return chain
+
+
+def _strategy_source(ir: IRFile, key: int) -> int | None:
+    """The op with a strategy whose output reaches ``key`` unchanged."""
+    seen = set()
+    while key not in seen and ir[key]["kind"] == "cnode":
+        seen.add(key)
+        if strategy(ir, key) is not None:
+            return key
+        inputs = _data_inputs(ir, key)
+        if not inputs:
+            return None
+        key = inputs[0]
+    return None
 
 
 # --- what the chain does -------------------------------------------------------------------------
@@ -467,8 +553,15 @@ def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None
                                   f"gathered along it: the slice keeps what this rank already had"))
         return
     g = max(v[1] for v in gathered.values())
-    chain.wastes.append(Waste("gather-then-slice", (g, key),
-                              f"{_step(ir, g)} then {_step(ir, key)} keeps 1/{factor} along dim {dim}"))
+    text = f"{ir[g]['op']} then {ir[key]['op']} keeps 1/{factor} along dim {dim}"
+    out = ir[key].get("out_type")
+    if dim not in gathered and out is not None and out.nbytes:
+        # a change of split dim: one AlltoAll sends each rank only the pieces it keeps
+        alltoall = out.nbytes * (factor - 1) // factor
+        text += f"; one AlltoAll would make the same re-layout receiving {size(alltoall)}"
+        chain.wastes.append(Waste("gather-then-slice", (g, key), text, alltoall))
+        return
+    chain.wastes.append(Waste("gather-then-slice", (g, key), text))
 
 
 def _moved(ir: IRFile, key: int) -> int | None:
@@ -486,7 +579,15 @@ def _moved(ir: IRFile, key: int) -> int | None:
         return dst.nbytes * (count - 1) // count
     if op == "ReduceScatter":
         return max(src.nbytes - dst.nbytes, 0)
+    if op == "AllReduce":   # a ring: reduce-scatter, then all-gather, of the whole tensor
+        n = _group_size(ir, key) or 1
+        return 2 * (n - 1) * src.nbytes // n
     return 0
+
+
+def _group_size(ir: IRFile, key: int) -> int | None:
+    attrs = ir[key].get("primitive_attrs") or {}
+    return _int(attrs.get("rank_size")) or len(attrs.get("group_rank_ids") or attrs.get("rank_list") or ()) or None
 
 
 def _growth(ir: IRFile, key: int, dim: int) -> int | None:
@@ -632,7 +733,7 @@ def _step(ir: IRFile, key: int, costs: bool = False) -> str:
         a = data.get("primitive_attrs") or {}
         detail = f"(split_dim {a.get('split_dim')}, concat_dim {a.get('concat_dim')})"
     text = f"{op}{detail} {src}" if dst is not None and dst.dtype is None else f"{op}{detail} {src}->{dst}"
-    if costs and op in COMM_OPS:
+    if costs and op in MOVING_OPS:
         attrs = data.get("primitive_attrs") or {}
         ranks = attrs.get("rank_size") or len(attrs.get("group_rank_ids") or ()) or "?"
         text += f" [group of {ranks}, receives {size(_moved(ir, key))}]"

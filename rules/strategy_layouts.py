@@ -203,6 +203,11 @@ def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple):
             k = w[-1] if tb else w[-2]
             xk, xr = (-2, -1) if ta else (-1, -2)
             x[xk], x[xr] = k, 1
+        # batch dims are split alike on both operands
+        nb = min(len(x), len(w)) - 2
+        if nb > 0:
+            batch = x[len(x) - 2 - nb:-2] if pos == 0 else w[len(w) - 2 - nb:-2]
+            x[len(x) - 2 - nb:-2], w[len(w) - 2 - nb:-2] = batch, batch
         new[0], new[1] = tuple(x), tuple(w)
     elif op in ELEMENTWISE_OPS:
         new = [tuple(layout) if len(s) == len(layout) else s for s in new]
@@ -384,3 +389,11 @@ def all_reduce_note(ir: IRFile, key: int, new) -> str:
     ring = 2 * (k - 1) * nbytes // k
     return (f"; its partial sums then take one AllReduce of the {out.dtype}{local} output over {k} ranks "
             f"(ring: {size(ring)} per rank)")
+
+
+def splits_experts(ir: IRFile, key: int | None) -> bool:
+    """A batched MatMul whose weight operand (a parameter) is split on its leading, expert dim."""
+    if key is None or ir[key]["op"] not in MATMUL_OPS:
+        return False
+    strat = strategy(ir, key)
+    return bool(strat and len(strat) >= 2 and len(strat[1]) >= 3 and strat[1][0] > 1)

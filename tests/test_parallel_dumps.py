@@ -147,3 +147,55 @@ def _portable(d: dict) -> dict:
     for r in d["related"]:
         r["file"] = rel(r["file"])
     return d
+
+
+# --- the dumps made for issue 9 (tests/fixtures/corpus-gen/par_extra_gen.py) ---------------------
+
+def _only(case: str) -> Path:
+    (path,) = sorted((CORPUS / case / "rank_0").glob("21_validate_*.ir"))
+    return path
+
+
+def test_allreduce_whose_result_is_sliced_points_to_a_reduce_scatter():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-allreduce_then_rows"))
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"]) == ("%5", "AllReduce", ["allreduce-then-slice"])
+    # ring AllReduce of Float32(64, 16) over 8 ranks: 2 * 7/8 * 4 KiB; a ReduceScatter half of it
+    assert extra["moved_bytes"] == 2 * 7 * 64 * 16 * 4 // 8
+    assert "a ReduceScatter over the same 8 ranks would receive 3.5 KiB instead of 7.0 KiB" in f.message
+    assert "give MatMul mm2 (net-Net) (in_strategy ((1, 8), (8, 1))) out_strategy ((8, 1),)" in f.hint
+    assert extra["backward"] == ["%14", "%15"]
+
+
+def test_sequence_parallel_communication_is_the_scheme():
+    """The out_strategy the hint above asks for is what this dump has: a ReduceScatter, no slice."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-ffn_seq_parallel"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+    (mm2,) = [k for k in ir.nodes_by_op("MatMul") if ir[k].get("instance") == "mm2" and not ir.is_backward(k)]
+    assert ir[mm2]["primitive_attrs"]["out_strategy"] == ((8, 1),)
+    assert "ReduceScatter" in [ir[u]["op"] for u in ir.consumers(mm2)]
+    assert not ir.nodes_by_op("StridedSlice")[1:], "only the full_batch input slice"
+
+
+def test_strategies_set_by_sharding_propagation_are_read_from_the_trailing_block():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-auto-ffn_sharding_propagation"))
+    assert found == []
+    matmuls = [k for k in ir.nodes_by_op("MatMul") if not ir.is_backward(k)]
+    propagated = [k for k in matmuls if "in_strategy" not in (ir[k].get("primitive_attrs") or {})]
+    assert propagated, "propagation printed some strategies only after cnode_primal_attrs"
+    from irlint.rules.strategy_layouts import strategy
+    assert {strategy(ir, k) for k in matmuls} == {((1, 1), (8, 1)), ((1, 8), (1, 8))}
+
+
+def test_expert_dispatch_by_gather_and_slice_names_enable_alltoall():
+    _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-moe_gather_dispatch"))
+    assert [f.node for f in found] == ["%3", "%18"]
+    for f in found:
+        assert "enable_alltoall=True" in f.hint and "receiving 7.0 KiB instead of 56.0 KiB" in f.hint
+        assert dict(f.extra)["fix"] == {"set_auto_parallel_context": "enable_alltoall=True"}
+
+
+def test_alltoall_dispatch_and_combine_around_the_experts_are_silent():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-moe_alltoall_dispatch"))
+    assert found == []
+    assert len([k for k in ir.nodes_by_op("AlltoAll") if not ir.is_backward(k)]) == 2
