@@ -58,11 +58,14 @@ class RedundantRedistributionChain(Rule):
         them. The rule follows each such run between two compute ops of the forward graph and
         reports it when it is wasteful:
 
-        - data gathered and then sliced away (AllGather, possibly with the Split/Concat that
-          moves the gathered pieces to another dim, followed by a StridedSlice or a Split whose
-          other pieces are unused): a re-layout done by gathering everything;
+        - data gathered and then sliced away (AllGather, with the Split/Concat MindSpore uses to
+          gather along a non-leading axis, followed by a StridedSlice or a Split whose other
+          pieces are unused): a re-layout done by gathering everything. Where the split dim
+          changes, the finding says what one AlltoAll would move instead;
         - an AllGather re-split along the dim it gathered: the slice keeps exactly what the
           rank sent, so the communication is a no-op;
+        - an AllReduce whose every user slices it: each rank receives the whole sum to keep
+          1/n of it, where a ReduceScatter would move half the bytes;
         - two AlltoAll that undo each other: the second, on the same group and split_count,
           swaps split_dim and concat_dim back, with at most Reshapes/Transposes between them
           that keep both moved dims whole (a compute op between them, like the expert MatMul
@@ -71,38 +74,55 @@ class RedundantRedistributionChain(Rule):
           order), with or without communication around it;
         - the same tensor gathered more than once by identical AllGathers (one per consumer).
 
+        The finding lists the chain in order with local shapes, dtypes and the bytes each step
+        receives, the bytes that survive, the producer's and consumer's ``in_strategy``, and the
+        backward transpose MindSpore derived from the chain (linked by ``forward_unique_id``;
+        StridedSliceGrad, SplitWithSize/Concat, the ReduceScatter named after the AllGather),
+        whose cost is added. Identical chains of ``rank_N/`` folders are one finding "on ranks
+        0-7" although group names, rank lists and slice offsets differ from rank to rank.
+
         Communication that belongs to the parallel scheme is left alone: the AllReduce after a
-        row-parallel MatMul, anything in the backward graph (gradient AllReduce/ReduceScatter,
-        ``Gradients/`` scope or ``forward_unique_id``), the optimizer-parallel AllGather of a
-        weight (its input is a parameter), ``_MirrorOperator``, ``_VirtualDiv`` and pipeline
-        Send/Receive.
+        row-parallel MatMul and its backward, loss AllReduces (``op: "sum"`` or ``"max"``),
+        anything in the backward graph (``Gradients/`` scope or ``forward_unique_id``), the
+        optimizer-parallel AllGather of a weight (its input is a parameter), the full_batch
+        StridedSlice of a graph input, ``_MirrorOperator`` and its gradient AllReduce,
+        ``_VirtualDiv``, the sequence-parallel ReduceScatter and the AllGather before
+        column-parallel MatMuls, expert-parallel AlltoAll dispatch/combine and pipeline
+        Send/Receive. A whole activation gathered and used in full (column-parallel after
+        column-parallel) is not redundant: ``strategy-mismatch-full-gather`` (PC002) reports it.
 
     Why it matters:
         Redistribution is inserted silently. A chain that gathers a whole activation only to
         keep 1/8 of it costs the bandwidth of the full tensor plus the memory of the gathered
-        copy on every step, and in the backward graph the mirror chain runs again. The
-        MindFormers tuning guide names such runs of communication in odd places as the sign of
-        a mis-set shard strategy.
+        copy on every step, and in the backward graph its transpose runs again. The MindFormers
+        tuning guide names such runs of communication in odd places as the sign of a mis-set
+        shard strategy.
 
     How to fix:
-        Change the shard strategy of one side so the producer's output layout is the layout the
-        consumer reads. The hint names both strategies and, when the ops' layouts can be derived
-        (MatMul family, element-wise ops), the ``in_strategy`` to give the consumer. For the
-        classic FFN case set w2 to row parallel (``((1, 8), (1, 8))`` after a column-parallel
-        w1/w3): the output then needs one AllReduce instead of a gather/slice chain. Several
-        identical gathers of one tensor are merged when the consumers share one layout
-        (e.g. shard the projections alike, or gather once before them).
+        Change the shard strategy of one op so the producer's output layout is the layout the
+        consumer reads. The hint derives that change from the dump's strategies (MatMul family,
+        element-wise ops, Transpose): of "the consumer reads what is produced" and "the
+        producer outputs what is read", it picks the one that leaves the fewest layout
+        disagreements with the two ops' other neighbours, and names the op, the new
+        ``in_strategy`` and the AllReduce a split contracted dim then needs. For an AllReduce
+        that is sliced it gives the producer MatMul the ``out_strategy`` that makes MindSpore
+        emit one ReduceScatter; for a re-layout that expert parallelism needs, it points to
+        ``set_auto_parallel_context(enable_alltoall=True)``.
 
     Example:
-        w1 ``in_strategy ((1, 1), (8, 1))`` outputs a column-sharded ``Float32(16, 8)``; w2
-        ``((8, 1), (1, 1))`` wants it row-sharded, so the dump shows, in w2's scope::
+        ``par-mismatch-mm_rows8_to_cols8`` (MindSpore 2.10, 8 devices, ``21_validate``): mm1
+        ``((8, 1), (1, 1))`` splits the rows, the ReLU after it ``((1, 8),)`` the columns, mm2
+        ``((1, 8), (8, 1))`` is row-parallel::
 
-            AllGather            Float32(16, 8)  -> Float32(128, 8)
-            Split(axis 0, 8) / MakeTuple / Concat(axis 1)  -> Float32(16, 64)
-            StridedSlice         Float32(16, 64) -> Float32(2, 64)     keeps 1/8
-            MatMul (w2)          in_strategy ((8, 1), (1, 1))
+            %2 MatMul mm1        -> Float32(8, 32)          in_strategy ((8, 1), (1, 1))
+            %3 AllGather         Float32(8, 32) -> Float32(64, 32)   group of 8, receives 7.0 KiB
+            %4 StridedSlice      Float32(64, 32) -> Float32(64, 4)   keeps 1/8 (1.0 KiB)
+            %5 ReLU              in_strategy ((1, 8),)
+            backward: %15 StridedSliceGrad, %16 ReduceScatter        receives 7.0 KiB
 
-        3.5 KiB is received to keep 512 bytes. With w2 at ``((1, 8), (1, 8))`` the chain is gone.
+        14.0 KiB per step move to keep 1.0 KiB. The fix: mm1 ``((1, 1), (1, 8))`` (column
+        parallel) outputs the (1, 8) layout the ReLU reads, and mm2 keeps its one AllReduce;
+        ReLU ``((8, 1),)`` instead would only move the chain in front of mm2.
     """
 
     code = "PC001"
@@ -149,6 +169,44 @@ subgraph @main() {
 """,
     ]
     INVALID = [
+        # par-mismatch-mm_rows8_to_cols8 rank_0 21_validate, forward to the ReLU: mm1 splits rows, the
+        # ReLU columns; MindSpore gathers all rows and slices 1/8 of the columns away
+        """# IR entry: @main
+# Total subgraphs: 1
+
+# Total params: 2
+# Params:
+%para1_inputs0: <Tensor[Float32], (64, 16)> : [64, 16]
+%para2_net.w1: <Ref[Tensor[Float32]], (16, 32), ref_key=net.w1, is_parameter, is_inplace>  :  has_default
+
+Node counting information:
+Total number of nodes: 20
+Total number of cnodes: 7
+
+subgraph @main() {
+  %0(equiv_14_CNode_252) = PrimFunc_StridedSlice(%para1_inputs0, (I64(0), I64(0)), (I64(8), I64(16)), (I64(1), I64(1)), I64(0), I64(0), I64(0), I64(0), I64(0)) {instance name: redistribution_op_13295646245872130566StridedSlice_} primitive_attrs: {keep_value_node_input: Bool(1)} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3808", forward_comm_node_unique_id: "3604"}
+      : (<Tensor[Float32], (64, 16)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>) -> (<Tensor[Float32], (8, 16)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/StridedSlice-op0)
+  %1(equiv_4_CNode_210) = Load(%para2_net.w1, UMonad[U]) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3803"}
+      : (<Ref[Tensor[Float32]], (16, 32), ref_key=net.w1, is_parameter, is_inplace>, <UMonad, NoShape>) -> (<Tensor[Float32], (16, 32)>)
+      # Fullname with scope: (Default/network-WithLoss/Load-op0)
+  %2(equiv_12_CNode_266) = PrimFunc_MatMul(%0, %1, Bool(0), Bool(0)) {instance name: mm1} primitive_attrs: {in_strategy: ((8, 1), (1, 1)), mirror_user_id: "net.w1"} cnode_attrs: {related_comm_node_id: "3618", checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3800", related_fusion_key: "all_reduce_hccl_world_group_1", origin_output_shape: (64, 32), origin_input_shapes: ((64, 16), (16, 32)), related_node_id: "2975", mirror_user_id: "net.w1"} {in_strategy: ((8, 1), (1, 1))}
+      : (<Tensor[Float32], (8, 16)>, <Tensor[Float32], (16, 32)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float32], (8, 32)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/MatMul-op0)
+  %3(equiv_11_CNode_254) = AllGather(%2) {instance name: redistribution_op_910280660132420711AllGather_} primitive_attrs: {comm_reuse: Bool(1), group: "hccl_world_group", fusion: I64(0), rank_list: (0, 1, 2, 3, 4, 5, 6, 7), group_ranks: "WORLD_GROUP", group_rank_ids: (0, 1, 2, 3, 4, 5, 6, 7), rank_size: I64(8), keep_value_node_input: Bool(1), no_eliminate: Bool(1), mean_flag: Bool(0)} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3809", forward_comm_node_unique_id: "3606"}
+      : (<Tensor[Float32], (8, 32)>) -> (<Tensor[Float32], (64, 32)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/AllGather-op0)
+  %4(equiv_10_CNode_255) = PrimFunc_StridedSlice(%3, (I64(0), I64(0)), (I64(64), I64(4)), (I64(1), I64(1)), I64(0), I64(0), I64(0), I64(0), I64(0)) {instance name: redistribution_op_13295646245872130566StridedSlice_} primitive_attrs: {keep_value_node_input: Bool(1)} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3810", forward_comm_node_unique_id: "3616"}
+      : (<Tensor[Float32], (64, 32)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>) -> (<Tensor[Float32], (64, 4)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/StridedSlice-op1)
+  %5(equiv_9_CNode_267) = PrimFunc_ReLU(%4) {instance name: relu} primitive_attrs: {in_strategy: ((1, 8))} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3799"} {in_strategy: ((1, 8))}
+      : (<Tensor[Float32], (64, 4)>) -> (<Tensor[Float32], (64, 4)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/ReLU-op0)
+  Return(%5)
+      : (<Tensor[Float32], (64, 4)>)
+      # Fullname with scope: (Default/network-WithLoss/Return-op0)
+}
+""",
         # an AllGather re-split along the dim it gathered: the slice keeps what the rank sent
         """# IR entry: @main
 # Total subgraphs: 1

@@ -199,3 +199,17 @@ def test_alltoall_dispatch_and_combine_around_the_experts_are_silent():
     ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-moe_alltoall_dispatch"))
     assert found == []
     assert len([k for k in ir.nodes_by_op("AlltoAll") if not ir.is_backward(k)]) == 2
+
+
+def test_mindformers_pipeline_stages_read_whole_and_stay_silent():
+    """MindFormers 2.1 Llama, 2 pipeline stages, lazy_inline: ▸ forward and ◂ backward halves."""
+    folder = CORPUS / "par-mindformers-llama_pp2_mp4"
+    for rank in (0, 4):
+        (path,) = sorted((folder / f"rank_{rank}").glob("21_validate_*.ir"))
+        ir = read_ir(str(path))
+        assert ir.diagnostics == [] and ir.header["total_cnodes"] == ir.cnode_count
+        assert any("▸" in g for g in ir.subgraphs) and any("◂" in g for g in ir.subgraphs)
+        assert ir.nodes_by_op("Send") and ir.nodes_by_op("Receive")
+        assert [k for k in ir.nodes_by_op("AllReduce") if ir[k].get("instance") == "grad_mirror_MirrorMicroStepOperator"]
+    report = lint([str(folder)], quiet_config())
+    assert [f for f in report.findings if f.code.startswith("PC")] == []
