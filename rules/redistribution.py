@@ -282,7 +282,7 @@ subgraph @main() {
         kinds = sorted({w.kind for w in chain.wastes})
         what = "; ".join(w.text for w in chain.wastes)
         message = (f"redistribution chain {sequence} between {who(ir, chain.producer)} and "
-                   f"{who(ir, consumer) if consumer is not None else 'its users'}: {what}; {cost}")
+                   f"{_readers(ir, chain)}: {what}; {cost}")
         same_rank = (chain.entry is not None and chain.exit is not None
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
         hint = chain.hint or _hint(ir, chain.producer, consumer, pos, comparable=same_rank)
@@ -796,6 +796,14 @@ def _step(ir: IRFile, key: int, costs: bool = False) -> str:
         ranks = attrs.get("rank_size") or len(attrs.get("group_rank_ids") or ()) or "?"
         text += f" [group of {ranks}, receives {size(_moved(ir, key))}]"
     return text
+
+
+def _readers(ir: IRFile, chain: Chain) -> str:
+    """The consumers of a chain (MindSpore 2.10 shares one redistribution among readers of one layout)."""
+    names = list(dict.fromkeys(who(ir, c) for c, _ in chain.consumers))
+    if len(names) > 1:
+        return f"its {len(names)} readers {', '.join(names)}"
+    return names[0] if names else "its users"
 
 
 def _end_note(ir: IRFile, key: int, text: str) -> Related:

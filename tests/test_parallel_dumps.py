@@ -213,3 +213,12 @@ def test_mindformers_pipeline_stages_read_whole_and_stay_silent():
         assert [k for k in ir.nodes_by_op("AllReduce") if ir[k].get("instance") == "grad_mirror_MirrorMicroStepOperator"]
     report = lint([str(folder)], quiet_config())
     assert [f for f in report.findings if f.code.startswith("PC")] == []
+
+
+def test_one_redistribution_shared_by_two_readers_is_one_chain():
+    """MindSpore 2.10 gathers once for two readers of one layout: one finding naming both."""
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-rows_to_cols_two_readers"))
+    assert "its 2 readers ReLU (net-Net), GeLU (net-Net)" in f.message
+    assert [r.node for r in f.related if r.note.startswith("consumer")] == ["%5", "%6"]
+    assert "set MatMul mm1 (net-Net) to in_strategy ((1, 1), (1, 8))" in f.hint
+    assert "repeated-gather" not in dict(f.extra)["kinds"]
