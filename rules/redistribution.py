@@ -394,13 +394,23 @@ def _collect_chain(ir: IRFile, start: int) -> Chain:
                     types = ir[key].get("in_types") or ()
                     chain.entry = types[0] if types else None
         for user in ir.consumers(key):
-            if user in nodes or ir.is_backward(user):   # backward users read the saved activation
+            if user in nodes or ir.is_backward(user) or _hands_to_backward(ir, user):
                 continue
             chain.exit = chain.exit or ir[key].get("out_type")
             for p, src in enumerate(ir.producers(user)):
                 if src == key and (user, p) not in chain.consumers:
                     chain.consumers.append((user, p))
     return chain
+
+
+def _hands_to_backward(ir: IRFile, user: int) -> bool:
+    """A user that only keeps the activation for the backward pass: the Partial of a lazy_inline
+    backward half, the graph's Return, or a tuple of outputs (the ▸ forward half returns them)."""
+    op = ir[user].get("op") if ir[user]["kind"] == "cnode" else ir[user]["kind"]
+    if op in ("Partial", "return", "UpdateState"):
+        return True
+    return op == "MakeTuple" and all(ir[u]["kind"] == "return" or ir[u].get("op") == "Partial"
+                                     for u in ir.consumers(user)) and bool(ir.consumers(user))
 
 
 def _data_inputs(ir: IRFile, key: int) -> list[int]:

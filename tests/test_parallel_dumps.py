@@ -222,3 +222,15 @@ def test_one_redistribution_shared_by_two_readers_is_one_chain():
     assert [r.node for r in f.related if r.note.startswith("consumer")] == ["%5", "%6"]
     assert "set MatMul mm1 (net-Net) to in_strategy ((1, 1), (1, 8))" in f.hint
     assert "repeated-gather" not in dict(f.extra)["kinds"]
+
+
+def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_strategy():
+    """The fix PC002 derives is the strategy MindFormers itself gives w2: ((dp, mp), (1, mp))."""
+    ir, found = _check(StrategyMismatchFullGather(), _only("par-mindformers-llama_dp2_mp4_wrong_w2"))
+    (f,) = found
+    assert dict(f.extra)["gathers"] == 2 and dict(f.extra)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
+    assert "1-LLamaDecodeLayer/feed_forward-LlamaFeedForward/w2-Linear" in f.scope
+    # the Partial that hands the gathered activation to the backward half is not a reader
+    assert not [r for r in f.related if r.op == "Partial"]
+    ok = read_ir(str(_only("par-mindformers-llama_dp2_mp4")))
+    assert list(StrategyMismatchFullGather().check(ok)) == []
