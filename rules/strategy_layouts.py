@@ -33,7 +33,14 @@ def strategy(ir: IRFile, key: int | None):
     found = attrs.get("in_strategy") or attrs.get("strategy")
     if found is None:   # 2.10 prints it a second time after cnode_primal_attrs
         found = (data.get("parallel_info") or {}).get("in_strategy")
-    return found
+    return found if _well_formed(found) else None
+
+
+def _well_formed(strat) -> bool:
+    """A tuple of per-input tuples of ints: anything else (a dump we have not seen) is no strategy."""
+    return isinstance(strat, tuple) and all(
+        isinstance(s, tuple) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in s)
+        for s in strat)
 
 
 def transposes(ir: IRFile, key: int) -> tuple[bool, bool]:

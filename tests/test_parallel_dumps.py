@@ -234,3 +234,15 @@ def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_
     assert not [r for r in f.related if r.op == "Partial"]
     ok = read_ir(str(_only("par-mindformers-llama_dp2_mp4")))
     assert list(StrategyMismatchFullGather().check(ok)) == []
+
+
+def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
+    """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
+    from irlint.rules.strategy_layouts import strategy
+    text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
+    ir = ir_from_text(text)
+    assert ir.diagnostics == []
+    (mm1,) = ir.nodes_by_op("MatMul")
+    assert strategy(ir, mm1) is None
+    (f,) = RedundantRedistributionChain().check(ir)   # the chain is still found, the hint is generic
+    assert "in_strategy ?" in f.hint
