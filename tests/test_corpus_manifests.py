@@ -25,10 +25,11 @@ from irlint.findings import Finding
 BENIGN_RULE = "recompute-tag-unused"
 
 UNSEEN = CORPUS.parent / "unseen"   # real dumps of runs the rules were not written against
+RECOMPUTE = CORPUS.parent / "recompute"   # real dumps made for one recompute judgement each
 
 
 def _roots() -> list[Path]:
-    roots = [CORPUS, UNSEEN]
+    roots = [CORPUS, UNSEEN, RECOMPUTE]
     if SHARED_CORPUS.is_dir():
         roots.append(SHARED_CORPUS)
     return roots

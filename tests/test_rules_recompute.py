@@ -392,3 +392,99 @@ def test_a_tagged_downcast_gets_one_consistent_finding(case):
     downcasts = {f.node for f in findings if f.rule == "recompute-downcast"}
     assert len(downcasts) == 2
     assert not [f for f in findings if f.node in downcasts and f.rule != "recompute-downcast"]
+
+
+# --- FINDINGS 2a on real dumps made for it (tests/fixtures/unseen, tests/fixtures/recompute) ------
+
+RECOMPUTE = TESTS / "fixtures" / "recompute"
+
+
+def test_transpose_after_a_tagged_batchmatmul_blocks_it_and_every_blocking_op_is_named():
+    # attn-transpose layer 0: bmm2 tagged; %34 Transpose (merger_head_transpose) -> %35 Reshape
+    # (wo) not recomputed; backward %655 MatMul (wo's weight gradient) reads %35
+    ir = read_ir(str(UNSEEN / "attn-transpose" / "21_validate_0076.ir"))
+    bmm = _node(ir, "%33", "BatchMatMul")
+    kept = evidence.kept_for_backward(ir, bmm)
+    assert [(ir[r.reader]["id"], [ir[v]["id"] for v in r.chain]) for r in kept] == [("%655", ["%34", "%35"])]
+    found = [f for f in check(ir) if f.node == "%33"]
+    assert [f.code for f in found] == ["RC001"]   # memory at stake, not the info-level unused tag
+    f = found[0]
+    assert "%34 Transpose" in f.message and "%35 Reshape" in f.message and "%655 MatMul" in f.message
+    assert dict(f.extra)["blocking"] == ["%34", "%35"]
+    assert "'attention\\.merger_head_transpose', 'attention\\.wo\\.reshape'" in f.hint
+
+
+def test_a_tagged_but_not_recomputed_blocking_op_still_blocks():
+    # layer 1: the Transpose %98 is tagged too but has no copy, so it is part of the chain
+    ir = read_ir(str(UNSEEN / "attn-transpose" / "21_validate_0076.ir"))
+    f = next(f for f in check(ir, "RC001") if f.node == "%97")
+    assert dict(f.extra)["blocking"] == ["%98", "%99"]
+
+
+def test_walk_stops_at_a_multi_op_cell_output():
+    # kept-output: Mul %2 tagged; its only way into backward is %3 Transpose, the Bool(0) output
+    # of the three-op heads cell, which backward MatMul %23 reads
+    ir = read_ir(str(RECOMPUTE / "kept-output" / "21_validate_0076.ir"))
+    facts = evidence.RecomputeFacts.of(ir)
+    mul, transpose = _node(ir, "%2", "Mul"), _node(ir, "%3", "Transpose")
+    assert facts.is_kept_output(transpose)
+    assert any(facts.is_backward(c) for c in ir.consumers(transpose))
+    assert evidence.kept_for_backward(ir, mul) == []
+    assert [(f.code, f.node) for f in check(ir)] == [("RC004", "%2")]
+
+
+def test_one_op_cell_is_memory_at_stake_and_the_key_names_the_primitive_inside():
+    ir = read_ir(str(UNSEEN / "glm-fused" / "21_validate_0076.ir"))
+    silu = _node(ir, "%183", "SiLU")
+    assert evidence.RecomputeFacts.of(ir).request(silu) == "one-op-cell"
+    f = next(f for f in check(ir, "RC001") if f.node == "%183")
+    assert "only op of its recompute cell" in f.message and "activation_func-SiLU" in f.message
+    assert "select_recompute key 'mlp\\.activation_func\\.silu'" in f.hint
+
+
+def test_one_op_cell_without_a_name_is_named_by_its_scope():
+    """#11 item 20: ms.grad of a function-built net gives the cell scope ``recompute_/SiLU-op1``."""
+    ir = read("ffn-jit-grad", "31_validate_0035.ir")
+    f = next(f for f in check(ir, "RC001") if f.node == "%11")
+    assert "cell ," not in f.message and "cell  " not in f.message
+    assert "recompute cell with no name (scope recompute_/SiLU-op1)" in f.message
+
+
+def test_fused_gate_up_matmul_is_one_feed_forward():
+    # glm-fused layer 0: dense_h_to_4h MatMul -> Split %55 -> TupleGetItem %56 (gate) / %58 (up)
+    ir = read_ir(str(UNSEEN / "glm-fused" / "21_validate_0076.ir"))
+    ffns = feed_forward.find_feed_forwards(ir, evidence.RecomputeFacts.of(ir))
+    assert len(ffns) == 3 and all(f.w1 == f.w3 for f in ffns)
+    first = min(ffns, key=lambda f: ir[f.gate_mul]["line"])
+    assert ir[first.gate_mul]["id"] == "%59" and {ir[v]["op"] for v in first.roles} >= {"Split", "TupleGetItem"}
+    found = check(ir, "RC002")
+    assert sorted(f.node for f in found) == ["%185", "%59"]
+    assert all(dict(f.extra)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"] for f in found)
+    assert not {f.node for f in found} & {f.node for f in check(ir, "RC001")}
+
+
+def test_sigmoid_expansion_fed_by_two_backend_casts_of_one_matmul():
+    # ffn2d-kernel graph_build (Float16 kernel graph): %70 and %71 = Cast(%69 MatMul) each;
+    # Sigmoid(%71) and Mul(%70, Sigmoid) are the SiLU
+    ir = read_ir(str(UNSEEN / "ffn2d-kernel" / "graph_build_0_0094.ir"))
+    ffns = feed_forward.find_feed_forwards(ir, evidence.RecomputeFacts.of(ir))
+    silu = next(f for f in ffns if ir[f.silu]["id"] == "%73")
+    x, sig = ir.producers(silu.silu)[:2]
+    assert ir[sig]["op"] == "Sigmoid" and ir.producers(sig)[0] != x
+    assert all(feed_forward.is_backend_cast(ir, c) for c in (x, ir.producers(sig)[0]))
+    assert ir[silu.w1]["id"] == "%69"
+    assert len(ffns) == 2 and check(ir) == []   # the 2-D FeedForward's recompute applied
+
+
+def test_downcast_is_judged_only_when_recomputed_or_held_back():
+    # ffn-jit-grad %0: Float16 -> Float32 up-cast tagged, no copy, no backward reader: never RC003
+    ir = read("ffn-jit-grad", "31_validate_0035.ir")
+    assert check(ir, "RC003") == []
+    # s4 %11 recomputed (recompute_id 2, copy %92): its Float32 input %10 stays alive
+    s4 = check(read("s4_cast_rmsnorm", "21_validate_0076.ir"), "RC003")
+    assert [(f.node, dict(f.extra)["applied"]) for f in s4] == [("%11", True)]
+    assert s4[0].message.startswith("Cast Float32 -> Float16 was recomputed")
+    # llama-cast %75: tagged, no copy, held back only by the wq Reshape %76 backward reads
+    cast = [f for f in check(read("llama-cast", "21_validate_0076.ir"), "RC003") if f.node == "%75"]
+    assert len(cast) == 1 and not dict(cast[0].extra)["applied"]
+    assert "not recomputed only because non-recomputed %76 Reshape" in cast[0].message

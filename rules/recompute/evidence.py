@@ -62,7 +62,6 @@ def cell_text(path: tuple[str, ...] | None, scope: str) -> str:
 @dataclass
 class _Cell:
     unprefixed: bool = False   # holds a forward op without the recompute_ prefix
-    applied: bool = False      # holds a forward op that was recomputed
     ops: int = 0               # forward compute ops (no bookkeeping, no copies)
 
 
@@ -112,11 +111,9 @@ class RecomputeFacts:
                 continue
             path = cell_path(d.get("scope", ""))
             prefixed = d.get("scope", "").startswith(CELL_PREFIX)
-            applied = self.applied(k)
             for i in range(1, len(path) + 1):
                 cell = self._cells.setdefault(path[:i], _Cell())
                 cell.unprefixed |= not prefixed
-                cell.applied |= applied
                 cell.ops += 1
         # The pass writes cnode_attrs markers on every node it decided on; before it (e.g.
         # 06_add_attr, 12_pipeline_split, 22_environ_conv) only primitive_attrs tags exist.
@@ -138,8 +135,8 @@ class RecomputeFacts:
         """How a forward node asked for recompute: ``select`` (its primitive is tagged),
         ``cell`` (marked by the pass as part of a ``Cell.recompute()`` cell), ``one-op-cell``
         (``Bool(0)``: the only op of its recompute cell, so the cell's recompute names nothing
-        that gets recomputed), ``cell-output`` (``Bool(0)`` in a recompute cell that
-        recomputed nothing at all), or None (not asked, or a kept output by design)."""
+        that gets recomputed), or None (not asked, or a multi-op cell's output: kept by
+        design)."""
         d = self.ir[k]
         if d["kind"] != "cnode" or self.is_backward(k) or self.ir.is_recompute_copy(k):
             return None
@@ -149,9 +146,8 @@ class RecomputeFacts:
             cell = self.recompute_cell(d.get("scope", ""))
             if cell is None:
                 return None
-            if self._cells[cell].ops == 1:
-                return "one-op-cell"
-            return "cell-output" if not self._cells[cell].applied else None
+            # a multi-op cell's output is its checkpoint, kept by design: not a request
+            return "one-op-cell" if self._cells[cell].ops == 1 else None
         if pa.get("recompute") is True:
             return "select"
         if ca.get("recompute") is True:

@@ -29,7 +29,7 @@ class RecomputeNotApplied(RecomputeRule):
     ``.recompute()`` call naming an activation cell such as GLM's ``mlp.activation_func.silu``)
     is the cell's output, which ``Cell.recompute()`` never recomputes: when backward reads it,
     it is reported, and the hint gives the key of the primitive inside the cell. A multi-op
-    cell's ``Bool(0)`` output is reported only when nothing else in that cell was recomputed.
+    cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported.
 
     Left to other rules: a FeedForward SiLU/Mul blocked by a Reshape (RC002 reports it, once),
     and a tagged fp32 -> fp16/bf16 Cast (RC003: making that recompute apply raises memory).
@@ -93,13 +93,6 @@ class RecomputeNotApplied(RecomputeRule):
             hint = "Recompute the blocking op(s) between it and the backward reader as well"
             hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
             hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
-        elif req == "cell-output":
-            cell = cell_text(facts.recompute_cell(d.get("scope", "")), d.get("scope", ""))
-            cause = (f"it is the output of the recompute cell {cell}, which MindSpore never recomputes, "
-                     f"and nothing else in that cell was recomputed; {reader_text} reads it")
-            key, guessed = node_select_key(ir, k)
-            hint = ("Call recompute() on the primitive (or the enclosing cell) instead of this cell"
-                    + (f", e.g. select_recompute key '{key}'" if key else "") + (GUESS_NOTE if guessed else "") + ".")
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             hint = "Check the compile log for recompute warnings about this op."

@@ -10,8 +10,7 @@ from .evidence import RECOMPUTE_STAGES, RecomputeFacts, cell_path
 def how(request: str) -> str:
     return {"select": "recompute: Bool(1) on its primitive",
             "cell": "Cell.recompute() on its cell, scope prefix recompute_",
-            "one-op-cell": "Cell.recompute() or a select_recompute key on the one-op cell it is the output of",
-            "cell-output": "Cell.recompute() on the cell whose output it is"}[request]
+            "one-op-cell": "Cell.recompute() or a select_recompute key on the one-op cell it is the output of"}[request]
 
 
 def backward_text(ir: IRFile, r: int) -> str:
