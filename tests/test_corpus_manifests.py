@@ -1,4 +1,5 @@
-"""Each corpus case's MANIFEST.json against irlint's findings.
+"""Each corpus case's MANIFEST.json against irlint's findings (tests/fixtures/corpus, unseen,
+recompute, and ../shared/corpus when present), with no pinned exceptions.
 
 Two manifest dialects exist: ``expected`` / ``true_negatives`` / ``not_scored`` and
 ``expected_findings`` / ``must_not_flag``. Every entry's file is linted by name (all rules, RC004

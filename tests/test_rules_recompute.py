@@ -488,3 +488,27 @@ def test_downcast_is_judged_only_when_recomputed_or_held_back():
     cast = [f for f in check(read("llama-cast", "21_validate_0076.ir"), "RC003") if f.node == "%75"]
     assert len(cast) == 1 and not dict(cast[0].extra)["applied"]
     assert "not recomputed only because non-recomputed %76 Reshape" in cast[0].message
+
+
+def test_mindformers_glm2_keys_come_from_its_cell_paths_and_the_fix_applies():
+    """MindFormers 2.1.0 ChatGLM2 (mf-glm2-select): the key for the one-op ChatGLM2SiLU cell names
+    the primitive inside it, the fused FeedForward's key is dense_4h_to_h's Reshape; with exactly
+    those keys (mf-glm2-fixed) the SiLU, Mul and Reshape get recompute_id and copies."""
+    select = read_ir(str(RECOMPUTE / "mf-glm2-select" / "21_validate_0076.ir"))
+    found = {(f.code, f.node): f for f in check(select, "RC001", "RC002", "RC003")}
+    assert sorted(found) == [("RC001", "%196"), ("RC001", "%99"), ("RC002", "%101"), ("RC002", "%198")]
+    assert "'mlp\\.activation_func\\.silu\\.silu'" in found["RC001", "%99"].hint
+    keys = dict(found["RC002", "%101"].extra)["select_recompute"]
+    assert keys == ["mlp\\.dense_4h_to_h\\.reshape"]
+    fixed = read_ir(str(RECOMPUTE / "mf-glm2-fixed" / "21_validate_0076.ir"))
+    facts = evidence.RecomputeFacts.of(fixed)
+    assert all(facts.applied(_node(fixed, n, op)) for n, op in (("%99", "SiLU"), ("%101", "Mul"), ("%102", "Reshape")))
+    assert check(fixed, "RC001", "RC002", "RC003") == []
+
+
+def test_mindspore_2_7_final_front_end_stage_is_found_by_its_name():
+    """MindSpore 2.7.1 numbers the final front-end graph 19_validate: a folder lint judges it."""
+    report = lint([str(RECOMPUTE / "ms271-attn-ffn")], quiet_config())
+    assert {f.file.rsplit("/", 1)[-1] for f in report.findings} == {"19_validate_0072.ir"}
+    assert sorted((f.code, f.node) for f in report.findings) == [
+        ("RC001", "%119"), ("RC001", "%33"), ("RC002", "%124"), ("RC002", "%188"), ("RC003", "%203"), ("RC003", "%241")]
