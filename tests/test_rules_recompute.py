@@ -3,7 +3,9 @@ snapshots of their findings."""
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
+import irlint.cli
 from conftest import CORPUS, TESTS, quiet_config
 from irlint.engine import lint
 from irlint.reader import read_ir
@@ -366,10 +368,12 @@ SNAPSHOT_FILES = [
     ("s7_ffn_3d_function_grad", "graph_build_0_0050.ir"),
     ("s4_cast_rmsnorm", "21_validate_0076.ir"),
     ("llama-recompute-modes", "21_validate_0076.ir"),
+    ("../unseen/attn-transpose", "21_validate_0076.ir"),
+    ("../recompute/mf-glm2-select", "21_validate_0076.ir"),
 ]
 
 
-@pytest.mark.parametrize("case,name", SNAPSHOT_FILES, ids=[c for c, _ in SNAPSHOT_FILES])
+@pytest.mark.parametrize("case,name", SNAPSHOT_FILES, ids=[c.rsplit("/", 1)[-1] for c, _ in SNAPSHOT_FILES])
 def test_findings_snapshot(case, name, snapshot):
     found = sorted(check(read(case, name)), key=lambda f: (f.line, f.code))
     assert [_portable(f.to_dict()) for f in found] == snapshot
@@ -512,3 +516,10 @@ def test_mindspore_2_7_final_front_end_stage_is_found_by_its_name():
     assert {f.file.rsplit("/", 1)[-1] for f in report.findings} == {"19_validate_0072.ir"}
     assert sorted((f.code, f.node) for f in report.findings) == [
         ("RC001", "%119"), ("RC001", "%33"), ("RC002", "%124"), ("RC002", "%188"), ("RC003", "%203"), ("RC003", "%241")]
+
+
+def test_explain_documents_blocking_ops_and_one_op_cells():
+    out = CliRunner().invoke(irlint.cli.main, ["explain", "RC001"]).output
+    assert "Transpose" in out and "attention\\.merger_head_transpose" in out and "attention\\.wo\\.reshape" in out
+    assert "One-op cells:" in out and "primitive inside the cell" in out
+    assert "kept by design" in out
