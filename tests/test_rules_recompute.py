@@ -523,3 +523,12 @@ def test_explain_documents_blocking_ops_and_one_op_cells():
     assert "Transpose" in out and "attention\\.merger_head_transpose" in out and "attention\\.wo\\.reshape" in out
     assert "One-op cells:" in out and "primitive inside the cell" in out
     assert "kept by design" in out
+
+
+def test_a_folded_untagged_reshape_under_an_already_set_key_is_explained():
+    # attn-transpose layer 1 sets attention\.wo\.reshape (it tags %103, after the MatMul), yet the
+    # blocking %99 (wo's first Reshape, folded with the attention's own one) prints no tag
+    ir = read_ir(str(UNSEEN / "attn-transpose" / "21_validate_0076.ir"))
+    hints = {f.node: f.hint for f in check(ir, "RC001")}
+    assert "'attention\\.wo\\.reshape' is already set (it tags %103 Reshape), yet %99 Reshape carries no tag" in hints["%97"]
+    assert "already set" not in hints["%33"]   # layer 0 sets neither key: a key of layer 1 does not count

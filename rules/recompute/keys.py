@@ -100,3 +100,46 @@ GUESS_NOTE = (" (no source trace names the primitive's cell attribute, so the ke
 def yaml_snippet(keys: list[str]) -> str:
     quoted = ", ".join(f"'{k}'" for k in dict.fromkeys(keys))
     return f"recompute_config:\n  select_recompute: [{quoted}]"
+
+
+def layer_of(scope: str) -> tuple[str, ...]:
+    """The scope's cell path down to its layer (the last ``N-Class`` part, as select_recompute keys
+    start below it); the whole path when there is no layer."""
+    path = cell_path(scope)
+    numeric = [i for i, p in enumerate(path) if p.split("-", 1)[0].isdigit()]
+    return path[:numeric[-1] + 1] if numeric else ()
+
+
+def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
+    """The select keys of the forward primitives tagged for recompute, per layer, each with one
+    node that carries it (computed once per IRFile)."""
+    found = ir.__dict__.get("_recompute_tagged_keys")
+    if found is None:
+        found = {}
+        for k in ir.cnodes():
+            if (ir[k].get("primitive_attrs") or {}).get("recompute") is True and not ir.is_backward(k) \
+                    and not ir.is_recompute_copy(k):
+                key, _ = node_select_key(ir, k)
+                if key is not None:
+                    found.setdefault((layer_of(ir[k].get("scope", "")), key), k)
+        ir.__dict__["_recompute_tagged_keys"] = found
+    return found
+
+
+def folded_note(ir: IRFile, blocking: list[int]) -> str:
+    """A hint sentence for untagged blocking ops whose key is already tagged in the same layer:
+    MindSpore folded two consecutive ops of the same kind (e.g. an attention's own Reshape and its
+    output Linear's Reshape) into one and kept the untagged primitive, so the key set for it is not
+    enough; empty when no blocking op is in that case."""
+    tagged = tagged_keys(ir)
+    notes = []
+    for v in blocking:
+        if (ir[v].get("primitive_attrs") or {}).get("recompute") is True:
+            continue
+        key, _ = node_select_key(ir, v)
+        other = tagged.get((layer_of(ir[v].get("scope", "")), key))
+        if other is not None:
+            notes.append(f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
+                         f"carries no tag: MindSpore folded it with a neighbouring untagged {ir[v]['op']} "
+                         f"and kept that one's primitive, so tag the neighbour's key as well")
+    return (" " + "; ".join(notes) + ".") if notes else ""

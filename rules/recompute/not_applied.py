@@ -7,7 +7,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_path, cell_text
-from .keys import GUESS_NOTE, node_select_key
+from .keys import GUESS_NOTE, folded_note, node_select_key
 from .report import RecomputeRule, backward_text, how, nodes_text, reader_note
 from .reshape_blocks import blocked_silu_muls
 
@@ -93,6 +93,7 @@ class RecomputeNotApplied(RecomputeRule):
             hint = "Recompute the blocking op(s) between it and the backward reader as well"
             hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
             hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
+            hint += folded_note(ir, blocking)
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             hint = "Check the compile log for recompute warnings about this op."

@@ -10,7 +10,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, cell_path
 from .feed_forward import FeedForward, find_feed_forwards
-from .keys import GUESS_NOTE, node_select_key, yaml_snippet
+from .keys import GUESS_NOTE, folded_note, node_select_key, yaml_snippet
 from .report import RecomputeRule, backward_text, nodes_text, reader_note
 
 # MindFormers' documented select_recompute keys, for scopes without cell names
@@ -121,6 +121,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
                      "MindFormers' documented keys for the FeedForward, check them against your model)")
         elif guessed:
             hint += GUESS_NOTE
+        hint += folded_note(ir, blocking).rstrip(".")
         hint += ":\n" + yaml_snippet(keys)
         related = [related_node(ir, v, f"blocking {ir[v]['op']} ({ffn.roles.get(v, 'w1')}), not recomputed")
                    for v in blocking]
