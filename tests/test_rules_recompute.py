@@ -151,7 +151,7 @@ def test_rc002_steps_over_backend_casts_around_fp16_matmuls(name):
     assert len(ffns) == 4
     for ffn in ffns:
         casts = [v for v in ffn.roles if ir[v]["op"] == "Cast"]
-        assert casts and all(feed_forward.is_backend_cast(ir, c) for c in casts)
+        assert casts and all(_is_backend_cast(ir, c) for c in casts)
         assert ir[ffn.silu]["op"] == "Mul"   # SiLU expanded into x * Sigmoid(x)
     found = check(ir, "RC002")
     layers = sorted(f.scope.split("layers-CellList/")[1].split("-")[0] for f in found)
@@ -174,7 +174,7 @@ def test_rc002_steps_over_model_casts_around_a_linear():
         if attrs.get("is_backend_cast") is True:   # a new dict: parsed values may be shared
             ir[k]["primitive_attrs"] = {**attrs, "is_backend_cast": False}
     ffns = feed_forward.find_feed_forwards(ir, evidence.RecomputeFacts.of(ir))
-    assert len(ffns) == 4 and not any(feed_forward.is_backend_cast(ir, c) for f in ffns for c in f.roles)
+    assert len(ffns) == 4 and not any(_is_backend_cast(ir, c) for f in ffns for c in f.roles)
 
 
 def test_rc002_keys_come_from_scope_and_instance_name():
@@ -209,6 +209,11 @@ FORWARD_CANDIDATE_TRACE = [
 ]
 SHARED_LINE = ("# In file /home/user/llm/llm_common.py:52, 15~41/        return self.reshape(x, out_shape)/"
                "<~~This line of code can be shared by multiple nodes, and may be duplicated./")
+
+
+def _is_backend_cast(ir, k):
+    """A Cast the CPU backend inserted around a Float32-only kernel (``is_backend_cast: Bool(1)``)."""
+    return ir[k]["op"] == "Cast" and (ir[k].get("primitive_attrs") or {}).get("is_backend_cast") is True
 
 
 def _node(ir, node_id, op):
@@ -475,7 +480,7 @@ def test_sigmoid_expansion_fed_by_two_backend_casts_of_one_matmul():
     silu = next(f for f in ffns if ir[f.silu]["id"] == "%73")
     x, sig = ir.producers(silu.silu)[:2]
     assert ir[sig]["op"] == "Sigmoid" and ir.producers(sig)[0] != x
-    assert all(feed_forward.is_backend_cast(ir, c) for c in (x, ir.producers(sig)[0]))
+    assert all(_is_backend_cast(ir, c) for c in (x, ir.producers(sig)[0]))
     assert ir[silu.w1]["id"] == "%69"
     assert len(ffns) == 2 and check(ir) == []   # the 2-D FeedForward's recompute applied
 

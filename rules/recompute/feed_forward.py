@@ -120,9 +120,3 @@ def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
     ir.__dict__["_recompute_feed_forwards"] = out
     return out
 
-
-def is_backend_cast(ir: IRFile, k: int) -> bool:
-    """A Cast the backend inserted around a kernel lacking the dtype (CPU MatMul runs in Float32
-    on Float16 models); it marks itself ``is_backend_cast: Bool(1)`` and is no op of the model."""
-    d = ir[k]
-    return d["op"] == "Cast" and (d.get("primitive_attrs") or {}).get("is_backend_cast") is True
