@@ -28,7 +28,7 @@ ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time
 _RACY_SECONDS = 2.0
 _SOURCES = ("reader.py", "syntax.py", "grammar_file.py", "model.py", "values.py", "stages.py", "rule.py", "findings.py",
-            "diagnostics.py", "engine.py", "cache.py")
+            "diagnostics.py", "engine.py", "cache.py", "memory.py")
 
 
 def default_dir(configured: str | None = None) -> Path:

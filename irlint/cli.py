@@ -385,3 +385,8 @@ def inspect_row(ir) -> dict:
         "edges": ir.graph.number_of_edges(),
         "diagnostics": [d.to_dict() for d in ir.diagnostics],
     }
+
+
+from .memory_cli import memory_cmd  # noqa: E402  (its own module: memory accounting is no lint)
+
+main.add_command(memory_cmd)

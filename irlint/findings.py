@@ -46,6 +46,7 @@ class Finding:
     identity: tuple = ()
     ranks: tuple[int, ...] = ()
     extra: tuple = ()  # ((key, value), ...) rule-specific facts for machine formats
+    bytes_at_stake: int | None = None  # activation bytes the problem keeps alive (irlint.memory)
 
     @property
     def fingerprint(self) -> str:
@@ -75,6 +76,8 @@ class Finding:
             out["ranks"] = list(self.ranks)
         if self.extra:
             out["extra"] = dict(self.extra)
+        if self.bytes_at_stake is not None:
+            out["bytes_at_stake"] = self.bytes_at_stake
         return out
 
 

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 import irlint.cli
 from conftest import CORPUS, TESTS, quiet_config
 from irlint.engine import lint
+from irlint.memory import bytes_at_stake
 from irlint.reader import read_ir
 from irlint.rule import load_rules
 from irlint.rules.recompute import downcast, evidence, feed_forward, keys
@@ -537,3 +538,14 @@ def test_a_folded_untagged_reshape_under_an_already_set_key_is_explained():
     hints = {f.node: f.hint for f in check(ir, "RC001")}
     assert "'attention\\.wo\\.reshape' is already set (it tags %103 Reshape), yet %99 Reshape carries no tag" in hints["%97"]
     assert "already set" not in hints["%33"]   # layer 0 sets neither key: a key of layer 1 does not count
+
+
+def test_bytes_at_stake_of_a_transpose_blocked_op_are_the_kept_transpose_output():
+    # attn-transpose layer 0: backward keeps %34's output (through the %35 Reshape view), not
+    # %33's; recomputing %33 with its blocking ops frees those 1 x 4 x 16 x 16 fp16 bytes
+    ir = read_ir(str(UNSEEN / "attn-transpose" / "21_validate_0076.ir"))
+    bmm, transpose = _node(ir, "%33", "BatchMatMul"), _node(ir, "%34", "Transpose")
+    assert (bytes_at_stake(ir, bmm), bytes_at_stake(ir, transpose)) == (0, 4 * 16 * 16 * 2)
+    f = next(f for f in check(ir, "RC001") if f.node == "%33")
+    assert f.bytes_at_stake == 4 * 16 * 16 * 2
+    assert dict(f.extra)["layers_with_problem"] == 2   # layer 1's bmm2 is blocked too

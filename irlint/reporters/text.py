@@ -35,7 +35,8 @@ def render(report: Report, ctx: RenderContext) -> str:
         by_file[f.file].append(f)
     for path, findings in by_file.items():
         out.print(Text(path, style="bold underline"))
-        for f in findings:
+        # costliest first: the activation bytes a finding keeps alive (stable, so line order otherwise)
+        for f in sorted(findings, key=lambda f: -(f.bytes_at_stake or 0)):
             _finding(out, f, ctx)
             out.print()
     if report.diagnostics:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irlint.memory import downcast_cost, stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
 from irlint.values import TYPE_ID_NAMES
@@ -117,6 +118,7 @@ class RecomputeDowncast(RecomputeRule):
                     + (GUESS_NOTE if guessed else "") + ".")
             related = [related_node(ir, down.source, f"{down.src} input kept for the recompute")]
             related += [related_node(ir, b, "not recomputed; holds the recompute back") for b in down.blocking]
-            yield self.finding(ir, k, message, hint=hint, related=related,
-                               identity=(d["op"], "/".join(cell_path(d.get("scope", ""))), down.src, down.dst),
-                               extra={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)})
+            finding = self.finding(ir, k, message, hint=hint, related=related,
+                                   identity=(d["op"], "/".join(cell_path(d.get("scope", ""))), down.src, down.dst),
+                                   extra={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)})
+            yield staked(finding, stake(ir, k, downcast_cost))

@@ -1,6 +1,7 @@
 """RC001 recompute-not-applied: asked to recompute, no copy, and backward keeps the output."""
 from __future__ import annotations
 
+from irlint.memory import stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
 
@@ -8,7 +9,7 @@ from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_path, cell_text
 from .keys import GUESS_NOTE, folded_note, node_select_key
-from .report import RecomputeRule, backward_text, how, nodes_text, reader_note
+from .report import RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, reader_note
 from .reshape_blocks import blocked_silu_muls
 
 
@@ -103,7 +104,8 @@ class RecomputeNotApplied(RecomputeRule):
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in chain]
         related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader" + (" (direct)" if r.reader in direct else "")))
                     for r in readers]
-        return self.finding(ir, k, message, hint=hint, related=related,
-                            identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
-                            extra={"request": req, "impact": "memory",
-                                   "blocking": [ir[v].get("id", "") for v in blocking]})
+        finding = self.finding(ir, k, message, hint=hint, related=related,
+                               identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
+                               extra={"request": req, "impact": "memory",
+                                      "blocking": [ir[v].get("id", "") for v in blocking]})
+        return staked(finding, stake(ir, k, freed_by_recompute))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irlint.memory import stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
 
@@ -11,7 +12,7 @@ from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, cell_path
 from .feed_forward import FeedForward, find_feed_forwards
 from .keys import GUESS_NOTE, folded_note, node_select_key, yaml_snippet
-from .report import RecomputeRule, backward_text, nodes_text, reader_note
+from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, reader_note
 
 # MindFormers' documented select_recompute keys, for scopes without cell names
 DOCUMENTED_RESHAPE_KEYS = {"w1": r"feed_forward\.w1\.reshape", "w2": r"feed_forward\.w2\.reshape",
@@ -132,5 +133,6 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
                     for r in b.readers]
         identity = (d["op"], "/".join(cell_path(d.get("scope", ""))),
                     tuple("/".join(cell_path(ir[v].get("scope", ""))) for v in blocking))
-        return self.finding(ir, k, message, hint=hint, related=related, identity=identity,
-                            extra={"request": b.request, "select_recompute": keys[1:]})
+        finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
+                               extra={"request": b.request, "select_recompute": keys[1:]})
+        return staked(finding, stake(ir, k, freed_by_recompute))

@@ -1,0 +1,362 @@
+"""Static activation-memory accounting: which forward tensors a dump keeps alive for backward.
+
+Counted (``kept``): the output of a forward CNode that a node running in the backward pass reads,
+directly or through ops that share its tensor (Reshape, ExpandDims, Squeeze, Flatten, Depend,
+Load, TupleGetItem/MakeTuple element access, subgraph calls), once per tensor. Nodes running in
+the backward pass are the backward nodes (``Gradients/`` scope, ``forward_unique_id``, CPU
+``Expand/_XGrad/`` expansions) and the recomputed copies (``duplicated: Bool(1)``): a copy's
+inputs are the checkpoints recompute keeps. A tensor whose copy backward reads instead is
+``recompute_saved``. Bytes are dtype size x local shape from the type line.
+
+Not counted: parameters (weights, and graph inputs such as the batch), optimizer state,
+gradients, constants, and workspace or temporary buffers of the backward pass itself.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .findings import Finding
+from .model import IRFile
+from .values import TensorType
+
+# The stage files whose graph is final for the accounting, best first: the same choice as the
+# recompute rules (validate is the final front-end graph; CPU kernel graphs expand ops).
+MEMORY_STAGES = ("validate", "cse_after_recomputation", "add_recomputation", "graph_build")
+
+SCOPE_NOTE = ("Counted: outputs of forward ops that the backward pass reads (directly or through "
+              "views that share the tensor), once per tensor, without what was recomputed. Not "
+              "counted: parameters and graph inputs, optimizer state, gradients, constants, "
+              "backward workspace.")
+
+OUTSIDE = "outside"
+# ops whose output is (a view of) the tensor of their first input
+VIEW_OPS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten", "Depend", "Load"})
+# backward bookkeeping: they pass tensors on or order effects, they need no storage of their own
+_PLUMBING = frozenset({"MakeTuple", "TupleGetItem", "UpdateState", "Depend", "Load"})
+_EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
+_LAYER = re.compile(r"layers-[^/]*/(\d+)-")
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """One forward tensor: the node that makes it, and which output of it (None: the only one)."""
+
+    node: int
+    index: int | None = None
+
+
+@dataclass
+class KeptTensor:
+    tensor: Tensor
+    type: TensorType | None
+    layer: str
+    readers: list[int] = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        return (self.type.nbytes or 0) if self.type is not None else 0
+
+
+@dataclass
+class LayerMemory:
+    layer: str
+    kept_bytes: int = 0
+    tensors: int = 0
+    recompute_saved_bytes: int = 0
+
+
+@dataclass
+class MemoryReport:
+    kept: list[KeptTensor]
+    saved: list[KeptTensor]   # tensors backward reads as recomputed copies instead
+    # kept tensors computed from weights and constants only (fp16 copies of weights): they scale
+    # with the parameters, not with the batch, so they are shown apart and not counted
+    weight_copies: list[KeptTensor] = field(default_factory=list)
+
+    @property
+    def total_kept_bytes(self) -> int:
+        return sum(t.nbytes for t in self.kept)
+
+    def layers(self) -> list[LayerMemory]:
+        rows: dict[str, LayerMemory] = {}
+        for t in self.kept:
+            row = rows.setdefault(t.layer, LayerMemory(t.layer))
+            row.kept_bytes += t.nbytes
+            row.tensors += 1
+        for t in self.saved:
+            rows.setdefault(t.layer, LayerMemory(t.layer)).recompute_saved_bytes += t.nbytes
+        return sorted(rows.values(), key=lambda r: (r.layer == OUTSIDE, int(r.layer) if r.layer.isdigit() else 0))
+
+    @property
+    def unsized(self) -> list[KeptTensor]:
+        """Kept tensors whose type line gives no byte size (unknown dtype, dynamic shape): 0 bytes."""
+        return [t for t in self.kept if t.type is None or t.type.nbytes is None]
+
+    def top(self, n: int) -> list[KeptTensor]:
+        return sorted(self.kept, key=lambda t: (-t.nbytes, t.tensor.node, t.tensor.index or 0))[:n]
+
+
+def layer_of(scope: str) -> str:
+    """The decoder layer number from a ``layers-CellList/3-DecoderLayer`` scope, else "outside"."""
+    m = _LAYER.search(scope)
+    return m.group(1) if m else OUTSIDE
+
+
+def runs_in_backward(ir: IRFile, key: int) -> bool:
+    """A backward node, or a recomputed copy (which backward runs to rebuild a tensor)."""
+    if ir.is_recompute_copy(key):
+        return True
+    return is_backward(ir, key)
+
+
+def is_backward(ir: IRFile, key: int) -> bool:
+    # CPU kernel graphs expand grad ops under "Expand/_SiLUGrad/..." with no Gradients scope
+    return ir.is_backward(key) or bool(_EXPANDED_GRAD.match(ir[key].get("scope", "")))
+
+
+def tensor_type(ir: IRFile, tensor: Tensor, via: int | None = None) -> TensorType | None:
+    """A tensor's type: the node's output type, or for one element of a tuple output the type of
+    the TupleGetItem that reads it."""
+    if tensor.index is None:
+        return ir[tensor.node].get("out_type")
+    return ir[via].get("out_type") if via is not None else None
+
+
+def sources(ir: IRFile, key: int) -> list[tuple[Tensor, int | None]]:
+    """The tensors whose storage the output of ``key`` is: ``key`` itself for a computing node,
+    its input's for a view; each with the TupleGetItem that selected it (for its type). Parameters
+    and constants are no tensors here; a subgraph parameter is followed to the call's argument,
+    a call's output to the callee's Return."""
+    out: dict[tuple[Tensor, int | None], None] = {}
+    seen: set[tuple[int, int | None]] = set()
+    stack: list[tuple[int, int | None, int | None]] = [(key, None, None)]  # (node, element, getitem)
+    while stack:
+        node, element, getitem = stack.pop()
+        if (node, element) in seen:
+            continue
+        seen.add((node, element))
+        d = ir[node]
+        kind = d["kind"]
+        if kind == "param":
+            stack.extend((a, element, getitem) for a in _call_arguments(ir, node))
+            continue
+        if kind == "return":
+            stack.extend((a, element, getitem) for a in ir.producers(node)[:1])
+            continue
+        if kind != "cnode":
+            continue  # constants, subgraph values
+        op = d["op"]
+        ins = ir.producers(node)
+        if op in VIEW_OPS:
+            if ins:
+                stack.append((ins[0], element, getitem))
+        elif op == "TupleGetItem":
+            index = ir[ins[1]].get("value") if len(ins) > 1 else None
+            if ins and isinstance(index, int):
+                stack.append((ins[0], index, getitem if getitem is not None else node))
+        elif op == "MakeTuple":
+            picked = ins if element is None else ins[element:element + 1]
+            stack.extend((a, None, None) for a in picked)
+        elif op == "call":
+            returns = [u for u, _, kind in ir.graph.in_edges(node, data="kind") if kind == "call_out"]
+            if returns:
+                stack.extend((r, element, getitem) for r in returns)
+            else:
+                out[(Tensor(node, element), getitem)] = None
+        else:
+            out[(Tensor(node, element), getitem)] = None
+    return list(out)
+
+
+def _call_arguments(ir: IRFile, param: int) -> list[int]:
+    return [u for u, _, kind in ir.graph.in_edges(param, data="kind") if kind == "call_in"]
+
+
+def _reader_inputs(ir: IRFile, key: int) -> list[int]:
+    d = ir[key]
+    ins = ir.producers(key)
+    if d["op"] in ("UpdateState",):
+        return []
+    if d["op"] in ("Depend", "Load", "TupleGetItem", "Reshape"):
+        return ins[:1]
+    return ins
+
+
+def _original_of_copies(ir: IRFile) -> dict[int, int]:
+    """Recomputed copy -> the forward node it rebuilds."""
+    out: dict[int, int] = {}
+    for k in ir.cnodes():
+        if ir.is_recompute_copy(k) or is_backward(ir, k):
+            continue
+        for c in ir.copy_of(k):
+            out.setdefault(c, k)
+    return out
+
+
+def weight_derived(ir: IRFile) -> set[int]:
+    """Nodes whose output depends on weights (parameters with a default) and constants only."""
+    memo: dict[int, bool] = {}
+    visiting: set[int] = set()
+    for start in ir.graph.nodes:
+        stack = [start]
+        while stack:
+            node = stack[-1]
+            if node in memo:
+                stack.pop()
+                continue
+            d = ir[node]
+            if d["kind"] == "param":
+                memo[node] = bool(d.get("has_default")) and not _call_arguments(ir, node)
+                continue
+            if d["kind"] not in ("cnode", "return"):
+                memo[node] = d["kind"] == "const"
+                continue
+            ins = _reader_inputs(ir, node) if d["kind"] == "cnode" else ir.producers(node)[:1]
+            pending = [a for a in ins if a not in memo and a not in visiting]
+            if pending and node not in visiting:
+                visiting.add(node)
+                stack.extend(pending)
+                continue
+            visiting.discard(node)
+            # an input still unresolved is on a cycle through calls: no weight copy
+            memo[node] = d.get("op") != "call" and bool(ins) and all(memo.get(a, False) for a in ins)
+    return {k for k, v in memo.items() if v}
+
+
+def account(ir: IRFile) -> MemoryReport:
+    """The activations ``ir`` keeps for backward, and those recompute rebuilds instead."""
+    originals = _original_of_copies(ir)
+    from_weights = weight_derived(ir)
+    kept: dict[Tensor, KeptTensor] = {}
+    saved: dict[Tensor, KeptTensor] = {}
+    for reader in sorted(ir.cnodes()):
+        if not runs_in_backward(ir, reader):
+            continue
+        d = ir[reader]
+        if d["op"] in _PLUMBING or (ir.is_recompute_copy(reader) and d["op"] in VIEW_OPS):
+            continue  # a view or tuple op passes its input on: its consumer is the reader
+        for arg in _reader_inputs(ir, reader):
+            for tensor, getitem in sources(ir, arg):
+                node = tensor.node
+                if runs_in_backward(ir, node):
+                    original = originals.get(node)
+                    if original is not None and not ir.is_recompute_copy(reader):
+                        orig = Tensor(original, tensor.index)
+                        saved.setdefault(orig, KeptTensor(orig, tensor_type(ir, orig, getitem),
+                                                          layer_of(ir[original].get("scope", ""))))
+                    continue
+                entry = kept.get(tensor)
+                if entry is None:
+                    entry = kept[tensor] = KeptTensor(tensor, tensor_type(ir, tensor, getitem),
+                                                      layer_of(ir[node].get("scope", "")))
+                if reader not in entry.readers:
+                    entry.readers.append(reader)
+    for t in list(saved):
+        if t in kept:
+            del saved[t]  # backward keeps the original anyway
+    weights = [t for t in kept.values() if t.tensor.node in from_weights]
+    activations = [t for t in kept.values() if t.tensor.node not in from_weights]
+    return MemoryReport(activations, [t for t in saved.values() if t.tensor.node not in from_weights], weights)
+
+
+def bytes_at_stake(ir: IRFile, key: int) -> int:
+    """What recomputing ``key`` would free: its output bytes when backward keeps that tensor
+    (directly or through views); 0 when nothing of it is kept."""
+    return sum(t.nbytes for t in _kept_by_node(ir).get(key, ()))
+
+
+def _report(ir: IRFile) -> MemoryReport:
+    report = ir.__dict__.get("_memory_report")
+    if report is None:
+        report = ir.__dict__["_memory_report"] = account(ir)
+    return report
+
+
+def _kept_by_node(ir: IRFile) -> dict[int, list[KeptTensor]]:
+    index = ir.__dict__.get("_kept_by_node")
+    if index is None:
+        index = {}
+        for t in _report(ir).kept:
+            index.setdefault(t.tensor.node, []).append(t)
+        ir.__dict__["_kept_by_node"] = index
+    return index
+
+
+def layer_peers(ir: IRFile, key: int) -> list[int]:
+    """The forward nodes at the same place in every decoder layer (same op, same scope with the
+    layer number and the ``recompute_`` prefix ignored), ``key`` included; [key] outside layers."""
+    pattern = _peer_pattern(ir[key].get("scope", ""))
+    if pattern is None:
+        return [key]
+    index = ir.__dict__.get("_layer_peers")
+    if index is None:
+        index = {}
+        for k in ir.cnodes():
+            if not (ir.is_recompute_copy(k) or is_backward(ir, k)):
+                p = _peer_pattern(ir[k].get("scope", ""))
+                if p is not None:
+                    index.setdefault((ir[k]["op"], p), []).append(k)
+        ir.__dict__["_layer_peers"] = index
+    return sorted(index.get((ir[key]["op"], pattern), [key]))
+
+
+def _peer_pattern(scope: str) -> str | None:
+    scope = scope.removeprefix("recompute_")
+    return _LAYER.sub(lambda m: m.group(0).replace(m.group(1), "*", 1), scope) if _LAYER.search(scope) else None
+
+
+def _asked_to_recompute(ir: IRFile, key: int) -> bool:
+    d = ir[key]
+    return (d.get("primitive_attrs") or {}).get("recompute") is True or (d.get("cnode_attrs") or {}).get("recompute") is True
+
+
+@dataclass(frozen=True, slots=True)
+class Stake:
+    """Bytes of kept activations a finding is about: in its own layer, and summed over the
+    layers where the same node is asked to recompute and still costs memory."""
+
+    bytes: int
+    total: int
+    layers: int
+
+    def text(self) -> str:
+        if self.layers > 1:
+            return (f"{self.bytes:,} bytes at stake in this layer, {self.total:,} bytes across the "
+                    f"{self.layers} layers with the same problem")
+        return f"{self.bytes:,} bytes at stake"
+
+    def extra(self) -> dict:
+        return {"bytes_at_stake_total": self.total, "layers_with_problem": self.layers}
+
+
+def stake(ir: IRFile, key: int, cost=None) -> Stake:
+    """The activation bytes a recompute finding on ``key`` is about: ``cost(ir, node)`` (default
+    ``bytes_at_stake``) here, and summed over its layer peers that are asked to recompute and
+    cost something too."""
+    cost = cost or bytes_at_stake
+    own = cost(ir, key)
+    peers = [p for p in layer_peers(ir, key) if p == key or (_asked_to_recompute(ir, p) and cost(ir, p) > 0)]
+    return Stake(own, sum(cost(ir, p) for p in peers), len(peers))
+
+
+def downcast_cost(ir: IRFile, cast: int) -> int:
+    """What recomputing a down-cast costs: its high-precision input (kept for the copy) instead
+    of its low-precision output, when only recomputed copies read that input; 0 when backward
+    keeps the input anyway, or the types are unknown."""
+    ins = ir.producers(cast)[:1]
+    in_t = (ir[cast].get("in_types") or (None,))[0]
+    out_t = ir[cast].get("out_type")
+    if not ins or in_t is None or out_t is None or not in_t.nbytes or not out_t.nbytes:
+        return 0
+    sources_of_input = [t.node for t, _ in sources(ir, ins[0])]
+    kept = [t for s in sources_of_input for t in _kept_by_node(ir).get(s, ())]
+    if any(not ir.is_recompute_copy(r) for t in kept for r in t.readers):
+        return 0
+    return max(0, in_t.nbytes - out_t.nbytes)
+
+
+def staked(finding: Finding, at: Stake) -> Finding:
+    """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``extra``."""
+    return finding.with_(message=f"{finding.message} ({at.text()})", bytes_at_stake=at.bytes,
+                         extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())))

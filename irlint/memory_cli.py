@@ -1,0 +1,167 @@
+"""``irlint memory PATH``: the activations each layer keeps for backward, as a table or JSON."""
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+import click
+
+from .discover import DumpFile, InputError, discover
+from .memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
+
+JSON_VERSION = 1
+EXIT_ERROR = 2
+
+
+def fail(message: str):
+    click.echo(f"irlint: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def final_files(files: list[DumpFile]) -> list[DumpFile]:
+    """Per save_graphs folder (one per rank), the file the recompute rules read: the latest file
+    of the first stage in ``MEMORY_STAGES`` the folder holds; a file named directly is read as is."""
+    out: list[DumpFile] = []
+    folders: dict[str, list[DumpFile]] = defaultdict(list)
+    for f in files:
+        if f.explicit:
+            out.append(f)
+        else:
+            folders[f.folder].append(f)
+    for folder_files in folders.values():
+        for name in MEMORY_STAGES:
+            hits = [f for f in folder_files if f.stage.name == name or f.stage.label == name]
+            if hits:
+                out.append(max(hits, key=lambda f: (f.stage.seq or -1, f.display)))
+                break
+    return sorted(out, key=lambda f: (f.rank if f.rank is not None else -1, f.display))
+
+
+def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
+    """One file of the JSON contract (version 1)."""
+    return {
+        "file": f.display, "stage": ir.stage.label, "rank": f.rank,
+        "total_kept_bytes": report.total_kept_bytes,
+        "layers": [{"layer": r.layer, "kept_bytes": r.kept_bytes, "tensors": r.tensors,
+                    "recompute_saved_bytes": r.recompute_saved_bytes} for r in report.layers()],
+        "top": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
+                 "shape": list(t.type.shape) if t.type is not None and t.type.shape is not None else None,
+                 "dtype": t.type.dtype if t.type is not None else None, "bytes": t.nbytes,
+                 "scope": ir[t.tensor.node].get("scope", ""),
+                 "read_by": [f"{ir[r].get('id', '')} {ir[r].get('op', '')}" for r in t.readers],
+                 "line": ir[t.tensor.node].get("line", 0)}   # added to version 1
+                for t in report.top(top)],
+        # added to version 1 (the contract is extended, never renamed)
+        "weight_copy_bytes": sum(t.nbytes for t in report.weight_copies),
+        "unsized": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
+                     "line": ir[t.tensor.node].get("line", 0), "type": t.type.raw if t.type is not None else None}
+                    for t in report.unsized],
+    }
+
+
+def human(n: int) -> str:
+    # exact bytes: the figures are compared with hand counts and formulas
+    return f"{n:,}"
+
+
+def render_text(entries: list[dict], width: int | None = None) -> str:
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .reporters import UNLIMITED_WIDTH
+
+    buffer = io.StringIO()
+    out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False, soft_wrap=False)
+    label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
+    layers = list(dict.fromkeys(row["layer"] for e in entries for row in e["layers"]))
+    table = Table(title="Activations kept for backward, per layer", title_justify="left")
+    table.add_column("layer")
+    many = len(entries) > 1
+    for name in label:
+        suffix = f" ({name})" if many else ""
+        table.add_column("kept bytes" + suffix, justify="right")
+        table.add_column("tensors" + suffix, justify="right")
+        table.add_column("recompute saved" + suffix, justify="right")
+    for layer in layers:
+        cells = []
+        for e in entries:
+            row = next((r for r in e["layers"] if r["layer"] == layer), None)
+            cells += ([human(row["kept_bytes"]), str(row["tensors"]), human(row["recompute_saved_bytes"])]
+                      if row else ["", "", ""])
+        table.add_row(layer, *cells)
+    table.add_row("total", *[c for e in entries for c in (human(e["total_kept_bytes"]), "", "")])
+    if not many:
+        out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
+    else:
+        for name, e in zip(label, entries):
+            out.print(f"{name}: {e['file']} ({e['stage']})")
+    out.print(table)
+    for name, e in zip(label, entries):
+        if not e["layers"]:
+            out.print(f"{e['file']}: no forward tensor is read by a backward op (no backward pass in this "
+                      f"graph, or a stage before autodiff): nothing is kept for backward.", soft_wrap=True)
+            continue
+        top = Table(title=f"Largest kept tensors{' (' + name + ')' if many else ''}", title_justify="left")
+        for col in ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "scope"):
+            top.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
+        for t in e["top"]:
+            shape = "(" + ", ".join(map(str, t["shape"])) + ")" if t["shape"] is not None else "?"
+            top.add_row(human(t["bytes"]), f"{t['node']} (line {t['line']})", t["op"], t["dtype"] or "?", shape,
+                        ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""), t["scope"])
+        out.print(top)
+        for u in e["unsized"]:
+            out.print(f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
+                      f"{u['node']} {u['op']} {u['type'] or '(no type line)'}", soft_wrap=True)
+        if e["weight_copy_bytes"]:
+            out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
+                      f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
+                      f"parameters, not the batch.", soft_wrap=True)
+    out.print(SCOPE_NOTE, soft_wrap=True)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+@click.command("memory")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many of the largest kept tensors to list per file.")
+def memory_cmd(paths, fmt, top):
+    """Activation memory kept for the backward pass, per layer, from a dump file or folder.
+
+    For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
+    add_recomputation, graph_build), as the recompute rules choose it. Counted: outputs of forward
+    ops that a backward op (or a recomputed copy) reads, directly or through views that share the
+    tensor (Reshape, ExpandDims, Squeeze, Depend, TupleGetItem ...), once per tensor; bytes are
+    dtype size x local shape from the type line. A tensor backward reads as a recomputed copy is
+    not kept: it shows as "recompute saved". Layers come from the `layers-…/N-` scope path.
+
+    Not counted: parameters and graph inputs, optimizer state, gradients, constants, the
+    backward pass's own workspace, and tensors computed from weights and constants only (e.g.
+    fp16 casts of weights; their total is shown apart).
+    """
+    try:
+        files, problems = discover(list(paths))
+    except InputError as exc:
+        fail(str(exc))
+    chosen = final_files(files)
+    if not chosen:
+        fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
+             "graph_build) found in " + ", ".join(paths))
+    from .reader import read_ir
+
+    entries = []
+    for f in chosen:
+        ir = read_ir(f.path, f.display)
+        problems += ir.diagnostics
+        if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
+            entries.append(file_entry(f, ir, account(ir), top))
+    if fmt == "json":
+        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1))
+    elif entries:
+        click.echo(render_text(entries), nl=False)
+    for d in problems:
+        click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
+    sys.exit(EXIT_ERROR if problems else 0)
