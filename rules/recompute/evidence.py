@@ -81,6 +81,7 @@ class RecomputeFacts:
     _ir: "weakref.ref[IRFile]"
     decided: bool = False
     _applied: dict[int, bool] = field(default_factory=dict)
+    _readers: dict[int, list[KeptRead]] = field(default_factory=dict)
     _cells: dict[tuple, _Cell] = field(default_factory=dict)
 
     @classmethod
@@ -185,6 +186,11 @@ class RecomputeFacts:
     def backward_readers(self, k: int) -> list[KeptRead]:
         """Backward nodes that read ``k``'s output, directly or through non-recomputed layout
         and pass-through ops; the walk stops at a kept cell output (``is_kept_output``)."""
+        if k not in self._readers:   # rules and the bytes-at-stake of every layer peer ask again
+            self._readers[k] = self._walk_to_backward(k)
+        return list(self._readers[k])
+
+    def _walk_to_backward(self, k: int) -> list[KeptRead]:
         ir = self.ir
         out: list[KeptRead] = []
         seen = {k}
