@@ -103,8 +103,9 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
     found: dict[str, type[Rule]] = {}
     problems: list[str] = []
     package = _builtin_package()
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+    # a rule family may be a package of its own (rules/recompute/): its modules are walked too
+    for info in sorted(pkgutil.walk_packages(package.__path__, f"{package.__name__}."), key=lambda i: i.name):
+        module = importlib.import_module(info.name)
         for cls in _rules_in(module):
             found.setdefault(cls.code, cls)
     if plugins:

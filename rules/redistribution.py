@@ -7,8 +7,11 @@ from typing import Iterator
 
 from irlint.findings import Finding, Related
 from irlint.model import IRFile
-from irlint.rule import Rule, related_node
+from irlint.rule import Rule
 from irlint.values import TensorType
+
+from .strategy_layouts import (MATMUL_OPS, all_reduce_note, best_fix, fmt, note, output_layout, scope_path, size,
+                               splits_experts, strategy, who)
 
 GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
 ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
@@ -17,10 +20,10 @@ SLICE_OPS = frozenset({"StridedSlice", "Slice"})
 # local ops tensor redistribution inserts around the communication
 LOCAL_OPS = frozenset({"Split", "Concat", "Reshape", "Transpose", "TupleGetItem", "MakeTuple"}) | SLICE_OPS
 CHAIN_OPS = COMM_OPS | LOCAL_OPS
+MOVING_OPS = COMM_OPS | {"AllReduce"}   # what the byte counts cover
 # ops that hand a weight through unchanged on its way to a consumer
 WEIGHT_PATH_OPS = frozenset({"Load", "Depend", "_MirrorOperator", "_MirrorMiniStepOperator", "_VirtualDiv",
                              "Cast"})
-MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt"})
 QUIET_IN_RELATED = frozenset({"TupleGetItem", "MakeTuple"})
 
 
@@ -29,6 +32,7 @@ class Waste:
     kind: str
     nodes: tuple[int, ...]
     text: str
+    alltoall_bytes: int | None = None    # what one AlltoAll would receive for the same re-layout
 
 
 @dataclass
@@ -40,6 +44,7 @@ class Chain:
     exit: TensorType | None = None
     moved: int = 0
     wastes: list[Waste] = field(default_factory=list)
+    hint: str | None = None                # set where the fix is not a change of in_strategy
 
 
 class RedundantRedistributionChain(Rule):
@@ -53,11 +58,14 @@ class RedundantRedistributionChain(Rule):
         them. The rule follows each such run between two compute ops of the forward graph and
         reports it when it is wasteful:
 
-        - data gathered and then sliced away (AllGather, possibly with the Split/Concat that
-          moves the gathered pieces to another dim, followed by a StridedSlice or a Split whose
-          other pieces are unused): a re-layout done by gathering everything;
+        - data gathered and then sliced away (AllGather, with the Split/Concat MindSpore uses to
+          gather along a non-leading axis, followed by a StridedSlice or a Split whose other
+          pieces are unused): a re-layout done by gathering everything. Where the split dim
+          changes, the finding says what one AlltoAll would move instead;
         - an AllGather re-split along the dim it gathered: the slice keeps exactly what the
           rank sent, so the communication is a no-op;
+        - an AllReduce whose every user slices it: each rank receives the whole sum to keep
+          1/n of it, where a ReduceScatter would move half the bytes;
         - two AlltoAll that undo each other: the second, on the same group and split_count,
           swaps split_dim and concat_dim back, with at most Reshapes/Transposes between them
           that keep both moved dims whole (a compute op between them, like the expert MatMul
@@ -66,38 +74,55 @@ class RedundantRedistributionChain(Rule):
           order), with or without communication around it;
         - the same tensor gathered more than once by identical AllGathers (one per consumer).
 
+        The finding lists the chain in order with local shapes, dtypes and the bytes each step
+        receives, the bytes that survive, the producer's and consumer's ``in_strategy``, and the
+        backward transpose MindSpore derived from the chain (linked by ``forward_unique_id``;
+        StridedSliceGrad, SplitWithSize/Concat, the ReduceScatter named after the AllGather),
+        whose cost is added. Identical chains of ``rank_N/`` folders are one finding "on ranks
+        0-7" although group names, rank lists and slice offsets differ from rank to rank.
+
         Communication that belongs to the parallel scheme is left alone: the AllReduce after a
-        row-parallel MatMul, anything in the backward graph (gradient AllReduce/ReduceScatter,
-        ``Gradients/`` scope or ``forward_unique_id``), the optimizer-parallel AllGather of a
-        weight (its input is a parameter), ``_MirrorOperator``, ``_VirtualDiv`` and pipeline
-        Send/Receive.
+        row-parallel MatMul and its backward, loss AllReduces (``op: "sum"`` or ``"max"``),
+        anything in the backward graph (``Gradients/`` scope or ``forward_unique_id``), the
+        optimizer-parallel AllGather of a weight (its input is a parameter), the full_batch
+        StridedSlice of a graph input, ``_MirrorOperator`` and its gradient AllReduce,
+        ``_VirtualDiv``, the sequence-parallel ReduceScatter and the AllGather before
+        column-parallel MatMuls, expert-parallel AlltoAll dispatch/combine and pipeline
+        Send/Receive. A whole activation gathered and used in full (column-parallel after
+        column-parallel) is not redundant: ``strategy-mismatch-full-gather`` (PC002) reports it.
 
     Why it matters:
         Redistribution is inserted silently. A chain that gathers a whole activation only to
         keep 1/8 of it costs the bandwidth of the full tensor plus the memory of the gathered
-        copy on every step, and in the backward graph the mirror chain runs again. The
-        MindFormers tuning guide names such runs of communication in odd places as the sign of
-        a mis-set shard strategy.
+        copy on every step, and in the backward graph its transpose runs again. The MindFormers
+        tuning guide names such runs of communication in odd places as the sign of a mis-set
+        shard strategy.
 
     How to fix:
-        Change the shard strategy of one side so the producer's output layout is the layout the
-        consumer reads. The hint names both strategies and, when the ops' layouts can be derived
-        (MatMul family, element-wise ops), the ``in_strategy`` to give the consumer. For the
-        classic FFN case set w2 to row parallel (``((1, 8), (1, 8))`` after a column-parallel
-        w1/w3): the output then needs one AllReduce instead of a gather/slice chain. Several
-        identical gathers of one tensor are merged when the consumers share one layout
-        (e.g. shard the projections alike, or gather once before them).
+        Change the shard strategy of one op so the producer's output layout is the layout the
+        consumer reads. The hint derives that change from the dump's strategies (MatMul family,
+        element-wise ops, Transpose): of "the consumer reads what is produced" and "the
+        producer outputs what is read", it picks the one that leaves the fewest layout
+        disagreements with the two ops' other neighbours, and names the op, the new
+        ``in_strategy`` and the AllReduce a split contracted dim then needs. For an AllReduce
+        that is sliced it gives the producer MatMul the ``out_strategy`` that makes MindSpore
+        emit one ReduceScatter; for a re-layout that expert parallelism needs, it points to
+        ``set_auto_parallel_context(enable_alltoall=True)``.
 
     Example:
-        w1 ``in_strategy ((1, 1), (8, 1))`` outputs a column-sharded ``Float32(16, 8)``; w2
-        ``((8, 1), (1, 1))`` wants it row-sharded, so the dump shows, in w2's scope::
+        ``par-mismatch-mm_rows8_to_cols8`` (MindSpore 2.10, 8 devices, ``21_validate``): mm1
+        ``((8, 1), (1, 1))`` splits the rows, the ReLU after it ``((1, 8),)`` the columns, mm2
+        ``((1, 8), (8, 1))`` is row-parallel::
 
-            AllGather            Float32(16, 8)  -> Float32(128, 8)
-            Split(axis 0, 8) / MakeTuple / Concat(axis 1)  -> Float32(16, 64)
-            StridedSlice         Float32(16, 64) -> Float32(2, 64)     keeps 1/8
-            MatMul (w2)          in_strategy ((8, 1), (1, 1))
+            %2 MatMul mm1        -> Float32(8, 32)          in_strategy ((8, 1), (1, 1))
+            %3 AllGather         Float32(8, 32) -> Float32(64, 32)   group of 8, receives 7.0 KiB
+            %4 StridedSlice      Float32(64, 32) -> Float32(64, 4)   keeps 1/8 (1.0 KiB)
+            %5 ReLU              in_strategy ((1, 8),)
+            backward: %15 StridedSliceGrad, %16 ReduceScatter        receives 7.0 KiB
 
-        3.5 KiB is received to keep 512 bytes. With w2 at ``((1, 8), (1, 8))`` the chain is gone.
+        14.0 KiB per step move to keep 1.0 KiB. The fix: mm1 ``((1, 1), (1, 8))`` (column
+        parallel) outputs the (1, 8) layout the ReLU reads, and mm2 keeps its one AllReduce;
+        ReLU ``((8, 1),)`` instead would only move the chain in front of mm2.
     """
 
     code = "PC001"
@@ -144,6 +169,44 @@ subgraph @main() {
 """,
     ]
     INVALID = [
+        # par-mismatch-mm_rows8_to_cols8 rank_0 21_validate, forward to the ReLU: mm1 splits rows, the
+        # ReLU columns; MindSpore gathers all rows and slices 1/8 of the columns away
+        """# IR entry: @main
+# Total subgraphs: 1
+
+# Total params: 2
+# Params:
+%para1_inputs0: <Tensor[Float32], (64, 16)> : [64, 16]
+%para2_net.w1: <Ref[Tensor[Float32]], (16, 32), ref_key=net.w1, is_parameter, is_inplace>  :  has_default
+
+Node counting information:
+Total number of nodes: 20
+Total number of cnodes: 7
+
+subgraph @main() {
+  %0(equiv_14_CNode_252) = PrimFunc_StridedSlice(%para1_inputs0, (I64(0), I64(0)), (I64(8), I64(16)), (I64(1), I64(1)), I64(0), I64(0), I64(0), I64(0), I64(0)) {instance name: redistribution_op_13295646245872130566StridedSlice_} primitive_attrs: {keep_value_node_input: Bool(1)} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3808", forward_comm_node_unique_id: "3604"}
+      : (<Tensor[Float32], (64, 16)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>) -> (<Tensor[Float32], (8, 16)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/StridedSlice-op0)
+  %1(equiv_4_CNode_210) = Load(%para2_net.w1, UMonad[U]) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3803"}
+      : (<Ref[Tensor[Float32]], (16, 32), ref_key=net.w1, is_parameter, is_inplace>, <UMonad, NoShape>) -> (<Tensor[Float32], (16, 32)>)
+      # Fullname with scope: (Default/network-WithLoss/Load-op0)
+  %2(equiv_12_CNode_266) = PrimFunc_MatMul(%0, %1, Bool(0), Bool(0)) {instance name: mm1} primitive_attrs: {in_strategy: ((8, 1), (1, 1)), mirror_user_id: "net.w1"} cnode_attrs: {related_comm_node_id: "3618", checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3800", related_fusion_key: "all_reduce_hccl_world_group_1", origin_output_shape: (64, 32), origin_input_shapes: ((64, 16), (16, 32)), related_node_id: "2975", mirror_user_id: "net.w1"} {in_strategy: ((8, 1), (1, 1))}
+      : (<Tensor[Float32], (8, 16)>, <Tensor[Float32], (16, 32)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float32], (8, 32)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/MatMul-op0)
+  %3(equiv_11_CNode_254) = AllGather(%2) {instance name: redistribution_op_910280660132420711AllGather_} primitive_attrs: {comm_reuse: Bool(1), group: "hccl_world_group", fusion: I64(0), rank_list: (0, 1, 2, 3, 4, 5, 6, 7), group_ranks: "WORLD_GROUP", group_rank_ids: (0, 1, 2, 3, 4, 5, 6, 7), rank_size: I64(8), keep_value_node_input: Bool(1), no_eliminate: Bool(1), mean_flag: Bool(0)} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3809", forward_comm_node_unique_id: "3606"}
+      : (<Tensor[Float32], (8, 32)>) -> (<Tensor[Float32], (64, 32)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/AllGather-op0)
+  %4(equiv_10_CNode_255) = PrimFunc_StridedSlice(%3, (I64(0), I64(0)), (I64(64), I64(4)), (I64(1), I64(1)), I64(0), I64(0), I64(0), I64(0), I64(0)) {instance name: redistribution_op_13295646245872130566StridedSlice_} primitive_attrs: {keep_value_node_input: Bool(1)} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3810", forward_comm_node_unique_id: "3616"}
+      : (<Tensor[Float32], (64, 32)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>, <Int64, NoShape>) -> (<Tensor[Float32], (64, 4)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/StridedSlice-op1)
+  %5(equiv_9_CNode_267) = PrimFunc_ReLU(%4) {instance name: relu} primitive_attrs: {in_strategy: ((1, 8))} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "3799"} {in_strategy: ((1, 8))}
+      : (<Tensor[Float32], (64, 4)>) -> (<Tensor[Float32], (64, 4)>)
+      # Fullname with scope: (Default/network-WithLoss/net-TwoMatMul/ReLU-op0)
+  Return(%5)
+      : (<Tensor[Float32], (64, 4)>)
+      # Fullname with scope: (Default/network-WithLoss/Return-op0)
+}
+""",
         # an AllGather re-split along the dim it gathered: the slice keeps what the rank sent
         """# IR entry: @main
 # Total subgraphs: 1
@@ -183,6 +246,7 @@ subgraph @main() {
     def check(self, ir: IRFile) -> Iterator[Finding]:
         seen: set[int] = set()
         chains: list[Chain] = []
+        backward = _backward_index(ir)
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or ir.is_backward(key) or (ir[key]["op"] == "Split" and not _in_chain(ir, key)):
                 continue
@@ -193,38 +257,69 @@ subgraph @main() {
             _simulate(ir, chain)
             chains.append(chain)
             if chain.wastes:
-                yield self._chain_finding(ir, chain)
+                yield self._chain_finding(ir, chain, backward)
         yield from self._repeated_gathers(ir, chains)
+        for key in ir.nodes_by_op("AllReduce"):
+            chain = _allreduce_then_slice(ir, key)
+            if chain is not None:
+                yield self._chain_finding(ir, chain, backward)
 
     # --- findings ---------------------------------------------------------------------------
-    def _chain_finding(self, ir: IRFile, chain: Chain) -> Finding:
-        first_comm = next((k for k in chain.nodes if ir[k]["op"] in COMM_OPS), chain.nodes[0])
+    def _chain_finding(self, ir: IRFile, chain: Chain, backward: dict[str, list[int]]) -> Finding:
+        first_comm = next((k for k in chain.nodes if ir[k]["op"] in MOVING_OPS), chain.nodes[0])
         consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
         survive = chain.exit.nbytes if chain.exit is not None else None
-        if ir[first_comm]["op"] in COMM_OPS:
-            cost = f"{_bytes(chain.moved)} received, {_bytes(survive)} reach the consumer"
+        transpose = _backward_transpose(ir, chain, backward)
+        moved_back = sum(_moved(ir, k) or 0 for k in transpose)
+        if ir[first_comm]["op"] in MOVING_OPS:
+            cost = f"{size(chain.moved)} received to keep {size(survive)}"
+            if transpose:
+                cost += (f"; the backward transpose ({' -> '.join(ir[k]['op'] for k in transpose)}) moves "
+                         f"{size(moved_back)} more, {size(chain.moved + moved_back)} per step in all")
         else:
-            cost = f"no communication, but {_bytes(survive)} are copied to end where they started"
-        sequence = " -> ".join(_step(ir, k) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
+            cost = f"no communication, but {size(survive)} are copied to end where they started"
+        sequence = " -> ".join(_step(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
         kinds = sorted({w.kind for w in chain.wastes})
         what = "; ".join(w.text for w in chain.wastes)
-        message = (f"redistribution chain {sequence} between {_who(ir, chain.producer)} and "
-                   f"{_who(ir, consumer) if consumer is not None else 'its users'}: {what}; {cost}")
+        message = (f"redistribution chain {sequence} between {who(ir, chain.producer)} and "
+                   f"{_readers(ir, chain)}: {what}; {cost}")
         same_rank = (chain.entry is not None and chain.exit is not None
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
-        hint = _hint(ir, chain.producer, consumer, pos, comparable=same_rank)
-        related = [_note(ir, chain.producer, "producer")]
-        related += [_note(ir, k, _step(ir, k)) for k in chain.nodes
+        hint = chain.hint or _hint(ir, chain.producer, consumer, pos, comparable=same_rank)
+        alltoall = min((w.alltoall_bytes for w in chain.wastes if w.alltoall_bytes), default=None)
+        expert = next((k for k in (consumer, chain.producer) if splits_experts(ir, k)), None)
+        if alltoall and expert is not None:
+            # the layout change is the point of expert parallelism: keep it, make it cheap
+            hint = (f"{who(ir, expert)} splits its weights' expert dim (in_strategy {fmt(strategy(ir, expert))}), so "
+                    f"this re-layout is the expert-parallel dispatch/combine: set_auto_parallel_context("
+                    f"enable_alltoall=True) makes MindSpore emit one AlltoAll receiving {size(alltoall)} instead of "
+                    f"{size(chain.moved)}")
+        elif alltoall:
+            hint += ("; where the layout change is wanted, set_auto_parallel_context(enable_alltoall=True) makes "
+                     "MindSpore emit one AlltoAll instead")
+        related = [_end_note(ir, chain.producer, "producer")]
+        related += [note(ir, k, _step(ir, k, costs=True)) for k in chain.nodes
                     if k != first_comm and ir[k]["op"] not in QUIET_IN_RELATED]
-        related += [_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
+        related += [_end_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
+        related += [note(ir, k, "backward transpose: " + _step(ir, k, costs=True)) for k in transpose]
         identity = (tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
-                    _scope_path(ir[chain.producer].get("scope", "")),
-                    tuple(_scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers), tuple(kinds))
+                    scope_path(ir[chain.producer].get("scope", "")),
+                    tuple(scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers), tuple(kinds))
         extra = {"kinds": kinds, "moved_bytes": chain.moved, "surviving_bytes": survive,
+                 "backward_moved_bytes": moved_back,
+                 "steps": [{"node": ir[k]["id"], "op": ir[k]["op"], "in": str(_first_in(ir, k)),
+                            "out": str(ir[k].get("out_type")), "moved_bytes": _moved(ir, k) or 0}
+                           for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED],
+                 "backward": [ir[k]["id"] for k in transpose],
                  "entry": str(chain.entry) if chain.entry else None,
                  "exit": str(chain.exit) if chain.exit else None,
-                 "producer_strategy": _fmt(_strategy(ir, chain.producer)),
-                 "consumer_strategy": _fmt(_strategy(ir, consumer)) if consumer is not None else None}
+                 "producer_strategy": fmt(strategy(ir, chain.producer)),
+                 "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None}
+        fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
+        if alltoall and expert is not None:
+            extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
+        elif fix is not None and chain.hint is None:
+            extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
         return self.finding(ir, first_comm, message, hint=hint, related=related, identity=identity, extra=extra)
 
     def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
@@ -239,26 +334,27 @@ subgraph @main() {
             sig = (ir.producers(first)[:1][0] if ir.producers(first) else None, data["op"],
                    attrs.get("group"), attrs.get("rank_size"), str(data.get("out_type")))
             groups.setdefault(sig, []).append(chain)
-        for (producer_key, op, group, size, out), same in groups.items():
+        for (producer_key, op, group, ranks, out), same in groups.items():
             if len(same) < 2 or producer_key is None:
                 continue
             gathers = [c.nodes[0] for c in same]
             moved = sum(_moved(ir, g) or 0 for g in gathers[1:])
             consumers = [c for ch in same for c, _ in ch.consumers]
-            message = (f"{_who(ir, same[0].producer)} output {ir[gathers[0]].get('in_types', ('?',))[0]} is gathered "
-                       f"{len(gathers)} times by identical {op}s (group {group}), once for each of "
-                       f"{', '.join(_who(ir, c) for c in consumers)}; {_bytes(moved)} received again")
+            # the group's size, not its name: names differ from rank to rank
+            message = (f"{who(ir, same[0].producer)} output {ir[gathers[0]].get('in_types', ('?',))[0]} is gathered "
+                       f"{len(gathers)} times by identical {op}s (group of {ranks or '?'}), once for each of "
+                       f"{', '.join(who(ir, c) for c in consumers)}; {size(moved)} received again")
             first = same[0].consumers[0] if same[0].consumers else (None, 0)
             hint = ("one gather would serve every consumer; better, let them read the producer's layout: "
                     + _hint(ir, same[0].producer, first[0], first[1]))
-            related = [_note(ir, same[0].producer, "producer")]
-            related += [_note(ir, g, _step(ir, g)) for g in gathers[1:]]
-            related += [_note(ir, c, "consumer") for c in consumers]
-            identity = ("repeated-gather", op, _scope_path(ir[same[0].producer].get("scope", "")),
-                        tuple(sorted(_scope_path(ir[c].get("scope", "")) for c in consumers)))
+            related = [_end_note(ir, same[0].producer, "producer")]
+            related += [note(ir, g, _step(ir, g, costs=True)) for g in gathers[1:]]
+            related += [_end_note(ir, c, "consumer") for c in consumers]
+            identity = ("repeated-gather", op, scope_path(ir[same[0].producer].get("scope", "")),
+                        tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)))
             extra = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
                      "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
-                     "producer_strategy": _fmt(_strategy(ir, same[0].producer))}
+                     "producer_strategy": fmt(strategy(ir, same[0].producer))}
             yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra)
 
 
@@ -267,7 +363,7 @@ def _in_chain(ir: IRFile, key: int) -> bool:
     data = ir[key]
     if data["kind"] != "cnode" or data["op"] not in CHAIN_OPS or ir.is_backward(key):
         return False
-    if _strategy(ir, key) is not None:   # an op of the model with its own shard strategy
+    if strategy(ir, key) is not None:   # an op of the model with its own shard strategy
         return False
     if data["op"] == "MakeTuple":   # only the tuple a Concat reassembles
         users = ir.consumers(key)
@@ -298,13 +394,23 @@ def _collect_chain(ir: IRFile, start: int) -> Chain:
                     types = ir[key].get("in_types") or ()
                     chain.entry = types[0] if types else None
         for user in ir.consumers(key):
-            if user in nodes or ir.is_backward(user):   # backward users read the saved activation
+            if user in nodes or ir.is_backward(user) or _hands_to_backward(ir, user):
                 continue
             chain.exit = chain.exit or ir[key].get("out_type")
             for p, src in enumerate(ir.producers(user)):
                 if src == key and (user, p) not in chain.consumers:
                     chain.consumers.append((user, p))
     return chain
+
+
+def _hands_to_backward(ir: IRFile, user: int) -> bool:
+    """A user that only keeps the activation for the backward pass: the Partial of a lazy_inline
+    backward half, the graph's Return, or a tuple of outputs (the ▸ forward half returns them)."""
+    op = ir[user].get("op") if ir[user]["kind"] == "cnode" else ir[user]["kind"]
+    if op in ("Partial", "return", "UpdateState"):
+        return True
+    return op == "MakeTuple" and all(ir[u]["kind"] == "return" or ir[u].get("op") == "Partial"
+                                     for u in ir.consumers(user)) and bool(ir.consumers(user))
 
 
 def _data_inputs(ir: IRFile, key: int) -> list[int]:
@@ -330,6 +436,72 @@ def _is_weight(ir: IRFile, key: int) -> bool:
 
 def _touches_backward(ir: IRFile, chain: Chain) -> bool:
     return any(ir.is_backward(k) for k in chain.nodes) or ir.is_backward(chain.producer)
+
+
+def _allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
+    """A forward AllReduce whose every user keeps only a slice of the reduced tensor: a
+    ReduceScatter would hand each rank its part for half the bytes (MindSpore emits one when the
+    producer MatMul has an ``out_strategy``)."""
+    if ir.is_backward(key) or (ir[key].get("primitive_attrs") or {}).get("op", "sum") != "sum":
+        return None
+    n = _group_size(ir, key)
+    users = [u for u in ir.consumers(key) if not ir.is_backward(u)]
+    if not n or n < 2 or not users:
+        return None
+    nodes, consumers, kept = [key], [], None
+    for user in users:
+        node, path = user, []
+        while _in_chain(ir, node) and ir[node]["op"] == "Reshape" and len(ir.consumers(node)) == 1:
+            path.append(node)
+            node = ir.consumers(node)[0]
+        if not _in_chain(ir, node) or ir[node]["op"] not in SLICE_OPS:
+            return None     # someone reads the whole reduced tensor
+        factor = 1
+        for _, f in _shrunk_dims(ir, node):
+            factor *= f
+        if factor < 2:
+            return None
+        kept = factor if kept is None else min(kept, factor)
+        nodes += path + [node]
+        for c in ir.consumers(node):
+            if not ir.is_backward(c):
+                consumers += [(c, p) for p, src in enumerate(ir.producers(c)) if src == node]
+    inputs = _data_inputs(ir, key)
+    if not inputs or not consumers:
+        return None
+    nodes.sort(key=lambda k: ir[k].get("line", 0))
+    last = nodes[-1]
+    chain = Chain(nodes=nodes, producer=inputs[0], consumers=consumers, entry=_first_in(ir, key),
+                  exit=ir[last].get("out_type"), moved=_moved(ir, key) or 0)
+    scatter = (chain.entry.nbytes * (n - 1) // n) if chain.entry is not None and chain.entry.nbytes else None
+    chain.wastes.append(Waste("allreduce-then-slice", (key, last),
+                              f"every rank reduces the whole tensor and keeps 1/{kept} of it; a ReduceScatter "
+                              f"over the same {n} ranks would receive {size(scatter)} instead of "
+                              f"{size(chain.moved)}"))
+    consumer, pos = consumers[0]
+    producer = _strategy_source(ir, inputs[0])
+    c_strat = strategy(ir, consumer)
+    wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
+    if producer is not None and wants is not None and ir[producer]["op"] in MATMUL_OPS:
+        chain.hint = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}; "
+                      f"give {who(ir, producer)} (in_strategy {fmt(strategy(ir, producer))}) out_strategy "
+                      f"{fmt((wants,))}: MindSpore then reduces with one ReduceScatter into that layout, and the "
+                      f"AllReduce, the slice and their backward transpose go (the sequence-parallel form)")
+    return chain
+
+
+def _strategy_source(ir: IRFile, key: int) -> int | None:
+    """The op with a strategy whose output reaches ``key`` unchanged."""
+    seen = set()
+    while key not in seen and ir[key]["kind"] == "cnode":
+        seen.add(key)
+        if strategy(ir, key) is not None:
+            return key
+        inputs = _data_inputs(ir, key)
+        if not inputs:
+            return None
+        key = inputs[0]
+    return None
 
 
 # --- what the chain does -------------------------------------------------------------------------
@@ -449,8 +621,15 @@ def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None
                                   f"gathered along it: the slice keeps what this rank already had"))
         return
     g = max(v[1] for v in gathered.values())
-    chain.wastes.append(Waste("gather-then-slice", (g, key),
-                              f"{_step(ir, g)} then {_step(ir, key)} keeps 1/{factor} along dim {dim}"))
+    text = f"{ir[g]['op']} then {ir[key]['op']} keeps 1/{factor} along dim {dim}"
+    out = ir[key].get("out_type")
+    if dim not in gathered and out is not None and out.nbytes:
+        # a change of split dim: one AlltoAll sends each rank only the pieces it keeps
+        alltoall = out.nbytes * (factor - 1) // factor
+        text += f"; one AlltoAll would make the same re-layout receiving {size(alltoall)}"
+        chain.wastes.append(Waste("gather-then-slice", (g, key), text, alltoall))
+        return
+    chain.wastes.append(Waste("gather-then-slice", (g, key), text))
 
 
 def _moved(ir: IRFile, key: int) -> int | None:
@@ -468,7 +647,15 @@ def _moved(ir: IRFile, key: int) -> int | None:
         return dst.nbytes * (count - 1) // count
     if op == "ReduceScatter":
         return max(src.nbytes - dst.nbytes, 0)
+    if op == "AllReduce":   # a ring: reduce-scatter, then all-gather, of the whole tensor
+        n = _group_size(ir, key) or 1
+        return 2 * (n - 1) * src.nbytes // n
     return 0
+
+
+def _group_size(ir: IRFile, key: int) -> int | None:
+    attrs = ir[key].get("primitive_attrs") or {}
+    return _int(attrs.get("rank_size")) or len(attrs.get("group_rank_ids") or attrs.get("rank_list") or ()) or None
 
 
 def _growth(ir: IRFile, key: int, dim: int) -> int | None:
@@ -541,79 +728,17 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
     return concats[0] if len(concats) == 1 else None
 
 
-# --- strategies and hints ------------------------------------------------------------------------
-def _strategy(ir: IRFile, key: int | None):
-    if key is None:
-        return None
-    attrs = ir[key].get("primitive_attrs") or {}
-    return attrs.get("in_strategy") or attrs.get("strategy")
-
-
-def _output_layout(ir: IRFile, key: int, depth: int = 0):
-    """How the producer's output is sharded, from its strategy, when the op's rule is known."""
-    data = ir[key]
-    attrs = data.get("primitive_attrs") or {}
-    if attrs.get("out_strategy"):
-        return tuple(attrs["out_strategy"][0])
-    strat = _strategy(ir, key)
-    if strat is None:
-        # AllReduce / Cast / ... keep their input's layout
-        inputs = _data_inputs(ir, key)
-        if inputs and depth < 4 and data["kind"] == "cnode":
-            return _output_layout(ir, inputs[0], depth + 1)
-        return None
-    if data["op"] in MATMUL_OPS and len(strat) >= 2:
-        ta, tb = _transposes(ir, key)
-        x, w = tuple(strat[0]), tuple(strat[1])
-        row = x[-1] if ta else x[-2]
-        col = w[-2] if tb else w[-1]
-        return x[:-2] + (row, col)
-    return tuple(strat[0])
-
-
-def _transposes(ir: IRFile, key: int) -> tuple[bool, bool]:
-    args = ir[key].get("args") or ()
-    attrs = ir[key].get("primitive_attrs") or {}
-    ta = args[2] if len(args) > 3 and isinstance(args[2], bool) else bool(attrs.get("transpose_a", False))
-    tb = args[3] if len(args) > 3 and isinstance(args[3], bool) else bool(attrs.get("transpose_b", False))
-    return bool(ta), bool(tb)
-
-
-def _suggested_strategy(ir: IRFile, consumer: int, pos: int, layout: tuple):
-    strat = _strategy(ir, consumer)
-    if strat is None or pos >= len(strat) or len(strat[pos]) != len(layout):
-        return None
-    new = [tuple(s) for s in strat]
-    new[pos] = tuple(layout)
-    if ir[consumer]["op"] in MATMUL_OPS and len(new) >= 2 and pos in (0, 1):
-        ta, tb = _transposes(ir, consumer)
-        x, w = list(new[0]), list(new[1])
-        if pos == 0:    # the weight's contracted dim follows x's; its other dim gives way
-            k = x[-2] if ta else x[-1]
-            if tb:
-                w[-1], w[-2] = k, 1
-            else:
-                w[-2], w[-1] = k, 1
-        else:
-            k = w[-1] if tb else w[-2]
-            if ta:
-                x[-2], x[-1] = k, 1
-            else:
-                x[-1], x[-2] = k, 1
-        new[0], new[1] = tuple(x), tuple(w)
-    return tuple(new)
-
-
+# --- hints ---------------------------------------------------------------------------------------
 def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable: bool = True) -> str:
-    p_strat = _strategy(ir, producer)
+    p_strat = strategy(ir, producer)
     if consumer is None:
-        return (f"check the shard strategy of {_who(ir, producer)} (in_strategy {_fmt(p_strat)}) and of the ops "
+        return (f"check the shard strategy of {who(ir, producer)} (in_strategy {fmt(p_strat)}) and of the ops "
                 "reading its output")
-    c_strat = _strategy(ir, consumer)
+    c_strat = strategy(ir, consumer)
     wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
-    has = _output_layout(ir, producer)
-    head = (f"{_who(ir, consumer)} (in_strategy {_fmt(c_strat)}) reads input {pos} as layout {_fmt(wants)}, but "
-            f"{_who(ir, producer)} (in_strategy {_fmt(p_strat)}) outputs layout {_fmt(has)}")
+    has = output_layout(ir, producer)
+    head = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}, but "
+            f"{who(ir, producer)} (in_strategy {fmt(p_strat)}) outputs layout {fmt(has)}")
     if has is None or wants is None or not comparable:
         # a Reshape that changes the rank on the way: the two layouts are in different dims
         return head + "; make the two strategies agree on this tensor's layout"
@@ -621,17 +746,50 @@ def _hint(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable:
         return head + ("; the two strategies already agree, so the chain is pure overhead: look for what makes "
                        "the framework see different layouts (a Reshape or out_strategy between them, or a "
                        "different device matrix)")
-    suggestion = _suggested_strategy(ir, consumer, pos, has)
-    tail = (f"; set the consumer's in_strategy to {_fmt(suggestion)} so it reads the tensor as produced"
-            if suggestion else f"; give the consumer's input {pos} the layout {_fmt(has)}")
-    return head + tail + f", or change the producer's strategy so it outputs {_fmt(wants)}"
+    fix = best_fix(ir, producer, consumer, pos)
+    if fix is None:
+        return head + f"; give the consumer's input {pos} the layout {fmt(has)}, or change the producer's strategy " \
+                      f"so it outputs {fmt(wants)}"
+    op, new, left = fix
+    verb = f"outputs {fmt(wants)}" if op == producer else f"reads the tensor as produced ({fmt(has)})"
+    tail = (f"; set {who(ir, op)} to in_strategy {fmt(new)}: it then {verb}, and the chain and its backward "
+            f"transpose disappear")
+    tail += (", with every other neighbour of the two ops still in agreement" if left == 0 else
+             f"; {left} other layout change{'s' if left > 1 else ''} around the two ops would remain")
+    return head + tail + all_reduce_note(ir, op, new)
+
+
+def _backward_index(ir: IRFile) -> dict[str, list[int]]:
+    """forward unique_id -> the backward nodes derived from it (``forward_unique_id``)."""
+    index: dict[str, list[int]] = {}
+    for key in ir.cnodes():
+        uid = (ir[key].get("primal_attrs") or {}).get("forward_unique_id")
+        if uid is not None and ir.is_backward(key):
+            index.setdefault(str(uid), []).append(key)
+    return index
+
+
+def _backward_transpose(ir: IRFile, chain: Chain, index: dict[str, list[int]]) -> list[int]:
+    """The backward ops MindSpore derived from the chain's ops (the gather's ReduceScatter, the
+    slice's StridedSliceGrad, ...), in dump order; glue left out."""
+    out = set()
+    for key in chain.nodes:
+        uid = (ir[key].get("primal_attrs") or {}).get("unique_id")
+        for b in index.get(str(uid), ()) if uid is not None else ():
+            if ir[b]["op"] not in QUIET_IN_RELATED:
+                out.add(b)
+    return sorted(out, key=lambda k: ir[k].get("line", 0))
 
 
 # --- formatting -----------------------------------------------------------------------------------
-def _step(ir: IRFile, key: int) -> str:
+def _first_in(ir: IRFile, key: int):
+    return (ir[key].get("in_types") or (None,))[0]
+
+
+def _step(ir: IRFile, key: int, costs: bool = False) -> str:
     data = ir[key]
     op = data["op"]
-    src = (data.get("in_types") or (None,))[0]
+    src = _first_in(ir, key)
     dst = data.get("out_type")
     detail = ""
     if op == "Split":
@@ -642,50 +800,28 @@ def _step(ir: IRFile, key: int) -> str:
     elif op in ALLTOALL_OPS:
         a = data.get("primitive_attrs") or {}
         detail = f"(split_dim {a.get('split_dim')}, concat_dim {a.get('concat_dim')})"
-    if dst is not None and dst.dtype is None:
-        return f"{op}{detail} {src}"
-    return f"{op}{detail} {src}->{dst}"
+    text = f"{op}{detail} {src}" if dst is not None and dst.dtype is None else f"{op}{detail} {src}->{dst}"
+    if costs and op in MOVING_OPS:
+        attrs = data.get("primitive_attrs") or {}
+        ranks = attrs.get("rank_size") or len(attrs.get("group_rank_ids") or ()) or "?"
+        text += f" [group of {ranks}, receives {size(_moved(ir, key))}]"
+    return text
 
 
-def _who(ir: IRFile, key: int | None) -> str:
-    if key is None:
-        return "?"
-    data = ir[key]
-    scope = _scope_path(data.get("scope", ""))
-    cell = scope.rsplit("/", 1)[-1] if scope else ""
-    return f"{data.get('op', data['kind'])} ({cell})" if cell else str(data.get("op", data.get("id")))
+def _readers(ir: IRFile, chain: Chain) -> str:
+    """The consumers of a chain (MindSpore 2.10 shares one redistribution among readers of one layout)."""
+    names = list(dict.fromkeys(who(ir, c) for c, _ in chain.consumers))
+    if len(names) > 1:
+        return f"its {len(names)} readers {', '.join(names)}"
+    return names[0] if names else "its users"
 
 
-def _note(ir: IRFile, key: int, note: str) -> Related:
-    rel = related_node(ir, key, note)
-    if key is not None and ir[key]["kind"] == "cnode" and note.startswith(("producer", "consumer")):
-        strat = _strategy(ir, key)
-        extra = f", in_strategy {_fmt(strat)}" if strat is not None else ""
-        rel = related_node(ir, key, f"{note}{extra}, out {ir[key].get('out_type')}")
-    return rel
-
-
-def _scope_path(scope: str) -> str:
-    head, _, last = scope.rpartition("/")
-    return head if head and "-op" in last else scope
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "? bytes"
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KiB"
-    return f"{n} bytes"
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "?"
-    if isinstance(value, (tuple, list)):
-        return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    return str(value)
+def _end_note(ir: IRFile, key: int, text: str) -> Related:
+    if ir[key]["kind"] == "cnode":
+        strat = strategy(ir, key)
+        extra = f", in_strategy {fmt(strat)}" if strat is not None else ""
+        return note(ir, key, f"{text}{extra}, out {ir[key].get('out_type')}")
+    return note(ir, key, text)
 
 
 def _int(value) -> int | None:

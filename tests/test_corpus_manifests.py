@@ -1,4 +1,5 @@
-"""Each corpus case's MANIFEST.json against irlint's findings.
+"""Each corpus case's MANIFEST.json against irlint's findings (tests/fixtures/corpus, unseen,
+recompute, and ../shared/corpus when present), with no pinned exceptions.
 
 Two manifest dialects exist: ``expected`` / ``true_negatives`` / ``not_scored`` and
 ``expected_findings`` / ``must_not_flag``. Every entry's file is linted by name (all rules, RC004
@@ -24,24 +25,12 @@ from irlint.findings import Finding
 
 BENIGN_RULE = "recompute-tag-unused"
 
-# Where two manifests disagree, the domain decides, and the test pins the decision (it fails if
-# the finding disappears). s4's must_not_flag entries for its attention_norm Cast-op1 were written
-# for recompute-not-applied ("tagged and applied"), but that Cast is fp32 -> fp16 and recomputing
-# it keeps its fp32 input alive, the very pattern llama-cast expects recompute-downcast for (the
-# tag comes from a Cast primitive shared with the up-cast).
-DISAGREEMENTS = {
-    ("s4_cast_rmsnorm", "opt_pass_19_add_recomputation_0033.ir", "%11"): "recompute-downcast",
-    ("s4_cast_rmsnorm", "opt_pass_20_cse_after_recomputation_0034.ir", "%11"): "recompute-downcast",
-    ("s4_cast_rmsnorm", "21_validate_0076.ir", "%11"): "recompute-downcast",
-    ("s4_cast_rmsnorm", "graph_build_0_0094.ir", "%14"): "recompute-downcast",
-}
-
-
 UNSEEN = CORPUS.parent / "unseen"   # real dumps of runs the rules were not written against
+RECOMPUTE = CORPUS.parent / "recompute"   # real dumps made for one recompute judgement each
 
 
 def _roots() -> list[Path]:
-    roots = [CORPUS, UNSEEN]
+    roots = [CORPUS, UNSEEN, RECOMPUTE]
     if SHARED_CORPUS.is_dir():
         roots.append(SHARED_CORPUS)
     return roots
@@ -100,12 +89,8 @@ def test_expected_finding_is_reported(case, entry):
 @pytest.mark.parametrize("case,entry", _entries(("true_negatives", "must_not_flag")))
 def test_true_negative_is_not_reported(case, entry):
     found = _findings(_target(case, entry))
-    pinned = DISAGREEMENTS.get((case.name, entry.get("file", ""), entry.get("node", "")))
-    bad = [f for f in found if _on_entry(f, entry) and f.rule != pinned
-           and ("rule" not in entry or f.rule == entry["rule"])]
+    bad = [f for f in found if _on_entry(f, entry) and ("rule" not in entry or f.rule == entry["rule"])]
     assert bad == [], [(f.rule, f.node, f.scope, f.message) for f in bad]
-    if pinned:
-        assert [f for f in found if _on_entry(f, entry) and f.rule == pinned]
 
 
 @pytest.mark.parametrize("root", [r for r in _roots() if (r / "full-folder-1layer").is_dir()],

@@ -33,7 +33,7 @@ def test_a_crashing_rule_becomes_a_diagnostic_and_the_others_still_run(monkeypat
     report = engine.lint([str(S2 / "21_validate_0076.ir")], _config())
     assert [d.code for d in report.diagnostics] == ["IR011"]
     assert "XX999" in report.diagnostics[0].message and "KeyError" in report.diagnostics[0].message
-    assert {f.code for f in report.findings} >= {"RC001", "RC002"}
+    assert {f.code for f in report.findings} >= {"RC002"}
 
 
 def test_a_folder_reads_only_the_stage_each_rule_needs():
@@ -83,14 +83,16 @@ def test_a_broken_plugin_is_reported_and_a_clashing_code_is_refused(monkeypatch)
                         lambda group: [_EntryPoint("broken", ImportError("boom")), _EntryPoint("clash", Clash)])
     rule_module._load_rules.cache_clear()
     try:
-        report = engine.lint([str(S2 / "21_validate_0076.ir")], Config(cache=False, jobs=1, plugins=True))
+        # a one-op recompute cell: the built-in RC001 has a finding there
+        report = engine.lint([str(CORPUS / "ffn-jit-grad" / "31_validate_0035.ir")],
+                             Config(cache=False, jobs=1, plugins=True))
     finally:
         rule_module._load_rules.cache_clear()
     problems = [d for d in report.diagnostics if d.code == "IR012"]
     assert len(problems) == 2
     assert "broken" in problems[0].message and "boom" in problems[0].message
     assert "RC001" in problems[1].message
-    assert {f.code for f in report.findings} >= {"RC001", "RC002"}   # the built-in RC001 still ran
+    assert {f.code for f in report.findings} >= {"RC001"}   # the built-in RC001 still ran
 
 
 def test_all_stages_keeps_each_problem_in_the_rules_preferred_stage():
@@ -157,14 +159,14 @@ def test_a_rule_that_yields_something_else_than_a_finding(monkeypatch):
     report = engine.lint([str(S2 / "21_validate_0076.ir")], _config())
     assert [d.code for d in report.diagnostics] == ["IR011"]
     assert "XX997" in report.diagnostics[0].message and "str 'x'" in report.diagnostics[0].message
-    assert {f.code for f in report.findings} >= {"RC001", "RC002"}
+    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
 
 
 def test_a_rule_that_raises_system_exit(monkeypatch):
     _with(monkeypatch, _Exits)
     report = engine.lint([str(S2 / "21_validate_0076.ir")], _config())
     assert [d.code for d in report.diagnostics] == ["IR011"] and "SystemExit" in report.diagnostics[0].message
-    assert {f.code for f in report.findings} >= {"RC001", "RC002"}
+    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
 
 
 def test_a_plugin_that_exits_at_import(monkeypatch):
@@ -193,7 +195,7 @@ def test_a_rule_that_hangs_is_stopped_at_the_time_limit(monkeypatch):
     report = engine.lint([str(S2 / "21_validate_0076.ir")], _config(rule_timeout=0.5))
     assert time.monotonic() - start < 10
     assert [d.code for d in report.diagnostics] == ["IR011"] and "rule-timeout" in report.diagnostics[0].message
-    assert {f.code for f in report.findings} >= {"RC001", "RC002"}
+    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
 
 
 # --- the API checks what the CLI checks ----------------------------------------------------------------

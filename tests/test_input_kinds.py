@@ -40,7 +40,7 @@ def codes(data) -> set[str]:
 def expected() -> set[str]:
     """What the folder as MindSpore named it gives."""
     code, data = lint_json(S2)
-    assert code == 1 and {"RC001", "RC002"} <= codes(data)
+    assert code == 1 and "RC002" in codes(data)   # the Reshape that blocks SiLU/Mul recompute
     return codes(data)
 
 
@@ -79,7 +79,7 @@ def test_a_truncated_final_stage_falls_back_to_the_next_stage(tmp_path, expected
     code, data = lint_json(folder)
     assert code == 2
     assert "IR007" in {d["code"] for d in data["diagnostics"]}
-    assert {"RC001", "RC002"} <= codes(data)
+    assert "RC002" in codes(data)
     assert any("opt_pass" in f["file"] or "graph_build" in f["file"] for f in data["findings"])
 
 
@@ -224,7 +224,7 @@ def test_dev_stdin_from_a_pipe(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "irlint", "--no-cache", *args, "--format", "json"],
                               input=VALIDATE.read_bytes(), capture_output=True, cwd=tmp_path, timeout=120)
         assert proc.returncode == 1, proc.stderr
-        assert {"RC001", "RC002"} <= codes(json.loads(proc.stdout))
+        assert "RC002" in codes(json.loads(proc.stdout))
         assert not list(tmp_path.iterdir())   # nothing written but the report
 
 

@@ -47,14 +47,22 @@ def test_gather_split_concat_slice_chain_is_flagged():
     # 7 foreign (16, 8) float32 pieces arrive, a (2, 64) float32 slice survives
     assert extra["moved_bytes"] == 7 * 16 * 8 * 4
     assert extra["surviving_bytes"] == 2 * 64 * 4
-    assert [r.op for r in f.related] == ["Mul", "Split", "Concat", "StridedSlice", "MatMul"]
-    assert "((8, 1), (1, 1))" in f.hint and "((1, 8), (1, 8))" in f.hint
+    forward = [r for r in f.related if not r.scope.startswith("Gradients/")]
+    assert [r.op for r in forward] == ["Mul", "Split", "Concat", "StridedSlice", "MatMul"]
+    assert "((8, 1), (1, 1))" in f.hint and "set MatMul (w2-Linear) to in_strategy ((1, 8), (1, 8))" in f.hint
+    # the Square after w2 reads rows split 8: the hint says that one layout change is left
+    assert "1 other layout change around the two ops would remain" in f.hint
     assert f.scope.startswith("Default/") and "w2-Linear" in f.scope
 
 
-def test_backward_mirror_of_the_chain_is_silent():
+def test_backward_transpose_is_part_of_the_finding_not_a_finding_of_its_own():
     (f,) = findings(WRONG / "21_validate_0076.ir")
-    assert not any(r.scope.startswith("Gradients/") for r in f.related)
+    backward = [r for r in f.related if r.scope.startswith("Gradients/")]
+    assert [r.op for r in backward] == ["AllGather", "StridedSlice"]
+    assert all(r.note.startswith("backward transpose") for r in backward)
+    extra = dict(f.extra)
+    assert extra["backward_moved_bytes"] == 7 * 2 * 64 * 4
+    assert "7.0 KiB per step in all" in f.message
 
 
 def test_pattern_kinds_each_flagged():
@@ -151,7 +159,7 @@ def test_alltoall_pair_around_reshape_is_flagged_with_a_strategy_hint():
     assert [r.op for r in f.related] == ["Mul", "Reshape", "AlltoAll", "Softmax"]
     assert "around Reshape Float16(2, 4, 2, 16)->Float16(4, 2, 2, 16)" in f.message
     # producer outputs (1, 1, 1, 8), the consumer asks for (1, 1, 8, 1): a concrete fix, not "they agree"
-    assert "set the consumer's in_strategy to ((1, 1, 1, 8),)" in f.hint
+    assert "set Softmax (attention-Attention) to in_strategy ((1, 1, 1, 8),)" in f.hint
     assert "already agree" not in f.hint
     # 7/8 of each (4, 2, 2, 16) float16 output arrives from other ranks, twice
     assert dict(f.extra)["moved_bytes"] == 2 * (2 * 4 * 2 * 16 * 2) * 7 // 8

@@ -1,5 +1,6 @@
 """IR snippets for the recompute rules' VALID / INVALID examples, trimmed from the corpus dumps
-(MindSpore 2.10, CPU): s7_ffn_3d_function_grad, s1_ffn_2d, s4_cast_rmsnorm, llama-cast."""
+(MindSpore 2.10, CPU): s7_ffn_3d_function_grad, s1_ffn_2d, s4_cast_rmsnorm, llama-cast, and the
+fixtures attn-transpose-onecell (tests/fixtures/recompute)."""
 
 # s7 31_validate: SiLU and Mul tagged, the Reshapes around them are not; backward reads the
 # Reshape outputs, so no copy was made (RC001 and RC002 on SiLU and on Mul).
@@ -235,6 +236,113 @@ subgraph @199_29_1_llm_common_TrainStep_construct_302() {
       # Fullname with scope: (Default/MakeTuple-op0)
   Return(%4)
       : (<Tuple[Tensor[Float32]*2], TupleShape((), (2, 8, 48))>)
+      # Fullname with scope: (Default/Return-op0)
+}
+"""
+
+
+_ATTN_HEADER = """\
+# IR entry: @1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2283
+# Total subgraphs: 1
+
+# Total params: 3
+# Params:
+%para1_probs: <Tensor[Float16], (1, 4, 16, 16)> : [1, 4, 16, 16]
+%para2_v: <Tensor[Float16], (1, 4, 16, 16)> : [1, 4, 16, 16]
+%para3_dout: <Tensor[Float16], (16, 64)> : [16, 64]
+Node counting information:
+Total number of nodes: 20
+Total number of cnodes: 6
+subgraph attr:
+subgraph instance: 1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2283 : 0x55d1c0a2c0d0
+subgraph @1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2283() {
+"""
+
+# attn-transpose-onecell 21_validate, layer 0: the attention's second BatchMatMul is tagged
+# (bmm2.recompute()), the head-merge Transpose and wo's Reshape are not; backward reads the
+# Reshape, so no copy was made (RC001 naming both blocking ops).
+ATTN_TRANSPOSE_BLOCKS = _ATTN_HEADER + """\
+  %0(equiv_52_o) = PrimFunc_BatchMatMul(%para1_probs, %para2_v, Bool(0), Bool(0)) {instance name: bmm2} primitive_attrs: {recompute: Bool(1)} cnode_attrs: {recompute: Bool(1)} cnode_primal_attrs: {unique_id: "43270"}
+      : (<Tensor[Float16], (1, 4, 16, 16)>, <Tensor[Float16], (1, 4, 16, 16)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float16], (1, 4, 16, 16)>)
+      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/BatchMatMul-op1)
+  %1(equiv_51_o) = PrimFunc_Transpose(%0, (I64(0), I64(2), I64(1), I64(3))) {instance name: merger_head_transpose} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "43250"}
+      : (<Tensor[Float16], (1, 4, 16, 16)>, <Tuple[Int64*4], TupleShape(NoShape, NoShape, NoShape, NoShape), elements_use_flags={[const vector]{1, 1, 1, 1}}>) -> (<Tensor[Float16], (1, 16, 4, 16)>)
+      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/Transpose-op3)
+  %2(equiv_223_CNode_1706) = PrimFunc_Reshape(%1, (I64(16), I64(64))) {instance name: reshape_flat} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "48563"}
+      : (<Tensor[Float16], (1, 16, 4, 16)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), elements_use_flags={[const vector]{1, 1}}>) -> (<Tensor[Float16], (16, 64)>)
+      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/wo-Linear/Reshape-op0)
+  %3(CNode_2176) = PrimFunc_MatMul(%para3_dout, %2, Bool(1), Bool(0)) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {forward_node_name: "MatMul_43493", forward_unique_id: "43493"}
+      : (<Tensor[Float16], (16, 64)>, <Tensor[Float16], (16, 64)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float16], (64, 64)>)
+      # Fullname with scope: (Gradients/Default/network-CausalLM/lm_head-Linear/Grad_MatMul/MatMul-op32)
+  %4(CNode_2002) = MakeTuple(%2, %3)
+      : (<Tensor[Float16], (16, 64)>, <Tensor[Float16], (64, 64)>) -> (<Tuple[Tensor*2], TupleShape((16, 64), (64, 64))>)
+      # Fullname with scope: (Default/MakeTuple-op0)
+  Return(%4)
+      : (<Tuple[Tensor*2], TupleShape((16, 64), (64, 64))>)
+      # Fullname with scope: (Default/Return-op0)
+}
+"""
+
+# The same where backward no longer reads the Reshape (the wo gradient reads another tensor):
+# nothing keeps the BatchMatMul's output, so its tag costs nothing (RC004's case, not RC001's).
+ATTN_NOT_READ = ATTN_TRANSPOSE_BLOCKS.replace("  %3(CNode_2176) = PrimFunc_MatMul(%para3_dout, %2,",
+                                              "  %3(CNode_2176) = PrimFunc_MatMul(%para3_dout, %para3_dout,")
+
+# attn-transpose-onecell 21_validate, layer 2: .recompute() on the one-op activation cell: the
+# SiLU is the cell's output (Bool(0)), never recomputed, and backward's Grad_Mul reads it.
+ONE_OP_CELL = """\
+# IR entry: @1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2283
+# Total subgraphs: 1
+
+# Total params: 3
+# Params:
+%para1_gate: <Tensor[Float16], (1, 16, 176)> : [1, 16, 176]
+%para2_up: <Tensor[Float16], (1, 16, 176)> : [1, 16, 176]
+%para3_dout: <Tensor[Float16], (1, 16, 176)> : [1, 16, 176]
+Node counting information:
+Total number of nodes: 16
+Total number of cnodes: 5
+subgraph attr:
+subgraph instance: 1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2283 : 0x55d1c0a2c0d0
+subgraph @1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2283() {
+  %0(equiv_327_CNode_1776) = PrimFunc_SiLU(%para1_gate) {instance name: silu} cnode_attrs: {recompute: Bool(0), checkpoint: Bool(1), need_cse_after_recompute: Bool(1)} cnode_primal_attrs: {unique_id: "40279"}
+      : (<Tensor[Float16], (1, 16, 176)>) -> (<Tensor[Float16], (1, 16, 176)>)
+      # Fullname with scope: (recompute_Default/network-CausalLM/model-Model/layers-CellList/2-DecoderLayer/feed_forward-FeedForward/activation-SiLU/SiLU-op0)
+  %1(equiv_99_CNode_1778) = PrimFunc_Mul(%0, %para2_up) {instance name: mul} primitive_attrs: {recompute: Bool(1)} cnode_attrs: {recompute: Bool(1)} cnode_primal_attrs: {unique_id: "40149"}
+      : (<Tensor[Float16], (1, 16, 176)>, <Tensor[Float16], (1, 16, 176)>) -> (<Tensor[Float16], (1, 16, 176)>)
+      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/2-DecoderLayer/feed_forward-FeedForward/Mul-op0)
+  %2(CNode_1961) = PrimFunc_Mul(%0, %para3_dout) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {forward_node_name: "Mul_40149", forward_unique_id: "40149"}
+      : (<Tensor[Float16], (1, 16, 176)>, <Tensor[Float16], (1, 16, 176)>) -> (<Tensor[Float16], (1, 16, 176)>)
+      # Fullname with scope: (Gradients/Default/network-CausalLM/model-Model/layers-CellList/2-DecoderLayer/feed_forward-FeedForward/Grad_Mul/Mul-op1)
+  %3(CNode_2002) = MakeTuple(%1, %2)
+      : (<Tensor[Float16], (1, 16, 176)>, <Tensor[Float16], (1, 16, 176)>) -> (<Tuple[Tensor*2], TupleShape((1, 16, 176), (1, 16, 176))>)
+      # Fullname with scope: (Default/MakeTuple-op0)
+  Return(%3)
+      : (<Tuple[Tensor*2], TupleShape((1, 16, 176), (1, 16, 176))>)
+      # Fullname with scope: (Default/Return-op0)
+}
+"""
+
+# s4 21_validate: the attention_norm down-cast was recomputed (recompute_id 2, duplicated copy
+# read by backward through a recompute_depend Depend), so its Float32 input %0 stays alive.
+CAST_DOWN_RECOMPUTED = _NORM_HEADER.replace("Total number of cnodes: 6", "Total number of cnodes: 7") + """\
+  %1(equiv_14_CNode_234) = PrimFunc_Cast(%0, I64(42)) {instance name: cast} primitive_attrs: {output_names: [output], input_names: [x, dst_type], recompute: Bool(1)} cnode_attrs: {recompute_sub_graph: U64(1), recompute_id: I64(2), recompute: Bool(1)} cnode_primal_attrs: {unique_id: "8390"}
+      : (<Tensor[Float32], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float16], (1, 16, 64)>)
+      # Fullname with scope: (Default/network-NormNet/attention_norm-LlamaRMSNorm/Cast-op1)
+  %2(CNode_328) = Depend(%0, %1) primitive_attrs: {side_effect_propagate: I64(1)} cnode_attrs: {recompute_depend: Bool(1)}
+      : (<Tensor[Float32], (1, 16, 64)>, <Tensor[Float16], (1, 16, 64)>) -> (<Tensor[Float32], (1, 16, 64)>)
+      # Fullname with scope: (Default/Depend-op4)
+  %3(CNode_329) = PrimFunc_Cast(%2, I64(42)) {instance name: cast} primitive_attrs: {output_names: [output], input_names: [x, dst_type], recompute: Bool(1)} cnode_attrs: {recompute_sub_graph: U64(1), recompute_id: I64(2), duplicated: Bool(1), need_cse_after_recompute: Bool(1)}
+      : (<Tensor[Float32], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float16], (1, 16, 64)>)
+      # Fullname with scope: (Default/network-NormNet/attention_norm-LlamaRMSNorm/Cast-op5)
+  %4(CNode_330) = PrimFunc_Mul(%3, %1) cnode_attrs: {target_grad: Bool(1), checkpoint: Bool(1)} cnode_primal_attrs: {forward_node_name: "Mul_8387", forward_unique_id: "8387"}
+      : (<Tensor[Float16], (1, 16, 64)>, <Tensor[Float16], (1, 16, 64)>) -> (<Tensor[Float16], (1, 16, 64)>)
+      # Fullname with scope: (Gradients/Default/network-NormNet/attention_norm-LlamaRMSNorm/Grad_Mul/Mul-op6)
+  %5(CNode_2002) = MakeTuple(%1, %4)
+      : (<Tensor[Float16], (1, 16, 64)>, <Tensor[Float16], (1, 16, 64)>) -> (<Tuple[Tensor*2], TupleShape((1, 16, 64), (1, 16, 64))>)
+      # Fullname with scope: (Default/MakeTuple-op0)
+  Return(%5)
+      : (<Tuple[Tensor*2], TupleShape((1, 16, 64), (1, 16, 64))>)
       # Fullname with scope: (Default/Return-op0)
 }
 """

@@ -1,0 +1,252 @@
+"""What a dump says about recompute: requested, applied, kept for backward, blocking chain, cell
+membership. Every recompute rule reads these answers; none reads the attributes itself.
+
+The evidence (MindSpore 2.7-2.10, see the corpus FINDINGS): a request is ``recompute: Bool(1)``
+in ``primitive_attrs`` (``Primitive.recompute()`` / select_recompute) and, once the
+add_recomputation pass has run, in ``cnode_attrs`` of every forward node it decided on
+(``Cell.recompute()`` shows before that only as a ``recompute_`` scope prefix; the cell's output
+gets ``recompute: Bool(0)``: it is kept as the checkpoint). A node was recomputed when it carries
+a ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exists (older dumps: a
+``duplicated`` copy only). ``recompute_sub_graph``, ``need_cse_after_recompute`` and the scope
+prefix are not evidence of a copy.
+
+``kept_for_backward(ir, k)`` is the plain answer to "which backward reads keep this node's output
+in memory, and through which non-recomputed layout ops"; other modules (e.g. a memory model) call
+it without knowing the rules.
+"""
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass, field
+
+from irlint.model import IRFile
+
+# Stage files where the recompute decision is final, best first: the final front-end graph
+# (validate), then the passes that make the decision, then the backend graph (CPU expands SiLU
+# there and drops its attributes, so it is the last resort).
+RECOMPUTE_STAGES = ("validate", "cse_after_recomputation", "add_recomputation", "graph_build")
+
+CELL_PREFIX = "recompute_"
+# Layout ops: a non-recomputed one between a tagged op and its backward reader blocks the
+# recompute (MindSpore keeps its output for backward, so the tagged op gets no copy).
+LAYOUT_OPS = frozenset({"Reshape", "Transpose", "Cast", "ExpandDims", "Squeeze", "Flatten"})
+# ops that only pass a tensor on (no new data): walked through, never named as blocking
+PASSTHROUGH_OPS = frozenset({"Depend", "Load", "TupleGetItem", "MakeTuple"})
+FIRST_INPUT_ONLY = frozenset({"Depend", "Load", "TupleGetItem"})
+MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
+BOOKKEEPING_OPS = frozenset({"Load", "UpdateState", "MakeTuple", "Depend", "TupleGetItem", "call"})
+HIGH_PRECISION = frozenset({"Float32", "Float64"})
+LOW_PRECISION = frozenset({"Float16", "BFloat16"})
+_OP_SUFFIX = re.compile(r".+-op\d+\Z")
+_EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
+
+
+def cell_path(scope: str) -> tuple[str, ...]:
+    """Scope components without the ``recompute_`` prefix and the ``Op-opN`` suffix. A cell
+    compiled as a function has an empty name (``recompute_/SiLU-op1`` gives ``("",)``)."""
+    if scope.startswith(CELL_PREFIX):
+        scope = scope[len(CELL_PREFIX):]
+    parts = scope.split("/")
+    if parts and _OP_SUFFIX.match(parts[-1]):
+        parts = parts[:-1]
+    return tuple(parts)
+
+
+def cell_text(path: tuple[str, ...] | None, scope: str) -> str:
+    """A cell for a message: its path, or the node's scope when the cell has no name."""
+    name = "/".join(p for p in path or () if p)
+    return name if name else f"with no name (scope {scope})"
+
+
+@dataclass
+class _Cell:
+    unprefixed: bool = False   # holds a forward op without the recompute_ prefix
+    ops: int = 0               # forward compute ops (no bookkeeping, no copies)
+
+
+@dataclass(frozen=True)
+class KeptRead:
+    """A backward node that reads a forward output, and the non-recomputed layout and
+    pass-through ops in between (empty when it reads it directly)."""
+    reader: int
+    chain: tuple[int, ...]
+
+
+@dataclass
+class RecomputeFacts:
+    """Per-file answers the recompute rules share (computed once per IRFile, kept on it)."""
+
+    # a weak reference: the IRFile keeps the facts, and a cycle would outlive the file
+    _ir: "weakref.ref[IRFile]"
+    decided: bool = False
+    _applied: dict[int, bool] = field(default_factory=dict)
+    _readers: dict[int, list[KeptRead]] = field(default_factory=dict)
+    _cells: dict[tuple, _Cell] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, ir: IRFile) -> "RecomputeFacts":
+        facts = ir.__dict__.get("_recompute_facts")
+        if facts is None:
+            facts = cls(weakref.ref(ir))
+            facts._scan()
+            ir.__dict__["_recompute_facts"] = facts
+        return facts
+
+    @property
+    def ir(self) -> IRFile:
+        return self._ir()
+
+    def _scan(self) -> None:
+        ir = self.ir
+        marker = backward = False
+        for k in ir.cnodes():
+            d = ir[k]
+            ca = d.get("cnode_attrs") or {}
+            if self.is_backward(k):
+                backward = True
+                continue
+            if ca.get("recompute") is True or "recompute_id" in ca or ca.get("duplicated") is True:
+                marker = True
+            if ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
+                continue
+            path = cell_path(d.get("scope", ""))
+            prefixed = d.get("scope", "").startswith(CELL_PREFIX)
+            for i in range(1, len(path) + 1):
+                cell = self._cells.setdefault(path[:i], _Cell())
+                cell.unprefixed |= not prefixed
+                cell.ops += 1
+        # The pass writes cnode_attrs markers on every node it decided on; before it (e.g.
+        # 06_add_attr, 12_pipeline_split, 22_environ_conv) only primitive_attrs tags exist.
+        self.decided = marker and backward
+
+    # --- requested / applied ---------------------------------------------------------------
+
+    def is_backward(self, k: int) -> bool:
+        # CPU backend graphs expand grad ops under "Expand/_SiLUGrad/..." with no Gradients scope
+        return self.ir.is_backward(k) or bool(_EXPANDED_GRAD.match(self.ir[k].get("scope", "")))
+
+    def applied(self, k: int) -> bool:
+        """The node was recomputed: a copy of it exists."""
+        if k not in self._applied:
+            self._applied[k] = bool(self.ir.copy_of(k))
+        return self._applied[k]
+
+    def request(self, k: int) -> str | None:
+        """How a forward node asked for recompute: ``select`` (its primitive is tagged),
+        ``cell`` (marked by the pass as part of a ``Cell.recompute()`` cell), ``one-op-cell``
+        (``Bool(0)``: the only op of its recompute cell, so the cell's recompute names nothing
+        that gets recomputed), or None (not asked, or a multi-op cell's output: kept by
+        design)."""
+        d = self.ir[k]
+        if d["kind"] != "cnode" or self.is_backward(k) or self.ir.is_recompute_copy(k):
+            return None
+        ca = d.get("cnode_attrs") or {}
+        pa = d.get("primitive_attrs") or {}
+        if ca.get("recompute") is False:
+            cell = self.recompute_cell(d.get("scope", ""))
+            if cell is None:
+                return None
+            # a multi-op cell's output is its checkpoint, kept by design: not a request
+            return "one-op-cell" if self._cells[cell].ops == 1 else None
+        if pa.get("recompute") is True:
+            return "select"
+        if ca.get("recompute") is True:
+            # marked by the pass: the primitive was not tagged, so the request came from a cell
+            return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
+        return None
+
+    # --- cell membership -------------------------------------------------------------------
+
+    def recompute_cell(self, scope: str) -> tuple[str, ...] | None:
+        """The widest cell around a ``recompute_`` scope whose forward nodes all carry the prefix:
+        the cell ``.recompute()`` was (at most) called on."""
+        if not scope.startswith(CELL_PREFIX):
+            return None
+        path = cell_path(scope)
+        best = None
+        for i in range(len(path), 0, -1):
+            cell = self._cells.get(path[:i])
+            if cell is None or cell.unprefixed:
+                break
+            best = path[:i]
+        return best
+
+    def is_kept_output(self, k: int) -> bool:
+        """``recompute: Bool(0)`` on the output of a recompute cell with more than one op: kept
+        as the checkpoint by design, so what lies behind it is not kept for backward."""
+        d = self.ir[k]
+        if (d.get("cnode_attrs") or {}).get("recompute") is not False:
+            return False
+        cell = self.recompute_cell(d.get("scope", ""))
+        return cell is not None and self._cells[cell].ops > 1
+
+    # --- kept for backward / blocking chain ------------------------------------------------
+
+    def backward_readers(self, k: int) -> list[KeptRead]:
+        """Backward nodes that read ``k``'s output, directly or through non-recomputed layout
+        and pass-through ops; the walk stops at a kept cell output (``is_kept_output``)."""
+        if k not in self._readers:   # rules and the bytes-at-stake of every layer peer ask again
+            self._readers[k] = self._walk_to_backward(k)
+        return list(self._readers[k])
+
+    def _walk_to_backward(self, k: int) -> list[KeptRead]:
+        ir = self.ir
+        out: list[KeptRead] = []
+        seen = {k}
+        stack: list[tuple[int, tuple[int, ...]]] = [(k, ())]
+        while stack:
+            node, chain = stack.pop()
+            nexts = [c for c in ir.consumers(node) if c not in seen]
+            for _, param, kind in ir.graph.out_edges(node, data="kind"):
+                if kind == "call_in" and param not in seen:
+                    nexts.append(param)  # into a called subgraph: continue from its parameter
+            for c in nexts:
+                seen.add(c)
+                d = ir[c]
+                if d["kind"] == "param":
+                    stack.append((c, chain))
+                elif d["kind"] != "cnode":
+                    continue
+                elif self.is_backward(c):
+                    out.append(KeptRead(c, chain))
+                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS) and not self.applied(c)
+                      and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
+                    if d["op"] in FIRST_INPUT_ONLY and ir.producers(c)[:1] != [node]:
+                        continue  # ordering input of Depend / monad of Load: no data flows
+                    stack.append((c, chain + (c,)))
+        return sorted(out, key=lambda r: ir[r.reader].get("line", 0))
+
+    def blocking_chain(self, reads: list[KeptRead]) -> list[int]:
+        """The layout ops (not pass-through ops) in the chains of ``reads``, each once."""
+        return list(dict.fromkeys(v for r in reads for v in r.chain if self.ir[v]["op"] in LAYOUT_OPS))
+
+    def up_through_views(self, k: int) -> tuple[int | None, list[int]]:
+        """The nearest producer of ``k`` (first inputs only) that is not a Reshape-like view or
+        pass-through op, and the ones passed."""
+        ir = self.ir
+        views: list[int] = []
+        node = k
+        for _ in range(64):
+            d = ir[node]
+            if d["kind"] != "cnode" or d["op"] not in _VIEWS_UP:
+                return node, views
+            views.append(node)
+            first = ir.producers(node)[:1]
+            if not first:
+                return None, views
+            node = first[0]
+        return None, views
+
+
+# Walking up to a compute op steps over shape-only ops, never over a Transpose or Cast (those are
+# the compute ops a FeedForward or cast rule looks for).
+_VIEWS_UP = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"}) | PASSTHROUGH_OPS
+
+
+def kept_for_backward(ir: IRFile, k: int) -> list[KeptRead]:
+    """The backward reads that keep forward node ``k``'s output in memory: each backward node
+    reading it directly or through non-recomputed layout ops (Reshape, Transpose, Cast,
+    ExpandDims, Squeeze, Flatten) and pass-through ops, with that chain. Empty when no backward
+    node needs it, or only behind a recompute cell's kept ``Bool(0)`` output."""
+    return RecomputeFacts.of(ir).backward_readers(k)

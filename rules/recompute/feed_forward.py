@@ -1,0 +1,122 @@
+"""FeedForward ``w2(silu(w1(x)) * w3(x))`` found by structure, in the shapes real models compile
+to: separate or fused gate/up MatMuls, SiLU or its CPU expansion ``x * Sigmoid(x)``, model and
+backend Casts around the Linears."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irlint.model import IRFile
+
+from .evidence import MATMUL_OPS, RecomputeFacts
+
+# One MatMul computing gate and up together (GLM's dense_h_to_4h, Megatron's linear_fc1) is split
+# afterwards; TupleGetItem picks a part of a Split's tuple.
+SPLIT_OPS = frozenset({"Split", "SplitWithSize", "SplitTensor", "StridedSlice", "Slice", "SliceExt",
+                       "Chunk", "TupleGetItem"})
+
+
+@dataclass
+class FeedForward:
+    gate_mul: int
+    silu: int           # SiLU, or the Mul of its CPU expansion x * Sigmoid(x)
+    w1: int
+    w3: int             # the same node as w1 when gate and up are one fused MatMul
+    w2: list[int]
+    roles: dict[int, str]   # op between the MatMuls and SiLU/Mul -> "w1" | "w2" | "w3" (its Linear)
+
+
+def up_to_compute(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[int | None, list[int], bool]:
+    """The compute op a FeedForward input comes from: steps over views, Casts (the model's
+    own around a Linear, and backend ones in kernel graphs) and splits of a fused MatMul; with
+    the ops passed and whether a split was among them."""
+    passed: list[int] = []
+    split = False
+    node: int | None = k
+    for _ in range(64):
+        node, views = facts.up_through_views(node)
+        passed += views
+        split |= any(ir[v]["op"] in SPLIT_OPS for v in views)
+        if node is None or ir[node]["op"] not in SPLIT_OPS and ir[node]["op"] != "Cast":
+            return node, passed, split
+        split |= ir[node]["op"] in SPLIT_OPS
+        passed.append(node)
+        first = ir.producers(node)[:1]
+        node = first[0] if first else None
+        if node is None:
+            return None, passed, split
+    return None, passed, split
+
+
+def _silu_input(ir: IRFile, facts: RecomputeFacts, k: int) -> int | None:
+    """The input of a SiLU, or of ``x * Sigmoid(x)`` (where both ``x`` may be separate Casts of
+    one MatMul in a kernel graph); None when ``k`` is neither."""
+    d = ir[k]
+    if d["op"] == "SiLU":
+        first = ir.producers(k)[:1]
+        return first[0] if first else None
+    if d["op"] != "Mul":
+        return None
+    ins = ir.producers(k)[:2]
+    if len(ins) != 2:
+        return None
+    for sig, x in ((ins[0], ins[1]), (ins[1], ins[0])):
+        if ir[sig].get("op") != "Sigmoid" or not ir.producers(sig):
+            continue
+        inner = ir.producers(sig)[0]
+        if inner == x or up_to_compute(ir, facts, inner)[0] == up_to_compute(ir, facts, x)[0] is not None:
+            return x
+    return None
+
+
+def _down_to_matmul(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[list[int], list[int]]:
+    matmuls, views = [], []
+    stack, seen = [k], {k}
+    while stack:
+        for c in ir.consumers(stack.pop()):
+            if c in seen or ir[c]["kind"] != "cnode" or facts.is_backward(c) or ir.is_recompute_copy(c):
+                continue
+            seen.add(c)
+            if ir[c]["op"] in MATMUL_OPS:
+                matmuls.append(c)
+            elif ir[c]["op"] in ("Reshape", "Cast"):
+                views.append(c)
+                stack.append(c)
+    return matmuls, views
+
+
+def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
+    """``MatMul(w1) -> [views] -> SiLU -> [views] -> Mul <- [views] <- MatMul(w3)``, then
+    ``Mul -> [Reshape/Cast] -> MatMul(w2)``, found by structure (scopes may carry no cell names).
+    w1 and w3 may be one MatMul whose output is split."""
+    cached = ir.__dict__.get("_recompute_feed_forwards")
+    if cached is not None:
+        return cached
+    out = []
+    for m in ir.nodes_by_op("Mul"):
+        if facts.is_backward(m) or ir.is_recompute_copy(m):
+            continue
+        args = [a for a in ir.producers(m) if ir[a]["kind"] == "cnode"][:2]
+        if len(args) != 2:
+            continue
+        for i in (0, 1):
+            silu, silu_views, _ = up_to_compute(ir, facts, args[i])
+            other, w3_views, up_split = up_to_compute(ir, facts, args[1 - i])
+            if silu is None or other is None or ir[other]["op"] not in MATMUL_OPS:
+                continue
+            silu_in = _silu_input(ir, facts, silu)
+            if silu_in is None:
+                continue
+            w1, w1_views, gate_split = up_to_compute(ir, facts, silu_in)
+            if w1 is None or ir[w1]["op"] not in MATMUL_OPS or (w1 == other and not (gate_split and up_split)):
+                continue
+            w2, w2_views = _down_to_matmul(ir, facts, m)
+            if not w2:
+                continue
+            roles = {v: "w1" for v in silu_views + w1_views}
+            roles.update({v: "w3" for v in w3_views if v not in roles})
+            roles.update({v: "w2" for v in w2_views})
+            out.append(FeedForward(m, silu, w1, other, w2, roles))
+            break
+    ir.__dict__["_recompute_feed_forwards"] = out
+    return out
+

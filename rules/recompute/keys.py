@@ -1,0 +1,145 @@
+"""MindFormers select_recompute keys of a node: its cell path below the layer plus the cell
+attribute its primitive is called through (from the source trace)."""
+from __future__ import annotations
+
+import re
+
+from irlint.model import IRFile
+
+from .evidence import cell_path
+
+WRAPPER_CELLS = frozenset({"network", "_backbone", "backbone", "model", "net"})
+
+
+def select_key(scope: str, name: str | None, op: str) -> str | None:
+    """The select_recompute regex key of a primitive: its cell path below the layer (cell
+    attribute names from ``name-Class`` scope parts) plus the primitive's attribute ``name``
+    (see ``primitive_name``; the lower-cased op when None); None when the scope holds no cell
+    names."""
+    names = [p.split("-", 1)[0] for p in cell_path(scope) if "-" in p]
+    numeric = [i for i, n in enumerate(names) if n.isdigit()]
+    if numeric:
+        names = names[numeric[-1] + 1:]
+    else:
+        while len(names) > 1 and names[0] in WRAPPER_CELLS:
+            names = names[1:]
+    if not names:
+        return None
+    return "\\.".join(re.escape(n).replace("\\_", "_") for n in names + [name or op.lower()])
+
+
+# ``# In file PATH:LINE[~LINE], COL~COL/SOURCE LINE/``; the columns are 0-based, the end is
+# exclusive and on the last line of the range, while only the first source line is printed.
+_TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<text>.*)/\Z")
+_SHARED_SUFFIX = re.compile(r"/<~~[^/]*/\Z")  # "<~~This line of code can be shared by multiple nodes..."
+_SELF_CALL = re.compile(r"self\.(\w+)\s*\(")
+_CANDIDATE = "# Corresponding "
+
+
+def own_trace(lines: list[str]) -> list[str]:
+    """The ``# In file`` lines of a node's own source: the lines before any ``# Corresponding``
+    block, else (kernel graphs) the ``code candidate`` block; never the ``forward node
+    candidate`` block, which is another node's source."""
+    blocks: list[tuple[str, list[str]]] = [("", [])]
+    for ln in lines:
+        if ln.startswith(_CANDIDATE):
+            blocks.append((ln, []))
+        elif ln.startswith("# In file"):
+            blocks[-1][1].append(ln)
+    for header, body in blocks:
+        if body and (not header or "code candidate" in header):
+            return body
+    return []
+
+
+def attribute_from_trace(lines: list[str]) -> str | None:
+    """The cell attribute a primitive was called through: ``self.<attr>(`` at the start column of
+    the innermost call site of its own source trace; None when the call is not of that form
+    (functional ops, a primitive held in a local) or there is no trace."""
+    own = own_trace(lines)
+    if not own:
+        return None
+    m = _TRACE_LINE.match(_SHARED_SUFFIX.sub("/", own[-1]))
+    if m is None:
+        return None
+    call = _SELF_CALL.match(m.group("text"), int(m.group("start")))
+    return call.group(1) if call else None
+
+
+def primitive_name(ir: IRFile, k: int) -> tuple[str, bool]:
+    """The name select_recompute matches for a node's primitive, and whether it is a guess.
+
+    The cell attribute named by the source trace comes first: MindSpore merges identical
+    untagged primitives after grad expansion and then prints one instance name for all of
+    them (e.g. nn.Embedding's ``reshape_flat`` on every Linear's ``reshape``). It is preferred
+    always, not only when a name looks merged: it is what select_recompute matches, it agrees
+    with every tagged primitive's name, and the key stays the same in every stage file. Without a usable
+    trace the instance name is used; it is only trustworthy on a tagged primitive (the tag keeps
+    it apart from untagged ones)."""
+    d = ir[k]
+    attr = attribute_from_trace(ir.trace(k))
+    if attr is not None:
+        return attr, False
+    tagged = (d.get("primitive_attrs") or {}).get("recompute") is True
+    return d.get("instance") or d["op"].lower(), not (tagged and d.get("instance"))
+
+
+def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
+    """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)."""
+    d = ir[k]
+    name, guessed = primitive_name(ir, k)
+    key = select_key(d.get("scope", ""), name, d["op"])
+    return key, guessed and key is not None
+
+
+GUESS_NOTE = (" (no source trace names the primitive's cell attribute, so the key uses the printed "
+              "instance name, which MindSpore may have taken from a merged identical primitive; "
+              "check it against the cell's attribute)")
+
+
+def yaml_snippet(keys: list[str]) -> str:
+    quoted = ", ".join(f"'{k}'" for k in dict.fromkeys(keys))
+    return f"recompute_config:\n  select_recompute: [{quoted}]"
+
+
+def layer_of(scope: str) -> tuple[str, ...]:
+    """The scope's cell path down to its layer (the last ``N-Class`` part, as select_recompute keys
+    start below it); the whole path when there is no layer."""
+    path = cell_path(scope)
+    numeric = [i for i, p in enumerate(path) if p.split("-", 1)[0].isdigit()]
+    return path[:numeric[-1] + 1] if numeric else ()
+
+
+def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
+    """The select keys of the forward primitives tagged for recompute, per layer, each with one
+    node that carries it (computed once per IRFile)."""
+    found = ir.__dict__.get("_recompute_tagged_keys")
+    if found is None:
+        found = {}
+        for k in ir.cnodes():
+            if (ir[k].get("primitive_attrs") or {}).get("recompute") is True and not ir.is_backward(k) \
+                    and not ir.is_recompute_copy(k):
+                key, _ = node_select_key(ir, k)
+                if key is not None:
+                    found.setdefault((layer_of(ir[k].get("scope", "")), key), k)
+        ir.__dict__["_recompute_tagged_keys"] = found
+    return found
+
+
+def folded_note(ir: IRFile, blocking: list[int]) -> str:
+    """A hint sentence for untagged blocking ops whose key is already tagged in the same layer:
+    MindSpore folded two consecutive ops of the same kind (e.g. an attention's own Reshape and its
+    output Linear's Reshape) into one and kept the untagged primitive, so the key set for it is not
+    enough; empty when no blocking op is in that case."""
+    tagged = tagged_keys(ir)
+    notes = []
+    for v in blocking:
+        if (ir[v].get("primitive_attrs") or {}).get("recompute") is True:
+            continue
+        key, _ = node_select_key(ir, v)
+        other = tagged.get((layer_of(ir[v].get("scope", "")), key))
+        if other is not None:
+            notes.append(f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
+                         f"carries no tag: MindSpore folded it with a neighbouring untagged {ir[v]['op']} "
+                         f"and kept that one's primitive, so tag the neighbour's key as well")
+    return (" " + "; ".join(notes) + ".") if notes else ""

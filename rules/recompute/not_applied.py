@@ -1,0 +1,111 @@
+"""RC001 recompute-not-applied: asked to recompute, no copy, and backward keeps the output."""
+from __future__ import annotations
+
+from irlint.memory import stake, staked
+from irlint.model import IRFile
+from irlint.rule import related_node
+
+from . import examples as ex
+from .downcast import costly_downcast
+from .evidence import KeptRead, RecomputeFacts, cell_path, cell_text
+from .keys import GUESS_NOTE, folded_note, node_select_key
+from .report import RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, reader_note
+from .reshape_blocks import blocked_silu_muls
+
+
+class RecomputeNotApplied(RecomputeRule):
+    """What it finds:
+    A forward op that was asked to recompute (``recompute: Bool(1)``, or every op of a
+    ``Cell.recompute()`` cell) but has no recomputed copy after the recompute pass, while a
+    backward op still reads its output, directly or through non-recomputed layout ops
+    (Reshape, Transpose, Cast, ExpandDims, Squeeze) and pass-through ops (Depend, Load ...):
+    every blocking op is named, with the select_recompute keys that unblock the recompute
+    (e.g. an attention's ``attention\\.merger_head_transpose`` and ``attention\\.wo\\.reshape``).
+    The walk stops at a ``recompute: Bool(0)`` output of a multi-op recompute cell: that output
+    is kept by design, and a tag behind it costs nothing (see RC004). Applied means: the op has
+    ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exists (older
+    dumps: a ``duplicated`` copy).
+
+    One-op cells: a ``Bool(0)`` op that is the only op of its recompute cell (a select key or a
+    ``.recompute()`` call naming an activation cell such as GLM's ``mlp.activation_func.silu``)
+    is the cell's output, which ``Cell.recompute()`` never recomputes: when backward reads it,
+    it is reported, and the hint gives the key of the primitive inside the cell. A multi-op
+    cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported.
+
+    Left to other rules: a FeedForward SiLU/Mul blocked by a Reshape (RC002 reports it, once),
+    and a tagged fp32 -> fp16/bf16 Cast (RC003: making that recompute apply raises memory).
+
+    Stage files: ``validate`` (final front-end graph), else ``cse_after_recomputation``,
+    ``add_recomputation``, ``graph_build``. A file is judged only when it shows the pass ran
+    (cnode_attrs ``recompute: Bool(1)``/``recompute_id``/``duplicated`` on a forward op, and a
+    backward graph): files before it (``06_add_attr``, ``12_pipeline_split``,
+    ``22_environ_conv``, ``opt_pass_18_*`` ...) hold requests only.
+
+    Why it matters:
+    The activation stays in memory although the configuration says it is recomputed; memory
+    plans made on that belief fail.
+
+    How to fix:
+    Recompute the blocking ops between the op and its backward reader too (the finding names
+    them and the hint gives the select_recompute keys), or, for a one-op cell, put the recompute
+    on the primitive inside the cell.
+
+    Example:
+    ``%33 = PrimFunc_BatchMatMul(%27, %32, ...) {instance name: bmm2} ... cnode_attrs: {recompute:
+    Bool(1)}`` with no ``recompute_id``; backward ``MatMul(%590, %35)`` reads it through ``%34 =
+    PrimFunc_Transpose(%33, ...) {instance name: merger_head_transpose}`` and ``%35 =
+    PrimFunc_Reshape(%34, ...)`` (wo), neither recomputed.
+    """
+
+    code = "RC001"
+    name = "recompute-not-applied"
+    severity = "warning"
+    summary = "An op asked to recompute has no recomputed copy, and backward still keeps its output"
+    INVALID = [ex.ATTN_TRANSPOSE_BLOCKS, ex.ONE_OP_CELL]
+    VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED, ex.LOSS_TAG_UNUSED, ex.LOSS_CELL_OUTPUT,
+             ex.FFN_RESHAPE_BLOCKS, ex.ATTN_NOT_READ]
+
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+        left_to_rc002 = {b.node for b in blocked_silu_muls(ir, facts)}
+        for k, req in self.unapplied_requests(ir, facts):
+            if k in left_to_rc002 or costly_downcast(ir, facts, k) is not None:
+                continue
+            readers = facts.backward_readers(k)
+            if readers:
+                yield self._finding(ir, facts, k, req, readers)
+
+    def _finding(self, ir: IRFile, facts: RecomputeFacts, k: int, req: str, readers: list[KeptRead]):
+        d = ir[k]
+        chain = list(dict.fromkeys(v for r in readers for v in r.chain))
+        blocking = facts.blocking_chain(readers)
+        reader_text = backward_text(ir, readers[0].reader)
+        if req == "one-op-cell":
+            cell = cell_text(facts.recompute_cell(d.get("scope", "")), d.get("scope", ""))
+            cause = (f"it is the only op of its recompute cell {cell}, and a cell's output is never "
+                     f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it")
+            key, guessed = node_select_key(ir, k)
+            hint = ("Name the primitive inside the cell, not the cell: "
+                    + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
+                    + (GUESS_NOTE if guessed else "") + ".")
+        elif chain:
+            cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
+            named = [node_select_key(ir, v) for v in blocking]
+            keys = [key for key, _ in named if key]
+            hint = "Recompute the blocking op(s) between it and the backward reader as well"
+            hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
+            hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
+            hint += folded_note(ir, blocking)
+        else:
+            cause = f"{reader_text} reads it directly, yet the pass made no copy"
+            hint = "Check the compile log for recompute warnings about this op."
+        message = (f"{d['op']} asked to recompute ({how(req)}) has no recomputed copy "
+                   f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
+        direct = {r.reader for r in readers if not r.chain}
+        related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in chain]
+        related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader" + (" (direct)" if r.reader in direct else "")))
+                    for r in readers]
+        finding = self.finding(ir, k, message, hint=hint, related=related,
+                               identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
+                               extra={"request": req, "impact": "memory",
+                                      "blocking": [ir[v].get("id", "") for v in blocking]})
+        return staked(finding, stake(ir, k, freed_by_recompute))

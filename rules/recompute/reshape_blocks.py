@@ -1,0 +1,138 @@
+"""RC002 reshape-blocks-silu-mul-recompute: a FeedForward's SiLU/Mul recompute held back by a
+non-recomputed Reshape."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irlint.memory import stake, staked
+from irlint.model import IRFile
+from irlint.rule import related_node
+
+from . import examples as ex
+from .evidence import KeptRead, RecomputeFacts, cell_path
+from .feed_forward import FeedForward, find_feed_forwards
+from .keys import GUESS_NOTE, folded_note, node_select_key, yaml_snippet
+from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, reader_note
+
+# MindFormers' documented select_recompute keys, for scopes without cell names
+DOCUMENTED_RESHAPE_KEYS = {"w1": r"feed_forward\.w1\.reshape", "w2": r"feed_forward\.w2\.reshape",
+                           "w3": r"feed_forward\.w3\.reshape"}
+DOCUMENTED_KEYS = {"SiLU": r"feed_forward\.w1\.activation\.silu", "Mul": r"feed_forward\.mul"}
+
+
+@dataclass
+class BlockedSiluMul:
+    node: int                   # the tagged SiLU or Mul
+    request: str
+    ffn: FeedForward
+    blocking: list[int]         # every non-recomputed layout op between it and backward
+    readers: list[KeptRead]     # the backward reads through them
+
+
+def blocked_silu_muls(ir: IRFile, facts: RecomputeFacts) -> list[BlockedSiluMul]:
+    """Tagged FeedForward SiLU/Mul ops with no copy whose output backward reads through a chain
+    holding a non-recomputed Reshape (what RC002 reports; RC001 leaves them to it)."""
+    cached = ir.__dict__.get("_recompute_blocked_silu_muls")
+    if cached is not None:
+        return cached
+    out = []
+    for ffn in find_feed_forwards(ir, facts):
+        for k in dict.fromkeys((ffn.silu, ffn.gate_mul)):
+            req = facts.request(k)
+            if req is None or facts.applied(k):
+                continue
+            reads = [r for r in facts.backward_readers(k) if any(ir[v]["op"] == "Reshape" for v in r.chain)]
+            if reads:
+                out.append(BlockedSiluMul(k, req, ffn, facts.blocking_chain(reads), reads))
+    ir.__dict__["_recompute_blocked_silu_muls"] = out
+    return out
+
+
+class ReshapeBlocksSiluMulRecompute(RecomputeRule):
+    """What it finds:
+    In a FeedForward ``w2(silu(w1(x)) * w3(x))``, SiLU or Mul is tagged for recompute but a
+    Reshape on the path ``MatMul(w1/w3) -> [Reshape] -> SiLU -> Mul -> [Reshape] -> MatMul(w2)``
+    is not recomputed, and a backward op reads the tensor through that Reshape. MindSpore then
+    makes no copy of the SiLU/Mul, and nothing is saved. The FeedForward is found by its
+    structure, not by names: separate or fused gate/up MatMuls (one MatMul split afterwards by
+    Split / SplitWithSize / StridedSlice / TupleGetItem, as GLM's ``dense_h_to_4h``), SiLU or its
+    CPU expansion ``x * Sigmoid(x)`` (also fed by two backend Casts of one MatMul), and the
+    model's own Casts around a Linear; function-compiled dumps with scopes like
+    ``Default/SiLU-op1`` are covered. The finding is on the SiLU/Mul and names every
+    non-recomputed layout op in the chain (Reshape, and a Cast or Transpose next to it);
+    related nodes: those ops, the MatMuls and the backward reader. ``recompute-not-applied``
+    does not report the same node again.
+
+    Stage files: as RC001 (``validate`` first); on CPU ``graph_build`` the SiLU is expanded and
+    loses its attributes, so only the Mul can be reported there.
+
+    Why it matters:
+    With 3-D Linear inputs MindSpore inserts these Reshapes; the documented SiLU/Mul selective
+    recompute then silently saves no memory (with 2-D inputs there is no Reshape and it works).
+
+    How to fix:
+    Add the blocking ops to ``select_recompute`` (MindFormers Llama: ``feed_forward\\.w1\\.reshape``,
+    ``feed_forward\\.w2\\.reshape``; GLM: ``mlp\\.dense_4h_to_h\\.reshape``); the hint derives the
+    exact keys from the model's own cell paths and the cell attribute the primitive is called
+    through (from the node's source trace; MindSpore merges identical untagged primitives and
+    then prints one instance name for all of them, so that name is used only when the dump has no
+    trace, and the hint then calls the key of an untagged primitive a guess) and gives the YAML.
+
+    Example:
+    ``%6 = PrimFunc_SiLU(%5) {instance name: silu} ... cnode_attrs: {recompute: Bool(1)}`` ->
+    ``%7 = PrimFunc_Reshape(%6, ...)`` (no recompute) -> ``%8 = PrimFunc_Mul(%3, %7)``; backward
+    ``Mul(%7, %21)`` reads ``%7``.
+    """
+
+    code = "RC002"
+    name = "reshape-blocks-silu-mul-recompute"
+    severity = "warning"
+    summary = "SiLU/Mul recompute saves nothing because a Reshape next to it is not recomputed"
+    INVALID = [ex.FFN_RESHAPE_BLOCKS]
+    VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED]
+
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+        for blocked in blocked_silu_muls(ir, facts):
+            yield self._finding(ir, blocked)
+
+    def _finding(self, ir: IRFile, b: BlockedSiluMul):
+        k, ffn, blocking = b.node, b.ffn, b.blocking
+        d = ir[k]
+        keys, documented, guessed = [], False, False
+        for node, role in [(k, None)] + [(v, ffn.roles.get(v, "w1")) for v in blocking]:
+            key, guess = node_select_key(ir, node)
+            guessed |= guess
+            if key is None:
+                documented = True
+                if role is None:
+                    key = DOCUMENTED_KEYS.get(ir[node]["op"], r"feed_forward\.mul")
+                else:
+                    key = DOCUMENTED_RESHAPE_KEYS[role] if ir[node]["op"] == "Reshape" else None
+            if key is not None:
+                keys.append(key)
+        reader_text = ", ".join(backward_text(ir, r.reader) for r in b.readers)
+        message = (f"{d['op']} is tagged for recompute but not recomputed: {nodes_text(ir, blocking)} on the "
+                   f"FeedForward path {'is' if len(blocking) == 1 else 'are'} not recomputed and "
+                   f"{reader_text} reads the tensor through {'it' if len(blocking) == 1 else 'them'}, "
+                   f"so the activation is kept and the {d['op']} recompute saves nothing")
+        hint = ("Recompute the blocking op(s) too: add "
+                + ", ".join(f"'{x}'" for x in keys[1:]) + " to select_recompute")
+        if documented:
+            hint += (" (the scopes carry no cell names, e.g. a function compiled with ms.grad; these are "
+                     "MindFormers' documented keys for the FeedForward, check them against your model)")
+        elif guessed:
+            hint += GUESS_NOTE
+        hint += folded_note(ir, blocking).rstrip(".")
+        hint += ":\n" + yaml_snippet(keys)
+        related = [related_node(ir, v, f"blocking {ir[v]['op']} ({ffn.roles.get(v, 'w1')}), not recomputed")
+                   for v in blocking]
+        related += [related_node(ir, ffn.w1, "MatMul w1" if ffn.w1 != ffn.w3 else "MatMul w1+w3 (fused)")]
+        related += [related_node(ir, ffn.w3, "MatMul w3")] if ffn.w3 != ffn.w1 else []
+        related += [related_node(ir, w, "MatMul w2") for w in ffn.w2]
+        related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader of the saved tensor"))
+                    for r in b.readers]
+        identity = (d["op"], "/".join(cell_path(d.get("scope", ""))),
+                    tuple("/".join(cell_path(ir[v].get("scope", ""))) for v in blocking))
+        finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
+                               extra={"request": b.request, "select_recompute": keys[1:]})
+        return staked(finding, stake(ir, k, freed_by_recompute))

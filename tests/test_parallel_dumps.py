@@ -1,0 +1,248 @@
+"""Real semi_auto_parallel dumps (MindSpore 2.10, 8 devices): read whole, redundant chains
+(PC001) and full gathers (PC002) found with the content the user needs, scheme communication
+silent, identical chains of rank_N/ folders reported once."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, SHARED_CORPUS, quiet_config
+from irlint.discover import discover
+from irlint.engine import lint
+from irlint.reader import read_ir
+from irlint.rules.redistribution import RedundantRedistributionChain
+from irlint.rules.strategy_mismatch import StrategyMismatchFullGather
+
+ROWS_TO_COLS = CORPUS / "par-mismatch-mm_rows8_to_cols8" / "rank_0" / "21_validate_0082.ir"
+COL_ROW = CORPUS / "par-fixed-mm_col_row_mp8"
+COL_COL = CORPUS / "par-mismatch-ffn_col_col"
+MUL_8RANKS = CORPUS / "par-mismatch-ffn_mul_disagrees_8ranks"
+WRONG_WO = SHARED_CORPUS / "par-llama_mp-dp2_mp4_optpar_wrong_wo" / "rank_0" / "21_validate_0082.ir"
+
+
+def _par_dumps() -> list[str]:
+    roots = [p for root in (CORPUS, SHARED_CORPUS) if root.is_dir() for p in sorted(root.glob("par-*"))]
+    return [f.path for root in roots for f in discover([str(root)])[0]]
+
+
+def test_every_parallel_dump_reads_whole():
+    dumps = _par_dumps()
+    assert len(dumps) >= 30   # the fixtures alone hold 30 par-* files
+    bad = []
+    for path in dumps:
+        ir = read_ir(path)
+        if ir.diagnostics or ir.header.get("total_cnodes") != ir.cnode_count:
+            bad.append((path, ir.cnode_count, ir.header.get("total_cnodes"), [str(d) for d in ir.diagnostics[:2]]))
+    assert bad == []
+
+
+def _check(rule, path: Path):
+    ir = read_ir(str(path))
+    return ir, list(rule.check(ir))
+
+
+# --- PC001 on the rows -> columns chain -----------------------------------------------------------
+
+def test_rows_to_cols_chain_in_order_with_bytes_and_its_backward_transpose():
+    ir, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
+    extra = dict(f.extra)
+    assert (f.node, f.op) == ("%3", "AllGather")
+    assert [(s["node"], s["op"], s["in"], s["out"], s["moved_bytes"]) for s in extra["steps"]] == [
+        ("%3", "AllGather", "Float32(8, 32)", "Float32(64, 32)", 7 * 8 * 32 * 4),
+        ("%4", "StridedSlice", "Float32(64, 32)", "Float32(64, 4)", 0)]
+    assert extra["surviving_bytes"] == 64 * 4 * 4
+    # StridedSliceGrad pads back, the ReduceScatter named after the AllGather moves the same 7/8 again
+    assert extra["backward"] == ["%15", "%16"]
+    assert extra["backward_moved_bytes"] == 7 * 8 * 32 * 4
+    assert "14.0 KiB per step in all" in f.message
+    assert (extra["producer_strategy"], extra["consumer_strategy"]) == ("((8, 1), (1, 1))", "((1, 8),)")
+
+
+def test_rows_to_cols_hint_changes_the_producer_not_the_relu():
+    """ReLU ((8, 1)) would only move the chain in front of mm2 ((1, 8), (8, 1)); mm1 column-parallel
+    is the layout of par-fixed-mm_col_row_mp8, which has no chain."""
+    _, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
+    assert "set MatMul mm1 (net-TwoMatMul) to in_strategy ((1, 1), (1, 8))" in f.hint
+    assert "every other neighbour of the two ops still in agreement" in f.hint
+    assert dict(f.extra)["fix"] == {"node": "%2", "in_strategy": "((1, 1), (1, 8))"}
+    fixed = read_ir(str(COL_ROW / "rank_0" / "21_validate_0082.ir"))
+    (mm1,) = [k for k in fixed.nodes_by_op("MatMul") if fixed[k].get("instance") == "mm1"]
+    assert fixed[mm1]["primitive_attrs"]["in_strategy"] == ((1, 1), (1, 8))
+
+
+def test_scheme_communication_of_the_fixed_strategy_is_silent():
+    report = lint([str(COL_ROW)], quiet_config())
+    assert [f.code for f in report.findings if f.code.startswith("PC")] == []
+    ir = read_ir(str(COL_ROW / "rank_0" / "21_validate_0082.ir"))
+    assert ir.nodes_by_op("AllReduce"), "the fixture does hold the row-parallel AllReduce and its backward"
+
+
+# --- ranks ------------------------------------------------------------------------------------------
+
+def test_chains_of_eight_ranks_with_different_groups_and_offsets_are_reported_once():
+    ranks = {r: read_ir(str(MUL_8RANKS / f"rank_{r}" / "21_validate_0082.ir")) for r in (0, 5)}
+    groups = {r: {ir[k]["primitive_attrs"]["group"] for k in ir.nodes_by_op("AllGather")} for r, ir in ranks.items()}
+    begins = {r: [ir[k]["args"][1] for k in ir.nodes_by_op("StridedSlice")] for r, ir in ranks.items()}
+    assert groups[0].isdisjoint(groups[5]) and begins[0] != begins[5]   # the ranks do differ
+    report = lint([str(MUL_8RANKS)], quiet_config())
+    pc = [f for f in report.findings if f.code.startswith("PC")]
+    assert [(f.code, f.node, f.ranks) for f in pc] == [("PC001", n, tuple(range(8))) for n in ("%4", "%18", "%29")]
+    assert "group of 4" in pc[0].message and "4-6301172352641561019" not in pc[0].message
+
+
+def test_all_three_chains_around_the_mul_name_the_same_fix():
+    _, found = _check(RedundantRedistributionChain(), MUL_8RANKS / "rank_3" / "21_validate_0082.ir")
+    assert len(found) == 3
+    for f in found:
+        assert "set Mul (net-FeedForward) to in_strategy ((2, 4), (2, 4))" in f.hint
+        assert dict(f.extra)["fix"]["node"] == "%28"
+
+
+def test_col_col_folder_gives_one_full_gather_finding_on_ranks_0_to_7():
+    report = lint([str(COL_COL)], quiet_config())
+    assert [(f.code, f.node, f.ranks) for f in report.findings] == [("PC002", "%6", tuple(range(8)))]
+
+
+# --- PC002 ------------------------------------------------------------------------------------------
+
+def test_full_gather_before_column_parallel_w2():
+    ir, (f,) = _check(StrategyMismatchFullGather(), COL_COL / "rank_0" / "21_validate_0082.ir")
+    extra = dict(f.extra)
+    assert f.severity == "info"
+    assert extra["fix"] == {"node": "%19", "in_strategy": "((1, 8), (1, 8))"}
+    assert extra["moved_bytes"] == 7 * 64 * 8 * 4 and extra["gathered_bytes"] == 64 * 64 * 4
+    assert extra["backward_moved_bytes"] == 7 * 64 * 8 * 4
+    # the AllReduce a row-parallel w2 needs moves, on a ring, what the gather moves
+    assert "one AllReduce of the Float32(64, 32) output over 8 ranks (ring: 14.0 KiB per rank)" in f.hint
+    assert [r.node for r in f.related if r.note.startswith("backward transpose")] == ["%26", "%36", "%37"]
+
+
+def test_pc001_stays_silent_on_the_full_gather():
+    _, found = _check(RedundantRedistributionChain(), COL_COL / "rank_0" / "21_validate_0082.ir")
+    assert found == []
+
+
+@pytest.mark.skipif(not WRONG_WO.is_file(), reason="../shared/corpus is not here")
+def test_both_gathers_of_a_column_parallel_wo_are_one_finding():
+    _, found = _check(StrategyMismatchFullGather(), WRONG_WO)
+    (f,) = found
+    assert dict(f.extra)["gathers"] == 2
+    assert dict(f.extra)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
+    assert "layers-CellList/1-DecoderLayer/attention-Attention/wo-Linear" in f.scope
+
+
+def test_snapshot_of_findings_on_real_parallel_fixtures(snapshot):
+    found = []
+    for path in (ROWS_TO_COLS, MUL_8RANKS / "rank_0" / "21_validate_0082.ir", COL_COL / "rank_0" / "21_validate_0082.ir"):
+        ir = read_ir(str(path))
+        for rule in (RedundantRedistributionChain(), StrategyMismatchFullGather()):
+            found += [_portable(f.to_dict()) for f in rule.check(ir)]
+    assert found == snapshot
+
+
+def _portable(d: dict) -> dict:
+    rel = lambda p: Path(p).resolve().relative_to(CORPUS).as_posix()  # noqa: E731
+    d["file"] = rel(d["file"])
+    for r in d["related"]:
+        r["file"] = rel(r["file"])
+    return d
+
+
+# --- the dumps made for issue 9 (tests/fixtures/corpus-gen/par_extra_gen.py) ---------------------
+
+def _only(case: str) -> Path:
+    (path,) = sorted((CORPUS / case / "rank_0").glob("21_validate_*.ir"))
+    return path
+
+
+def test_allreduce_whose_result_is_sliced_points_to_a_reduce_scatter():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-allreduce_then_rows"))
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"]) == ("%5", "AllReduce", ["allreduce-then-slice"])
+    # ring AllReduce of Float32(64, 16) over 8 ranks: 2 * 7/8 * 4 KiB; a ReduceScatter half of it
+    assert extra["moved_bytes"] == 2 * 7 * 64 * 16 * 4 // 8
+    assert "a ReduceScatter over the same 8 ranks would receive 3.5 KiB instead of 7.0 KiB" in f.message
+    assert "give MatMul mm2 (net-Net) (in_strategy ((1, 8), (8, 1))) out_strategy ((8, 1),)" in f.hint
+    assert extra["backward"] == ["%14", "%15"]
+
+
+def test_sequence_parallel_communication_is_the_scheme():
+    """The out_strategy the hint above asks for is what this dump has: a ReduceScatter, no slice."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-ffn_seq_parallel"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+    (mm2,) = [k for k in ir.nodes_by_op("MatMul") if ir[k].get("instance") == "mm2" and not ir.is_backward(k)]
+    assert ir[mm2]["primitive_attrs"]["out_strategy"] == ((8, 1),)
+    assert "ReduceScatter" in [ir[u]["op"] for u in ir.consumers(mm2)]
+    assert not ir.nodes_by_op("StridedSlice")[1:], "only the full_batch input slice"
+
+
+def test_strategies_set_by_sharding_propagation_are_read_from_the_trailing_block():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-auto-ffn_sharding_propagation"))
+    assert found == []
+    matmuls = [k for k in ir.nodes_by_op("MatMul") if not ir.is_backward(k)]
+    propagated = [k for k in matmuls if "in_strategy" not in (ir[k].get("primitive_attrs") or {})]
+    assert propagated, "propagation printed some strategies only after cnode_primal_attrs"
+    from irlint.rules.strategy_layouts import strategy
+    assert {strategy(ir, k) for k in matmuls} == {((1, 1), (8, 1)), ((1, 8), (1, 8))}
+
+
+def test_expert_dispatch_by_gather_and_slice_names_enable_alltoall():
+    _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-moe_gather_dispatch"))
+    assert [f.node for f in found] == ["%3", "%18"]
+    for f in found:
+        assert "enable_alltoall=True" in f.hint and "receiving 7.0 KiB instead of 56.0 KiB" in f.hint
+        assert dict(f.extra)["fix"] == {"set_auto_parallel_context": "enable_alltoall=True"}
+
+
+def test_alltoall_dispatch_and_combine_around_the_experts_are_silent():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-moe_alltoall_dispatch"))
+    assert found == []
+    assert len([k for k in ir.nodes_by_op("AlltoAll") if not ir.is_backward(k)]) == 2
+
+
+def test_mindformers_pipeline_stages_read_whole_and_stay_silent():
+    """MindFormers 2.1 Llama, 2 pipeline stages, lazy_inline: ▸ forward and ◂ backward halves."""
+    folder = CORPUS / "par-mindformers-llama_pp2_mp4"
+    for rank in (0, 4):
+        (path,) = sorted((folder / f"rank_{rank}").glob("21_validate_*.ir"))
+        ir = read_ir(str(path))
+        assert ir.diagnostics == [] and ir.header["total_cnodes"] == ir.cnode_count
+        assert any("▸" in g for g in ir.subgraphs) and any("◂" in g for g in ir.subgraphs)
+        assert ir.nodes_by_op("Send") and ir.nodes_by_op("Receive")
+        assert [k for k in ir.nodes_by_op("AllReduce") if ir[k].get("instance") == "grad_mirror_MirrorMicroStepOperator"]
+    report = lint([str(folder)], quiet_config())
+    assert [f for f in report.findings if f.code.startswith("PC")] == []
+
+
+def test_one_redistribution_shared_by_two_readers_is_one_chain():
+    """MindSpore 2.10 gathers once for two readers of one layout: one finding naming both."""
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-rows_to_cols_two_readers"))
+    assert "its 2 readers ReLU (net-Net), GeLU (net-Net)" in f.message
+    assert [r.node for r in f.related if r.note.startswith("consumer")] == ["%5", "%6"]
+    assert "set MatMul mm1 (net-Net) to in_strategy ((1, 1), (1, 8))" in f.hint
+    assert "repeated-gather" not in dict(f.extra)["kinds"]
+
+
+def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_strategy():
+    """The fix PC002 derives is the strategy MindFormers itself gives w2: ((dp, mp), (1, mp))."""
+    ir, found = _check(StrategyMismatchFullGather(), _only("par-mindformers-llama_dp2_mp4_wrong_w2"))
+    (f,) = found
+    assert dict(f.extra)["gathers"] == 2 and dict(f.extra)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
+    assert "1-LLamaDecodeLayer/feed_forward-LlamaFeedForward/w2-Linear" in f.scope
+    # the Partial that hands the gathered activation to the backward half is not a reader
+    assert not [r for r in f.related if r.op == "Partial"]
+    ok = read_ir(str(_only("par-mindformers-llama_dp2_mp4")))
+    assert list(StrategyMismatchFullGather().check(ok)) == []
+
+
+def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
+    """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
+    from irlint.rules.strategy_layouts import strategy
+    text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
+    ir = ir_from_text(text)
+    assert ir.diagnostics == []
+    (mm1,) = ir.nodes_by_op("MatMul")
+    assert strategy(ir, mm1) is None
+    (f,) = RedundantRedistributionChain().check(ir)   # the chain is still found, the hint is generic
+    assert "in_strategy ?" in f.hint
