@@ -1,28 +1,34 @@
 """A cache of lint results per dump file, so that linting an unchanged folder again is instant.
 
 An entry holds what the rules found in one file and the diagnostics of reading it. Its key is
-the file's content hash, the paths it is opened and reported under, the rules run on it (code, class and a
-hash of the rule module's source) and irlint itself (version, grammar and source hash), so a
-change to any of them is a miss. A second, small entry maps a file's stat (inode, size, mtime,
-ctime) to its content hash, so an unchanged file is not hashed again.
+the file's content hash, the rules run on it (code, class and a hash of the rule module's source),
+the stage its name gives and irlint itself (version, grammar and source hash), so a change to any
+of them is a miss; the path is not part of it (the file's own name is stored as a placeholder and
+filled in on load), so the same dump under another path or working directory is a hit. A second, small entry maps a
+file's stat (inode, size, mtime, ctime) to its content hash, so an unchanged file is not hashed
+again.
 
-Entries are pickles written atomically (temporary file + ``os.replace``); an entry that cannot
-be read is ignored and removed. The folder is bounded in size (oldest entries go first) and
-can be deleted at any time.
+Entries are JSON of plain values, written atomically (temporary file + ``os.replace``) and
+validated on load: the cache folder may be shared or writable by others, so an entry must never be
+able to run code (no pickle), and one that is damaged, foreign or of the wrong shape is ignored
+and removed. The folder is bounded in size (oldest entries go first) and can be deleted at any
+time.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
 import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from . import __version__
+from .diagnostics import Diagnostic
+from .findings import Finding, Related
 
-FORMAT = 1
+FORMAT = 2   # 1: pickles (never read: a pickle can run code)
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time
@@ -123,7 +129,7 @@ class LintCache:
         if sk is None:
             return None
         value = self._load(self._file("stat", sk[0]))
-        return value if isinstance(value, str) and len(value) == 64 else None
+        return value if isinstance(value, str) and len(value) == 64 and _is_hex(value) else None
 
     def remember_hash(self, path: str, digest: str) -> None:
         sk = self._stat_key(path)
@@ -132,21 +138,38 @@ class LintCache:
         self._store(self._file("stat", sk[0]), digest)
 
     @staticmethod
-    def key(digest: str, names: tuple[str, ...], rules: Iterable[Any]) -> str:
-        """``names``: the path as opened and as displayed; findings and diagnostics carry them."""
-        ident = "\0".join((tool_hash(), digest, *names, rules_hash(rules)))
+    def key(digest: str, rules: Iterable[Any], stage: str = "") -> str:
+        """Content, rules, irlint and the stage the file name gives (findings carry it): not the
+        path, which the entry does not depend on."""
+        ident = "\0".join((tool_hash(), digest, rules_hash(rules), stage))
         return hashlib.sha256(ident.encode()).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------
-    def get(self, key: str) -> Any | None:
-        value = self._load(self._file("lint", key))
-        if isinstance(value, tuple) and len(value) == 2 and value[0] == key:
-            self.hits += 1
-            return value[1]
-        return None
+    def get(self, key: str, display: str) -> tuple[list[Finding], list[Diagnostic]] | None:
+        """The findings and diagnostics stored under ``key``, naming the file ``display``."""
+        file = self._file("lint", key)
+        value = self._load(file)
+        if value is None:
+            return None
+        try:
+            if not (isinstance(value, dict) and value.get("key") == key):
+                raise ValueError("not this entry")
+            result = ([_finding(d, display) for d in _list(value.get("findings"))],
+                      [_diagnostic(d, display) for d in _list(value.get("diagnostics"))])
+        except (ValueError, TypeError, KeyError):
+            _unlink(str(file))   # well-formed JSON of the wrong shape: dropped, never an error
+            return None
+        self.hits += 1
+        return result
 
-    def put(self, key: str, value: Any) -> None:
-        self._store(self._file("lint", key), (key, value))
+    def put(self, key: str, value: tuple[list[Finding], list[Diagnostic]], display: str) -> None:
+        findings, diagnostics = value
+        try:
+            data = {"key": key, "findings": [_finding_data(f, display) for f in findings],
+                    "diagnostics": [_diagnostic_data(d, display) for d in diagnostics]}
+        except TypeError:
+            return   # a rule put a value JSON cannot hold in a finding: not cached
+        self._store(self._file("lint", key), data)
 
     def _file(self, kind: str, key: str) -> Path:
         return self.root / kind / key[:2] / key
@@ -154,7 +177,7 @@ class LintCache:
     def _load(self, file: Path) -> Any | None:
         try:
             with open(file, "rb") as f:
-                value = pickle.load(f)
+                value = json.loads(f.read())
         except FileNotFoundError:
             return None
         except Exception:  # a damaged or foreign entry is a miss, never an error
@@ -176,8 +199,8 @@ class LintCache:
             file.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
             try:
-                with os.fdopen(fd, "wb") as f:
-                    pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(value, f, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
                 os.replace(tmp, file)
             except BaseException:
                 try:
@@ -188,8 +211,21 @@ class LintCache:
             self.written += file.stat().st_size
         except OSError:
             pass  # a read-only or full cache folder only costs speed
-        except (pickle.PicklingError, TypeError, AttributeError):
-            pass  # a rule put something unpicklable in a finding: not cached
+        except (TypeError, ValueError):
+            pass  # a rule put something JSON cannot hold in a finding: not cached
+
+    def clear(self) -> int:
+        """Remove every entry (``irlint clean``); the number removed."""
+        removed = 0
+        if not self.root.parent.is_dir():
+            return 0
+        for dirpath, _, names in os.walk(self.root.parent):
+            for name in names:
+                p = os.path.join(dirpath, name)
+                if os.path.basename(os.path.dirname(os.path.dirname(p))) in ("lint", "stat") or name.startswith(".tmp-"):
+                    _unlink(p)
+                    removed += 1
+        return removed
 
     def prune(self) -> None:
         """Remove the least recently used entries while the cache is over its size bound."""
@@ -224,3 +260,129 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+# --- entries as plain JSON values -----------------------------------------------------------------
+# Finding fields that are tuples of arbitrary plain values (identity, extra) keep their types: a
+# tuple is {"t": [...]}, a dict {"d": {...}}, so a finding read back has the same fingerprint.
+_HERE = ""   # stands for the file the entry is about, whatever it is called in this run
+
+
+def _plain(value):
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise TypeError("not a finite number")
+        return value
+    if isinstance(value, tuple):
+        return {"t": [_plain(v) for v in value]}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"d": {k: _plain(v) for k, v in value.items()}}
+    raise TypeError(f"{type(value).__name__} is not a plain value")
+
+
+def _unplain(value):
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list):
+        return [_unplain(v) for v in value]
+    if isinstance(value, dict) and len(value) == 1:
+        if isinstance(value.get("t"), list):
+            return tuple(_unplain(v) for v in value["t"])
+        if isinstance(value.get("d"), dict):
+            return {k: _unplain(v) for k, v in value["d"].items()}
+    raise ValueError("not a cache value")
+
+
+_FINDING_TEXT = ("code", "rule", "severity", "graph", "node", "op", "scope", "message", "hint", "stage")
+_RELATED_TEXT = ("node", "op", "scope", "graph", "note")
+
+
+def _file_data(name: str, display: str) -> str:
+    return _HERE if name == display else name
+
+
+def _file_name(stored, display: str) -> str:
+    if not isinstance(stored, str):
+        raise ValueError("file")
+    return display if stored == _HERE else stored
+
+
+def _finding_data(f: Finding, display: str) -> dict:
+    data = {k: getattr(f, k) for k in _FINDING_TEXT}
+    data.update(file=_file_data(f.file, display), line=f.line, column=f.column, ranks=list(f.ranks),
+                bytes_at_stake=f.bytes_at_stake,
+                identity=_plain(f.identity), extra=_plain(f.extra),
+                related=[{**{k: getattr(r, k) for k in _RELATED_TEXT}, "file": _file_data(r.file, display),
+                          "line": r.line} for r in f.related])
+    for k in _FINDING_TEXT:
+        if not isinstance(data[k], str):
+            raise TypeError(k)
+    return data
+
+
+def _finding(data, display: str) -> Finding:
+    if not isinstance(data, dict):
+        raise ValueError("finding")
+    identity, extra = _unplain(data["identity"]), _unplain(data["extra"])
+    ranks = _list(data["ranks"])
+    stake = data.get("bytes_at_stake")
+    if not (isinstance(identity, tuple) and isinstance(extra, tuple) and all(_is_int(r) for r in ranks)
+            and (stake is None or _is_int(stake))):
+        raise ValueError("finding")
+    return Finding(**{k: _text(data, k) for k in _FINDING_TEXT}, file=_file_name(data["file"], display),
+                   line=_int(data, "line"), column=_int(data, "column"), ranks=tuple(ranks), identity=identity,
+                   bytes_at_stake=stake,
+                   extra=extra, related=tuple(_related(r, display) for r in _list(data["related"])))
+
+
+def _related(data, display: str) -> Related:
+    if not isinstance(data, dict):
+        raise ValueError("related")
+    return Related(**{k: _text(data, k) for k in _RELATED_TEXT}, file=_file_name(data["file"], display),
+                   line=_int(data, "line"))
+
+
+def _diagnostic_data(d: Diagnostic, display: str) -> dict:
+    return {"file": _file_data(d.file, display), "line": d.line, "code": d.code, "message": d.message,
+            "excerpt": d.excerpt}
+
+
+def _diagnostic(data, display: str) -> Diagnostic:
+    if not isinstance(data, dict):
+        raise ValueError("diagnostic")
+    return Diagnostic(_file_name(data["file"], display), _int(data, "line"), _text(data, "code"),
+                      _text(data, "message"), _text(data, "excerpt"))
+
+
+def _list(value) -> list:
+    if not isinstance(value, list):
+        raise ValueError("not a list")
+    return value
+
+
+def _text(data: dict, key: str) -> str:
+    if not isinstance(data[key], str):
+        raise ValueError(key)
+    return data[key]
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int(data: dict, key: str) -> int:
+    if not _is_int(data[key]):
+        raise ValueError(key)
+    return data[key]
+
+
+def _is_hex(text: str) -> bool:
+    try:
+        int(text, 16)
+    except ValueError:
+        return False
+    return True

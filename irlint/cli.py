@@ -1,13 +1,14 @@
-"""The ``irlint`` command line: ``irlint [OPTIONS] PATH...`` and the rules/explain/inspect/config commands.
+"""The ``irlint`` command line: ``irlint [OPTIONS] PATH...`` and the rules/explain/inspect/config/clean commands.
 
 Exit codes: 0 no findings (or only info ones), 1 warning or error findings, 2 usage error, unusable input
-or internal error.
+or internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -18,24 +19,36 @@ from . import __version__
 from . import rule as rule_module
 from .baseline import BaselineError, new_findings, read_baseline, write_baseline
 from .config import Config, ConfigError, check_selectors, load_config, shown, to_toml
-from .discover import InputError, discover
-from .engine import lint
-from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render
+from .discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
+from .engine import lint_files
+from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_atomically
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
+EXIT_TERMINATED = 128 + 15           # SIGTERM
 FAILING_SEVERITIES = ("error", "warning")
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
+EXIT_CODES_HELP = ("Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, unusable input "
+                   "or internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).")
 _debug = False
 
 
+class _Terminated(BaseException):
+    """SIGTERM: unwinds like Ctrl-C, so that worker processes are ended on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 class _DefaultGroup(click.Group):
-    """``irlint PATH...`` lints; ``irlint rules|explain|inspect|config ...`` run subcommands. Every
+    """``irlint PATH...`` lints; ``irlint rules|explain|inspect|config|clean ...`` run subcommands. Every
     error ends as a one-line message and exit code 2, never a traceback (``--debug`` shows it)."""
 
     default_command = "check"
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V"):
             args = [self.default_command, *args]
         elif not args:
             args = [self.default_command]
@@ -56,16 +69,24 @@ class _DefaultGroup(click.Group):
                                f"`{ctx.command_path} {self.default_command} --help`)"):
             formatter.write_dl(rows)
 
+    def format_epilog(self, ctx, formatter):
+        formatter.write_paragraph()
+        formatter.write_text(EXIT_CODES_HELP)
+
     def invoke(self, ctx):
         global _debug
         _debug = False  # --debug of one run must not outlive it (tests, API users run several)
+        previous = _install_sigterm()
         try:
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
             click.echo("irlint: interrupted", err=True)
-            ctx.exit(EXIT_ERROR)
+            ctx.exit(EXIT_INTERRUPTED)
+        except _Terminated:
+            click.echo("irlint: terminated", err=True)
+            ctx.exit(EXIT_TERMINATED)
         except BrokenPipeError:  # e.g. `irlint ... | head`
             sys.stderr.close()
             ctx.exit(EXIT_ERROR)
@@ -82,6 +103,19 @@ class _DefaultGroup(click.Group):
             if not _debug:
                 click.echo("irlint: run again with --debug to see the traceback, and please report it", err=True)
             ctx.exit(EXIT_ERROR)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _install_sigterm():
+    """SIGTERM ends the run through the same clean-up as Ctrl-C (main thread only: tests and API
+    users may call the CLI from another thread)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def _set_debug(ctx, param, value):
@@ -94,9 +128,15 @@ debug_option = click.option("--debug", is_flag=True, expose_value=False, callbac
                             help="Show tracebacks of internal errors.")
 
 
-def _split(ctx, param, values) -> list[str]:
-    """Repeated and comma-separated values: --select RC001,RC002 --select PC."""
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+def _split(ctx, param, values) -> list[str] | None:
+    """Repeated and comma-separated values: --select RC001,RC002 --select PC. An option given
+    with nothing in it (`--select ""`) is a usage error, as in ruff: it must not mean "the defaults"."""
+    if not values:
+        return []
+    out = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not out:
+        raise click.BadParameter("empty rule selector (give a rule code, prefix, name or ALL)")
+    return out
 
 
 def _fail(message: str) -> None:
@@ -105,21 +145,22 @@ def _fail(message: str) -> None:
 
 
 @click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="irlint")
+@click.version_option(__version__, "-V", "--version", prog_name="irlint")
 def main() -> None:
     """Lint MindSpore IR graph dumps (the graph/ folder written with save_graphs).
 
-    `irlint PATH...` runs the `check` command on PATH (a .ir file or a folder). For a path named
-    like a command (e.g. a folder called `rules`), write `irlint check rules`.
+    `irlint PATH...` runs the `check` command on PATH (a .ir file, a compressed .ir.gz/.bz2/.xz, a
+    folder, or - for standard input). For a path named like a command (e.g. a folder called `rules`),
+    write `irlint check rules`.
     """
 
 
-@main.command("check")
+@main.command("check", epilog=EXIT_CODES_HELP)
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
-              help="Write the report to this file instead of standard output.")
+@click.option("--output-format", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Output format (--format is the same option).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the report to this file instead of standard output (its folder is created).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Use this irlint.toml or pyproject.toml instead of the one found upward from PATH.")
 @click.option("--select", multiple=True, callback=_split, help="Only these rules (code, code prefix or name; "
@@ -129,30 +170,59 @@ def main() -> None:
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of the findings (text, concise).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary, no progress.")
 @click.option("--all-stages", is_flag=True, default=None, help="Read every stage file, not only those each rule needs.")
-@click.option("-j", "--jobs", type=click.IntRange(min=0), default=None, help="Files read in parallel (0: one per core).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache.")
+@click.option("--show-files", is_flag=True,
+              help="List the files that would be read, their stage and rules, and why; lint nothing.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
+              help="Files read in parallel (0: one per core; never more than the cores or the files).")
+@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+@click.option("--cache-dir", type=click.Path(file_okay=False),
+              help="Cache folder (default: cache-dir of the config, $IRLINT_CACHE_DIR, or the user cache folder).")
+@click.option("--rule-timeout", type=click.FloatRange(min=0), default=None,
+              help="Seconds one rule may run on one file before it is stopped (IR011); 0: no limit. [default: 300]")
+@click.option("--stdin-filename", help="The name to report standard input (PATH -) under; its stage is read "
+              "from it.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the text report (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it).")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in this baseline file.")
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
               help="Record the current findings in this file (they are then accepted: exit 0).")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @debug_option
-def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, jobs,
-          no_cache, baseline_file, write_baseline_file, exit_zero):
-    """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included)."""
+def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
+          jobs, no_cache, cache_dir, rule_timeout, stdin_filename, color, baseline_file, write_baseline_file,
+          exit_zero):
+    """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
+
+    A cache of lint results (per dump file, keyed by its content, the rules and irlint's version)
+    makes a second run on unchanged dumps instant; see --no-cache and --cache-dir.
+    """
     try:
-        config, source = _load_config_for(config_file, paths[0])
+        forget_buffers()
+        if STDIN in paths:
+            read_stdin()
+        config, source = _load_config_for(config_file, paths[0] if paths[0] != STDIN else None)
         known = rule_module.load_rules(plugins=config.plugins)
         check_selectors(config, known, config_file or (shown(source) if source else None))
         _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
-        _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache)
+        _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir, rule_timeout)
         accepted = read_baseline(baseline_file) if baseline_file else None
-        report = _lint_with_progress(list(paths), config, show=not quiet)
+        for target in (output, write_baseline_file):
+            if target:   # before the lint, not after it: a bad path must not cost a whole run
+                _prepare_output(target)
+        found = discover_inputs(list(paths), stdin_filename)
+        if show_files:
+            _show_files(found, config)
+            sys.exit(EXIT_ERROR if found.empty or found.diagnostics else EXIT_CLEAN)
+        if found.empty:
+            for d in found.diagnostics:
+                click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
+            raw, why = next(iter(found.empty.items()))
+            _fail(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
+        _note_jobs(config, found, quiet)
+        report = _lint_with_progress(found, config, show=not quiet)
     except (ConfigError, InputError, BaselineError) as exc:
         _fail(str(exc))
-    empty = _folders_without_dumps(paths, report.files)
-    if empty:
-        _fail(f"{empty[0]}: no graph IR dumps (*.ir written by save_graphs) found in this folder")
     total = len(report.findings)
     if write_baseline_file:
         try:
@@ -165,16 +235,17 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     elif accepted is not None:
         report.findings = new_findings(report.findings, accepted)
     ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings))
+    ctx.sources.streams = {f.display: (f.path, f.compression) for f in found.files}
     if output is None and sys.stdout.isatty():
-        ctx.color = not os.environ.get("NO_COLOR")
         ctx.width = shutil.get_terminal_size((120, 24)).columns
     # else (a file or a pipe): full lines, so a scope can be copied into a suppression whole
+    ctx.color = use_color(color, tty=output is None and sys.stdout.isatty())
     text = render(report, fmt, ctx)
     if output is None:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=ctx.color)   # click would strip the colours off a pipe
     else:
         try:
-            Path(output).write_text(text, encoding="utf-8")
+            write_atomically(output, text)
         except OSError as exc:
             _fail(f"{output}: cannot write: {exc.strerror or exc}")
     if report.diagnostics:
@@ -185,13 +256,37 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
 
 
+def use_color(choice: str, tty: bool) -> bool:
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return tty
+
+
+def _prepare_output(target: str) -> None:
+    """Create the folder of an output file (as ruff does) and fail now if it cannot be."""
+    folder = Path(target).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot create its folder: {exc.strerror or exc}") from None
+    if Path(target).is_dir():
+        raise InputError(f"{target}: is a folder")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"{target}: cannot write: permission denied")
+
+
 def _load_config_for(config_file, path):
     """The config a lint of PATH uses: --config, else the first found upward from PATH, then from the
     working directory (`irlint config PATH` shows the same)."""
     return load_config(config_file, starts=[path, os.getcwd()] if path else [os.getcwd()])
 
 
-def _apply_options(config: Config, select, extend_select, ignore, all_stages, jobs, no_cache) -> None:
+def _apply_options(config: Config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir=None,
+                   rule_timeout=None) -> None:
     """Command-line options over the config file: --select replaces the file's whole selection (as in
     ruff), then --extend-select/--ignore add."""
     if select:
@@ -204,6 +299,10 @@ def _apply_options(config: Config, select, extend_select, ignore, all_stages, jo
         config.jobs = jobs
     if no_cache:
         config.cache = False
+    if cache_dir:
+        config.cache_dir = cache_dir
+    if rule_timeout is not None:
+        config.rule_timeout = rule_timeout
 
 
 def _check_option_selectors(known: list, **options) -> None:
@@ -214,30 +313,55 @@ def _check_option_selectors(known: list, **options) -> None:
             raise ConfigError(f"--{key.replace('_', '-')}{str(exc)[len('select'):]}") from None
 
 
-def _folders_without_dumps(paths, files: list[str]) -> list[str]:
-    resolved = [Path(f).resolve() for f in files]
-    empty = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            root = p.resolve()
-            if not any(f == root or root in f.parents for f in resolved):
-                empty.append(raw)
-    return empty
+def _note_jobs(config: Config, found: Discovery, quiet: bool) -> None:
+    """Say so when --jobs asks for more processes than can help."""
+    from .engine import capped_jobs
+
+    if config.jobs <= 1 or quiet:
+        return
+    cores = capped_jobs(config.jobs)
+    if config.jobs > cores:
+        click.echo(f"irlint: jobs = {config.jobs} capped to {cores} (one process per core; never more "
+                   f"than the files to read)", err=True)
 
 
-def _lint_with_progress(paths: list[str], config: Config, show: bool):
-    """Lint through the public API; a progress bar on stderr for large inputs on a terminal."""
-    if not (show and sys.stderr.isatty()):
-        return lint(paths, config)
+def _show_files(found: Discovery, config: Config) -> None:
+    """What a lint would read: each file with its stage, the rules that read it, and why."""
     from .engine import active_rules, plan
 
-    files, _ = discover(paths)
-    todo = plan(files, active_rules(config), config.all_stages)
-    sizes = {f.display: f.size for f in files if f.path in todo}
+    rules = active_rules(config)
+    todo = plan(found.files, rules, config.all_stages)
+    for f in found.files:
+        stage = f.stage.label if f.placed else "stage unknown from the name"
+        compressed = f", {f.compression}-compressed" if f.compression else ""
+        if f.path not in todo:
+            click.echo(f"skip  {f.display}  ({stage}{compressed}): no selected rule reads this stage")
+            continue
+        names = ", ".join(r.code for r in todo[f.path])
+        if f.explicit:
+            why = "named directly: every rule"
+        elif not f.placed:
+            why = "its name does not say its stage: every rule"
+        else:
+            why = "the stage where these rules' evidence is final"
+        click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}")
+    for d in found.diagnostics:
+        click.echo(f"not read  {d.file}: {d.code} {d.message}")
+    for raw, why in found.empty.items():
+        click.echo(f"{raw}: no graph IR dumps found in this folder: {why}")
+
+
+def _lint_with_progress(found: Discovery, config: Config, show: bool):
+    """Lint; a progress bar on stderr for large inputs on a terminal."""
+    if not (show and sys.stderr.isatty()):
+        return lint_files(found.files, found.diagnostics, config)
+    from .engine import active_rules, plan
+
+    todo = plan(found.files, active_rules(config), config.all_stages)
+    sizes = {f.display: f.size for f in found.files if f.path in todo}
     total = sum(sizes.values())
     if total < PROGRESS_MIN_BYTES:
-        return lint(paths, config)
+        return lint_files(found.files, found.diagnostics, config)
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -249,7 +373,7 @@ def _lint_with_progress(paths: list[str], config: Config, show: bool):
             bar.update(task, advance=size, description=Path(display).name)
 
         config.progress = advance
-        return lint(paths, config)
+        return lint_files(found.files, found.diagnostics, config)
 
 
 @main.command("rules")
@@ -257,7 +381,8 @@ def _lint_with_progress(paths: list[str], config: Config, show: bool):
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
 @debug_option
 def rules_cmd(fmt, config_file):
-    """List the rules: code, name, severity, whether on by default, summary."""
+    """List the rules: code, name, severity, whether on by default, summary. Exit 2 when a rule
+    plugin could not be loaded (it is named on stderr)."""
     try:
         config, _ = load_config(config_file, starts=[os.getcwd()])
     except ConfigError as exc:
@@ -271,24 +396,29 @@ def rules_cmd(fmt, config_file):
                      "summary": cls.summary, "stages": list(cls.stages)})
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    from rich.table import Table
+    else:
+        from rich.table import Table
 
-    table = Table(title="irlint rules", title_justify="left")
-    for col in ("code", "name", "severity", "default", "summary"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(r["code"], r["name"], r["severity"], "on" if r["default"] else "off", r["summary"])
-    _console().print(table)
+        table = Table(title="irlint rules", title_justify="left")
+        for col in ("code", "name", "severity", "default", "summary"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(r["code"], r["name"], r["severity"], "on" if r["default"] else "off", r["summary"])
+        _console().print(table)
+    problems = rule_module.plugin_problems(config.plugins) if config.plugins else []
+    for problem in problems:
+        click.echo(f"irlint: IR012 {problem}", err=True)
+    if problems:
+        sys.exit(EXIT_ERROR)
 
 
 def _console():
     from rich.console import Console
 
     tty = sys.stdout.isatty()
+    color = use_color("auto", tty)
     # not a terminal: tables as wide as their content, nothing cut
-    return Console(force_terminal=tty, no_color=not tty or bool(os.environ.get("NO_COLOR")),
-                   width=None if tty else UNLIMITED_WIDTH, highlight=False)
+    return Console(force_terminal=color, no_color=not color, width=None if tty else UNLIMITED_WIDTH, highlight=False)
 
 
 @main.command("explain")
@@ -322,16 +452,43 @@ def explain_cmd(rule):
 @debug_option
 def config_cmd(show, config_file, path):
     """Which config file a lint of PATH uses (found upward from PATH, then from the working directory);
-    --show prints its settings."""
+    --show prints its settings, in the layout of that file, and the cache folder and jobs in effect."""
+    if path is not None and not os.path.lexists(path):
+        _fail(f"{path}: no such file or folder")
     try:
         config, source = _load_config_for(config_file, path)
     except ConfigError as exc:
         _fail(str(exc))
     where = f"# from {source}" if source else "# no irlint.toml or [tool.irlint] found: defaults"
     if show:
-        click.echo(f"{where}\n{to_toml(config)}", nl=False)
+        from .cache import default_dir
+        from .engine import capped_jobs
+
+        table = "tool.irlint" if source is not None and Path(source).name == "pyproject.toml" else ""
+        cache = str(default_dir(config.cache_dir)) if config.cache else "off"
+        jobs = capped_jobs(config.effective_jobs())
+        click.echo(f"{where}\n# in effect: cache folder {cache}; up to {jobs} worker process"
+                   f"{'es' if jobs != 1 else ''}\n{to_toml(config, table)}", nl=False)
     else:
         click.echo(where[2:])
+
+
+@main.command("clean")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder to empty.")
+@debug_option
+def clean_cmd(config_file, cache_dir):
+    """Empty the cache of lint results (the folder of --cache-dir, cache-dir, $IRLINT_CACHE_DIR or the
+    user cache folder)."""
+    from .cache import LintCache, default_dir
+
+    try:
+        config, _ = load_config(config_file, starts=[os.getcwd()])
+    except ConfigError as exc:
+        _fail(str(exc))
+    folder = default_dir(cache_dir or config.cache_dir)
+    removed = LintCache(folder).clear()
+    click.echo(f"irlint: removed {removed} cache entr{'ies' if removed != 1 else 'y'} from {folder}", err=True)
 
 
 @main.command("inspect")
@@ -341,20 +498,32 @@ def config_cmd(show, config_file, path):
 def inspect_cmd(paths, fmt):
     """Show what irlint reads in each dump: subgraphs, cnodes, parameters, edges, diagnostics."""
     try:
-        files, diags = discover(list(paths))
+        forget_buffers()
+        if STDIN in paths:
+            read_stdin()
+        found = discover_inputs(list(paths))
     except InputError as exc:
         _fail(str(exc))
-    empty = _folders_without_dumps(paths, [f.display for f in files])
-    if empty:
-        _fail(f"{empty[0]}: no graph IR dumps (*.ir written by save_graphs) found in this folder")
+    from .discover import open_dump
     from .reader import read_ir  # only inspect and uncached lints need the parser
 
     rows = []
-    for f in files:
-        ir = read_ir(f.path, f.display)
+    for f in found.files:
+        try:
+            with open_dump(f.path, f.compression) as stream:
+                ir = read_ir(f.display, f.display, stream=stream)
+        except OSError as exc:   # the reader reports what it meets while reading; this is opening
+            from .diagnostics import UNREADABLE, Diagnostic
+
+            found.diagnostics.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
+            continue
+        ir.stage = f.stage
         rows.append(inspect_row(ir))
+    # files found but not read are listed too: an unreadable .ir must not vanish from the table
+    others = [{"file": d.file, "stage": "", "subgraphs": 0, "cnodes": 0, "params": 0, "edges": 0,
+               "diagnostics": [d.to_dict()]} for d in found.diagnostics]
     if fmt == "json":
-        for row in rows:
+        for row in rows + others:
             click.echo(json.dumps(row, ensure_ascii=False))
     else:
         from rich.table import Table
@@ -364,14 +533,17 @@ def inspect_cmd(paths, fmt):
             table.add_column(col, overflow="fold")
         for col in ("subgraphs", "cnodes", "params", "edges", "diagnostics"):
             table.add_column(col, justify="right", no_wrap=True)
-        for row in rows:
-            table.add_row(row["file"], row["stage"], str(row["subgraphs"]), str(row["cnodes"]), str(row["params"]),
-                          str(row["edges"]), str(len(row["diagnostics"])))
+        for row in rows + others:
+            table.add_row(row["file"], row["stage"] or "(not read)", str(row["subgraphs"]), str(row["cnodes"]),
+                          str(row["params"]), str(row["edges"]), str(len(row["diagnostics"])))
         _console().print(table)
-        for row in rows:
+        for row in rows + others:
             for d in row["diagnostics"]:
                 click.echo(f"{d['file']}:{d['line']}: {d['kind']}: {d['message']}")
-    bad = any(r["diagnostics"] for r in rows) or diags
+    for raw, why in found.empty.items():
+        click.echo(f"irlint: {raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}",
+                   err=True)
+    bad = any(r["diagnostics"] for r in rows) or found.diagnostics or found.empty
     sys.exit(EXIT_ERROR if bad else EXIT_CLEAN)
 
 

@@ -35,6 +35,8 @@ class Config:
     cache: bool = True
     cache_dir: str | None = None
     plugins: bool = True
+    # seconds one rule may run on one file before it is stopped and reported (IR011); 0: no limit
+    rule_timeout: float = 300
     # called as progress(display_path, size_in_bytes) after each file is read, when the engine supports it
     progress: Callable[[str, int], None] | None = field(default=None, repr=False, compare=False)
 
@@ -89,7 +91,7 @@ def _specificity(selector: str, code: str, name: str) -> int:
 CONFIG_FILES = ("irlint.toml", "pyproject.toml")   # first found in a folder wins
 LEVELS = ("error", "warning", "info")
 _KEYS = {"select", "extend-select", "ignore", "severity", "all-stages", "jobs", "cache", "cache-dir",
-         "suppress", "plugins"}
+         "suppress", "plugins", "rule-timeout"}
 
 
 class ConfigError(Exception):
@@ -178,6 +180,11 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
         if not isinstance(data["jobs"], int) or isinstance(data["jobs"], bool) or data["jobs"] < 0:
             raise ConfigError(f"{where}: 'jobs' must be a whole number >= 0 (0: one per core)")
         cfg.jobs = data["jobs"]
+    if "rule-timeout" in data:
+        value = data["rule-timeout"]
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{where}: 'rule-timeout' must be a number of seconds >= 0 (0: no limit)")
+        cfg.rule_timeout = value
     if "cache-dir" in data:
         if not isinstance(data["cache-dir"], str):
             raise ConfigError(f"{where}: 'cache-dir' must be a path")
@@ -250,9 +257,39 @@ def check_selectors(cfg: Config, known: list, source: str | Path | None = None) 
             raise ConfigError(f"{where}{key}: unknown rule selector {sel!r} (see `irlint rules`)")
 
 
-def to_toml(cfg: Config) -> str:
-    """The settings as an irlint.toml (the same keys ``[tool.irlint]`` takes)."""
-    lines = [
+def validate(cfg: Config, known: list) -> None:
+    """Everything ``config_from_dict`` checks, for a Config built in Python (the API): raises
+    ConfigError rather than lint with settings that mean nothing."""
+    for key in ("select", "extend_select", "ignore"):
+        values = getattr(cfg, key)
+        if isinstance(values, str) or not isinstance(values, (list, tuple)) \
+                or not all(isinstance(v, str) for v in values):
+            raise ConfigError(f"{key}: must be a list of rule codes, prefixes or names")
+    if not isinstance(cfg.severity, dict):
+        raise ConfigError("severity: must be a dict of rule selector -> error|warning|info")
+    for selector, level in cfg.severity.items():
+        if level not in LEVELS:
+            raise ConfigError(f"severity of {selector!r} must be one of {', '.join(LEVELS)}, not {level!r}")
+    if not isinstance(cfg.jobs, int) or isinstance(cfg.jobs, bool) or cfg.jobs < 0:
+        raise ConfigError("jobs: must be a whole number >= 0 (0: one per core)")
+    if not isinstance(cfg.rule_timeout, (int, float)) or isinstance(cfg.rule_timeout, bool) or cfg.rule_timeout < 0:
+        raise ConfigError("rule_timeout: must be a number of seconds >= 0 (0: no limit)")
+    for i, s in enumerate(cfg.suppress):
+        if not isinstance(s, Suppression):
+            raise ConfigError(f"suppress[{i}]: must be a Suppression")
+        try:
+            re.compile(s.scope)
+        except (re.error, TypeError) as exc:
+            raise ConfigError(f"suppress[{i}]: 'scope' is not a valid regular expression: {exc}") from None
+    check_selectors(cfg, known)
+
+
+def to_toml(cfg: Config, table: str = "") -> str:
+    """The settings as an irlint.toml (top level), or as the ``table`` of a pyproject.toml
+    (``tool.irlint``): the same keys either way."""
+    head = [f"[{table}]"] if table else []
+    sub = f"{table}." if table else ""
+    lines = head + [
         f"select = {_toml_value(cfg.select)}",
         f"extend-select = {_toml_value(cfg.extend_select)}",
         f"ignore = {_toml_value(cfg.ignore)}",
@@ -263,9 +300,10 @@ def to_toml(cfg: Config) -> str:
     if cfg.cache_dir:
         lines.append(f"cache-dir = {_toml_value(cfg.cache_dir)}")
     lines.append(f"plugins = {_toml_value(cfg.plugins)}")
-    lines += ["", "[severity]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sorted(cfg.severity.items())]
+    lines.append(f"rule-timeout = {_toml_value(cfg.rule_timeout)}")
+    lines += ["", f"[{sub}severity]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sorted(cfg.severity.items())]
     for s in cfg.suppress:
-        lines += ["", "[[suppress]]", f"rule = {_toml_value(s.rule)}", f"scope = {_toml_value(s.scope)}",
+        lines += ["", f"[[{sub}suppress]]", f"rule = {_toml_value(s.rule)}", f"scope = {_toml_value(s.scope)}",
                   f"reason = {_toml_value(s.reason)}"]
     return "\n".join(lines) + "\n"
 

@@ -1,10 +1,15 @@
-"""Which files of the given paths are graph IR dumps."""
+"""Which files of the given paths are graph IR dumps, decided by their first bytes (a renamed or
+compressed dump is still one), and how to open them."""
 from __future__ import annotations
 
+import io
 import os
 import re
-from dataclasses import dataclass
+import stat as stat_module
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from . import diagnostics as D
 from .diagnostics import Diagnostic
@@ -18,7 +23,9 @@ _RANK = re.compile(r"rank_(\d+)\Z")
 # that opens an analyze_fail.ir
 DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info")
 _HEAD_BYTES = 64
-
+STDIN = "-"
+# Compressed dumps are recognised by their magic bytes, whatever their name.
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
 
 _NOT_A_DUMP = {
     "binary": "binary content (NUL bytes): not a text IR dump",
@@ -33,31 +40,202 @@ class InputError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class DumpFile:
-    path: str           # as opened
+    path: str           # as opened ("-": standard input)
     display: str        # as reported (relative to the working directory when possible)
     folder: str         # the save_graphs folder it belongs to ("" for a file named directly)
     rank: int | None
     explicit: bool      # named on the command line: always linted
     stage: Stage
     size: int
+    compression: str | None = None   # gzip, bzip2, xz or zstd: decompressed while it is read
+
+    @property
+    def placed(self) -> bool:
+        """Whether its name says which stage it is; a dump that cannot be placed is read by every rule."""
+        return self.stage.known
+
+
+@dataclass
+class Discovery:
+    files: list[DumpFile] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # a folder named on the command line in which no dump was found -> what was found instead
+    empty: dict[str, str] = field(default_factory=dict)
 
 
 def is_dump_start(head: bytes) -> bool:
     return DUMP_START.match(head.lstrip(b"\xef\xbb\xbf")) is not None
 
 
-def sniff(path: str) -> str:
-    """``dump``, ``binary``, ``empty``, ``text`` (some other text) or ``unreadable``."""
+# --- opening: plain, compressed, standard input -----------------------------------------------------
+# what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
+_DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
+# standard input and pipes (/dev/stdin, a FIFO): read once, kept here, since they cannot be read again
+_buffers: dict[str, bytes] = {}
+
+
+def is_buffered(path: str) -> bool:
+    return path in _buffers
+
+
+def compression_of(head: bytes) -> str | None:
+    return next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+
+
+def _zstd_module():
+    """A zstd reader if one is installed (Python 3.14's compression.zstd, or the zstandard package)."""
     try:
-        with open(path, "rb") as f:
+        from compression import zstd  # type: ignore[import-not-found]
+        return zstd
+    except ImportError:
+        pass
+    try:
+        import zstandard  # type: ignore[import-not-found]
+        return zstandard
+    except ImportError:
+        return None
+
+
+def can_decompress(compression: str | None) -> bool:
+    return compression != "zstd" or _zstd_module() is not None
+
+
+def open_dump(path: str, compression: str | None = None) -> BinaryIO:
+    """A binary stream of the dump's text: decompressed on the fly (seekable, so source traces can
+    be read back), or the bytes read from standard input."""
+    if path in _buffers:
+        raw: BinaryIO = io.BytesIO(_buffers[path])
+    else:
+        raw = open(path, "rb")
+    if compression is None:
+        return raw
+    try:
+        if compression == "gzip":
+            import gzip
+            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
+        elif compression == "bzip2":
+            import bz2
+            inner = bz2.BZ2File(raw, mode="rb")
+        elif compression == "xz":
+            import lzma
+            inner = lzma.LZMAFile(raw, mode="rb")
+        else:
+            module = _zstd_module()
+            if module is None:
+                raise OSError(f"{compression}-compressed: no zstd reader is installed")
+            if hasattr(module, "ZstdFile"):
+                inner = module.ZstdFile(raw, mode="rb")
+            else:   # the zstandard package: not seekable backwards, so read it whole
+                inner = io.BytesIO(module.ZstdDecompressor().stream_reader(raw).read())
+    except BaseException:
+        raw.close()
+        raise
+    return io.BufferedReader(Decompressed(inner, raw, compression), buffer_size=1 << 20)
+
+
+class Decompressed(io.RawIOBase):
+    """A decompressing stream that ends where the data is damaged or cut off (the reader then sees
+    a truncated dump and says so) instead of raising in the middle of a read; ``damage`` says why."""
+
+    # small reads: a decompressor that meets the damage loses what it decoded in that read
+    CHUNK = 64 * 1024
+
+    def __init__(self, inner, raw, compression: str):
+        self._inner, self._raw, self.compression = inner, raw, compression
+        # read1: one decompression step, so what came before the damage is returned first
+        self._read = getattr(inner, "read1", inner.read)
+        self.damage = ""      # kept for the report once met
+        self._ended = False   # until a seek: reading back before the damage still works
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._ended:
+            return 0
+        try:
+            data = self._read(min(len(buffer), self.CHUNK))
+        except _decompress_errors() as exc:
+            self.damage = self.damage or f"damaged {self.compression} data: {exc}"
+            self._ended = True
+            return 0
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._ended = False
+        try:
+            return self._inner.seek(offset, whence)
+        except _decompress_errors() as exc:
+            self.damage = self.damage or f"damaged {self.compression} data: {exc}"
+            self._ended = True
+            return self._inner.tell()
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._raw.close()
+            super().close()
+
+
+def _decompress_errors() -> tuple[type[BaseException], ...]:
+    import lzma
+    import zlib
+
+    return _DECOMPRESS_ERRORS + (zlib.error, lzma.LZMAError)
+
+
+def damage_of(stream) -> str:
+    """Why a stream from ``open_dump`` ended early ('' when it did not)."""
+    raw = getattr(stream, "raw", None)
+    return getattr(raw, "damage", "")
+
+
+
+
+def forget_buffers() -> None:
+    """A new run (the CLI called again in one process) reads its pipes anew."""
+    _buffers.clear()
+
+
+def read_stdin(stream: BinaryIO | None = None) -> None:
+    """Read standard input once (it cannot be read again), before discovery looks at it."""
+    _buffers[STDIN] = (stream or sys.stdin.buffer).read()
+
+
+def sniff(path: str, compression: str | None = None) -> str:
+    """``dump``, ``binary``, ``empty``, ``text`` (some other text), ``unreadable``, ``damaged``
+    (a compressed file that does not decompress) or ``unsupported`` (zstd without a reader)."""
+    if not can_decompress(compression):
+        return "unsupported"
+    try:
+        with open_dump(path, compression) as f:
             head = f.read(_HEAD_BYTES)
-    except OSError:
+            if len(head) < _HEAD_BYTES and damage_of(f):
+                return "damaged"
+    except PermissionError:
         return "unreadable"
+    except _DECOMPRESS_ERRORS:
+        return "damaged" if compression else "unreadable"
     if is_dump_start(head):
         return "dump"
     if b"\x00" in head:
         return "binary"
     return "text" if head.strip() else "empty"
+
+
+def _head(path: str) -> bytes:
+    if path in _buffers:
+        return _buffers[path][:8]
+    with open(path, "rb") as f:
+        return f.read(8)
 
 
 def _display(path: Path) -> str:
@@ -79,9 +257,21 @@ def _rank_of(path: Path) -> int | None:
 def discover(paths: list[str]) -> tuple[list[DumpFile], list[Diagnostic]]:
     """Files to read, and diagnostics for what was skipped. Raises InputError for a path that
     does not exist or cannot be listed."""
+    found = discover_inputs(paths)
+    return found.files, found.diagnostics
+
+
+def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discovery:
+    """What ``discover`` finds, and for each folder without a dump, why. ``-`` is standard input
+    (read with ``read_stdin`` first), reported as ``stdin_name``."""
+    out = Discovery()
     files: dict[str, DumpFile] = {}
-    diags: list[Diagnostic] = []
     for raw in paths:
+        if raw == STDIN:
+            if STDIN not in _buffers:   # an API call: the CLI reads it before the config
+                read_stdin()
+            _add_stdin(out, files, stdin_name)
+            continue
         p = Path(raw)
         try:
             st = p.stat()
@@ -89,39 +279,142 @@ def discover(paths: list[str]) -> tuple[list[DumpFile], list[Diagnostic]]:
             raise InputError(f"{raw}: no such file or folder") from None
         except OSError as exc:   # e.g. inside a folder that cannot be listed
             raise InputError(f"{raw}: {(exc.strerror or str(exc)).lower()}") from None
-        if p.is_file():
-            key = str(p.resolve())
-            if key not in files:
-                files[key] = DumpFile(str(p), _display(p), "", _rank_of(p.resolve()), True, stage_of(p.name),
-                                      st.st_size)
+        if not stat_module.S_ISDIR(st.st_mode):
+            _add_named_file(out, files, raw, p, st)
             continue
         if not os.access(p, os.R_OK | os.X_OK):
             raise InputError(f"{raw}: permission denied")
-        walk_errors: list[OSError] = []
-        for root, dirs, names in os.walk(p, onerror=walk_errors.append):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            for name in sorted(names):
-                if Path(name).suffix.lower() in NOT_IR_SUFFIXES:
-                    continue
-                fp = Path(root) / name
-                if not fp.is_file():
-                    continue
-                kind = sniff(str(fp))
-                if kind != "dump":
-                    # other files sit next to the dumps; but a .ir that is not one was damaged
-                    if kind == "unreadable":
-                        diags.append(Diagnostic(_display(fp), 0, D.UNREADABLE, "cannot read: permission denied"))
-                    elif fp.suffix.lower() == ".ir":
-                        diags.append(Diagnostic(_display(fp), 1, D.BINARY if kind == "binary" else D.NOT_IR,
-                                                _NOT_A_DUMP[kind]))
-                    continue
-                key = str(fp.resolve())
-                if key not in files:
-                    files[key] = DumpFile(str(fp), _display(fp), str(Path(root)), _rank_of(fp.resolve()), False,
-                                          stage_of(name), fp.stat().st_size)
-        for err in walk_errors:
-            if Path(err.filename or "") == p:
-                raise InputError(f"{raw}: {err.strerror or err}")
-            diags.append(Diagnostic(_display(Path(err.filename or raw)), 0, D.UNREADABLE,
-                                    f"cannot list folder: {err.strerror or err}"))
-    return list(files.values()), diags
+        before_files, before_diags = len(files), len(out.diagnostics)
+        _walk(out, files, raw, p)
+        if len(files) == before_files:
+            out.empty[raw] = _why_empty(out.diagnostics[before_diags:])
+    out.files = list(files.values())
+    return out
+
+
+def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
+    display = name or "<stdin>"
+    data = _buffers.get(STDIN, b"")
+    compression = compression_of(data[:8])
+    kind = sniff(STDIN, compression)
+    if kind != "dump":
+        out.diagnostics.append(_not_a_dump(display, kind, compression))
+        return
+    files.setdefault(STDIN, DumpFile(STDIN, display, "", None, True, stage_of(display), len(data), compression))
+
+
+def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, st: os.stat_result) -> None:
+    if not stat_module.S_ISREG(st.st_mode) and raw not in _buffers:
+        # /dev/stdin from a pipe, a FIFO: it can be read once only
+        try:
+            with open(p, "rb") as f:
+                _buffers[raw] = f.read()
+        except OSError as exc:
+            raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
+        st = os.stat_result((*st[:6], len(_buffers[raw]), *st[7:]))
+    if raw in _buffers:
+        p = Path(raw)
+    try:
+        compression = compression_of(_head(str(p)))
+    except OSError:
+        compression = None   # sniff reports it
+    if compression is not None and not can_decompress(compression):
+        out.diagnostics.append(_not_a_dump(_display(p), "unsupported", compression))
+        return
+    key = raw if raw in _buffers else str(p.resolve())
+    if key not in files:
+        # a file named directly is always read (a wrong one is reported by the reader)
+        files[key] = DumpFile(raw if raw in _buffers else str(p), _display(p), "", _rank_of(p.resolve()), True,
+                              stage_of(p.name),
+                              st.st_size, compression)
+
+
+def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None:
+    walk_errors: list[OSError] = []
+    seen_dirs: set[tuple[int, int]] = set()
+    # links are followed (a folder of symlinked dumps, a symlinked rank_0/); a loop is cut here
+    for root, dirs, names in os.walk(p, onerror=walk_errors.append, followlinks=True):
+        try:
+            st = os.stat(root)
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                dirs[:] = []
+                continue
+            seen_dirs.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(names):
+            fp = Path(root) / name
+            inner = name
+            for suffix in (".gz", ".bz2", ".xz", ".zst"):
+                if inner.lower().endswith(suffix):
+                    inner = inner[: -len(suffix)]
+            if Path(inner).suffix.lower() in NOT_IR_SUFFIXES:
+                continue
+            try:
+                st = os.stat(fp)
+            except FileNotFoundError:
+                continue   # a dangling link, or a file removed while we walk
+            except OSError as exc:   # e.g. in a folder that can be listed but not entered
+                out.diagnostics.append(Diagnostic(_display(fp), 0, D.UNREADABLE,
+                                                  f"cannot read: {(exc.strerror or str(exc)).lower()}"))
+                continue
+            if not stat_module.S_ISREG(st.st_mode):
+                continue
+            try:
+                compression = compression_of(_head(str(fp)))
+            except OSError:
+                compression = None
+            kind = sniff(str(fp), compression)
+            if kind != "dump":
+                # other files sit next to the dumps; but a .ir that is not one was damaged
+                if kind in ("unreadable", "damaged", "unsupported") or Path(inner).suffix.lower() == ".ir":
+                    out.diagnostics.append(_not_a_dump(_display(fp), kind, compression))
+                continue
+            key = str(fp.resolve())
+            if key not in files:
+                files[key] = DumpFile(str(fp), _display(fp), str(Path(root)), _rank_of(fp), False,
+                                      stage_of(name), st.st_size, compression)
+    for err in walk_errors:
+        if Path(err.filename or "") == p:
+            raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")
+        out.diagnostics.append(Diagnostic(_display(Path(err.filename or raw)), 0, D.UNREADABLE,
+                                          f"cannot list folder: {(err.strerror or str(err)).lower()}"))
+
+
+def _not_a_dump(display: str, kind: str, compression: str | None) -> Diagnostic:
+    if kind == "unreadable":
+        return Diagnostic(display, 0, D.UNREADABLE, "cannot read: permission denied")
+    if kind == "damaged":
+        return Diagnostic(display, 0, D.UNREADABLE, f"cannot read: damaged {compression}-compressed file")
+    if kind == "unsupported":
+        return Diagnostic(display, 0, D.UNREADABLE,
+                          f"{compression}-compressed: irlint reads gzip, bzip2 and xz; for zstd install the "
+                          f"'zstandard' package or decompress it (zstd -d)")
+    prefix = f"{compression}-compressed, " if compression else ""
+    return Diagnostic(display, 1, D.BINARY if kind == "binary" else D.NOT_IR, prefix + _NOT_A_DUMP[kind])
+
+
+def _why_empty(diags: list[Diagnostic]) -> str:
+    """What a folder without a dump held instead, from the diagnostics of its walk."""
+    counts: dict[tuple[str, str], int] = {}
+    for d in diags:
+        if d.message.startswith("cannot list folder"):
+            what = ("sub-folder that cannot be listed", "sub-folders that cannot be listed")
+        elif d.code == D.UNREADABLE and "damaged" in d.message:
+            what = ("damaged compressed file", "damaged compressed files")
+        elif d.code == D.UNREADABLE and "compressed" in d.message:
+            what = ("zstd-compressed file (no zstd reader installed)", "zstd-compressed files (no zstd reader installed)")
+        elif d.code == D.UNREADABLE:
+            what = ("file that cannot be read", "files that cannot be read")
+        elif d.code == D.BINARY:
+            what = ("binary .ir file", "binary .ir files")
+        elif "empty" in d.message:
+            what = ("empty .ir file", "empty .ir files")
+        else:
+            what = (".ir file that is not a graph dump", ".ir files that are not graph dumps")
+        counts[what] = counts.get(what, 0) + 1
+    if not counts:
+        return "no file in it starts like a graph dump ('# IR entry:')"
+    parts = [f"{n} {what[0] if n == 1 else what[1]}" for what, n in counts.items()]
+    return "found only " + ", ".join(parts)

@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
+import signal
 import sys
+import threading
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterator
 
 from .cache import LintCache, content_hash, default_dir
-from .config import Config
-from .diagnostics import PLUGIN_FAILED, RULE_FAILED, UNREADABLE, Diagnostic
-from .discover import DumpFile, discover
+from .config import Config, validate
+from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
+from .discover import discover  # noqa: F401 - part of the API
+from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
 from .rule import Rule, load_rules, plugin_problems
 
@@ -27,18 +31,20 @@ def active_rules(config: Config) -> list[Rule]:
 
 def choose_files(rule: Rule, files: list[DumpFile], all_stages: bool) -> list[DumpFile]:
     """The files of one save_graphs folder in which ``rule`` reads its final evidence: the
-    latest file of the first stage in ``rule.stages`` that the folder holds."""
+    latest file of the first stage in ``rule.stages`` that the folder holds. A dump whose name
+    does not say its stage is read by every rule: irlint cannot know it is not the final one."""
     if all_stages or not rule.stages:
         return list(files)
+    unplaced = [f for f in files if not f.placed]
     for name in rule.stages:
-        hits = [f for f in files if f.stage.name == name or f.stage.label == name]
+        hits = [f for f in files if f.placed and (f.stage.name == name or f.stage.label == name)]
         if hits:
-            return [max(hits, key=lambda f: (f.stage.seq or -1, f.display))]
-    return []
+            return [max(hits, key=lambda f: (f.stage.seq or -1, f.display)), *unplaced]
+    return unplaced
 
 
 def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> dict[str, list[Rule]]:
-    """display path -> rules to run on it. A file named directly gets every rule."""
+    """path -> rules to run on it. A file named directly gets every rule."""
     todo: dict[str, list[Rule]] = defaultdict(list)
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -54,6 +60,25 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
     return dict(todo)
 
 
+# a chosen stage file with one of these was not read completely: its rules also read the next stage
+INCOMPLETE = (TRUNCATED, UNREADABLE)
+
+
+def fallback_plan(files: list[DumpFile], rules: list[Rule], done: dict[str, list[Rule]],
+                  incomplete: set[str], all_stages: bool = False) -> dict[str, list[Rule]]:
+    """For the rules whose chosen file was incomplete (truncated, unreadable), the next stage file
+    that holds their evidence, as if the incomplete file were not there; runs not yet done only."""
+    folder_files = [f for f in files if not f.explicit and f.path not in incomplete]
+    todo = plan(folder_files, rules, all_stages)
+    extra: dict[str, list[Rule]] = {}
+    for path, path_rules in todo.items():
+        wanted = [r for r in path_rules if r not in done.get(path, [])
+                  and any(r in done.get(p, []) for p in incomplete)]
+        if wanted:
+            extra[path] = wanted
+    return extra
+
+
 def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config
                 ) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
     """Per file, in order: what its rules found (before severities and suppressions) and the
@@ -62,46 +87,69 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     a worker returns findings, not the graph, which would cost more to send than to build."""
     cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
     store = LintCache(cache_dir) if cache_dir is not None else None
+    timeout = config.rule_timeout
     results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
-        digest = store.known_hash(f.path) if store else None
-        hit = store.get(store.key(digest, (f.path, f.display), todo[f.path])) if digest else None
+        digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
+        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display) if digest else None
         if hit is not None:
             results[i] = hit
         else:
             misses.append((i, f, digest))
-    jobs = _jobs_for([f for _, f, _ in misses], config)
-    if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in misses]):
+    # standard input (or a pipe) was read into this process: it is checked here, and not cached
+    to_pool = [m for m in misses if not is_buffered(m[1].path)]
+    jobs = _jobs_for([f for _, f, _ in to_pool], config)
+    if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in to_pool]):
         jobs = 1  # rules defined where a worker cannot import them run here
     pool = _pool(jobs) if jobs > 1 else None
+    finished = False
     try:
         futures = {}
         # biggest first, so that one large file does not start last and run alone
         for i, f, digest in sorted(misses, key=lambda m: -m[1].size):
-            args = (f.path, f.display, todo[f.path], digest, cache_dir)
-            futures[i] = pool.submit(_check_one, *args) if pool else args
+            args = (f, todo[f.path], digest, cache_dir if not is_buffered(f.path) else None, timeout)
+            futures[i] = pool.submit(_check_one, *args) if pool and not is_buffered(f.path) else args
         for i, f in enumerate(files):
             if i in results:
                 findings, diags = results[i]
             else:
                 job = futures[i]
-                digest, findings, diags = job.result() if pool else _check_one(*job)
+                digest, findings, diags = _check_one(*job) if isinstance(job, tuple) else job.result()
                 # bad input is never cached: a run on it writes nothing but what the user named
                 if store is not None and digest is not None and not diags:
                     store.remember_hash(f.path, digest)
-                    store.put(store.key(digest, (f.path, f.display), todo[f.path]), (findings, diags))
+                    store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display)
             _progress(config, f)
             yield f, findings, diags
+        finished = True
     finally:
         if pool is not None:
-            pool.shutdown(cancel_futures=True)
+            stop_pool(pool, wait=finished)
         if store is not None and store.written:
             store.prune()
 
 
-def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, cache_dir: str | None
-               ) -> tuple[str | None, list[Finding], list[Diagnostic]]:
+def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
+    """End the workers. After an error, Ctrl-C or SIGTERM, they are killed rather than waited for:
+    none may outlive irlint."""
+    if not wait:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            try:
+                process.terminate()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RuleTimeout(BaseException):
+    """A rule ran past ``rule-timeout`` on one file (a BaseException: a rule's ``except Exception``
+    cannot swallow it)."""
+
+
+def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: str | None,
+               timeout: float = 0) -> tuple[str | None, list[Finding], list[Diagnostic]]:
+    path, display = f.path, f.display
     if cache_dir is not None and digest is None:
         try:
             digest = content_hash(path)
@@ -109,20 +157,25 @@ def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, c
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, (path, display), rules))
+            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display)
             if hit is not None:
                 return digest, hit[0], hit[1]
     from .reader import read_ir  # here: a fully cached run never loads the parser
 
-    ir = read_ir(path, display)
-    findings: list[Finding] = []
-    diagnostics = list(ir.diagnostics)
-    for rule in rules:
-        try:
-            findings.extend(rule.check(ir))
-        except Exception as exc:  # one broken rule (a plugin, a construct it never met) must not stop the lint
-            diagnostics.append(Diagnostic(display, 0, RULE_FAILED, f"rule {rule.code} ({rule.name}) failed on this file: "
-                                                                  f"{type(exc).__name__}: {exc}"))
+    try:
+        stream = open_dump(path, f.compression)
+    except OSError as exc:
+        return None, [], [Diagnostic(display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}")]
+    with stream:
+        # findings and diagnostics name the file one way, as it is displayed
+        ir = read_ir(display, display, stream=stream)
+        ir.stage = f.stage
+        findings: list[Finding] = []
+        diagnostics = list(ir.diagnostics)
+        if damage_of(stream):   # what came before the damage was read; the reader says where it ended
+            diagnostics.append(Diagnostic(display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
+        for rule in rules:
+            findings.extend(_run_rule(rule, ir, display, diagnostics, timeout))
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
     # a rule (a plugin, say) may leave reference cycles through the model: free this file's
@@ -132,15 +185,80 @@ def _check_one(path: str, display: str, rules: list[Rule], digest: str | None, c
     return digest, findings, diagnostics
 
 
+def _run_rule(rule: Rule, ir, display: str, diagnostics: list[Diagnostic], timeout: float) -> list[Finding]:
+    """What one rule found; a rule that raises, exits, hangs past ``timeout`` seconds or yields
+    something other than a Finding becomes an IR011 diagnostic, and the other rules still run."""
+    found: list[Finding] = []
+    problem = ""
+    try:
+        with _time_limit(timeout):
+            for item in rule.check(ir):
+                if isinstance(item, Finding):
+                    found.append(item)
+                elif not problem:
+                    problem = f"yielded {type(item).__name__} {_short(item)} instead of a Finding"
+    except RuleTimeout:
+        problem = f"did not finish within {timeout:g} s (rule-timeout)"
+    except (Exception, SystemExit) as exc:  # one broken rule (a plugin, a construct it never met) must not stop the lint
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem:
+        diagnostics.append(Diagnostic(display, 0, RULE_FAILED,
+                                      f"rule {rule.code} ({rule.name}) failed on this file: {problem}"))
+    return found
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+class _time_limit:
+    """SIGALRM after ``seconds`` in the main thread of a process (the CLI, a worker); elsewhere
+    (an API call from another thread, Windows) no limit."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.armed = (seconds > 0 and hasattr(signal, "setitimer")
+                      and threading.current_thread() is threading.main_thread())
+
+    def __enter__(self):
+        if self.armed:
+            self.previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+        return False
+
+
+def _alarm(signum, frame):
+    raise RuleTimeout()
+
+
 # below this much input, starting worker processes costs more than it saves
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 
 
 def _jobs_for(files: list[DumpFile], config: Config) -> int:
-    jobs = min(config.effective_jobs(), len(files))
+    jobs = min(capped_jobs(config.effective_jobs()), len(files))
     if jobs <= 1 or sum(f.size for f in files) < PARALLEL_MIN_BYTES:
         return 1
     return jobs
+
+
+def capped_jobs(jobs: int) -> int:
+    """More processes than cores only add memory and switching: at most one per core."""
+    return max(1, min(jobs, _cores()))
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _pool(jobs: int) -> ProcessPoolExecutor:
@@ -151,7 +269,32 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
     # fork starts a worker in milliseconds, with the rules and grammar already loaded
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork") if sys.platform == "linux" and "fork" in methods else None
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_signals)
+
+
+def _worker_signals() -> None:
+    # a forked worker inherits the CLI's handlers: it ends on SIGTERM, and leaves Ctrl-C to the parent,
+    # which stops the pool
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent()
+
+
+def _end_with_parent() -> None:
+    """Linux: SIGTERM this worker when the process that started it dies, even by SIGKILL or the
+    OOM killer, which leave no chance to clean up."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:   # the parent died before prctl took effect
+        os._exit(1)
 
 
 def _picklable(value) -> bool:
@@ -170,27 +313,50 @@ def _progress(config: Config, f: DumpFile) -> None:
         callback(f.display, f.size)
 
 
-def lint(paths: list[str], config: Config | None = None) -> Report:
-    """Lint dump files and folders. Raises ``discover.InputError`` for a path that cannot be used."""
+def lint(paths, config: Config | None = None, *, stdin_name: str | None = None) -> Report:
+    """Lint dump files and folders (``paths``: a list of paths, or one path; ``-`` is standard
+    input, shown as ``stdin_name``). Raises ``discover.InputError`` for a path that cannot be used
+    and ``config.ConfigError`` for a setting that cannot be (an unknown rule selector, severity …)."""
     config = config or Config()
-    files, diagnostics = discover(list(paths))
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]   # one path, not its characters
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise InputError("no path given")
+    validate(config, load_rules(plugins=config.plugins))
+    found_inputs = discover_inputs(paths, stdin_name)
+    return lint_files(found_inputs.files, found_inputs.diagnostics, config)
+
+
+def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Config) -> Report:
     rules = active_rules(config)
     todo = plan(files, rules, config.all_stages)
     by_path = {f.path: f for f in files}
-    report = Report(diagnostics=list(diagnostics), files=[f.display for f in files], rules=rules)
+    report = Report(diagnostics=list(diagnostics), files=[], rules=rules)
     if config.plugins:
         # a plugin whose rules did not load must not let a CI run pass as if they had run
         report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem)
                                   for problem in plugin_problems())
-    to_read = [by_path[p] for p in todo]
     found: list[tuple[DumpFile, Finding]] = []
-    for f, findings, diags in check_files(to_read, todo, config):
-        report.diagnostics.extend(diags)
-        for finding in findings:
-            sev = config.severity_for(finding.code, finding.rule, finding.severity)
-            if config.suppressed(finding.code, finding.rule, finding.scope):
-                continue
-            found.append((f, finding.with_(severity=sev)))
+    done: dict[str, list[Rule]] = {}
+    incomplete: set[str] = set()
+    read: set[str] = set()
+    while todo:
+        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config):
+            read.add(f.path)
+            done.setdefault(f.path, []).extend(todo[f.path])
+            report.diagnostics.extend(diags)
+            if any(d.code in INCOMPLETE for d in diags):
+                incomplete.add(f.path)
+            for finding in findings:
+                sev = config.severity_for(finding.code, finding.rule, finding.severity)
+                if config.suppressed(finding.code, finding.rule, finding.scope):
+                    continue
+                found.append((f, finding.with_(severity=sev)))
+        # a truncated final stage must not hide what the complete earlier stages show
+        todo = fallback_plan(files, rules, done, incomplete, config.all_stages) if incomplete else {}
+    # only files that were read count as checked
+    report.files = [f.display for f in files if f.path in read]
     report.findings = _group(found, {r.name: r.stages for r in rules})
     return report
 

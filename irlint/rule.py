@@ -112,7 +112,7 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 obj = ep.load()
-            except Exception as exc:  # a broken plugin must not stop the lint; it is reported
+            except (Exception, SystemExit) as exc:  # a broken plugin (even one that exits) must not stop the lint
                 problems.append(f"cannot load rule plugin {ep.name!r}: {type(exc).__name__}: {exc}")
                 continue
             classes = [obj] if isinstance(obj, type) else _rules_in(obj)

@@ -1,7 +1,9 @@
 """The lint cache: hits for unchanged input, misses for any change, never in the way."""
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import shutil
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import irlint.engine as engine
 from irlint.cache import LintCache, default_dir
 from irlint.config import Config
 from irlint.engine import lint
+from irlint.findings import Finding, Related
 from irlint.rule import Rule
 
 CASE = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
@@ -178,13 +181,76 @@ def test_prune_keeps_the_cache_under_its_bound_newest_first(tmp_path):
     store = LintCache(tmp_path / "c", max_bytes=10_000)
     keys = [f"{i:064x}" for i in range(20)]
     for n, key in enumerate(keys):
-        store.put(key, ("x" * 1000, n))
+        store.put(key, ([_finding(message="x" * 1000, line=n)], []), "d.ir")
         os.utime(store._file("lint", key), (1_000_000 + n, 1_000_000 + n))
     store.prune()
     left = _entries(tmp_path / "c")
     assert 0 < sum(p.stat().st_size for p in left) <= 10_000
-    assert store.get(keys[-1]) == ("x" * 1000, 19)
-    assert store.get(keys[0]) is None
+    assert store.get(keys[-1], "d.ir") == ([_finding(message="x" * 1000, line=19)], [])
+    assert store.get(keys[0], "d.ir") is None
+
+
+def _finding(**kw) -> Finding:
+    base = dict(code="RC001", rule="r", severity="warning", file="d.ir", line=3, graph="@g", node="%1", op="Mul",
+                scope="Default/a/Mul-op1", message="m", hint="h", stage="validate",
+                related=(Related("d.ir", 4, "%2", "Add", "Default/b"), Related("other.ir", 5, "%3", "Cast", "x")),
+                identity=("a", 1, (2.5, None, True), ["l"]), extra=(("shape", (1, 2)), ("note", {"k": [1]})),
+                bytes_at_stake=4096)
+    base.update(kw)
+    return Finding(**base)
+
+
+def test_an_entry_is_plain_json_and_round_trips_with_its_fingerprint(tmp_path):
+    store = LintCache(tmp_path / "c")
+    f = _finding()
+    store.put("ab" * 32, ([f], []), "d.ir")
+    text = store._file("lint", "ab" * 32).read_text()
+    assert json.loads(text)["findings"][0]["file"] == ""          # the file's own name is not stored
+    back = store.get("ab" * 32, "renamed/d.ir")[0][0]
+    assert back.file == "renamed/d.ir" and back.related[0].file == "renamed/d.ir"
+    assert back.related[1].file == "other.ir"
+    assert back.with_(file="d.ir", related=f.related) == f and back.fingerprint == f.fingerprint
+    assert back.bytes_at_stake == 4096
+
+
+def test_a_pickle_planted_in_the_cache_never_runs(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    first = _lint(dump, cache)
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    for p in _entries(cache):
+        p.write_bytes(pickle.dumps(Payload()))
+    assert _lint(dump, cache) == first
+    assert not marker.exists()
+    assert len(RecomputedNodes.checked) == 2     # the entries were misses
+
+
+@pytest.mark.parametrize("entry", [["notalist", 5], {"key": "?", "findings": "notalist"}, "a" * 64, None, 42])
+def test_a_well_formed_entry_of_the_wrong_shape_is_dropped(rules, dump, tmp_path, entry):
+    cache = tmp_path / "cache"
+    first = _lint(dump, cache)
+    lint_entries = [p for p in _entries(cache) if p.parent.parent.name == "lint"]
+    for p in lint_entries:
+        data = json.loads(p.read_text())
+        shaped = entry if entry != {"key": "?", "findings": "notalist"} else {**entry, "key": data["key"]}
+        p.write_text(json.dumps(shaped))
+    assert _lint(dump, cache) == first
+    assert len(RecomputedNodes.checked) == 2
+    assert _lint(dump, cache) == first           # replaced by a good entry: later runs are hits
+    assert len(RecomputedNodes.checked) == 2
+
+
+def test_the_same_dump_from_another_working_directory_is_a_hit(rules, dump, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    absolute, _ = _lint(dump, cache)
+    monkeypatch.chdir(dump.parent.parent)
+    relative, _ = _lint(Path(dump.parent.name) / dump.name, cache)
+    assert len(RecomputedNodes.checked) == 1     # the key is the content, not the path as typed
+    assert [f["file"] for f in relative] == [str(Path(dump.parent.name) / dump.name)] * len(absolute)
 
 
 def test_same_file_under_another_path_keeps_its_own_names(rules, dump, tmp_path, monkeypatch):
@@ -194,3 +260,24 @@ def test_same_file_under_another_path_keeps_its_own_names(rules, dump, tmp_path,
     relative, _ = _lint(Path(dump.parent.name) / dump.name, cache)
     assert {f["file"] for f in absolute} == {str(dump)}
     assert {f["file"] for f in relative} == {str(Path(dump.parent.name) / dump.name)}
+
+
+def test_the_same_content_under_another_stage_name_is_a_miss(rules, dump, tmp_path):
+    # findings carry the stage (it is part of their fingerprint): a renamed copy must not reuse them
+    cache = tmp_path / "cache"
+    first, _ = _lint(dump, cache)
+    renamed = dump.parent / "graph.ir"
+    shutil.copy(dump, renamed)
+    second, _ = _lint(renamed, cache)
+    assert len(RecomputedNodes.checked) == 2
+    assert {f["stage"] for f in first} != {f["stage"] for f in second}
+
+
+def test_real_findings_come_back_from_the_cache_unchanged(tmp_path):
+    # every field, bytes_at_stake and the rule-specific extras included
+    config = dict(cache_dir=str(tmp_path / "c"), jobs=1, plugins=False)
+    cold = [f.to_dict() for f in lint([str(CASE)], Config(**config)).findings]
+    warm = [f.to_dict() for f in lint([str(CASE)], Config(**config)).findings]
+    assert cold and warm == cold
+    assert any("bytes_at_stake" in f for f in cold)
+    assert any(p.parent.parent.name == "lint" for p in (tmp_path / "c").rglob("*") if p.is_file())

@@ -106,10 +106,10 @@ def test_unreadable_folder_exit_2(tiny_rules, tmp_path, monkeypatch):
 
 
 def test_internal_error_exit_2_without_traceback(tiny_rules, monkeypatch):
-    def boom(paths, config):
+    def boom(files, diagnostics, config):
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr(irlint.cli, "lint", boom)
+    monkeypatch.setattr(irlint.cli, "lint_files", boom)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 2
     assert "internal error: RuntimeError: something broke" in result.output
@@ -228,7 +228,7 @@ def test_progress_bar_counts_files(tiny_rules, monkeypatch, paths, label):
                         lambda self, description, **kw: labels.append(description) or real_add_task(self, description, **kw))
     monkeypatch.setattr(irlint.cli, "PROGRESS_MIN_BYTES", 0)
     monkeypatch.setattr(irlint.cli.sys.stderr, "isatty", lambda: True)
-    irlint.cli._lint_with_progress(paths, Config(cache=False, jobs=1), show=True)
+    irlint.cli._lint_with_progress(irlint.cli.discover_inputs(paths), Config(cache=False, jobs=1), show=True)
     assert labels == [label]
 
 
@@ -240,11 +240,11 @@ def test_quiet_has_no_summary(tiny_rules):
 def test_options_reach_the_config(tiny_rules, monkeypatch):
     seen = {}
 
-    def fake_lint(paths, config):
+    def fake_lint(files, diagnostics, config):
         seen.update(jobs=config.jobs, cache=config.cache, all_stages=config.all_stages)
-        return irlint.engine.lint(paths, config)
+        return irlint.engine.lint_files(files, diagnostics, config)
 
-    monkeypatch.setattr(irlint.cli, "lint", fake_lint)
+    monkeypatch.setattr(irlint.cli, "lint_files", fake_lint)
     run(DUMP, "--jobs", "3", "--no-cache", "--all-stages")
     assert seen == {"jobs": 3, "cache": False, "all_stages": True}
 
@@ -436,8 +436,206 @@ def test_a_missing_dependency_is_named_not_an_internal_error(tiny_rules, monkeyp
     def lint(*a, **kw):
         raise ModuleNotFoundError("No module named 'platformdirs'", name="platformdirs")
 
-    monkeypatch.setattr(irlint.cli, "lint", lint)
+    monkeypatch.setattr(irlint.cli, "lint_files", lint)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 2
     assert "'platformdirs' is missing" in result.output and "pip install" in result.output
     assert "internal error" not in result.output and "Traceback" not in result.output
+
+
+# --- issue 11: what a ruff user reaches for, and never a wrong or lost result ---------------------
+@pytest.mark.parametrize("option", ["--select", "--extend-select", "--ignore"])
+def test_an_empty_selector_is_a_usage_error(tiny_rules, option):
+    result = run(DUMP, option, "")
+    assert result.exit_code == 2 and "empty rule selector" in result.output
+    assert run(DUMP, option, " , ").exit_code == 2
+
+
+def test_junit_fails_on_line_level_input_problems(tiny_rules, tmp_path):
+    data = Path(DUMP).read_bytes()
+    dump = tmp_path / Path(DUMP).name
+    dump.write_bytes(data[: len(data) * 2 // 3])
+    result = run(str(dump), "--format", "junit", "--ignore", "TS001")
+    assert result.exit_code == 2
+    assert 'errors="1"' in result.output and "IR007" in result.output
+
+
+def test_output_folder_is_created_and_the_write_is_atomic(tiny_rules, tmp_path, monkeypatch):
+    out = tmp_path / "sub" / "none" / "out.txt"
+    assert run(DUMP, "-o", str(out)).exit_code == 1
+    good = out.read_text()
+    assert "MatMul gives" in good
+    # a full disk while writing: the previous report stays whole, no temporary file is left
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            self.f.close()
+
+        def write(self, text):
+            self.f.write(text[:10])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(irlint.reporters.os, "fdopen", lambda fd, *a, **kw: Full(real_fdopen(fd, *a, **kw)))
+    result = run(DUMP, "-o", str(out), "--format", "json")
+    assert result.exit_code == 2 and "No space left" in result.output
+    assert out.read_text() == good
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out.txt"]
+
+
+def test_a_baseline_is_written_atomically(tiny_rules, tmp_path, monkeypatch):
+    baseline = tmp_path / "b.json"
+    assert run(DUMP, "--write-baseline", str(baseline)).exit_code == 0
+    before = baseline.read_text()
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            self.f.close()
+
+        def write(self, text):
+            self.f.write(text[:10])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(irlint.reporters.os, "fdopen", lambda fd, *a, **kw: Full(real_fdopen(fd, *a, **kw)))
+    result = run(DUMP, "--ignore", "TS001", "--write-baseline", str(baseline))
+    assert result.exit_code == 2 and "No space left" in result.output
+    assert baseline.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
+
+
+def test_an_output_that_cannot_be_written_fails_before_the_lint(tiny_rules, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    called = []
+    monkeypatch.setattr(irlint.cli, "lint_files", lambda *a: called.append(1))
+    result = run(DUMP, "-o", str(blocker / "out.txt"))
+    assert result.exit_code == 2 and "cannot create its folder" in result.output and not called
+
+
+def test_ctrl_c_exits_130_and_sigterm_143(tiny_rules, monkeypatch):
+    def interrupted(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(irlint.cli, "lint_files", interrupted)
+    result = CliRunner().invoke(main, [DUMP])
+    assert result.exit_code == 130 and "interrupted" in result.output
+
+    def terminated(*a):
+        os.kill(os.getpid(), irlint.cli.signal.SIGTERM)
+
+    monkeypatch.setattr(irlint.cli, "lint_files", terminated)
+    result = CliRunner().invoke(main, [DUMP])
+    assert result.exit_code == 143 and "terminated" in result.output
+    assert irlint.cli.signal.getsignal(irlint.cli.signal.SIGTERM) is not irlint.cli._on_sigterm
+
+
+def test_exit_codes_are_in_the_help_and_the_readme():
+    for args in ([], ["check"]):
+        text = " ".join(CliRunner().invoke(main, [*args, "--help"]).output.split())
+        assert "130 interrupted" in text and "2 usage error" in text
+    readme = README.read_text()
+    assert "| 130 |" in readme and "| 143 |" in readme
+
+
+def test_config_of_a_missing_path_is_an_error(tmp_path):
+    result = CliRunner().invoke(main, ["config", str(tmp_path / "nonexist")])
+    assert result.exit_code == 2 and "no such file or folder" in result.output
+
+
+def test_rules_with_a_broken_plugin_exits_2_and_names_it(monkeypatch):
+    import irlint.rule as rule_module
+
+    class Broken:
+        name = "broken-plugin"
+
+        def load(self):
+            raise ImportError("boom")
+
+    monkeypatch.setattr(rule_module, "entry_points", lambda group: [Broken()])
+    rule_module._load_rules.cache_clear()
+    try:
+        result = CliRunner().invoke(main, ["rules"])
+    finally:
+        rule_module._load_rules.cache_clear()
+    assert result.exit_code == 2 and "broken-plugin" in result.output and "boom" in result.output
+
+
+def test_config_show_uses_the_layout_of_its_file_and_says_cache_and_jobs(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.irlint]\nselect = ["RC"]\n[tool.irlint.severity]\nRC002 = "error"\n')
+    monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "cachehere"))
+    result = CliRunner().invoke(main, ["config", str(tmp_path), "--show"])
+    assert result.exit_code == 0
+    assert "[tool.irlint]" in result.output and "[tool.irlint.severity]" in result.output
+    assert str(tmp_path / "cachehere") in result.output and "worker process" in result.output
+    import tomllib
+
+    assert tomllib.loads(result.output)["tool"]["irlint"]["severity"] == {"RC002": "error"}
+
+
+def test_jobs_are_capped_at_the_cores_and_it_is_said(tiny_rules, monkeypatch):
+    monkeypatch.setattr(irlint.engine, "_cores", lambda: 2)
+    result = run(DUMP, "--jobs", "64")
+    assert "capped to 2" in result.output
+    assert irlint.engine.capped_jobs(64) == 2 and irlint.engine.capped_jobs(1) == 1
+
+
+def test_ruff_conventions(tiny_rules, tmp_path):
+    assert run("-V").output.startswith("irlint, version")
+    assert run(DUMP, "-e").exit_code == 0
+    assert run(DUMP, "--output-format", "concise").output == run(DUMP, "--format", "concise").output
+    cache = tmp_path / "c"
+    assert run(DUMP, "--cache-dir", str(cache)).exit_code == 1 and any(cache.rglob("*"))
+    assert run(DUMP, "-n", "--cache-dir", str(tmp_path / "n")).exit_code == 1 and not (tmp_path / "n").exists()
+    result = CliRunner().invoke(main, ["clean", "--cache-dir", str(cache)])
+    assert result.exit_code == 0 and "removed" in result.output
+    assert not [p for p in cache.rglob("*") if p.is_file()]
+    lines = [json.loads(x) for x in run(DUMP, "--format", "json-lines").output.splitlines()]
+    assert [x["type"] for x in lines] == ["finding"] * 3
+    gitlab = json.loads(run(DUMP, "--format", "gitlab").output)
+    assert len({i["fingerprint"] for i in gitlab}) == 3 and gitlab[0]["location"]["lines"]["begin"] > 0
+
+
+def test_show_files_says_what_is_read_and_why(tiny_rules, tmp_path):
+    shutil.copytree(FOLDER, tmp_path / "g")
+    shutil.copy(DUMP, tmp_path / "g" / "graph.ir")
+    result = run(str(tmp_path / "g"), "--show-files")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert any(ln.startswith("read") and "21_validate_0076.ir" in ln and "TS001" in ln for ln in lines)
+    assert any(ln.startswith("read") and "graph.ir" in ln and "does not say its stage" in ln for ln in lines)
+    assert any(ln.startswith("skip") and "opt_pass_19" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("env, flag, colored", [
+    ({}, [], False), ({"FORCE_COLOR": "1"}, [], True), ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, [], False),
+    ({}, ["--color", "always"], True), ({"FORCE_COLOR": "1"}, ["--color", "never"], False),
+])
+def test_color_option_and_force_color(tiny_rules, monkeypatch, env, flag, colored):
+    for key in ("FORCE_COLOR", "NO_COLOR"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert ("\x1b[" in run(DUMP, *flag).output) == colored
+
+
+def test_readme_describes_the_ci_script_and_the_cache_as_they_are():
+    readme = " ".join(README.read_text().split())
+    assert "does exactly this" not in readme
+    assert "--upgrade pip" in readme and "-p no:cacheprovider" in readme
+    help_text = " ".join(CliRunner().invoke(main, ["check", "--help"]).output.split())
+    assert "parse cache" not in help_text
+    assert "keyed by its content, the rules and irlint's version" in help_text
+    assert "keyed by the file's content, the rules and irlint's own version" in readme

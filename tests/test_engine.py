@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import shutil
+
+import pytest
 from pathlib import Path
 
 import irlint.engine as engine
@@ -116,3 +118,166 @@ def test_all_stages_reports_a_problem_once_even_when_its_chain_differs_between_s
     every = engine.lint([str(folder)], _config(all_stages=True)).findings
     assert [(f.code, Path(f.file).name, f.node) for f in every] == [(f.code, Path(f.file).name, f.node) for f in default]
     assert len({f.problem for f in every}) == len(every)
+
+
+# --- issue 11: a misbehaving plugin costs its own findings only --------------------------------------
+class _YieldsJunk(Rule):
+    code = "XX997"
+    name = "yields-junk"
+
+    def check(self, ir):
+        yield "x"
+        yield None
+        yield 42
+
+
+class _Exits(Rule):
+    code = "XX996"
+    name = "exits"
+
+    def check(self, ir):
+        raise SystemExit(3)
+        yield  # pragma: no cover
+
+
+class _Hangs(Rule):
+    code = "XX995"
+    name = "hangs"
+
+    def check(self, ir):
+        while True:
+            pass
+        yield  # pragma: no cover
+
+
+def _with(monkeypatch, *extra):
+    monkeypatch.setattr(engine, "load_rules", lambda plugins=True: [*load_rules(plugins=False), *extra])
+
+
+def test_a_rule_that_yields_something_else_than_a_finding(monkeypatch):
+    _with(monkeypatch, _YieldsJunk)
+    report = engine.lint([str(S2 / "21_validate_0076.ir")], _config())
+    assert [d.code for d in report.diagnostics] == ["IR011"]
+    assert "XX997" in report.diagnostics[0].message and "str 'x'" in report.diagnostics[0].message
+    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
+
+
+def test_a_rule_that_raises_system_exit(monkeypatch):
+    _with(monkeypatch, _Exits)
+    report = engine.lint([str(S2 / "21_validate_0076.ir")], _config())
+    assert [d.code for d in report.diagnostics] == ["IR011"] and "SystemExit" in report.diagnostics[0].message
+    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
+
+
+def test_a_plugin_that_exits_at_import(monkeypatch):
+    import irlint.rule as rule_module
+
+    class _EntryPoint:
+        name = "exits-at-import"
+
+        def load(self):
+            raise SystemExit(0)
+
+    monkeypatch.setattr(rule_module, "entry_points", lambda group: [_EntryPoint()])
+    rule_module._load_rules.cache_clear()
+    try:
+        report = engine.lint([str(S2 / "21_validate_0076.ir")], Config(cache=False, jobs=1, plugins=True))
+    finally:
+        rule_module._load_rules.cache_clear()
+    assert [d.code for d in report.diagnostics] == ["IR012"] and "SystemExit" in report.diagnostics[0].message
+
+
+def test_a_rule_that_hangs_is_stopped_at_the_time_limit(monkeypatch):
+    import time
+
+    _with(monkeypatch, _Hangs)
+    start = time.monotonic()
+    report = engine.lint([str(S2 / "21_validate_0076.ir")], _config(rule_timeout=0.5))
+    assert time.monotonic() - start < 10
+    assert [d.code for d in report.diagnostics] == ["IR011"] and "rule-timeout" in report.diagnostics[0].message
+    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
+
+
+# --- the API checks what the CLI checks ----------------------------------------------------------------
+def test_the_api_takes_one_path_as_a_string():
+    one = engine.lint(str(S2), _config())
+    assert one.findings and one.files == engine.lint([str(S2)], _config()).files
+
+
+@pytest.mark.parametrize("config, message", [
+    (dict(select=["QQ"]), "unknown rule selector 'QQ'"),
+    (dict(severity={"RC001": "fatal"}), "one of error, warning, info"),
+    (dict(select="RC"), "must be a list"),
+    (dict(jobs=-1), "jobs"),
+])
+def test_the_api_validates_its_config(config, message):
+    from irlint.config import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        engine.lint([str(S2)], Config(**{"cache": False, "plugins": False, **config}))
+
+
+_SLOW_RULE = '''
+import os, time
+from irlint.rule import Rule
+
+class Slow(Rule):
+    code = "XX994"
+    name = "slow"
+
+    def check(self, ir):
+        open(os.path.join(os.environ["PIDS"], str(os.getpid())), "w").close()
+        time.sleep(120)
+        yield from ()
+'''
+
+_RUN_CLI = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+import slowrule
+import irlint.cli as cli
+import irlint.engine as engine
+engine.PARALLEL_MIN_BYTES = 0
+engine._cores = lambda: 4
+engine.active_rules = lambda config: [slowrule.Slow()]
+sys.argv = ["irlint", "-n", "-q", "-j", "2", "--rule-timeout", "0", *sys.argv[2:]]
+cli.main()
+'''
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_ending_irlint_ends_the_worker_processes(tmp_path, sig):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "slowrule.py").write_text(_SLOW_RULE)
+    (tmp_path / "run.py").write_text(_RUN_CLI)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    files = [str(S2 / "21_validate_0076.ir"), str(S2 / "graph_build_0_0094.ir")]
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "run.py"), str(tmp_path), *files],
+                            env={**os.environ, "PIDS": str(pids)}, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert len(workers) == 2 and proc.pid not in workers
+        proc.send_signal(getattr(signal, sig))
+        assert proc.wait(timeout=30) == (143 if sig == "SIGTERM" else -signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.1)
+    survivors = []
+    for pid in workers:
+        status = Path(f"/proc/{pid}/status")
+        if status.exists() and "zombie" not in status.read_text():
+            survivors.append(pid)
+            os.kill(pid, signal.SIGKILL)   # a failing run must not leave them behind either
+    assert not survivors, f"workers {survivors} outlived irlint"

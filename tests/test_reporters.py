@@ -147,8 +147,12 @@ def test_sarif_uris_are_percent_encoded(tiny_rules, tmp_path, monkeypatch):
     shutil.copy(DUMP, folder)
     monkeypatch.chdir(tmp_path)
     encoded = "%E6%A8%A1%E5%9E%8B%20%E5%9B%BE/graph%20%C3%A9/21_validate_0076.ir"
-    for path, expected in (("模型 图/graph é/21_validate_0076.ir", encoded),
-                           (str(folder / "21_validate_0076.ir"), tmp_path.as_uri() + "/" + encoded)):
+    far = tmp_path / "a" / "b" / "c"   # a file well outside the working directory is named absolutely
+    far.mkdir(parents=True)
+    for where, path, expected in ((tmp_path, "模型 图/graph é/21_validate_0076.ir", encoded),
+                                  (tmp_path, str(folder / "21_validate_0076.ir"), encoded),
+                                  (far, str(folder / "21_validate_0076.ir"), tmp_path.as_uri() + "/" + encoded)):
+        monkeypatch.chdir(where)
         data = json.loads(render(lint([path], Config()), "sarif", ctx()))
         _sarif_validator().validate(data)
         results = data["runs"][0]["results"]

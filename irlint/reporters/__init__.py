@@ -2,13 +2,16 @@
 each has ``render(report, ctx) -> str`` and never reads dumps except node lines by number."""
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from ..findings import Report
 from .source import SourceLines
 
-FORMATS = ("text", "concise", "json", "sarif", "github", "junit")
+FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 UNLIMITED_WIDTH = 100_000   # rich needs a width; tables are sized to their content, so this is "no limit"
 
 
@@ -30,7 +33,7 @@ def renderer(fmt: str) -> Callable[[Report, RenderContext], str]:
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}")
-    return import_module(f"{__name__}.{fmt}").render
+    return import_module(f"{__name__}.{fmt.replace('-', '_')}").render
 
 
 def render(report: Report, fmt: str, ctx: RenderContext | None = None) -> str:
@@ -60,3 +63,32 @@ def ranks_text(ranks: tuple[int, ...]) -> str:
     if start is not None:
         parts.append(f"{start}-{prev}" if prev != start else str(start))
     return "ranks " + ",".join(parts)
+
+
+def write_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write a report or baseline to a temporary file in the same folder, then rename it over
+    ``path``: on a full disk or a crash the previous file stays whole."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:   # keep the mode an existing file had (mkstemp makes 0600)
+            os.chmod(tmp, target.stat().st_mode & 0o777)
+        except FileNotFoundError:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

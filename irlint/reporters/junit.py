@@ -1,4 +1,6 @@
-"""JUnit XML for CI test reports: one testcase per linted dump file, failing when it has findings."""
+"""JUnit XML for CI test reports: one testcase per linted dump file, failing when it has findings,
+in error when it has input problems (a file not read, or lines skipped: a truncated dump must not
+pass as a green test)."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -6,7 +8,6 @@ from collections import defaultdict
 
 from ..findings import Report
 from . import RenderContext
-from .concise import FILE_LEVEL
 
 
 def render(report: Report, ctx: RenderContext) -> str:
@@ -15,12 +16,11 @@ def render(report: Report, ctx: RenderContext) -> str:
         findings[f.file].append(f)
     unreadable: dict[str, list] = defaultdict(list)
     for d in report.diagnostics:
-        if d.code in FILE_LEVEL:
-            unreadable[d.file].append(d)
+        unreadable[d.file].append(d)
     files = list(dict.fromkeys([*report.files, *findings, *unreadable]))
     suite = ET.Element("testsuite", name="irlint", tests=str(len(files)),
                        failures=str(sum(1 for p in files if findings.get(p))),
-                       errors=str(sum(1 for p in files if unreadable.get(p) and not findings.get(p))),
+                       errors=str(sum(1 for p in files if unreadable.get(p))),
                        skipped="0")
     for path in files:
         case = ET.SubElement(suite, "testcase", classname="irlint", name=path, file=path)
@@ -31,7 +31,7 @@ def render(report: Report, ctx: RenderContext) -> str:
             failure.text = "\n".join(
                 f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}"
                 + (f"\n    fix: {f.hint}" if f.hint else "") for f in items)
-        elif unreadable.get(path):
+        if unreadable.get(path):
             error = ET.SubElement(case, "error", type=unreadable[path][0].code, message=unreadable[path][0].message)
             error.text = "\n".join(f"{d.file}:{d.line}: {d.code} {d.message}" for d in unreadable[path])
     root = ET.Element("testsuites", name="irlint", tests=suite.get("tests"), failures=suite.get("failures"),

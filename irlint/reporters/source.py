@@ -9,6 +9,8 @@ MAX_CHARS = 240   # dump lines carry full type and attribute lists; a report sho
 class SourceLines:
     def __init__(self) -> None:
         self._lines: dict[str, dict[int, str]] = {}
+        # reported name -> (path as opened, compression): standard input, compressed dumps
+        self.streams: dict[str, tuple[str, str | None]] = {}
 
     def prefetch(self, wanted: dict[str, set[int]]) -> None:
         """Read each file once, keeping only the wanted lines."""
@@ -20,16 +22,25 @@ class SourceLines:
             got = self._lines.setdefault(path, {})
             last = max(numbers, default=0)
             try:
-                with open(path, "rb") as f:
+                with self._open(path) as f:
                     for i, raw in enumerate(f, 1):
                         if i in numbers:
                             got[i] = _clip(raw.decode("utf-8", "replace").rstrip("\r\n"))
                         if i >= last:
                             break
-            except OSError:
+            except (OSError, EOFError, ValueError):   # gone, or a damaged compressed stream
                 pass
             for n in numbers:
                 got.setdefault(n, "")
+
+    def _open(self, name: str):
+        from ..discover import compression_of, open_dump
+
+        if name in self.streams:
+            return open_dump(*self.streams[name])
+        with open(name, "rb") as f:   # a compressed dump is shown decompressed, whoever linted it
+            compression = compression_of(f.read(8))
+        return open_dump(name, compression)
 
     def line(self, path: str, number: int) -> str:
         if number <= 0:

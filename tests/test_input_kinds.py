@@ -1,0 +1,262 @@
+"""Every kind of input a user's machine hands irlint: renamed, truncated, symlinked, compressed,
+unreadable, piped. None may pass as clean unread, none may crash the run."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import irlint.discover
+from irlint.cli import main
+from irlint.discover import discover_inputs
+
+S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
+VALIDATE = S2 / "21_validate_0076.ir"
+
+
+def run(*args, **kw):
+    return CliRunner().invoke(main, ["--no-cache", *map(str, args)] if args and args[0] != "inspect"
+                              else list(map(str, args)), catch_exceptions=False, **kw)
+
+
+def lint_json(*args, **kw):
+    result = run(*args, "--format", "json", **kw)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def codes(data) -> set[str]:
+    return {f["code"] for f in data["findings"]}
+
+
+@pytest.fixture(scope="module")
+def expected() -> set[str]:
+    """What the folder as MindSpore named it gives."""
+    code, data = lint_json(S2)
+    assert code == 1 and "RC002" in codes(data)   # the Reshape that blocks SiLU/Mul recompute
+    return codes(data)
+
+
+# --- item 1: a dump is decided by content, and its stage by name when the name says it ---------
+@pytest.mark.parametrize("name", ["21_validate.ir", "graph.ir", "21_validate_0076.IR", "rank0_21_validate_0076.ir"])
+def test_a_renamed_dump_alone_in_a_folder_is_read(tmp_path, expected, name):
+    shutil.copy(VALIDATE, tmp_path / name)
+    code, data = lint_json(tmp_path)
+    assert code == 1 and codes(data) == expected
+    assert data["summary"]["files"] == 1
+
+
+def test_a_dump_without_a_stage_in_its_name_is_read_next_to_placed_ones(tmp_path):
+    shutil.copytree(S2, tmp_path / "g")
+    shutil.copy(VALIDATE, tmp_path / "g" / "graph.ir")
+    files = discover_inputs([str(tmp_path / "g")]).files
+    assert [f.placed for f in files if f.path.endswith("graph.ir")] == [False]
+    code, data = lint_json(tmp_path / "g")
+    # one finding per problem per folder: the renamed copy does not double them
+    _, plain = lint_json(S2)
+    assert len(data["findings"]) == len(plain["findings"])
+
+
+def test_files_checked_counts_only_files_read(tmp_path):
+    _, data = lint_json(S2)
+    assert data["summary"]["files"] == 1          # only validate is read of the five stage files
+    result = run(S2)
+    assert "(1 file checked)" in result.output
+
+
+# --- item 2: a truncated final stage falls back to the earlier complete ones ----------------------
+def test_a_truncated_final_stage_falls_back_to_the_next_stage(tmp_path, expected):
+    folder = tmp_path / "s2t"
+    shutil.copytree(S2, folder)
+    (folder / VALIDATE.name).write_bytes(VALIDATE.read_bytes()[:20000])
+    code, data = lint_json(folder)
+    assert code == 2
+    assert "IR007" in {d["code"] for d in data["diagnostics"]}
+    assert "RC002" in codes(data)
+    assert any("opt_pass" in f["file"] or "graph_build" in f["file"] for f in data["findings"])
+
+
+# --- item 3: symlinks are followed -------------------------------------------------------------
+def test_a_folder_of_symlinked_dumps_and_a_symlinked_rank_folder(tmp_path, expected):
+    only = tmp_path / "onlysym"
+    only.mkdir()
+    (only / VALIDATE.name).symlink_to(VALIDATE)
+    code, data = lint_json(only)
+    assert code == 1 and codes(data) == expected
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    (ranks / "rank_0").symlink_to(S2, target_is_directory=True)
+    (ranks / "rank_0" / "loop").exists()
+    code, data = lint_json(ranks)
+    assert code == 1 and codes(data) == expected
+
+
+def test_a_symlink_loop_ends(tmp_path):
+    folder = tmp_path / "g"
+    shutil.copytree(S2, folder)
+    (folder / "again").symlink_to(folder, target_is_directory=True)
+    code, data = lint_json(folder)
+    assert code == 1 and data["summary"]["files"] == 1
+
+
+# --- item 6, 13, 16: what cannot be read is said, and the rest is linted -------------------------
+def test_a_sub_folder_that_can_be_listed_but_not_entered(tmp_path, monkeypatch, expected):
+    # the tests run as root, who can enter anything: fail the way the OS does for `chmod 644 dir`
+    shutil.copytree(S2, tmp_path / "good")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    shutil.copy(VALIDATE, locked / VALIDATE.name)
+    real_stat = os.stat
+
+    def stat(p, *a, **kw):
+        if Path(p).parent == locked:
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_stat(p, *a, **kw)
+
+    monkeypatch.setattr(irlint.discover.os, "stat", stat)
+    code, data = lint_json(tmp_path)
+    assert code == 2
+    assert codes(data) == expected
+    assert [(d["code"], Path(d["file"]).parent.name) for d in data["diagnostics"]] == [("IR001", "locked")]
+    result = run("inspect", tmp_path)
+    assert result.exit_code == 2 and "locked" in result.output and "permission denied" in result.output
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"\x00\x01" * 50, "1 binary .ir file"),
+    (b"", "1 empty .ir file"),
+])
+def test_a_folder_without_a_dump_says_what_it_found(tmp_path, content, reason):
+    (tmp_path / "21_validate_0076.ir").write_bytes(content)
+    result = run(tmp_path)
+    assert result.exit_code == 2
+    assert "no graph IR dumps" in result.output and reason in result.output
+
+
+def test_inspect_lists_an_unreadable_dump(tmp_path, monkeypatch):
+    shutil.copytree(S2, tmp_path / "g")
+    bad = tmp_path / "g" / VALIDATE.name
+    real_sniff = irlint.discover.sniff
+    monkeypatch.setattr(irlint.discover, "sniff",
+                        lambda p, c=None: "unreadable" if Path(p) == bad else real_sniff(p, c))
+    result = run("inspect", tmp_path / "g")
+    assert result.exit_code == 2
+    assert VALIDATE.name in result.output and "permission denied" in result.output
+
+
+# --- item 14: compressed dumps -------------------------------------------------------------------
+@pytest.mark.parametrize("suffix, compress", [(".gz", gzip.compress), (".bz2", bz2.compress), (".xz", lzma.compress)])
+def test_compressed_dumps_are_read(tmp_path, expected, suffix, compress):
+    folder = tmp_path / "g"
+    shutil.copytree(S2, folder)
+    (folder / (VALIDATE.name + suffix)).write_bytes(compress(VALIDATE.read_bytes()))
+    VALIDATE_copy = folder / VALIDATE.name
+    VALIDATE_copy.unlink()
+    # a compressed final stage is read, not silently replaced by an earlier stage file
+    code, data = lint_json(folder)
+    assert code == 1 and codes(data) == expected
+    assert all(f["file"].endswith(VALIDATE.name + suffix) for f in data["findings"])
+    # the text report shows the dump lines from the compressed file
+    text = run(folder / (VALIDATE.name + suffix)).output
+    assert re.search(r"\d+ │ %\d+\(", text)
+
+
+def test_a_damaged_compressed_dump_is_reported(tmp_path):
+    data = gzip.compress(VALIDATE.read_bytes())
+    (tmp_path / (VALIDATE.name + ".gz")).write_bytes(data[:40] + b"\x00" * 40)
+    code, out = lint_json(tmp_path / (VALIDATE.name + ".gz"))
+    assert code == 2 and out["diagnostics"]
+
+
+def test_zstd_without_a_reader_is_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(irlint.discover, "_zstd_module", lambda: None)
+    (tmp_path / (VALIDATE.name + ".zst")).write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
+    result = run(tmp_path)
+    assert result.exit_code == 2 and "zstd" in result.output
+
+
+# --- item 15: standard input ----------------------------------------------------------------------
+def test_standard_input_with_a_display_name(expected):
+    result = run("-", "--stdin-filename", "graph/21_validate_0076.ir", "--format", "json",
+                 input=VALIDATE.read_bytes())
+    data = json.loads(result.stdout)
+    assert result.exit_code == 1 and codes(data) == expected
+    assert {f["file"] for f in data["findings"]} == {"graph/21_validate_0076.ir"}
+    text = run("-", input=VALIDATE.read_bytes()).output
+    assert "<stdin>" in text and re.search(r"\d+ │ %\d+\(", text)   # dump lines shown from the buffer
+
+
+def test_standard_input_compressed():
+    result = run("-", "--format", "json", input=gzip.compress(VALIDATE.read_bytes()))
+    assert result.exit_code == 1 and codes(json.loads(result.stdout))
+
+
+def test_standard_input_that_is_not_a_dump():
+    result = run("-", input=b"hello\n")
+    assert result.exit_code == 2 and "IR002" in result.output
+
+
+# --- item 17: one name per file in every format -----------------------------------------------------
+def test_findings_and_diagnostics_name_a_file_the_same_way(tmp_path, monkeypatch):
+    folder = tmp_path / "g"
+    shutil.copytree(S2, folder)
+    (folder / VALIDATE.name).write_bytes(VALIDATE.read_bytes()[:20000])
+    monkeypatch.chdir(tmp_path)
+    _, out = lint_json(folder.resolve(), "--all-stages")    # typed absolute, below the working directory
+    assert out["findings"] and out["diagnostics"]
+    names = {f["file"] for f in out["findings"]} | {d["file"] for d in out["diagnostics"]}
+    names |= {r["file"] for f in out["findings"] for r in f["related"]}
+    assert all(n.startswith("g" + os.sep) for n in names), names
+
+
+def test_dev_stdin_from_a_pipe(tmp_path):
+    import subprocess
+    import sys
+
+    for args in (["/dev/stdin"], ["-", "--stdin-filename", "21_validate_0076.ir"]):
+        proc = subprocess.run([sys.executable, "-m", "irlint", "--no-cache", *args, "--format", "json"],
+                              input=VALIDATE.read_bytes(), capture_output=True, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        assert "RC002" in codes(json.loads(proc.stdout))
+        assert not list(tmp_path.iterdir())   # nothing written but the report
+
+
+def test_the_api_report_of_a_compressed_dump_shows_its_lines(tmp_path):
+    from irlint import Config, lint
+    from irlint.reporters import render
+
+    gz = tmp_path / (VALIDATE.name + ".gz")
+    gz.write_bytes(gzip.compress(VALIDATE.read_bytes()))
+    text = render(lint(str(gz), Config(cache=False, jobs=1)), "text")
+    assert re.search(r"\d+ │ %\d+\(", text)
+
+
+def test_a_folder_of_only_compressed_dumps_is_linted(tmp_path, expected):
+    (tmp_path / (VALIDATE.name + ".gz")).write_bytes(gzip.compress(VALIDATE.read_bytes()))
+    code, data = lint_json(tmp_path)
+    assert code == 1 and codes(data) == expected
+
+
+def test_a_folder_whose_only_sub_folder_cannot_be_listed_says_so(tmp_path, monkeypatch):
+    locked = tmp_path / "rank_0"
+    locked.mkdir()
+    shutil.copy(VALIDATE, locked / VALIDATE.name)
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = run(tmp_path)
+    assert result.exit_code == 2
+    assert "found only 1 sub-folder that cannot be listed" in result.output
+    assert "rank_0:1:1: IR001 cannot list folder: permission denied" in result.output
