@@ -85,10 +85,37 @@ def tool_hash() -> str:
 
 
 _RULE_HASHES: dict[type, str] = {}
+_TREE_HASHES: dict[str, str] = {}
+
+
+def _source_root(module_name: str) -> Path | None:
+    """The folder whose Python files a rule's verdicts depend on: rules share helper modules
+    (``rules/recompute/evidence.py``), so a built-in rule stands for all of ``irlint.rules`` and a
+    plugin in a package for its top-level package; a plugin that is a lone module has none."""
+    for root_name in ("irlint.rules", module_name.split(".")[0]):
+        if module_name == root_name or module_name.startswith(root_name + "."):
+            paths = getattr(sys.modules.get(root_name), "__path__", None)
+            if paths:
+                return Path(list(paths)[0])
+    return None
+
+
+def _tree_hash(root: Path) -> str:
+    key = str(root)
+    if key not in _TREE_HASHES:
+        h = hashlib.sha256()
+        for file in sorted(root.rglob("*.py")):
+            try:
+                h.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+            except OSError:
+                h.update(str(file).encode())
+        _TREE_HASHES[key] = h.hexdigest()
+    return _TREE_HASHES[key]
 
 
 def rules_hash(rules: Iterable[Any]) -> str:
-    """The identity of a rule list: code, class and the source of each rule's module."""
+    """The identity of a rule list: code, class and the source of each rule's module and of the
+    package it belongs to."""
     h = hashlib.sha256()
     for rule in rules:
         cls = type(rule)
@@ -100,6 +127,9 @@ def rules_hash(rules: Iterable[Any]) -> str:
                 src = Path(file).read_bytes() if file else b""
             except (KeyError, OSError):
                 pass
+            root = _source_root(cls.__module__)
+            if root is not None:
+                src += _tree_hash(root).encode()
             part = hashlib.sha256(f"{cls.code}:{cls.__module__}:{cls.__qualname__}:".encode() + src).hexdigest()
             _RULE_HASHES[cls] = part
         h.update(part.encode())

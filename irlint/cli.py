@@ -504,20 +504,17 @@ def inspect_cmd(paths, fmt):
         found = discover_inputs(list(paths))
     except InputError as exc:
         _fail(str(exc))
-    from .discover import open_dump
-    from .reader import read_ir  # only inspect and uncached lints need the parser
+    from .engine import read_dump
 
     rows = []
     for f in found.files:
         try:
-            with open_dump(f.path, f.compression) as stream:
-                ir = read_ir(f.display, f.display, stream=stream)
+            ir = read_dump(f)
         except OSError as exc:   # the reader reports what it meets while reading; this is opening
             from .diagnostics import UNREADABLE, Diagnostic
 
             found.diagnostics.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
             continue
-        ir.stage = f.stage
         rows.append(inspect_row(ir))
     # files found but not read are listed too: an unreadable .ir must not vanish from the table
     others = [{"file": d.file, "stage": "", "subgraphs": 0, "cnodes": 0, "params": 0, "edges": 0,

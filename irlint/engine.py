@@ -398,3 +398,18 @@ def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, .
         out.append(finding.with_(ranks=ranks) if len(ranks) > 1 else finding)
     out.sort(key=lambda x: (x.file, x.line, x.code))
     return out
+
+
+
+def read_dump(f: DumpFile):
+    """Read one discovered dump whole (decompressed, or from standard input) for the commands that
+    show the model rather than lint it. Raises OSError when it cannot be opened; damage found
+    while reading becomes a diagnostic."""
+    from .reader import read_ir
+
+    with open_dump(f.path, f.compression) as stream:
+        ir = read_ir(f.display, f.display, stream=stream)
+        if damage_of(stream):
+            ir.diagnostics.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
+    ir.stage = f.stage
+    return ir

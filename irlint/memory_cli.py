@@ -7,7 +7,8 @@ from collections import defaultdict
 
 import click
 
-from .discover import DumpFile, InputError, discover
+from .diagnostics import UNREADABLE, Diagnostic
+from .discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
 from .memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
 
 JSON_VERSION = 1
@@ -143,6 +144,9 @@ def memory_cmd(paths, fmt, top):
     fp16 casts of weights; their total is shown apart).
     """
     try:
+        forget_buffers()
+        if STDIN in paths:
+            read_stdin()
         files, problems = discover(list(paths))
     except InputError as exc:
         fail(str(exc))
@@ -150,11 +154,15 @@ def memory_cmd(paths, fmt, top):
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))
-    from .reader import read_ir
+    from .engine import read_dump
 
     entries = []
     for f in chosen:
-        ir = read_ir(f.path, f.display)
+        try:
+            ir = read_dump(f)
+        except OSError as exc:
+            problems.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
+            continue
         problems += ir.diagnostics
         if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
             entries.append(file_entry(f, ir, account(ir), top))

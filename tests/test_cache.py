@@ -281,3 +281,31 @@ def test_real_findings_come_back_from_the_cache_unchanged(tmp_path):
     assert cold and warm == cold
     assert any("bytes_at_stake" in f for f in cold)
     assert any(p.parent.parent.name == "lint" for p in (tmp_path / "c").rglob("*") if p.is_file())
+
+
+def test_a_rule_helper_module_change_is_a_miss(tmp_path, monkeypatch):
+    # rules import shared helpers (rules/recompute/evidence.py): editing one must not serve stale findings
+    import importlib
+
+    from irlint import cache as cache_mod
+
+    pkg = tmp_path / "acme_rules"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "evidence.py").write_text("LIMIT = 1\n")
+    (pkg / "rule.py").write_text("from . import evidence\n\nclass Acme:\n    code = 'XX001'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rule = importlib.import_module("acme_rules.rule").Acme()
+    monkeypatch.setattr(cache_mod, "_RULE_HASHES", {})
+    monkeypatch.setattr(cache_mod, "_TREE_HASHES", {})
+    before = cache_mod.rules_hash([rule])
+    (pkg / "evidence.py").write_text("LIMIT = 2\n")
+    monkeypatch.setattr(cache_mod, "_RULE_HASHES", {})
+    monkeypatch.setattr(cache_mod, "_TREE_HASHES", {})
+    assert cache_mod.rules_hash([rule]) != before
+    # and a built-in rule stands for the whole built-in rules package
+    from irlint.rule import load_rules
+
+    builtin = next(r for r in load_rules(plugins=False) if r.code == "RC001")
+    root = cache_mod._source_root(builtin.__module__)
+    assert (root / "recompute" / "evidence.py").is_file()
