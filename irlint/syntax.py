@@ -250,10 +250,12 @@ _VOLATILE = re.compile(
     rf'(?<!{_W})%{_W}+'                                       # %12, %para3_x: Ref words
     r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"
     rf'|(?<==)(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
+    rf'|[IU](?<!{_W}[IU])(?:8|16|32|64)\(-?\d+\)'            # I64(981): ids differ per layer
 )
 _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
 _WORD_SLOT = "\x01"
+_INT_SLOT = "\x02"
 
 
 def _template(text: str) -> tuple[str, list[str]]:
@@ -267,12 +269,14 @@ def _template(text: str) -> tuple[str, list[str]]:
             return f"{_REF_SLOT}{n}"
         if s[0] == '"':
             return f'"{_STR_SLOT}{n}"'
+        if s[-1] == ")":
+            return f"{_INT_SLOT}{n}"
         return f"{_WORD_SLOT}{n}"
 
     return _VOLATILE.sub(blank, text), fills
 
 
-_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)")
+_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)|\x02(\\d+)")
 
 
 def _fill_text(text: str, fills: list[str]) -> str:
@@ -283,7 +287,9 @@ def _fill_text(text: str, fills: list[str]) -> str:
             return fills[int(m.group(1))]
         if m.group(2) is not None:
             return fills[int(m.group(2))][1:-1]
-        return fills[int(m.group(3))]
+        if m.group(3) is not None:
+            return fills[int(m.group(3))]
+        return str(_int_value(fills[int(m.group(4))]))
 
     return _SLOT.sub(fill, text)
 
@@ -293,12 +299,19 @@ def _fill_text(text: str, fills: list[str]) -> str:
 _REF_PLAN, _TEXT_PLAN = "ref", "text"
 
 
+def _int_value(scalar: str) -> int:
+    """``I64(981)`` -> 981."""
+    return int(scalar[scalar.index("(") + 1:-1])
+
+
 def _plan(value: Any) -> Any:
     kind = type(value)
     if kind is Ref:
         return _REF_PLAN if "\x00" in value else None
     if kind is str:
-        return _TEXT_PLAN if "\x00" in value or "\x01" in value else None
+        if value[:1] == _INT_SLOT and value[1:].isdigit():
+            return ("int", int(value[1:]))   # I64(<blank>): the number itself
+        return _TEXT_PLAN if "\x00" in value or "\x01" in value or "\x02" in value else None
     if isinstance(value, list):
         return ("list", [_plan(v) for v in value])
     if isinstance(value, dict):
@@ -323,6 +336,8 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
     if plan is _TEXT_PLAN:
         return _fill_text(value, fills)
     tag, parts = plan
+    if tag == "int":
+        return _int_value(fills[parts])
     if tag == "tuple":
         # keeps the group classes (_Paren, _KeyValue ...) that parse_call still needs
         return value.__class__([v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)])
@@ -343,7 +358,7 @@ def _parse_template(template: str, start: str) -> tuple[Any, Any]:
 
 
 def _memo_parse(text: str, start: str) -> Any:
-    if "\x00" in text or "\x01" in text:
+    if "\x00" in text or "\x01" in text or "\x02" in text:
         return _parse(text, start)  # would be mistaken for blanks
     template, fills = _template(text)
     try:
