@@ -470,5 +470,6 @@ class _Reader:
     def finish(self) -> None:
         if self.sub is not None and not self.sub.closed:
             self.diag(self.eof_line, D.TRUNCATED, f"file ends inside subgraph {self.sub.name} (truncated dump?)")
+        self.ir.diagnostics[:] = D.merge_line_runs(self.ir.diagnostics)
         assemble(self.ir, self.rec, self.diag)
         check_counts(self.ir, self.eof_line, self.diag)
