@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .syntax import GrammarError, parse_attrs, parse_call, parse_param, parse_types
+from .syntax import GrammarError, memo_by_template, parse_attrs, parse_call, parse_param, parse_types
 from .values import Call, GraphRef, TensorType
 
 __all__ = ["GrammarError", "NODE_LINE", "normalize_op", "parse_node", "parse_type_line", "parse_param_line"]
@@ -26,6 +26,10 @@ def parse_node(rest: str) -> tuple[Any, tuple, str, str, dict]:
     """The right-hand side of a node line, ``PrimFunc_MatMul(%0, %1) {instance name: ..} ...``
     -> (callee, arguments, raw op, op, attribute blocks by label). ``GrammarError.column``
     counts from the start of ``rest``."""
+    return memo_by_template("node", rest, _parse_node)
+
+
+def _parse_node(rest: str) -> tuple[Any, tuple, str, str, dict]:
     cut = len(rest)
     marks = []
     for marker in _ATTR_MARKERS:
@@ -69,6 +73,10 @@ def _attr_blocks(rest: str, marks: list[tuple[int, str]]) -> dict:
 
 def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None]:
     """``(<T1>, <T2>) -> (<T>)`` -> (input types, output type); a Return's ``(<T>)`` is its input."""
+    return memo_by_template("types", body, _parse_type_line)
+
+
+def _parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None]:
     ins, outs = parse_types(body)
     if outs is None:
         return ins, ins[0] if ins else None
@@ -77,6 +85,10 @@ def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
 
 def parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
     """``%para1_x: <Tensor[Float32], (2, 8)> : [2, 8]`` -> (name, type, has a default value)."""
+    return memo_by_template("param", line, _parse_param_line)
+
+
+def _parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
     name, fields = parse_param(line)
     out_type = None
     if any(isinstance(f, Call) and f.bracket == "<" for f in fields):

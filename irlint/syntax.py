@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
@@ -246,11 +246,13 @@ def _describe(exc: LarkError, text: str) -> str:
 # vary between otherwise identical pieces; the parse of the rest is shared. Each blank is
 # numbered, so that filling it back does not depend on the order the transformer builds values.
 _W = r"[^\s,()\[\]{}<>:=*\"']"      # a character of a WORD (grammar/ir.lark)
+# Every alternative starts with a literal character, so the regex engine skips to the next
+# candidate in C (four times faster than lookbehinds first). A ``=name`` blank keeps its "=".
 _VOLATILE = re.compile(
-    rf'(?<!{_W})%{_W}+'                                       # %12, %para3_x: Ref words
+    rf'%(?<!{_W}%){_W}+'                                       # %12, %para3_x: Ref words
     r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"
-    rf'|(?<==)(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
-    rf'|[IU](?<!{_W}[IU])(?:8|16|32|64)\(-?\d+\)'            # I64(981): ids differ per layer
+    rf'|=(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
+    rf'|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)'  # I64(981): ids differ per layer
 )
 _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
@@ -271,7 +273,7 @@ def _template(text: str) -> tuple[str, list[str]]:
             return f'"{_STR_SLOT}{n}"'
         if s[-1] == ")":
             return f"{_INT_SLOT}{n}"
-        return f"{_WORD_SLOT}{n}"
+        return f"={_WORD_SLOT}{n}"
 
     return _VOLATILE.sub(blank, text), fills
 
@@ -288,7 +290,7 @@ def _fill_text(text: str, fills: list[str]) -> str:
         if m.group(2) is not None:
             return fills[int(m.group(2))][1:-1]
         if m.group(3) is not None:
-            return fills[int(m.group(3))]
+            return fills[int(m.group(3))][1:]
         return str(_int_value(fills[int(m.group(4))]))
 
     return _SLOT.sub(fill, text)
@@ -325,6 +327,12 @@ def _plan(value: Any) -> Any:
         if parts[0] is None and parts[1] is None and not any(parts[2]) and not any(parts[3]):
             return None
         return ("call", parts)
+    if kind is TensorType:
+        parts = (_plan(value.kind), _plan(value.dtype), _plan(value.raw))
+        return ("type", parts) if any(p is not None for p in parts) else None
+    if kind is FreeVar:
+        parts = (_plan(value.graph), _plan(value.name))
+        return ("freevar", parts) if any(p is not None for p in parts) else None
     return None
 
 
@@ -345,6 +353,11 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
         return [v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)]
     if tag == "dict":
         return {_refill(k, kp, fills): _refill(v, vp, fills) for (k, v), (kp, vp) in zip(value.items(), parts)}
+    if tag == "type":
+        return TensorType(_refill(value.kind, parts[0], fills), _refill(value.dtype, parts[1], fills), value.shape,
+                          _refill(value.raw, parts[2], fills))
+    if tag == "freevar":
+        return FreeVar(_refill(value.graph, parts[0], fills), _refill(value.name, parts[1], fills))
     name, args, values, keys = parts
     return Call(_refill(value.name, name, fills), _refill(value.args, args, fills),
                 tuple((_refill(k, kp, fills), _refill(v, vp, fills))
@@ -368,6 +381,39 @@ def _memo_parse(text: str, start: str) -> Any:
     if not fills:
         return value
     return _refill(value, plan, fills)
+
+
+_RECIPES: dict[tuple[str, str], tuple[Any, Any] | None] = {}
+_NOT_SEEN = object()
+MAX_RECIPES = 65536
+
+
+def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
+    """``parse(text)``, computed once for all texts that differ only in blanks (node ids, strings,
+    ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template is
+    parsed both ways and the recipe is kept only if refilling the template gives the same value."""
+    if "\x00" in text or "\x01" in text or "\x02" in text:
+        return parse(text)  # would be mistaken for blanks
+    # the key: the text with every blank replaced by one mark, plus the kind of each blank
+    # (both in C; no Python call per blank)
+    fills = _VOLATILE.findall(text)
+    key = (kind, _VOLATILE.sub("\x01", text), "".join([f[0] if f[-1] != ")" else ")" for f in fills]))
+    recipe = _RECIPES.get(key, _NOT_SEEN)
+    if recipe is None:
+        return parse(text)
+    if recipe is not _NOT_SEEN:
+        return _refill(recipe[0], recipe[1], fills)
+    template, fills = _template(text)
+    value = parse(text)   # a GrammarError here is the real text's, with its columns
+    try:
+        shape = parse(template)
+        plan = _plan(shape)
+        recipe = (shape, plan) if repr(_refill(shape, plan, fills)) == repr(value) else None
+    except GrammarError:
+        recipe = None
+    if len(_RECIPES) < MAX_RECIPES:
+        _RECIPES[key] = recipe
+    return value
 
 
 def parse_call(text: str) -> tuple[list, Any]:
