@@ -73,7 +73,17 @@ def _attr_blocks(rest: str, marks: list[tuple[int, str]]) -> dict:
 
 def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None]:
     """``(<T1>, <T2>) -> (<T>)`` -> (input types, output type); a Return's ``(<T>)`` is its input."""
-    return memo_by_template("types", body, _parse_type_line)
+    # Most type lines repeat exactly (one per layer), and their values are immutable: share them.
+    value = _TYPE_LINES.get(body)
+    if value is None:
+        value = memo_by_template("types", body, _parse_type_line)
+        if len(_TYPE_LINES) < MAX_SHARED_TYPE_LINES:
+            _TYPE_LINES[body] = value
+    return value
+
+
+_TYPE_LINES: dict[str, tuple] = {}
+MAX_SHARED_TYPE_LINES = 65536
 
 
 def _parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None]:

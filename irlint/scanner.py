@@ -55,15 +55,15 @@ def scan(f: BinaryIO, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, int
             file_end = None
         valid_utf8 = _is_utf8(buf, cut)
         for m in _LINE_OR_TRACE_RUN.finditer(buf, 0, cut):
-            start, end = m.span()
-            if m.group(1) is not None:
-                n = buf.count(b"\n", start, end)
-                stop = offset + end if file_end is None else min(offset + end, file_end)
-                yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else buf[start:end])
-                lineno += n
-            else:
+            if m.lastindex == 2:
                 lineno += 1
-                yield lineno, offset + start, m.group(2)
+                yield lineno, offset + m.start(), m.group(2)
+                continue
+            start, end = m.span()
+            n = buf.count(b"\n", start, end)
+            stop = offset + end if file_end is None else min(offset + end, file_end)
+            yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else buf[start:end])
+            lineno += n
         offset += cut
         carry = buf[cut:]
 

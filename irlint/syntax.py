@@ -383,7 +383,65 @@ def _memo_parse(text: str, start: str) -> Any:
     return _refill(value, plan, fills)
 
 
-_RECIPES: dict[tuple[str, str], tuple[Any, Any] | None] = {}
+_SLOT_ONLY = re.compile("(%\x00|\x00|\x01|\x02)(\\d+)\\Z")
+MAX_BUILDER_SOURCE = 20_000
+
+
+def _builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
+    """The refill of one template as a compiled lambda: a template's values are rebuilt by one
+    Python expression (tuple, dict and list displays) instead of a recursive walk of its plan.
+    None when the expression would be too large or too deep for the compiler."""
+    consts: list = []
+
+    def const(v: Any) -> str:
+        consts.append(v)
+        return f"c[{len(consts) - 1}]"
+
+    def text(v: str, as_ref: bool) -> str:
+        m = _SLOT_ONLY.match(v)
+        if m and (m.group(1) == "%\x00") == as_ref:
+            n = m.group(2)
+            if as_ref:
+                return f"R(f[{n}])"
+            return {"\x00": f"f[{n}][1:-1]", "\x01": f"f[{n}][1:]", "\x02": f"str(I(f[{n}]))"}[m.group(1)]
+        return f"R(T({const(v)}, f))" if as_ref else f"T({const(v)}, f)"
+
+    def expr(v: Any, p: Any) -> str:
+        if p is None:
+            return const(v)
+        if p is _REF_PLAN:
+            return text(v, True)
+        if p is _TEXT_PLAN:
+            return text(v, False)
+        tag, parts = p
+        if tag == "int":
+            return f"I(f[{parts}])"
+        if tag == "tuple":
+            items = "".join(f"{expr(x, q)}, " for x, q in zip(v, parts))
+            return f"({items})" if type(v) is tuple else f"{const(type(v))}(({items}))"
+        if tag == "list":
+            return "[" + ", ".join(expr(x, q) for x, q in zip(v, parts)) + "]"
+        if tag == "dict":
+            return "{" + ", ".join(f"{expr(k, kp)}: {expr(x, xp)}" for (k, x), (kp, xp) in zip(v.items(), parts)) + "}"
+        if tag == "type":
+            return f"TT({expr(v.kind, parts[0])}, {expr(v.dtype, parts[1])}, {const(v.shape)}, {expr(v.raw, parts[2])})"
+        if tag == "freevar":
+            return f"FV({expr(v.graph, parts[0])}, {expr(v.name, parts[1])})"
+        name, args, values, keys = parts
+        kwargs = "".join(f"({expr(k, kp)}, {expr(x, xp)}), " for (k, x), xp, kp in zip(v.kwargs, values, keys))
+        return f"C({expr(v.name, name)}, {expr(v.args, args)}, ({kwargs}), {const(v.bracket)})"
+
+    source = expr(value, plan)
+    if len(source) > MAX_BUILDER_SOURCE:
+        return None
+    names = {"c": consts, "R": Ref, "T": _fill_text, "I": _int_value, "TT": TensorType, "FV": FreeVar, "C": Call}
+    try:
+        return eval(f"lambda f: {source}", names)  # noqa: S307 - our own source, built from a parse
+    except (SyntaxError, RecursionError, MemoryError):
+        return None
+
+
+_RECIPES: dict[tuple[str, str, str], Callable[[list[str]], Any] | None] = {}
 _NOT_SEEN = object()
 MAX_RECIPES = 65536
 
@@ -402,13 +460,14 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     if recipe is None:
         return parse(text)
     if recipe is not _NOT_SEEN:
-        return _refill(recipe[0], recipe[1], fills)
+        return recipe(fills)
     template, fills = _template(text)
     value = parse(text)   # a GrammarError here is the real text's, with its columns
     try:
         shape = parse(template)
-        plan = _plan(shape)
-        recipe = (shape, plan) if repr(_refill(shape, plan, fills)) == repr(value) else None
+        recipe = _builder(shape, _plan(shape))
+        if recipe is not None and repr(recipe(fills)) != repr(value):
+            recipe = None
     except GrammarError:
         recipe = None
     if len(_RECIPES) < MAX_RECIPES:
