@@ -391,54 +391,63 @@ def _builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
     """The refill of one template as a compiled lambda: a template's values are rebuilt by one
     Python expression (tuple, dict and list displays) instead of a recursive walk of its plan.
     None when the expression would be too large or too deep for the compiler."""
-    consts: list = []
+    source = _BuilderSource()
+    text = source.expr(value, plan)
+    if len(text) > MAX_BUILDER_SOURCE:
+        return None
+    names = {"c": source.consts, "R": Ref, "T": _fill_text, "I": _int_value, "TT": TensorType, "FV": FreeVar, "C": Call}
+    try:
+        return eval(f"lambda f: {text}", names)  # noqa: S307 - our own source, built from a parse
+    except (SyntaxError, RecursionError, MemoryError):
+        return None
 
-    def const(v: Any) -> str:
-        consts.append(v)
-        return f"c[{len(consts) - 1}]"
 
-    def text(v: str, as_ref: bool) -> str:
+class _BuilderSource:
+    """Writes the expression of a builder; ``f`` is the list of fills, ``c`` the shared constants.
+    (A class rather than nested closures: those would form reference cycles, garbage that every
+    full collection after a file has to find.)"""
+
+    def __init__(self) -> None:
+        self.consts: list = []
+
+    def const(self, v: Any) -> str:
+        self.consts.append(v)
+        return f"c[{len(self.consts) - 1}]"
+
+    def text(self, v: str, as_ref: bool) -> str:
         m = _SLOT_ONLY.match(v)
         if m and (m.group(1) == "%\x00") == as_ref:
             n = m.group(2)
             if as_ref:
                 return f"R(f[{n}])"
             return {"\x00": f"f[{n}][1:-1]", "\x01": f"f[{n}][1:]", "\x02": f"str(I(f[{n}]))"}[m.group(1)]
-        return f"R(T({const(v)}, f))" if as_ref else f"T({const(v)}, f)"
+        return f"R(T({self.const(v)}, f))" if as_ref else f"T({self.const(v)}, f)"
 
-    def expr(v: Any, p: Any) -> str:
+    def expr(self, v: Any, p: Any) -> str:
         if p is None:
-            return const(v)
+            return self.const(v)
         if p is _REF_PLAN:
-            return text(v, True)
+            return self.text(v, True)
         if p is _TEXT_PLAN:
-            return text(v, False)
+            return self.text(v, False)
+        expr = self.expr
         tag, parts = p
         if tag == "int":
             return f"I(f[{parts}])"
         if tag == "tuple":
             items = "".join(f"{expr(x, q)}, " for x, q in zip(v, parts))
-            return f"({items})" if type(v) is tuple else f"{const(type(v))}(({items}))"
+            return f"({items})" if type(v) is tuple else f"{self.const(type(v))}(({items}))"
         if tag == "list":
             return "[" + ", ".join(expr(x, q) for x, q in zip(v, parts)) + "]"
         if tag == "dict":
             return "{" + ", ".join(f"{expr(k, kp)}: {expr(x, xp)}" for (k, x), (kp, xp) in zip(v.items(), parts)) + "}"
         if tag == "type":
-            return f"TT({expr(v.kind, parts[0])}, {expr(v.dtype, parts[1])}, {const(v.shape)}, {expr(v.raw, parts[2])})"
+            return f"TT({expr(v.kind, parts[0])}, {expr(v.dtype, parts[1])}, {self.const(v.shape)}, {expr(v.raw, parts[2])})"
         if tag == "freevar":
             return f"FV({expr(v.graph, parts[0])}, {expr(v.name, parts[1])})"
         name, args, values, keys = parts
         kwargs = "".join(f"({expr(k, kp)}, {expr(x, xp)}), " for (k, x), xp, kp in zip(v.kwargs, values, keys))
-        return f"C({expr(v.name, name)}, {expr(v.args, args)}, ({kwargs}), {const(v.bracket)})"
-
-    source = expr(value, plan)
-    if len(source) > MAX_BUILDER_SOURCE:
-        return None
-    names = {"c": consts, "R": Ref, "T": _fill_text, "I": _int_value, "TT": TensorType, "FV": FreeVar, "C": Call}
-    try:
-        return eval(f"lambda f: {source}", names)  # noqa: S307 - our own source, built from a parse
-    except (SyntaxError, RecursionError, MemoryError):
-        return None
+        return f"C({expr(v.name, name)}, {expr(v.args, args)}, ({kwargs}), {self.const(v.bracket)})"
 
 
 _RECIPES: dict[tuple[str, str, str], Callable[[list[str]], Any] | None] = {}
