@@ -45,6 +45,7 @@ _HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total 
 _NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
 
 NODE_COMMENT = b"      # "
+TYPE_LINE = b"      : "
 _RECORD_STARTS = (b"  %", b"  Return(", b"      : ", b"      # ", b"}", b"subgraph ", b"# ", b"%para")
 
 
@@ -77,25 +78,6 @@ def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = Non
             gc.unfreeze()
             gc.enable()
     return ir
-
-
-class _Lines:
-    """Scanner output with one item of push-back (a record start ends a multi-line record)."""
-
-    def __init__(self, items: Iterator):
-        self._it = items
-        self._back: list = []
-
-    def __iter__(self) -> "_Lines":
-        return self
-
-    def __next__(self):
-        if self._back:
-            return self._back.pop()
-        return next(self._it)
-
-    def push(self, item) -> None:
-        self._back.append(item)
 
 
 class _Reader:
@@ -156,56 +138,65 @@ class _Reader:
     def loop(self, f: BinaryIO) -> None:
         traces = self.ir.traces
         trace_start = -1       # byte offset where the open trace region starts
-        trace_line = 0
+        trace_line = trace_end = 0
         lineno = 0
-        it = _Lines(scan(f))
-        for item in it:
-            if type(item) is TraceRun:
-                # Source traces: most of the bytes. Only remember where they are.
-                if trace_start < 0:
-                    trace_start, trace_line = item.start, item.line
-                trace_end = item.end
-                lineno = item.line + item.lines - 1
-                self.check_trace_utf8(item)
-                continue
-            lineno, start, raw = item
-            if trace_start >= 0:
-                if self.current_key >= 0 and raw.startswith(NODE_COMMENT):
-                    pass  # a "Corresponding ... candidate" block keeps the region open
+        items = scan(f)
+        for item in items:
+            while True:   # runs again only for the line that ended a multi-line record
+                if type(item) is TraceRun:
+                    # Source traces: most of the bytes. Only remember where they are.
+                    if trace_start < 0:
+                        trace_start, trace_line = item.start, item.line
+                    trace_end = item.end
+                    lineno = item.line + item.lines - 1
+                    self.check_trace_utf8(item)
+                    break
+                lineno, start, raw = item
+                if trace_start >= 0:
+                    if self.current_key >= 0 and raw.startswith(NODE_COMMENT):
+                        pass  # a "Corresponding ... candidate" block keeps the region open
+                    else:
+                        if self.current_key >= 0:
+                            traces[self.current_key] = (trace_line, trace_start, start)
+                        trace_start = -1
+                if len(raw) >= MAX_RECORD_BYTES:
+                    self.diag(lineno, D.LINE_TOO_LONG, f"line of {len(raw) + 1:,} bytes skipped",
+                              raw[:80].decode("utf-8", "replace"))
+                    self.current, self.current_key = None, -1
+                    break
+                if raw.startswith(TYPE_LINE) and self.type_lines and self.current is not None and raw.isascii():
+                    self.type_lines += 1   # a kernel graph's second and third type lines: no rule reads them
+                    break
+                line = self.decode(raw, lineno).rstrip("\r")
+                if line.startswith("  %"):
+                    first = lineno   # a record's line is its first line, however many it spans
+                    ended_by = None
+                    if line.count("(") != line.count(")") or line.count("[") != line.count("]"):
+                        line, lineno, ended_by = self.continuation(line, items, lineno)
+                    self.node_line(line, first)
+                    if ended_by is not None:
+                        item = ended_by
+                        continue
+                elif line.startswith("      "):
+                    self.comment_line(line, lineno)
                 else:
-                    if self.current_key >= 0:
-                        traces[self.current_key] = (trace_line, trace_start, start)
-                    trace_start = -1
-            if len(raw) >= MAX_RECORD_BYTES:
-                self.diag(lineno, D.LINE_TOO_LONG, f"line of {len(raw) + 1:,} bytes skipped",
-                          raw[:80].decode("utf-8", "replace"))
-                self.current, self.current_key = None, -1
-                continue
-            line = self.decode(raw, lineno).rstrip("\r")
-            if line.startswith("  %"):
-                first = lineno   # a record's line is its first line, however many it spans
-                if line.count("(") != line.count(")") or line.count("[") != line.count("]"):
-                    line, lineno = self.continuation(line, it, lineno)
-                self.node_line(line, first)
-            elif line.startswith("      "):
-                self.comment_line(line, lineno)
-            else:
-                self.top_line(line, lineno)
+                    self.top_line(line, lineno)
+                break
         if trace_start >= 0 and self.current_key >= 0:
             traces[self.current_key] = (trace_line, trace_start, trace_end)
         self.eof_line = lineno
 
-    def continuation(self, line: str, it: _Lines, lineno: int) -> tuple[str, int]:
+    def continuation(self, line: str, items: Iterator, lineno: int) -> tuple[str, int, object]:
         """A node line holding a printed tensor continues until its brackets close. A line that
-        starts a new record ends it early (the broken record is then reported, not swallowed)."""
+        starts a new record ends it early (the broken record is then reported, not swallowed);
+        that line is returned, to be read next."""
         parts = [line]
         depth = line.count("(") - line.count(")") + line.count("[") - line.count("]")
         size = len(line)
         extra = 0
-        for item in it:
+        for item in items:
             if type(item) is TraceRun or item[2].startswith(_RECORD_STARTS):
-                it.push(item)
-                break
+                return " ".join(parts), lineno, item
             extra += 1
             lineno = item[0]
             text = self.decode(item[2], lineno).rstrip("\r")
@@ -214,7 +205,7 @@ class _Reader:
             depth += text.count("(") - text.count(")") + text.count("[") - text.count("]")
             if depth <= 0 or size > MAX_RECORD_BYTES or extra >= MAX_CONTINUATION_LINES:
                 break
-        return " ".join(parts), lineno
+        return " ".join(parts), lineno, None
 
     # --- line kinds ----------------------------------------------------------------------------------
     def top_line(self, line: str, lineno: int) -> None:

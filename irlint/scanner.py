@@ -29,10 +29,11 @@ class TraceRun:
     text: bytes   # the bytes, for an UTF-8 check; empty when the block was valid UTF-8
 
 
-def scan(f: BinaryIO, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, int, bytes] | TraceRun]:
+def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int, bytes] | TraceRun]:
     """Yields ``(line number, byte offset, line without its newline)`` for each structural line,
     and a ``TraceRun`` for each run of trace lines, in file order. Any line length works: a block
     grows until it holds a whole line."""
+    block_bytes = block_bytes or BLOCK_BYTES
     lineno = 0
     offset = 0          # file offset of buf[0]
     carry = b""

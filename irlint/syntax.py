@@ -535,6 +535,7 @@ def parse_param(text: str) -> tuple[str, list]:
     return str(name), [_plain(f) if isinstance(f, _Group) else f for f in fields]
 
 
+@lru_cache(maxsize=65536)   # the value is immutable; every stage file repeats the subgraph headers
 def parse_header(text: str) -> tuple[str, str | None, tuple]:
     """``subgraph @g parent: [subgraph @p](%para1_x) {`` -> (name, parent, parameter refs)."""
     items = _parse(text, "header")
