@@ -76,3 +76,45 @@ class Diagnostic:
 def excerpt(text: str, limit: int = 80) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Problems of a single line; a run of such lines (random bytes pasted into a dump) is one problem.
+LINE_CODES = frozenset({INVALID_UTF8, LINE_TOO_LONG, BAD_RECORD, UNKNOWN_LINE})
+_SKIPPING = (UNKNOWN_LINE, BAD_RECORD, LINE_TOO_LONG)
+
+
+def merge_line_runs(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """One diagnostic per run of two or more consecutive bad lines, with the count and the kinds;
+    a bad line on its own keeps its diagnostic as it is."""
+    out: list[Diagnostic] = []
+    run: list[Diagnostic] = []
+
+    def close() -> None:
+        if run and run[-1].line > run[0].line:
+            out.append(_run_diagnostic(run))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for d in diagnostics:
+        if d.code in LINE_CODES and d.line > 0:
+            if run and d.file == run[-1].file and run[-1].line <= d.line <= run[-1].line + 1:
+                run.append(d)
+                continue
+            close()
+            run.append(d)
+        else:
+            close()
+            out.append(d)
+    close()
+    return out
+
+
+def _run_diagnostic(run: list[Diagnostic]) -> Diagnostic:
+    first, last = run[0].line, run[-1].line
+    codes = list(dict.fromkeys(d.code for d in run))
+    code = next((c for c in codes if c in _SKIPPING), codes[0])
+    what = "skipped" if code in _SKIPPING else "read with replacement characters"
+    kinds = ", ".join(KINDS[c] for c in codes)
+    return Diagnostic(run[0].file, first, code,
+                      f"{last - first + 1} consecutive lines {what} (lines {first}-{last}: {kinds})", run[0].excerpt)

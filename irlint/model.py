@@ -18,8 +18,9 @@ Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from .diagnostics import Diagnostic
@@ -73,11 +74,17 @@ class IRFile:
     @property
     def cnode_count(self) -> int:
         """CNodes including Return lines, as MindSpore's ``Total number of cnodes`` counts them."""
-        return sum(1 for _, k in self.graph.nodes(data="kind") if k in ("cnode", "return"))
+        kinds = self._kinds()
+        return kinds["cnode"] + kinds["return"]
 
     @property
     def param_count(self) -> int:
-        return sum(1 for _, k in self.graph.nodes(data="kind") if k == "param")
+        return self._kinds()["param"]
+
+    def _kinds(self) -> Counter:
+        # counted in C over networkx's node dict: a Python loop over 100k+ nodes took 0.1 s per count
+        nodes = self.graph._node
+        return Counter(map(dict.get, nodes.values(), repeat("kind", len(nodes))))
 
     # --- lookup -----------------------------------------------------------------------------
     def __getitem__(self, key: int) -> dict:

@@ -1,35 +1,39 @@
-"""Streams a dump file line by line into an ``IRFile``.
+"""Reads a dump file into an ``IRFile``: the driver of the three reading steps.
 
-Lines are classified by prefix; only the structured pieces of a record (the call, attribute
-blocks, type line, parameter and subgraph headers) go to the Lark grammar. Source-trace lines,
-most of a file's bytes, are not decoded: a node keeps their byte range and reads them on demand.
+1. ``irlint.scanner`` finds the structural lines in large blocks of bytes; source-trace lines,
+   most of a file's bytes, are never looked at one by one: a node keeps their byte range and
+   reads them on demand.
+2. This module tells the line kinds apart (headers, subgraphs, nodes, type and scope lines) and
+   keeps the state between them; ``irlint.record`` parses the structured parts with the grammar.
+3. ``irlint.assemble`` turns the collected records into the networkx model.
+
 A line that cannot be read becomes a diagnostic and reading resumes at the next line.
 """
 from __future__ import annotations
 
 import gc
 import re
-from typing import Any, BinaryIO
-
-import networkx as nx
+from typing import BinaryIO, Iterator
 
 from . import diagnostics as D
+from .assemble import Records, assemble, check_counts
 from .diagnostics import Diagnostic, excerpt
 from .discover import is_dump_start
 from .model import IRFile, Subgraph
-from .stages import stage_of
-from .syntax import GrammarError, parse_attrs, parse_call, parse_header, parse_param, parse_types
-from .values import Call, FreeVar, GraphRef, Ref
+from .record import NODE_LINE, GrammarError, normalize_op, parse_node, parse_param_line, parse_type_line
+from .scanner import TraceRun, scan
+from .syntax import parse_header
+from .values import FreeVar, GraphRef, Ref
+
+__all__ = ["read_ir", "normalize_op", "MAX_RECORD_BYTES"]
 
 MAX_RECORD_BYTES = 4 * 1024 * 1024   # a node record longer than this is skipped, not parsed
 MAX_CONTINUATION_LINES = 100_000     # a multi-line tensor value that never closes
+MAX_UTF8_REPORTED = 20
 
-_NODE = re.compile(r"  (%\d+)\(([^\s)]*)\) = (.*)\Z", re.S)
-_ATTR_MARKERS = (" {instance name: ", " primitive_attrs: {", " cnode_attrs: {", " cnode_primal_attrs: {")
-_ORDER_ITEM = re.compile(r"#\s+\d+: ")
-_PARA_INDEX = re.compile(r"%para(\d+)_")
 _KEY_VALUE = re.compile(r"([\w.\-]+) ?: ?(.*)\Z")   # 2.10 "key: value", 1.x-2.2 "key : value"
 _GRAPH_FLAG = re.compile(r"([A-Za-z_]\w*): (-?\d+)\Z")  # "switch_input: 1", "indirect: 1" before "subgraph attr:"
+_ORDER_ITEM = re.compile(r"#\s+\d+: ")
 # Header comments of every version: "# IR entry: @g" (2.1+), "#IR entry      : @g" (1.x, 2.0),
 # "#Total subgraph : 3", "#attrs         :", "# order:".
 _HASH_KEY = re.compile(r"#\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)\Z")
@@ -40,35 +44,9 @@ _HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total 
 # a "# ====" rule, and marks the failing node with "#------------------------> N".
 _NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
 
-TRACE = b"      # In file "
-TYPE = b"      : "
-SCOPES = (b"      # Fullname with scope: (", b"      # Scope: (")
 NODE_COMMENT = b"      # "
-CANDIDATE = b"      # Corresponding "
+TYPE_LINE = b"      : "
 _RECORD_STARTS = (b"  %", b"  Return(", b"      : ", b"      # ", b"}", b"subgraph ", b"# ", b"%para")
-
-
-class _Lines:
-    """Lines of a binary file, with one line of push-back."""
-
-    def __init__(self, f: BinaryIO):
-        self._it = iter(f)
-        self._back: list[bytes] = []
-
-    def __iter__(self) -> "_Lines":
-        return self
-
-    def __next__(self) -> bytes:
-        if self._back:
-            return self._back.pop()
-        return next(self._it)
-
-    def push(self, raw: bytes) -> None:
-        self._back.append(raw)
-
-
-def normalize_op(raw: str) -> str:
-    return raw[9:] if raw.startswith("PrimFunc_") else raw
 
 
 def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = None) -> IRFile:
@@ -80,7 +58,9 @@ def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = Non
     ir = IRFile.empty(path)
     ir.source = stream
     # Reading only adds objects, and the cyclic collector would rescan the growing graph again
-    # and again (a third of the time on a 100 MB dump); it runs once the read is over.
+    # and again (a third of the time on a 100 MB dump). Afterwards the new objects go straight to
+    # the oldest generation (freeze + unfreeze): the first young collection would otherwise scan
+    # the whole model once more (0.4 s for 100 MB); a full collection still sees them.
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -88,12 +68,14 @@ def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = Non
             stream.seek(0)
             _Reader(ir, display or path).run(stream)
         else:
-            with open(path, "rb") as f:
+            with open(path, "rb", buffering=0) as f:
                 _Reader(ir, display or path).run(f)
     except OSError as exc:
         ir.diagnostics.append(Diagnostic(display or path, 0, D.UNREADABLE, f"cannot read: {exc.strerror or exc}"))
     finally:
         if collecting:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
     return ir
 
@@ -102,16 +84,9 @@ class _Reader:
     def __init__(self, ir: IRFile, name: str):
         self.ir = ir
         self.name = name
-        self.g: nx.MultiDiGraph = ir.graph
-        self.nodes: list[tuple[int, dict]] = []
-        self.pending_edges: list[tuple[Any, int, int, str]] = []  # (ref, consumer, pos, graph)
-        self.calls: list[tuple[int, str, tuple, str]] = []  # (call node, callee graph, args refs, graph)
-        self.next_key = 0
+        self.rec = Records()
         self.sub: Subgraph | None = None
         self.local: dict[str, int] = {}       # %N -> key within the open subgraph
-        self.params: dict[str, int] = {}      # %paraN_x -> key (parameter names are file-unique)
-        self.by_name: dict[tuple[str, str], int] = {}  # (graph, name) -> key, for $(@g:name)
-        self.graph_nodes: dict[str, int] = {}
         self.current: dict | None = None      # the record whose comment lines follow
         self.current_key = -1
         self.type_lines = 0
@@ -120,6 +95,8 @@ class _Reader:
         self.bad_utf8 = 0
         self.block: str | None = None        # a top-level "name {" block such as "jit config {"
         self.in_order = False                # the "# Order:" listing after a subgraph
+        self.eof_line = 0
+        self.param_data: dict[int, dict] = {}  # key -> data of a parameter, for a later, typed declaration
 
     # --- helpers ----------------------------------------------------------------------------------
     def diag(self, line: int, code: str, message: str, text: str = "") -> None:
@@ -130,23 +107,16 @@ class _Reader:
             return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             self.bad_utf8 += 1
-            if self.bad_utf8 <= 20:
+            if self.bad_utf8 <= MAX_UTF8_REPORTED:
                 self.diag(lineno, D.INVALID_UTF8, f"invalid UTF-8 at byte {exc.start} of the line; replaced")
             return raw.decode("utf-8", "replace")
 
-    def new_key(self) -> int:
-        key = self.next_key
-        self.next_key += 1
-        return key
-
-    def graph_node(self, name: str) -> int:
-        key = self.graph_nodes.get(name)
-        if key is None:
-            key = self.new_key()
-            self.graph_nodes[name] = key
-            self.nodes.append((key, {"kind": "subgraph", "graph": name, "id": name, "name": name[1:],
-                                     "line": 0, "op": "subgraph", "scope": ""}))
-        return key
+    def check_trace_utf8(self, run: TraceRun) -> None:
+        if not run.text:
+            return   # the scanner found the whole block valid
+        for i, raw in enumerate(run.text.split(b"\n")[: run.lines]):
+            if not raw.isascii():
+                self.decode(raw, run.line + i)
 
     # --- main loop --------------------------------------------------------------------------------
     def run(self, f: BinaryIO) -> None:
@@ -166,73 +136,76 @@ class _Reader:
         self.finish()
 
     def loop(self, f: BinaryIO) -> None:
-        lineno = 0
-        offset = 0
         traces = self.ir.traces
         trace_start = -1       # byte offset where the open trace region starts
-        trace_line = 0
-        it = _Lines(f)
-        for raw in it:
-            lineno += 1
-            start = offset
-            offset += len(raw)
-            # Source traces: most of the bytes. Only remember where they are.
-            if raw.startswith(TRACE) or raw.startswith(CANDIDATE) or raw.startswith(b"# In file "):
-                if trace_start < 0:
-                    trace_start, trace_line = start, lineno
-                if not raw.isascii():
-                    try:
-                        raw.decode("utf-8")
-                    except UnicodeDecodeError:
-                        self.decode(raw, lineno)
-                continue
-            if trace_start >= 0:
-                if self.current_key >= 0 and raw.startswith(NODE_COMMENT):
-                    pass  # a "Corresponding ... candidate" block keeps the region open
+        trace_line = trace_end = 0
+        lineno = 0
+        items = scan(f)
+        for item in items:
+            while True:   # runs again only for the line that ended a multi-line record
+                if type(item) is TraceRun:
+                    # Source traces: most of the bytes. Only remember where they are.
+                    if trace_start < 0:
+                        trace_start, trace_line = item.start, item.line
+                    trace_end = item.end
+                    lineno = item.line + item.lines - 1
+                    self.check_trace_utf8(item)
+                    break
+                lineno, start, raw = item
+                if trace_start >= 0:
+                    if self.current_key >= 0 and raw.startswith(NODE_COMMENT):
+                        pass  # a "Corresponding ... candidate" block keeps the region open
+                    else:
+                        if self.current_key >= 0:
+                            traces[self.current_key] = (trace_line, trace_start, start)
+                        trace_start = -1
+                if len(raw) >= MAX_RECORD_BYTES:
+                    self.diag(lineno, D.LINE_TOO_LONG, f"line of {len(raw) + 1:,} bytes skipped",
+                              raw[:80].decode("utf-8", "replace"))
+                    self.current, self.current_key = None, -1
+                    break
+                if raw.startswith(TYPE_LINE) and self.type_lines and self.current is not None and raw.isascii():
+                    self.type_lines += 1   # a kernel graph's second and third type lines: no rule reads them
+                    break
+                line = self.decode(raw, lineno).rstrip("\r")
+                if line.startswith("  %"):
+                    first = lineno   # a record's line is its first line, however many it spans
+                    ended_by = None
+                    if line.count("(") != line.count(")") or line.count("[") != line.count("]"):
+                        line, lineno, ended_by = self.continuation(line, items, lineno)
+                    self.node_line(line, first)
+                    if ended_by is not None:
+                        item = ended_by
+                        continue
+                elif line.startswith("      "):
+                    self.comment_line(line, lineno)
                 else:
-                    if self.current_key >= 0:
-                        traces[self.current_key] = (trace_line, trace_start, start)
-                    trace_start = -1
-            if len(raw) > MAX_RECORD_BYTES:
-                self.diag(lineno, D.LINE_TOO_LONG, f"line of {len(raw):,} bytes skipped",
-                          raw[:80].decode("utf-8", "replace"))
-                self.current, self.current_key = None, -1
-                continue
-            line = self.decode(raw, lineno).rstrip("\r\n")
-            if line.startswith("  %"):
-                first = lineno   # a record's line is its first line, however many it spans
-                if line.count("(") != line.count(")") or line.count("[") != line.count("]"):
-                    line, extra, offset = self.continuation(line, it, offset, lineno)
-                    lineno += extra
-                self.node_line(line, first)
-            elif line.startswith("      "):
-                self.comment_line(line, lineno)
-            else:
-                self.top_line(line, lineno)
+                    self.top_line(line, lineno)
+                break
         if trace_start >= 0 and self.current_key >= 0:
-            traces[self.current_key] = (trace_line, trace_start, offset)
+            traces[self.current_key] = (trace_line, trace_start, trace_end)
         self.eof_line = lineno
 
-    def continuation(self, line: str, it: "_Lines", offset: int, lineno: int) -> tuple[str, int, int]:
+    def continuation(self, line: str, items: Iterator, lineno: int) -> tuple[str, int, object]:
         """A node line holding a printed tensor continues until its brackets close. A line that
-        starts a new record ends it early (the broken record is then reported, not swallowed)."""
+        starts a new record ends it early (the broken record is then reported, not swallowed);
+        that line is returned, to be read next."""
         parts = [line]
         depth = line.count("(") - line.count(")") + line.count("[") - line.count("]")
         size = len(line)
         extra = 0
-        for raw in it:
-            if raw.startswith(_RECORD_STARTS):
-                it.push(raw)
-                break
+        for item in items:
+            if type(item) is TraceRun or item[2].startswith(_RECORD_STARTS):
+                return " ".join(parts), lineno, item
             extra += 1
-            offset += len(raw)
-            text = self.decode(raw, lineno + extra).rstrip("\r\n")
+            lineno = item[0]
+            text = self.decode(item[2], lineno).rstrip("\r")
             parts.append(text.strip())
             size += len(text)
             depth += text.count("(") - text.count(")") + text.count("[") - text.count("]")
             if depth <= 0 or size > MAX_RECORD_BYTES or extra >= MAX_CONTINUATION_LINES:
                 break
-        return " ".join(parts), extra, offset
+        return " ".join(parts), lineno, None
 
     # --- line kinds ----------------------------------------------------------------------------------
     def top_line(self, line: str, lineno: int) -> None:
@@ -339,36 +312,24 @@ class _Reader:
 
     def param_line(self, line: str, lineno: int) -> None:
         try:
-            name, fields = parse_param(line)
+            name, out_type, has_default = parse_param_line(line)
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"parameter line: {exc}", line)
             return
-        types = [f for f in fields if isinstance(f, Call) and f.bracket == "<"]
-        out_type = None
-        if types:
-            try:
-                out_type = parse_types(f"({_type_source(line)})")[0][0]
-            except (GrammarError, IndexError):
-                out_type = None
-        key = self.params.get(name)
+        rec = self.rec
+        key = rec.params.get(name)
         if key is None:
-            key = self.new_key()
-            self.params[name] = key
+            key = rec.new_key()
+            rec.params[name] = key
             data = {"kind": "param", "graph": self.ir.entry or "", "id": name, "name": name[1:], "line": lineno,
-                    "op": "Parameter", "scope": "", "out_type": out_type,
-                    "has_default": "has_default" in fields}
-            self.nodes.append((key, data))
-            self.by_name[(data["graph"], data["name"])] = key
+                    "op": "Parameter", "scope": "", "out_type": out_type, "has_default": has_default}
+            rec.nodes.append((key, data))
+            rec.by_name[(data["graph"], data["name"])] = key
+            self.param_data[key] = data
         else:
-            data = self.node_data(key)
+            data = self.param_data.get(key)
             if data is not None and data.get("out_type") is None:
                 data["out_type"] = out_type
-
-    def node_data(self, key: int) -> dict | None:
-        for k, d in reversed(self.nodes):
-            if k == key:
-                return d
-        return None
 
     def subgraph_header(self, line: str, lineno: int) -> None:
         if self.sub is not None and not self.sub.closed:
@@ -384,16 +345,19 @@ class _Reader:
         self.section = None
         self.ir.subgraphs[name] = sub
         self.sub = sub
-        self.local = {}
+        self.local = self.rec.locals[name] = {}
+        rec = self.rec
         for p in params:
             pname = str(p)
-            key = self.params.get(pname)
+            key = rec.params.get(pname)
             if key is None:
-                key = self.new_key()
-                self.params[pname] = key
-                self.nodes.append((key, {"kind": "param", "graph": name, "id": pname, "name": pname[1:],
-                                         "line": lineno, "op": "Parameter", "scope": "", "out_type": None}))
-                self.by_name[(name, pname[1:])] = key
+                key = rec.new_key()
+                rec.params[pname] = key
+                data = {"kind": "param", "graph": name, "id": pname, "name": pname[1:],
+                        "line": lineno, "op": "Parameter", "scope": "", "out_type": None}
+                rec.nodes.append((key, data))
+                rec.by_name[(name, pname[1:])] = key
+                self.param_data[key] = data
             sub.params.append(key)
 
     def close_subgraph(self, lineno: int) -> None:
@@ -406,7 +370,7 @@ class _Reader:
 
     def node_line(self, line: str, lineno: int) -> None:
         self.current, self.current_key = None, -1
-        m = _NODE.match(line)
+        m = NODE_LINE.match(line)
         if m is None:
             self.diag(lineno, D.BAD_RECORD, "node line without '%N(name) = '", line)
             return
@@ -421,34 +385,15 @@ class _Reader:
         if self.sub is None:
             self.diag(lineno, D.BAD_RECORD, "node outside a subgraph; skipped", line)
             return
-        cut = len(rest)
-        marks = []
-        for marker in _ATTR_MARKERS:
-            pos = rest.find(marker)
-            if pos >= 0:
-                marks.append((pos, marker))
-                cut = min(cut, pos)
-        head = rest[:cut].rstrip()
         try:
-            callee, args = parse_call(head)
-            blocks = self.attr_blocks(rest, sorted(marks))
+            callee, args, raw_op, op, blocks = parse_node(rest)
         except GrammarError as exc:
             col = (exc.column or 1) + (len(line) - len(rest))
             self.diag(lineno, D.BAD_RECORD, f"unparseable record ({exc}); skipped", line[max(0, col - 20):])
             return
         is_return = node_id == "Return"
-        if type(callee) is str:  # Ref and GraphRef are str subclasses: they are calls
-            raw_op = callee
-            op = normalize_op(callee)
-        elif _bracket_attrs(callee):
-            # analyze_fail.ir prints a primitive's attributes in brackets: Depend[side_effect_propagate: I64(1)](..)
-            raw_op = callee.name
-            op = normalize_op(raw_op)
-            blocks.setdefault("primitive_attrs", {}).update(kv for d in callee.args for kv in d.items())
-        else:
-            raw_op = str(callee) if not isinstance(callee, GraphRef) else f"call {callee}"
-            op = "call"
-        key = self.new_key()
+        rec = self.rec
+        key = rec.new_key()
         graph = self.sub.name
         data = {
             "kind": "return" if is_return else "cnode",
@@ -468,7 +413,7 @@ class _Reader:
             "scope": "",
             "args": args,
         }
-        self.nodes.append((key, data))
+        rec.nodes.append((key, data))
         self.sub.nodes.append(key)
         if is_return:
             self.sub.return_node = key
@@ -477,32 +422,15 @@ class _Reader:
                 self.diag(lineno, D.BAD_RECORD, f"{node_id} defined twice in {graph}", line)
             self.local[node_id] = key
             if name:
-                self.by_name[(graph, name)] = key
+                rec.by_name[(graph, name)] = key
         for pos, arg in enumerate(args):
-            self.pending_edges.append((arg, key, pos, graph))
+            rec.edges.append((arg, key, pos, graph))
         if isinstance(callee, GraphRef):
-            self.calls.append((key, str(callee), args, graph))
+            rec.calls.append((key, str(callee), args, graph))
         elif isinstance(callee, (Ref, FreeVar)):
-            self.pending_edges.append((callee, key, -1, graph))
+            rec.edges.append((callee, key, -1, graph))
         self.current, self.current_key = data, key
         self.type_lines = 0
-
-    def attr_blocks(self, rest: str, marks: list[tuple[int, str]]) -> dict:
-        blocks: dict[str, Any] = {}
-        for i, (pos, marker) in enumerate(marks):
-            end = marks[i + 1][0] if i + 1 < len(marks) else len(rest)
-            text = rest[pos:end].strip()
-            if marker == " {instance name: ":
-                close = text.rfind("}")
-                blocks["instance"] = text[len("{instance name: "): close if close > 0 else len(text)].strip()
-            else:
-                label, _, body = text.partition(": ")
-                first, *extra = _brace_groups(body)
-                blocks[label] = parse_attrs(first)
-                # Parallel dumps print the op's strategies last, as an unnamed block: {in_strategy: ...}
-                for group in extra:
-                    blocks.setdefault("parallel_info", {}).update(parse_attrs(group))
-        return blocks
 
     def comment_line(self, line: str, lineno: int) -> None:
         data = self.current
@@ -514,16 +442,10 @@ class _Reader:
             self.type_lines += 1
             if self.type_lines == 1:
                 try:
-                    ins, outs = parse_types(body[2:].strip())
+                    data["in_types"], data["out_type"] = parse_type_line(body[2:].strip())
                 except GrammarError as exc:
                     self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line)
                     return
-                if outs is None:       # Return: "(<T>)" is its input
-                    data["in_types"] = ins
-                    data["out_type"] = ins[0] if ins else None
-                else:
-                    data["in_types"] = ins
-                    data["out_type"] = outs[0] if len(outs) == 1 else (outs[0] if outs else None)
             return
         if body.startswith("# Fullname with scope: (") or body.startswith("# Scope: ("):
             if data is not None:
@@ -542,144 +464,7 @@ class _Reader:
     # --- end of file ----------------------------------------------------------------------------------
     def finish(self) -> None:
         if self.sub is not None and not self.sub.closed:
-            self.diag(getattr(self, "eof_line", 0), D.TRUNCATED,
-                      f"file ends inside subgraph {self.sub.name} (truncated dump?)")
-        g = self.g
-        g.add_nodes_from(self.nodes)
-        edges = []
-        local_maps: dict[str, dict[str, int]] = {}
-        for sub in self.ir.subgraphs.values():
-            local_maps[sub.name] = {g.nodes[k]["id"]: k for k in sub.nodes if g.nodes[k]["kind"] == "cnode"}
-        unresolved = 0
-        const_nodes = []
-        for arg, consumer, pos, graph in self.pending_edges:
-            src = self.resolve(arg, graph, local_maps)
-            if src is None:
-                if isinstance(arg, (Ref, FreeVar)):
-                    unresolved += 1
-                    if unresolved <= 20:
-                        data = g.nodes[consumer]
-                        self.diag(data["line"], D.UNRESOLVED, f"{arg} is not defined in {graph}")
-                    continue
-                if pos < 0:
-                    continue
-                key = self.new_key()
-                const_nodes.append((key, {"kind": "const", "graph": graph, "id": "", "name": "", "line": g.nodes[consumer]["line"],
-                                          "op": "Constant", "scope": "", "value": arg}))
-                src = key
-            if pos < 0:
-                edges.append((src, consumer, "callee", {"kind": "callee"}))
-            else:
-                edges.append((src, consumer, pos, {"kind": "data"}))
-        g.add_nodes_from(const_nodes)
-        for call, callee, args, graph in self.calls:
-            sub = self.ir.subgraphs.get(callee)
-            gkey = self.graph_node(callee)
-            if gkey not in g:
-                g.add_node(gkey, **dict(self.nodes[-1][1]))
-            edges.append((gkey, call, "callee", {"kind": "callee"}))
-            if sub is None:
-                continue
-            for i, arg in enumerate(args[: len(sub.params)]):
-                src = self.resolve(arg, graph, local_maps)
-                if src is not None:
-                    edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
-            if sub.return_node is not None:
-                edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
-        g.add_edges_from(edges)
-        self.check_counts()
-
-    def resolve(self, arg: Any, graph: str, local_maps: dict[str, dict[str, int]]) -> int | None:
-        if isinstance(arg, Ref):
-            s = str(arg)
-            if s.startswith("%para"):
-                key = self.params.get(s)
-                if key is None:
-                    # early stages print a parameter's declared and referenced names differently
-                    # ("%para1_args" vs "%para1_Parameter_3"); the number is what identifies it
-                    m = _PARA_INDEX.match(s)
-                    key = self.params_by_index().get(m.group(1)) if m else None
-                return key
-            key = local_maps.get(graph, {}).get(s)
-            return key
-        if isinstance(arg, FreeVar):
-            return self.by_name.get((arg.graph, arg.name))
-        if isinstance(arg, GraphRef):
-            name = str(arg)
-            if name.startswith("@@"):
-                name = name[1:]
-            key = self.graph_nodes.get(name)
-            if key is None:
-                key = self.graph_node(name)
-                self.g.add_node(key, **self.nodes[-1][1])
-            return key
-        return None
-
-    def params_by_index(self) -> dict[str, int]:
-        if not hasattr(self, "_para_index"):
-            self._para_index = {}
-            for name, key in self.params.items():
-                m = _PARA_INDEX.match(name)
-                if m:
-                    self._para_index.setdefault(m.group(1), key)
-        return self._para_index
-
-    def check_counts(self) -> None:
-        header = self.ir.header
-        if "total_cnodes" in header and not any(d.code == D.TRUNCATED for d in self.ir.diagnostics):
-            if self.ir.cnode_count != header["total_cnodes"]:
-                self.diag(0, D.COUNT_MISMATCH,
-                          f"read {self.ir.cnode_count} cnodes, the header says {header['total_cnodes']}")
-        if "total_subgraphs" in header and len(self.ir.subgraphs) < header["total_subgraphs"]:
-            if not any(d.code == D.TRUNCATED for d in self.ir.diagnostics):
-                self.diag(getattr(self, "eof_line", 0), D.TRUNCATED,
-                          f"read {len(self.ir.subgraphs)} of {header['total_subgraphs']} subgraphs (truncated dump?)")
-
-
-def _brace_groups(text: str) -> list[str]:
-    """``{a: 1} {b: 2}`` -> its top-level brace groups; anything else comes back whole."""
-    if text.count("{") < 2:
-        return [text]
-    groups: list[str] = []
-    depth, start, quote, prev = 0, 0, "", ""
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and prev != "\\":
-                quote = ""
-        elif ch == '"':
-            quote = ch
-        elif ch == "{":
-            if depth == 0:
-                if text[start:i].strip():
-                    return [text]
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                groups.append(text[start:i + 1])
-                start = i + 1
-        prev = ch
-    if depth or text[start:].strip() or not groups:
-        return [text]
-    return groups
-
-
-def _bracket_attrs(callee: Any) -> bool:
-    return (isinstance(callee, Call) and callee.bracket == "[" and type(callee.name) is str and bool(callee.args)
-            and all(isinstance(a, dict) for a in callee.args))
-
-
-def _type_source(line: str) -> str:
-    """The ``<...>`` type of a parameter line: ``%para1_x: <T> : [..]`` -> ``<T>``."""
-    start = line.find("<")
-    depth = 0
-    for i in range(start, len(line)):
-        c = line[i]
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth -= 1
-            if depth == 0:
-                return line[start: i + 1]
-    return line[start:]
+            self.diag(self.eof_line, D.TRUNCATED, f"file ends inside subgraph {self.sub.name} (truncated dump?)")
+        self.ir.diagnostics[:] = D.merge_line_runs(self.ir.diagnostics)
+        assemble(self.ir, self.rec, self.diag)
+        check_counts(self.ir, self.eof_line, self.diag)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
@@ -246,14 +246,18 @@ def _describe(exc: LarkError, text: str) -> str:
 # vary between otherwise identical pieces; the parse of the rest is shared. Each blank is
 # numbered, so that filling it back does not depend on the order the transformer builds values.
 _W = r"[^\s,()\[\]{}<>:=*\"']"      # a character of a WORD (grammar/ir.lark)
+# Every alternative starts with a literal character, so the regex engine skips to the next
+# candidate in C (four times faster than lookbehinds first). A ``=name`` blank keeps its "=".
 _VOLATILE = re.compile(
-    rf'(?<!{_W})%{_W}+'                                       # %12, %para3_x: Ref words
+    rf'%(?<!{_W}%){_W}+'                                       # %12, %para3_x: Ref words
     r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"
-    rf'|(?<==)(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
+    rf'|=(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
+    rf'|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)'  # I64(981): ids differ per layer
 )
 _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
 _WORD_SLOT = "\x01"
+_INT_SLOT = "\x02"
 
 
 def _template(text: str) -> tuple[str, list[str]]:
@@ -267,12 +271,14 @@ def _template(text: str) -> tuple[str, list[str]]:
             return f"{_REF_SLOT}{n}"
         if s[0] == '"':
             return f'"{_STR_SLOT}{n}"'
-        return f"{_WORD_SLOT}{n}"
+        if s[-1] == ")":
+            return f"{_INT_SLOT}{n}"
+        return f"={_WORD_SLOT}{n}"
 
     return _VOLATILE.sub(blank, text), fills
 
 
-_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)")
+_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)|\x02(\\d+)")
 
 
 def _fill_text(text: str, fills: list[str]) -> str:
@@ -283,7 +289,9 @@ def _fill_text(text: str, fills: list[str]) -> str:
             return fills[int(m.group(1))]
         if m.group(2) is not None:
             return fills[int(m.group(2))][1:-1]
-        return fills[int(m.group(3))]
+        if m.group(3) is not None:
+            return fills[int(m.group(3))][1:]
+        return str(_int_value(fills[int(m.group(4))]))
 
     return _SLOT.sub(fill, text)
 
@@ -293,12 +301,19 @@ def _fill_text(text: str, fills: list[str]) -> str:
 _REF_PLAN, _TEXT_PLAN = "ref", "text"
 
 
+def _int_value(scalar: str) -> int:
+    """``I64(981)`` -> 981."""
+    return int(scalar[scalar.index("(") + 1:-1])
+
+
 def _plan(value: Any) -> Any:
     kind = type(value)
     if kind is Ref:
         return _REF_PLAN if "\x00" in value else None
     if kind is str:
-        return _TEXT_PLAN if "\x00" in value or "\x01" in value else None
+        if value[:1] == _INT_SLOT and value[1:].isdigit():
+            return ("int", int(value[1:]))   # I64(<blank>): the number itself
+        return _TEXT_PLAN if "\x00" in value or "\x01" in value or "\x02" in value else None
     if isinstance(value, list):
         return ("list", [_plan(v) for v in value])
     if isinstance(value, dict):
@@ -312,6 +327,12 @@ def _plan(value: Any) -> Any:
         if parts[0] is None and parts[1] is None and not any(parts[2]) and not any(parts[3]):
             return None
         return ("call", parts)
+    if kind is TensorType:
+        parts = (_plan(value.kind), _plan(value.dtype), _plan(value.raw))
+        return ("type", parts) if any(p is not None for p in parts) else None
+    if kind is FreeVar:
+        parts = (_plan(value.graph), _plan(value.name))
+        return ("freevar", parts) if any(p is not None for p in parts) else None
     return None
 
 
@@ -323,6 +344,8 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
     if plan is _TEXT_PLAN:
         return _fill_text(value, fills)
     tag, parts = plan
+    if tag == "int":
+        return _int_value(fills[parts])
     if tag == "tuple":
         # keeps the group classes (_Paren, _KeyValue ...) that parse_call still needs
         return value.__class__([v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)])
@@ -330,6 +353,11 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
         return [v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)]
     if tag == "dict":
         return {_refill(k, kp, fills): _refill(v, vp, fills) for (k, v), (kp, vp) in zip(value.items(), parts)}
+    if tag == "type":
+        return TensorType(_refill(value.kind, parts[0], fills), _refill(value.dtype, parts[1], fills), value.shape,
+                          _refill(value.raw, parts[2], fills))
+    if tag == "freevar":
+        return FreeVar(_refill(value.graph, parts[0], fills), _refill(value.name, parts[1], fills))
     name, args, values, keys = parts
     return Call(_refill(value.name, name, fills), _refill(value.args, args, fills),
                 tuple((_refill(k, kp, fills), _refill(v, vp, fills))
@@ -343,7 +371,7 @@ def _parse_template(template: str, start: str) -> tuple[Any, Any]:
 
 
 def _memo_parse(text: str, start: str) -> Any:
-    if "\x00" in text or "\x01" in text:
+    if "\x00" in text or "\x01" in text or "\x02" in text:
         return _parse(text, start)  # would be mistaken for blanks
     template, fills = _template(text)
     try:
@@ -353,6 +381,107 @@ def _memo_parse(text: str, start: str) -> Any:
     if not fills:
         return value
     return _refill(value, plan, fills)
+
+
+_SLOT_ONLY = re.compile("(%\x00|\x00|\x01|\x02)(\\d+)\\Z")
+MAX_BUILDER_SOURCE = 20_000
+
+
+def _builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
+    """The refill of one template as a compiled lambda: a template's values are rebuilt by one
+    Python expression (tuple, dict and list displays) instead of a recursive walk of its plan.
+    None when the expression would be too large or too deep for the compiler."""
+    source = _BuilderSource()
+    text = source.expr(value, plan)
+    if len(text) > MAX_BUILDER_SOURCE:
+        return None
+    names = {"c": source.consts, "R": Ref, "T": _fill_text, "I": _int_value, "TT": TensorType, "FV": FreeVar, "C": Call}
+    try:
+        return eval(f"lambda f: {text}", names)  # noqa: S307 - our own source, built from a parse
+    except (SyntaxError, RecursionError, MemoryError):
+        return None
+
+
+class _BuilderSource:
+    """Writes the expression of a builder; ``f`` is the list of fills, ``c`` the shared constants.
+    (A class rather than nested closures: those would form reference cycles, garbage that every
+    full collection after a file has to find.)"""
+
+    def __init__(self) -> None:
+        self.consts: list = []
+
+    def const(self, v: Any) -> str:
+        self.consts.append(v)
+        return f"c[{len(self.consts) - 1}]"
+
+    def text(self, v: str, as_ref: bool) -> str:
+        m = _SLOT_ONLY.match(v)
+        if m and (m.group(1) == "%\x00") == as_ref:
+            n = m.group(2)
+            if as_ref:
+                return f"R(f[{n}])"
+            return {"\x00": f"f[{n}][1:-1]", "\x01": f"f[{n}][1:]", "\x02": f"str(I(f[{n}]))"}[m.group(1)]
+        return f"R(T({self.const(v)}, f))" if as_ref else f"T({self.const(v)}, f)"
+
+    def expr(self, v: Any, p: Any) -> str:
+        if p is None:
+            return self.const(v)
+        if p is _REF_PLAN:
+            return self.text(v, True)
+        if p is _TEXT_PLAN:
+            return self.text(v, False)
+        expr = self.expr
+        tag, parts = p
+        if tag == "int":
+            return f"I(f[{parts}])"
+        if tag == "tuple":
+            items = "".join(f"{expr(x, q)}, " for x, q in zip(v, parts))
+            return f"({items})" if type(v) is tuple else f"{self.const(type(v))}(({items}))"
+        if tag == "list":
+            return "[" + ", ".join(expr(x, q) for x, q in zip(v, parts)) + "]"
+        if tag == "dict":
+            return "{" + ", ".join(f"{expr(k, kp)}: {expr(x, xp)}" for (k, x), (kp, xp) in zip(v.items(), parts)) + "}"
+        if tag == "type":
+            return f"TT({expr(v.kind, parts[0])}, {expr(v.dtype, parts[1])}, {self.const(v.shape)}, {expr(v.raw, parts[2])})"
+        if tag == "freevar":
+            return f"FV({expr(v.graph, parts[0])}, {expr(v.name, parts[1])})"
+        name, args, values, keys = parts
+        kwargs = "".join(f"({expr(k, kp)}, {expr(x, xp)}), " for (k, x), xp, kp in zip(v.kwargs, values, keys))
+        return f"C({expr(v.name, name)}, {expr(v.args, args)}, ({kwargs}), {self.const(v.bracket)})"
+
+
+_RECIPES: dict[tuple[str, str, str], Callable[[list[str]], Any] | None] = {}
+_NOT_SEEN = object()
+MAX_RECIPES = 65536
+
+
+def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
+    """``parse(text)``, computed once for all texts that differ only in blanks (node ids, strings,
+    ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template is
+    parsed both ways and the recipe is kept only if refilling the template gives the same value."""
+    if "\x00" in text or "\x01" in text or "\x02" in text:
+        return parse(text)  # would be mistaken for blanks
+    # the key: the text with every blank replaced by one mark, plus the kind of each blank
+    # (both in C; no Python call per blank)
+    fills = _VOLATILE.findall(text)
+    key = (kind, _VOLATILE.sub("\x01", text), "".join([f[0] if f[-1] != ")" else ")" for f in fills]))
+    recipe = _RECIPES.get(key, _NOT_SEEN)
+    if recipe is None:
+        return parse(text)
+    if recipe is not _NOT_SEEN:
+        return recipe(fills)
+    template, fills = _template(text)
+    value = parse(text)   # a GrammarError here is the real text's, with its columns
+    try:
+        shape = parse(template)
+        recipe = _builder(shape, _plan(shape))
+        if recipe is not None and repr(recipe(fills)) != repr(value):
+            recipe = None
+    except GrammarError:
+        recipe = None
+    if len(_RECIPES) < MAX_RECIPES:
+        _RECIPES[key] = recipe
+    return value
 
 
 def parse_call(text: str) -> tuple[list, Any]:
@@ -406,6 +535,7 @@ def parse_param(text: str) -> tuple[str, list]:
     return str(name), [_plain(f) if isinstance(f, _Group) else f for f in fields]
 
 
+@lru_cache(maxsize=65536)   # the value is immutable; every stage file repeats the subgraph headers
 def parse_header(text: str) -> tuple[str, str | None, tuple]:
     """``subgraph @g parent: [subgraph @p](%para1_x) {`` -> (name, parent, parameter refs)."""
     items = _parse(text, "header")

@@ -151,3 +151,43 @@ def test_none_arguments_keep_their_positions():
     _, args = parse_call("PrimFunc_SumExt(%3, None, Bool(0), None)")
     assert args == (Ref("%3"), None, False, None)
     assert parse_value("(1, 2,)") == (1, 2)      # a trailing comma adds nothing
+
+
+# Whole records are memoised on their template (irlint.syntax.memo_by_template): records that
+# differ only in ids, strings, key=name values and I64(N) share one parse, refilled per record.
+_RECOMPUTED = ('PrimFunc_MatMul(%{a}, %para{p}_model.layers.{l}.w, Bool(0), Bool(1)) {{instance name: matmul}} '
+               'primitive_attrs: {{transpose_b: Bool(1)}} cnode_attrs: {{recompute_id: I64({r}), recompute: Bool(1)}} '
+               'cnode_primal_attrs: {{unique_id: "{u}"}}')
+
+
+def test_records_of_one_template_get_their_own_values():
+    from irlint.record import parse_node
+
+    for a, p, l, r, u in [(3, 4, 0, 981, 417488), (30, 41, 7, -12, 5), (3, 4, 0, 981, 417488)]:
+        callee, args, raw_op, op, blocks = parse_node(_RECOMPUTED.format(a=a, p=p, l=l, r=r, u=u))
+        assert (raw_op, op) == ("PrimFunc_MatMul", "MatMul")
+        assert args == (Ref(f"%{a}"), Ref(f"%para{p}_model.layers.{l}.w"), False, True)
+        assert all(type(x) is Ref for x in args[:2])
+        assert blocks["cnode_attrs"] == {"recompute_id": r, "recompute": True}
+        assert type(blocks["cnode_attrs"]["recompute_id"]) is int
+        assert blocks["cnode_primal_attrs"] == {"unique_id": str(u)}
+        assert blocks["instance"] == "matmul" and blocks["primitive_attrs"] == {"transpose_b": True}
+
+
+def test_records_of_one_template_do_not_share_mutable_values():
+    from irlint.record import parse_node
+
+    first = parse_node(_RECOMPUTED.format(a=1, p=2, l=0, r=1, u=1))[4]
+    second = parse_node(_RECOMPUTED.format(a=1, p=2, l=0, r=1, u=1))[4]
+    first["cnode_attrs"]["recompute"] = False
+    assert second["cnode_attrs"]["recompute"] is True and first["primitive_attrs"] is not second["primitive_attrs"]
+
+
+def test_type_lines_with_parameter_names_keep_their_own_names():
+    from irlint.record import parse_type_line
+
+    for name in ("model.layers.0.attention.wq.weight", "model.layers.9.attention.wq.weight"):
+        ins, out = parse_type_line(f"(<Ref[Tensor[Float32]], (16, 16), ref_key={name}>, <UMonad, NoShape>) "
+                                   "-> (<Tensor[Float32], (16, 16)>)")
+        assert ins[0].kind == "Ref" and ins[0].dtype == "Float32" and ins[0].shape == (16, 16)
+        assert f"ref_key={name}" in ins[0].raw and out.shape == (16, 16)

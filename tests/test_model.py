@@ -119,3 +119,22 @@ def test_a_stream_reads_like_the_file_and_keeps_its_traces():
     assert from_stream.cnode_count == from_file.cnode_count
     silu = _by_id(from_stream, "%6")
     assert from_stream.trace(silu) == from_file.trace(_by_id(from_file, "%6")) != []
+
+
+def test_the_graph_is_the_one_networkx_itself_builds():
+    # the reader fills networkx's adjacency dicts directly (irlint/assemble.py); networkx's own
+    # add_nodes_from/add_edges_from must give an equal graph, with nodes and edges in the same order
+    import networkx as nx
+
+    for path in (S2, JIT):
+        ir = read_ir(str(path))
+        g = ir.graph
+        ref = nx.MultiDiGraph()
+        ref.add_nodes_from(g.nodes(data=True))
+        ref.add_edges_from(g.edges(keys=True, data=True))
+        assert list(g.nodes(data=True)) == list(ref.nodes(data=True))
+        assert list(g.edges(keys=True, data=True)) == list(ref.edges(keys=True, data=True))
+        for n in g:
+            assert sorted(g.in_edges(n, keys=True), key=repr) == sorted(ref.in_edges(n, keys=True), key=repr)
+        assert g.number_of_edges() == ref.number_of_edges() > 0
+        assert all(g.has_edge(u, v, k) for u, v, k in ref.edges(keys=True))

@@ -46,3 +46,28 @@ def test_shared_corpus_reads_completely():
         if ir.diagnostics or ir.header.get("total_cnodes") != ir.cnode_count:
             bad.append((path, ir.cnode_count, ir.header.get("total_cnodes"), ir.diagnostics[:2]))
     assert bad == []
+
+
+def _model(ir) -> tuple:
+    g = ir.graph
+    return (repr(list(g.nodes(data=True))), repr(list(g.edges(keys=True, data=True))),
+            [d.to_dict() for d in ir.diagnostics], ir.traces, ir.header, ir.attrs)
+
+
+@pytest.mark.parametrize("name", ["llama-cast/21_validate_0076.ir", "s2_ffn_3d_reshape_blocks/21_validate_0076.ir"])
+def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name):
+    # the scanner reads 8 MiB blocks; with 61-byte blocks nearly every line, trace run and
+    # multi-line tensor record crosses a boundary, and the file's last line has no newline
+    import irlint.scanner
+
+    data = (FIXTURES / name).read_bytes().rstrip(b"\n")
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(data)
+    whole = read_ir(str(path))
+    monkeypatch.setattr(irlint.scanner, "BLOCK_BYTES", 61)
+    small = read_ir(str(path))
+    assert _model(small) == _model(whole)
+    assert whole.cnode_count == whole.header["total_cnodes"] and whole.traces
+    last = max(whole.traces.values(), key=lambda t: t[2])
+    assert last[2] <= len(data)
+    assert whole.trace(max(whole.traces, key=lambda k: whole.traces[k][2]))

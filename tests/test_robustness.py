@@ -107,3 +107,33 @@ def test_wrong_header_count_is_reported(tmp_path):
     data = CASE.read_bytes().replace(b"Total number of cnodes: 36", b"Total number of cnodes: 37")
     ir = read_ir(_write(tmp_path, data))
     assert _codes(ir) == [D.COUNT_MISMATCH]
+
+
+def test_random_bytes_inside_a_dump_give_one_diagnostic_per_run_of_bad_lines(tmp_path):
+    # issue 11 item 24: 3 KB of random bytes gave 44 diagnostics, one or two per garbage line
+    import random
+
+    lines = CASE.read_bytes().splitlines(keepends=True)
+    node_lines = [i for i, ln in enumerate(lines) if ln.startswith(b"  %")]
+    at = node_lines[5]
+    noise = random.Random(11).randbytes(3 * 1024).rstrip(b"\n") + b"\n"
+    data = b"".join(lines[:at]) + noise + b"".join(lines[at:])
+    ir = read_ir(_write(tmp_path, data))
+    n = noise.count(b"\n")
+    assert len(ir.diagnostics) == 1, [(d.line, d.code, d.message) for d in ir.diagnostics]
+    d = ir.diagnostics[0]
+    assert d.line == at + 1 and d.code == D.UNKNOWN_LINE
+    assert f"{n} consecutive lines" in d.message and f"lines {at + 1}-{at + n}" in d.message
+    assert ir.cnode_count == ir.header["total_cnodes"]   # the records around the noise are read
+
+
+def test_separate_bad_lines_stay_separate_diagnostics(tmp_path):
+    lines = CASE.read_bytes().splitlines(keepends=True)
+    node_lines = [i for i, ln in enumerate(lines) if ln.startswith(b"  %")]
+    out = list(lines)
+    for i in (node_lines[8], node_lines[4]):   # two runs of two lines each, far apart
+        out[i:i] = [b"@@@ garbage one\n", b"@@@ garbage two\n"]
+    ir = read_ir(_write(tmp_path, b"".join(out)))
+    first, second = node_lines[4] + 1, node_lines[8] + 3
+    assert [(d.line, d.code) for d in ir.diagnostics] == [(first, D.UNKNOWN_LINE), (second, D.UNKNOWN_LINE)]
+    assert all("2 consecutive lines" in d.message for d in ir.diagnostics)

@@ -1,0 +1,158 @@
+"""Parses the structured parts of one record: a node line, a type line, a parameter line.
+
+Each function takes the text of one record (already joined when a printed tensor spans lines)
+and returns plain Python values; the Lark grammar (``irlint.syntax``, memoised on templates)
+parses the pieces. A piece the grammar does not accept raises ``GrammarError``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .syntax import GrammarError, memo_by_template, parse_attrs, parse_call, parse_param, parse_types
+from .values import Call, GraphRef, TensorType
+
+__all__ = ["GrammarError", "NODE_LINE", "normalize_op", "parse_node", "parse_type_line", "parse_param_line"]
+
+NODE_LINE = re.compile(r"  (%\d+)\(([^\s)]*)\) = (.*)\Z", re.S)
+_ATTR_MARKERS = (" {instance name: ", " primitive_attrs: {", " cnode_attrs: {", " cnode_primal_attrs: {")
+
+
+def normalize_op(raw: str) -> str:
+    return raw[9:] if raw.startswith("PrimFunc_") else raw
+
+
+def parse_node(rest: str) -> tuple[Any, tuple, str, str, dict]:
+    """The right-hand side of a node line, ``PrimFunc_MatMul(%0, %1) {instance name: ..} ...``
+    -> (callee, arguments, raw op, op, attribute blocks by label). ``GrammarError.column``
+    counts from the start of ``rest``."""
+    return memo_by_template("node", rest, _parse_node)
+
+
+def _parse_node(rest: str) -> tuple[Any, tuple, str, str, dict]:
+    cut = len(rest)
+    marks = []
+    for marker in _ATTR_MARKERS:
+        pos = rest.find(marker)
+        if pos >= 0:
+            marks.append((pos, marker))
+            cut = min(cut, pos)
+    callee, args = parse_call(rest[:cut].rstrip())
+    blocks = _attr_blocks(rest, sorted(marks)) if marks else {}
+    if type(callee) is str:  # Ref and GraphRef are str subclasses: they are calls
+        raw_op = callee
+        op = normalize_op(callee)
+    elif _bracket_attrs(callee):
+        # analyze_fail.ir prints a primitive's attributes in brackets: Depend[side_effect_propagate: I64(1)](..)
+        raw_op = callee.name
+        op = normalize_op(raw_op)
+        blocks.setdefault("primitive_attrs", {}).update(kv for d in callee.args for kv in d.items())
+    else:
+        raw_op = str(callee) if not isinstance(callee, GraphRef) else f"call {callee}"
+        op = "call"
+    return callee, args, raw_op, op, blocks
+
+
+def _attr_blocks(rest: str, marks: list[tuple[int, str]]) -> dict:
+    blocks: dict[str, Any] = {}
+    for i, (pos, marker) in enumerate(marks):
+        end = marks[i + 1][0] if i + 1 < len(marks) else len(rest)
+        text = rest[pos:end].strip()
+        if marker == " {instance name: ":
+            close = text.rfind("}")
+            blocks["instance"] = text[len("{instance name: "): close if close > 0 else len(text)].strip()
+        else:
+            label, _, body = text.partition(": ")
+            first, *extra = _brace_groups(body)
+            blocks[label] = parse_attrs(first)
+            # Parallel dumps print the op's strategies last, as an unnamed block: {in_strategy: ...}
+            for group in extra:
+                blocks.setdefault("parallel_info", {}).update(parse_attrs(group))
+    return blocks
+
+
+def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None]:
+    """``(<T1>, <T2>) -> (<T>)`` -> (input types, output type); a Return's ``(<T>)`` is its input."""
+    # Most type lines repeat exactly (one per layer), and their values are immutable: share them.
+    value = _TYPE_LINES.get(body)
+    if value is None:
+        value = memo_by_template("types", body, _parse_type_line)
+        if len(_TYPE_LINES) < MAX_SHARED_TYPE_LINES:
+            _TYPE_LINES[body] = value
+    return value
+
+
+_TYPE_LINES: dict[str, tuple] = {}
+MAX_SHARED_TYPE_LINES = 65536
+
+
+def _parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None]:
+    ins, outs = parse_types(body)
+    if outs is None:
+        return ins, ins[0] if ins else None
+    return ins, outs[0] if outs else None
+
+
+def parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
+    """``%para1_x: <Tensor[Float32], (2, 8)> : [2, 8]`` -> (name, type, has a default value)."""
+    return memo_by_template("param", line, _parse_param_line)
+
+
+def _parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
+    name, fields = parse_param(line)
+    out_type = None
+    if any(isinstance(f, Call) and f.bracket == "<" for f in fields):
+        try:
+            out_type = parse_types(f"({_type_source(line)})")[0][0]
+        except (GrammarError, IndexError):
+            out_type = None
+    return name, out_type, "has_default" in fields
+
+
+def _brace_groups(text: str) -> list[str]:
+    """``{a: 1} {b: 2}`` -> its top-level brace groups; anything else comes back whole."""
+    if text.count("{") < 2:
+        return [text]
+    groups: list[str] = []
+    depth, start, quote, prev = 0, 0, "", ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and prev != "\\":
+                quote = ""
+        elif ch == '"':
+            quote = ch
+        elif ch == "{":
+            if depth == 0:
+                if text[start:i].strip():
+                    return [text]
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                groups.append(text[start:i + 1])
+                start = i + 1
+        prev = ch
+    if depth or text[start:].strip() or not groups:
+        return [text]
+    return groups
+
+
+def _bracket_attrs(callee: Any) -> bool:
+    return (isinstance(callee, Call) and callee.bracket == "[" and type(callee.name) is str and bool(callee.args)
+            and all(isinstance(a, dict) for a in callee.args))
+
+
+def _type_source(line: str) -> str:
+    """The ``<...>`` type of a parameter line: ``%para1_x: <T> : [..]`` -> ``<T>``."""
+    start = line.find("<")
+    depth = 0
+    for i in range(start, len(line)):
+        c = line[i]
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+            if depth == 0:
+                return line[start: i + 1]
+    return line[start:]
