@@ -243,7 +243,8 @@ def _display(path: Path) -> str:
         rel = os.path.relpath(path)
     except ValueError:
         return str(path)
-    return str(path) if rel.startswith(".." + os.sep + "..") else rel
+    # as ruff does: relative below the working directory, absolute elsewhere
+    return str(path) if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
 def _rank_of(path: Path) -> int | None:
