@@ -33,8 +33,6 @@ DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time
 _RACY_SECONDS = 2.0
-_SOURCES = ("reader.py", "syntax.py", "grammar_file.py", "model.py", "values.py", "stages.py", "rule.py", "findings.py",
-            "diagnostics.py", "engine.py", "cache.py", "memory.py")
 
 
 def default_dir(configured: str | None = None) -> Path:
@@ -74,12 +72,13 @@ def tool_hash() -> str:
 
         h = hashlib.sha256(f"{FORMAT}:{__version__}".encode())
         h.update(grammar_text().encode())
+        # every module of the package: a new reader module must not be left out by a list
         here = Path(__file__).resolve().parent
-        for name in _SOURCES:
+        for file in sorted(here.glob("*.py")):
             try:
-                h.update((here / name).read_bytes())
+                h.update(file.name.encode() + b"\0" + file.read_bytes())
             except OSError:
-                h.update(name.encode())
+                h.update(file.name.encode())
         _TOOL_HASH = h.hexdigest()
     return _TOOL_HASH
 
