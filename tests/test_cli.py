@@ -460,12 +460,8 @@ def test_junit_fails_on_line_level_input_problems(tiny_rules, tmp_path):
     assert 'errors="1"' in result.output and "IR007" in result.output
 
 
-def test_output_folder_is_created_and_the_write_is_atomic(tiny_rules, tmp_path, monkeypatch):
-    out = tmp_path / "sub" / "none" / "out.txt"
-    assert run(DUMP, "-o", str(out)).exit_code == 1
-    good = out.read_text()
-    assert "MatMul gives" in good
-    # a full disk while writing: the previous report stays whole, no temporary file is left
+def _disk_fills_up(monkeypatch):
+    """Writes of reports and baselines fail after 10 bytes, as on a full disk."""
     real_fdopen = os.fdopen
 
     class Full:
@@ -483,6 +479,15 @@ def test_output_folder_is_created_and_the_write_is_atomic(tiny_rules, tmp_path, 
             raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(irlint.reporters.os, "fdopen", lambda fd, *a, **kw: Full(real_fdopen(fd, *a, **kw)))
+
+
+def test_output_folder_is_created_and_the_write_is_atomic(tiny_rules, tmp_path, monkeypatch):
+    out = tmp_path / "sub" / "none" / "out.txt"
+    assert run(DUMP, "-o", str(out)).exit_code == 1
+    good = out.read_text()
+    assert "MatMul gives" in good
+    # a full disk while writing: the previous report stays whole, no temporary file is left
+    _disk_fills_up(monkeypatch)
     result = run(DUMP, "-o", str(out), "--format", "json")
     assert result.exit_code == 2 and "No space left" in result.output
     assert out.read_text() == good
@@ -493,23 +498,7 @@ def test_a_baseline_is_written_atomically(tiny_rules, tmp_path, monkeypatch):
     baseline = tmp_path / "b.json"
     assert run(DUMP, "--write-baseline", str(baseline)).exit_code == 0
     before = baseline.read_text()
-    real_fdopen = os.fdopen
-
-    class Full:
-        def __init__(self, f):
-            self.f = f
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            self.f.close()
-
-        def write(self, text):
-            self.f.write(text[:10])
-            raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(irlint.reporters.os, "fdopen", lambda fd, *a, **kw: Full(real_fdopen(fd, *a, **kw)))
+    _disk_fills_up(monkeypatch)
     result = run(DUMP, "--ignore", "TS001", "--write-baseline", str(baseline))
     assert result.exit_code == 2 and "No space left" in result.output
     assert baseline.read_text() == before
