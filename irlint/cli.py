@@ -551,7 +551,7 @@ def inspect_row(ir) -> dict:
         "subgraphs": len(ir.subgraphs),
         "cnodes": ir.cnode_count,
         "params": ir.param_count,
-        "edges": ir.graph.number_of_edges(),
+        "edges": ir.edge_count,
         "diagnostics": [d.to_dict() for d in ir.diagnostics],
     }
 

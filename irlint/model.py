@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from .diagnostics import Diagnostic
@@ -80,6 +80,12 @@ class IRFile:
     @property
     def param_count(self) -> int:
         return self._kinds()["param"]
+
+    @property
+    def edge_count(self) -> int:
+        """Edges of the multigraph, counted in C (networkx's ``number_of_edges`` walks every edge
+        in Python: 0.1-0.3 s on a 100 MB dump)."""
+        return sum(map(len, chain.from_iterable(map(dict.values, self.graph._succ.values()))))
 
     def _kinds(self) -> Counter:
         # counted in C over networkx's node dict: a Python loop over 100k+ nodes took 0.1 s per count

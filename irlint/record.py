@@ -76,7 +76,7 @@ def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
     # Most type lines repeat exactly (one per layer), and their values are immutable: share them.
     value = _TYPE_LINES.get(body)
     if value is None:
-        value = memo_by_template("types", body, _parse_type_line)
+        value = _flat_type_line(body) or memo_by_template("types", body, _parse_type_line)
         if len(_TYPE_LINES) < MAX_SHARED_TYPE_LINES:
             _TYPE_LINES[body] = value
     return value
@@ -84,6 +84,45 @@ def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
 
 _TYPE_LINES: dict[str, tuple] = {}
 MAX_SHARED_TYPE_LINES = 65536
+
+# A type line of flat entries (no "<" inside an entry). The long ones (a subgraph call's dozens of
+# arguments, every shape a little different) never repeat as a whole, but their entries do: such
+# a line is read entry by entry, each entry parsed once by the grammar.
+_FLAT_TYPES = re.compile(r"\((<[^<>]*>(?:, <[^<>]*>)*)\)(?: -> \((<[^<>]*>(?:, <[^<>]*>)*)\))?\Z")
+_FLAT_ENTRY = re.compile(r"<[^<>]*>")
+
+
+def _flat_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None] | None:
+    m = _FLAT_TYPES.match(body)
+    if m is None:
+        return None
+    try:
+        ins = tuple([_type_entry(t) for t in _FLAT_ENTRY.findall(m.group(1))])
+        if m.group(2) is None:
+            return ins, ins[0]
+        outs = _FLAT_ENTRY.findall(m.group(2))
+        return ins, _type_entry(outs[0])
+    except GrammarError:
+        return None   # the whole line's parse reports it, with its columns
+
+
+def _type_entry(text: str) -> TensorType:
+    value = _TYPE_ENTRIES.get(text)
+    if value is None:
+        value = memo_by_template("type entry", f"({text})", _parse_one_type)
+        if len(_TYPE_ENTRIES) < MAX_SHARED_TYPE_LINES:
+            _TYPE_ENTRIES[text] = value
+    return value
+
+
+def _parse_one_type(text: str) -> TensorType:
+    ins, outs = parse_types(text)
+    if len(ins) != 1 or outs is not None:
+        raise GrammarError("not one type")
+    return ins[0]
+
+
+_TYPE_ENTRIES: dict[str, TensorType] = {}
 
 
 def _parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | None]:

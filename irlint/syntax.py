@@ -365,6 +365,13 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
 
 
 @lru_cache(maxsize=65536)
+def _parse_marked(text: str, start: str) -> Any:
+    # the pieces of a record's template (memo_by_template parses one per new record shape): the
+    # same call or attribute block recurs in many record shapes; values are shared, never mutated
+    return _parse(text, start)
+
+
+@lru_cache(maxsize=65536)
 def _parse_template(template: str, start: str) -> tuple[Any, Any]:
     value = _parse(template, start)
     return value, _plan(value)
@@ -372,7 +379,7 @@ def _parse_template(template: str, start: str) -> tuple[Any, Any]:
 
 def _memo_parse(text: str, start: str) -> Any:
     if "\x00" in text or "\x01" in text or "\x02" in text:
-        return _parse(text, start)  # would be mistaken for blanks
+        return _parse_marked(text, start)  # would be mistaken for blanks
     template, fills = _template(text)
     try:
         value, plan = _parse_template(template, start)

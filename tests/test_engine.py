@@ -1,7 +1,9 @@
 """The lint run: stage choice per rule, one finding per problem per folder, broken rules."""
 from __future__ import annotations
 
+import gc
 import shutil
+import weakref
 
 import pytest
 from pathlib import Path
@@ -152,6 +154,65 @@ class _Hangs(Rule):
 
 def _with(monkeypatch, *extra):
     monkeypatch.setattr(engine, "load_rules", lambda plugins=True: [*load_rules(plugins=False), *extra])
+
+
+class _KeepsTrack(Rule):
+    """Reads the graph's edges as rules do (networkx caches that view on the graph, and the view
+    refers back to it) and keeps a weak reference to every model it checked."""
+    code = "XX995"
+    name = "keeps-track"
+    summary = "remembers the models it saw"
+    seen: list = []
+    cycle = False
+
+    def check(self, ir):
+        list(ir.graph.out_edges)
+        if self.cycle:
+            ir.graph.graph["file"] = ir   # a plugin's reference cycle through the model
+        self.seen.append(weakref.ref(ir))
+        return
+        yield  # pragma: no cover
+
+
+class _MakesCycles(_KeepsTrack):
+    code = "XX994"
+    name = "makes-cycles"
+    seen: list = []
+    cycle = True
+
+
+def _counting_collect(monkeypatch) -> list:
+    calls = []
+    real = gc.collect
+    monkeypatch.setattr(engine.gc, "collect", lambda *a: calls.append(a) or real(*a))
+    return calls
+
+
+def test_each_model_is_freed_after_its_file_without_a_full_collection(monkeypatch):
+    _with(monkeypatch, _KeepsTrack)
+    _KeepsTrack.seen.clear()
+    calls = _counting_collect(monkeypatch)
+    gc.disable()   # only reference counting may free the models here
+    try:
+        engine.lint([str(S2)], _config(all_stages=True))
+    finally:
+        gc.enable()
+    assert len(_KeepsTrack.seen) == len(engine.discover([str(S2)])[0]) > 1
+    assert all(ref() is None for ref in _KeepsTrack.seen)
+    assert calls == []
+
+
+def test_a_model_a_rule_left_in_a_cycle_is_collected_before_the_next_file(monkeypatch):
+    _with(monkeypatch, _MakesCycles)
+    _MakesCycles.seen.clear()
+    calls = _counting_collect(monkeypatch)
+    gc.disable()   # only the engine's own collection may free them
+    try:
+        engine.lint([str(S2)], _config(all_stages=True))
+    finally:
+        gc.enable()
+    assert len(calls) == len(_MakesCycles.seen) > 1
+    assert all(ref() is None for ref in _MakesCycles.seen)
 
 
 def test_a_rule_that_yields_something_else_than_a_finding(monkeypatch):

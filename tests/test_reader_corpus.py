@@ -71,3 +71,27 @@ def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name
     last = max(whole.traces.values(), key=lambda t: t[2])
     assert last[2] <= len(data)
     assert whole.trace(max(whole.traces, key=lambda k: whole.traces[k][2]))
+
+
+def _type_lines(paths: list[str]) -> set[str]:
+    lines = set()
+    for p in paths:
+        with open(p, "rb") as f:
+            lines.update(raw[8:].decode("utf-8", "replace").strip() for raw in f if raw.startswith(b"      : "))
+    return lines
+
+
+@pytest.mark.parametrize("root", [FIXTURES.parent, SHARED], ids=["fixtures", "shared"])
+def test_type_lines_read_entry_by_entry_equal_the_whole_line_parse(root):
+    from irlint import record
+
+    if not root.is_dir():
+        pytest.skip(f"{root} is not there")
+    paths = [str(p) for p in root.rglob("*.ir")]
+    flat = 0
+    for body in _type_lines(paths):
+        fast = record._flat_type_line(body)
+        if fast is not None:
+            flat += 1
+            assert repr(fast) == repr(record._parse_type_line(body)), body
+    assert flat > 1000   # nearly every type line is flat
