@@ -21,13 +21,13 @@ from .diagnostics import Diagnostic, excerpt
 from .discover import is_dump_start
 from .model import IRFile, Subgraph
 from .record import NODE_LINE, GrammarError, normalize_op, parse_node, parse_param_line, parse_type_line
-from .scanner import TraceRun, scan
+from .scanner import RECORD_LIMIT, NodeRecord, TraceRun, scan
 from .syntax import parse_header
 from .values import FreeVar, GraphRef, Ref
 
 __all__ = ["read_ir", "normalize_op", "MAX_RECORD_BYTES"]
 
-MAX_RECORD_BYTES = 4 * 1024 * 1024   # a node record longer than this is skipped, not parsed
+MAX_RECORD_BYTES = RECORD_LIMIT      # a node record longer than this is skipped, not parsed
 MAX_CONTINUATION_LINES = 100_000     # a multi-line tensor value that never closes
 MAX_UTF8_REPORTED = 20
 
@@ -143,6 +143,18 @@ class _Reader:
         items = scan(f)
         for item in items:
             while True:   # runs again only for the line that ended a multi-line record
+                if type(item) is NodeRecord:
+                    # the common case, a whole record at once; the same steps as its lines one by one
+                    if trace_start >= 0:
+                        if self.current_key >= 0:
+                            traces[self.current_key] = (trace_line, trace_start, item.start)
+                        trace_start = -1
+                    self.node_record(item)
+                    run = item.trace
+                    if run is not None and self.current_key >= 0:
+                        trace_start, trace_line, trace_end = run.start, run.line, run.end
+                    lineno = item.last
+                    break
                 if type(item) is TraceRun:
                     # Source traces: most of the bytes. Only remember where they are.
                     if trace_start < 0:
@@ -195,7 +207,7 @@ class _Reader:
         size = len(line)
         extra = 0
         for item in items:
-            if type(item) is TraceRun or item[2].startswith(_RECORD_STARTS):
+            if type(item) is not tuple or item[2].startswith(_RECORD_STARTS):
                 return " ".join(parts), lineno, item
             extra += 1
             lineno = item[0]
@@ -206,6 +218,23 @@ class _Reader:
             if depth <= 0 or size > MAX_RECORD_BYTES or extra >= MAX_CONTINUATION_LINES:
                 break
         return " ".join(parts), lineno, None
+
+    def node_record(self, item: NodeRecord) -> None:
+        lineno = item.line
+        self.node_line(item.node.decode(), lineno)
+        types, scope = item.types, item.scope
+        if self.current is None:   # not read: its other lines are reported as they always are
+            for raw in types.splitlines():
+                lineno += 1
+                self.comment_line(raw.decode(), lineno)
+            return
+        if types:
+            first = types.find(b"\n")
+            self.type_lines = types.count(b"\n")
+            self.first_type_line(types[8:first].decode().strip(), types[:first].decode(), lineno + 1)
+        if scope is not None:
+            scope = scope.decode()
+            self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
 
     # --- line kinds ----------------------------------------------------------------------------------
     def top_line(self, line: str, lineno: int) -> None:
@@ -441,11 +470,7 @@ class _Reader:
                 return
             self.type_lines += 1
             if self.type_lines == 1:
-                try:
-                    data["in_types"], data["out_type"] = parse_type_line(body[2:].strip())
-                except GrammarError as exc:
-                    self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line)
-                    return
+                self.first_type_line(body[2:].strip(), line, lineno)
             return
         if body.startswith("# Fullname with scope: (") or body.startswith("# Scope: ("):
             if data is not None:
@@ -460,6 +485,13 @@ class _Reader:
                 data["scope"] = scope[1:-1] if scope.startswith("(") and scope.endswith(")") else scope
             return  # "Corresponding ... candidate:", "SideEffect": nothing a rule reads
         self.diag(lineno, D.UNKNOWN_LINE, "unknown indented line; skipped", line)
+
+    def first_type_line(self, body: str, line: str, lineno: int) -> None:
+        data = self.current
+        try:
+            data["in_types"], data["out_type"] = parse_type_line(body)
+        except GrammarError as exc:
+            self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line)
 
     # --- end of file ----------------------------------------------------------------------------------
     def finish(self) -> None:

@@ -1,9 +1,17 @@
 """Finds the lines of a dump that hold structure, without touching the others in Python.
 
-A dump is read in large blocks. One compiled regex walks each block and matches either a run of
-source-trace lines (``      # In file ...``, ``      # Corresponding code candidate:``; 50-75% of
-a dump's bytes) as a whole, or a single other line. Only the second kind reaches Python code one
-line at a time; of a trace run only its first line number and byte range are kept.
+A dump is read in large blocks. One compiled regex walks each block and matches, in this order:
+- a whole node record: the node line, its type lines, its scope line and the source-trace lines
+  after them (a ``NodeRecord``; most of a dump is such records);
+- a run of source-trace lines (``      # In file ...``, ``      # Corresponding code candidate:``;
+  50-75% of a dump's bytes) as a whole (a ``TraceRun``);
+- or a single other line, handed to the reader as ``(line number, byte offset, bytes)``.
+Of trace lines only their first line number and byte range are kept.
+
+A node record is handed over whole only when the reader would read it exactly as it reads its
+lines one by one: valid UTF-8, no carriage returns, balanced brackets on the node line (else a
+printed tensor continues it on the next lines), and no line too long to parse. Otherwise its
+lines are handed over one by one.
 """
 from __future__ import annotations
 
@@ -12,10 +20,18 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 BLOCK_BYTES = 8 * 1024 * 1024
+RECORDS = True                   # hand over whole node records (tests compare with line by line)
+RECORD_LIMIT = 4 * 1024 * 1024   # a record this long goes line by line (the reader skips such lines)
 
+_TRACE_LINE = rb"(?:      # In file |      # Corresponding |# In file )[^\n]*\n"
 # A run of trace lines (group 1), or one line of anything else.
-_LINE_OR_TRACE_RUN = re.compile(
-    rb"((?:(?:      # In file |      # Corresponding |# In file )[^\n]*\n)+)|([^\n]*)\n")
+_LINE_OR_TRACE_RUN = re.compile(rb"((?:" + _TRACE_LINE + rb")+)|([^\n]*)\n")
+# The same, after a whole node record: node line (1), type lines (2), scope (3), traces (4).
+_RECORD_OR_LINE = re.compile(
+    rb"(  %[0-9]+\([^\s)]*\) = [^\n]*)\n((?:      : [^\n]*\n)*)"
+    rb"(?:      # (?:Fullname with scope|Scope): \(([^\n]*)\n)?((?:" + _TRACE_LINE + rb")*)"
+    rb"|((?:" + _TRACE_LINE + rb")+)|([^\n]*)\n")
+_RUN, _LINE = 5, 6
 
 
 @dataclass(slots=True)
@@ -29,10 +45,23 @@ class TraceRun:
     text: bytes   # the bytes, for an UTF-8 check; empty when the block was valid UTF-8
 
 
-def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int, bytes] | TraceRun]:
-    """Yields ``(line number, byte offset, line without its newline)`` for each structural line,
-    and a ``TraceRun`` for each run of trace lines, in file order. Any line length works: a block
-    grows until it holds a whole line."""
+@dataclass(slots=True)
+class NodeRecord:
+    """A node line with the lines that belong to it, in valid UTF-8."""
+
+    line: int           # number of the node line
+    start: int          # byte offset of the node line
+    node: bytes         # the node line without its newline
+    types: bytes        # its type lines, each with its newline (kernel graphs print three)
+    scope: bytes | None  # what the scope line holds after "(", or None
+    trace: TraceRun | None
+    last: int           # number of the record's last line
+
+
+def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int, bytes] | TraceRun | NodeRecord]:
+    """Yields, in file order, a ``NodeRecord`` for each plain node record, a ``TraceRun`` for each
+    other run of trace lines and ``(line number, byte offset, line without its newline)`` for each
+    other line. Any line length works: a block grows until it holds a whole line."""
     block_bytes = block_bytes or BLOCK_BYTES
     lineno = 0
     offset = 0          # file offset of buf[0]
@@ -55,18 +84,54 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
                 continue
             file_end = None
         valid_utf8 = _is_utf8(buf, cut)
-        for m in _LINE_OR_TRACE_RUN.finditer(buf, 0, cut):
-            if m.lastindex == 2:
+        if valid_utf8 and RECORDS and b"\r" not in buf:
+            pattern, run_group, line_group = _RECORD_OR_LINE, _RUN, _LINE
+        else:   # lines one by one, so that the reader reports each bad one
+            pattern, run_group, line_group = _LINE_OR_TRACE_RUN, 1, 2
+        for m in pattern.finditer(buf, 0, cut):
+            kind = m.lastindex
+            if kind == line_group:
                 lineno += 1
-                yield lineno, offset + m.start(), m.group(2)
+                yield lineno, offset + m.start(), m.group(kind)
                 continue
-            start, end = m.span()
-            n = buf.count(b"\n", start, end)
-            stop = offset + end if file_end is None else min(offset + end, file_end)
-            yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else buf[start:end])
-            lineno += n
+            if kind == run_group:
+                start, end = m.span()
+                n = buf.count(b"\n", start, end)
+                stop = offset + end if file_end is None else min(offset + end, file_end)
+                yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else buf[start:end])
+                lineno += n
+                continue
+            # a node record: the last group that took part is its (maybe empty) trace run
+            node, types, scope, trace = m.group(1, 2, 3, 4)
+            start, head_end = m.start(), m.start(4)
+            plain = (node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]")
+                     and head_end - start < RECORD_LIMIT)
+            if plain:
+                head = 1 + types.count(b"\n") + (scope is not None)
+            else:
+                head = buf.count(b"\n", start, head_end)
+                yield from _lines(buf, start, head_end, lineno, offset)
+            run = None
+            if trace:
+                end = m.end()
+                stop = offset + end if file_end is None else min(offset + end, file_end)
+                run = TraceRun(lineno + head + 1, offset + head_end, stop, trace.count(b"\n"), b"")
+            if plain:
+                yield NodeRecord(lineno + 1, offset + start, node, types, scope, run, lineno + head)
+            elif run is not None:
+                yield run
+            lineno += head + (run.lines if run is not None else 0)
         offset += cut
         carry = buf[cut:]
+
+
+def _lines(buf: bytes, start: int, end: int, lineno: int, offset: int) -> Iterator[tuple[int, int, bytes]]:
+    pos = start
+    while pos < end:
+        nl = buf.index(b"\n", pos)
+        lineno += 1
+        yield lineno, offset + pos, buf[pos:nl]
+        pos = nl + 1
 
 
 def _is_utf8(buf: bytes, end: int) -> bool:

@@ -73,6 +73,18 @@ def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name
     assert whole.trace(max(whole.traces, key=lambda k: whole.traces[k][2]))
 
 
+def test_whole_records_read_as_their_lines_one_by_one(monkeypatch):
+    # the scanner hands most node records over whole; every fixture must read the same when
+    # each of their lines is handed over on its own
+    import irlint.scanner
+
+    paths = [p for p in FIXTURE_DUMPS if "/synthetic/" not in p]
+    whole = [_model(read_ir(p)) for p in paths]
+    monkeypatch.setattr(irlint.scanner, "RECORDS", False)
+    by_line = [_model(read_ir(p)) for p in paths]
+    assert [p for p, a, b in zip(paths, whole, by_line) if a != b] == []
+
+
 def _type_lines(paths: list[str]) -> set[str]:
     lines = set()
     for p in paths:
