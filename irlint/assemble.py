@@ -59,8 +59,17 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
     edges = []
     unresolved = 0
     const_nodes = []
+    locals_of = rec.locals
+    local: dict[str, int] | None = None
+    local_graph = None
     for arg, consumer, pos, graph in rec.edges:
-        src = resolver.resolve(arg, graph)
+        # most arguments are a %N of the same subgraph as the edge before: resolved inline
+        if type(arg) is Ref and not arg.startswith("%p"):
+            if graph is not local_graph:
+                local_graph, local = graph, locals_of.get(graph)
+            src = local.get(arg) if local is not None else None
+        else:
+            src = resolver.resolve(arg, graph)
         if src is None:
             if isinstance(arg, (Ref, FreeVar)):
                 unresolved += 1

@@ -147,13 +147,12 @@ class _Reader:
                     # the common case, a whole record at once; the same steps as its lines one by one
                     if trace_start >= 0:
                         if self.current_key >= 0:
-                            traces[self.current_key] = (trace_line, trace_start, item.start)
+                            traces[self.current_key] = (trace_line, trace_start, item[1])
                         trace_start = -1
                     self.node_record(item)
-                    run = item.trace
-                    if run is not None and self.current_key >= 0:
-                        trace_start, trace_line, trace_end = run.start, run.line, run.end
-                    lineno = item.last
+                    if item[6] >= 0 and self.current_key >= 0:
+                        trace_line, trace_start, trace_end = item[5:8]
+                    lineno = item[8]
                     break
                 if type(item) is TraceRun:
                     # Source traces: most of the bytes. Only remember where they are.
@@ -220,9 +219,8 @@ class _Reader:
         return " ".join(parts), lineno, None
 
     def node_record(self, item: NodeRecord) -> None:
-        lineno = item.line
-        self.node_line(item.node.decode(), lineno)
-        types, scope = item.types, item.scope
+        lineno, _, node, types, scope = item[:5]
+        self.node_line(node.decode(), lineno)
         if self.current is None:   # not read: its other lines are reported as they always are
             for raw in types.splitlines():
                 lineno += 1
@@ -231,7 +229,11 @@ class _Reader:
         if types:
             first = types.find(b"\n")
             self.type_lines = types.count(b"\n")
-            self.first_type_line(types[8:first].decode().strip(), types[:first].decode(), lineno + 1)
+            data = self.current
+            try:
+                data["in_types"], data["out_type"] = parse_type_line(types[8:first].decode().strip())
+            except GrammarError as exc:
+                self.diag(lineno + 1, D.BAD_RECORD, f"type line: {exc}", types[:first].decode())
         if scope is not None:
             scope = scope.decode()
             self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
@@ -422,8 +424,10 @@ class _Reader:
             return
         is_return = node_id == "Return"
         rec = self.rec
-        key = rec.new_key()
+        key = rec.next_key
+        rec.next_key = key + 1
         graph = self.sub.name
+        get = blocks.get
         data = {
             "kind": "return" if is_return else "cnode",
             "graph": graph,
@@ -432,11 +436,11 @@ class _Reader:
             "line": lineno,
             "op": "Return" if is_return else op,
             "raw_op": raw_op,
-            "instance": blocks.get("instance"),
-            "primitive_attrs": blocks.get("primitive_attrs", {}),
-            "cnode_attrs": blocks.get("cnode_attrs", {}),
-            "primal_attrs": blocks.get("cnode_primal_attrs", {}),
-            "parallel_info": blocks.get("parallel_info", {}),
+            "instance": get("instance"),
+            "primitive_attrs": get("primitive_attrs", {}),
+            "cnode_attrs": get("cnode_attrs", {}),
+            "primal_attrs": get("cnode_primal_attrs", {}),
+            "parallel_info": get("parallel_info", {}),
             "in_types": (),
             "out_type": None,
             "scope": "",
@@ -452,8 +456,7 @@ class _Reader:
             self.local[node_id] = key
             if name:
                 rec.by_name[(graph, name)] = key
-        for pos, arg in enumerate(args):
-            rec.edges.append((arg, key, pos, graph))
+        rec.edges += [(arg, key, pos, graph) for pos, arg in enumerate(args)]
         if isinstance(callee, GraphRef):
             rec.calls.append((key, str(callee), args, graph))
         elif isinstance(callee, (Ref, FreeVar)):

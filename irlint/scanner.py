@@ -45,17 +45,16 @@ class TraceRun:
     text: bytes   # the bytes, for an UTF-8 check; empty when the block was valid UTF-8
 
 
-@dataclass(slots=True)
-class NodeRecord:
-    """A node line with the lines that belong to it, in valid UTF-8."""
+class NodeRecord(tuple):
+    """A node line with the lines that belong to it, in valid UTF-8: the tuple
+    ``(line, start, node, types, scope, trace_line, trace_start, trace_end, last)``:
+    the node line's number and byte offset, the node line without its newline, its type lines
+    each with its newline (kernel graphs print three), what the scope line holds after "(" or
+    None, the first line number and byte range of the trace lines after it (``trace_start`` -1
+    when there are none), and the number of the record's last line. (A plain tuple: one is
+    made for most records of a dump.)"""
 
-    line: int           # number of the node line
-    start: int          # byte offset of the node line
-    node: bytes         # the node line without its newline
-    types: bytes        # its type lines, each with its newline (kernel graphs print three)
-    scope: bytes | None  # what the scope line holds after "(", or None
-    trace: TraceRun | None
-    last: int           # number of the record's last line
+    __slots__ = ()
 
 
 def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int, bytes] | TraceRun | NodeRecord]:
@@ -107,20 +106,20 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             plain = (node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]")
                      and head_end - start < RECORD_LIMIT)
             if plain:
-                head = 1 + types.count(b"\n") + (scope is not None)
+                head_last = lineno + 1 + types.count(b"\n") + (scope is not None)
             else:
-                head = buf.count(b"\n", start, head_end)
+                head_last = lineno + buf.count(b"\n", start, head_end)
                 yield from _lines(buf, start, head_end, lineno, offset)
-            run = None
-            if trace:
+            n = trace.count(b"\n") if trace else 0
+            if n:
                 end = m.end()
                 stop = offset + end if file_end is None else min(offset + end, file_end)
-                run = TraceRun(lineno + head + 1, offset + head_end, stop, trace.count(b"\n"), b"")
             if plain:
-                yield NodeRecord(lineno + 1, offset + start, node, types, scope, run, lineno + head)
-            elif run is not None:
-                yield run
-            lineno += head + (run.lines if run is not None else 0)
+                yield NodeRecord((lineno + 1, offset + start, node, types, scope, head_last + 1,
+                                  offset + head_end if n else -1, stop if n else 0, head_last + n))
+            elif n:
+                yield TraceRun(head_last + 1, offset + head_end, stop, n, b"")
+            lineno = head_last + n
         offset += cut
         carry = buf[cut:]
 

@@ -254,6 +254,7 @@ _VOLATILE = re.compile(
     rf'|=(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
     rf'|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)'  # I64(981): ids differ per layer
 )
+_VOLATILE_SPLIT = re.compile(f"({_VOLATILE.pattern})")
 _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
 _WORD_SLOT = "\x01"
@@ -409,6 +410,15 @@ def _builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
         return None
 
 
+def _is_literal(v: Any) -> bool:
+    """Whether ``repr(v)`` is Python source that evaluates to an equal value of the same type
+    (exact types only: ``Ref`` is a ``str`` too)."""
+    kind = type(v)
+    if kind is str or kind is bool or kind is int or v is None:
+        return True
+    return kind is tuple and all(_is_literal(x) for x in v)
+
+
 class _BuilderSource:
     """Writes the expression of a builder; ``f`` is the list of fills, ``c`` the shared constants.
     (A class rather than nested closures: those would form reference cycles, garbage that every
@@ -418,6 +428,8 @@ class _BuilderSource:
         self.consts: list = []
 
     def const(self, v: Any) -> str:
+        if _is_literal(v):
+            return repr(v)   # a constant of the compiled code: no lookup when the builder runs
         self.consts.append(v)
         return f"c[{len(self.consts) - 1}]"
 
@@ -462,30 +474,46 @@ _NOT_SEEN = object()
 MAX_RECIPES = 65536
 
 
+# Tests set this: every new recipe is then checked against the parse of the pieces of its first
+# text, and a mismatch is recorded (and that template is never memoised). A recipe is built from
+# the parse of the template, the same way each piece of a record is (``_memo_parse``); checking
+# it while reading would parse every new template twice (most of the cost of a first lint).
+VERIFY_RECIPES = False
+RECIPE_MISMATCHES: list[tuple[str, str]] = []
+
+
 def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     """``parse(text)``, computed once for all texts that differ only in blanks (node ids, strings,
-    ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template is
-    parsed both ways and the recipe is kept only if refilling the template gives the same value."""
+    ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template
+    parses the template and compiles its refill (a recipe); texts whose template does not parse
+    are parsed as they are."""
     if "\x00" in text or "\x01" in text or "\x02" in text:
         return parse(text)  # would be mistaken for blanks
-    # the key: the text with every blank replaced by one mark, plus the kind of each blank
-    # (both in C; no Python call per blank)
-    fills = _VOLATILE.findall(text)
-    key = (kind, _VOLATILE.sub("\x01", text), "".join([f[0] if f[-1] != ")" else ")" for f in fills]))
+    # the key: the text between the blanks, plus the kind of each blank (one pass in C; no
+    # Python call per blank)
+    parts = _VOLATILE_SPLIT.split(text)
+    fills = parts[1::2]
+    key = (kind, "\x01".join(parts[::2]), "".join([f[0] if f[-1] != ")" else ")" for f in fills]))
     recipe = _RECIPES.get(key, _NOT_SEEN)
     if recipe is None:
         return parse(text)
     if recipe is not _NOT_SEEN:
         return recipe(fills)
     template, fills = _template(text)
-    value = parse(text)   # a GrammarError here is the real text's, with its columns
     try:
         shape = parse(template)
         recipe = _builder(shape, _plan(shape))
-        if recipe is not None and repr(recipe(fills)) != repr(value):
-            recipe = None
     except GrammarError:
         recipe = None
+    if recipe is None:
+        value = parse(text)   # a GrammarError here is the real text's, with its columns
+    else:
+        value = recipe(fills)
+        if VERIFY_RECIPES:
+            direct = parse(text)
+            if repr(direct) != repr(value):
+                RECIPE_MISMATCHES.append((kind, text))
+                recipe, value = None, direct
     if len(_RECIPES) < MAX_RECIPES:
         _RECIPES[key] = recipe
     return value

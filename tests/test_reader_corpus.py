@@ -85,6 +85,23 @@ def test_whole_records_read_as_their_lines_one_by_one(monkeypatch):
     assert [p for p, a, b in zip(paths, whole, by_line) if a != b] == []
 
 
+def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
+    # a record's value is refilled from the parse of its template; on every real dump each new
+    # template's first record must give the same value as the parse of its own pieces
+    import irlint.record
+    import irlint.syntax
+
+    monkeypatch.setattr(irlint.syntax, "VERIFY_RECIPES", True)
+    monkeypatch.setattr(irlint.syntax, "_RECIPES", {})
+    monkeypatch.setattr(irlint.syntax, "RECIPE_MISMATCHES", [])
+    monkeypatch.setattr(irlint.record, "_TYPE_LINES", {})
+    monkeypatch.setattr(irlint.record, "_TYPE_ENTRIES", {})
+    for path in FIXTURE_DUMPS + _dumps(SHARED):
+        read_ir(path)
+    assert len(irlint.syntax._RECIPES) > 1000
+    assert irlint.syntax.RECIPE_MISMATCHES == []
+
+
 def _type_lines(paths: list[str]) -> set[str]:
     lines = set()
     for p in paths:
