@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import syntax
 from .syntax import GrammarError, memo_by_template, parse_attrs, parse_call, parse_param, parse_types
 from .values import Call, GraphRef, TensorType
 
@@ -109,9 +110,40 @@ def _flat_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
 def _type_entry(text: str) -> TensorType:
     value = _TYPE_ENTRIES.get(text)
     if value is None:
-        value = memo_by_template("type entry", f"({text})", _parse_one_type)
+        value = _shaped_entry(text) or memo_by_template("type entry", f"({text})", _parse_one_type)
         if len(_TYPE_ENTRIES) < MAX_SHARED_TYPE_LINES:
             _TYPE_ENTRIES[text] = value
+    return value
+
+
+# Entries that differ only in their shape, ``<Tensor[Float16], (1, 4096)>`` and ``(8, 4096)``: the
+# grammar parses the first; the others take its kind and element type with their own dimensions.
+_SHAPED = re.compile(r"(<[^<>=]*?, \()(-?\d+(?:, -?\d+)*)?(\)[^<>=]*>)\Z")
+_SKELETONS: dict[str, tuple[str, str | None] | None] = {}
+
+
+def _shaped_entry(text: str) -> TensorType | None:
+    m = _SHAPED.match(text)
+    if m is None:
+        return None
+    dims = m.group(2)
+    shape = tuple([int(d) for d in dims.split(", ")]) if dims else ()
+    skeleton = m.group(1) + m.group(3)
+    proto = _SKELETONS.get(skeleton, 0)
+    if proto == 0:
+        value = memo_by_template("type entry", f"({text})", _parse_one_type)
+        kept = value.shape == shape and value.raw == text and type(value.kind) is str
+        if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:
+            _SKELETONS[skeleton] = (value.kind, value.dtype) if kept else None
+        return value
+    if proto is None:
+        return None
+    value = TensorType(proto[0], proto[1], shape, text)
+    if syntax.VERIFY_RECIPES:
+        direct = memo_by_template("type entry", f"({text})", _parse_one_type)
+        if direct != value:
+            syntax.RECIPE_MISMATCHES.append(("type entry", text))
+            return direct
     return value
 
 

@@ -1,6 +1,8 @@
 """One test per construct of the text format, each from a real line of the corpus."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from irlint.syntax import GrammarError, parse_attrs, parse_call, parse_header, parse_param, parse_types, parse_value
@@ -191,3 +193,13 @@ def test_type_lines_with_parameter_names_keep_their_own_names():
                                    "-> (<Tensor[Float32], (16, 16)>)")
         assert ins[0].kind == "Ref" and ins[0].dtype == "Float32" and ins[0].shape == (16, 16)
         assert f"ref_key={name}" in ins[0].raw and out.shape == (16, 16)
+
+
+def test_type_entries_that_differ_in_their_shape_get_their_own_shape():
+    from irlint.record import parse_type_line
+
+    for dims, shape in [("1, 4096", (1, 4096)), ("8, 2", (8, 2)), ("-1, 3", (-1, 3)), ("7", (7,)), ("", ())]:
+        ins, out = parse_type_line(f"(<Tensor[Float16], ({dims})>, <Tensor[Int32], ({dims})>) -> (<Tensor[Float16], ({dims})>)")
+        assert [(t.kind, t.dtype, t.shape, t.raw) for t in ins] == [
+            ("Tensor", "Float16", shape, f"<Tensor[Float16], ({dims})>"), ("Tensor", "Int32", shape, f"<Tensor[Int32], ({dims})>")]
+        assert out.shape == shape and out.nbytes == (None if -1 in shape else 2 * math.prod(shape))

@@ -96,6 +96,7 @@ def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
     monkeypatch.setattr(irlint.syntax, "RECIPE_MISMATCHES", [])
     monkeypatch.setattr(irlint.record, "_TYPE_LINES", {})
     monkeypatch.setattr(irlint.record, "_TYPE_ENTRIES", {})
+    monkeypatch.setattr(irlint.record, "_SKELETONS", {})
     for path in FIXTURE_DUMPS + _dumps(SHARED):
         read_ir(path)
     assert len(irlint.syntax._RECIPES) > 1000
