@@ -86,6 +86,8 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
             edges.append((src, consumer, "callee", {"kind": "callee"}))
         else:
             edges.append((src, consumer, pos, {"kind": "data"}))
+    del data_of
+    rec.edges.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
     for call, callee, args, graph in rec.calls:
         sub = ir.subgraphs.get(callee)
