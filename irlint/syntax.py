@@ -8,7 +8,7 @@ same shapes thousands of times (one decoder layer per layer, one attribute set p
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -502,21 +502,40 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     template, fills = _template(text)
     try:
         shape = parse(template)
-        recipe = _builder(shape, _plan(shape))
+        plan = _plan(shape)
     except GrammarError:
         recipe = None
+    else:
+        # most templates of a small dump occur once: compile the refill when one comes back
+        recipe = _Deferred(key, shape, plan) if not VERIFY_RECIPES else _builder(shape, plan)
     if recipe is None:
         value = parse(text)   # a GrammarError here is the real text's, with its columns
     else:
-        value = recipe(fills)
+        value = _refill(shape, plan, fills)
         if VERIFY_RECIPES:
-            direct = parse(text)
-            if repr(direct) != repr(value):
+            direct = repr(parse(text))
+            if direct != repr(value) or direct != repr(recipe(fills)):
                 RECIPE_MISMATCHES.append((kind, text))
-                recipe, value = None, direct
+                recipe, value = None, parse(text)
     if len(_RECIPES) < MAX_RECIPES:
         _RECIPES[key] = recipe
     return value
+
+
+class _Deferred:
+    """The recipe of a template seen once: compiled (in place) when it is used again."""
+
+    __slots__ = ("key", "shape", "plan")
+
+    def __init__(self, key: tuple, shape: Any, plan: Any) -> None:
+        self.key, self.shape, self.plan = key, shape, plan
+
+    def __call__(self, fills: list[str]) -> Any:
+        # too large to compile: refilled by walking its plan
+        recipe = _builder(self.shape, self.plan) or partial(_refill, self.shape, self.plan)
+        if _RECIPES.get(self.key) is self:
+            _RECIPES[self.key] = recipe
+        return recipe(fills)
 
 
 def parse_call(text: str) -> tuple[list, Any]:

@@ -179,10 +179,15 @@ def test_records_of_one_template_get_their_own_values():
 def test_records_of_one_template_do_not_share_mutable_values():
     from irlint.record import parse_node
 
-    first = parse_node(_RECOMPUTED.format(a=1, p=2, l=0, r=1, u=1))[4]
-    second = parse_node(_RECOMPUTED.format(a=1, p=2, l=0, r=1, u=1))[4]
+    # the first record of a template is refilled by walking its plan, the second compiles the
+    # refill, the third runs it: none shares a dict with another
+    text = _RECOMPUTED.replace("instance name: matmul", "instance name: matmul_seen_here_only")
+    first, second, third = (parse_node(text.format(a=1, p=2, l=0, r=n, u=1))[4] for n in (7001, 7002, 7003))
     first["cnode_attrs"]["recompute"] = False
-    assert second["cnode_attrs"]["recompute"] is True and first["primitive_attrs"] is not second["primitive_attrs"]
+    second["primitive_attrs"]["transpose_b"] = False
+    assert second["cnode_attrs"]["recompute"] is True and third["cnode_attrs"]["recompute"] is True
+    assert third["primitive_attrs"]["transpose_b"] is True and first["primitive_attrs"]["transpose_b"] is True
+    assert [b["cnode_attrs"]["recompute_id"] for b in (first, second, third)] == [7001, 7002, 7003]
 
 
 def test_type_lines_with_parameter_names_keep_their_own_names():
