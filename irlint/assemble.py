@@ -28,10 +28,10 @@ class Records:
     """What the reader collected from one dump, before it is a graph."""
 
     nodes: list[tuple[int, dict]] = field(default_factory=list)
-    edges: list[tuple[Any, int, int, str]] = field(default_factory=list)    # (argument, consumer, position, graph)
+    # per node record: (its arguments, the node, its graph, a %N or $(@g:x) callee or None)
+    uses: list[tuple[tuple, int, str, Any]] = field(default_factory=list)
     calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)  # (call node, callee graph, args, graph)
     params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
-    by_name: dict[tuple[str, str], int] = field(default_factory=dict)  # (graph, name) -> key, for $(@g:name)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
     locals: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> %N -> key
     next_key: int = 0
@@ -40,6 +40,16 @@ class Records:
         key = self.next_key
         self.next_key += 1
         return key
+
+    def by_name(self) -> dict[tuple[str, str], int]:
+        """(graph, name) -> key of a parameter or a named node, for ``$(@g:name)``: built only
+        for a dump that has such references (the last definition of a name wins)."""
+        index = {}
+        for key, data in self.nodes:
+            kind = data["kind"]
+            if kind == "param" or (kind == "cnode" and data["name"]):
+                index[(data["graph"], data["name"])] = key
+        return index
 
     def graph_node(self, name: str) -> int:
         key = self.graph_nodes.get(name)
@@ -62,32 +72,33 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
     locals_of = rec.locals
     local: dict[str, int] | None = None
     local_graph = None
-    for arg, consumer, pos, graph in rec.edges:
-        # most arguments are a %N of the same subgraph as the edge before: resolved inline
-        if type(arg) is Ref and not arg.startswith("%p"):
-            if graph is not local_graph:
-                local_graph, local = graph, locals_of.get(graph)
-            src = local.get(arg) if local is not None else None
-        else:
-            src = resolver.resolve(arg, graph)
-        if src is None:
-            if isinstance(arg, (Ref, FreeVar)):
-                unresolved += 1
-                if unresolved <= MAX_UNRESOLVED_REPORTED:
-                    diag(data_of[consumer]["line"], D.UNRESOLVED, f"{arg} is not defined in {graph}")
-                continue
+    for args, consumer, graph, callee in rec.uses:
+        if graph is not local_graph:
+            local_graph, local = graph, locals_of.get(graph)
+        for pos, arg in (enumerate(args) if callee is None else [*enumerate(args), (-1, callee)]):
+            # most arguments are a %N of the node's own subgraph: resolved inline
+            if type(arg) is Ref and not arg.startswith("%p"):
+                src = local.get(arg) if local is not None else None
+            else:
+                src = resolver.resolve(arg, graph)
+            if src is None:
+                if isinstance(arg, (Ref, FreeVar)):
+                    unresolved += 1
+                    if unresolved <= MAX_UNRESOLVED_REPORTED:
+                        diag(data_of[consumer]["line"], D.UNRESOLVED, f"{arg} is not defined in {graph}")
+                    continue
+                if pos < 0:
+                    continue
+                key = rec.new_key()
+                const_nodes.append((key, {"kind": "const", "graph": graph, "id": "", "name": "",
+                                          "line": data_of[consumer]["line"], "op": "Constant", "scope": "", "value": arg}))
+                src = key
             if pos < 0:
-                continue
-            key = rec.new_key()
-            const_nodes.append((key, {"kind": "const", "graph": graph, "id": "", "name": "",
-                                      "line": data_of[consumer]["line"], "op": "Constant", "scope": "", "value": arg}))
-            src = key
-        if pos < 0:
-            edges.append((src, consumer, "callee", {"kind": "callee"}))
-        else:
-            edges.append((src, consumer, pos, {"kind": "data"}))
+                edges.append((src, consumer, "callee", {"kind": "callee"}))
+            else:
+                edges.append((src, consumer, pos, {"kind": "data"}))
     del data_of
-    rec.edges.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
+    rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
     for call, callee, args, graph in rec.calls:
         sub = ir.subgraphs.get(callee)
@@ -139,6 +150,7 @@ class _Resolver:
     def __init__(self, rec: Records):
         self.rec = rec
         self._para_index: dict[str, int] | None = None
+        self._by_name: dict[tuple[str, str], int] | None = None
 
     def resolve(self, arg: Any, graph: str) -> int | None:
         rec = self.rec
@@ -154,7 +166,9 @@ class _Resolver:
             local = rec.locals.get(graph)
             return local.get(arg) if local is not None else None
         if isinstance(arg, FreeVar):
-            return rec.by_name.get((arg.graph, arg.name))
+            if self._by_name is None:
+                self._by_name = rec.by_name()
+            return self._by_name.get((arg.graph, arg.name))
         if isinstance(arg, GraphRef):
             name = str(arg)
             if name.startswith("@@"):

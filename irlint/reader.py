@@ -355,7 +355,6 @@ class _Reader:
             data = {"kind": "param", "graph": self.ir.entry or "", "id": name, "name": name[1:], "line": lineno,
                     "op": "Parameter", "scope": "", "out_type": out_type, "has_default": has_default}
             rec.nodes.append((key, data))
-            rec.by_name[(data["graph"], data["name"])] = key
             self.param_data[key] = data
         else:
             data = self.param_data.get(key)
@@ -387,7 +386,6 @@ class _Reader:
                 data = {"kind": "param", "graph": name, "id": pname, "name": pname[1:],
                         "line": lineno, "op": "Parameter", "scope": "", "out_type": None}
                 rec.nodes.append((key, data))
-                rec.by_name[(name, pname[1:])] = key
                 self.param_data[key] = data
             sub.params.append(key)
 
@@ -454,13 +452,11 @@ class _Reader:
             if node_id in self.local:
                 self.diag(lineno, D.BAD_RECORD, f"{node_id} defined twice in {graph}", line)
             self.local[node_id] = key
-            if name:
-                rec.by_name[(graph, name)] = key
-        rec.edges += [(arg, key, pos, graph) for pos, arg in enumerate(args)]
         if isinstance(callee, GraphRef):
             rec.calls.append((key, str(callee), args, graph))
-        elif isinstance(callee, (Ref, FreeVar)):
-            rec.edges.append((callee, key, -1, graph))
+            rec.uses.append((args, key, graph, None))
+        else:
+            rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None))
         self.current, self.current_key = data, key
         self.type_lines = 0
 
