@@ -28,8 +28,8 @@ class Records:
     """What the reader collected from one dump, before it is a graph."""
 
     nodes: list[tuple[int, dict]] = field(default_factory=list)
-    # per node record: (its arguments, the node, its graph, a %N or $(@g:x) callee or None)
-    uses: list[tuple[tuple, int, str, Any]] = field(default_factory=list)
+    # per node record: (its arguments, the node, its graph, a %N or $(@g:x) callee or None, its line)
+    uses: list[tuple[tuple, int, str, Any, int]] = field(default_factory=list)
     calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)  # (call node, callee graph, args, graph)
     params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
@@ -64,7 +64,6 @@ class Records:
 def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) -> None:
     """Add the collected nodes and resolved edges to ``ir.graph``."""
     g = ir.graph
-    data_of = {k: d for k, d in rec.nodes}
     resolver = _Resolver(rec)
     edges = []
     unresolved = 0
@@ -72,7 +71,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
     locals_of = rec.locals
     local: dict[str, int] | None = None
     local_graph = None
-    for args, consumer, graph, callee in rec.uses:
+    for args, consumer, graph, callee, line in rec.uses:
         if graph is not local_graph:
             local_graph, local = graph, locals_of.get(graph)
         for pos, arg in (enumerate(args) if callee is None else [*enumerate(args), (-1, callee)]):
@@ -85,19 +84,18 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 if isinstance(arg, (Ref, FreeVar)):
                     unresolved += 1
                     if unresolved <= MAX_UNRESOLVED_REPORTED:
-                        diag(data_of[consumer]["line"], D.UNRESOLVED, f"{arg} is not defined in {graph}")
+                        diag(line, D.UNRESOLVED, f"{arg} is not defined in {graph}")
                     continue
                 if pos < 0:
                     continue
                 key = rec.new_key()
                 const_nodes.append((key, {"kind": "const", "graph": graph, "id": "", "name": "",
-                                          "line": data_of[consumer]["line"], "op": "Constant", "scope": "", "value": arg}))
+                                          "line": line, "op": "Constant", "scope": "", "value": arg}))
                 src = key
             if pos < 0:
                 edges.append((src, consumer, "callee", {"kind": "callee"}))
             else:
                 edges.append((src, consumer, pos, {"kind": "data"}))
-    del data_of
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
     for call, callee, args, graph in rec.calls:
@@ -139,8 +137,8 @@ def _add_edges(g: "nx.MultiDiGraph", edges: list[tuple[int, int, Any, dict]]) ->
         out = succ[u]
         keys = out.get(v)
         if keys is None:
-            keys = out[v] = pred[v][u] = {}
-        if key in keys:
+            out[v] = pred[v][u] = {key: data}
+        elif key in keys:
             keys[key].update(data)
         else:
             keys[key] = data

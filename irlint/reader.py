@@ -454,9 +454,9 @@ class _Reader:
             self.local[node_id] = key
         if isinstance(callee, GraphRef):
             rec.calls.append((key, str(callee), args, graph))
-            rec.uses.append((args, key, graph, None))
+            rec.uses.append((args, key, graph, None, lineno))
         else:
-            rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None))
+            rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None, lineno))
         self.current, self.current_key = data, key
         self.type_lines = 0
 

@@ -9,9 +9,9 @@ A dump is read in large blocks. One compiled regex walks each block and matches,
 Of trace lines only their first line number and byte range are kept.
 
 A node record is handed over whole only when the reader would read it exactly as it reads its
-lines one by one: valid UTF-8, no carriage returns, balanced brackets on the node line (else a
-printed tensor continues it on the next lines), and no line too long to parse. Otherwise its
-lines are handed over one by one.
+lines one by one: valid UTF-8, no carriage returns, a type line after the node line or balanced
+brackets on it (else a printed tensor continues it on the next lines), and no line too long to
+parse. Otherwise its lines are handed over one by one.
 """
 from __future__ import annotations
 
@@ -103,8 +103,10 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             # a node record: the last group that took part is its (maybe empty) trace run
             node, types, scope, trace = m.group(1, 2, 3, 4)
             start, head_end = m.start(), m.start(4)
-            plain = (node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]")
-                     and head_end - start < RECORD_LIMIT)
+            # an unbalanced node line continues on the next lines, unless a type line follows it
+            # (then, line by line, the record would end there too)
+            plain = head_end - start < RECORD_LIMIT and (
+                types or node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]"))
             if plain:
                 head_last = lineno + 1 + types.count(b"\n") + (scope is not None)
             else:

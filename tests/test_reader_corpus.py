@@ -85,6 +85,24 @@ def test_whole_records_read_as_their_lines_one_by_one(monkeypatch):
     assert [p for p, a, b in zip(paths, whole, by_line) if a != b] == []
 
 
+def test_unbalanced_node_lines_read_as_their_lines_one_by_one(tmp_path, monkeypatch):
+    # an unbalanced bracket in a node line followed by its type line ends the record there, both
+    # when the scanner hands the record over whole and when each line goes on its own
+    import irlint.scanner
+
+    lines = (FIXTURES / "llama-cast/21_validate_0076.ir").read_bytes().splitlines(keepends=True)
+    named = [i for i, ln in enumerate(lines) if ln.startswith(b"  %") and b"{instance name: " in ln
+             and lines[i + 1].startswith(b"      : ")]
+    lines[named[0]] = lines[named[0]].replace(b"{instance name: ", b"{instance name: half(", 1)
+    lines[named[1]] = lines[named[1]].replace(b") {instance name: ", b" {instance name: ", 1)  # no grammar reads it
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(b"".join(lines))
+    whole = _model(read_ir(str(path)))
+    monkeypatch.setattr(irlint.scanner, "RECORDS", False)
+    assert _model(read_ir(str(path))) == whole
+    assert [(d["line"], d["kind"]) for d in whole[2]][:1] == [(named[1] + 1, "bad-record")]
+
+
 def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
     # a record's value is refilled from the parse of its template; on every real dump each new
     # template's first record must give the same value as the parse of its own pieces
