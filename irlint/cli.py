@@ -47,9 +47,23 @@ class _DefaultGroup(click.Group):
     error ends as a one-line message and exit code 2, never a traceback (``--debug`` shows it)."""
 
     default_command = "check"
+    # name -> (module, command object): imported only when that command is used, never by a lint
+    lazy_commands = {"memory": ("irlint.memory_cli", "memory_cmd")}
+
+    def list_commands(self, ctx):
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in self.lazy_commands:
+            from importlib import import_module
+
+            module, attr = self.lazy_commands[name]
+            self.add_command(getattr(import_module(module), attr), name)
+        return super().get_command(ctx, name)
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V"):
+        if (args and args[0] not in self.commands and args[0] not in self.lazy_commands
+                and args[0] not in ("--help", "-h", "--version", "-V")):
             args = [self.default_command, *args]
         elif not args:
             args = [self.default_command]
@@ -600,8 +614,3 @@ def inspect_row(ir) -> dict:
         "edges": ir.edge_count,
         "diagnostics": [d.to_dict() for d in ir.diagnostics],
     }
-
-
-from .memory_cli import memory_cmd  # noqa: E402  (its own module: memory accounting is no lint)
-
-main.add_command(memory_cmd)

@@ -30,6 +30,7 @@ def test_a_clean_quiet_lint_prints_nothing_and_loads_no_rich():
     run = _lint("-q", "--select", "PC001", str(VALIDATE))
     assert run["code"] == 0 and run["output"] == ""
     assert "rich" not in run["modules"]
+    assert "irlint.memory_cli" not in run["modules"]   # the `memory` command's module
     assert "irlint.reader" in run["modules"]   # it did read the dump
 
 
@@ -37,3 +38,14 @@ def test_a_lint_with_findings_still_renders_with_rich():
     run = _lint("-q", str(VALIDATE))
     assert run["code"] == 1 and "RC002" in run["output"]
     assert "rich" in run["modules"]
+
+
+def test_the_memory_command_is_loaded_when_used():
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    result = CliRunner().invoke(main, ["memory", "--format", "json", str(VALIDATE)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)
+    assert "memory" in CliRunner().invoke(main, ["--help"]).output
