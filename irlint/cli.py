@@ -5,6 +5,7 @@ or internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -46,9 +47,23 @@ class _DefaultGroup(click.Group):
     error ends as a one-line message and exit code 2, never a traceback (``--debug`` shows it)."""
 
     default_command = "check"
+    # name -> (module, command object): imported only when that command is used, never by a lint
+    lazy_commands = {"memory": ("irlint.memory_cli", "memory_cmd")}
+
+    def list_commands(self, ctx):
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in self.lazy_commands:
+            from importlib import import_module
+
+            module, attr = self.lazy_commands[name]
+            self.add_command(getattr(import_module(module), attr), name)
+        return super().get_command(ctx, name)
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V"):
+        if (args and args[0] not in self.commands and args[0] not in self.lazy_commands
+                and args[0] not in ("--help", "-h", "--version", "-V")):
             args = [self.default_command, *args]
         elif not args:
             args = [self.default_command]
@@ -254,6 +269,51 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     # like eslint: info findings are reported but do not fail the run
     failing = any(f.severity in FAILING_SEVERITIES for f in report.findings)
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
+
+
+def run() -> None:
+    """The ``irlint`` program (console script, ``python -m irlint``): ``main``, then the process ends
+    at once. Tearing down what a lint leaves behind (hundreds of modules, the parser's caches) costs
+    a tenth of a second after the work is done; once the report is flushed and every exit handler
+    has run, nothing in it is still needed."""
+    try:
+        main()
+    except SystemExit as done:
+        code = 0 if done.code is None else done.code
+        if isinstance(code, int) and _may_end_now():
+            os._exit(code)
+        raise
+
+
+def _may_end_now() -> bool:
+    """Whether ending without the interpreter's teardown loses nothing: irlint is the program
+    (no profiler, debugger or test runner around it with work left), no other thread is running,
+    standard output and error are flushed, and the exit handlers have run."""
+    import threading
+
+    if sys.gettrace() is not None or sys.getprofile() is not None or sys.flags.inspect:
+        return False
+    frame = sys._getframe(2)   # the caller of run()
+    while frame is not None:
+        if frame.f_code.co_name not in ("<module>", "_run_code", "_run_module_as_main"):
+            return False
+        frame = frame.f_back
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        return False   # Python waits for it
+    if not _flushed():
+        return False   # a closed pipe: the usual exit reports it, with its usual status
+    atexit._run_exitfuncs()   # e.g. a plugin's, or coverage's
+    return _flushed()
+
+
+def _flushed() -> bool:
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def use_color(choice: str, tty: bool) -> bool:
@@ -554,8 +614,3 @@ def inspect_row(ir) -> dict:
         "edges": ir.edge_count,
         "diagnostics": [d.to_dict() for d in ir.diagnostics],
     }
-
-
-from .memory_cli import memory_cmd  # noqa: E402  (its own module: memory accounting is no lint)
-
-main.add_command(memory_cmd)

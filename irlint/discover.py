@@ -344,8 +344,10 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
         except OSError:
             pass
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        folder = Path(root)
+        real_root = None   # resolved once per folder: a file that is no link resolves into it
         for name in sorted(names):
-            fp = Path(root) / name
+            fp = folder / name
             inner = name
             for suffix in (".gz", ".bz2", ".xz", ".zst"):
                 if inner.lower().endswith(suffix):
@@ -353,7 +355,10 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             if Path(inner).suffix.lower() in NOT_IR_SUFFIXES:
                 continue
             try:
-                st = os.stat(fp)
+                st = os.stat(fp, follow_symlinks=False)
+                link = stat_module.S_ISLNK(st.st_mode)
+                if link:
+                    st = os.stat(fp)
             except FileNotFoundError:
                 continue   # a dangling link, or a file removed while we walk
             except OSError as exc:   # e.g. in a folder that can be listed but not entered
@@ -372,9 +377,13 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
                 if kind in ("unreadable", "damaged", "unsupported") or Path(inner).suffix.lower() == ".ir":
                     out.diagnostics.append(_not_a_dump(_display(fp), kind, compression))
                 continue
-            key = str(fp.resolve())
+            if link:
+                key = str(fp.resolve())
+            else:
+                real_root = real_root or os.path.realpath(root)
+                key = os.path.join(real_root, name)
             if key not in files:
-                files[key] = DumpFile(str(fp), _display(fp), str(Path(root)), _rank_of(fp), False,
+                files[key] = DumpFile(str(fp), _display(fp), str(folder), _rank_of(fp), False,
                                       stage_of(name), st.st_size, compression)
     for err in walk_errors:
         if Path(err.filename or "") == p:

@@ -74,3 +74,21 @@ def test_a_path_inside_an_unlistable_folder_is_an_input_error(monkeypatch, tmp_p
     monkeypatch.setattr(Path, "stat", stat)
     with pytest.raises(InputError, match="permission denied"):
         discover([str(target)])
+
+
+def test_one_dump_reached_several_ways_is_found_once(tmp_path):
+    # through its folder, a symlinked folder, a symlink next to it, and by name: one file to read
+    import shutil
+
+    real = tmp_path / "real"
+    real.mkdir()
+    shutil.copy(FULL / "21_validate_0076.ir", real / "21_validate_0076.ir")
+    (real / "22_validate_0077.ir").symlink_to(real / "21_validate_0076.ir")
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    files, diags = discover([str(real), str(tmp_path / "linked"), str(real / "21_validate_0076.ir")])
+    assert diags == [] and [Path(f.path).name for f in files] == ["21_validate_0076.ir"]
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(FULL / "21_validate_0076.ir", other / "21_validate_0076.ir")   # a copy is another file
+    files, _ = discover([str(real), str(other)])
+    assert [f.folder for f in files] == [str(real), str(other)]

@@ -4,23 +4,31 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from ..findings import Report
 from . import UNLIMITED_WIDTH, RenderContext, ranks_text, rule_classes
+
+if TYPE_CHECKING:   # rich is imported only when there is something to print: 0.02-0.03 s of a start
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def console_for(ctx: RenderContext, buffer: io.StringIO) -> Console:
+    from rich.console import Console
+
     return Console(file=buffer, force_terminal=ctx.color, no_color=not ctx.color, color_system="standard"
                    if ctx.color else None, width=ctx.width or UNLIMITED_WIDTH, highlight=False, emoji=False, soft_wrap=False)
 
 
 def render(report: Report, ctx: RenderContext) -> str:
+    if ctx.quiet and not (report.findings or report.diagnostics or ctx.statistics):
+        return ""   # nothing to print
+    from rich.text import Text
+
     buffer = io.StringIO()
     out = console_for(ctx, buffer)
     if ctx.statistics:
@@ -63,6 +71,9 @@ def _trimmed(text: str, ctx: RenderContext) -> str:
 def _finding(out: Console, f, ctx: RenderContext) -> None:
     """A grid: labels on the left, text on the right; to a terminal long messages wrap with a hanging
     indent and scope/chain lines are cut with '…', elsewhere every line is printed in full."""
+    from rich.table import Table
+    from rich.text import Text
+
     grid = Table.grid(padding=(0, 1))
     grid.add_column(justify="right", no_wrap=True, min_width=9)
     grid.add_column(overflow="fold")
@@ -93,10 +104,14 @@ def _finding(out: Console, f, ctx: RenderContext) -> None:
 
 
 def _clipped(text: str, style: str = "") -> Text:
+    from rich.text import Text
+
     return Text(text, style=style, no_wrap=True, overflow="ellipsis")
 
 
 def statistics_table(report: Report, ctx: RenderContext) -> Table:
+    from rich.table import Table
+
     names = {c.code: c.name for c in rule_classes(report, ctx)}
     severities: dict[str, str] = {}
     for f in report.findings:
@@ -112,6 +127,8 @@ def statistics_table(report: Report, ctx: RenderContext) -> Table:
 
 
 def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
+    from rich.text import Text
+
     if report.findings:
         out.print(statistics_table(report, ctx))
     n, files = len(report.findings), len({f.file for f in report.findings})

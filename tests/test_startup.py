@@ -1,0 +1,120 @@
+"""What a lint loads: a run pays only for the modules its work needs (start-up is most of a small lint)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
+VALIDATE = S2 / "21_validate_0076.ir"
+
+# a lint in a fresh interpreter; prints its exit code, its report and the modules it loaded
+_LINT = '''
+import json, sys
+from click.testing import CliRunner
+from irlint.cli import main
+result = CliRunner().invoke(main, sys.argv[1:])
+print(json.dumps({"code": result.exit_code, "output": result.output, "modules": sorted(sys.modules)}))
+'''
+
+
+def _lint(*args) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _LINT, "--no-cache", *args], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_clean_quiet_lint_prints_nothing_and_loads_no_rich():
+    run = _lint("-q", "--select", "PC001", str(VALIDATE))
+    assert run["code"] == 0 and run["output"] == ""
+    assert "rich" not in run["modules"]
+    assert "irlint.memory_cli" not in run["modules"]   # the `memory` command's module
+    assert "irlint.reader" in run["modules"]   # it did read the dump
+
+
+def test_a_lint_with_findings_still_renders_with_rich():
+    run = _lint("-q", str(VALIDATE))
+    assert run["code"] == 1 and "RC002" in run["output"]
+    assert "rich" in run["modules"]
+
+
+def test_the_memory_command_is_loaded_when_used():
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    result = CliRunner().invoke(main, ["memory", "--format", "json", str(VALIDATE)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)
+    assert "memory" in CliRunner().invoke(main, ["--help"]).output
+
+
+# --- third-party rules: importlib.metadata is loaded only when some distribution may declare them --
+_PLUGIN = '''
+from irlint.rule import Rule
+
+
+class EveryReturn(Rule):
+    """Flags every Return (a test plugin)."""
+    code = "XP001"
+    name = "every-return"
+    summary = "a test plugin"
+
+    def check(self, ir):
+        for key, data in ir.graph.nodes(data=True):
+            if data.get("kind") == "return":
+                yield self.finding(ir, key, "a return")
+'''
+
+
+def _install_plugin(site: Path) -> None:
+    (site / "xp_rules.py").write_text(_PLUGIN)
+    info = site / "xp_rules-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: xp-rules\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nxp = xp_rules:main\n\n[irlint.rules]\nevery-return = xp_rules\n")
+
+
+def test_a_plugin_installed_on_sys_path_is_loaded(tmp_path, monkeypatch):
+    from irlint import rule as rule_module
+
+    _install_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rule_module._load_rules.cache_clear()
+    try:
+        assert rule_module._may_declare("irlint.rules")
+        assert "XP001" in {cls.code for cls in rule_module.load_rules()}
+        assert "XP001" not in {cls.code for cls in rule_module.load_rules(plugins=False)}
+    finally:
+        rule_module._load_rules.cache_clear()
+
+
+def test_where_no_distribution_declares_rules_none_is_looked_up(tmp_path, monkeypatch):
+    from irlint.rule import _may_declare
+
+    site = tmp_path / "site"
+    site.mkdir()
+    other = site / "other-2.0.dist-info"
+    other.mkdir()
+    (other / "entry_points.txt").write_text("[console_scripts]\nirlint.rules = other:main\n")
+    (site / "single-1.0.egg-info").write_text("Metadata-Version: 1.1\n")   # an egg-info file, no folder
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
+    assert not _may_declare("irlint.rules")
+    egg = tmp_path / "xp_rules-1.0-py3.11.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[irlint.rules]\nx = xp_rules\n")
+    monkeypatch.setattr(sys, "path", [str(site), str(egg)])
+    assert _may_declare("irlint.rules")
+    archive = tmp_path / "packages.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))   # a zip on sys.path could hold anything
+    monkeypatch.setattr(sys, "path", [str(site), str(archive)])
+    assert _may_declare("irlint.rules")
+
+
+def test_a_lint_loads_importlib_metadata_only_for_possible_plugins():
+    code = ("import sys\nfrom irlint import rule\nrule.load_rules()\n"
+            "print(('importlib.metadata' in sys.modules) == rule._may_declare('irlint.rules'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "True", proc.stderr
