@@ -64,26 +64,34 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
     block_bytes = block_bytes or BLOCK_BYTES
     lineno = 0
     offset = 0          # file offset of buf[0]
-    carry = b""
+    # One buffer for every block (fresh 8 MiB blocks cost a page fault per 4 KiB: a tenth of the
+    # time of a 100 MB read); an unfinished line is moved to its front before the next read.
+    buf = bytearray(block_bytes)
+    keep = 0            # bytes of an unfinished line at buf[:keep]
     eof = False
     while not eof:
-        chunk = f.read(block_bytes)
-        if not chunk:
+        if len(buf) - keep < block_bytes:   # a long line: the block grows until it holds it
+            buf.extend(bytes(block_bytes))
+        with memoryview(buf) as view:
+            got = f.readinto(view[keep:keep + block_bytes])
+        if not got:
             eof = True
-            if not carry:
+            if not keep:
                 break
-            buf = carry if carry.endswith(b"\n") else carry + b"\n"   # the last line may lack one
-            cut = len(buf)
-            file_end = offset + len(carry)
+            file_end = offset + keep
+            filled = cut = keep
+            if buf[keep - 1] != 10:   # the last line may lack its newline
+                buf[keep] = 10
+                filled = cut = keep + 1
         else:
-            buf = carry + chunk if carry else chunk
-            cut = buf.rfind(b"\n") + 1
-            if cut == 0:   # no complete line yet: a long line grows the block
-                carry = buf
+            filled = keep + got
+            cut = buf.rfind(b"\n", 0, filled) + 1
+            if cut == 0:   # no complete line yet
+                keep = filled
                 continue
             file_end = None
         valid_utf8 = _is_utf8(buf, cut)
-        if valid_utf8 and RECORDS and b"\r" not in buf:
+        if valid_utf8 and RECORDS and buf.find(b"\r", 0, cut) < 0:
             pattern, run_group, line_group = _RECORD_OR_LINE, _RUN, _LINE
         else:   # lines one by one, so that the reader reports each bad one
             pattern, run_group, line_group = _LINE_OR_TRACE_RUN, 1, 2
@@ -97,7 +105,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
                 start, end = m.span()
                 n = buf.count(b"\n", start, end)
                 stop = offset + end if file_end is None else min(offset + end, file_end)
-                yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else buf[start:end])
+                yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else bytes(buf[start:end]))
                 lineno += n
                 continue
             # a node record: the last group that took part is its (maybe empty) trace run
@@ -123,7 +131,8 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
                 yield TraceRun(head_last + 1, offset + head_end, stop, n, b"")
             lineno = head_last + n
         offset += cut
-        carry = buf[cut:]
+        keep = filled - cut
+        buf[:keep] = buf[cut:filled]
 
 
 def _lines(buf: bytes, start: int, end: int, lineno: int, offset: int) -> Iterator[tuple[int, int, bytes]]:
@@ -131,12 +140,12 @@ def _lines(buf: bytes, start: int, end: int, lineno: int, offset: int) -> Iterat
     while pos < end:
         nl = buf.index(b"\n", pos)
         lineno += 1
-        yield lineno, offset + pos, buf[pos:nl]
+        yield lineno, offset + pos, bytes(buf[pos:nl])
         pos = nl + 1
 
 
-def _is_utf8(buf: bytes, end: int) -> bool:
-    if buf.isascii():
+def _is_utf8(buf: bytearray, end: int) -> bool:
+    if buf.isascii():   # the whole buffer, in C (what lies past end is the rest of earlier blocks)
         return True
     try:
         buf[:end].decode("utf-8")

@@ -73,6 +73,24 @@ def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name
     assert whole.trace(max(whole.traces, key=lambda k: whole.traces[k][2]))
 
 
+def test_block_boundaries_with_bad_and_good_utf8(tmp_path, monkeypatch):
+    # the scanner reuses one buffer: a block after one with invalid (or non-ASCII) bytes must be
+    # judged by its own bytes, and each bad line reported once, whatever the block size
+    import irlint.scanner
+
+    lines = (FIXTURES / "llama-cast/21_validate_0076.ir").read_bytes().splitlines(keepends=True)
+    scopes = [i for i, ln in enumerate(lines) if b"# Fullname with scope: (" in ln]
+    lines[scopes[2]] = lines[scopes[2]].replace(b"Default", b"Def\xff\xfeult", 1)
+    lines[scopes[5]] = lines[scopes[5]].replace(b"Default", "Défault".encode(), 1)
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(b"".join(lines))
+    whole = _model(read_ir(str(path)))
+    assert [(d["line"], d["kind"]) for d in whole[2]] == [(scopes[2] + 1, "invalid-utf8")]
+    for size in (61, 4096):
+        monkeypatch.setattr(irlint.scanner, "BLOCK_BYTES", size)
+        assert _model(read_ir(str(path))) == whole
+
+
 def test_whole_records_read_as_their_lines_one_by_one(monkeypatch):
     # the scanner hands most node records over whole; every fixture must read the same when
     # each of their lines is handed over on its own
