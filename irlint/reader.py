@@ -1,8 +1,8 @@
 """Reads a dump file into an ``IRFile``: the driver of the three reading steps.
 
-1. ``irlint.scanner`` finds the structural lines in large blocks of bytes; source-trace lines,
-   most of a file's bytes, are never looked at one by one: a node keeps their byte range and
-   reads them on demand.
+1. ``irlint.scanner`` finds the structural lines in large blocks of bytes, most node records as
+   a whole (node, type and scope lines); source-trace lines, most of a file's bytes, are never
+   looked at one by one: a node keeps their byte range and reads them on demand.
 2. This module tells the line kinds apart (headers, subgraphs, nodes, type and scope lines) and
    keeps the state between them; ``irlint.record`` parses the structured parts with the grammar.
 3. ``irlint.assemble`` turns the collected records into the networkx model.
