@@ -26,7 +26,8 @@ RECORD_LIMIT = 4 * 1024 * 1024   # a record this long goes line by line (the rea
 _TRACE_LINE = rb"(?:      # In file |      # Corresponding |# In file )[^\n]*\n"
 # A run of trace lines (group 1), or one line of anything else.
 _LINE_OR_TRACE_RUN = re.compile(rb"((?:" + _TRACE_LINE + rb")+)|([^\n]*)\n")
-# The same, after a whole node record: node line (1), type lines (2), scope (3), traces (4).
+# A whole node record first: node line (1), type lines (2), scope (3), traces (4); then the same
+# two alternatives as above (5, 6).
 _RECORD_OR_LINE = re.compile(
     rb"(  %[0-9]+\([^\s)]*\) = [^\n]*)\n((?:      : [^\n]*\n)*)"
     rb"(?:      # (?:Fullname with scope|Scope): \(([^\n]*)\n)?((?:" + _TRACE_LINE + rb")*)"

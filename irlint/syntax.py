@@ -533,7 +533,7 @@ class _Deferred:
         self.key, self.shape, self.plan = key, shape, plan
 
     def __call__(self, fills: list[str]) -> Any:
-        # too large to compile: refilled by walking its plan
+        # a template too large to compile is refilled by walking its plan
         recipe = _builder(self.shape, self.plan) or partial(_refill, self.shape, self.plan)
         if _RECIPES.get(self.key) is self:
             _RECIPES[self.key] = recipe
