@@ -222,21 +222,12 @@ class LintCache:
         return value
 
     def _store(self, file: Path, value: Any) -> None:
-        import tempfile  # only a run that writes pays for the import
+        from .reporters import write_atomically  # only a run that writes pays for the import
 
         try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
             file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(value, f, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-                os.replace(tmp, file)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_atomically(file, text, durable=False)
             self.written += file.stat().st_size
         except OSError:
             pass  # a read-only or full cache folder only costs speed
@@ -251,7 +242,7 @@ class LintCache:
         for dirpath, _, names in os.walk(self.root.parent):
             for name in names:
                 p = os.path.join(dirpath, name)
-                if os.path.basename(os.path.dirname(os.path.dirname(p))) in ("lint", "stat") or name.startswith(".tmp-"):
+                if os.path.basename(os.path.dirname(os.path.dirname(p))) in ("lint", "stat") or _leftover(name):
                     _unlink(p)
                     removed += 1
         return removed
@@ -269,7 +260,7 @@ class LintCache:
                     st = os.stat(p)
                 except OSError:
                     continue
-                if name.startswith(".tmp-") and time.time() - st.st_mtime > 3600:
+                if _leftover(name) and time.time() - st.st_mtime > 3600:
                     _unlink(p)  # left behind by a killed run
                     continue
                 entries.append((st.st_mtime, st.st_size, p))
@@ -282,6 +273,11 @@ class LintCache:
                 break
             _unlink(p)
             total -= size
+
+
+def _leftover(name: str) -> bool:
+    """A temporary file of ``write_atomically`` (``.ENTRY.XXXX.tmp``) that a killed run left."""
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 def _unlink(path: str) -> None:

@@ -229,11 +229,7 @@ class _Reader:
         if types:
             first = types.find(b"\n")
             self.type_lines = types.count(b"\n")
-            data = self.current
-            try:
-                data["in_types"], data["out_type"] = parse_type_line(types[8:first].decode().strip())
-            except GrammarError as exc:
-                self.diag(lineno + 1, D.BAD_RECORD, f"type line: {exc}", types[:first].decode())
+            self.first_type_line(types[8:first].decode().strip(), types[:first], lineno + 1)
         if scope is not None:
             scope = scope.decode()
             self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
@@ -485,12 +481,14 @@ class _Reader:
             return  # "Corresponding ... candidate:", "SideEffect": nothing a rule reads
         self.diag(lineno, D.UNKNOWN_LINE, "unknown indented line; skipped", line)
 
-    def first_type_line(self, body: str, line: str, lineno: int) -> None:
+    def first_type_line(self, body: str, line: str | bytes, lineno: int) -> None:
+        """The types of the current node; ``line`` (its bytes, from a whole record) is only quoted
+        when the grammar rejects it."""
         data = self.current
         try:
             data["in_types"], data["out_type"] = parse_type_line(body)
         except GrammarError as exc:
-            self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line)
+            self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line if isinstance(line, str) else line.decode())
 
     # --- end of file ----------------------------------------------------------------------------------
     def finish(self) -> None:

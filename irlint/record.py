@@ -120,6 +120,7 @@ def _type_entry(text: str) -> TensorType:
 # grammar parses the first; the others take its kind and element type with their own dimensions.
 _SHAPED = re.compile(r"(<[^<>=]*?, \()(-?\d+(?:, -?\d+)*)?(\)[^<>=]*>)\Z")
 _SKELETONS: dict[str, tuple[str, str | None] | None] = {}
+_UNSEEN = object()
 
 
 def _shaped_entry(text: str) -> TensorType | None:
@@ -129,8 +130,8 @@ def _shaped_entry(text: str) -> TensorType | None:
     dims = m.group(2)
     shape = tuple([int(d) for d in dims.split(", ")]) if dims else ()
     skeleton = m.group(1) + m.group(3)
-    proto = _SKELETONS.get(skeleton, 0)
-    if proto == 0:
+    proto = _SKELETONS.get(skeleton, _UNSEEN)
+    if proto is _UNSEEN:
         value = memo_by_template("type entry", f"({text})", _parse_one_type)
         kept = value.shape == shape and value.raw == text and type(value.kind) is str
         if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:

@@ -79,7 +79,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             eof = True
             if not keep:
                 break
-            file_end = offset + keep
+            data_end = offset + keep   # a newline added below is not the file's
             filled = cut = keep
             if buf[keep - 1] != 10:   # the last line may lack its newline
                 buf[keep] = 10
@@ -90,7 +90,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             if cut == 0:   # no complete line yet
                 keep = filled
                 continue
-            file_end = None
+            data_end = offset + filled
         valid_utf8 = _is_utf8(buf, cut)
         if valid_utf8 and RECORDS and buf.find(b"\r", 0, cut) < 0:
             pattern, run_group, line_group = _RECORD_OR_LINE, _RUN, _LINE
@@ -105,7 +105,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             if kind == run_group:
                 start, end = m.span()
                 n = buf.count(b"\n", start, end)
-                stop = offset + end if file_end is None else min(offset + end, file_end)
+                stop = min(offset + end, data_end)
                 yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else bytes(buf[start:end]))
                 lineno += n
                 continue
@@ -122,9 +122,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
                 head_last = lineno + buf.count(b"\n", start, head_end)
                 yield from _lines(buf, start, head_end, lineno, offset)
             n = trace.count(b"\n") if trace else 0
-            if n:
-                end = m.end()
-                stop = offset + end if file_end is None else min(offset + end, file_end)
+            stop = min(offset + m.end(), data_end)
             if plain:
                 yield NodeRecord((lineno + 1, offset + start, node, types, scope, head_last + 1,
                                   offset + head_end if n else -1, stop if n else 0, head_last + n))

@@ -417,20 +417,27 @@ def _data_inputs(ir: IRFile, key: int) -> list[int]:
     return [p for p in ir.producers(key) if ir[p]["kind"] != "const"]
 
 
-def _is_weight(ir: IRFile, key: int) -> bool:
-    """Optimizer-parallel gathers read a parameter (through Load / mirror ops)."""
+def _first_inputs(ir: IRFile, key: int) -> Iterator[int]:
+    """``key``, its first data input, that one's first data input ... (until a node without
+    inputs, or a cycle)."""
     seen = set()
     while key not in seen:
         seen.add(key)
-        data = ir[key]
+        yield key
+        inputs = _data_inputs(ir, key)
+        if not inputs:
+            return
+        key = inputs[0]
+
+
+def _is_weight(ir: IRFile, key: int) -> bool:
+    """Optimizer-parallel gathers read a parameter (through Load / mirror ops)."""
+    for k in _first_inputs(ir, key):
+        data = ir[k]
         if data["kind"] == "param":
             return True
         if data["kind"] != "cnode" or data["op"] not in WEIGHT_PATH_OPS:
             return False
-        inputs = _data_inputs(ir, key)
-        if not inputs:
-            return False
-        key = inputs[0]
     return False
 
 
@@ -492,15 +499,11 @@ def _allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
 
 def _strategy_source(ir: IRFile, key: int) -> int | None:
     """The op with a strategy whose output reaches ``key`` unchanged."""
-    seen = set()
-    while key not in seen and ir[key]["kind"] == "cnode":
-        seen.add(key)
-        if strategy(ir, key) is not None:
-            return key
-        inputs = _data_inputs(ir, key)
-        if not inputs:
+    for k in _first_inputs(ir, key):
+        if ir[k]["kind"] != "cnode":
             return None
-        key = inputs[0]
+        if strategy(ir, k) is not None:
+            return k
     return None
 
 

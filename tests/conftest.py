@@ -1,6 +1,7 @@
 """Shared test fixtures: the corpus fixture folders and helpers to read or lint IR text."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,18 @@ from irlint.reader import read_ir
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "fixtures" / "corpus"
 SHARED_CORPUS = TESTS.parent.parent / "shared" / "corpus"
+
+
+def portable(finding: dict, root: Path) -> dict:
+    """A finding's dict with file paths relative to ``root``, so that a snapshot does not depend on
+    where the checkout is."""
+    def rel(path: str) -> str:
+        return Path(os.path.relpath(path, root)).as_posix()   # "../unseen/x" for a sibling folder
+
+    finding["file"] = rel(finding["file"])
+    for r in finding["related"]:
+        r["file"] = rel(r["file"])
+    return finding
 
 
 @pytest.fixture

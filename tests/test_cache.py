@@ -190,6 +190,19 @@ def test_prune_keeps_the_cache_under_its_bound_newest_first(tmp_path):
     assert store.get(keys[0], "d.ir") is None
 
 
+def test_temporary_files_of_a_killed_run_are_removed(tmp_path):
+    store = LintCache(tmp_path / "c")
+    store.put("cd" * 32, ([_finding()], []), "d.ir")
+    entry = store._file("lint", "cd" * 32)
+    old, fresh = entry.parent / f".{entry.name}.k1ll3d.tmp", entry.parent / f".{entry.name}.wr1t1ng.tmp"
+    old.write_text("{")
+    fresh.write_text("{")
+    os.utime(old, (1_000_000, 1_000_000))
+    store.prune()
+    assert not old.exists() and fresh.exists() and entry.exists()   # a fresh one may be another run's
+    assert store.clear() == 2 and not fresh.exists() and not entry.exists()
+
+
 def _finding(**kw) -> Finding:
     base = dict(code="RC001", rule="r", severity="warning", file="d.ir", line=3, graph="@g", node="%1", op="Mul",
                 scope="Default/a/Mul-op1", message="m", hint="h", stage="validate",

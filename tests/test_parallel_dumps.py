@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, SHARED_CORPUS, quiet_config
+from conftest import CORPUS, SHARED_CORPUS, portable, quiet_config
 from irlint.discover import discover
 from irlint.engine import lint
 from irlint.reader import read_ir
@@ -137,16 +137,8 @@ def test_snapshot_of_findings_on_real_parallel_fixtures(snapshot):
     for path in (ROWS_TO_COLS, MUL_8RANKS / "rank_0" / "21_validate_0082.ir", COL_COL / "rank_0" / "21_validate_0082.ir"):
         ir = read_ir(str(path))
         for rule in (RedundantRedistributionChain(), StrategyMismatchFullGather()):
-            found += [_portable(f.to_dict()) for f in rule.check(ir)]
+            found += [portable(f.to_dict(), CORPUS) for f in rule.check(ir)]
     assert found == snapshot
-
-
-def _portable(d: dict) -> dict:
-    rel = lambda p: Path(p).resolve().relative_to(CORPUS).as_posix()  # noqa: E731
-    d["file"] = rel(d["file"])
-    for r in d["related"]:
-        r["file"] = rel(r["file"])
-    return d
 
 
 # --- the dumps made for issue 9 (tests/fixtures/corpus-gen/par_extra_gen.py) ---------------------

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import portable
 from irlint.config import Config
 from irlint.engine import lint
 from irlint.reader import read_ir
@@ -96,16 +97,7 @@ def test_user_slice_after_gather_with_own_strategy_is_not_part_of_a_chain():
 
 def test_snapshot_of_flagged_fixtures(snapshot):
     found = findings(WRONG / "21_validate_0076.ir") + findings(PATTERNS / "21_validate_0076.ir")
-    assert [_portable(f.to_dict()) for f in found] == snapshot
-
-
-def _portable(d: dict) -> dict:
-    """File paths relative to the fixture folder, so the snapshot does not depend on the checkout."""
-    rel = lambda p: Path(p).resolve().relative_to(SYNTH).as_posix()  # noqa: E731
-    d["file"] = rel(d["file"])
-    for r in d["related"]:
-        r["file"] = rel(r["file"])
-    return d
+    assert [portable(f.to_dict(), SYNTH) for f in found] == snapshot
 
 
 def test_folder_reports_each_chain_once():
@@ -211,4 +203,4 @@ def test_reshape_that_splits_a_moved_dim_stops_the_undo():
 
 
 def test_snapshot_of_round_trips(snapshot):
-    assert [_portable(f.to_dict()) for f in findings(ROUND_TRIPS)] == snapshot
+    assert [portable(f.to_dict(), SYNTH) for f in findings(ROUND_TRIPS)] == snapshot

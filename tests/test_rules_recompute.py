@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 import irlint.cli
-from conftest import CORPUS, TESTS, quiet_config
+from conftest import CORPUS, TESTS, portable, quiet_config
 from irlint.engine import lint
 from irlint.memory import bytes_at_stake
 from irlint.reader import read_ir
@@ -382,16 +382,7 @@ SNAPSHOT_FILES = [
 @pytest.mark.parametrize("case,name", SNAPSHOT_FILES, ids=[c.rsplit("/", 1)[-1] for c, _ in SNAPSHOT_FILES])
 def test_findings_snapshot(case, name, snapshot):
     found = sorted(check(read(case, name)), key=lambda f: (f.line, f.code))
-    assert [_portable(f.to_dict()) for f in found] == snapshot
-
-
-def _portable(d: dict) -> dict:
-    """File paths relative to the corpus folder, so the snapshot does not depend on the checkout."""
-    root = str(CORPUS) + "/"
-    d["file"] = d["file"].replace(root, "")
-    for r in d["related"]:
-        r["file"] = r["file"].replace(root, "")
-    return d
+    assert [portable(f.to_dict(), CORPUS) for f in found] == snapshot
 
 
 @pytest.mark.parametrize("case", ["llama-cast", "unseen-mix6"])

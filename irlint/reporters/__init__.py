@@ -65,16 +65,18 @@ def ranks_text(ranks: tuple[int, ...]) -> str:
     return "ranks " + ",".join(parts)
 
 
-def write_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write a report or baseline to a temporary file in the same folder, then rename it over
-    ``path``: on a full disk or a crash the previous file stays whole."""
+def write_atomically(path: str | os.PathLike, text: str, durable: bool = True) -> None:
+    """Write a report, baseline or cache entry to a temporary file in the same folder, then rename
+    it over ``path``: on a full disk or a crash the previous file stays whole. ``durable``: on disk
+    before the rename (a cache entry need not be)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         try:   # keep the mode an existing file had (mkstemp makes 0600)
             os.chmod(tmp, target.stat().st_mode & 0o777)
         except FileNotFoundError:
