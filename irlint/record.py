@@ -17,6 +17,8 @@ __all__ = ["GrammarError", "NODE_LINE", "normalize_op", "parse_node", "parse_typ
 
 NODE_LINE = re.compile(r"  (%\d+)\(([^\s)]*)\) = (.*)\Z", re.S)
 _ATTR_MARKERS = (" {instance name: ", " primitive_attrs: {", " cnode_attrs: {", " cnode_primal_attrs: {")
+# A record whose only block is the parallel strategy: ``MakeTuple(%15, %16) {in_strategy: ((2, 4), ..)}``
+_STRATEGY_ONLY = " {in_strategy: "
 
 
 def normalize_op(raw: str) -> str:
@@ -38,6 +40,11 @@ def _parse_node(rest: str) -> tuple[Any, tuple, str, str, dict]:
         if pos >= 0:
             marks.append((pos, marker))
             cut = min(cut, pos)
+    if not marks and rest.endswith("}"):
+        pos = rest.find(_STRATEGY_ONLY)
+        if pos >= 0:
+            marks.append((pos, _STRATEGY_ONLY))
+            cut = pos
     callee, args = parse_call(rest[:cut].rstrip())
     blocks = _attr_blocks(rest, sorted(marks)) if marks else {}
     if type(callee) is str:  # Ref and GraphRef are str subclasses: they are calls
@@ -59,7 +66,10 @@ def _attr_blocks(rest: str, marks: list[tuple[int, str]]) -> dict:
     for i, (pos, marker) in enumerate(marks):
         end = marks[i + 1][0] if i + 1 < len(marks) else len(rest)
         text = rest[pos:end].strip()
-        if marker == " {instance name: ":
+        if marker == _STRATEGY_ONLY:
+            for group in _brace_groups(text):
+                blocks.setdefault("parallel_info", {}).update(parse_attrs(group))
+        elif marker == " {instance name: ":
             close = text.rfind("}")
             blocks["instance"] = text[len("{instance name: "): close if close > 0 else len(text)].strip()
         else:

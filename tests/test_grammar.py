@@ -208,3 +208,17 @@ def test_type_entries_that_differ_in_their_shape_get_their_own_shape():
         assert [(t.kind, t.dtype, t.shape, t.raw) for t in ins] == [
             ("Tensor", "Float16", shape, f"<Tensor[Float16], ({dims})>"), ("Tensor", "Int32", shape, f"<Tensor[Int32], ({dims})>")]
         assert out.shape == shape and out.nbytes == (None if -1 in shape else 2 * math.prod(shape))
+
+
+def test_record_whose_only_block_is_the_strategy():
+    # real MindFormers step_parallel_end: a MakeTuple carrying just the unnamed strategy block
+    from irlint.record import parse_node
+
+    line = "MakeTuple(%15, %16) {in_strategy: ((2, 4, 1, 1), (2, 4, 1, 1))}"
+    callee, args, raw_op, op, blocks = parse_node(line)
+    assert op == "MakeTuple" and [str(a) for a in args] == ["%15", "%16"]
+    assert blocks == {"parallel_info": {"in_strategy": ((2, 4, 1, 1), (2, 4, 1, 1))}}
+    with_attrs = parse_node("MakeTuple(%15, %16) cnode_attrs: {need_cse_after_recompute: Bool(1)} "
+                            "{in_strategy: ((2, 4), (2, 4))}")[4]
+    assert with_attrs["parallel_info"] == {"in_strategy": ((2, 4), (2, 4))}
+    assert with_attrs["cnode_attrs"] == {"need_cse_after_recompute": True}
