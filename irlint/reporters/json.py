@@ -4,19 +4,22 @@ from __future__ import annotations
 import json
 
 from .. import __version__
-from ..findings import Report
+from ..findings import Finding, Report
 from . import RenderContext
 
 FORMAT_VERSION = 1
 
 
+def finding_dict(f: Finding) -> dict:
+    """One finding as the JSON report lists it (``irlint diff`` lists the same)."""
+    d = f.to_dict()
+    d["related"] = [{k: r[k] for k in ("file", "line", "node", "op", "scope", "graph", "note")}
+                    for r in d["related"]]
+    return d
+
+
 def as_dict(report: Report, ctx: RenderContext) -> dict:
-    findings = []
-    for f in report.findings:
-        d = f.to_dict()
-        d["related"] = [{k: r[k] for k in ("file", "line", "node", "op", "scope", "graph", "note")}
-                        for r in d["related"]]
-        findings.append(d)
+    findings = [finding_dict(f) for f in report.findings]
     return {
         "version": FORMAT_VERSION,
         "tool": {"name": "irlint", "version": __version__},
