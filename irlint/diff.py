@@ -9,6 +9,7 @@ changed, and how many nodes could not be matched.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -21,7 +22,10 @@ from .model import IRFile
 JSON_VERSION = 1
 # forward ops that only pass tensors on or order effects: never listed as changed
 _BOOKKEEPING = frozenset({"Load", "UpdateState", "MakeTuple", "Depend", "TupleGetItem", "call", "Return"})
-UNMATCHED_LISTED = 20   # unmatched nodes named per side (the counts are always whole)
+UNMATCHED_LISTED = 20
+# a hash in the instance names parallel passes give the ops they insert
+# ("redistribution_op_910280660132420711AllGather_"): it changes from compile to compile
+_HASH = re.compile(r"\d{6,}")   # unmatched nodes named per side (the counts are always whole)
 
 
 # --- node identity across recompiles -------------------------------------------------------------
@@ -33,7 +37,7 @@ def node_key(ir: IRFile, key: int) -> tuple:
     d = ir[key]
     role = "copy" if ir.is_recompute_copy(key) else "backward" if is_backward(ir, key) else "forward"
     scope = d.get("scope", "").removeprefix("recompute_")
-    return (role, _scope_path(scope), d.get("op", ""), d.get("instance") or "")
+    return (role, _scope_path(scope), d.get("op", ""), _HASH.sub("#", d.get("instance") or ""))
 
 
 def _uid(ir: IRFile, key: int) -> str | None:
@@ -237,8 +241,11 @@ class Diff:
 
             return [finding_dict(f) for f in fs]
 
+        from . import __version__
+
         return {
             "version": JSON_VERSION,
+            "tool": {"name": "irlint", "version": __version__},
             "before": self.before, "after": self.after,
             "summary": {"fixed": len(self.fixed), "new": len(self.new), "unchanged": len(self.unchanged),
                         "files_before": len(self.files_before), "files_after": len(self.files_after),
