@@ -25,7 +25,7 @@ _BOOKKEEPING = frozenset({"Load", "UpdateState", "MakeTuple", "Depend", "TupleGe
 UNMATCHED_LISTED = 20
 # a hash in the instance names parallel passes give the ops they insert
 # ("redistribution_op_910280660132420711AllGather_"): it changes from compile to compile
-_HASH = re.compile(r"\d{6,}")   # unmatched nodes named per side (the counts are always whole)
+HASH = re.compile(r"\d{6,}")   # unmatched nodes named per side (the counts are always whole)
 
 
 # --- node identity across recompiles -------------------------------------------------------------
@@ -37,7 +37,7 @@ def node_key(ir: IRFile, key: int) -> tuple:
     d = ir[key]
     role = "copy" if ir.is_recompute_copy(key) else "backward" if is_backward(ir, key) else "forward"
     scope = d.get("scope", "").removeprefix("recompute_")
-    return (role, _scope_path(scope), d.get("op", ""), _HASH.sub("#", d.get("instance") or ""))
+    return (role, _scope_path(scope), d.get("op", ""), HASH.sub("#", d.get("instance") or ""))
 
 
 def _uid(ir: IRFile, key: int) -> str | None:

@@ -162,3 +162,16 @@ def test_damaged_dump_exits_2_but_still_reports(tmp_path, monkeypatch):
     assert result.exit_code == 2
     out = json.loads(result.stdout)
     assert out["diagnostics"] and out["ranks"]
+
+
+def test_mindformers_llama_where_w2_turns_column_parallel(monkeypatch):
+    # the same MindFormers Llama (dp2 x mp4) with only w2's strategy changed: a new PC002 (info,
+    # so the gate stays open), and w2's MatMul is the one op whose in_strategy changed
+    code, out = diff_json("par-mindformers-llama_dp2_mp4", "par-mindformers-llama_dp2_mp4_wrong_w2", monkeypatch)
+    assert code == 0
+    assert [(f["code"], f["severity"]) for f in out["new"]] == [("PC002", "info")] and out["fixed"] == []
+    (rank,) = out["ranks"]
+    assert [(c["op"], c["scope"].rsplit("/", 2)[-2], c["before"], c["after"]) for c in rank["in_strategy_changed"]] == [
+        ("MatMul", "w2-Linear", "((2, 4), (1, 4))", "((2, 1), (4, 1))")]
+    assert rank["nodes"]["matched"] > 400
+    assert {n["op"] for n in rank["nodes"]["after_only_nodes"]} >= {"AllGather", "Split", "Concat"}

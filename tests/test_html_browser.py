@@ -150,4 +150,4 @@ def test_diff_report_shows_fixed_findings_and_before_after_bars(browser, tmp_pat
     assert 0 < after < before
     assert "2 findings fixed" in shown["cards"]
     text = browser.evaluate("document.body.innerText")
-    assert "Recompute state changed" in text and "no new finding" in text
+    assert "Recompute state changed" in text and "No new finding" in text

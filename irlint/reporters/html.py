@@ -201,7 +201,9 @@ def rule_rows(findings: list[Finding], rules: list) -> list[dict]:
 
 def ranks_of_files(files: list[str]) -> str:
     ranks = sorted({int(m.group(1)) for f in files for m in [_RANK_DIR.search(f.replace("\\", "/"))] if m})
-    return ranks_text(tuple(ranks)) if ranks else ""
+    if not ranks:
+        return ""
+    return ranks_text(tuple(ranks)) if len(ranks) > 1 else f"rank {ranks[0]}"
 
 
 def layer_name(layer: str) -> str:
@@ -261,11 +263,15 @@ def render_diff(result) -> str:
                 x["label"] = unmatched_label(x)
         groups.append({"label": rank_label(members), "alike": len(members) - 1, "r": r, "chart": _markup(chart)})
     failing = [f for f in result.new if f.severity in FAILING_SEVERITIES]
+    kept_before = sum(r.memory["before_total"] for r in result.ranks)
+    kept_after = sum(r.memory["after_total"] for r in result.ranks)
     verdict = (f"{len(failing)} new finding{'s' if len(failing) != 1 else ''}: the change made something worse"
-               if failing else "no new finding")
+               if failing else "No new finding")
+    verdict += (f"; {len(result.fixed)} fixed; activations kept for backward {kept_before:,} → {kept_after:,} bytes"
+                f" ({kept_after - kept_before:+,})" if kept_after != kept_before else
+                f"; {len(result.fixed)} fixed; activations kept for backward unchanged ({kept_after:,} bytes)")
     return _environment().get_template("diff.html.j2").render(
         title="irlint diff", version=__version__, d=result, sections=sections, groups=groups, verdict=verdict,
         failing=bool(failing), legend=_markup(legend_svg()),
-        kept_before=sum(r.memory["before_total"] for r in result.ranks),
-        kept_after=sum(r.memory["after_total"] for r in result.ranks),
+        kept_before=kept_before, kept_after=kept_after,
         comm_fixed=sum(comm_bytes(f) for f in result.fixed), comm_new=sum(comm_bytes(f) for f in result.new))
