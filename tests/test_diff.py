@@ -175,3 +175,18 @@ def test_mindformers_llama_where_w2_turns_column_parallel(monkeypatch):
         ("MatMul", "w2-Linear", "((2, 4), (1, 4))", "((2, 1), (4, 1))")]
     assert rank["nodes"]["matched"] > 400
     assert {n["op"] for n in rank["nodes"]["after_only_nodes"]} >= {"AllGather", "Split", "Concat"}
+
+
+def test_same_script_compiled_by_mindspore_2_9_and_2_10_differs_only_in_numbering(monkeypatch):
+    # stage files numbered 20_validate_0075 (2.9) and 21_validate_0076 (2.10): paired by name
+    ms29 = CORPUS.parent / "diff" / "s2_ffn_3d_reshape_blocks_ms2.9"
+    code, out = diff_json(ms29, CORPUS / "s2_ffn_3d_reshape_blocks", monkeypatch)
+    assert code == 0
+    assert out["fixed"] == out["new"] == [] and [f["code"] for f in out["unchanged"]] == ["RC002", "RC002"]
+    (rank,) = out["ranks"]
+    assert (rank["before"]["stage"], rank["after"]["stage"]) == ("validate", "validate")
+    assert rank["before"]["file"].endswith("20_validate_0075.ir") and rank["after"]["file"].endswith("21_validate_0076.ir")
+    assert rank["stages"] == {"paired": 5, "before_only": [], "after_only": []}
+    assert rank["nodes"]["before_only"] == rank["nodes"]["after_only"] == 0 and rank["nodes"]["matched"] == 35
+    assert rank["memory"]["before_total"] == rank["memory"]["after_total"]
+    assert rank["recompute_changed"] == rank["in_strategy_changed"] == []
