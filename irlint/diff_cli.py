@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from .cli import _split
 from .diff import Diff, RankDiff
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
@@ -31,13 +32,6 @@ def _lint_side(path: str, config):
 
 class _Unusable(Exception):
     pass
-
-
-def _split(ctx, param, values):
-    out = [v.strip() for value in values or () for v in value.split(",") if v.strip()]
-    if values and not out:
-        raise click.BadParameter("empty rule selector (give a rule code, prefix, name or ALL)")
-    return out
 
 
 @click.command("diff")
@@ -192,20 +186,16 @@ def render_text(result: Diff) -> str:
         if r.recompute:
             w("  recompute state changed (requested, applied, kept):")
             for c in r.recompute:
-                w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {_scope_path_text(c['scope'])}")
+                w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {c['scope']}")
                 w(f"      {_state(c['before'])} -> {_state(c['after'])}")
         if r.strategies:
             w("  in_strategy changed:")
             for c in r.strategies:
-                w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {_scope_path_text(c['scope'])}")
+                w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {c['scope']}")
                 w(f"      {c['before'] or 'none'} -> {c['after'] or 'none'}")
     for note in result.notes:
         w(f"note: {note}")
     return "\n".join(out) + "\n"
-
-
-def _scope_path_text(scope: str) -> str:
-    return scope
 
 
 def unmatched_label(x: dict) -> str:

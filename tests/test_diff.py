@@ -190,3 +190,19 @@ def test_same_script_compiled_by_mindspore_2_9_and_2_10_differs_only_in_numberin
     assert rank["nodes"]["before_only"] == rank["nodes"]["after_only"] == 0 and rank["nodes"]["matched"] == 35
     assert rank["memory"]["before_total"] == rank["memory"]["after_total"]
     assert rank["recompute_changed"] == rank["in_strategy_changed"] == []
+
+
+@pytest.mark.parametrize("before, after", [
+    ("s2_ffn_3d_reshape_blocks", "s3_ffn_3d_reshape_fixed"),
+    ("par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8"),
+    ("par-mismatch-ffn_col_col", "par-mismatch-ffn_mul_disagrees_8ranks"),
+    ("par-mindformers-llama_dp2_mp4", "par-mindformers-llama_dp2_mp4_wrong_w2"),
+])
+def test_diff_json_matches_its_schema(monkeypatch, before, after):
+    import jsonschema
+
+    from conftest import TESTS
+
+    schema = json.loads((TESTS / "fixtures" / "schemas" / "irlint-diff-1.json").read_text(encoding="utf-8"))
+    _, out = diff_json(before, after, monkeypatch)
+    jsonschema.validate(out, schema)
