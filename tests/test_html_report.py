@@ -54,6 +54,7 @@ def test_chain_roles_come_from_the_rules_notes():
     assert _role("blocking Reshape (w1), not recomputed", "Reshape") == "blocking"
     assert _role("StridedSlice Float32(64, 32)->Float32(64, 4)", "StridedSlice") == "step"
     assert _role("Split(axis 0, 8) Float32(512, 8)", "Split") == "step"
+    assert _role("column-parallel MatMul to change, in_strategy ((1, 1), (8, 1))", "MatMul") == "consumer"
     assert _role("MatMul w1", "MatMul") == "context"   # the FeedForward around an RC002, not its chain
 
 

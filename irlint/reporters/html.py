@@ -84,7 +84,7 @@ def _role(note: str, op: str) -> str:
     """Where a related node goes in the drawing, from how the rule described it."""
     if note.startswith("producer") or note.endswith("input kept for the recompute"):
         return "producer"
-    if note.startswith("consumer"):
+    if note.startswith(("consumer", "column-parallel MatMul to change")):
         return "consumer"
     if note.startswith("backward"):
         return "backward"
