@@ -206,3 +206,12 @@ def test_diff_json_matches_its_schema(monkeypatch, before, after):
     schema = json.loads((TESTS / "fixtures" / "schemas" / "irlint-diff-1.json").read_text(encoding="utf-8"))
     _, out = diff_json(before, after, monkeypatch)
     jsonschema.validate(out, schema)
+
+
+def test_a_folder_without_a_final_graph_cannot_be_compared(tmp_path, monkeypatch):
+    early = tmp_path / "early"
+    early.mkdir()
+    shutil.copy(CORPUS / "s2_ffn_3d_reshape_blocks" / "12_pipeline_split_0013.ir", early)
+    result = diff(CORPUS / "s2_ffn_3d_reshape_blocks", early, monkeypatch=monkeypatch, cwd=tmp_path)
+    assert result.exit_code == 2
+    assert "no final-stage graph" in result.stderr and "only in BEFORE" in result.stderr

@@ -83,3 +83,13 @@ def test_inserted_ops_match_whatever_hash_a_compile_gave_their_instance_name(tmp
     keys_after = sorted(node_key(after, k) for k in after.cnodes())
     assert keys_before == keys_after
     assert any("redistribution_op_#AllGather_" in k[3] for k in keys_before)
+
+
+def test_input_problems_are_on_the_page_and_the_exit_code_stays_2(tmp_path):
+    src = (CORPUS / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir").read_bytes()
+    bad = tmp_path / "21_validate_0076.ir"
+    bad.write_bytes(src[: len(src) // 2])
+    result = CliRunner().invoke(main, [str(bad), "--format", "html", "-n"])
+    assert result.exit_code == 2
+    assert "<h2>Input problems</h2>" in result.stdout and "IR00" in result.stdout
+    assert_self_contained(result.stdout)
