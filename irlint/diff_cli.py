@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .cli import _split
+from .cli import _split, debug_option
 from .diff import Diff, RankDiff
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
@@ -47,6 +47,7 @@ class _Unusable(Exception):
 @click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder.")
+@debug_option
 def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ignore, no_cache, cache_dir):
     """Compare two dumps of one model, BEFORE and AFTER a change of configuration: two .ir files,
     or two save_graphs folders (rank_N folders paired by rank, stage files by stage name).
