@@ -170,7 +170,8 @@ def legend_svg() -> str:
 def bar_chart_svg(labels: list[str], series: list[tuple[str, str, list[int]]], unit=lambda n: f"{n:,} B") -> str:
     """Horizontal bars, one group per label; ``series`` is (name, colour, values) (one series: a
     plain chart; two: before and after side by side)."""
-    bar_h, gap, left, right = 16, 10, 90, 130
+    bar_h, gap, right = 16, 10, 130
+    left = min(170, max(70, 7 * max([len(label) for label in labels] + [0]) + 18))   # room for the labels
     inner = 520
     top = 26 if len(series) > 1 else 6
     group_h = bar_h * len(series) + gap
@@ -185,7 +186,7 @@ def bar_chart_svg(labels: list[str], series: list[tuple[str, str, list[int]]], u
             out.append(_text(left + i * 110 + 20, 16, name, 11, "normal", "#343a40", "start"))
     for i, label in enumerate(labels):
         y0 = top + i * group_h
-        out.append(_text(left - 8, y0 + bar_h * len(series) / 2 + 4, _clip(label, 12), 12, "normal", "#212529", "end"))
+        out.append(_text(left - 8, y0 + bar_h * len(series) / 2 + 4, _clip(label, 22), 12, "normal", "#212529", "end"))
         for j, (name, colour, values) in enumerate(series):
             value = values[i]
             w = inner * value / peak
