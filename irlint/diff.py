@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .diagnostics import UNREADABLE, Diagnostic
 from .discover import DumpFile
 from .findings import Finding, Report, _scope_path
-from .memory import account, is_backward
+from .memory import cached_account, is_backward
 from .model import IRFile
 
 JSON_VERSION = 1
@@ -149,7 +149,7 @@ class RankDiff:
 def compare_files(before_file: DumpFile, before: IRFile, after_file: DumpFile, after: IRFile,
                   stages: dict, rank: int | None) -> RankDiff:
     match = match_nodes(before, after)
-    mem_before, mem_after = account(before), account(after)
+    mem_before, mem_after = cached_account(before), cached_account(after)
     rows: dict[str, dict] = {}
     for side, report in (("before", mem_before), ("after", mem_after)):
         for layer in report.layers():

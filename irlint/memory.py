@@ -272,6 +272,11 @@ def kept_output(ir: IRFile, key: int) -> bool:
     return key in _kept_by_node(ir)
 
 
+def cached_account(ir: IRFile) -> MemoryReport:
+    """``account(ir)``, computed once per IRFile (rules, ``bytes_at_stake`` and ``irlint diff`` share it)."""
+    return _report(ir)
+
+
 def _report(ir: IRFile) -> MemoryReport:
     report = ir.__dict__.get("_memory_report")
     if report is None:
