@@ -93,3 +93,11 @@ def test_input_problems_are_on_the_page_and_the_exit_code_stays_2(tmp_path):
     assert result.exit_code == 2
     assert "<h2>Input problems</h2>" in result.stdout and "IR00" in result.stdout
     assert_self_contained(result.stdout)
+
+
+def test_lint_page_charts_the_bytes_at_stake_per_layer(monkeypatch):
+    # llama-recompute-modes: layer 0's blocked Mul (RC002), layer 2's Mul (RC002) and SiLU (RC001)
+    monkeypatch.chdir(CORPUS)
+    page = html_of("llama-recompute-modes")
+    bars = re.findall(r"<title>(layer \d+|outside) activations at stake: ([\d,]+) bytes</title>", page)
+    assert bars == [("layer 0", "5,632"), ("layer 2", "11,264")]

@@ -224,8 +224,20 @@ def render(report: Report, ctx: RenderContext) -> str:
     if any(r["memory"] or r["comm"] for r in rows):
         chart = bar_chart_svg([r["code"] for r in rows], [("bytes at stake", KEPT_COLOUR,
                                                             [r["memory"] + r["comm"] for r in rows])], size)
+    from ..memory import layer_of
+
+    per_layer: dict[str, int] = {}
+    for f in findings:
+        if f.bytes_at_stake:
+            layer = layer_of(f.scope)
+            per_layer[layer] = per_layer.get(layer, 0) + f.bytes_at_stake
+    layers = sorted(per_layer, key=lambda name: (name == "outside", int(name) if name.isdigit() else 0))
+    layer_chart = bar_chart_svg([layer_name(name) for name in layers],
+                                [("activations at stake", KEPT_COLOUR, [per_layer[name] for name in layers])],
+                                size) if layers else ""
     return _environment().get_template("lint.html.j2").render(
         title="irlint report", version=__version__, report=report, findings=views, rules=rows,
+        layer_chart=_markup(layer_chart),
         ranks=ranks_of_files(report.files), legend=_markup(legend_svg()), rule_chart=_markup(chart),
         memory_total=sum(v["memory"] for v in views), comm_total=sum(v["comm"] for v in views),
         baselined=ctx.baselined)
