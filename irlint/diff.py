@@ -65,22 +65,27 @@ def match_nodes(before: IRFile, after: IRFile) -> NodeMatch:
     for side, ir in ((0, before), (1, after)):
         for k in sorted(ir.cnodes(), key=lambda k: (ir[k].get("line", 0), k)):
             groups[node_key(ir, k)][side].append(k)
-    keys_of_uid: list[dict[str, tuple]] = [{}, {}]
+    # a forward_unique_id names the forward op: several backward nodes share it (dx and dw)
+    keys_of_uid: list[dict[str, set]] = [defaultdict(set), defaultdict(set)]
     for side, ir in ((0, before), (1, after)):
         for key, members in groups.items():
             for k in members[side]:
                 uid = _uid(ir, k)
                 if uid is not None:
-                    keys_of_uid[side][uid] = key
+                    keys_of_uid[side][uid].add(key)
     shared = keys_of_uid[0].keys() & keys_of_uid[1].keys()
     out = NodeMatch(unique_ids_stable=bool(shared) and all(keys_of_uid[0][u] == keys_of_uid[1][u] for u in shared))
     for key, (olds, news) in groups.items():
         olds, news = list(olds), list(news)
         if out.unique_ids_stable:
-            by_uid = {_uid(after, k): k for k in news if _uid(after, k) is not None}
+            by_uid: dict[str, list[int]] = defaultdict(list)
+            for k in news:
+                by_uid[_uid(after, k)].append(k)
             for k in list(olds):
-                partner = by_uid.get(_uid(before, k))
-                if partner is not None and partner in news:
+                uid = _uid(before, k)
+                partners = by_uid.get(uid) if uid is not None else None
+                if partners:
+                    partner = partners.pop(0)   # equals with one id: in dump order
                     out.pairs.append((k, partner))
                     out.by_unique_id += 1
                     olds.remove(k)

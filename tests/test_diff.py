@@ -215,3 +215,14 @@ def test_a_folder_without_a_final_graph_cannot_be_compared(tmp_path, monkeypatch
     result = diff(CORPUS / "s2_ffn_3d_reshape_blocks", early, monkeypatch=monkeypatch, cwd=tmp_path)
     assert result.exit_code == 2
     assert "no final-stage graph" in result.stderr and "only in BEFORE" in result.stderr
+
+
+def test_backward_nodes_sharing_a_forward_id_pair_in_dump_order():
+    # the two gradient MatMuls of mm1 (dx, dw) share forward_unique_id 3800 and a scope path
+    path = str(CORPUS / "par-mismatch-mm_rows8_to_cols8" / "rank_0" / "21_validate_0082.ir")
+    before, after = read_ir(path), read_ir(path)
+    match = match_nodes(before, after)
+    assert match.unique_ids_stable and not match.before_only and not match.after_only
+    assert all(before[b]["line"] == after[a]["line"] for b, a in match.pairs)
+    assert match.by_unique_id == sum(1 for k in before.cnodes()
+                                     if {"unique_id", "forward_unique_id"} & set(before[k].get("primal_attrs") or {}))
