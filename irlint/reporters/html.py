@@ -111,7 +111,7 @@ def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]
     context: list[dict] = []
 
     def node(file, line, op, node_id, kind, note, scope) -> ChainNode:
-        if kind in ("step", "finding") and op in COLLECTIVES and kind != "finding":
+        if kind == "step" and op in COLLECTIVES:
             kind = "comm"
         receives = _RECEIVES.search(note)
         note_text = f"receives {receives.group(1)}" if receives else ""
