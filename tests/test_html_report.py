@@ -101,3 +101,16 @@ def test_lint_page_charts_the_bytes_at_stake_per_layer(monkeypatch):
     page = html_of("llama-recompute-modes")
     bars = re.findall(r"<title>(layer \d+|outside) activations at stake: ([\d,]+) bytes</title>", page)
     assert bars == [("layer 0", "5,632"), ("layer 2", "11,264")]
+
+
+def test_a_hint_naming_the_key_to_use_gets_a_snippet_one_dropping_a_key_does_not():
+    from irlint.findings import Finding
+
+    def hint(text):
+        return fix_of(Finding("RC001", "r", "warning", "f.ir", 1, "@g", "%1", "SiLU", "s", "m", hint=text))[1]
+
+    assert hint("Name the primitive inside the cell, not the cell: select_recompute key "
+                "'feed_forward\\.activation\\.silu'.") == (
+        "recompute_config:\n  select_recompute: ['feed_forward\\.activation\\.silu']")
+    assert hint("Remove the tag (select_recompute key 'feed_forward\\.w2\\.reshape').") == ""
+    assert hint("... or give the down-cast its own Cast primitive; drop select_recompute key 'ffn_norm\\.rcast'.") == ""

@@ -19,6 +19,8 @@ COLLECTIVES = frozenset({"AllGather", "AllReduce", "ReduceScatter", "AlltoAll", 
                          "Broadcast", "Send", "Receive", "NeighborExchange", "CollectivePermute"})
 _RECEIVES = re.compile(r"receives ([\d.,]+ (?:bytes|KiB|MiB|GiB))")
 _RANK_DIR = re.compile(r"(?:^|/)rank_(\d+)/")
+_KEY_TO_ADD = re.compile(r"select_recompute key '([^']+)'")
+_DROP = re.compile(r"\b(?:drop|remove)\b", re.IGNORECASE)
 BEFORE_COLOUR, AFTER_COLOUR, KEPT_COLOUR = "#adb5bd", "#1971c2", "#1971c2"
 
 
@@ -157,6 +159,10 @@ def fix_of(f: Finding) -> tuple[str, str]:
     if sep and rest.strip():
         return head, rest.rstrip()
     keys = extra.get("select_recompute")
+    if not keys:
+        # a hint that names one key to use (RC001); one that says to drop or remove a key gets no snippet
+        named = _KEY_TO_ADD.search(hint)
+        keys = [named.group(1)] if named and not _DROP.search(hint) else []
     if keys:
         return hint, "recompute_config:\n  select_recompute: [" + ", ".join(f"'{k}'" for k in keys) + "]"
     return hint, ""
