@@ -9,6 +9,7 @@ Needs irlint installed (``pip install -e .``) and ``chromium`` on PATH (Debian: 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,10 @@ def main() -> int:
                 print(f"{html}: console errors: {errors}", file=sys.stderr)
                 return 1
             browser.screenshot(OUT / png, clip_height=height)
-            print(f"{OUT.relative_to(ROOT) / png}: {(OUT / png).stat().st_size:,} bytes (from {html})")
+            print(f"{OUT.relative_to(ROOT) / png}: {(OUT / png).stat().st_size:,} bytes"
+                  + (f" (from {html})" if args.keep else ""))
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
