@@ -238,6 +238,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         report = _lint_with_progress(found, config, show=not quiet)
     except (ConfigError, InputError, BaselineError) as exc:
         _fail(str(exc))
+    for note in report.notes:
+        click.echo(f"irlint: {note}", err=True)
     total = len(report.findings)
     if write_baseline_file:
         try:
@@ -540,15 +542,28 @@ def config_cmd(show, config_file, path):
 def clean_cmd(config_file, cache_dir):
     """Empty the cache of lint results (the folder of --cache-dir, cache-dir, $IRLINT_CACHE_DIR or the
     user cache folder)."""
-    from .cache import LintCache, default_dir
+    from .cache import TAG_NAME, LintCache, default_dir
 
     try:
         config, _ = load_config(config_file, starts=[os.getcwd()])
     except ConfigError as exc:
         _fail(str(exc))
     folder = default_dir(cache_dir or config.cache_dir)
-    removed = LintCache(folder).clear()
-    click.echo(f"irlint: removed {removed} cache entr{'ies' if removed != 1 else 'y'} from {folder}", err=True)
+    if not os.path.lexists(folder):
+        click.echo(f"irlint: no cache at {folder}: nothing to remove", err=True)
+        return
+    if not folder.is_dir():
+        _fail(f"{folder}: not a folder; left alone")
+    store = LintCache(folder)
+    if not store.looks_like_cache():
+        if any(folder.iterdir()):
+            _fail(f"{folder} does not look like irlint's cache (no {TAG_NAME} written by irlint, no cache "
+                  f"entries): left alone")
+        click.echo(f"irlint: {folder} is empty: nothing to remove", err=True)
+        return
+    removed, others = store.clear()
+    left = f"; {others} other file{'s' if others != 1 else ''} left alone" if others else ""
+    click.echo(f"irlint: removed {removed} cache entr{'ies' if removed != 1 else 'y'} from {folder}{left}", err=True)
 
 
 @main.command("inspect")

@@ -1,6 +1,7 @@
 """A lint run: discover files, choose the stage files each rule needs, read them, run rules."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -12,7 +13,7 @@ import weakref
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterator
 
-from .cache import LintCache, content_hash, default_dir
+from .cache import LintCache, content_hash, content_sample, default_dir, unsafe_folder
 from .config import Config, validate
 from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
 from .discover import discover  # noqa: F401 - part of the API
@@ -94,7 +95,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
         digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
-        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display) if digest else None
+        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path)) \
+            if digest else None
         if hit is not None:
             results[i] = hit
         else:
@@ -121,7 +123,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
                 # bad input is never cached: a run on it writes nothing but what the user named
                 if store is not None and digest is not None and not diags:
                     store.remember_hash(f.path, digest)
-                    store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display)
+                    store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display,
+                              _sample(f.path))
             _progress(config, f)
             yield f, findings, diags
         finished = True
@@ -130,6 +133,13 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             stop_pool(pool, wait=finished)
         if store is not None and store.written:
             store.prune()
+
+
+def _sample(path: str) -> str:
+    try:
+        return content_sample(path)
+    except OSError:
+        return "unreadable"   # matches no entry
 
 
 def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
@@ -159,7 +169,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display)
+            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display, _sample(path))
             if hit is not None:
                 return digest, hit[0], hit[1]
     from .reader import read_ir  # here: a fully cached run never loads the parser
@@ -354,6 +364,12 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     todo = plan(files, rules, config.all_stages)
     by_path = {f.path: f for f in files}
     report = Report(diagnostics=list(diagnostics), files=[], rules=rules)
+    if config.cache and files:
+        folder = default_dir(config.cache_dir)
+        why = unsafe_folder(folder)
+        if why:   # entries there could have been planted by anyone who can write it
+            report.notes.append(f"cache folder {folder} not used: {why}")
+            config = dataclasses.replace(config, cache=False)
     if config.plugins:
         # a plugin whose rules did not load must not let a CI run pass as if they had run
         report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem)

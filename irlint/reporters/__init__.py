@@ -65,10 +65,11 @@ def ranks_text(ranks: tuple[int, ...]) -> str:
     return "ranks " + ",".join(parts)
 
 
-def write_atomically(path: str | os.PathLike, text: str, durable: bool = True) -> None:
+def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, mode: int | None = None) -> None:
     """Write a report, baseline or cache entry to a temporary file in the same folder, then rename
     it over ``path``: on a full disk or a crash the previous file stays whole. ``durable``: on disk
-    before the rename (a cache entry need not be)."""
+    before the rename (a cache entry need not be); ``mode``: the new file's permissions (default:
+    those of the file replaced, or as the umask allows)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -77,10 +78,13 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True) -
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        try:   # keep the mode an existing file had (mkstemp makes 0600)
-            os.chmod(tmp, target.stat().st_mode & 0o777)
-        except FileNotFoundError:
-            os.chmod(tmp, 0o666 & ~_umask())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            try:   # keep the mode an existing file had (mkstemp makes 0600)
+                os.chmod(tmp, target.stat().st_mode & 0o777)
+            except FileNotFoundError:
+                os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         try:
