@@ -22,7 +22,7 @@ from .baseline import BaselineError, new_findings, read_baseline, write_baseline
 from .config import Config, ConfigError, check_selectors, load_config, shown, to_toml
 from .discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from .engine import lint_files
-from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_atomically
+from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
@@ -226,6 +226,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
             if target:   # before the lint, not after it: a bad path must not cost a whole run
                 _prepare_output(target)
         found = discover_inputs(list(paths), stdin_filename)
+        _refuse_to_overwrite_inputs(found, paths, baseline_file, output=output, write_baseline=write_baseline_file)
         if show_files:
             _show_files(found, config)
             sys.exit(EXIT_ERROR if found.empty or found.diagnostics else EXIT_CLEAN)
@@ -262,7 +263,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         click.echo(text, nl=False, color=ctx.color)   # click would strip the colours off a pipe
     else:
         try:
-            write_atomically(output, text)
+            write_output(output, text)
         except OSError as exc:
             _fail(f"{output}: cannot write: {exc.strerror or exc}")
     if report.diagnostics:
@@ -328,9 +329,36 @@ def use_color(choice: str, tty: bool) -> bool:
     return tty
 
 
+def _refuse_to_overwrite_inputs(found: Discovery, paths, baseline_file, **targets) -> None:
+    """A report or baseline written onto a dump being linted (or the baseline read) would destroy it."""
+    def ident(path: str):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    inputs = {ident(f.path): f.display for f in found.files if f.path != STDIN}
+    inputs.update({ident(p): p for p in paths if p != STDIN and os.path.isfile(p)})
+    for option, target in targets.items():
+        if not target:
+            continue
+        where = ident(target)
+        if where is not None and os.path.isfile(target):
+            if where in inputs:
+                raise InputError(f"{target}: is an input of this run ({inputs[where]}); "
+                                 f"--{option.replace('_', '-')} would overwrite it")
+            if option == "output" and baseline_file and where == ident(baseline_file):
+                raise InputError(f"{target}: is the --baseline file; --output would overwrite it")
+
+
 def _prepare_output(target: str) -> None:
     """Create the folder of an output file (as ruff does) and fail now if it cannot be."""
-    folder = Path(target).parent
+    if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
+        if not os.access(target, os.W_OK):   # a device or FIFO: written to as it is
+            raise InputError(f"{target}: cannot write: permission denied")
+        return
+    folder = Path(os.path.realpath(target)).parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

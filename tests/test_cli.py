@@ -628,3 +628,77 @@ def test_readme_describes_the_ci_script_and_the_cache_as_they_are():
     assert "parse cache" not in help_text
     assert "keyed by its content, the rules and irlint's version" in help_text
     assert "keyed by the file's content, the rules and irlint's own version" in readme
+
+
+# --- issue 21 item 2: -o / --write-baseline write to what the path names, never over an input ---------
+def test_output_through_a_symlink_writes_its_target(tiny_rules, tmp_path):
+    target = tmp_path / "reports" / "latest.txt"
+    target.parent.mkdir()
+    target.write_text("old report\n")
+    link = tmp_path / "report.txt"
+    link.symlink_to(target)
+    for option in ("-o", "--write-baseline"):
+        assert run(DUMP, option, str(link)).exit_code in (0, 1)
+        assert link.is_symlink() and os.readlink(link) == str(target)
+        assert "old report" not in target.read_text() and target.read_text().strip()
+    assert json.loads(target.read_text())["irlint-baseline"] == 1
+
+
+def test_output_to_a_fifo_is_written_into_it(tiny_rules, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = run(DUMP, "--format", "concise", "-o", str(fifo))
+        assert result.exit_code == 1, result.output
+        assert fifo.is_fifo()
+        received = os.read(reader, 1 << 16).decode()
+    finally:
+        os.close(reader)
+    assert received.count("TS001") == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mknod needs root")
+def test_output_to_a_device_is_written_into_it(tiny_rules, tmp_path):
+    import stat
+
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    for option in ("-o", "--write-baseline"):
+        assert run(DUMP, option, str(device)).exit_code in (0, 1)
+        assert stat.S_ISCHR(device.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
+@pytest.mark.parametrize("target", ["/proc/self/fd/1", "/dev/stdout"])
+def test_output_to_standard_output_by_name_writes_to_the_stream(tmp_path, target):
+    import subprocess
+    import sys
+
+    out = tmp_path / "captured.txt"
+    with open(out, "w") as stream:
+        before = os.fstat(stream.fileno()).st_ino
+        done = subprocess.run([sys.executable, "-m", "irlint", str(Path(__file__).parent / DUMP), "--format",
+                               "concise", "-n", "-o", target], stdout=stream, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 1, done.stderr
+    assert out.stat().st_ino == before and "RC002" in out.read_text()
+    assert os.path.islink("/dev/stdout")
+
+
+def test_output_onto_an_input_dump_is_refused(tiny_rules, tmp_path):
+    folder = tmp_path / "ow"
+    shutil.copytree(Path(__file__).parent / FOLDER, folder)
+    dump = folder / "21_validate_0076.ir"
+    text = dump.read_bytes()
+    link = tmp_path / "report.txt"
+    link.symlink_to(dump)
+    for args in (["-o", str(dump)], ["--write-baseline", str(dump)], ["-o", str(link)]):
+        for path in (folder, dump):
+            result = run(str(path), *args)
+            assert result.exit_code == 2 and "is an input of this run" in result.output, result.output
+            assert dump.read_bytes() == text
+    baseline = tmp_path / "b.json"
+    assert run(DUMP, "--write-baseline", str(baseline)).exit_code == 0
+    result = run(DUMP, "--baseline", str(baseline), "-o", str(baseline))
+    assert result.exit_code == 2 and "--baseline file" in result.output
+    assert json.loads(baseline.read_text())["irlint-baseline"] == 1

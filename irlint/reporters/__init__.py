@@ -94,6 +94,30 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
         raise
 
 
+def write_output(path: str | os.PathLike, text: str) -> None:
+    """Write a report or baseline the user named. A regular file (also through a symbolic link, whose
+    target is written) is replaced atomically; a device, FIFO or ``/dev/stdout`` is written to
+    directly, appending, as a shell's ``>>`` would (renaming over it would replace it)."""
+    import stat
+
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        st = None
+    real = os.path.realpath(name)
+    if (st is not None and not stat.S_ISREG(st.st_mode)) or _special(name) or _special(real):
+        with open(name, "a", encoding="utf-8") as f:
+            f.write(text)
+        return
+    write_atomically(real, text)
+
+
+def _special(path: str) -> bool:
+    """/dev/stdout, /dev/fd/N, /proc/self/fd/N …: a stream of this process, not a file to replace."""
+    return os.path.abspath(path).startswith(("/dev/", "/proc/"))
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
