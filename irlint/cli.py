@@ -228,8 +228,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         found = discover_inputs(list(paths), stdin_filename)
         _refuse_to_overwrite_inputs(found, paths, baseline_file, output=output, write_baseline=write_baseline_file)
         if show_files:
-            _show_files(found, config)
-            sys.exit(EXIT_ERROR if found.empty or found.diagnostics else EXIT_CLEAN)
+            something = _show_files(found, config)
+            sys.exit(EXIT_ERROR if found.empty or found.diagnostics or not something else EXIT_CLEAN)
         if found.empty:
             for d in found.diagnostics:
                 click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
@@ -266,6 +266,10 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
             write_output(output, text)
         except OSError as exc:
             _fail(f"{output}: cannot write: {exc.strerror or exc}")
+    nothing = _why_nothing_checked(report.rules, report.files, found, config)
+    if nothing:
+        click.echo(f"irlint: nothing checked: {nothing}", err=True)
+        sys.exit(EXIT_ERROR)
     if report.diagnostics:
         # bad input (truncated, junk, invalid UTF-8, over-long lines) must not pass as clean
         sys.exit(EXIT_ERROR)
@@ -415,8 +419,25 @@ def _note_jobs(config: Config, found: Discovery, quiet: bool) -> None:
                    f"than the files to read)", err=True)
 
 
-def _show_files(found: Discovery, config: Config) -> None:
-    """What a lint would read: each file with its stage, the rules that read it, and why."""
+def _why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str:
+    """Why a run checked nothing ('' when it checked something): it must not pass as clean."""
+    if not rules:
+        return ("no rule is selected (the --select, --extend-select and --ignore options and the config's "
+                "select/ignore leave none; `irlint rules` lists them)")
+    if checked:
+        return ""
+    if not found.files:
+        return "no graph IR dump was read"
+    stages = sorted({f.stage.label for f in found.files})
+    wanted = list(dict.fromkeys(s for r in rules for s in r.stages))
+    return (f"no selected rule reads the stage{'s' if len(stages) != 1 else ''} of the {len(found.files)} dump "
+            f"file{'s' if len(found.files) != 1 else ''} found ({', '.join(stages)}); the rules read "
+            f"{', '.join(wanted) or 'any stage'}. Name a file to run every rule on it, or use --all-stages")
+
+
+def _show_files(found: Discovery, config: Config) -> bool:
+    """What a lint would read: each file with its stage, the rules that read it, and why. False when
+    nothing would be checked (said why)."""
     from .engine import active_rules, plan
 
     rules = active_rules(config)
@@ -425,7 +446,15 @@ def _show_files(found: Discovery, config: Config) -> None:
         stage = f.stage.label if f.placed else "stage unknown from the name"
         compressed = f", {f.compression}-compressed" if f.compression else ""
         if f.path not in todo:
-            click.echo(f"skip  {f.display}  ({stage}{compressed}): no selected rule reads this stage")
+            readers = [r.code for r in rules if f.stage.name in r.stages or f.stage.label in r.stages]
+            later = [g for g in found.files if g.folder == f.folder and g.path in todo
+                     and any(r.code in readers for r in todo[g.path])]
+            if readers and later:
+                why = (f"{', '.join(readers)} read {', '.join(g.display for g in later)} instead (a stage where "
+                       f"their evidence is final, of the same compile)")
+            else:
+                why = "no selected rule reads this stage"
+            click.echo(f"skip  {f.display}  ({stage}{compressed}): {why}")
             continue
         names = ", ".join(r.code for r in todo[f.path])
         if f.explicit:
@@ -439,6 +468,10 @@ def _show_files(found: Discovery, config: Config) -> None:
         click.echo(f"not read  {d.file}: {d.code} {d.message}")
     for raw, why in found.empty.items():
         click.echo(f"{raw}: no graph IR dumps found in this folder: {why}")
+    nothing = _why_nothing_checked(rules, list(todo), found, config)
+    if nothing:
+        click.echo(f"irlint: nothing would be checked: {nothing}", err=True)
+    return not nothing
 
 
 def _lint_with_progress(found: Discovery, config: Config, show: bool):

@@ -15,8 +15,9 @@ from . import diagnostics as D
 from .diagnostics import Diagnostic
 from .stages import Stage, stage_of
 
-# Written next to the dumps, never graph IR: skipped without opening them.
-NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".txt", ".csv", ".log", ".py", ".yaml", ".md"}
+# Written next to the dumps, never graph IR: skipped without opening them (a dump saved as .txt is
+# still one: those are opened).
+NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
 _RANK = re.compile(r"rank_(\d+)\Z")
 # How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or the note
@@ -425,6 +426,7 @@ def _why_empty(diags: list[Diagnostic]) -> str:
             what = (".ir file that is not a graph dump", ".ir files that are not graph dumps")
         counts[what] = counts.get(what, 0) + 1
     if not counts:
-        return "no file in it starts like a graph dump ('# IR entry:')"
+        return ("no file in it starts like a graph dump ('# IR entry:'; files named "
+                f"{', '.join(sorted(NOT_IR_SUFFIXES))} are not opened)")
     parts = [f"{n} {what[0] if n == 1 else what[1]}" for what, n in counts.items()]
     return "found only " + ", ".join(parts)

@@ -20,6 +20,7 @@ from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
 from .rule import Rule, load_rules, plugin_problems
+from .stages import FRONTEND
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -46,8 +47,34 @@ def choose_files(rule: Rule, files: list[DumpFile], all_stages: bool) -> list[Du
     return unplaced
 
 
+def compiles(files: list[DumpFile]) -> list[list[DumpFile]]:
+    """The files of one folder split by compile: MindSpore numbers every dump of a process in one
+    sequence, so a compile's files are a run in that order, and a later compile (another graph, a
+    recompile) starts again at an earlier stage or repeats one. Files without a sequence number
+    (renamed copies) form one group of their own."""
+    ordered = sorted((f for f in files if f.placed and f.stage.seq is not None), key=lambda f: f.stage.seq)
+    groups: list[list[DumpFile]] = []
+    seen: set[tuple] = set()
+    last_index = -1
+    for f in ordered:
+        stage = (f.stage.family, f.stage.label)
+        index = f.stage.index if f.stage.family == FRONTEND and f.stage.index is not None else None
+        if not groups or stage in seen or (index is not None and index < last_index):
+            groups.append([])
+            seen, last_index = set(), -1
+        groups[-1].append(f)
+        seen.add(stage)
+        if index is not None:
+            last_index = index
+    rest = [f for f in files if not (f.placed and f.stage.seq is not None)]
+    if rest:
+        groups.append(rest)
+    return groups
+
+
 def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> dict[str, list[Rule]]:
-    """path -> rules to run on it. A file named directly gets every rule."""
+    """path -> rules to run on it. A file named directly gets every rule; in a folder, each rule
+    reads the final stage file of each compile."""
     todo: dict[str, list[Rule]] = defaultdict(list)
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -56,11 +83,16 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
         else:
             folders[f.folder].append(f)
     for folder_files in folders.values():
-        for rule in rules:
-            for f in choose_files(rule, folder_files, all_stages):
-                if rule not in todo[f.path]:
-                    todo[f.path].append(rule)
-    return dict(todo)
+        unplaced = [f for f in folder_files if not f.placed]
+        for group in compiles([f for f in folder_files if f.placed]):
+            for rule in rules:
+                for f in choose_files(rule, group, all_stages):
+                    if rule not in todo[f.path]:
+                        todo[f.path].append(rule)
+        for f in unplaced:
+            if rules:
+                todo[f.path].extend(rule for rule in rules if rule not in todo[f.path])
+    return {f.path: todo[f.path] for f in files if f.path in todo}
 
 
 # a chosen stage file with one of these was not read completely: its rules also read the next stage

@@ -30,9 +30,15 @@ def test_findings_exit_1(tiny_rules):
 
 
 def test_clean_exit_0(tiny_rules):
-    result = run(DUMP, "--ignore", "TS001")
+    result = run("fixtures/corpus/full-folder-1layer/00_bootstrap_0000.ir")   # no MatMul in it
     assert result.exit_code == 0, result.output
-    assert "No findings" in result.output
+    assert "No findings (1 file checked)" in result.output
+
+
+def test_no_rule_selected_exit_2(tiny_rules):
+    result = run(DUMP, "--ignore", "TS001")   # TS002 is off by default
+    assert result.exit_code == 2, result.output
+    assert "nothing checked: no rule is selected" in result.output
 
 
 def test_info_findings_alone_exit_0(tiny_rules, tmp_path):
@@ -156,7 +162,8 @@ def test_invalid_config_exit_2(tiny_rules, tmp_path):
 ])
 def test_selection(tiny_rules, args, codes):
     result = run(DUMP, "--format", "json", *args)
-    assert {f["code"] for f in json.loads(result.output)["findings"]} == codes
+    assert {f["code"] for f in json.loads(result.stdout)["findings"]} == codes
+    assert result.exit_code == 2 if not codes else result.exit_code in (0, 1)
 
 
 @pytest.mark.parametrize("file, args, codes", [
@@ -411,7 +418,8 @@ def test_config_of_a_path_is_what_its_lint_uses(tiny_rules, tmp_path, monkeypatc
     (cwd / "irlint.toml").write_text('ignore = ["TS001"]\n')
     monkeypatch.chdir(cwd)
     assert run("config", str(elsewhere)).output.strip() == f"from {cwd / 'irlint.toml'}"
-    assert run(str(elsewhere), "--format", "json").exit_code == 0   # the cwd's ignore applied
+    result = run(str(elsewhere), "--format", "json")   # the cwd's ignore applied: no rule left
+    assert result.exit_code == 2 and "no rule is selected" in result.output
     (elsewhere / "irlint.toml").write_text('extend-select = ["TS002"]\n')
     assert run("config", str(elsewhere)).output.strip() == f"from {elsewhere / 'irlint.toml'}"
 
