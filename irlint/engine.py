@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Iterator
 
 from .cache import LintCache, content_hash, content_sample, default_dir, unsafe_folder
 from .config import Config, validate
-from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
+from .diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE,
+                          Diagnostic)
 from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
@@ -218,7 +219,9 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
         diagnostics = list(ir.diagnostics)
         if damage_of(stream):   # what came before the damage was read; the reader says where it ended
             diagnostics.append(Diagnostic(display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
-        for rule in rules:
+        missing = missing_evidence(ir, display)
+        diagnostics.extend(missing)
+        for rule in rules if not any(d.code == NO_ATTRIBUTES for d in missing) else ():
             findings.extend(_run_rule(rule, ir, display, diagnostics, timeout))
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
@@ -231,6 +234,27 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
     if any(ref() is not None for ref in refs):
         gc.collect()
     return digest, findings, diagnostics
+
+
+def missing_evidence(ir, display: str) -> list[Diagnostic]:
+    """What a dump written with MS_DEV_DUMP_IR_FORMAT=0 (no attributes, no types) or =1 (no scope
+    lines) lacks, when none of its nodes has it."""
+    cnodes = [d for _, d in ir.graph.nodes(data=True) if d.get("kind") == "cnode"]
+    if not cnodes:
+        return []
+    if not any(d.get("out_type") is not None or d.get("cnode_attrs") or d.get("primitive_attrs")
+               or d.get("primal_attrs") for d in cnodes):
+        return [Diagnostic(display, 0, NO_ATTRIBUTES,
+                           f"no attributes or types on any of its {len(cnodes)} nodes (written with "
+                           f"MS_DEV_DUMP_IR_FORMAT=0?): recompute tags, dtypes, shapes and strategies are not "
+                           f"in it, so no rule can judge it; dump again without that variable")]
+    if not any(d.get("scope") for d in cnodes):
+        return [Diagnostic(display, 0, NO_SCOPES,
+                           "no scope lines (written with MS_DEV_DUMP_IR_FORMAT=1?): verdicts are given from "
+                           "attributes, types and parameter names, but a finding's layer, the bytes across "
+                           "layers, select_recompute keys in hints and Cell.recompute() cells cannot be "
+                           "given (`irlint explain IR016`)")]
+    return []
 
 
 def model_refs(ir) -> tuple[weakref.ref, ...]:
@@ -414,6 +438,9 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
         for f, findings, diags in check_files([by_path[p] for p in todo], todo, config):
             read.add(f.path)
             done.setdefault(f.path, []).extend(todo[f.path])
+            report.notes.extend(f"{d.file}: {d.code} {d.message}" for d in diags
+                                if d.code in NOTE_CODES and f"{d.file}: {d.code} {d.message}" not in report.notes)
+            diags = [d for d in diags if d.code not in NOTE_CODES]
             report.diagnostics.extend(diags)
             if any(d.code in INCOMPLETE for d in diags):
                 incomplete.add(f.path)
