@@ -431,6 +431,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
         report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem)
                                   for problem in plugin_problems())
     found: list[tuple[DumpFile, Finding]] = []
+    silenced: list[tuple[DumpFile, Finding]] = []
     done: dict[str, list[Rule]] = {}
     incomplete: set[str] = set()
     read: set[str] = set()
@@ -446,14 +447,17 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
                 incomplete.add(f.path)
             for finding in findings:
                 sev = config.severity_for(finding.code, finding.rule, finding.severity)
-                if config.suppressed(finding.code, finding.rule, finding.scope):
-                    continue
-                found.append((f, finding.with_(severity=sev)))
+                silent = config.suppressed(finding.code, finding.rule, finding.scope)
+                (silenced if silent else found).append((f, finding.with_(severity=sev)))
         # a truncated final stage must not hide what the complete earlier stages show
         todo = fallback_plan(files, rules, done, incomplete, config.all_stages) if incomplete else {}
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
     report.findings = _group(found, {r.name: r.stages for r in rules})
+    for finding in _group(silenced, {r.name: r.stages for r in rules}):
+        entry = config.suppression_for(finding.code, finding.rule, finding.scope)
+        reason = (entry.reason or f"[[suppress]] scope {entry.scope!r}") if entry else ""
+        report.suppressed.append((finding, reason))
     return report
 
 

@@ -385,6 +385,11 @@ def test_pre_commit_hook_definition():
     assert fields["id"] == "irlint" and fields["entry"] == "irlint"
     files = re.compile(fields["files"])
     assert files.search("graph/rank_0/21_validate_0076.ir") and not files.search("graph/notes.irx")
+    # every name the command line reads as a dump (issue 21: .ir.gz and .IR were skipped)
+    for name in ("21_validate_0076.IR", "21_validate_0076.ir.gz", "g.ir.bz2", "g.ir.xz", "g.Ir.GZ", "g.ir.zst"):
+        assert files.search(f"graph/{name}"), name
+    for name in ("notes.irx", "g.ir.bak", "g.gz", "report.ir.json"):
+        assert not files.search(f"graph/{name}"), name
 
 
 @pytest.mark.parametrize("args", [["{locked}"], ["config", "{locked}"]])

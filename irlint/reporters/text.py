@@ -143,4 +143,7 @@ def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
         text += f", {len(report.diagnostics)} input problem{'s' if len(report.diagnostics) != 1 else ''}"
     if ctx.baselined:
         text += f", {ctx.baselined} known finding{'s' if ctx.baselined != 1 else ''} hidden by the baseline"
+    if report.suppressed:
+        n = len(report.suppressed)
+        text += f", {n} suppressed by [[suppress]]"
     out.print(Text(text + ").", style="bold"))
