@@ -260,3 +260,27 @@ def test_a_folder_whose_only_sub_folder_cannot_be_listed_says_so(tmp_path, monke
     assert result.exit_code == 2
     assert "found only 1 sub-folder that cannot be listed" in result.output
     assert "rank_0:1:1: IR001 cannot list folder: permission denied" in result.output
+
+
+# --- issue 21 item 17: blanks at line ends, a byte order mark, a .txt name --------------------------
+@pytest.mark.parametrize("edit", [
+    lambda data: data.replace(b"\n", b"  \n"),            # trailing spaces on every line
+    lambda data: data.replace(b"\n", b" \t\r\n"),         # and CRLF
+    lambda data: b"\xef\xbb\xbf" + data,                  # a UTF-8 byte order mark
+])
+def test_blanks_at_line_ends_and_a_byte_order_mark_read_as_the_dump(tmp_path, edit):
+    dump = tmp_path / VALIDATE.name
+    dump.write_bytes(edit(VALIDATE.read_bytes()))
+    (_, plain), (code, edited) = lint_json(VALIDATE), lint_json(dump)
+    assert code == 1 and edited["diagnostics"] == []
+    strip = [(f["line"], f["message"], f["scope"], f["fingerprint"]) for f in plain["findings"]]
+    assert [(f["line"], f["message"], f["scope"], f["fingerprint"]) for f in edited["findings"]] == strip
+    folder = run(tmp_path)
+    assert folder.exit_code == 1 and "IR0" not in folder.output
+
+
+def test_a_dump_saved_as_txt_in_a_folder_is_read(tmp_path):
+    shutil.copy(VALIDATE, tmp_path / "validate_dump.txt")
+    (tmp_path / "notes.txt").write_text("not a dump\n")
+    result = run(tmp_path, "--format", "concise")
+    assert result.exit_code == 1 and result.output.count("RC002") == 2, result.output
