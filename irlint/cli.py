@@ -247,12 +247,13 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
             n = write_baseline(write_baseline_file, report.findings)
         except BaselineError as exc:
             _fail(str(exc))
-        if not quiet:
+        if not quiet and fmt != "text":   # the text summary says it
             click.echo(f"irlint: wrote {n} finding{'s' if n != 1 else ''} to baseline {write_baseline_file}", err=True)
         report.findings = []
     elif accepted is not None:
         report.findings = new_findings(report.findings, accepted)
-    ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings))
+    ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings),
+                        baseline_written=write_baseline_file or None)
     ctx.sources.streams = {f.display: (f.path, f.compression) for f in found.files}
     if output is None and sys.stdout.isatty():
         ctx.width = shutil.get_terminal_size((120, 24)).columns

@@ -274,6 +274,9 @@ def test_baseline_round_trip(tiny_rules, tmp_path):
     warn.write_text('severity = { TS002 = "warning" }\n')
     result = run(DUMP, "--write-baseline", str(baseline))
     assert result.exit_code == 0
+    # issue 21: not "No findings (… hidden by the baseline)": they were just written
+    assert f"Wrote 3 findings to the baseline {baseline} (1 file checked)." in result.output
+    assert "No findings" not in result.output and "hidden" not in result.output
     entries = json.loads(baseline.read_text())["findings"]
     assert [e["code"] for e in entries] == ["TS001"] * 3 and all(e["scope"] for e in entries)
     result = run(DUMP, "--baseline", str(baseline))

@@ -253,3 +253,10 @@ def test_junit_does_not_fail_a_test_on_info_findings(tiny_rules):
     assert root.get("failures") == "0"
     case = root.find("testsuite/testcase")
     assert case.find("failure") is None and "TS002" in case.find("system-out").text
+
+
+def test_ranks_follow_the_message_after_one_space(tiny_rules):
+    report = lint([DUMP], Config())
+    report.findings = [f.with_(message="moves 7.0 KiB more", ranks=(0, 1, 2)) for f in report.findings[:1]]
+    assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "text", ctx())
+    assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "concise", ctx())

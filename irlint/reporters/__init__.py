@@ -26,6 +26,8 @@ class RenderContext:
     sources: SourceLines = field(default_factory=SourceLines)
     # findings hidden by --baseline (shown in the text summary so nobody wonders where they went)
     baselined: int = 0
+    # --write-baseline FILE: the findings were written there (and are not shown)
+    baseline_written: str | None = None
 
 
 def renderer(fmt: str) -> Callable[[Report, RenderContext], str]:
