@@ -284,3 +284,36 @@ def test_a_dump_saved_as_txt_in_a_folder_is_read(tmp_path):
     (tmp_path / "notes.txt").write_text("not a dump\n")
     result = run(tmp_path, "--format", "concise")
     assert result.exit_code == 1 and result.output.count("RC002") == 2, result.output
+
+
+def test_standard_input_is_read_in_blocks_not_whole(monkeypatch):
+    """Issue 21 item 16: a 391 MB dump took 1.37 GB on standard input, 0.99 GB as a file."""
+    import io
+
+    import irlint.discover as discover_module
+
+    data = VALIDATE.read_bytes()
+    sizes: list[int | None] = []
+
+    class Pipe(io.RawIOBase):
+        def __init__(self):
+            self.stream = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def read(self, size=-1):
+            sizes.append(size)
+            return self.stream.read(size if size is not None and size >= 0 else -1)
+
+    monkeypatch.setattr(discover_module, "SPOOL_BLOCK", 4096, raising=False)
+    discover_module.forget_buffers()
+    discover_module.read_stdin(Pipe())
+    assert sizes and all(s is not None and 0 < s <= 4096 for s in sizes)   # never "read it all"
+    found = discover_inputs(["-"], "graph/21_validate_0076.ir")
+    assert found.files[0].size == len(data)
+    with discover_module.open_dump("-") as a, discover_module.open_dump("-") as b:
+        assert a.read(100) == data[:100] and b.read(50) == data[:50]   # readers of their own
+        a.seek(len(data) - 10)
+        assert a.read() == data[-10:] and b.read(50) == data[50:100]
+    discover_module.forget_buffers()
