@@ -97,9 +97,21 @@ def unsafe_folder(folder: str | os.PathLike) -> str | None:
             return f"{path} is not a folder"
         if st.st_uid not in (uid, 0):
             return f"{path} belongs to another user (uid {st.st_uid})"
-        if st.st_mode & 0o022:
+        if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid)):
             return f"{path} is writable by other users (mode {stat_module.S_IMODE(st.st_mode):04o})"
     return None
+
+
+def _private_group(gid: int) -> bool:
+    """The user's own group (a umask of 002 with one group per user makes folders group-writable)."""
+    try:
+        import grp
+        import pwd
+
+        group, user = grp.getgrgid(gid), pwd.getpwuid(os.getuid())
+    except (ImportError, KeyError):
+        return False
+    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
 
 
 def _hash_stream(f) -> str:

@@ -1,7 +1,8 @@
 """The ``irlint`` command line: ``irlint [OPTIONS] PATH...`` and the rules/explain/inspect/config/clean commands.
 
-Exit codes: 0 no findings (or only info ones), 1 warning or error findings, 2 usage error, unusable input
-or internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+Exit codes: 0 no findings (or only info ones), 1 warning or error findings, 2 usage error, nothing
+checked, any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), 143
+terminated (SIGTERM).
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
 EXIT_TERMINATED = 128 + 15           # SIGTERM
 FAILING_SEVERITIES = ("error", "warning")
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
-EXIT_CODES_HELP = ("Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, unusable input "
-                   "or internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).")
+EXIT_CODES_HELP = ("Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, nothing checked, "
+                   "any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), "
+                   "143 terminated (SIGTERM).")
 _debug = False
 
 

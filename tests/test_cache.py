@@ -422,3 +422,16 @@ def test_entries_are_private_and_a_group_writable_entry_is_not_trusted(rules, du
         os.chmod(p, 0o666)
     assert _lint(dump, cache) == first
     assert len(RecomputedNodes.checked) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_folder_writable_only_by_the_users_own_group_is_used(rules, dump, tmp_path, monkeypatch):
+    import irlint.cache as cache_module
+
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    os.chmod(cache, 0o770)
+    monkeypatch.setattr(cache_module, "_private_group", lambda gid: True)   # umask 002, one group per user
+    assert cache_module.unsafe_folder(cache) is None
+    monkeypatch.setattr(cache_module, "_private_group", lambda gid: False)
+    assert "writable by other users" in cache_module.unsafe_folder(cache)
