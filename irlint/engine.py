@@ -58,7 +58,7 @@ def compiles(files: list[DumpFile]) -> list[list[DumpFile]]:
     seen: set[tuple] = set()
     last_index = -1
     for f in ordered:
-        stage = (f.stage.family, f.stage.label)
+        stage = (f.stage.family, f.stage.label, f.stage.index)   # graph_build_0 and _1: one compile
         index = f.stage.index if f.stage.family == FRONTEND and f.stage.index is not None else None
         if not groups or stage in seen or (index is not None and index < last_index):
             groups.append([])
