@@ -61,10 +61,11 @@ EXPLANATIONS = {
                    "(or with MS_DEV_DUMP_IR_FORMAT=2).",
     NO_SCOPES: "The dump has no '# Fullname with scope' lines (written with MS_DEV_DUMP_IR_FORMAT=1). The "
                "verdicts stand (recompute tags, copies, dtypes, shapes and parameter names are there), but "
-               "findings name no scope, nodes are told apart by the weights they are computed from, and what "
-               "only scopes tell cannot be given: the decoder layer of a finding, the bytes across layers, "
-               "the select_recompute keys of a hint, recompute asked for with Cell.recompute() (seen only as a "
-               "'recompute_' scope prefix). Not an input problem: the exit code is not changed.",
+               "findings name no scope; nodes are told apart, and matched across decoder layers (bytes across "
+               "layers), by the weights they are computed from (model.layers.N.…). What only scopes tell "
+               "cannot be given: the select_recompute keys of a hint, recompute asked for with "
+               "Cell.recompute() (seen only as a 'recompute_' scope prefix), the per-layer table of "
+               "`irlint memory`. Not an input problem: the exit code is not changed.",
     PLUGIN_FAILED: "A third-party rule plugin (entry point group irlint.rules) could not be loaded, or its "
                    "rule code clashes with another rule's; its rules did not run.",
 }

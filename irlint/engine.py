@@ -251,8 +251,8 @@ def missing_evidence(ir, display: str) -> list[Diagnostic]:
     if not any(d.get("scope") for d in cnodes):
         return [Diagnostic(display, 0, NO_SCOPES,
                            "no scope lines (written with MS_DEV_DUMP_IR_FORMAT=1?): verdicts are given from "
-                           "attributes, types and parameter names, but a finding's layer, the bytes across "
-                           "layers, select_recompute keys in hints and Cell.recompute() cells cannot be "
+                           "attributes, types and parameter names (layers from the weights' names), but "
+                           "scopes, select_recompute keys in hints and Cell.recompute() cells cannot be "
                            "given (`irlint explain IR016`)")]
     return []
 

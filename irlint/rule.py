@@ -56,6 +56,8 @@ class Rule:
         if not data.get("scope"):
             # a dump without scope lines (MS_DEV_DUMP_IR_FORMAT=1): the weights the node is computed
             # from tell one layer's node from another's, as its scope would
+            from .model import weights_upstream
+
             identity = (*identity, ("weights", weights_upstream(ir, key)))
         return Finding(
             code=self.code, rule=self.name, severity=severity or self.severity, file=ir.path,
@@ -64,31 +66,6 @@ class Rule:
             related=tuple(r if isinstance(r, Related) else related_node(ir, r) for r in related),
             stage=ir.stage.label, identity=identity, extra=tuple(sorted((extra or {}).items())),
         )
-
-
-def weights_upstream(ir: IRFile, key: int, limit: int = 3, depth: int = 16) -> tuple[str, ...]:
-    """The names of the nearest parameters a node is computed from (breadth first, at most
-    ``depth`` steps up): stable across re-dumps, unlike node ids."""
-    graph = ir.graph
-    names: list[str] = []
-    seen = {key}
-    level = [key]
-    for _ in range(depth):
-        ahead: list[int] = []
-        for node in level:
-            for u in sorted(graph.predecessors(node)):
-                if u in seen:
-                    continue
-                seen.add(u)
-                data = graph.nodes[u]
-                if data.get("kind") == "param":
-                    names.append(str(data.get("id", "")).split("_", 1)[-1])
-                elif data.get("kind") == "cnode":
-                    ahead.append(u)
-        if len(names) >= limit or not ahead:
-            break
-        level = ahead
-    return tuple(sorted(names)[:limit])
 
 
 def related_node(ir: IRFile, key: int, note: str = "") -> Related:
