@@ -329,8 +329,12 @@ class LintCache:
         """(path, kind, key or None) of every file in the layout irlint writes: ``vN/KIND/XX/KEY``
         with XX the first two characters of KEY (and ``.KEY.XXXX.tmp`` leftovers of a killed run);
         nothing else in the folder is ever touched."""
+        if self.root.is_symlink():
+            return   # irlint makes real folders: a link leads out of the cache
         for kind in _KINDS:
             top = self.root / kind
+            if top.is_symlink():
+                continue
             try:
                 subs = sorted(os.listdir(top))
             except OSError:

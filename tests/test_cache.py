@@ -435,3 +435,16 @@ def test_a_folder_writable_only_by_the_users_own_group_is_used(rules, dump, tmp_
     assert cache_module.unsafe_folder(cache) is None
     monkeypatch.setattr(cache_module, "_private_group", lambda gid: False)
     assert "writable by other users" in cache_module.unsafe_folder(cache)
+
+
+def test_clean_does_not_follow_links_out_of_the_cache(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(cache / "v2", elsewhere)   # entries in irlint's layout, but not in this cache
+    kept = _entries(elsewhere)
+    (cache / "v2" / "other").symlink_to(elsewhere / "lint")
+    shutil.rmtree(cache / "v2" / "stat")
+    (cache / "v2" / "stat").symlink_to(elsewhere / "stat")
+    assert _clean(cache).exit_code == 0
+    assert all(p.exists() for p in kept)
