@@ -24,6 +24,7 @@ _PATTERNS = [(re.compile(p + r"\Z"), family) for p, family in _STAGES]
 _PATTERNS_WITH_SUFFIX = [(re.compile(p + r"(?=[.\s(~])"), family) for p, family in _STAGES]
 _TRACE = re.compile(r"(?P<name>trace_code_graph)_(?P<seq>\d+)\Z")
 _WORD_START = re.compile(r"(?<=[_\-.\s])")
+_RANK_PREFIX = re.compile(r"[A-Za-z]+\d+_")
 _OTHER = re.compile(r"(?P<name>.+?)_(?P<seq>\d{4,})\Z")
 # how compressed dumps are named (the stage is read from the name without it)
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
@@ -68,7 +69,9 @@ def stage_of(filename: str) -> Stage:
         for start in starts:
             for pattern, family in patterns:
                 m = pattern.match(stem, start)
-                if m:
+                # inside a name, only with MindSpore's sequence number (net_1_model.ir is no stage
+                # file) or after a rank prefix (rank0_21_validate.ir)
+                if m and (start == 0 or m.group("seq") or _RANK_PREFIX.fullmatch(stem, 0, start)):
                     return _stage(m, family)
     m = _OTHER.match(stem)
     if m:

@@ -85,3 +85,14 @@ def test_show_files_says_why_an_earlier_stage_is_skipped():
     assert shown.exit_code == 0
     skipped = [line for line in shown.output.splitlines() if "opt_pass_19" in line]
     assert skipped and "instead" in skipped[0] and "21_validate_0076.ir" in skipped[0], shown.output
+
+
+@pytest.mark.parametrize("name", ["rank_0_graph.ir", "net_1_model.ir", "graph.ir", "my_2_runs.ir"])
+def test_a_name_without_a_stage_file_in_it_is_read_by_every_rule(name):
+    assert not stage_of(name).known   # numbers inside a name are no stage without MindSpore's sequence
+
+
+def test_a_renamed_dump_of_unknown_stage_in_a_folder_is_read_by_every_rule(tmp_path):
+    shutil.copy(WITH_FINDINGS, tmp_path / "rank_0_graph.ir")
+    result = run(tmp_path)
+    assert result.exit_code == 1 and result.output.count("RC002") == 2, result.output
