@@ -16,6 +16,8 @@ BINARY = "IR009"
 UNRESOLVED = "IR010"
 RULE_FAILED = "IR011"
 PLUGIN_FAILED = "IR012"
+NO_ATTRIBUTES = "IR015"
+NO_SCOPES = "IR016"   # a note, not an input problem: the verdicts stand (see NOTE_CODES)
 
 KINDS = {
     UNREADABLE: "unreadable",
@@ -30,7 +32,11 @@ KINDS = {
     UNRESOLVED: "unresolved-reference",
     RULE_FAILED: "rule-failed",
     PLUGIN_FAILED: "plugin-failed",
+    NO_ATTRIBUTES: "no-attributes",
+    NO_SCOPES: "no-scopes",
 }
+# said about a file on standard error, not counted as an input problem (exit code unchanged)
+NOTE_CODES = frozenset({NO_SCOPES})
 
 
 # What each input problem means, for `irlint explain IR0xx`.
@@ -49,6 +55,17 @@ EXPLANATIONS = {
     BINARY: "The file holds NUL bytes: not a text dump.",
     UNRESOLVED: "A node input refers to a node or parameter the file does not define.",
     RULE_FAILED: "A rule raised an error on this file; the other rules still ran. Report it to the rule's author.",
+    NO_ATTRIBUTES: "The dump has no attributes and no types on any node (written with "
+                   "MS_DEV_DUMP_IR_FORMAT=0): what was asked to recompute, what was recomputed, dtypes, shapes "
+                   "and strategies are not in it, so no rule can judge it. Dump again without the variable "
+                   "(or with MS_DEV_DUMP_IR_FORMAT=2).",
+    NO_SCOPES: "The dump has no '# Fullname with scope' lines (written with MS_DEV_DUMP_IR_FORMAT=1). The "
+               "verdicts stand (recompute tags, copies, dtypes, shapes and parameter names are there), but "
+               "findings name no scope; nodes are told apart, and matched across decoder layers (bytes across "
+               "layers), by the weights they are computed from (model.layers.N.…). What only scopes tell "
+               "cannot be given: the select_recompute keys of a hint, recompute asked for with "
+               "Cell.recompute() (seen only as a 'recompute_' scope prefix), the per-layer table of "
+               "`irlint memory`. Not an input problem: the exit code is not changed.",
     PLUGIN_FAILED: "A third-party rule plugin (entry point group irlint.rules) could not be loaded, or its "
                    "rule code clashes with another rule's; its rules did not run.",
 }

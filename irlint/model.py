@@ -230,3 +230,29 @@ def _cell_scope(scope: str) -> str:
     """The scope without the per-dump op suffix ("/MatMul-op12"): opt_pass files omit it."""
     head, _, last = scope.rpartition("/")
     return head if head and "-op" in last else scope
+
+
+def weights_upstream(ir: IRFile, key: int, depth: int = 16) -> tuple[str, ...]:
+    """The names of the parameters nearest upstream of a node (all those at the first distance,
+    breadth first, at most ``depth`` steps up, that reaches any): stable across re-dumps, unlike
+    node ids, and per layer (``model.layers.3.attention_norm.weight``) where scopes are missing."""
+    graph = ir.graph
+    seen = {key}
+    level = [key]
+    for _ in range(depth):
+        names: list[str] = []
+        ahead: list[int] = []
+        for node in level:
+            for u in graph.predecessors(node):
+                if u in seen:
+                    continue
+                seen.add(u)
+                data = graph.nodes[u]
+                if data.get("kind") == "param":
+                    names.append(str(data.get("id", "")).removeprefix("%").split("_", 1)[-1])
+                elif data.get("kind") == "cnode":
+                    ahead.append(u)
+        if names or not ahead:
+            return tuple(sorted(names))
+        level = ahead
+    return ()

@@ -178,7 +178,10 @@ class _Reader:
                 if raw.startswith(TYPE_LINE) and self.type_lines and self.current is not None and raw.isascii():
                     self.type_lines += 1   # a kernel graph's second and third type lines: no rule reads them
                     break
-                line = self.decode(raw, lineno).rstrip("\r")
+                # trailing blanks (an editor, a copy) and a UTF-8 byte order mark carry no meaning
+                line = self.decode(raw, lineno).rstrip("\r \t")
+                if lineno == 1:
+                    line = line.lstrip("\ufeff")
                 if line.startswith("  %"):
                     first = lineno   # a record's line is its first line, however many it spans
                     ended_by = None
@@ -220,7 +223,7 @@ class _Reader:
 
     def node_record(self, item: NodeRecord) -> None:
         lineno, _, node, types, scope = item[:5]
-        self.node_line(node.decode(), lineno)
+        self.node_line(node.decode().rstrip(" \t"), lineno)
         if self.current is None:   # not read: its other lines are reported as they always are
             for raw in types.splitlines():
                 lineno += 1
@@ -231,7 +234,7 @@ class _Reader:
             self.type_lines = types.count(b"\n")
             self.first_type_line(types[8:first].decode().strip(), types[:first], lineno + 1)
         if scope is not None:
-            scope = scope.decode()
+            scope = scope.decode().rstrip(" \t")
             self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
 
     # --- line kinds ----------------------------------------------------------------------------------
