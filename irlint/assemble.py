@@ -4,7 +4,8 @@ The reader collects node records and the references between them as plain lists;
 become graph nodes and edges in bulk: arguments are resolved to node keys (a local ``%N``, a
 file-wide ``%paraN``, ``$(@g:name)`` of an enclosing subgraph, ``@g`` of a subgraph), literal
 arguments become ``Constant`` nodes, and subgraph calls get their callee, call_in and call_out
-edges (see ``irlint.model``).
+edges (see ``irlint.model``), also when a value holding graphs is called (``%5[@FuncUnion(@a, @b)]()``:
+each graph it may run).
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class Records:
     nodes: list[tuple[int, dict]] = field(default_factory=list)
     # per node record: (its arguments, the node, its graph, a %N or $(@g:x) callee or None, its line)
     uses: list[tuple[tuple, int, str, Any, int]] = field(default_factory=list)
-    calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)  # (call node, callee graph, args, graph)
+    # (call node, callee graph, args, graph, called through a value: "%0[@@g](..)", "%5[@FuncUnion(..)]()")
+    calls: list[tuple[int, str, tuple, str, bool]] = field(default_factory=list)
     params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
     locals: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> %N -> key
@@ -98,15 +100,18 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 edges.append((src, consumer, pos, {"kind": "data"}))
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
-    for call, callee, args, graph in rec.calls:
+    for call, callee, args, graph, by_value in rec.calls:
         sub = ir.subgraphs.get(callee)
         edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
         if sub is None:
             continue
-        for i, arg in enumerate(args[: len(sub.params)]):
+        # a graph called through a value may have its first parameters bound already (Partial):
+        # the arguments of the call are its last ones
+        first = max(0, len(sub.params) - len(args)) if by_value else 0
+        for i, arg in enumerate(args[: len(sub.params) - first]):
             src = resolver.resolve(arg, graph)
             if src is not None:
-                edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
+                edges.append((src, sub.params[first + i], ("in", first + i), {"kind": "call_in"}))
         if sub.return_node is not None:
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     _add_nodes(g, rec.nodes[:made_by_args])

@@ -16,6 +16,8 @@ BINARY = "IR009"
 UNRESOLVED = "IR010"
 RULE_FAILED = "IR011"
 PLUGIN_FAILED = "IR012"
+COMPILE_FAILURE = "IR013"
+DUPLICATE_GRAPH = "IR014"
 
 KINDS = {
     UNREADABLE: "unreadable",
@@ -30,6 +32,8 @@ KINDS = {
     UNRESOLVED: "unresolved-reference",
     RULE_FAILED: "rule-failed",
     PLUGIN_FAILED: "plugin-failed",
+    COMPILE_FAILURE: "compile-failure",
+    DUPLICATE_GRAPH: "duplicate-graph",
 }
 
 
@@ -51,6 +55,16 @@ EXPLANATIONS = {
     RULE_FAILED: "A rule raised an error on this file; the other rules still ran. Report it to the rule's author.",
     PLUGIN_FAILED: "A third-party rule plugin (entry point group irlint.rules) could not be loaded, or its "
                    "rule code clashes with another rule's; its rules did not run.",
+    COMPILE_FAILURE: "The file is an analyze_fail.ir: MindSpore could not compile the graph (type inference "
+                     "failed) and dumped the graphs it was evaluating. The diagnostic gives MindSpore's message "
+                     "and the node whose evaluation failed (the last '------------------------>' mark); "
+                     "`irlint inspect` prints the whole message. The graphs are read, but no rule runs on them: "
+                     "the rules read graphs after automatic differentiation, recompute and parallel passes, "
+                     "which a failed compile never reaches.",
+    DUPLICATE_GRAPH: "Two subgraphs of the file print the same name (an analyze_fail.ir prints the entry graph "
+                     "of the evaluation stack and the graph it calls under one name). Both are kept: the later "
+                     "one is read as '@name#2', and each one's nodes are wired within their own graph; a call "
+                     "of '@name' refers to the first.",
 }
 
 

@@ -176,7 +176,9 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
         diagnostics = list(ir.diagnostics)
         if damage_of(stream):   # what came before the damage was read; the reader says where it ended
             diagnostics.append(Diagnostic(display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
-        for rule in rules:
+        # an analyze_fail.ir holds graphs before autodiff, recompute and parallel passes: no rule's
+        # evidence (its IR013 diagnostic says so)
+        for rule in rules if ir.failure is None else ():
             findings.extend(_run_rule(rule, ir, display, diagnostics, timeout))
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
