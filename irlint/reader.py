@@ -358,9 +358,7 @@ class _Reader:
             return
         self.section = None
         value = m.group(2)
-        if key == "stack":
-            self.compile_failure(lineno).stack_depth = value.strip()
-        elif key == "entry":
+        if key == "entry":
             self.ir.entry = value.strip()
         elif key in ("total_subgraphs", "total_params"):
             self.header_int(key, value, line, lineno)
@@ -368,6 +366,8 @@ class _Reader:
             self.section = self.ir.attrs
         elif key == "order":
             self.in_order = True
+        elif key == "stack":   # "# The total of function graphs in evaluation stack: 3/5 (Ignored 2 internal frames)."
+            self.compile_failure(lineno).stack_depth = value.strip()
 
     def header_int(self, key: str, text: str, line: str, lineno: int) -> None:
         try:

@@ -549,9 +549,12 @@ def parse_call(text: str) -> tuple[list, Any]:
     callee = terms[:-1]
     if not callee:
         raise GrammarError("a call needs a callee")
-    return _callee(callee), tuple(
-        _unkey(a) for a in args
-    )
+    try:
+        return _callee(callee), tuple(
+            _unkey(a) for a in args
+        )
+    except RecursionError:   # values are walked recursively, as the parse itself is
+        raise GrammarError("nesting too deep") from None
 
 
 def _callee(terms: list) -> Any:
