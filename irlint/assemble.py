@@ -31,11 +31,13 @@ class Records:
     nodes: list[tuple[int, dict]] = field(default_factory=list)
     # per node record: (its arguments, the node, its graph, a %N or $(@g:x) callee or None, its line)
     uses: list[tuple[tuple, int, str, Any, int]] = field(default_factory=list)
-    # (call node, callee graph, args, graph, called through a value: "%0[@@g](..)", "%5[@FuncUnion(..)]()")
-    calls: list[tuple[int, str, tuple, str, bool]] = field(default_factory=list)
+    calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)  # (call node, callee graph, args, graph)
     params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
     locals: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> %N -> key
+    # calls of a value holding graphs, "%0[@@g](..)", "%5[@FuncUnion(@a, @b)]()": one per graph it
+    # may run, as in ``calls``
+    value_calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)
     next_key: int = 0
 
     def new_key(self) -> int:
@@ -100,18 +102,28 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 edges.append((src, consumer, pos, {"kind": "data"}))
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
-    for call, callee, args, graph, by_value in rec.calls:
+    for call, callee, args, graph in rec.value_calls:
         sub = ir.subgraphs.get(callee)
         edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
         if sub is None:
             continue
-        # a graph called through a value may have its first parameters bound already (Partial):
-        # the arguments of the call are its last ones
-        first = max(0, len(sub.params) - len(args)) if by_value else 0
+        # the value may be a Partial that bound the first parameters: the arguments are the last ones
+        first = max(0, len(sub.params) - len(args))
         for i, arg in enumerate(args[: len(sub.params) - first]):
             src = resolver.resolve(arg, graph)
             if src is not None:
                 edges.append((src, sub.params[first + i], ("in", first + i), {"kind": "call_in"}))
+        if sub.return_node is not None:
+            edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
+    for call, callee, args, graph in rec.calls:
+        sub = ir.subgraphs.get(callee)
+        edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
+        if sub is None:
+            continue
+        for i, arg in enumerate(args[: len(sub.params)]):
+            src = resolver.resolve(arg, graph)
+            if src is not None:
+                edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
         if sub.return_node is not None:
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     _add_nodes(g, rec.nodes[:made_by_args])

@@ -6,7 +6,11 @@ Graph nodes are integer keys; their attribute dicts hold:
 - ``graph``: the subgraph the node lives in (``@name``); ``id``: ``%12``, ``%para3_x``, ``Return``
 - ``name``: the name in parentheses (``equiv_12_x``); ``line``: 1-based line of its definition
 - ``op``: normalised operator (``PrimFunc_MatMul`` -> ``MatMul``), ``raw_op`` as printed;
-  calls of subgraphs or of node values have op ``call``
+  calls of subgraphs or of node values have op ``call``. A called value (``%1(%x)``,
+  ``%0[@@g](%x)``, a Switch's result ``%5[@FuncUnion(@a, @b)]()``) gets a ``callee`` edge from
+  that value, and for each graph named in its brackets (the graphs it may run) the edges of a
+  subgraph call below, its arguments going to the last parameters (a Partial may have bound the
+  first); ``producers`` and ``consumers`` follow data edges only
 - ``instance``: the primitive's instance name; ``primitive_attrs``, ``cnode_attrs``,
   ``primal_attrs``: the attribute dictionaries as Python values
 - ``in_types`` / ``out_type``: ``TensorType`` values from the first type line
@@ -15,10 +19,6 @@ Graph nodes are integer keys; their attribute dicts hold:
 Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1, ...) with
 ``kind="data"``; a subgraph call also gets ``callee`` (subgraph -> call), ``call_in``
 (argument -> callee parameter, key ``("in", i)``) and ``call_out`` (callee Return -> call) edges.
-A call of a value (``%1(%x)``, ``%0[@@g](%x)``, a Switch's result ``%5[@FuncUnion(@a, @b)]()``)
-gets a ``callee`` edge from that value, and these three kinds for each graph named in its
-brackets (the graphs it may run; its arguments go to their last parameters, a Partial may have
-bound the first). ``producers`` and ``consumers`` follow data edges only.
 """
 from __future__ import annotations
 

@@ -531,18 +531,15 @@ class _Reader:
             if node_id in self.local:
                 self.diag(lineno, D.BAD_RECORD, f"{node_id} defined twice in {graph}", line)
             self.local[node_id] = key
-        if type(callee) is str:   # a primitive: most records
+        if isinstance(callee, GraphRef):
+            rec.calls.append((key, str(callee), args, graph))
             rec.uses.append((args, key, graph, None, lineno))
-        elif isinstance(callee, GraphRef):
-            rec.calls.append((key, str(callee), args, graph, False))
-            rec.uses.append((args, key, graph, None, lineno))
-        elif type(callee) is Call and callee.bracket == "[" and isinstance(callee.name, (Ref, FreeVar)):
-            # a value that holds graphs, called: "%0[@@g](%1)", a Switch's "%5[@FuncUnion(@a, @b)]()";
-            # linked to the value and to each graph it may run
-            for called in _graph_refs(callee.args):
-                rec.calls.append((key, called, args, graph, True))
-            rec.uses.append((args, key, graph, callee.name, lineno))
         else:
+            if type(callee) is Call and callee.bracket == "[" and isinstance(callee.name, (Ref, FreeVar)):
+                # a value holding graphs, called: "%0[@@g](%1)", a Switch's "%5[@FuncUnion(@a, @b)]()";
+                # linked to the value (below) and to each graph it may run
+                rec.value_calls.extend((key, called, args, graph) for called in _graph_refs(callee.args))
+                callee = callee.name
             rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None, lineno))
         self.current, self.current_key = data, key
         self.type_lines = 0
