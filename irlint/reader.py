@@ -21,9 +21,8 @@ from .diagnostics import Diagnostic, excerpt
 from .discover import is_dump_start
 from .model import CompileFailure, IRFile, Subgraph
 from .record import NODE_LINE, GrammarError, normalize_op, parse_node, parse_param_line, parse_type_line
-from .syntax import parse_attrs
 from .scanner import RECORD_LIMIT, NodeRecord, TraceRun, scan
-from .syntax import parse_header
+from .syntax import parse_attrs, parse_header
 from .values import Call, FreeVar, GraphRef, Ref
 
 __all__ = ["read_ir", "normalize_op", "MAX_RECORD_BYTES"]
@@ -52,6 +51,7 @@ _FAILURE_MESSAGE = "# The following shows the last analyze fail log message"
 _FAILURE_GRAPHS = "# The following shows the IR when the function graphs evaluation fails"
 _FAILURE_NOTES = ("# You can search the last -", "# Refer to https://www.mindspore.cn/search")
 _FAILURE_END = "No more function graphs."
+_GRAPHS_START = (_FAILURE_GRAPHS, "# IR entry", "subgraph ")   # what ends the message, at the latest
 _FAILURE_OPENING = "# 1.This file shows the parsed IR info when graph evaluating failed"   # 2.0-2.2
 _MESSAGE_FRAME = re.compile(r"-+\Z|- Caught exception:\Z|# =+\Z")
 # 2.0 prints a subgraph's parameters one per line: "        , %para2_y : <Tensor[Float32], ()>"
@@ -111,8 +111,8 @@ class _Reader:
         self.in_order = False                # the "# Order:" listing after a subgraph
         self.eof_line = 0
         self.param_data: dict[int, dict] = {}  # key -> data of a parameter, for a later, typed declaration
-        # lines that belong to a construct of several lines go here first: the message of an
-        # analyze_fail.ir, a subgraph header printed one parameter per line; False: not taken
+        # while a construct of several lines is open (the message of an analyze_fail.ir, a subgraph
+        # header printed one parameter per line), its method sees each line first: True, taken
         self.divert = None
         self.message: list[str] = []
         self.marks: list[tuple[int, int]] = []   # "#-----> N" lines: (line, key of the next record)
@@ -491,8 +491,11 @@ class _Reader:
 
     def record(self, lineno: int, node_id: str, name: str, rest: str, line: str) -> None:
         if self.sub is None:
-            self.diag(lineno, D.BAD_RECORD, "node outside a subgraph; skipped", line)
-            return
+            if self.split_header is not None:
+                self.header_line("", lineno)   # a split header that never closed: its nodes follow
+            if self.sub is None:
+                self.diag(lineno, D.BAD_RECORD, "node outside a subgraph; skipped", line)
+                return
         try:
             callee, args, raw_op, op, blocks = parse_node(rest)
         except GrammarError as exc:
@@ -592,14 +595,13 @@ class _Reader:
                     end = i + 1
                     break
         rest = line[end:].strip() if end > 0 else ""
+        if end < 0 or (rest and not rest.startswith(":")):
+            self.diag(lineno, D.UNKNOWN_LINE, "unknown line kind; skipped", line)
+            return
         try:
-            block = parse_attrs(line[:end].strip()) if end > 0 else None
+            block = parse_attrs(line[:end].strip())
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"strategy block: {exc}", line)
-            block = None
-        if block is None or (rest and not rest.startswith(":")):
-            if block is not None or end < 0:
-                self.diag(lineno, D.UNKNOWN_LINE, "unknown line kind; skipped", line)
             return
         data["parallel_info"] = {**data["parallel_info"], **block}   # the parsed dict may be shared
         if rest:
@@ -615,7 +617,7 @@ class _Reader:
 
     def message_line(self, line: str, lineno: int) -> bool:
         """MindSpore's message, kept as printed, up to the banner before the graphs."""
-        if line.startswith(_FAILURE_GRAPHS):
+        if line.startswith(_GRAPHS_START):
             self.end_message()
             return False
         if not self.message:

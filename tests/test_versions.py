@@ -385,3 +385,30 @@ def test_rules_do_not_run_on_a_compile_failure(tmp_path):
     assert result.exit_code == 2 and report["findings"] == []
     assert [d["code"] for d in report["diagnostics"]] == ["IR013"]
     assert "no rule runs on it" in report["diagnostics"][0]["message"]
+
+
+def test_a_message_without_the_graph_banner_ends_at_the_graphs(tmp_path):
+    text = (VERSIONS / "2.7_analyze_fail.ir").read_text(encoding="utf-8")
+    cut = text.replace("# The following shows the IR when the function graphs evaluation fails to help locate the "
+                       "problem.\n", "")
+    path = tmp_path / "analyze_fail.ir"
+    path.write_text(cut, encoding="utf-8")
+    ir = read_ir(str(path))
+    # the graphs are read whole; the notes after the missing banner stay in the message
+    assert ir.cnode_count == COUNTS["2.7_analyze_fail.ir"][1] and len(ir.subgraphs) == 2
+    assert "FunctionGraph ID : func_7" in ir.failure.message.splitlines()
+    assert ir.failure.message.splitlines()[-1].startswith("# Refer to https://www.mindspore.cn/search")
+    assert [d.code for d in ir.diagnostics] == ["IR014", "IR013"]
+
+
+def test_a_split_subgraph_header_that_never_closes(tmp_path):
+    path = tmp_path / "analyze_fail.ir"
+    path.write_text("# 1.This file shows the parsed IR info when graph evaluating failed to help find the problem.\n"
+                    "subgraph @g(\n        %para1_x : <Tensor[Float32], ()>\n"
+                    "  %1(a) = Neg(%para1_x)\n      :(<Tensor[Float32], ()>) -> (<Tensor[Float32], ()>)\n"
+                    "  Primitive::Return{prim_type=1}(%1)\n      :(<Tensor[Float32], ()>)\n}\n", encoding="utf-8")
+    ir = read_ir(str(path))
+    assert [(d.code, d.line) for d in ir.diagnostics] == [("IR005", 2), ("IR013", 1)]
+    assert [ir[k]["id"] for k in ir.subgraphs["@g"].params] == ["%para1_x"]
+    key, neg = _node(ir, "@g", "%1")
+    assert neg["op"] == "Neg" and _producer_ids(ir, key) == ["%para1_x"] and neg["out_type"].shape == ()
