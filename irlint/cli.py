@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import sys
-import textwrap
 import traceback
 from pathlib import Path
 
@@ -600,6 +599,7 @@ def inspect_cmd(paths, fmt):
                 click.echo(f"{d['file']}:{d['line']}: {d['kind']}: {d['message']}")
             failure = row.get("failure")
             if failure and failure["message"]:
+                import textwrap
                 click.echo(f"{row['file']}:{failure['line']}: MindSpore's message:")
                 click.echo(textwrap.indent(failure["message"], "    ", lambda _: True))
     for raw, why in found.empty.items():

@@ -258,9 +258,7 @@ class _Reader:
 
     # --- line kinds ----------------------------------------------------------------------------------
     def top_line(self, line: str, lineno: int) -> None:
-        if line.startswith(" {") and self.current is not None:
-            self.strategy_line(line, lineno)
-            return
+        current, current_key = self.current, self.current_key
         self.current, self.current_key = None, -1
         if not line.strip():
             self.section = None
@@ -304,6 +302,10 @@ class _Reader:
             self.section = None
             return
         if line == _FAILURE_END and self.ir.failure is not None:
+            return
+        if current is not None and line.startswith(" {"):
+            self.current, self.current_key = current, current_key   # the record goes on
+            self.strategy_line(line, lineno)
             return
         for label, key in (("Total number of nodes:", "total_nodes"), ("Total number of cnodes:", "total_cnodes")):
             if line.startswith(label):
