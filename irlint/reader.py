@@ -277,7 +277,8 @@ class _Reader:
         if line.endswith(" {") and self.sub is None and not line.startswith("subgraph "):
             self.block = line[:-2].strip()
             return
-        if line.startswith(("  Return(", "  return(", "  Primitive::Return{")):  # 1.x "return(", 2.0 "Primitive::Return{prim_type=1}("
+        # 1.x prints "return(", 2.0's analyze_fail.ir "Primitive::Return{prim_type=1}("
+        if line.startswith(("  Return(", "  return(", "  Primitive::Return{")):
             self.return_line(line, lineno)
             return
         if line.startswith("subgraph @"):
@@ -540,9 +541,10 @@ class _Reader:
             rec.calls.append((key, str(callee), args, graph))
             rec.uses.append((args, key, graph, None, lineno))
         else:
-            if type(callee) is Call and callee.bracket == "[" and isinstance(callee.name, (Ref, FreeVar)):
-                # a value holding graphs, called: "%0[@@g](%1)", a Switch's "%5[@FuncUnion(@a, @b)]()";
-                # linked to the value (below) and to each graph it may run
+            # a value holding graphs, called: "%0[@@g](%1)", a Switch's "%5[@FuncUnion(@a, @b)]()";
+            # linked to the value (below) and to each graph it may run
+            if (op == "call" and type(callee) is Call and callee.bracket == "["
+                    and isinstance(callee.name, (Ref, FreeVar))):
                 rec.value_calls.extend((key, called, args, graph) for called in _graph_refs(callee.args))
                 callee = callee.name
             rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None, lineno))
