@@ -676,6 +676,11 @@ def inspect_cmd(paths, fmt):
         for row in rows + others:
             for d in row["diagnostics"]:
                 click.echo(f"{d['file']}:{d['line']}: {d['kind']}: {d['message']}")
+            failure = row.get("failure")
+            if failure and failure["message"]:
+                import textwrap
+                click.echo(f"{row['file']}:{failure['line']}: MindSpore's message:")
+                click.echo(textwrap.indent(failure["message"], "    ", lambda _: True))
     for raw, why in found.empty.items():
         click.echo(f"irlint: {raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}",
                    err=True)
@@ -684,7 +689,7 @@ def inspect_cmd(paths, fmt):
 
 
 def inspect_row(ir) -> dict:
-    return {
+    row = {
         "file": ir.path,
         "stage": ir.stage.label,
         "subgraphs": len(ir.subgraphs),
@@ -693,3 +698,11 @@ def inspect_row(ir) -> dict:
         "edges": ir.edge_count,
         "diagnostics": [d.to_dict() for d in ir.diagnostics],
     }
+    if ir.failure is not None:   # an analyze_fail.ir: what MindSpore said, and where evaluation stopped
+        nodes = ir.graph.nodes
+        row["failure"] = {
+            "message": ir.failure.message, "line": ir.failure.line, "stack": ir.failure.stack_depth,
+            "evaluation_stack": [{"line": nodes[k]["line"], "graph": nodes[k]["graph"], "node": nodes[k]["id"],
+                                  "op": nodes[k]["op"]} for k in ir.failure.failed_at],
+        }
+    return row

@@ -16,6 +16,8 @@ BINARY = "IR009"
 UNRESOLVED = "IR010"
 RULE_FAILED = "IR011"
 PLUGIN_FAILED = "IR012"
+COMPILE_FAILURE = "IR013"
+DUPLICATE_GRAPH = "IR014"
 NO_ATTRIBUTES = "IR015"
 NO_SCOPES = "IR016"   # a note, not an input problem: the verdicts stand (see NOTE_CODES)
 
@@ -32,6 +34,8 @@ KINDS = {
     UNRESOLVED: "unresolved-reference",
     RULE_FAILED: "rule-failed",
     PLUGIN_FAILED: "plugin-failed",
+    COMPILE_FAILURE: "compile-failure",
+    DUPLICATE_GRAPH: "duplicate-graph",
     NO_ATTRIBUTES: "no-attributes",
     NO_SCOPES: "no-scopes",
 }
@@ -68,6 +72,16 @@ EXPLANATIONS = {
                "`irlint memory`. Not an input problem: the exit code is not changed.",
     PLUGIN_FAILED: "A third-party rule plugin (entry point group irlint.rules) could not be loaded, or its "
                    "rule code clashes with another rule's; its rules did not run.",
+    COMPILE_FAILURE: "The file is an analyze_fail.ir: MindSpore could not compile the graph (type inference "
+                     "failed) and dumped the graphs it was evaluating. The diagnostic gives MindSpore's message "
+                     "and the node whose evaluation failed (the last '------------------------>' mark); "
+                     "`irlint inspect` prints the whole message. The graphs are read, but no rule runs on them: "
+                     "the rules read graphs after automatic differentiation, recompute and parallel passes, "
+                     "which a failed compile never reaches.",
+    DUPLICATE_GRAPH: "Two subgraphs of the file print the same name (an analyze_fail.ir prints the entry graph "
+                     "of the evaluation stack and the graph it calls under one name). Both are kept: the later "
+                     "one is read as '@name#2', and each one's nodes are wired within their own graph; a call "
+                     "of '@name' refers to the first.",
 }
 
 

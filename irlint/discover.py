@@ -20,10 +20,11 @@ from .stages import Stage, stage_of
 NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
 _RANK = re.compile(r"rank_(\d+)\Z")
-# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or the note
-# that opens an analyze_fail.ir
-DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info")
-_HEAD_BYTES = 64
+# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or what opens
+# an analyze_fail.ir (2.0-2.2: a numbered note; 2.3 and later: a banner)
+DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info"
+                        rb"|# =+\r?\n# The following shows the (?:last analyze fail|IR when the function graphs)")
+_HEAD_BYTES = 256   # an analyze_fail.ir of 2.3 and later opens with a rule of 97 "="
 STDIN = "-"
 # Compressed dumps are recognised by their magic bytes, whatever their name.
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))

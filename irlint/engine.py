@@ -221,7 +221,10 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             diagnostics.append(Diagnostic(display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
         missing = missing_evidence(ir, display)
         diagnostics.extend(missing)
-        for rule in rules if not any(d.code == NO_ATTRIBUTES for d in missing) else ():
+        # an analyze_fail.ir holds graphs before autodiff, recompute and parallel passes: no rule's
+        # evidence (its IR013 diagnostic says so)
+        judgeable = ir.failure is None and not any(d.code == NO_ATTRIBUTES for d in missing)
+        for rule in rules if judgeable else ():
             findings.extend(_run_rule(rule, ir, display, diagnostics, timeout))
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
