@@ -15,6 +15,8 @@ Graph nodes are integer keys; their attribute dicts hold:
 Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1, ...) with
 ``kind="data"``; a subgraph call also gets ``callee`` (subgraph -> call), ``call_in``
 (argument -> callee parameter, key ``("in", i)``) and ``call_out`` (callee Return -> call) edges.
+``Partial(@g, a0, a1, ...)`` binds g's first parameters the same way: ``call_in`` edges from
+``a0, a1, ...`` (lazy_inline passes the forward values its backward subgraph reads like this).
 """
 from __future__ import annotations
 
@@ -122,7 +124,9 @@ class IRFile:
             self._by_uid = {}
             for key, data in self.graph.nodes(data=True):
                 u = data.get("primal_attrs", {}).get("unique_id")
-                if u is not None:
+                # a lazy_inline recompute copy carries its forward node's unique_id: the
+                # forward node is the one meant
+                if u is not None and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
                     self._by_uid.setdefault(str(u), key)
         return self._by_uid.get(str(uid))
 
@@ -205,8 +209,9 @@ class IRFile:
 
     def copy_of(self, key: int) -> list[int]:
         """The recomputed copies of a forward node: duplicated nodes with its ``recompute_id``
-        (2.10); when neither carries an id (older dumps), duplicated nodes of the same subgraph,
-        op and scope path."""
+        (2.10); with its ``unique_id`` (lazy_inline: the copy is in the backward subgraph ◂,
+        no ``recompute_id`` anywhere); when neither carries an id (older dumps), duplicated
+        nodes of the same subgraph, op and scope path."""
         index = self.__dict__.get("_recompute_copies")
         if index is None:
             index = {}
@@ -214,8 +219,13 @@ class IRFile:
                 if self.is_recompute_copy(k):
                     d = self.graph.nodes[k]
                     rid = (d.get("cnode_attrs") or {}).get("recompute_id")
-                    index.setdefault(("id", rid) if rid is not None else
-                                     ("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
+                    uid = (d.get("primal_attrs") or {}).get("unique_id")
+                    if rid is not None:
+                        index.setdefault(("id", rid), []).append(k)
+                    elif uid is not None:
+                        index.setdefault(("uid", str(uid)), []).append(k)
+                    else:
+                        index.setdefault(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
             self.__dict__["_recompute_copies"] = index
         d = self.graph.nodes[key]
         if self.is_recompute_copy(key):
@@ -223,6 +233,9 @@ class IRFile:
         rid = (d.get("cnode_attrs") or {}).get("recompute_id")
         if rid is not None:
             return list(index.get(("id", rid), ()))
+        uid = (d.get("primal_attrs") or {}).get("unique_id")
+        if uid is not None and ("uid", str(uid)) in index:
+            return list(index[("uid", str(uid))])
         return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))
 
 

@@ -453,6 +453,8 @@ class _Reader:
             rec.uses.append((args, key, graph, None, lineno))
         else:
             rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None, lineno))
+            if op == "Partial" and args and isinstance(args[0], GraphRef):
+                rec.partials.append((key, str(args[0]), args[1:], graph))
         self.current, self.current_key = data, key
         self.type_lines = 0
 

@@ -208,7 +208,8 @@ class RecomputeFacts:
                     stack.append((c, chain))
                 elif d["kind"] != "cnode":
                     continue
-                elif self.is_backward(c):
+                elif self.is_backward(c) or ir.is_recompute_copy(c):
+                    # a recomputed copy runs in backward too: what it reads is kept for it
                     out.append(KeptRead(c, chain))
                 elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS) and not self.applied(c)
                       and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
