@@ -1,9 +1,12 @@
 """MindFormers select_recompute keys of a node: its cell path below the layer plus the cell
-attribute its primitive is called through (from the source trace)."""
+attribute its primitive is called through (from the source trace). Where the forward scope names no
+cell (lazy_inline's ``Default/SiLU-op0``), the cell path is the one ``irlint.layers`` recovers from
+the node's recomputed copy or gradient op."""
 from __future__ import annotations
 
 import re
 
+from irlint.layers import Places
 from irlint.model import IRFile
 
 from .evidence import cell_path
@@ -34,6 +37,8 @@ _TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<te
 _SHARED_SUFFIX = re.compile(r"/<~~[^/]*/\Z")  # "<~~This line of code can be shared by multiple nodes..."
 _SELF_CALL = re.compile(r"self\.(\w+)\s*\(")
 _CANDIDATE = "# Corresponding "
+# instance names the parallel passes give the ops they insert or replace
+_INSERTED_INSTANCE = re.compile(r"(?:redistribution_op|forward_op|gradforward_op|mirror_)\w*?_?\d{6,}")
 
 
 def own_trace(lines: list[str]) -> list[str]:
@@ -80,6 +85,11 @@ def primitive_name(ir: IRFile, k: int) -> tuple[str, bool]:
     attr = attribute_from_trace(ir.trace(k))
     if attr is not None:
         return attr, False
+    if d.get("instance") and _INSERTED_INSTANCE.match(d["instance"]):
+        # the parallel pass replaced the primitive (a Linear's Reshape becomes redistribution_op_<hash>,
+        # keeping the attributes): its printed name names nothing a key matches; MindFormers' cells
+        # call such primitives by the op's name (Linear's ``reshape``)
+        return d["op"].lower(), False
     tagged = (d.get("primitive_attrs") or {}).get("recompute") is True
     return d.get("instance") or d["op"].lower(), not (tagged and d.get("instance"))
 
@@ -88,7 +98,7 @@ def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)."""
     d = ir[k]
     name, guessed = primitive_name(ir, k)
-    key = select_key(d.get("scope", ""), name, d["op"])
+    key = select_key(Places.of(ir).place(k).scope, name, d["op"])
     return key, guessed and key is not None
 
 
@@ -102,14 +112,6 @@ def yaml_snippet(keys: list[str]) -> str:
     return f"recompute_config:\n  select_recompute: [{quoted}]"
 
 
-def layer_of(scope: str) -> tuple[str, ...]:
-    """The scope's cell path down to its layer (the last ``N-Class`` part, as select_recompute keys
-    start below it); the whole path when there is no layer."""
-    path = cell_path(scope)
-    numeric = [i for i, p in enumerate(path) if p.split("-", 1)[0].isdigit()]
-    return path[:numeric[-1] + 1] if numeric else ()
-
-
 def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
     """The select keys of the forward primitives tagged for recompute, per layer, each with one
     node that carries it (computed once per IRFile)."""
@@ -121,7 +123,7 @@ def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
                     and not ir.is_recompute_copy(k):
                 key, _ = node_select_key(ir, k)
                 if key is not None:
-                    found.setdefault((layer_of(ir[k].get("scope", "")), key), k)
+                    found.setdefault((Places.of(ir).layer(k)[0], key), k)
         ir.__dict__["_recompute_tagged_keys"] = found
     return found
 
@@ -137,7 +139,7 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
         if (ir[v].get("primitive_attrs") or {}).get("recompute") is True:
             continue
         key, _ = node_select_key(ir, v)
-        other = tagged.get((layer_of(ir[v].get("scope", "")), key))
+        other = tagged.get((Places.of(ir).layer(v)[0], key))
         if other is not None:
             notes.append(f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
                          f"carries no tag: MindSpore folded it with a neighbouring untagged {ir[v]['op']} "
