@@ -210,7 +210,15 @@ def _original_of_copies(ir: IRFile) -> dict[int, int]:
 
 
 def weight_derived(ir: IRFile) -> set[int]:
-    """Nodes whose output depends on weights (parameters with a default) and constants only."""
+    """Nodes whose output depends on weights (parameters with a default) and constants only
+    (computed once per IRFile)."""
+    cached = ir.__dict__.get("_weight_derived")
+    if cached is None:
+        cached = ir.__dict__["_weight_derived"] = _weight_derived(ir)
+    return cached
+
+
+def _weight_derived(ir: IRFile) -> set[int]:
     memo: dict[int, bool] = {}
     visiting: set[int] = set()
     for start in ir.graph.nodes:

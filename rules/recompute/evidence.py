@@ -20,6 +20,7 @@ import re
 import weakref
 from dataclasses import dataclass, field
 
+from irlint.memory import weight_derived
 from irlint.model import IRFile
 
 # Stage files where the recompute decision is final, best first: the final front-end graph
@@ -140,6 +141,11 @@ class RecomputeFacts:
         design)."""
         d = self.ir[k]
         if d["kind"] != "cnode" or self.is_backward(k) or self.ir.is_recompute_copy(k):
+            return None
+        if d["op"] in BOOKKEEPING_OPS or k in weight_derived(self.ir):
+            # not the user's request: a TupleGetItem inherits its producer's tag (the producer is
+            # the request), and under full recompute the weight-side ops (_MirrorOperator, the
+            # weight's Cast) are tagged with the cell although no activation passes through them
             return None
         ca = d.get("cnode_attrs") or {}
         pa = d.get("primitive_attrs") or {}

@@ -9,7 +9,7 @@ from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_path, cell_text
 from .keys import GUESS_NOTE, folded_note, node_select_key
-from .report import RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, reader_note
+from .report import RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, reader_note, where
 from .reshape_blocks import blocked_silu_muls
 
 
@@ -98,7 +98,7 @@ class RecomputeNotApplied(RecomputeRule):
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             hint = "Check the compile log for recompute warnings about this op."
-        message = (f"{d['op']} asked to recompute ({how(req)}) has no recomputed copy "
+        message = (f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
                    f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
         direct = {r.reader for r in readers if not r.chain}
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in chain]
