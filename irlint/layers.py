@@ -7,8 +7,8 @@ layers' cells once and reused them, a later layer's op (and the gradient of an e
 carry the first layer's scope. What does not lie is the weights: every layer reads its own
 parameters (``model.layers.7.feed_forward.w1.weight``), passed by name into each subgraph.
 
-- **Layer**: the layers of the weights nearest to the node in its forward neighbourhood (undirected
-  data edges between forward ops, at most ``MAX_HOPS`` away). The printed layer is kept when such a
+- **Layer**: the layers of the weights nearest to the node in its forward neighbourhood (a walk
+  outwards along data edges between forward ops, at most ``MAX_HOPS`` away). The printed layer is kept when such a
   weight of that layer is about as near as the nearest one (the ops between two layers read both);
   otherwise the nearest weights' layer wins. Weights outside the layers (embedding, final norm,
   lm_head) count as ``outside``. No weight near: the printed scope decides.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections import deque
 from dataclasses import dataclass
 
 from .model import IRFile
@@ -106,6 +105,8 @@ class Places:
         # a weak reference: the IRFile keeps this index, and a cycle would outlive the file
         self._ir = weakref.ref(ir)
         self._near: dict[int, dict[str, int]] = {}   # node -> layer -> hops to its nearest weight
+        self._weights: dict[int, str] = {}           # weight parameter -> its layer
+        self._forward_memo: dict[int, bool] = {}
         self._grad_scope: dict[str, str] = {}        # forward unique_id -> a gradient op's scope
         self._places: dict[int, Place] = {}
         self._index()
@@ -128,42 +129,55 @@ class Places:
 
     def _index(self) -> None:
         ir = self.ir
-        seeds: dict[str, list[int]] = {}
         for k, d in ir.graph.nodes(data=True):
             if d["kind"] == "param":
                 name = weight_name(ir, k)
                 if name is not None:
-                    seeds.setdefault(weight_layer(name), []).append(k)
+                    self._weights[k] = weight_layer(name)
             elif d["kind"] == "cnode" and ir.is_backward(k):
                 uid = (d.get("primal_attrs") or {}).get("forward_unique_id")
                 if uid is not None and names_cells(d.get("scope", "")):
                     self._grad_scope.setdefault(str(uid), d["scope"])
-        for layer, starts in seeds.items():
-            # one bounded walk per layer: each node learns how near that layer's weights are
-            hops = {k: 0 for k in starts}
-            queue = deque(starts)
-            while queue:
-                node = queue.popleft()
-                h = hops[node]
-                if h >= MAX_HOPS:
-                    continue
-                if ir[node]["kind"] == "param":
-                    nexts = [c for c in ir.consumers(node) if self._forward(c)]
-                else:
-                    nexts = [c for c in ir.consumers(node) if self._forward(c)]
-                    nexts += [p for p in ir.producers(node) if self._forward(p)]
-                for n in nexts:
-                    if n not in hops:
-                        hops[n] = h + 1
-                        queue.append(n)
-            for node, h in hops.items():
-                if h:
-                    self._near.setdefault(node, {})[layer] = h
+
+    def near(self, k: int) -> dict[str, int]:
+        """Layer -> hops from ``k`` to the nearest weight of that layer, for the layers whose
+        weights are within ``NEAR`` hops of the nearest one (a walk from the node outwards)."""
+        found = self._near.get(k)
+        if found is not None:
+            return found
+        pred, succ = self.ir.graph._pred, self.ir.graph._succ   # networkx's adjacency: read in C
+        forward, weights = self._forward_memo, self._weights
+        found = {}
+        limit = MAX_HOPS
+        seen = {k}
+        frontier = [k]
+        for hops in range(1, MAX_HOPS + 1):
+            if hops > limit or not frontier:
+                break
+            nxt = []
+            for node in frontier:
+                for n in (*pred[node], *succ[node]):   # data, call and callee edges alike
+                    if n in seen:
+                        continue
+                    seen.add(n)
+                    layer = weights.get(n)
+                    if layer is not None:
+                        found.setdefault(layer, hops)
+                        limit = min(limit, hops + NEAR)
+                        continue
+                    ok = forward.get(n)
+                    if ok is None:
+                        ok = forward[n] = self._forward(n)
+                    if ok:
+                        nxt.append(n)
+            frontier = nxt
+        self._near[k] = found
+        return found
 
     def layer(self, k: int) -> tuple[str, str]:
         """(layer, "scope" | "weights") of a forward node."""
         printed = printed_layer(self.ir[k].get("scope", ""))
-        near = self._near.get(k)
+        near = self.near(k)
         if not near:
             return (printed or OUTSIDE), "scope"
         nearest = min(near.values())
