@@ -14,8 +14,11 @@ parameters (``model.layers.7.feed_forward.w1.weight``), passed by name into each
   lm_head) count as ``outside``. No weight near: the printed scope decides.
 - **Cell path**: the printed scope when it names cells; else the scope of the node's recomputed
   copy (lazy_inline prints copies with their full scope), else the scope of a gradient op made
-  from it (``forward_unique_id``, with ``Gradients/`` and the ``Grad_X`` part cut). Only the part
-  below the layer is taken from those: their layer number may be the reused one.
+  from it (``forward_unique_id``, with ``Gradients/`` and the ``Grad_X`` part cut) when the weights
+  near the node belong to the cell it names (a shared ``Grad_Reshape`` can carry another cell's
+  scope); a view op left without a place (a Linear's output Reshape) takes its producer's, past
+  communication ops. Only the part below the layer is taken from those: their layer number may be
+  the reused one.
 """
 from __future__ import annotations
 
@@ -34,6 +37,8 @@ _PARA_PREFIX = re.compile(r"\A%?para\d+_")
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 # ops that tie unrelated tensors together (state order, tuples of everything, calls): the
 # neighbourhood walk does not pass through them
+_VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
+_COMM_OPS = frozenset({"AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll"})
 _NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return",
                              "Send", "Receive"})
 
@@ -44,7 +49,7 @@ class Place:
     cells: tuple[str, ...]     # cell scope parts (``name-Class``) below the layer, e.g. feed_forward-X, w1-Linear
     scope: str                 # a full scope that names the cells (printed or recovered), else the printed one
     layer_from: str            # "scope" or "weights"
-    cells_from: str            # "scope", "copy", "gradient" or "none"
+    cells_from: str            # "scope", "copy", "gradient", "producer" or "none"
 
 
 def scope_parts(scope: str) -> list[str]:
@@ -98,6 +103,14 @@ def weight_layer(name: str) -> str:
     return m.group(1) if m else OUTSIDE
 
 
+def weight_cell(name: str) -> str:
+    """The first cell attribute below the layer in a weight's name (``attention`` for
+    ``model.layers.0.attention.wo.weight``), or the weight's first name outside the layers."""
+    m = _LAYER_IN_NAME.search(name)
+    rest = name[m.end():] if m else name.split(".", 1)[-1] if name.count(".") > 1 else name
+    return rest.split(".", 1)[0]
+
+
 class Places:
     """Layer and cell path of the forward nodes of one file (computed once per IRFile)."""
 
@@ -107,6 +120,8 @@ class Places:
         self._near: dict[int, dict[str, int]] = {}   # node -> layer -> hops to its nearest weight
         self._weights: dict[int, str] = {}           # weight parameter -> its layer
         self._forward_memo: dict[int, bool] = {}
+        self._weight_cell: dict[int, str] = {}       # weight parameter -> the cell below its layer
+        self._near_cells: dict[int, set[str]] = {}   # node -> those cells of the weights near it
         self._grad_scope: dict[str, str] = {}        # forward unique_id -> a gradient op's scope
         self._places: dict[int, Place] = {}
         self._index()
@@ -134,6 +149,7 @@ class Places:
                 name = weight_name(ir, k)
                 if name is not None:
                     self._weights[k] = weight_layer(name)
+                    self._weight_cell[k] = weight_cell(name)
             elif d["kind"] == "cnode" and ir.is_backward(k):
                 uid = (d.get("primal_attrs") or {}).get("forward_unique_id")
                 if uid is not None and names_cells(d.get("scope", "")):
@@ -147,7 +163,8 @@ class Places:
             return found
         pred, succ = self.ir.graph._pred, self.ir.graph._succ   # networkx's adjacency: read in C
         forward, weights = self._forward_memo, self._weights
-        found = {}
+        found: dict[str, int] = {}
+        cells: set[str] = set()
         limit = MAX_HOPS
         seen = {k}
         frontier = [k]
@@ -164,6 +181,7 @@ class Places:
                     if layer is not None:
                         found.setdefault(layer, hops)
                         limit = min(limit, hops + NEAR)
+                        cells.add(self._weight_cell[n])
                         continue
                     ok = forward.get(n)
                     if ok is None:
@@ -172,6 +190,7 @@ class Places:
                         nxt.append(n)
             frontier = nxt
         self._near[k] = found
+        self._near_cells[k] = cells
         return found
 
     def layer(self, k: int) -> tuple[str, str]:
@@ -183,7 +202,9 @@ class Places:
         nearest = min(near.values())
         if printed is not None and printed in near and near[printed] <= nearest + NEAR:
             return printed, "scope"
-        best = min((h, 0 if layer == OUTSIDE else 1, int(layer) if layer.isdigit() else 0, layer)
+        # a tie between a layer and the weights outside the layers (the residual stream reaches the
+        # embedding's output): the layer
+        best = min((h, 1 if layer == OUTSIDE else 0, int(layer) if layer.isdigit() else 0, layer)
                    for layer, h in near.items())
         return best[3], "weights"
 
@@ -207,7 +228,27 @@ class Places:
         if grad is not None:
             parts = scope_parts(grad)
             cut = next((i for i, p in enumerate(parts) if p.startswith("Grad_")), len(parts))
-            return Place(layer, below_layer(parts[:cut]), "/".join(parts[:cut]), layer_from, "gradient")
+            cells = below_layer(parts[:cut])
+            # a gradient op's scope can name another cell altogether (MindSpore shares one Grad_Reshape
+            # between cells): taken only when the weights near the node belong to that cell
+            self.near(k)
+            if cells and cells[0].split("-", 1)[0] in self._near_cells.get(k, ()):
+                return Place(layer, cells, "/".join(parts[:cut]), layer_from, "gradient")
+        if d["op"] in _VIEWS:
+            # a view with no place of its own (a Linear's output Reshape after its MatMul and
+            # AllReduce) belongs to the cell of the op whose tensor it reshapes
+            src = k
+            for _ in range(8):
+                ins = ir.producers(src)[:1]
+                if not ins or ir[ins[0]]["kind"] != "cnode":
+                    break
+                src = ins[0]
+                if ir[src]["op"] in _COMM_OPS:
+                    continue
+                if names_cells(ir[src].get("scope", "")) and self.layer(src)[0] == layer:
+                    src_scope = ir[src]["scope"]
+                    return Place(layer, below_layer(scope_parts(src_scope)), src_scope, layer_from, "producer")
+                break
         return Place(layer, (), scope, layer_from, "none")
 
 

@@ -24,6 +24,8 @@ CASES = TESTS / "fixtures" / "recompute"
 MF = CASES / "par-rc-mf_dp2_mp4_select_blocked" / "rank_0" / "21_validate_0093.ir"
 PP0 = CASES / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_0" / "21_validate_0091.ir"
 PP4 = CASES / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_4" / "21_validate_0093.ir"
+MF_KEYS = CASES / "mf-dp2_mp4_select_irlint_keys" / "rank_0" / "21_validate_0093.ir"
+MF_FOLDED = CASES / "mf-dp2_mp4_select_irlint_keys_folded" / "rank_0" / "21_validate_0093.ir"
 
 
 @pytest.fixture(scope="module")
@@ -184,3 +186,17 @@ def test_lazy_inline_findings(snapshot):
     assert [(f.file.replace(str(CASES), "<recompute>").replace("tests/fixtures/recompute", "<recompute>"),
              f.graph[:24], f.node, f.rule, f.message, f.hint)
             for f in report.findings] == snapshot
+
+
+def test_the_keys_irlint_gives_free_what_its_findings_priced():
+    # the same MindFormers model recompiled with the hint's keys (FeedForward + attention), then
+    # with the folded-Reshape hint's key too: each layer's kept bytes drop by the findings' bytes
+    findings = lint([str(MF)], quiet_config()).findings
+    per_layer = sum(f.bytes_at_stake for f in findings) // 2
+    assert per_layer == 2048 + 2048 + 1024      # SiLU, Mul (2 x (32, 32) fp16), PV BatchMatMul
+    kept = [{r.layer: r.kept_bytes for r in account(read_ir(str(p))).layers()} for p in (MF, MF_KEYS, MF_FOLDED)]
+    for layer in ("0", "1"):
+        assert kept[0][layer] - kept[1][layer] == 4096         # the FeedForward keys
+        assert kept[1][layer] - kept[2][layer] == 1024         # attention\.reshape
+    assert kept[0]["outside"] == kept[1]["outside"] == kept[2]["outside"]
+    assert [f.rule for f in lint([str(MF_FOLDED)], quiet_config()).findings] == []

@@ -128,6 +128,19 @@ def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
     return found
 
 
+def _caller_key(ir: IRFile, v: int) -> str | None:
+    """The key of the same op in the cell that calls ``v``'s cell, when ``v`` reads that cell's
+    output (wo's input Reshape folded with the attention's own merge-heads ``reshape``)."""
+    places = Places.of(ir)
+    cells = places.place(v).cells
+    ins = ir.producers(v)[:1]
+    if len(cells) < 2 or not ins or ir[ins[0]]["kind"] != "cnode":
+        return None
+    if places.place(ins[0]).cells != cells[:-1]:
+        return None
+    return select_key(places.place(ins[0]).scope, ir[v]["op"].lower(), ir[v]["op"])
+
+
 def folded_note(ir: IRFile, blocking: list[int]) -> str:
     """A hint sentence for untagged blocking ops whose key is already tagged in the same layer:
     MindSpore folded two consecutive ops of the same kind (e.g. an attention's own Reshape and its
@@ -141,7 +154,9 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
         key, _ = node_select_key(ir, v)
         other = tagged.get((Places.of(ir).layer(v)[0], key))
         if other is not None:
+            neighbour = _caller_key(ir, v)
             notes.append(f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
                          f"carries no tag: MindSpore folded it with a neighbouring untagged {ir[v]['op']} "
-                         f"and kept that one's primitive, so tag the neighbour's key as well")
+                         f"and kept that one's primitive, so tag the neighbour's key as well"
+                         + (f" ('{neighbour}': the {ir[v]['op']} of the cell whose output it reads)" if neighbour else ""))
     return (" " + "; ".join(notes) + ".") if notes else ""
