@@ -94,6 +94,13 @@ def primitive_name(ir: IRFile, k: int) -> tuple[str, bool]:
     return d.get("instance") or d["op"].lower(), not (tagged and d.get("instance"))
 
 
+def inserted_by_parallel(ir: IRFile, k: int) -> bool:
+    """An op the parallel passes inserted (communication, slicing, ``redistribution_op_…``), not a
+    model primitive they replaced (a Linear's Reshape keeps its primitive's attributes)."""
+    d = ir[k]
+    return bool(d.get("instance") and _INSERTED_INSTANCE.match(d["instance"])) and d["op"] != "Reshape"
+
+
 def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)."""
     d = ir[k]

@@ -6,7 +6,7 @@ from irlint.rule import related_node
 
 from . import examples as ex
 from .evidence import RecomputeFacts, cell_path
-from .keys import GUESS_NOTE, node_select_key
+from .keys import GUESS_NOTE, inserted_by_parallel, node_select_key
 from .report import RecomputeRule, how
 
 
@@ -24,6 +24,12 @@ class RecomputeTagUnused(RecomputeRule):
 
     How to fix:
     Remove the select_recompute key (or the ``.recompute()`` call) for this op.
+
+    Not reported: communication and slicing ops the parallel passes inserted (AllGather, Split,
+    StridedSlice ... named ``redistribution_op_…``) that carry a tag MindSpore propagated
+    (``select_comm_recompute``, or the tag of the primitive they were inserted for): the user
+    named none of them. A Reshape the redistribution pass put in place of a model's own Reshape is
+    still reported: it carries that primitive's tag.
 
     Example:
     ``%34 = PrimFunc_ReduceMean(%33, ...) {instance name: loss_mean} primitive_attrs:
@@ -44,6 +50,8 @@ class RecomputeTagUnused(RecomputeRule):
             # ops of a Cell.recompute() cell were not tagged one by one: the pass skips the ones
             # backward does not need by design
             if req == "cell" or facts.backward_readers(k):
+                continue
+            if inserted_by_parallel(ir, k):
                 continue
             d = ir[k]
             users = [c for c in ir.consumers(k) if ir[c]["kind"] in ("cnode", "return")]
