@@ -10,6 +10,15 @@ a ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exist
 ``duplicated`` copy only). ``recompute_sub_graph``, ``need_cse_after_recompute`` and the scope
 prefix are not evidence of a copy.
 
+lazy_inline dumps (MindFormers' default, always with pipeline parallel) split the model into a
+forward half ``@…▸…`` and a backward half ``@…◂…`` and carry no ``recompute_id``: a node was
+recomputed when ◂ holds a ``duplicated: Bool(1)`` copy with its ``unique_id``; the values backward
+needs reach ◂ as the arguments of one ``Partial(@…◂…, …)``, which the model binds to ◂'s
+parameters like a call, so "kept for backward" is the same walk in both forms. A recomputed copy
+counts as a backward reader: what it reads is kept for it. Ops a user cannot name are never
+requests: a ``TupleGetItem`` inheriting its producer's tag, and ops computed from weights only
+(``_MirrorOperator`` and the weight's Cast under full recompute).
+
 ``kept_for_backward(ir, k)`` is the plain answer to "which backward reads keep this node's output
 in memory, and through which non-recomputed layout ops"; other modules (e.g. a memory model) call
 it without knowing the rules.

@@ -24,7 +24,10 @@ class RecomputeNotApplied(RecomputeRule):
     The walk stops at a ``recompute: Bool(0)`` output of a multi-op recompute cell: that output
     is kept by design, and a tag behind it costs nothing (see RC004). Applied means: the op has
     ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exists (older
-    dumps: a ``duplicated`` copy).
+    dumps: a ``duplicated`` copy; lazy_inline dumps: a ``duplicated`` copy with the op's
+    ``unique_id`` in the backward half ``@…◂…``, which reads the forward half's values through
+    its ``Partial``). In a pipeline stage the bytes at stake are per micro batch, and the message
+    says how many micro batches the stage holds in flight.
 
     One-op cells: a ``Bool(0)`` op that is the only op of its recompute cell (a select key or a
     ``.recompute()`` call naming an activation cell such as GLM's ``mlp.activation_func.silu``)
