@@ -7,9 +7,10 @@ from irlint.rule import related_node
 
 from . import examples as ex
 from .downcast import costly_downcast
-from .evidence import KeptRead, RecomputeFacts, cell_path, cell_text
+from .evidence import KeptRead, RecomputeFacts, cell_text
 from .keys import GUESS_NOTE, folded_note, node_select_key
-from .report import RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, reader_note, where
+from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note,
+                     where)
 from .reshape_blocks import blocked_silu_muls
 
 
@@ -108,7 +109,7 @@ class RecomputeNotApplied(RecomputeRule):
         related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader" + (" (direct)" if r.reader in direct else "")))
                     for r in readers]
         finding = self.finding(ir, k, message, hint=hint, related=related,
-                               identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
+                               identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "memory",
                                       "blocking": [ir[v].get("id", "") for v in blocking]})
         return staked(finding, stake(ir, k, freed_by_recompute))

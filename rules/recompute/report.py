@@ -32,6 +32,17 @@ def where(ir: IRFile, k: int) -> str:
     return f" [{', '.join(parts)}; printed scope {ir[k].get('scope', '')}]"
 
 
+def place_path(ir: IRFile, k: int) -> str:
+    """A node's cell path for a finding's identity: the printed one, or for a node whose scope lost
+    it (lazy_inline's ``Default/SiLU-op0``) the layer and cells recovered from the graph, so that
+    two layers' problems stay two problems across re-dumps."""
+    p = Places.of(ir).place(k)
+    printed = "/".join(cell_path(ir[k].get("scope", "")))
+    if p.cells_from not in ("copy", "gradient", "producer") and (p.layer_from == "scope" or p.layer == "outside"):
+        return printed
+    return f"{printed} (layer {p.layer}: {'/'.join(p.cells)})"
+
+
 def how(request: str) -> str:
     return {"select": "recompute: Bool(1) on its primitive",
             "cell": "Cell.recompute() on its cell, scope prefix recompute_",

@@ -5,9 +5,9 @@ from irlint.model import IRFile
 from irlint.rule import related_node
 
 from . import examples as ex
-from .evidence import RecomputeFacts, cell_path
+from .evidence import RecomputeFacts
 from .keys import GUESS_NOTE, inserted_by_parallel, node_select_key
-from .report import RecomputeRule, how
+from .report import RecomputeRule, how, place_path
 
 
 class RecomputeTagUnused(RecomputeRule):
@@ -63,6 +63,6 @@ class RecomputeTagUnused(RecomputeRule):
             hint = "Remove the tag" + (f" (select_recompute key '{key}')" if key else "") + (GUESS_NOTE if guessed else "") + "."
             yield self.finding(ir, k, message, hint=hint,
                                related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
-                               identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
+                               identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "none"})
 
