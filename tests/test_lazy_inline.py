@@ -200,3 +200,13 @@ def test_the_keys_irlint_gives_free_what_its_findings_priced():
         assert kept[1][layer] - kept[2][layer] == 1024         # attention\.reshape
     assert kept[0]["outside"] == kept[1]["outside"] == kept[2]["outside"]
     assert [f.rule for f in lint([str(MF_FOLDED)], quiet_config()).findings] == []
+
+
+def test_two_layers_default_scoped_problems_are_two_problems():
+    # both SiLUs print "Default/SiLU-op<N>" (the op number renumbers between dumps): the identity
+    # carries the layer and cells recovered from the graph instead
+    silus = [f for f in lint([str(MF)], quiet_config()).findings if f.op == "SiLU"]
+    assert len({f.problem for f in silus}) == 2
+    assert sorted(dict(enumerate(f.identity))[1] for f in silus) == [
+        "Default (layer 0: feed_forward-LlamaFeedForward/w1-Linear/activation-LlamaSiLU)",
+        "Default (layer 1: feed_forward-LlamaFeedForward/w1-Linear/activation-LlamaSiLU)"]
