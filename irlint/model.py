@@ -122,11 +122,12 @@ class IRFile:
     def by_unique_id(self, uid: str) -> int | None:
         if self._by_uid is None:
             self._by_uid = {}
+            copies = self._lazy_copies()
             for key, data in self.graph.nodes(data=True):
                 u = data.get("primal_attrs", {}).get("unique_id")
                 # a lazy_inline recompute copy carries its forward node's unique_id: the
                 # forward node is the one meant
-                if u is not None and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
+                if u is not None and key not in copies and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
                     self._by_uid.setdefault(str(u), key)
         return self._by_uid.get(str(uid))
 
@@ -204,8 +205,35 @@ class IRFile:
 
     # --- recompute copies (MindSpore's add_recomputation pass) ---------------------------------
     def is_recompute_copy(self, key: int) -> bool:
-        """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs."""
-        return (self.graph.nodes[key].get("cnode_attrs") or {}).get("duplicated") is True
+        """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs; in a
+        lazy_inline backward half (the subgraph a ``Partial`` names), also a forward op carrying the
+        ``unique_id`` of a node outside it (the first op of a ``Cell.recompute()`` segment is copied
+        there without the ``duplicated`` mark)."""
+        data = self.graph.nodes[key]
+        if (data.get("cnode_attrs") or {}).get("duplicated") is True:
+            return True
+        return key in self._lazy_copies()
+
+    def _lazy_copies(self) -> frozenset:
+        found = self.__dict__.get("_lazy_copy_keys")
+        if found is None:
+            nodes = self.graph.nodes
+            halves = {str(nodes[k]["args"][0]) for k in self.nodes_by_op("Partial")
+                      if nodes[k].get("args") and str(nodes[k]["args"][0]) in self.subgraphs}
+            outside: set[str] = set()
+            inside: list[tuple[int, str]] = []
+            for k, data in nodes(data=True):
+                uid = (data.get("primal_attrs") or {}).get("unique_id") if data["kind"] == "cnode" else None
+                if uid is None:
+                    continue
+                if data["graph"] in halves:
+                    if not self.is_backward(k):
+                        inside.append((k, str(uid)))
+                else:
+                    outside.add(str(uid))
+            found = frozenset(k for k, uid in inside if uid in outside)
+            self.__dict__["_lazy_copy_keys"] = found
+        return found
 
     def copy_of(self, key: int) -> list[int]:
         """The recomputed copies of a forward node: duplicated nodes with its ``recompute_id``

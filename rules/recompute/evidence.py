@@ -12,7 +12,8 @@ prefix are not evidence of a copy.
 
 lazy_inline dumps (MindFormers' default, always with pipeline parallel) split the model into a
 forward half ``@…▸…`` and a backward half ``@…◂…`` and carry no ``recompute_id``: a node was
-recomputed when ◂ holds a ``duplicated: Bool(1)`` copy with its ``unique_id``; the values backward
+recomputed when ◂ holds a copy with its ``unique_id`` (``duplicated: Bool(1)``, except the first op
+of a ``Cell.recompute()`` segment, copied without the mark); the values backward
 needs reach ◂ as the arguments of one ``Partial(@…◂…, …)``, which the model binds to ◂'s
 parameters like a call, so "kept for backward" is the same walk in both forms. A recomputed copy
 counts as a backward reader: what it reads is kept for it. Ops a user cannot name are never
