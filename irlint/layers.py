@@ -208,6 +208,12 @@ class Places:
                    for layer, h in near.items())
         return best[3], "weights"
 
+    def cell_scope(self, k: int) -> str:
+        """A scope naming ``k``'s cells: the printed one when it does (no walk needed), else the
+        one ``place`` recovers."""
+        scope = self.ir[k].get("scope", "")
+        return scope if names_cells(scope) else self.place(k).scope
+
     def place(self, k: int) -> Place:
         if k not in self._places:
             self._places[k] = self._place(k)

@@ -152,11 +152,8 @@ class RecomputeFacts:
         d = self.ir[k]
         if d["kind"] != "cnode" or self.is_backward(k) or self.ir.is_recompute_copy(k):
             return None
-        if d["op"] in BOOKKEEPING_OPS or k in weight_derived(self.ir):
-            # not the user's request: a TupleGetItem inherits its producer's tag (the producer is
-            # the request), and under full recompute the weight-side ops (_MirrorOperator, the
-            # weight's Cast) are tagged with the cell although no activation passes through them
-            return None
+        if d["op"] in BOOKKEEPING_OPS:
+            return None   # not the user's request: a TupleGetItem inherits its producer's tag
         ca = d.get("cnode_attrs") or {}
         pa = d.get("primitive_attrs") or {}
         if ca.get("recompute") is False:
@@ -171,6 +168,12 @@ class RecomputeFacts:
             # marked by the pass: the primitive was not tagged, so the request came from a cell
             return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
         return None
+
+    def weight_only(self, k: int) -> bool:
+        """Computed from weights and constants only: under full recompute the weight-side ops
+        (``_MirrorOperator``, the weight's Cast) are tagged with the cell although no activation
+        passes through them, so their tag is not a request that can cost activation memory."""
+        return k in weight_derived(self.ir)
 
     # --- cell membership -------------------------------------------------------------------
 

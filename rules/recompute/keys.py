@@ -105,7 +105,7 @@ def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)."""
     d = ir[k]
     name, guessed = primitive_name(ir, k)
-    key = select_key(Places.of(ir).place(k).scope, name, d["op"])
+    key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
     return key, guessed and key is not None
 
 

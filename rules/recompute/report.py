@@ -87,5 +87,6 @@ class RecomputeRule(Rule):
     def unapplied_requests(ir: IRFile, facts: RecomputeFacts):
         for k in ir.cnodes():
             req = facts.request(k)
-            if req is not None and not facts.applied(k):
+            # the weight-only test last: it walks the whole file once
+            if req is not None and not facts.applied(k) and not facts.weight_only(k):
                 yield k, req
