@@ -11,8 +11,8 @@ from conftest import CORPUS, SHARED_CORPUS, portable, quiet_config
 from irlint.discover import discover
 from irlint.engine import lint
 from irlint.reader import read_ir
-from irlint.rules.redistribution import RedundantRedistributionChain
-from irlint.rules.strategy_mismatch import StrategyMismatchFullGather
+from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
+from irlint.rules.redistribution.full_gather import StrategyMismatchFullGather
 
 ROWS_TO_COLS = CORPUS / "par-mismatch-mm_rows8_to_cols8" / "rank_0" / "21_validate_0082.ir"
 COL_ROW = CORPUS / "par-fixed-mm_col_row_mp8"
@@ -175,7 +175,7 @@ def test_strategies_set_by_sharding_propagation_are_read_from_the_trailing_block
     matmuls = [k for k in ir.nodes_by_op("MatMul") if not ir.is_backward(k)]
     propagated = [k for k in matmuls if "in_strategy" not in (ir[k].get("primitive_attrs") or {})]
     assert propagated, "propagation printed some strategies only after cnode_primal_attrs"
-    from irlint.rules.strategy_layouts import strategy
+    from irlint.rules.redistribution.evidence import strategy
     assert {strategy(ir, k) for k in matmuls} == {((1, 1), (8, 1)), ((1, 8), (1, 8))}
 
 
@@ -230,7 +230,7 @@ def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_
 
 def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
-    from irlint.rules.strategy_layouts import strategy
+    from irlint.rules.redistribution.evidence import strategy
     text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
     ir = ir_from_text(text)
     assert ir.diagnostics == []

@@ -10,7 +10,7 @@ from conftest import portable
 from irlint.config import Config
 from irlint.engine import lint
 from irlint.reader import read_ir
-from irlint.rules.redistribution import RedundantRedistributionChain
+from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
 SYNTH = Path(__file__).parent / "fixtures" / "synthetic"
 WRONG = SYNTH / "ffn_wrong_strategy_synthetic"

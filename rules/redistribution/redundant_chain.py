@@ -10,7 +10,7 @@ from irlint.model import IRFile
 from irlint.rule import Rule
 from irlint.values import TensorType
 
-from .strategy_layouts import (MATMUL_OPS, all_reduce_note, best_fix, fmt, note, output_layout, scope_path, size,
+from .evidence import (MATMUL_OPS, all_reduce_note, best_fix, fmt, note, output_layout, scope_path, size,
                                splits_experts, strategy, who)
 
 GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})

@@ -11,10 +11,10 @@ from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
 
-from .redistribution import (GATHER_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, RedundantRedistributionChain, _axis, _backward_index,
+from .redundant_chain import (GATHER_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, RedundantRedistributionChain, _axis, _backward_index,
                              _backward_transpose, _collect_chain, _end_note, _int, _is_weight,
                              _moved, _simulate, _split_args, _step, _touches_backward, _used_split_outputs)
-from .strategy_layouts import (MATMUL_OPS, all_reduce_note, fmt, note, output_layout, row_parallel, scope_path,
+from .evidence import (MATMUL_OPS, all_reduce_note, fmt, note, output_layout, row_parallel, scope_path,
                                size, strategy, transposes, who)
 
 
