@@ -1,16 +1,58 @@
-"""Shard layouts from ``in_strategy``, and the one-op strategy change that makes a producer and a
-consumer agree. Shared by PC001 (redundant-redistribution-chain) and PC002
-(strategy-mismatch-full-gather); defines no rule of its own.
+"""What a dump says about redistribution, for the PC rules; defines no rule of its own.
 
-A layout is the tuple of shard counts per dim of one tensor, as a strategy entry prints it:
-``(1, 8)`` is a 2-D tensor whose columns are split 8 ways."""
+Chains: the connected run of ops tensor redistribution inserted between two compute ops
+(``collect_chain``), what each step receives (``received_bytes``), what the run discards or undoes
+(``simulate``), its backward transpose (``backward_transpose``) and how a step reads in a finding.
+
+Layouts: how an op's output is sharded, from ``in_strategy``, and the one-op strategy change that
+makes a producer and a consumer agree (``best_fix``). A layout is the tuple of shard counts per dim
+of one tensor, as a strategy entry prints it: ``(1, 8)`` is a 2-D tensor whose columns are split 8
+ways."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from math import prod
+from typing import Iterator
 
 from irlint.findings import Related
 from irlint.model import IRFile
 from irlint.rule import related_node
+from irlint.values import TensorType
+
+GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
+ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
+COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
+SLICE_OPS = frozenset({"StridedSlice", "Slice"})
+# local ops tensor redistribution inserts around the communication
+LOCAL_OPS = frozenset({"Split", "Concat", "Reshape", "Transpose", "TupleGetItem", "MakeTuple"}) | SLICE_OPS
+CHAIN_OPS = COMM_OPS | LOCAL_OPS
+MOVING_OPS = COMM_OPS | {"AllReduce"}   # what the byte counts cover
+# ops that hand a weight through unchanged on its way to a consumer
+WEIGHT_PATH_OPS = frozenset({"Load", "Depend", "_MirrorOperator", "_MirrorMiniStepOperator", "_VirtualDiv",
+                             "Cast"})
+QUIET_IN_RELATED = frozenset({"TupleGetItem", "MakeTuple"})
+
+
+@dataclass
+class Waste:
+    kind: str
+    nodes: tuple[int, ...]
+    text: str
+    alltoall_bytes: int | None = None    # what one AlltoAll would receive for the same re-layout
+
+
+@dataclass
+class Chain:
+    nodes: list[int]                      # redistribution ops in dump order
+    producer: int | None = None
+    consumers: list[tuple[int, int]] = field(default_factory=list)   # (consumer, argument position)
+    entry: TensorType | None = None
+    exit: TensorType | None = None
+    moved: int = 0
+    wastes: list[Waste] = field(default_factory=list)
+    hint: str | None = None                # set where the fix is not a change of in_strategy
+
+
 
 MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt"})
 # every input of the same rank is read in the output's layout
@@ -404,3 +446,470 @@ def splits_experts(ir: IRFile, key: int | None) -> bool:
         return False
     strat = strategy(ir, key)
     return bool(strat and len(strat) >= 2 and len(strat[1]) >= 3 and strat[1][0] > 1)
+
+
+# --- chain discovery ------------------------------------------------------------------------------
+def in_chain(ir: IRFile, key: int) -> bool:
+    data = ir[key]
+    if data["kind"] != "cnode" or data["op"] not in CHAIN_OPS or ir.is_backward(key):
+        return False
+    if strategy(ir, key) is not None:   # an op of the model with its own shard strategy
+        return False
+    if data["op"] == "MakeTuple":   # only the tuple a Concat reassembles
+        users = ir.consumers(key)
+        return bool(users) and all(ir[u]["op"] == "Concat" for u in users)
+    if data["op"] == "TupleGetItem":
+        src = ir.producers(key)[:1]
+        return bool(src) and ir[src[0]].get("op") == "Split"
+    return True
+
+
+def collect_chain(ir: IRFile, start: int) -> Chain:
+    """The connected run of redistribution ops around ``start``, its producer and consumers."""
+    nodes = {start}
+    stack = [start]
+    while stack:
+        key = stack.pop()
+        for nxt in _data_inputs(ir, key) + ir.consumers(key):
+            if nxt not in nodes and in_chain(ir, nxt):
+                nodes.add(nxt)
+                stack.append(nxt)
+    ordered = sorted(nodes, key=lambda k: ir[k].get("line", 0))
+    chain = Chain(nodes=ordered)
+    for key in ordered:
+        for pos, src in enumerate(ir.producers(key)):
+            if src not in nodes and ir[src]["kind"] != "const" and pos == 0:
+                chain.producer = chain.producer if chain.producer is not None else src
+                if chain.entry is None:
+                    types = ir[key].get("in_types") or ()
+                    chain.entry = types[0] if types else None
+        for user in ir.consumers(key):
+            if user in nodes or ir.is_backward(user) or _hands_to_backward(ir, user):
+                continue
+            chain.exit = chain.exit or ir[key].get("out_type")
+            for p, src in enumerate(ir.producers(user)):
+                if src == key and (user, p) not in chain.consumers:
+                    chain.consumers.append((user, p))
+    return chain
+
+
+def _hands_to_backward(ir: IRFile, user: int) -> bool:
+    """A user that only keeps the activation for the backward pass: the Partial of a lazy_inline
+    backward half, the graph's Return, or a tuple of outputs (the ▸ forward half returns them)."""
+    op = ir[user].get("op") if ir[user]["kind"] == "cnode" else ir[user]["kind"]
+    if op in ("Partial", "return", "UpdateState"):
+        return True
+    return op == "MakeTuple" and all(ir[u]["kind"] == "return" or ir[u].get("op") == "Partial"
+                                     for u in ir.consumers(user)) and bool(ir.consumers(user))
+
+
+def _data_inputs(ir: IRFile, key: int) -> list[int]:
+    return [p for p in ir.producers(key) if ir[p]["kind"] != "const"]
+
+
+def _first_inputs(ir: IRFile, key: int) -> Iterator[int]:
+    """``key``, its first data input, that one's first data input ... (until a node without
+    inputs, or a cycle)."""
+    seen = set()
+    while key not in seen:
+        seen.add(key)
+        yield key
+        inputs = _data_inputs(ir, key)
+        if not inputs:
+            return
+        key = inputs[0]
+
+
+def is_weight(ir: IRFile, key: int) -> bool:
+    """Optimizer-parallel gathers read a parameter (through Load / mirror ops)."""
+    for k in _first_inputs(ir, key):
+        data = ir[k]
+        if data["kind"] == "param":
+            return True
+        if data["kind"] != "cnode" or data["op"] not in WEIGHT_PATH_OPS:
+            return False
+    return False
+
+
+def touches_backward(ir: IRFile, chain: Chain) -> bool:
+    return any(ir.is_backward(k) for k in chain.nodes) or ir.is_backward(chain.producer)
+
+
+def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
+    """A forward AllReduce whose every user keeps only a slice of the reduced tensor: a
+    ReduceScatter would hand each rank its part for half the bytes (MindSpore emits one when the
+    producer MatMul has an ``out_strategy``)."""
+    if ir.is_backward(key) or (ir[key].get("primitive_attrs") or {}).get("op", "sum") != "sum":
+        return None
+    n = group_size(ir, key)
+    users = [u for u in ir.consumers(key) if not ir.is_backward(u)]
+    if not n or n < 2 or not users:
+        return None
+    nodes, consumers, kept = [key], [], None
+    for user in users:
+        node, path = user, []
+        while in_chain(ir, node) and ir[node]["op"] == "Reshape" and len(ir.consumers(node)) == 1:
+            path.append(node)
+            node = ir.consumers(node)[0]
+        if not in_chain(ir, node) or ir[node]["op"] not in SLICE_OPS:
+            return None     # someone reads the whole reduced tensor
+        factor = 1
+        for _, f in _shrunk_dims(ir, node):
+            factor *= f
+        if factor < 2:
+            return None
+        kept = factor if kept is None else min(kept, factor)
+        nodes += path + [node]
+        for c in ir.consumers(node):
+            if not ir.is_backward(c):
+                consumers += [(c, p) for p, src in enumerate(ir.producers(c)) if src == node]
+    inputs = _data_inputs(ir, key)
+    if not inputs or not consumers:
+        return None
+    nodes.sort(key=lambda k: ir[k].get("line", 0))
+    last = nodes[-1]
+    chain = Chain(nodes=nodes, producer=inputs[0], consumers=consumers, entry=first_in(ir, key),
+                  exit=ir[last].get("out_type"), moved=received_bytes(ir, key) or 0)
+    scatter = (chain.entry.nbytes * (n - 1) // n) if chain.entry is not None and chain.entry.nbytes else None
+    chain.wastes.append(Waste("allreduce-then-slice", (key, last),
+                              f"every rank reduces the whole tensor and keeps 1/{kept} of it; a ReduceScatter "
+                              f"over the same {n} ranks would receive {size(scatter)} instead of "
+                              f"{size(chain.moved)}"))
+    consumer, pos = consumers[0]
+    producer = _strategy_source(ir, inputs[0])
+    c_strat = strategy(ir, consumer)
+    wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
+    if producer is not None and wants is not None and ir[producer]["op"] in MATMUL_OPS:
+        chain.hint = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}; "
+                      f"give {who(ir, producer)} (in_strategy {fmt(strategy(ir, producer))}) out_strategy "
+                      f"{fmt((wants,))}: MindSpore then reduces with one ReduceScatter into that layout, and the "
+                      f"AllReduce, the slice and their backward transpose go (the sequence-parallel form)")
+    return chain
+
+
+def _strategy_source(ir: IRFile, key: int) -> int | None:
+    """The op with a strategy whose output reaches ``key`` unchanged."""
+    for k in _first_inputs(ir, key):
+        if ir[k]["kind"] != "cnode":
+            return None
+        if strategy(ir, k) is not None:
+            return k
+    return None
+
+
+# --- what the chain does -------------------------------------------------------------------------
+def simulate(ir: IRFile, chain: Chain) -> None:
+    """Walk the chain in order, tracking which dims hold gathered data, and record waste."""
+    gathered: dict[int, tuple[int, int]] = {}      # dim -> (factor, gather node)
+    members = set(chain.nodes)
+    undone: set[int] = set()
+    for key in chain.nodes:
+        data = ir[key]
+        op = data["op"]
+        chain.moved += received_bytes(ir, key) or 0
+        if op in GATHER_OPS:
+            factor = as_int((data.get("primitive_attrs") or {}).get("rank_size")) or _growth(ir, key, 0)
+            if factor and factor > 1:
+                old = gathered.get(0, (1, key))
+                gathered[0] = (old[0] * factor, key)
+        elif op in ALLTOALL_OPS:
+            first = _alltoall_undone(ir, members, key)
+            if first is not None and first not in undone:
+                undone.update((first, key))
+                between = [k for k in members if ir[k]["line"] > ir[first]["line"] and
+                           ir[k]["line"] < ir[key]["line"] and ir[k]["op"] in ("Reshape", "Transpose")]
+                around = f" around {', '.join(step_text(ir, k) for k in between)}" if between else ""
+                chain.wastes.append(Waste("alltoall-undone", (first, key),
+                                          f"{step_text(ir, key)} undoes {step_text(ir, first)}{around}"))
+        elif op == "Split":
+            axis, outputs = split_args(ir, key)
+            used = used_split_outputs(ir, key)
+            concat = _reassembling_concat(ir, key, outputs)
+            if concat is not None:
+                c_axis = _norm_dim(axis_of(ir, concat), _rank(ir, concat, out=True))
+                if axis in gathered and c_axis is not None and c_axis != axis:
+                    gathered[c_axis] = gathered.pop(axis)
+                elif c_axis == axis:
+                    chain.wastes.append(Waste("split-concat-round-trip", (key, concat),
+                                              f"Split and Concat along axis {axis} only reassemble the tensor"))
+            elif outputs and len(used) < outputs:
+                _discard(ir, chain, gathered, key, axis, outputs // max(len(used), 1))
+        elif op in SLICE_OPS:
+            dims = _shrunk_dims(ir, key)
+            for dim, factor in dims:
+                _discard(ir, chain, gathered, key, dim, factor)
+
+
+def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
+    """The AlltoAll of the run that ``key`` reverses: walking back over its input through
+    Reshapes and Transposes that keep both moved dims whole, an AlltoAll on the same group with
+    the same split_count whose split_dim/concat_dim are ``key``'s concat_dim/split_dim. Any other
+    op on the way (compute never belongs to a run) changes the layout, so nothing is undone."""
+    split, concat, count, group = _alltoall_dims(ir, key)
+    if split is None or concat is None:
+        return None
+    node = key
+    while True:
+        inputs = _data_inputs(ir, node)[:1]
+        if not inputs or inputs[0] not in members:
+            return None
+        node = inputs[0]
+        op = ir[node]["op"]
+        if op in ALLTOALL_OPS:
+            s, c, n, g = _alltoall_dims(ir, node)
+            return node if (s, c, n, g) == (concat, split, count, group) else None
+        if op == "Reshape":
+            back = _reshape_kept_dims(ir, node)
+        elif op == "Transpose":
+            perm = _perm(ir, node)
+            back = {j: p for j, p in enumerate(perm)} if perm else {}
+        else:
+            return None
+        if split not in back or concat not in back:
+            return None
+        split, concat = back[split], back[concat]
+
+
+def _alltoall_dims(ir: IRFile, key: int):
+    attrs = ir[key].get("primitive_attrs") or {}
+    rank = _rank(ir, key)
+    return (_norm_dim(as_int(attrs.get("split_dim")), rank), _norm_dim(as_int(attrs.get("concat_dim")), rank),
+            as_int(attrs.get("split_count")), attrs.get("group"))
+
+
+def _reshape_kept_dims(ir: IRFile, key: int) -> dict[int, int]:
+    """Output dim -> input dim for the dims a Reshape keeps whole (same size, same number of
+    elements before them); the others are merged or split."""
+    src = (ir[key].get("in_types") or (None,))[0]
+    dst = ir[key].get("out_type")
+    if not src or not dst or src.shape is None or dst.shape is None:
+        return {}
+    before_in, p = {}, 1
+    for i, n in enumerate(src.shape):
+        before_in.setdefault((p, n), i)
+        p *= n or 0
+    kept, p = {}, 1
+    for j, n in enumerate(dst.shape):
+        if n and n > 1 and (p, n) in before_in:
+            kept[j] = before_in[(p, n)]
+        p *= n or 0
+    return kept
+
+
+
+
+def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None, factor: int) -> None:
+    if not gathered or factor <= 1:
+        return
+    if dim in gathered and gathered[dim][0] == factor:
+        _, g = gathered.pop(dim)
+        chain.wastes.append(Waste("gather-resplit", (g, key),
+                                  f"{step_text(ir, key)} re-splits along dim {dim} what {step_text(ir, g)} "
+                                  f"gathered along it: the slice keeps what this rank already had"))
+        return
+    g = max(v[1] for v in gathered.values())
+    text = f"{ir[g]['op']} then {ir[key]['op']} keeps 1/{factor} along dim {dim}"
+    out = ir[key].get("out_type")
+    if dim not in gathered and out is not None and out.nbytes:
+        # a change of split dim: one AlltoAll sends each rank only the pieces it keeps
+        alltoall = out.nbytes * (factor - 1) // factor
+        text += f"; one AlltoAll would make the same re-layout receiving {size(alltoall)}"
+        chain.wastes.append(Waste("gather-then-slice", (g, key), text, alltoall))
+        return
+    chain.wastes.append(Waste("gather-then-slice", (g, key), text))
+
+
+def received_bytes(ir: IRFile, key: int) -> int | None:
+    """Bytes this rank receives through one communication op."""
+    data = ir[key]
+    op = data["op"]
+    src = (data.get("in_types") or (None,))[0]
+    dst = data.get("out_type")
+    if src is None or dst is None or src.nbytes is None or dst.nbytes is None:
+        return None
+    if op in GATHER_OPS:
+        return max(dst.nbytes - src.nbytes, 0)
+    if op in ALLTOALL_OPS:
+        count = as_int((data.get("primitive_attrs") or {}).get("split_count")) or 1
+        return dst.nbytes * (count - 1) // count
+    if op == "ReduceScatter":
+        return max(src.nbytes - dst.nbytes, 0)
+    if op == "AllReduce":   # a ring: reduce-scatter, then all-gather, of the whole tensor
+        n = group_size(ir, key) or 1
+        return 2 * (n - 1) * src.nbytes // n
+    return 0
+
+
+def group_size(ir: IRFile, key: int) -> int | None:
+    attrs = ir[key].get("primitive_attrs") or {}
+    return as_int(attrs.get("rank_size")) or len(attrs.get("group_rank_ids") or attrs.get("rank_list") or ()) or None
+
+
+def _growth(ir: IRFile, key: int, dim: int) -> int | None:
+    src = (ir[key].get("in_types") or (None,))[0]
+    dst = ir[key].get("out_type")
+    if not src or not dst or not src.shape or not dst.shape or len(src.shape) <= dim or not src.shape[dim]:
+        return None
+    return dst.shape[dim] // src.shape[dim]
+
+
+def _shrunk_dims(ir: IRFile, key: int) -> list[tuple[int, int]]:
+    src = (ir[key].get("in_types") or (None,))[0]
+    dst = ir[key].get("out_type")
+    if not src or not dst or not src.shape or not dst.shape or len(src.shape) != len(dst.shape):
+        return []
+    return [(i, a // b) for i, (a, b) in enumerate(zip(src.shape, dst.shape)) if b and a > b]
+
+
+def split_args(ir: IRFile, key: int) -> tuple[int | None, int | None]:
+    args = ir[key].get("args") or ()
+    attrs = ir[key].get("primitive_attrs") or {}
+    axis = as_int(args[1]) if len(args) > 1 else as_int(attrs.get("axis"))
+    outputs = as_int(args[2]) if len(args) > 2 else as_int(attrs.get("output_num"))
+    return _norm_dim(axis, _rank(ir, key)), outputs
+
+
+def _rank(ir: IRFile, key: int, out: bool = False) -> int | None:
+    t = ir[key].get("out_type") if out else (ir[key].get("in_types") or (None,))[0]
+    return len(t.shape) if t is not None and t.shape is not None else None
+
+
+def _norm_dim(dim: int | None, rank: int | None) -> int | None:
+    """-1 and rank-1 name the same axis."""
+    return dim + rank if dim is not None and dim < 0 and rank else dim
+
+
+def axis_of(ir: IRFile, key: int) -> int | None:
+    args = ir[key].get("args") or ()
+    return as_int(args[1]) if len(args) > 1 else as_int((ir[key].get("primitive_attrs") or {}).get("axis"))
+
+
+def used_split_outputs(ir: IRFile, key: int) -> set[int]:
+    used = set()
+    for user in ir.consumers(key):
+        if ir[user]["op"] == "TupleGetItem" and ir.consumers(user):
+            args = ir[user].get("args") or ()
+            if len(args) > 1 and as_int(args[1]) is not None:
+                used.add(as_int(args[1]))
+        else:
+            return set(range(split_args(ir, key)[1] or 0))
+    return used
+
+
+def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | None:
+    """The Concat that takes every piece of ``split``, in order, through one MakeTuple."""
+    items = [u for u in ir.consumers(split) if ir[u]["op"] == "TupleGetItem"]
+    tuples = {t for i in items for t in ir.consumers(i) if ir[t]["op"] == "MakeTuple"}
+    if len(tuples) != 1:
+        return None
+    tup = tuples.pop()
+    order = []
+    for item in ir.producers(tup):   # every piece, straight from the Split, in order
+        args = ir[item].get("args") or ()
+        if ir[item]["op"] != "TupleGetItem" or ir.producers(item)[:1] != [split] or len(args) < 2:
+            return None
+        order.append(as_int(args[1]))
+    if outputs is None or order != list(range(outputs)):
+        return None
+    concats = [c for c in ir.consumers(tup) if ir[c]["op"] == "Concat"]
+    return concats[0] if len(concats) == 1 else None
+
+
+# --- hints ---------------------------------------------------------------------------------------
+def hint_for(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable: bool = True) -> str:
+    p_strat = strategy(ir, producer)
+    if consumer is None:
+        return (f"check the shard strategy of {who(ir, producer)} (in_strategy {fmt(p_strat)}) and of the ops "
+                "reading its output")
+    c_strat = strategy(ir, consumer)
+    wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
+    has = output_layout(ir, producer)
+    head = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}, but "
+            f"{who(ir, producer)} (in_strategy {fmt(p_strat)}) outputs layout {fmt(has)}")
+    if has is None or wants is None or not comparable:
+        # a Reshape that changes the rank on the way: the two layouts are in different dims
+        return head + "; make the two strategies agree on this tensor's layout"
+    if has == wants:
+        return head + ("; the two strategies already agree, so the chain is pure overhead: look for what makes "
+                       "the framework see different layouts (a Reshape or out_strategy between them, or a "
+                       "different device matrix)")
+    fix = best_fix(ir, producer, consumer, pos)
+    if fix is None:
+        return head + f"; give the consumer's input {pos} the layout {fmt(has)}, or change the producer's strategy " \
+                      f"so it outputs {fmt(wants)}"
+    op, new, left = fix
+    verb = f"outputs {fmt(wants)}" if op == producer else f"reads the tensor as produced ({fmt(has)})"
+    tail = (f"; set {who(ir, op)} to in_strategy {fmt(new)}: it then {verb}, and the chain and its backward "
+            f"transpose disappear")
+    tail += (", with every other neighbour of the two ops still in agreement" if left == 0 else
+             f"; {left} other layout change{'s' if left > 1 else ''} around the two ops would remain")
+    return head + tail + all_reduce_note(ir, op, new)
+
+
+def backward_index(ir: IRFile) -> dict[str, list[int]]:
+    """forward unique_id -> the backward nodes derived from it (``forward_unique_id``)."""
+    index: dict[str, list[int]] = {}
+    for key in ir.cnodes():
+        uid = (ir[key].get("primal_attrs") or {}).get("forward_unique_id")
+        if uid is not None and ir.is_backward(key):
+            index.setdefault(str(uid), []).append(key)
+    return index
+
+
+def backward_transpose(ir: IRFile, chain: Chain, index: dict[str, list[int]]) -> list[int]:
+    """The backward ops MindSpore derived from the chain's ops (the gather's ReduceScatter, the
+    slice's StridedSliceGrad, ...), in dump order; glue left out."""
+    out = set()
+    for key in chain.nodes:
+        uid = (ir[key].get("primal_attrs") or {}).get("unique_id")
+        for b in index.get(str(uid), ()) if uid is not None else ():
+            if ir[b]["op"] not in QUIET_IN_RELATED:
+                out.add(b)
+    return sorted(out, key=lambda k: ir[k].get("line", 0))
+
+
+# --- formatting -----------------------------------------------------------------------------------
+def first_in(ir: IRFile, key: int):
+    return (ir[key].get("in_types") or (None,))[0]
+
+
+def step_text(ir: IRFile, key: int, costs: bool = False) -> str:
+    data = ir[key]
+    op = data["op"]
+    src = first_in(ir, key)
+    dst = data.get("out_type")
+    detail = ""
+    if op == "Split":
+        axis, n = split_args(ir, key)
+        detail = f"(axis {axis}, {n})"
+    elif op == "Concat":
+        detail = f"(axis {axis_of(ir, key)})"
+    elif op in ALLTOALL_OPS:
+        a = data.get("primitive_attrs") or {}
+        detail = f"(split_dim {a.get('split_dim')}, concat_dim {a.get('concat_dim')})"
+    text = f"{op}{detail} {src}" if dst is not None and dst.dtype is None else f"{op}{detail} {src}->{dst}"
+    if costs and op in MOVING_OPS:
+        attrs = data.get("primitive_attrs") or {}
+        ranks = attrs.get("rank_size") or len(attrs.get("group_rank_ids") or ()) or "?"
+        text += f" [group of {ranks}, receives {size(received_bytes(ir, key))}]"
+    return text
+
+
+def readers(ir: IRFile, chain: Chain) -> str:
+    """The consumers of a chain (MindSpore 2.10 shares one redistribution among readers of one layout)."""
+    names = list(dict.fromkeys(who(ir, c) for c, _ in chain.consumers))
+    if len(names) > 1:
+        return f"its {len(names)} readers {', '.join(names)}"
+    return names[0] if names else "its users"
+
+
+def end_note(ir: IRFile, key: int, text: str) -> Related:
+    if ir[key]["kind"] == "cnode":
+        strat = strategy(ir, key)
+        extra = f", in_strategy {fmt(strat)}" if strat is not None else ""
+        return note(ir, key, f"{text}{extra}, out {ir[key].get('out_type')}")
+    return note(ir, key, text)
+
+
+def as_int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
