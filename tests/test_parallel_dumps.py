@@ -238,3 +238,23 @@ def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     assert strategy(ir, mm1) is None
     (f,) = RedundantRedistributionChain().check(ir)   # the chain is still found, the hint is generic
     assert "in_strategy ?" in f.hint
+
+
+def test_related_nodes_of_a_backward_subgraph_say_their_graph():
+    """Node ids restart in every subgraph: the ◂ backward half's %31 is not the ▸ forward half's."""
+    from irlint.reporters import render
+    folder = CORPUS / "par-mindformers-llama_dp2_mp4_wrong_w2"
+    report = lint([str(folder)], quiet_config())
+    (f,) = [f for f in report.findings if f.code == "PC002"]
+    assert "▸" in f.graph
+    back = [r for r in f.related if r.note.startswith("backward transpose")]
+    assert back and all("◂" in r.graph for r in back)
+    assert all(r.graph for r in f.related)
+    text = render(report, "text")
+    assert f"graph {f.node} in {f.graph}" in text
+    for r in back:
+        assert f"{r.node} {r.op} in {r.graph}" in text
+    forward = [r for r in f.related if r.graph == f.graph]
+    assert forward and all(f"{r.node} {r.op}  " in text for r in forward)   # same graph: not repeated
+    sarif = render(report, "sarif")
+    assert all(f"{r.node} {r.op} in {r.graph}" in sarif for r in f.related)
