@@ -14,19 +14,21 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Iterator
 
+from irlint.comm import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
 from irlint.findings import Related
 from irlint.model import IRFile
 from irlint.rule import related_node
 from irlint.values import TensorType
 
-GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
-ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
 COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
 SLICE_OPS = frozenset({"StridedSlice", "Slice"})
 # local ops tensor redistribution inserts around the communication
 LOCAL_OPS = frozenset({"Split", "Concat", "Reshape", "Transpose", "TupleGetItem", "MakeTuple"}) | SLICE_OPS
 CHAIN_OPS = COMM_OPS | LOCAL_OPS
 MOVING_OPS = COMM_OPS | {"AllReduce"}   # what the byte counts cover
+# forward collectives that complete partial sums (row-parallel MatMul, sequence-parallel
+# out_strategy): the parallel scheme, whatever instance name they carry
+SCHEME_REDUCE_OPS = frozenset({"ReduceScatter", "AllReduce"})
 # ops that hand a weight through unchanged on its way to a consumer
 WEIGHT_PATH_OPS = frozenset({"Load", "Depend", "_MirrorOperator", "_MirrorMiniStepOperator", "_VirtualDiv",
                              "Cast"})
@@ -51,6 +53,18 @@ class Chain:
     moved: int = 0
     wastes: list[Waste] = field(default_factory=list)
     hint: str | None = None                # set where the fix is not a change of in_strategy
+    # scheme collectives between the producer and the run (a sequence-parallel ReduceScatter, the
+    # AllReduce of a row-parallel MatMul): the configuration needs them, they are never waste
+    scheme: list[int] = field(default_factory=list)
+    # bytes of each wasteful collective that the right scheme op would still move (a ReduceScatter
+    # in place of an AllReduce whose result is sliced)
+    kept_by_scheme: int = 0
+
+    def span(self, ir: IRFile) -> list[int]:
+        """The wasteful part of the run: from the first op a waste names to the last, in order."""
+        named = {k for w in self.wastes for k in w.nodes}
+        at = [i for i, k in enumerate(self.nodes) if k in named]
+        return self.nodes[min(at):max(at) + 1] if at else []
 
 
 
@@ -453,6 +467,8 @@ def in_chain(ir: IRFile, key: int) -> bool:
     data = ir[key]
     if data["kind"] != "cnode" or data["op"] not in CHAIN_OPS or ir.is_backward(key):
         return False
+    if data["op"] in SCHEME_REDUCE_OPS:   # redistribution moves data, it never sums partial results
+        return False
     if strategy(ir, key) is not None:   # an op of the model with its own shard strategy
         return False
     if data["op"] == "MakeTuple":   # only the tuple a Concat reassembles
@@ -470,7 +486,7 @@ def collect_chain(ir: IRFile, start: int) -> Chain:
     stack = [start]
     while stack:
         key = stack.pop()
-        for nxt in _data_inputs(ir, key) + ir.consumers(key):
+        for nxt in data_inputs(ir, key) + ir.consumers(key):
             if nxt not in nodes and in_chain(ir, nxt):
                 nodes.add(nxt)
                 stack.append(nxt)
@@ -490,6 +506,13 @@ def collect_chain(ir: IRFile, start: int) -> Chain:
             for p, src in enumerate(ir.producers(user)):
                 if src == key and (user, p) not in chain.consumers:
                     chain.consumers.append((user, p))
+    # the op whose strategy made the tensor sits behind the scheme collectives that complete it
+    while chain.producer is not None and is_scheme_reduce(ir, chain.producer):
+        inputs = data_inputs(ir, chain.producer)
+        if not inputs:
+            break
+        chain.scheme.insert(0, chain.producer)
+        chain.producer = inputs[0]
     return chain
 
 
@@ -503,7 +526,13 @@ def _hands_to_backward(ir: IRFile, user: int) -> bool:
                                      for u in ir.consumers(user)) and bool(ir.consumers(user))
 
 
-def _data_inputs(ir: IRFile, key: int) -> list[int]:
+def is_scheme_reduce(ir: IRFile, key: int) -> bool:
+    data = ir[key]
+    return (data["kind"] == "cnode" and data["op"] in SCHEME_REDUCE_OPS and not ir.is_backward(key)
+            and strategy(ir, key) is None)
+
+
+def data_inputs(ir: IRFile, key: int) -> list[int]:
     return [p for p in ir.producers(key) if ir[p]["kind"] != "const"]
 
 
@@ -514,7 +543,7 @@ def _first_inputs(ir: IRFile, key: int) -> Iterator[int]:
     while key not in seen:
         seen.add(key)
         yield key
-        inputs = _data_inputs(ir, key)
+        inputs = data_inputs(ir, key)
         if not inputs:
             return
         key = inputs[0]
@@ -563,7 +592,7 @@ def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
         for c in ir.consumers(node):
             if not ir.is_backward(c):
                 consumers += [(c, p) for p, src in enumerate(ir.producers(c)) if src == node]
-    inputs = _data_inputs(ir, key)
+    inputs = data_inputs(ir, key)
     if not inputs or not consumers:
         return None
     nodes.sort(key=lambda k: ir[k].get("line", 0))
@@ -571,6 +600,7 @@ def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
     chain = Chain(nodes=nodes, producer=inputs[0], consumers=consumers, entry=first_in(ir, key),
                   exit=ir[last].get("out_type"), moved=received_bytes(ir, key) or 0)
     scatter = (chain.entry.nbytes * (n - 1) // n) if chain.entry is not None and chain.entry.nbytes else None
+    chain.kept_by_scheme = scatter or 0
     chain.wastes.append(Waste("allreduce-then-slice", (key, last),
                               f"every rank reduces the whole tensor and keeps 1/{kept} of it; a ReduceScatter "
                               f"over the same {n} ranks would receive {size(scatter)} instead of "
@@ -650,7 +680,7 @@ def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
         return None
     node = key
     while True:
-        inputs = _data_inputs(ir, node)[:1]
+        inputs = data_inputs(ir, node)[:1]
         if not inputs or inputs[0] not in members:
             return None
         node = inputs[0]
@@ -717,32 +747,6 @@ def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None
         chain.wastes.append(Waste("gather-then-slice", (g, key), text, alltoall))
         return
     chain.wastes.append(Waste("gather-then-slice", (g, key), text))
-
-
-def received_bytes(ir: IRFile, key: int) -> int | None:
-    """Bytes this rank receives through one communication op."""
-    data = ir[key]
-    op = data["op"]
-    src = (data.get("in_types") or (None,))[0]
-    dst = data.get("out_type")
-    if src is None or dst is None or src.nbytes is None or dst.nbytes is None:
-        return None
-    if op in GATHER_OPS:
-        return max(dst.nbytes - src.nbytes, 0)
-    if op in ALLTOALL_OPS:
-        count = as_int((data.get("primitive_attrs") or {}).get("split_count")) or 1
-        return dst.nbytes * (count - 1) // count
-    if op == "ReduceScatter":
-        return max(src.nbytes - dst.nbytes, 0)
-    if op == "AllReduce":   # a ring: reduce-scatter, then all-gather, of the whole tensor
-        n = group_size(ir, key) or 1
-        return 2 * (n - 1) * src.nbytes // n
-    return 0
-
-
-def group_size(ir: IRFile, key: int) -> int | None:
-    attrs = ir[key].get("primitive_attrs") or {}
-    return as_int(attrs.get("rank_size")) or len(attrs.get("group_rank_ids") or attrs.get("rank_list") or ()) or None
 
 
 def _growth(ir: IRFile, key: int, dim: int) -> int | None:
@@ -856,11 +860,12 @@ def backward_index(ir: IRFile) -> dict[str, list[int]]:
     return index
 
 
-def backward_transpose(ir: IRFile, chain: Chain, index: dict[str, list[int]]) -> list[int]:
-    """The backward ops MindSpore derived from the chain's ops (the gather's ReduceScatter, the
-    slice's StridedSliceGrad, ...), in dump order; glue left out."""
+def backward_transpose(ir: IRFile, chain: Chain, index: dict[str, list[int]],
+                       nodes: list[int] | None = None) -> list[int]:
+    """The backward ops MindSpore derived from the chain's ops (or from ``nodes`` of it: the
+    gather's ReduceScatter, the slice's StridedSliceGrad, ...), in dump order; glue left out."""
     out = set()
-    for key in chain.nodes:
+    for key in chain.nodes if nodes is None else nodes:
         uid = (ir[key].get("primal_attrs") or {}).get("unique_id")
         for b in index.get(str(uid), ()) if uid is not None else ():
             if ir[b]["op"] not in QUIET_IN_RELATED:

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Iterator
 
+from irlint.comm import share, step_received_bytes, waste_entry
 from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
 
-from .evidence import (GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, as_int, axis_of,
+from .evidence import (MOVING_OPS, GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, as_int, axis_of,
                        backward_index, backward_transpose, Chain, collect_chain, end_note, fmt, is_weight, note,
                        output_layout, received_bytes, row_parallel, scope_path, simulate, size, split_args,
                        step_text, strategy, touches_backward, transposes, used_split_outputs, who)
@@ -195,6 +196,8 @@ subgraph @main() {
                    f"are held per rank")
         if moved_back:
             message += f"; the backward transpose receives {size(moved_back)} more"
+        total = step_received_bytes(ir)
+        message += f"; {share(moved + moved_back, total)} of the {size(total)} this step's collectives receive per rank"
         hint = (f"make {who(ir, matmul)} row-parallel, in_strategy {fmt(new)}: it then reads the activation as "
                 f"produced and {'this gather goes' if len(gathers) == 1 else 'these gathers go'}, with "
                 f"{'its' if len(gathers) == 1 else 'their'} backward transpose"
@@ -212,7 +215,10 @@ subgraph @main() {
                           for g in gathers))
         extra = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
                  "gathers": len(gathers), "matmul_strategy": fmt(strategy(ir, matmul)),
-                 "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new)}}
+                 "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new)},
+                 "waste_bytes": moved + moved_back, "step_received_bytes": total,
+                 "waste": [waste_entry(ir, k, received_bytes(ir, k) or 0) for g in gathers
+                           for k in g.chain.nodes + g.backward if ir[k]["op"] in MOVING_OPS]}
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
 
 

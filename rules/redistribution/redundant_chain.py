@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from irlint.comm import share, step_received_bytes, waste_entry
 from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
@@ -215,7 +216,7 @@ subgraph @main() {
         chains: list[Chain] = []
         backward = backward_index(ir)
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
-            if key in seen or ir.is_backward(key) or (ir[key]["op"] == "Split" and not in_chain(ir, key)):
+            if key in seen or not in_chain(ir, key):
                 continue
             chain = collect_chain(ir, key)
             seen.update(chain.nodes)
@@ -233,23 +234,32 @@ subgraph @main() {
 
     # --- findings ---------------------------------------------------------------------------
     def _chain_finding(self, ir: IRFile, chain: Chain, backward: dict[str, list[int]]) -> Finding:
-        first_comm = next((k for k in chain.nodes if ir[k]["op"] in MOVING_OPS), chain.nodes[0])
+        # the finding starts at the first wasteful op: scheme collectives before it are not waste
+        span = chain.span(ir) or chain.nodes
+        anchor = next((k for k in span if ir[k]["op"] in MOVING_OPS), span[0])
         consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
         survive = chain.exit.nbytes if chain.exit is not None else None
         transpose = backward_transpose(ir, chain, backward)
+        waste = [(k, max((received_bytes(ir, k) or 0) - chain.kept_by_scheme, 0))
+                 for k in span + backward_transpose(ir, chain, backward, span) if ir[k]["op"] in MOVING_OPS]
+        wasted = sum(b for k, b in waste if k in span)
+        wasted_back = sum(b for k, b in waste if k not in span)
         moved_back = sum(received_bytes(ir, k) or 0 for k in transpose)
-        if ir[first_comm]["op"] in MOVING_OPS:
-            cost = f"{size(chain.moved)} received to keep {size(survive)}"
+        if ir[anchor]["op"] in MOVING_OPS:
+            cost = f"{size(wasted)} received to keep {size(survive)}"
             if transpose:
                 cost += (f"; the backward transpose ({' -> '.join(ir[k]['op'] for k in transpose)}) moves "
-                         f"{size(moved_back)} more, {size(chain.moved + moved_back)} per step in all")
+                         f"{size(wasted_back)} more, {size(wasted + wasted_back)} per step in all")
         else:
             cost = f"no communication, but {size(survive)} are copied to end where they started"
         sequence = " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
         kinds = sorted({w.kind for w in chain.wastes})
         what = "; ".join(w.text for w in chain.wastes)
-        message = (f"redistribution chain {sequence} between {who(ir, chain.producer)} and "
-                   f"{readers(ir, chain)}: {what}; {cost}")
+        after = "".join(f", after the scheme {step_text(ir, k, costs=True)}," for k in chain.scheme)
+        total = step_received_bytes(ir)
+        message = (f"redistribution chain {sequence} between {who(ir, chain.producer)}{after} and "
+                   f"{readers(ir, chain)}: {what}; {cost}; {share(wasted + wasted_back, total)} of the "
+                   f"{size(total)} this step's collectives receive per rank")
         same_rank = (chain.entry is not None and chain.exit is not None
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
         hint = chain.hint or hint_for(ir, chain.producer, consumer, pos, comparable=same_rank)
@@ -260,13 +270,14 @@ subgraph @main() {
             hint = (f"{who(ir, expert)} splits its weights' expert dim (in_strategy {fmt(strategy(ir, expert))}), so "
                     f"this re-layout is the expert-parallel dispatch/combine: set_auto_parallel_context("
                     f"enable_alltoall=True) makes MindSpore emit one AlltoAll receiving {size(alltoall)} instead of "
-                    f"{size(chain.moved)}")
+                    f"{size(wasted)}")
         elif alltoall:
             hint += ("; where the layout change is wanted, set_auto_parallel_context(enable_alltoall=True) makes "
                      "MindSpore emit one AlltoAll instead")
         related = [end_note(ir, chain.producer, "producer")]
+        related += [note(ir, k, "scheme, not waste: " + step_text(ir, k, costs=True)) for k in chain.scheme]
         related += [note(ir, k, step_text(ir, k, costs=True)) for k in chain.nodes
-                    if k != first_comm and ir[k]["op"] not in QUIET_IN_RELATED]
+                    if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED]
         related += [end_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
         related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
         identity = (tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
@@ -278,16 +289,19 @@ subgraph @main() {
                             "out": str(ir[k].get("out_type")), "moved_bytes": received_bytes(ir, k) or 0}
                            for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED],
                  "backward": [ir[k]["id"] for k in transpose],
+                 "scheme": [ir[k]["id"] for k in chain.scheme],
                  "entry": str(chain.entry) if chain.entry else None,
                  "exit": str(chain.exit) if chain.exit else None,
                  "producer_strategy": fmt(strategy(ir, chain.producer)),
-                 "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None}
+                 "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None,
+                 "waste_bytes": wasted + wasted_back, "step_received_bytes": total,
+                 "waste": [waste_entry(ir, k, b) for k, b in waste]}
         fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
         if alltoall and expert is not None:
             extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
         elif fix is not None and chain.hint is None:
             extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
-        return self.finding(ir, first_comm, message, hint=hint, related=related, identity=identity, extra=extra)
+        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
 
     def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
         """Identical gathers of one producer output, one per consumer."""
@@ -319,7 +333,11 @@ subgraph @main() {
             related += [end_note(ir, c, "consumer") for c in consumers]
             identity = ("repeated-gather", op, scope_path(ir[same[0].producer].get("scope", "")),
                         tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)))
+            total = step_received_bytes(ir)
+            message += f"; {share(moved, total)} of the {size(total)} this step's collectives receive per rank"
             extra = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
+                     "waste_bytes": moved, "step_received_bytes": total,
+                     "waste": [waste_entry(ir, g, received_bytes(ir, g) or 0) for g in gathers[1:]],
                      "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
                      "producer_strategy": fmt(strategy(ir, same[0].producer))}
             yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra)
