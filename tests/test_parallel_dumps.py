@@ -258,3 +258,29 @@ def test_related_nodes_of_a_backward_subgraph_say_their_graph():
     assert forward and all(f"{r.node} {r.op}  " in text for r in forward)   # same graph: not repeated
     sarif = render(report, "sarif")
     assert all(f"{r.node} {r.op} in {r.graph}" in sarif for r in f.related)
+
+
+# --- the dumps made for issue 18 (tests/fixtures/corpus-gen/par_comm_gen.py) ---------------------
+
+def test_scheme_reduce_scatter_before_a_wasteful_relayout_is_neither_anchor_nor_waste():
+    """mm2's sequence-parallel ReduceScatter %12 hands rows on; the ReLU reads columns. The waste
+    starts at the AllGather %13; %12 and its backward AllGather %51 are scheme."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-mismatch-sp_then_cols"))
+    first, second = sorted(found, key=lambda f: f.line)
+    assert (first.node, first.op) == ("%13", "AllGather") and (second.node, second.op) == ("%16", "AllGather")
+    extra = dict(first.extra)
+    assert extra["scheme"] == ["%12"] and [s["node"] for s in extra["steps"]] == ["%13", "%14"]
+    assert [(w["node"], w["bytes"]) for w in extra["waste"]] == [("%13", 7 * 8 * 32 * 4), ("%50", 7 * 8 * 32 * 4)]
+    assert extra["waste_bytes"] == 2 * 7168
+    assert "MatMul mm2 (net-FFN), after the scheme ReduceScatter" in first.message
+    assert any(r.node == "%12" and r.note.startswith("scheme, not waste") for r in first.related)
+    assert not any(r.node == "%51" for f in found for r in f.related)
+    # 8 collectives of 7168 bytes, the loss AllReduce (2·7/8·4) and the norm weight's gradient (2·7/8·128)
+    assert extra["step_received_bytes"] == 8 * 7168 + 7 + 224
+    assert "24.9% of the 56.2 KiB this step's collectives receive per rank" in first.message
+    assert sum(dict(f.extra)["waste_bytes"] for f in found) == 4 * 7168
+
+
+def test_the_consistent_sequence_parallel_net_has_no_finding():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-sp_then_rows"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
