@@ -173,7 +173,7 @@ class CommAccount:
             row["ops"] += 1
             row["backward_bytes" if c.backward else "forward_bytes"] += c.received_bytes or 0
             row["waste_bytes"] += c.waste_bytes
-        return {k: out[k] for k in sorted(out, key=lambda k: KIND_ORDER.index(k) if k in KIND_ORDER else 99)}
+        return {k: out[k] for k in sorted(out, key=_kind_rank)}
 
     @property
     def unsized(self) -> list[Collective]:
@@ -225,3 +225,38 @@ def waste_entry(ir: IRFile, key: int, nbytes: int) -> dict:
 
 def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_dict(ir: IRFile, acc: CommAccount) -> dict:
+    """The account as plain data: the per-file part of ``irlint comm --format json`` (version 1),
+    without the file's name, stage and rank."""
+    def node(key: int | None) -> str | None:
+        return None if key is None else ir[key].get("id", "")
+
+    return {
+        "received_bytes": acc.received_bytes, "scheme_bytes": acc.scheme_bytes, "waste_bytes": acc.waste_bytes,
+        "forward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if not c.backward),
+        "backward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if c.backward),
+        "by_kind": [{"kind": k, **v} for k, v in acc.by_kind().items()],
+        "layers": [{"layer": r.layer, "received_bytes": r.received_bytes, "scheme_bytes": r.scheme_bytes,
+                    "waste_bytes": r.waste_bytes, "forward_bytes": r.forward_bytes,
+                    "backward_bytes": r.backward_bytes, "collectives": r.collectives,
+                    "by_kind": {k: r.by_kind[k] for k in sorted(r.by_kind, key=_kind_rank)}}
+                   for r in acc.layers()],
+        "collectives": [{"node": node(c.node), "graph": ir[c.node].get("graph", ""), "op": ir[c.node].get("op", ""),
+                         "kind": c.kind, "direction": "backward" if c.backward else "forward", "layer": c.layer,
+                         "group_size": c.group_size, "received_bytes": c.received_bytes,
+                         "waste_bytes": c.waste_bytes, "findings": c.findings, "transposes": node(c.transposes),
+                         "transposes_graph": None if c.transposes is None else ir[c.transposes].get("graph", ""),
+                         "instance": ir[c.node].get("instance") or "", "scope": ir[c.node].get("scope", ""),
+                         "line": ir[c.node].get("line", 0)}
+                        for c in acc.collectives],
+        "findings": [{"code": f.code, "rule": f.rule, "node": f.node, "graph": f.graph, "line": f.line,
+                      "waste_bytes": dict(f.extra).get("waste_bytes", 0),
+                      "share": share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes)}
+                     for f in acc.findings],
+    }
+
+
+def _kind_rank(kind: str) -> int:
+    return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
