@@ -284,3 +284,40 @@ def test_scheme_reduce_scatter_before_a_wasteful_relayout_is_neither_anchor_nor_
 def test_the_consistent_sequence_parallel_net_has_no_finding():
     ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-sp_then_rows"))
     assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_gather_before_a_replicated_router_and_slice_after_it_is_one_round_trip():
+    """The gather is used whole and the slice moves nothing: only together are they waste, with
+    7/8 of the gate's compute."""
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-gate_gather_slice"))
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"]) == ("%3", "AllGather", ["gather-compute-slice"])
+    assert extra["discarded_compute"] == "7/8" and extra["layout"] == "(8, 1)"
+    assert extra["fix"] == {"node": "%5", "in_strategy": "((8, 1), (1, 1))"}
+    gathered = 7 * 8 * 32 * 4   # (8, 32) -> (64, 32), and its ReduceScatter %16 in backward
+    assert [(w["node"], w["bytes"]) for w in extra["waste"]] == [("%3", gathered), ("%16", gathered)]
+    assert "7/8 of its compute is thrown away" in f.message
+
+
+def test_slice_before_a_relu_gathered_straight_back_is_one_round_trip():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-slice_relu_gather"))
+    extra = dict(f.extra)
+    assert (f.node, extra["kinds"]) == ("%4", ["round-trip"])
+    assert [r.node for r in f.related[:3]] == ["%1", "%2", "%3"]   # producer, slice, the ReLU
+    assert "set ReLU (net-Net) to in_strategy ((1, 1),)" in f.hint
+    assert extra["waste_bytes"] == 2 * 7 * 8 * 32 * 4
+
+
+def test_alltoall_undone_by_the_inverse_alltoall_after_a_relu_is_one_round_trip():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-alltoall_relu_back"))
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"]) == ("%2", "AlltoAll", ["alltoall-round-trip"])
+    assert extra["backward"] == ["%15", "%17"]
+    assert extra["waste_bytes"] == 4 * (64 * 8 * 4 * 7 // 8)   # two AlltoAll forward, two backward
+    assert "set ReLU (net-Net) to in_strategy ((1, 8),)" in f.hint
+
+
+def test_runs_wasteful_on_their_own_are_not_reported_again_as_a_round_trip():
+    for case in ("par-mismatch-sp_then_cols", "par-mismatch-ffn_mul_disagrees_8ranks"):
+        _, found = _check(RedundantRedistributionChain(), _only(case))
+        assert not [f for f in found if dict(f.extra)["kinds"][0].endswith(("round-trip", "compute-slice"))]

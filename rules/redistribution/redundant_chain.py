@@ -9,10 +9,11 @@ from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
 
-from .evidence import (COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, allreduce_then_slice, backward_index,
-                       backward_transpose, best_fix, Chain, collect_chain, end_note, first_in, fmt, hint_for,
-                       in_chain, is_weight, note, readers, received_bytes, scope_path, simulate, size,
-                       splits_experts, step_text, strategy, touches_backward, who)
+from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note,
+                       allreduce_then_slice, backward_index, backward_transpose, best_fix, Chain, collect_chain,
+                       end_note, first_in, fmt, hint_for, in_chain, is_weight, note, readers, received_bytes,
+                       scope_path, simulate, size, splits_experts, step_text, strategy, touches_backward, who)
+from .round_trip import RoundTrip, round_trips
 
 
 class RedundantRedistributionChain(Rule):
@@ -40,7 +41,13 @@ class RedundantRedistributionChain(Rule):
           between MoE dispatch and combine, makes them a real round trip and is left alone);
         - a Split/Concat along one axis that only reassembles the tensor (every piece, in
           order), with or without communication around it;
-        - the same tensor gathered more than once by identical AllGathers (one per consumer).
+        - the same tensor gathered more than once by identical AllGathers (one per consumer);
+        - a round trip across one op whose strategy disagrees with both neighbours: a slice (or
+          AlltoAll) before a point-wise or norm op and the gather (or inverse AlltoAll) after it,
+          or an input gathered along the rows a MatMul keeps and its result sliced back along
+          them (a replicated router: the gather and all but 1/n of the MatMul's compute are
+          thrown away). Each run alone looks harmless; the tensor leaves the second in the
+          layout the producer made and the consumer reads.
 
         The finding lists the chain in order with local shapes, dtypes and the bytes each step
         receives, the bytes that survive, the producer's and consumer's ``in_strategy``, and the
@@ -49,7 +56,14 @@ class RedundantRedistributionChain(Rule):
         whose cost is added. Identical chains of ``rank_N/`` folders are one finding "on ranks
         0-7" although group names, rank lists and slice offsets differ from rank to rank.
 
-        Communication that belongs to the parallel scheme is left alone: the AllReduce after a
+        Every finding states the bytes it wastes per step (forward and backward transpose) and
+        their share of what all the step's collectives receive per rank (``irlint comm`` shows
+        the whole account).
+
+        Communication that belongs to the parallel scheme is never reported, never the node a
+        finding points to and never in its bytes, even right before a wasteful run (a
+        sequence-parallel ReduceScatter followed by a re-layout: the finding names it "scheme,
+        not waste" and starts at the first wasteful op): the AllReduce after a
         row-parallel MatMul and its backward, loss AllReduces (``op: "sum"`` or ``"max"``),
         anything in the backward graph (``Gradients/`` scope or ``forward_unique_id``), the
         optimizer-parallel AllGather of a weight (its input is a parameter), the full_batch
@@ -227,6 +241,8 @@ subgraph @main() {
             if chain.wastes:
                 yield self._chain_finding(ir, chain, backward)
         yield from self._repeated_gathers(ir, chains)
+        for trip in round_trips(ir):
+            yield self._round_trip_finding(ir, trip, backward)
         for key in ir.nodes_by_op("AllReduce"):
             chain = allreduce_then_slice(ir, key)
             if chain is not None:
@@ -301,6 +317,51 @@ subgraph @main() {
             extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
         elif fix is not None and chain.hint is None:
             extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
+        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
+
+    def _round_trip_finding(self, ir: IRFile, trip: RoundTrip, backward: dict[str, list[int]]) -> Finding:
+        runs = trip.before.nodes + trip.after.nodes
+        anchor = next((k for k in runs if ir[k]["op"] in MOVING_OPS), runs[0])
+        transpose = sorted(set(backward_transpose(ir, trip.before, backward) + backward_transpose(ir, trip.after, backward)),
+                           key=lambda k: ir[k].get("line", 0))
+        waste = [(k, received_bytes(ir, k) or 0) for k in runs + transpose if ir[k]["op"] in MOVING_OPS]
+        wasted = sum(b for _, b in waste)
+        total = step_received_bytes(ir)
+        op, consumer = trip.op, trip.after.consumers[0][0]
+        steps = lambda chain: " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes
+                                          if ir[k]["op"] not in QUIET_IN_RELATED)
+        kind = "gather-compute-slice" if trip.discarded > 1 else (
+            "alltoall-round-trip" if any(ir[k]["op"] in ALLTOALL_OPS for k in runs) else "round-trip")
+        message = (f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) disagrees with both neighbours: "
+                   f"{steps(trip.before)} before it and {steps(trip.after)} after it hand {who(ir, consumer)} "
+                   f"the layout {fmt(trip.layout)} that {who(ir, trip.before.producer)} already produced")
+        if trip.discarded > 1:
+            message += (f"; the MatMul computes every row of the gathered input and the slice keeps 1/"
+                        f"{trip.discarded} of its result, so {trip.discarded - 1}/{trip.discarded} of its compute "
+                        f"is thrown away too")
+        message += (f"; {size(wasted)} received per step for nothing (backward transpose included), "
+                    f"{share(wasted, total)} of the {size(total)} this step's collectives receive per rank")
+        hint = (f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then reads input {trip.pos} in the layout "
+                f"{fmt(trip.layout)} its neighbours use, and both runs and their backward transpose disappear"
+                + all_reduce_note(ir, op, trip.fix))
+        related = [end_note(ir, trip.before.producer, "producer")]
+        related += [note(ir, k, step_text(ir, k, costs=True)) for k in trip.before.nodes
+                    if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED]
+        related += [end_note(ir, op, "op whose strategy disagrees with both neighbours")]
+        related += [note(ir, k, step_text(ir, k, costs=True)) for k in trip.after.nodes
+                    if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED]
+        related += [end_note(ir, consumer, f"consumer (input {trip.after.consumers[0][1]})")]
+        related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
+        identity = ("round-trip", kind, scope_path(ir[op].get("scope", "")), ir[op]["op"],
+                    tuple(ir[k]["op"] for k in runs if ir[k]["op"] not in QUIET_IN_RELATED))
+        extra = {"kinds": [kind], "moved_bytes": sum(received_bytes(ir, k) or 0 for k in runs),
+                 "backward_moved_bytes": sum(received_bytes(ir, k) or 0 for k in transpose),
+                 "backward": [ir[k]["id"] for k in transpose],
+                 "op_strategy": fmt(strategy(ir, op)), "layout": fmt(trip.layout),
+                 "discarded_compute": f"{trip.discarded - 1}/{trip.discarded}" if trip.discarded > 1 else None,
+                 "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix)},
+                 "waste_bytes": wasted, "step_received_bytes": total,
+                 "waste": [waste_entry(ir, k, b) for k, b in waste]}
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
 
     def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
