@@ -321,3 +321,29 @@ def test_runs_wasteful_on_their_own_are_not_reported_again_as_a_round_trip():
     for case in ("par-mismatch-sp_then_cols", "par-mismatch-ffn_mul_disagrees_8ranks"):
         _, found = _check(RedundantRedistributionChain(), _only(case))
         assert not [f for f in found if dict(f.extra)["kinds"][0].endswith(("round-trip", "compute-slice"))]
+
+
+def test_same_split_counts_on_other_device_axes_is_a_permutation_paid_as_a_full_gather():
+    """add1 and add2 use layout("tp", "dp"); the ReLU between them the tuple (4, 2): same counts,
+    other ranks. The hint names the ReLU and the Layout, never 'the strategies already agree'."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-mismatch-layout_permutation"))
+    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [("%5", ["permutation-as-gather"]),
+                                                                   ("%20", ["permutation-as-gather"])]
+    for f in found:
+        extra = dict(f.extra)
+        assert extra["fix"] == {"node": "%18", "in_layout": 'layout("tp", "dp") of Layout((2, 4), ("dp", "tp"))'}
+        assert 'ReLU (net-Net) (in_strategy ((4, 2),)) places its blocks differently' in f.hint
+        assert 'in_strategy=(layout("tp", "dp"),)' in f.hint and "already agree" not in f.hint
+        assert "gathering it whole (8x)" in f.message and "the local shape Float32(8, 16) is the same" in f.message
+        # three gathers over groups of 2: (8, 16) -> (2, 16, 32) is 8x; 7/8 of 4 KiB forward, as much backward
+        assert extra["waste_bytes"] == 2 * (512 + 1024 + 2048)
+    from irlint.rules.redistribution.evidence import placements
+    (relu,) = [k for k in ir.nodes_by_op("ReLU") if not ir.is_backward(k)]
+    (add1, _) = sorted((k for k in ir.nodes_by_op("Add") if not ir.is_backward(k)), key=lambda k: ir[k]["line"])
+    assert placements(ir, add1)[0] == (((4, 1),), ((2, 4),))     # tp: 4 ranks 1 apart; dp: 2 ranks 4 apart
+    assert placements(ir, relu)[0] == (((4, 2),), ((2, 1),))     # a tuple: dim 0 on the outer axis
+
+
+def test_the_consistent_layout_net_has_no_finding():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-layout_consistent"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []

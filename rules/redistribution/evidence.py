@@ -89,7 +89,71 @@ def strategy(ir: IRFile, key: int | None):
     found = attrs.get("in_strategy") or attrs.get("strategy")
     if found is None:   # 2.10 prints it a second time after cnode_primal_attrs
         found = (data.get("parallel_info") or {}).get("in_strategy")
+    if found is None:   # sharded with a Layout: the split counts of its placements
+        placed = _layout_placements(attrs.get("in_layout"))
+        found = tuple(tuple(prod(size for size, _ in dim) for dim in inp) for inp in placed) if placed else None
     return found if _well_formed(found) else None
+
+
+# A placement says, per dim of one tensor, which device axes split it: ((size, rank stride), ...)
+# per dim, () for a dim that is not split. Two ops with the same split counts can place the blocks
+# on different ranks (a plain tuple strategy maps dim 0 to the outermost device axis, a Layout
+# names its axes): then the tensor is re-laid although the local shape does not change.
+def placements(ir: IRFile, key: int | None) -> tuple | None:
+    """Per input of ``key``: its placement, from ``in_layout`` or a tuple strategy."""
+    if key is None or ir[key]["kind"] != "cnode":
+        return None
+    placed = _layout_placements((ir[key].get("primitive_attrs") or {}).get("in_layout"))
+    if placed:
+        return placed
+    strat = strategy(ir, key)
+    if strat is None:
+        return None
+    return tuple(tuple(((n, prod(s[i + 1:])),) if n > 1 else () for i, n in enumerate(s)) for s in strat)
+
+
+def _layout_placements(value) -> tuple | None:
+    if not (isinstance(value, tuple) and value and all(isinstance(v, dict) for v in value)):
+        return None
+    out = []
+    for layout in value:
+        dev, tmap = layout.get("device_matrix"), layout.get("tensor_map")
+        if not (isinstance(dev, tuple) and isinstance(tmap, tuple) and all(as_int(d) for d in dev)):
+            return None
+        n = len(dev)
+        dims = []
+        for entry in tmap:
+            axes = entry if isinstance(entry, tuple) else (entry,)
+            if not all(as_int(a) is not None and -1 <= a < n for a in axes):
+                return None
+            dims.append(tuple((dev[n - 1 - a], prod(dev[n - a:])) for a in axes if a >= 0 and dev[n - 1 - a] > 1))
+        out.append(tuple(dims))
+    return tuple(out)
+
+
+def layout_expression(ir: IRFile, key: int, pos: int = 0) -> str | None:
+    """How the user wrote input ``pos``'s Layout: ``layout("tp", "dp")`` of ``Layout((2, 4), ("dp", "tp"))``."""
+    value = (ir[key].get("primitive_attrs") or {}).get("in_layout")
+    if not (isinstance(value, tuple) and pos < len(value) and isinstance(value[pos], dict)):
+        return None
+    layout = value[pos]
+    dev, tmap, names = layout.get("device_matrix"), layout.get("tensor_map"), layout.get("alias_name")
+    if not (isinstance(dev, tuple) and isinstance(tmap, tuple) and isinstance(names, tuple) and len(names) == len(dev)):
+        return None
+    n = len(dev)
+
+    def axis(a):
+        return '"None"' if a == -1 else f'"{names[n - 1 - a]}"'
+    dims = [f"({', '.join(axis(a) for a in e)})" if isinstance(e, tuple) else axis(e) for e in tmap]
+    return (f"layout({', '.join(dims)}) of Layout({fmt(dev)}, ({', '.join(f'{chr(34)}{x}{chr(34)}' for x in names)}))")
+
+
+def output_placement(ir: IRFile, key: int) -> tuple | None:
+    """The placement of an element-wise or row-wise op's output: its first input's."""
+    placed = placements(ir, key)
+    if not placed or ir[key]["op"] not in ELEMENTWISE_OPS | {"Softmax", "RmsNorm", "LayerNorm", "Dropout"}:
+        return None
+    return placed[0]
 
 
 def _well_formed(strat) -> bool:
@@ -918,3 +982,41 @@ def end_note(ir: IRFile, key: int, text: str) -> Related:
 
 def as_int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# --- a permutation paid as a gather ----------------------------------------------------------------
+@dataclass
+class Permutation:
+    split: tuple                 # the split counts both ends use
+    produced: tuple              # the producer's output placement
+    read: tuple                  # the consumer's input placement
+    factor: int                  # how many times the tensor is gathered
+
+
+def permutation(ir: IRFile, chain: Chain) -> Permutation | None:
+    """The run when producer and consumer name the same split counts on different device axes:
+    the local shape is the same at both ends, the blocks sit on other ranks."""
+    if not chain.consumers or chain.entry is None or chain.exit is None or chain.entry.shape is None:
+        return None
+    if chain.entry.shape != chain.exit.shape:
+        return None
+    consumer, pos = chain.consumers[0]
+    has, strat = output_layout(ir, chain.producer), strategy(ir, consumer)
+    wants = tuple(strat[pos]) if strat and pos < len(strat) else None
+    produced, read = output_placement(ir, chain.producer), placements(ir, consumer)
+    read = read[pos] if read and pos < len(read) else None
+    if has is None or has != wants or produced is None or read is None or produced == read:
+        return None
+    factor = 1
+    for k in chain.nodes:
+        if ir[k]["op"] in GATHER_OPS:
+            factor *= as_int((ir[k].get("primitive_attrs") or {}).get("rank_size")) or 1
+    return Permutation(has, produced, read, factor)
+
+
+def placement_text(placed: tuple) -> str:
+    parts = []
+    for d, axes in enumerate(placed):
+        if axes:
+            parts.append(f"dim {d} over " + " x ".join(f"{n} ranks {stride} apart" for n, stride in axes))
+    return ", ".join(parts) or "not split"

@@ -9,7 +9,7 @@ from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
 
-from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note,
+from .evidence import (layout_expression, permutation, placement_text, ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note,
                        allreduce_then_slice, backward_index, backward_transpose, best_fix, Chain, collect_chain,
                        end_note, first_in, fmt, hint_for, in_chain, is_weight, note, readers, received_bytes,
                        scope_path, simulate, size, splits_experts, step_text, strategy, touches_backward, who)
@@ -47,7 +47,13 @@ class RedundantRedistributionChain(Rule):
           or an input gathered along the rows a MatMul keeps and its result sliced back along
           them (a replicated router: the gather and all but 1/n of the MatMul's compute are
           thrown away). Each run alone looks harmless; the tensor leaves the second in the
-          layout the producer made and the consumer reads.
+          layout the producer made and the consumer reads;
+        - a permutation paid as a full gather: producer and consumer name the same split counts
+          on different device axes (one sharded with a plain tuple, which maps dim 0 to the
+          outer device axis, the other with a ``Layout`` that names its axes), so the blocks
+          sit on other ranks and MindSpore gathers the tensor whole and slices one block back;
+          the local shape is the same at both ends. The hint names the op sharded differently
+          and the ``layout(...)`` of its neighbour's ``Layout`` that removes the run.
 
         The finding lists the chain in order with local shapes, dtypes and the bytes each step
         receives, the bytes that survive, the producer's and consumer's ``in_strategy``, and the
@@ -271,6 +277,14 @@ subgraph @main() {
         sequence = " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
         kinds = sorted({w.kind for w in chain.wastes})
         what = "; ".join(w.text for w in chain.wastes)
+        moved_blocks = permutation(ir, chain)
+        if moved_blocks is not None:
+            kinds = ["permutation-as-gather"]
+            what = (f"{who(ir, chain.producer)} and {who(ir, consumer)} both split this tensor "
+                    f"{fmt(moved_blocks.split)}, but on different device axes ({placement_text(moved_blocks.produced)}"
+                    f" vs {placement_text(moved_blocks.read)}): the blocks sit on other ranks, so MindSpore re-lays "
+                    f"the tensor by gathering it whole ({moved_blocks.factor}x) and slicing one block back, and the "
+                    f"local shape {chain.entry} is the same at both ends")
         after = "".join(f", after the scheme {step_text(ir, k, costs=True)}," for k in chain.scheme)
         total = step_received_bytes(ir)
         message = (f"redistribution chain {sequence} between {who(ir, chain.producer)}{after} and "
@@ -280,6 +294,9 @@ subgraph @main() {
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
         hint = chain.hint or hint_for(ir, chain.producer, consumer, pos, comparable=same_rank)
         alltoall = min((w.alltoall_bytes for w in chain.wastes if w.alltoall_bytes), default=None)
+        if moved_blocks is not None:
+            hint, fix_of_blocks = _placement_hint(ir, chain.producer, consumer, pos)
+            alltoall = None
         expert = next((k for k in (consumer, chain.producer) if splits_experts(ir, k)), None)
         if alltoall and expert is not None:
             # the layout change is the point of expert parallelism: keep it, make it cheap
@@ -313,7 +330,10 @@ subgraph @main() {
                  "waste_bytes": wasted + wasted_back, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, b) for k, b in waste]}
         fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
-        if alltoall and expert is not None:
+        if moved_blocks is not None:
+            extra["fix"] = fix_of_blocks
+            extra["split"] = fmt(moved_blocks.split)
+        elif alltoall and expert is not None:
             extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
         elif fix is not None and chain.hint is None:
             extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
@@ -404,3 +424,23 @@ subgraph @main() {
             yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra)
 
 
+def _placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict]:
+    """Which of two ops with the same split counts to change, and to what: the one sharded with a
+    plain tuple takes the Layout the other was given."""
+    produced, read = layout_expression(ir, producer, 0), layout_expression(ir, consumer, pos)
+    if produced and not read:
+        op, expr, other = consumer, produced, producer
+    elif read and not produced:
+        op, expr, other = producer, read, consumer
+    else:
+        op, expr, other = consumer, produced or read, producer
+    if expr is None:
+        return (f"give {who(ir, op)} the device-axis order of {who(ir, other)}: a Layout that maps each split dim "
+                f"to the same device axis, so that the blocks stay on their ranks and the chain and its backward "
+                f"transpose disappear"), {"node": ir[op]["id"]}
+    inputs = len(strategy(ir, op) or ()) or 1
+    strategy_text = f"in_strategy=({', '.join([expr.split(' of ')[0]] * inputs)},)"
+    return (f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
+            f"{who(ir, other)} ({expr}): shard it with the same {expr.split(' of ')[1]}, {strategy_text}; the "
+            f"strategies name the same split counts, so only the device axes change, and the chain and its "
+            f"backward transpose disappear"), {"node": ir[op]["id"], "in_layout": expr}
