@@ -75,7 +75,8 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                         human(c["waste_bytes"]) if c["waste_bytes"] else "", f"{c['node']} (line {c['line']})",
                         c["op"], str(c["group_size"] or "?"), c["direction"], c["layer"], c["transposes"] or "",
                         c["scope"])
-        out.print(ops)
+        if top:
+            out.print(ops)
         for f in e["findings"]:
             out.print(f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} bytes of "
                       f"waste, {f['share']} of the step's communication", soft_wrap=True)

@@ -21,17 +21,18 @@ MUL_8RANKS = CORPUS / "par-mismatch-ffn_mul_disagrees_8ranks"
 WRONG_WO = SHARED_CORPUS / "par-llama_mp-dp2_mp4_optpar_wrong_wo" / "rank_0" / "21_validate_0082.ir"
 
 
-def _par_dumps() -> list[str]:
+def _par_dumps() -> list:
     roots = [p for root in (CORPUS, SHARED_CORPUS) if root.is_dir() for p in sorted(root.glob("par-*"))]
-    return [f.path for root in roots for f in discover([str(root)])[0]]
+    return [f for root in roots for f in discover([str(root)])[0]]
 
 
 def test_every_parallel_dump_reads_whole():
+    from irlint.engine import read_dump
     dumps = _par_dumps()
     assert len(dumps) >= 30   # the fixtures alone hold 30 par-* files
     bad = []
-    for path in dumps:
-        ir = read_ir(path)
+    for f in dumps:   # the MindFormers MoE dumps are gzip-compressed
+        path, ir = f.path, read_dump(f)
         if ir.diagnostics or ir.header.get("total_cnodes") != ir.cnode_count:
             bad.append((path, ir.cnode_count, ir.header.get("total_cnodes"), [str(d) for d in ir.diagnostics[:2]]))
     assert bad == []
@@ -347,3 +348,43 @@ def test_same_split_counts_on_other_device_axes_is_a_permutation_paid_as_a_full_
 def test_the_consistent_layout_net_has_no_finding():
     ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-layout_consistent"))
     assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+# --- MindFormers 2.1.0 MoE (tests/fixtures/corpus-gen/par_mf_moe_gen.py, gzip-compressed dumps) --
+
+def _mf_moe(case: str):
+    from irlint.discover import discover
+    from irlint.engine import read_dump
+    (f,) = discover([str(CORPUS / case)])[0]
+    return read_dump(f)
+
+
+def test_mindformers_moe_dispatch_and_combine_alltoall_are_scheme():
+    ir = _mf_moe("par-fixed-mf_moe_alltoall")
+    assert len([k for k in ir.nodes_by_op("AlltoAll") if not ir.is_backward(k)]) == 4
+    assert list(RedundantRedistributionChain().check(ir)) == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_mindformers_router_with_a_replicated_strategy_wastes_its_gather_and_compute():
+    """Layer 0's router dense ((1, 1), (1, 1)): the tokens are gathered over the 4 dp ranks and
+    3/4 of the router's result sliced away; layer 1's router keeps MindFormers' strategy."""
+    ir = _mf_moe("par-mismatch-mf_moe_router_replicated")
+    (f,) = RedundantRedistributionChain().check(ir)
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"], extra["discarded_compute"]) == ("%57", "AllGather", ["gather-compute-slice"], "3/4")
+    assert "0-LLamaDecodeLayer/feed_forward-MoEV2/router-Router/dense-Dense" in f.scope and "▸" in f.graph
+    assert "set MatMul (dense-Dense) to in_strategy ((4, 1), (1, 1))" in f.hint
+    assert "RmsNorm" in f.message   # the op that made the layout, not the TupleGetItem after it
+    # (1, 16, 64) -> (4, 16, 64) fp32 over 4 ranks: 3/4 of 16 KiB, and the ReduceScatter in the ◂ half
+    assert extra["waste_bytes"] == 2 * 12288
+    assert all("◂" in r.graph for r in f.related if r.note.startswith("backward transpose"))
+
+
+def test_mindformers_expert_relayout_by_gather_counts_only_what_one_alltoall_would_not_move():
+    ir = _mf_moe("par-mismatch-mf_moe_gather_dispatch")
+    found = list(RedundantRedistributionChain().check(ir))
+    assert [f.node for f in found] == ["%84", "%102", "%200", "%218"]
+    for f in found:
+        assert "enable_alltoall=True" in f.hint and "receiving 8.0 KiB instead of 16.0 KiB" in f.hint
+        assert "the expert-parallel re-layout itself is scheme (one AlltoAll: 8.0 KiB)" in f.message
+        assert dict(f.extra)["waste_bytes"] == 2 * (16384 - 8192)

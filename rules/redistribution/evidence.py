@@ -77,7 +77,7 @@ ELEMENTWISE_OPS = frozenset({
 })
 # ops without a strategy that hand their input's layout on (a forward_op AllReduce completes a
 # row-parallel MatMul's partial sums; the layout is the MatMul's)
-LAYOUT_KEEPING_OPS = frozenset({"AllReduce", "Cast", "Depend", "Load", "_VirtualDiv", "RealDiv"})
+LAYOUT_KEEPING_OPS = frozenset({"AllReduce", "Cast", "Depend", "Load", "_VirtualDiv", "RealDiv", "TupleGetItem"})
 INSERTED_PREFIXES = ("redistribution_op", "forward_op", "grad", "parallel_optimizer", "_Mirror", "_Virtual")
 
 
@@ -526,6 +526,24 @@ def splits_experts(ir: IRFile, key: int | None) -> bool:
     return bool(strat and len(strat) >= 2 and len(strat[1]) >= 3 and strat[1][0] > 1)
 
 
+def near_experts(ir: IRFile, key: int | None, downstream: bool, hops: int = 6) -> int | None:
+    """The expert-splitting batched MatMul ``key`` is, or reaches within ``hops`` forward ops
+    (its readers when ``downstream``, else its inputs): MoE dispatch reaches the experts through
+    Transposes and Reshapes, combine leaves them the same way."""
+    seen, frontier = set(), [key] if key is not None else []
+    for _ in range(hops + 1):
+        nxt = []
+        for k in frontier:
+            if k in seen or ir[k]["kind"] != "cnode" or ir.is_backward(k):
+                continue
+            seen.add(k)
+            if splits_experts(ir, k):
+                return k
+            nxt += ir.consumers(k) if downstream else data_inputs(ir, k)
+        frontier = nxt
+    return None
+
+
 # --- chain discovery ------------------------------------------------------------------------------
 def in_chain(ir: IRFile, key: int) -> bool:
     data = ir[key]
@@ -670,7 +688,7 @@ def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
                               f"over the same {n} ranks would receive {size(scatter)} instead of "
                               f"{size(chain.moved)}"))
     consumer, pos = consumers[0]
-    producer = _strategy_source(ir, inputs[0])
+    producer = strategy_source(ir, inputs[0])
     c_strat = strategy(ir, consumer)
     wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
     if producer is not None and wants is not None and ir[producer]["op"] in MATMUL_OPS:
@@ -681,7 +699,7 @@ def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
     return chain
 
 
-def _strategy_source(ir: IRFile, key: int) -> int | None:
+def strategy_source(ir: IRFile, key: int) -> int | None:
     """The op with a strategy whose output reaches ``key`` unchanged."""
     for k in _first_inputs(ir, key):
         if ir[k]["kind"] != "cnode":

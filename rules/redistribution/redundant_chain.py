@@ -9,10 +9,11 @@ from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
 
-from .evidence import (layout_expression, permutation, placement_text, ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note,
+from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note,
                        allreduce_then_slice, backward_index, backward_transpose, best_fix, Chain, collect_chain,
-                       end_note, first_in, fmt, hint_for, in_chain, is_weight, note, readers, received_bytes,
-                       scope_path, simulate, size, splits_experts, step_text, strategy, touches_backward, who)
+                       end_note, first_in, fmt, hint_for, in_chain, is_weight, layout_expression, near_experts,
+                       note, permutation, placement_text, readers, received_bytes, scope_path, simulate, size,
+                       step_text, strategy, strategy_source, touches_backward, who)
 from .round_trip import RoundTrip, round_trips
 
 
@@ -95,7 +96,8 @@ class RedundantRedistributionChain(Rule):
         ``in_strategy`` and the AllReduce a split contracted dim then needs. For an AllReduce
         that is sliced it gives the producer MatMul the ``out_strategy`` that makes MindSpore
         emit one ReduceScatter; for a re-layout that expert parallelism needs, it points to
-        ``set_auto_parallel_context(enable_alltoall=True)``.
+        ``set_auto_parallel_context(enable_alltoall=True)``; the bytes one AlltoAll would receive
+        for that re-layout are scheme (expert parallelism needs it), only the rest counts as waste.
 
     Example:
         ``par-mismatch-mm_rows8_to_cols8`` (MindSpore 2.10, 8 devices, ``21_validate``): mm1
@@ -262,12 +264,24 @@ subgraph @main() {
         consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
         survive = chain.exit.nbytes if chain.exit is not None else None
         transpose = backward_transpose(ir, chain, backward)
+        alltoall = min((w.alltoall_bytes for w in chain.wastes if w.alltoall_bytes), default=None)
+        expert = near_experts(ir, consumer, True) or near_experts(ir, chain.producer, False)
+        expert_relayout = bool(alltoall and expert is not None and permutation(ir, chain) is None
+                               and sum(ir[k]["op"] in MOVING_OPS for k in span) == 1)
+        if expert_relayout:
+            # expert parallelism needs the re-layout: what one AlltoAll moves is scheme, the rest waste
+            chain.kept_by_scheme = alltoall
         waste = [(k, max((received_bytes(ir, k) or 0) - chain.kept_by_scheme, 0))
                  for k in span + backward_transpose(ir, chain, backward, span) if ir[k]["op"] in MOVING_OPS]
         wasted = sum(b for k, b in waste if k in span)
         wasted_back = sum(b for k, b in waste if k not in span)
         moved_back = sum(received_bytes(ir, k) or 0 for k in transpose)
-        if ir[anchor]["op"] in MOVING_OPS:
+        if ir[anchor]["op"] in MOVING_OPS and expert_relayout:
+            cost = (f"the expert-parallel re-layout itself is scheme (one AlltoAll: {size(alltoall)}), the other "
+                    f"{size(wasted)} received are waste")
+            if transpose:
+                cost += f"; the backward transpose wastes {size(wasted_back)} more, {size(wasted + wasted_back)} per step in all"
+        elif ir[anchor]["op"] in MOVING_OPS:
             cost = f"{size(wasted)} received to keep {size(survive)}"
             if transpose:
                 cost += (f"; the backward transpose ({' -> '.join(ir[k]['op'] for k in transpose)}) moves "
@@ -293,17 +307,16 @@ subgraph @main() {
         same_rank = (chain.entry is not None and chain.exit is not None
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
         hint = chain.hint or hint_for(ir, chain.producer, consumer, pos, comparable=same_rank)
-        alltoall = min((w.alltoall_bytes for w in chain.wastes if w.alltoall_bytes), default=None)
         if moved_blocks is not None:
             hint, fix_of_blocks = _placement_hint(ir, chain.producer, consumer, pos)
             alltoall = None
-        expert = next((k for k in (consumer, chain.producer) if splits_experts(ir, k)), None)
         if alltoall and expert is not None:
             # the layout change is the point of expert parallelism: keep it, make it cheap
+            moved_fwd = sum(received_bytes(ir, k) or 0 for k in span if ir[k]["op"] in MOVING_OPS)
             hint = (f"{who(ir, expert)} splits its weights' expert dim (in_strategy {fmt(strategy(ir, expert))}), so "
                     f"this re-layout is the expert-parallel dispatch/combine: set_auto_parallel_context("
                     f"enable_alltoall=True) makes MindSpore emit one AlltoAll receiving {size(alltoall)} instead of "
-                    f"{size(wasted)}")
+                    f"{size(moved_fwd)}")
         elif alltoall:
             hint += ("; where the layout change is wanted, set_auto_parallel_context(enable_alltoall=True) makes "
                      "MindSpore emit one AlltoAll instead")
@@ -348,21 +361,24 @@ subgraph @main() {
         wasted = sum(b for _, b in waste)
         total = step_received_bytes(ir)
         op, consumer = trip.op, trip.after.consumers[0][0]
+        maker = strategy_source(ir, trip.before.producer) or trip.before.producer   # past a TupleGetItem
         steps = lambda chain: " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes
                                           if ir[k]["op"] not in QUIET_IN_RELATED)
         kind = "gather-compute-slice" if trip.discarded > 1 else (
             "alltoall-round-trip" if any(ir[k]["op"] in ALLTOALL_OPS for k in runs) else "round-trip")
         message = (f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) disagrees with both neighbours: "
                    f"{steps(trip.before)} before it and {steps(trip.after)} after it hand {who(ir, consumer)} "
-                   f"the layout {fmt(trip.layout)} that {who(ir, trip.before.producer)} already produced")
+                   f"the layout {fmt(trip.layout)} that {who(ir, maker)} already produced")
         if trip.discarded > 1:
             message += (f"; the MatMul computes every row of the gathered input and the slice keeps 1/"
                         f"{trip.discarded} of its result, so {trip.discarded - 1}/{trip.discarded} of its compute "
                         f"is thrown away too")
         message += (f"; {size(wasted)} received per step for nothing (backward transpose included), "
                     f"{share(wasted, total)} of the {size(total)} this step's collectives receive per rank")
-        hint = (f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then reads input {trip.pos} in the layout "
-                f"{fmt(trip.layout)} its neighbours use, and both runs and their backward transpose disappear"
+        reads = (f"splits its rows like its neighbours ({fmt(trip.layout)}) and computes only the rows this rank keeps"
+                 if trip.discarded > 1 else f"reads input {trip.pos} in the layout {fmt(trip.layout)} its neighbours use")
+        hint = (f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then {reads}, and both runs and their "
+                f"backward transpose disappear"
                 + all_reduce_note(ir, op, trip.fix))
         related = [end_note(ir, trip.before.producer, "producer")]
         related += [note(ir, k, step_text(ir, k, costs=True)) for k in trip.before.nodes

@@ -14,6 +14,7 @@ Three forms, read from the local shapes and the strategies around the op:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from irlint.model import IRFile
 
@@ -80,7 +81,7 @@ def _round_trip(ir: IRFile, key: int) -> RoundTrip | None:
             continue
         else:
             factor = 1
-        fix = reading_as_produced(ir, key, pos, layout)
+        fix = _rows_split(ir, key, factor) if factor > 1 else reading_as_produced(ir, key, pos, layout)
         if fix is None or fix == strategy(ir, key):
             continue
         return RoundTrip(key, pos, before, after, layout, fix, factor)
@@ -114,11 +115,23 @@ def _rows_gathered_then_sliced(ir: IRFile, key: int, pos: int, before: Chain, af
         return None
     src, dst = before.entry.shape, before.exit.shape
     out_full, out_kept = after.entry.shape, after.exit.shape
-    if not (src and dst and out_full and out_kept) or len(src) != 2 or len(dst) != 2:
+    if not (src and dst and out_full and out_kept) or 0 in src + dst + out_full + out_kept:
         return None
-    if len(out_full) != 2 or len(out_kept) != 2 or src[1] != dst[1] or out_full[1] != out_kept[1]:
+    # the contracted (last) dim of the input and the output's columns are never touched; the rows
+    # (every other dim, however the Reshapes fold them) grow and shrink by the same factor
+    if src[-1] != dst[-1] or out_full[-1] != out_kept[-1]:
         return None
-    if not src[0] or dst[0] % src[0] or not out_kept[0] or out_full[0] % out_kept[0]:
+    grown, shrunk = prod(dst) // prod(src), prod(out_full) // prod(out_kept)
+    if prod(dst) % prod(src) or prod(out_full) % prod(out_kept) or grown != shrunk:
         return None
-    factor = dst[0] // src[0]
-    return factor if factor > 1 and out_full[0] // out_kept[0] == factor else None
+    return grown if grown > 1 else None
+
+
+def _rows_split(ir: IRFile, key: int, factor: int) -> tuple | None:
+    """The MatMul's strategy with its rows split ``factor`` times more: it then computes only the
+    rows this rank keeps, from the input as produced (Reshapes that fold the rows need no change)."""
+    strat = strategy(ir, key)
+    if strat is None or len(strat) < 2 or len(strat[0]) != 2:
+        return None
+    x = (strat[0][0] * factor, strat[0][1])
+    return (x,) + tuple(tuple(s) for s in strat[1:])
