@@ -388,3 +388,21 @@ def test_mindformers_expert_relayout_by_gather_counts_only_what_one_alltoall_wou
         assert "enable_alltoall=True" in f.hint and "receiving 8.0 KiB instead of 16.0 KiB" in f.hint
         assert "the expert-parallel re-layout itself is scheme (one AlltoAll: 8.0 KiB)" in f.message
         assert dict(f.extra)["waste_bytes"] == 2 * (16384 - 8192)
+
+
+def test_mindformers_sequence_parallel_reduce_scatter_is_scheme_and_the_relayout_after_it_waste():
+    """MindFormers' own SP strategies: the 2-D rows-split-8 ReduceScatter output is re-laid to the
+    residual Add's (2, 4, 1); the ReduceScatters and the SP AllGathers (same instance name as the
+    re-layout gathers) are scheme."""
+    ir = _mf_moe("par-mindformers-llama_seq_parallel")
+    found = list(RedundantRedistributionChain().check(ir))
+    assert [(f.node, f.op) for f in found] == [("%60", "AllGather"), ("%91", "AllGather"),
+                                               ("%140", "AllGather"), ("%171", "AllGather")]
+    scatters = {ir[k]["id"] for k in ir.nodes_by_op("ReduceScatter") if not ir.is_backward(k)}
+    assert scatters == {"%58", "%89", "%138", "%169"}
+    for f in found:
+        extra = dict(f.extra)
+        assert extra["scheme"] and set(extra["scheme"]) <= scatters
+        assert not {w["node"] for w in extra["waste"]} & scatters
+        assert "enable_alltoall=True) makes MindSpore emit one AlltoAll receiving" not in f.hint   # no experts here
+        assert extra["waste_bytes"] == 2 * 6144   # the gather over 4 ranks, and its ReduceScatter in backward

@@ -523,7 +523,10 @@ def splits_experts(ir: IRFile, key: int | None) -> bool:
     if key is None or ir[key]["op"] not in MATMUL_OPS:
         return False
     strat = strategy(ir, key)
-    return bool(strat and len(strat) >= 2 and len(strat[1]) >= 3 and strat[1][0] > 1)
+    if not (strat and len(strat) >= 2 and len(strat[1]) >= 3 and strat[1][0] > 1):
+        return False
+    inputs = data_inputs(ir, key)   # attention's batched MatMuls split their batch dim on activations
+    return len(inputs) >= 2 and is_weight(ir, inputs[1])
 
 
 def near_experts(ir: IRFile, key: int | None, downstream: bool, hops: int = 6) -> int | None:
