@@ -20,9 +20,9 @@ def fail(message: str):
     sys.exit(EXIT_ERROR)
 
 
-def final_files(files: list[DumpFile]) -> list[DumpFile]:
-    """Per save_graphs folder (one per rank), the file the recompute rules read: the latest file
-    of the first stage in ``MEMORY_STAGES`` the folder holds; a file named directly is read as is."""
+def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) -> list[DumpFile]:
+    """Per save_graphs folder (one per rank), the file the rules read: the latest file of the
+    first stage in ``stages`` the folder holds; a file named directly is read as is."""
     out: list[DumpFile] = []
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -31,7 +31,7 @@ def final_files(files: list[DumpFile]) -> list[DumpFile]:
         else:
             folders[f.folder].append(f)
     for folder_files in folders.values():
-        for name in MEMORY_STAGES:
+        for name in stages:
             hits = [f for f in folder_files if f.stage.name == name or f.stage.label == name]
             if hits:
                 out.append(max(hits, key=lambda f: (f.stage.seq or -1, f.display)))
