@@ -131,6 +131,25 @@ def _node_ref(ir: IRFile, key: int) -> dict:
             "role": node_key(ir, key)[0], "scope": d.get("scope", ""), "line": d.get("line", 0)}
 
 
+def communication_change(before: IRFile, after: IRFile) -> dict:
+    """Bytes each collective kind receives per rank and step, before -> after (the ``irlint comm``
+    account), with the share the redistribution findings name as waste."""
+    from .comm import account
+
+    accounts = {"before": account(before), "after": account(after)}
+    kinds: dict[str, dict] = {}
+    for side, acc in accounts.items():
+        for kind, row in acc.by_kind().items():
+            entry = kinds.setdefault(kind, {"kind": kind, "before": 0, "after": 0, "waste_before": 0,
+                                            "waste_after": 0, "ops_before": 0, "ops_after": 0})
+            entry[side] = row["forward_bytes"] + row["backward_bytes"]
+            entry[f"waste_{side}"] = row["waste_bytes"]
+            entry[f"ops_{side}"] = row["ops"]
+    return {"before_total": accounts["before"].received_bytes, "after_total": accounts["after"].received_bytes,
+            "waste_before": accounts["before"].waste_bytes, "waste_after": accounts["after"].waste_bytes,
+            "kinds": list(kinds.values())}
+
+
 @dataclass
 class RankDiff:
     """The final graphs of one rank (or of the two files named) compared."""
@@ -143,12 +162,14 @@ class RankDiff:
     memory: dict
     recompute: list[dict]
     strategies: list[dict]
+    communication: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"rank": self.rank, "before": {"file": self.before.display, "stage": self.before.stage.label},
                 "after": {"file": self.after.display, "stage": self.after.stage.label},
                 "stages": self.stages, "nodes": self.nodes, "memory": self.memory,
-                "recompute_changed": self.recompute, "in_strategy_changed": self.strategies}
+                "recompute_changed": self.recompute, "in_strategy_changed": self.strategies,
+                "communication": self.communication}
 
 
 def compare_files(before_file: DumpFile, before: IRFile, after_file: DumpFile, after: IRFile,
@@ -187,7 +208,8 @@ def compare_files(before_file: DumpFile, before: IRFile, after_file: DumpFile, a
     }
     memory = {"before_total": mem_before.total_kept_bytes, "after_total": mem_after.total_kept_bytes,
               "layers": layers}
-    return RankDiff(rank, before_file, after_file, stages, nodes, memory, recompute, strategies)
+    return RankDiff(rank, before_file, after_file, stages, nodes, memory, recompute, strategies,
+                    communication_change(before, after))
 
 
 # --- pairing the inputs --------------------------------------------------------------------------

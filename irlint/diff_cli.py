@@ -27,7 +27,7 @@ def _lint_side(path: str, config):
     if found.empty:
         raw, why = next(iter(found.empty.items()))
         raise _Unusable(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
-    return found.files, lint_files(found.files, found.diagnostics, config)
+    return found, lint_files(found.files, found.diagnostics, config)
 
 
 class _Unusable(Exception):
@@ -63,7 +63,8 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     2 unusable input (or input problems in either dump).
     """
     from . import rule as rule_module
-    from .cli import _apply_options, _check_option_selectors, _load_config_for, _prepare_output
+    from .cli import (_apply_options, _check_option_selectors, _load_config_for, _prepare_output,
+                      _refuse_to_overwrite_inputs)
     from .config import ConfigError, check_selectors, shown
     from .diff import diff_reports
     from .discover import InputError, forget_buffers
@@ -77,11 +78,13 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
         _apply_options(config, select, extend_select, ignore, None, None, no_cache, cache_dir)
         if output:
             _prepare_output(output)
-        files_b, report_b = _lint_side(before, config)
-        files_a, report_a = _lint_side(after, config)
+        found_b, report_b = _lint_side(before, config)
+        found_a, report_a = _lint_side(after, config)
+        for found, path in ((found_b, before), (found_a, after)):
+            _refuse_to_overwrite_inputs(found, [path], None, output=output)
     except (ConfigError, InputError, _Unusable) as exc:
         _fail(str(exc))
-    result = diff_reports(report_b, report_a, files_b, files_a, [before], [after])
+    result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after])
     if not result.ranks:
         for d in result.diagnostics:
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
@@ -98,10 +101,10 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     if output is None:
         click.echo(text, nl=False)
     else:
-        from .reporters import write_atomically
+        from .reporters import write_output
 
         try:
-            write_atomically(output, text)
+            write_output(output, text)
         except OSError as exc:
             _fail(f"{output}: cannot write: {exc.strerror or exc}")
     for d in result.diagnostics:
@@ -184,6 +187,16 @@ def render_text(result: Diff) -> str:
         for row in m["layers"]:
             w(f"    {row['layer']:<{width}}  {row['before']:>12,}  {row['after']:>12,}  "
               f"{_signed(row['after'] - row['before']):>12}")
+        c = r.communication
+        if c and c["kinds"]:   # a single-device graph has no collective
+            w(f"  communication received per rank and step: {c['before_total']:,} -> {c['after_total']:,} bytes "
+              f"({_signed(c['after_total'] - c['before_total'])}); redistribution waste "
+              f"{c['waste_before']:,} -> {c['waste_after']:,}")
+            width = max([len("kind")] + [len(k["kind"]) for k in c["kinds"]])
+            w(f"    {'kind':<{width}}  {'before':>12}  {'after':>12}  {'change':>12}  {'ops':>7}")
+            for k in c["kinds"]:
+                w(f"    {k['kind']:<{width}}  {k['before']:>12,}  {k['after']:>12,}  "
+                  f"{_signed(k['after'] - k['before']):>12}  {str(k['ops_before']) + '->' + str(k['ops_after']):>7}")
         if r.recompute:
             w("  recompute state changed (requested, applied, kept):")
             for c in r.recompute:

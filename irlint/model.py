@@ -6,7 +6,11 @@ Graph nodes are integer keys; their attribute dicts hold:
 - ``graph``: the subgraph the node lives in (``@name``); ``id``: ``%12``, ``%para3_x``, ``Return``
 - ``name``: the name in parentheses (``equiv_12_x``); ``line``: 1-based line of its definition
 - ``op``: normalised operator (``PrimFunc_MatMul`` -> ``MatMul``), ``raw_op`` as printed;
-  calls of subgraphs or of node values have op ``call``
+  calls of subgraphs or of node values have op ``call``. A called value (``%1(%x)``,
+  ``%0[@@g](%x)``, a Switch's result ``%5[@FuncUnion(@a, @b)]()``) gets a ``callee`` edge from
+  that value, and for each graph named in its brackets (the graphs it may run) the edges of a
+  subgraph call below, its arguments going to the last parameters (a Partial may have bound the
+  first); ``producers`` and ``consumers`` follow data edges only
 - ``instance``: the primitive's instance name; ``primitive_attrs``, ``cnode_attrs``,
   ``primal_attrs``: the attribute dictionaries as Python values
 - ``in_types`` / ``out_type``: ``TensorType`` values from the first type line
@@ -15,6 +19,8 @@ Graph nodes are integer keys; their attribute dicts hold:
 Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1, ...) with
 ``kind="data"``; a subgraph call also gets ``callee`` (subgraph -> call), ``call_in``
 (argument -> callee parameter, key ``("in", i)``) and ``call_out`` (callee Return -> call) edges.
+``Partial(@g, a0, a1, ...)`` binds g's first parameters the same way: ``call_in`` edges from
+``a0, a1, ...`` (lazy_inline passes the forward values its backward subgraph reads like this).
 """
 from __future__ import annotations
 
@@ -48,6 +54,18 @@ class Subgraph:
 
 
 @dataclass
+class CompileFailure:
+    """What an ``analyze_fail.ir`` holds besides its graphs: MindSpore writes it when type
+    inference fails, with the graphs of the evaluation stack as far as they were evaluated."""
+
+    message: str = ""     # the exception text (2.3 and later print it first; 2.0-2.2 do not)
+    line: int = 0         # the line where the message starts
+    stack_depth: str = ""  # "2", "3/5 (Ignored 2 internal frames)."
+    # nodes marked "#------------------------> N", in stack order: the last one failed
+    failed_at: list[int] = field(default_factory=list)
+
+
+@dataclass
 class IRFile:
     path: str
     stage: Stage
@@ -61,6 +79,7 @@ class IRFile:
     # trace regions: node key -> (first line, byte start, byte end); read on demand
     traces: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     source: Any = field(default=None, repr=False)  # a seekable stream read instead of path
+    failure: CompileFailure | None = None   # an analyze_fail.ir: the compile failed
     _by_op: dict[str, list[int]] | None = field(default=None, repr=False)
     _by_uid: dict[str, int] | None = field(default=None, repr=False)
     _kind_counts: tuple[int, Counter] | None = field(default=None, repr=False)
@@ -120,9 +139,12 @@ class IRFile:
     def by_unique_id(self, uid: str) -> int | None:
         if self._by_uid is None:
             self._by_uid = {}
+            copies = self._lazy_copies()
             for key, data in self.graph.nodes(data=True):
                 u = data.get("primal_attrs", {}).get("unique_id")
-                if u is not None:
+                # a lazy_inline recompute copy carries its forward node's unique_id: the
+                # forward node is the one meant
+                if u is not None and key not in copies and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
                     self._by_uid.setdefault(str(u), key)
         return self._by_uid.get(str(uid))
 
@@ -200,13 +222,41 @@ class IRFile:
 
     # --- recompute copies (MindSpore's add_recomputation pass) ---------------------------------
     def is_recompute_copy(self, key: int) -> bool:
-        """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs."""
-        return (self.graph.nodes[key].get("cnode_attrs") or {}).get("duplicated") is True
+        """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs; in a
+        lazy_inline backward half (the subgraph a ``Partial`` names), also a forward op carrying the
+        ``unique_id`` of a node outside it (the first op of a ``Cell.recompute()`` segment is copied
+        there without the ``duplicated`` mark)."""
+        data = self.graph.nodes[key]
+        if (data.get("cnode_attrs") or {}).get("duplicated") is True:
+            return True
+        return key in self._lazy_copies()
+
+    def _lazy_copies(self) -> frozenset:
+        found = self.__dict__.get("_lazy_copy_keys")
+        if found is None:
+            nodes = self.graph.nodes
+            halves = {str(nodes[k]["args"][0]) for k in self.nodes_by_op("Partial")
+                      if nodes[k].get("args") and str(nodes[k]["args"][0]) in self.subgraphs}
+            outside: set[str] = set()
+            inside: list[tuple[int, str]] = []
+            for k, data in nodes(data=True):
+                uid = (data.get("primal_attrs") or {}).get("unique_id") if data["kind"] == "cnode" else None
+                if uid is None:
+                    continue
+                if data["graph"] in halves:
+                    if not self.is_backward(k):
+                        inside.append((k, str(uid)))
+                else:
+                    outside.add(str(uid))
+            found = frozenset(k for k, uid in inside if uid in outside)
+            self.__dict__["_lazy_copy_keys"] = found
+        return found
 
     def copy_of(self, key: int) -> list[int]:
         """The recomputed copies of a forward node: duplicated nodes with its ``recompute_id``
-        (2.10); when neither carries an id (older dumps), duplicated nodes of the same subgraph,
-        op and scope path."""
+        (2.10); with its ``unique_id`` (lazy_inline: the copy is in the backward subgraph ◂,
+        no ``recompute_id`` anywhere); when neither carries an id (older dumps), duplicated
+        nodes of the same subgraph, op and scope path."""
         index = self.__dict__.get("_recompute_copies")
         if index is None:
             index = {}
@@ -214,8 +264,13 @@ class IRFile:
                 if self.is_recompute_copy(k):
                     d = self.graph.nodes[k]
                     rid = (d.get("cnode_attrs") or {}).get("recompute_id")
-                    index.setdefault(("id", rid) if rid is not None else
-                                     ("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
+                    uid = (d.get("primal_attrs") or {}).get("unique_id")
+                    if rid is not None:
+                        index.setdefault(("id", rid), []).append(k)
+                    elif uid is not None:
+                        index.setdefault(("uid", str(uid)), []).append(k)
+                    else:
+                        index.setdefault(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
             self.__dict__["_recompute_copies"] = index
         d = self.graph.nodes[key]
         if self.is_recompute_copy(key):
@@ -223,6 +278,9 @@ class IRFile:
         rid = (d.get("cnode_attrs") or {}).get("recompute_id")
         if rid is not None:
             return list(index.get(("id", rid), ()))
+        uid = (d.get("primal_attrs") or {}).get("unique_id")
+        if uid is not None and ("uid", str(uid)) in index:
+            return list(index[("uid", str(uid))])
         return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))
 
 
@@ -230,3 +288,29 @@ def _cell_scope(scope: str) -> str:
     """The scope without the per-dump op suffix ("/MatMul-op12"): opt_pass files omit it."""
     head, _, last = scope.rpartition("/")
     return head if head and "-op" in last else scope
+
+
+def weights_upstream(ir: IRFile, key: int, depth: int = 16) -> tuple[str, ...]:
+    """The names of the parameters nearest upstream of a node (all those at the first distance,
+    breadth first, at most ``depth`` steps up, that reaches any): stable across re-dumps, unlike
+    node ids, and per layer (``model.layers.3.attention_norm.weight``) where scopes are missing."""
+    graph = ir.graph
+    seen = {key}
+    level = [key]
+    for _ in range(depth):
+        names: list[str] = []
+        ahead: list[int] = []
+        for node in level:
+            for u in graph.predecessors(node):
+                if u in seen:
+                    continue
+                seen.add(u)
+                data = graph.nodes[u]
+                if data.get("kind") == "param":
+                    names.append(str(data.get("id", "")).removeprefix("%").split("_", 1)[-1])
+                elif data.get("kind") == "cnode":
+                    ahead.append(u)
+        if names or not ahead:
+            return tuple(sorted(names))
+        level = ahead
+    return ()

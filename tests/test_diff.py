@@ -226,3 +226,14 @@ def test_backward_nodes_sharing_a_forward_id_pair_in_dump_order():
     assert all(before[b]["line"] == after[a]["line"] for b, a in match.pairs)
     assert match.by_unique_id == sum(1 for k in before.cnodes()
                                      if {"unique_id", "forward_unique_id"} & set(before[k].get("primal_attrs") or {}))
+
+
+def test_communication_per_collective_kind_before_and_after(monkeypatch):
+    # the rows->columns gather (AllGather 7.0 KiB) and its backward ReduceScatter are gone after the
+    # fix; the row-parallel AllReduce of mm2 and its backward stay, the w1 mirror AllReduce goes
+    _, out = diff_json("par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8", monkeypatch)
+    comm = out["ranks"][0]["communication"]
+    kinds = {k["kind"]: (k["before"], k["after"], k["ops_before"], k["ops_after"]) for k in comm["kinds"]}
+    assert kinds["AllGather"] == (7168, 0, 1, 0) and kinds["ReduceScatter"] == (7168, 0, 1, 0)
+    assert kinds["AllReduce"][2:] == (3, 2)
+    assert comm["before_total"] - comm["after_total"] == 7168 + 7168 + kinds["AllReduce"][0] - kinds["AllReduce"][1]

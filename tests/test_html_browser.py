@@ -151,3 +151,19 @@ def test_diff_report_shows_fixed_findings_and_before_after_bars(browser, tmp_pat
     assert "2 findings fixed" in shown["cards"]
     text = browser.evaluate("document.body.innerText")
     assert "Recompute state changed" in text and "No new finding" in text
+
+
+def test_parallel_diff_charts_the_communication_per_collective_kind(browser, tmp_path, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    html, code = page(tmp_path, "pdiff.html", "diff", "par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8",
+                      "--format", "html", "-n")
+    assert code == 0
+    browser.open(html)
+    shown = browser.evaluate(SHAPES)
+    assert browser.console_errors() == []
+    bars = dict(shown["bars"])
+    # the gather and its backward ReduceScatter are gone; mm2's AllReduce stays
+    assert bars["AllGather before: 7,168 bytes"] > 50 and bars["AllGather after: 0 bytes"] < 2
+    assert bars["ReduceScatter before: 7,168 bytes"] > 50 and bars["ReduceScatter after: 0 bytes"] < 2
+    assert 0 < bars["AllReduce after: 14,336 bytes"] < bars["AllReduce before: 17,920 bytes"]
+    assert "31.5 kib → 14.0 kib communication received / rank / step" in shown["cards"]

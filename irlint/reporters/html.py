@@ -279,7 +279,13 @@ def render_diff(result) -> str:
         for side in ("before", "after"):
             for x in r.nodes[f"{side}_only_nodes"]:
                 x["label"] = unmatched_label(x)
-        groups.append({"label": rank_label(members), "alike": len(members) - 1, "r": r, "chart": _markup(chart)})
+        comm = r.communication
+        comm_chart = bar_chart_svg([k["kind"] for k in comm["kinds"]],
+                                   [("before", BEFORE_COLOUR, [k["before"] for k in comm["kinds"]]),
+                                    ("after", AFTER_COLOUR, [k["after"] for k in comm["kinds"]])],
+                                   size) if comm and comm["kinds"] else ""
+        groups.append({"label": rank_label(members), "alike": len(members) - 1, "r": r, "chart": _markup(chart),
+                       "comm_chart": _markup(comm_chart)})
     failing = [f for f in result.new if f.severity in FAILING_SEVERITIES]
     kept_before = sum(r.memory["before_total"] for r in result.ranks)
     kept_after = sum(r.memory["after_total"] for r in result.ranks)
@@ -292,4 +298,6 @@ def render_diff(result) -> str:
         title="irlint diff", version=__version__, d=result, sections=sections, groups=groups, verdict=verdict,
         failing=bool(failing), legend=_markup(legend_svg()),
         kept_before=kept_before, kept_after=kept_after,
+        comm_before=sum((r.communication or {}).get("before_total", 0) for r in result.ranks),
+        comm_after=sum((r.communication or {}).get("after_total", 0) for r in result.ranks),
         comm_fixed=sum(comm_bytes(f) for f in result.fixed), comm_new=sum(comm_bytes(f) for f in result.new))

@@ -25,8 +25,10 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
         "tool": {"name": "irlint", "version": __version__},
         "findings": findings,
         "diagnostics": [d.to_dict() for d in report.diagnostics],
+        "suppressed": [{**finding_dict(f), "suppression": {"reason": reason}} for f, reason in report.suppressed],
         "summary": {"files": len(report.files), "findings": len(report.findings), "by_rule": report.by_rule(),
-                    "diagnostics": len(report.diagnostics), "baselined": ctx.baselined},
+                    "diagnostics": len(report.diagnostics), "baselined": ctx.baselined,
+                    "suppressed": len(report.suppressed)},
     }
 
 
