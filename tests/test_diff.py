@@ -237,3 +237,12 @@ def test_communication_per_collective_kind_before_and_after(monkeypatch):
     assert kinds["AllGather"] == (7168, 0, 1, 0) and kinds["ReduceScatter"] == (7168, 0, 1, 0)
     assert kinds["AllReduce"][2:] == (3, 2)
     assert comm["before_total"] - comm["after_total"] == 7168 + 7168 + kinds["AllReduce"][0] - kinds["AllReduce"][1]
+
+
+def test_the_report_is_never_written_over_a_dump(tmp_path, monkeypatch):
+    dump = tmp_path / "21_validate_0076.ir"
+    shutil.copy(CORPUS / "s3_ffn_3d_reshape_fixed" / "21_validate_0076.ir", dump)
+    before = dump.read_bytes()
+    result = diff(CORPUS / "s2_ffn_3d_reshape_blocks", dump, "-o", dump, monkeypatch=monkeypatch, cwd=tmp_path)
+    assert result.exit_code == 2 and "is an input of this run" in result.stderr
+    assert dump.read_bytes() == before
