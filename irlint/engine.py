@@ -12,13 +12,14 @@ import weakref
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterator
 
+from . import dedup
 from .cache import LintCache, content_hash, default_dir
 from .config import Config, validate
 from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
 from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
-from .rule import Rule, load_rules, plugin_problems
+from .rule import Rule, _builtin_package, load_rules, plugin_problems
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -81,12 +82,15 @@ def fallback_plan(files: list[DumpFile], rules: list[Rule], done: dict[str, list
     return extra
 
 
-def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config
+def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
+                shared: dict[str, str] | None = None
                 ) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
     """Per file, in order: what its rules found (before severities and suppressions) and the
     diagnostics of reading it. Results come from the cache when the file, the rules and irlint
     are unchanged; otherwise the file is read and checked, in worker processes when that pays:
-    a worker returns findings, not the graph, which would cost more to send than to build."""
+    a worker returns findings, not the graph, which would cost more to send than to build.
+    Files that hold the same graph (``irlint.dedup``) are read once, unless ``config.dedup`` is
+    off; ``shared`` then receives each such file's path -> the path of the file that was read."""
     cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
     store = LintCache(cache_dir) if cache_dir is not None else None
     timeout = config.rule_timeout
@@ -99,29 +103,49 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             results[i] = hit
         else:
             misses.append((i, f, digest))
+    rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
+    if getattr(config, "dedup", True) and len(misses) > 1:
+        misses = _classes(misses, todo, store, results, rep_of)
     # standard input (or a pipe) was read into this process: it is checked here, and not cached
-    to_pool = [m for m in misses if not is_buffered(m[1].path)]
+    to_read = [m for m in misses if m[0] not in rep_of]
+    to_pool = [m for m in to_read if not is_buffered(m[1].path)]
     jobs = _jobs_for([f for _, f, _ in to_pool], config)
     if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in to_pool]):
         jobs = 1  # rules defined where a worker cannot import them run here
     pool = _pool(jobs) if jobs > 1 else None
     finished = False
+    digests = {i: digest for i, _, digest in misses}
+    read_results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}   # of class representatives
+    members_left = defaultdict(int)
+    for rep in rep_of.values():
+        members_left[rep] += 1
     try:
         futures = {}
         # biggest first, so that one large file does not start last and run alone
-        for i, f, digest in sorted(misses, key=lambda m: -m[1].size):
+        for i, f, digest in sorted(to_read, key=lambda m: -m[1].size):
             args = (f, todo[f.path], digest, cache_dir if not is_buffered(f.path) else None, timeout)
             futures[i] = pool.submit(_check_one, *args) if pool and not is_buffered(f.path) else args
         for i, f in enumerate(files):
+            rep = rep_of.get(i)
             if i in results:
                 findings, diags = results[i]
+            elif rep is not None and _shareable(read_results[rep][1]):
+                findings, diags = dedup.as_member(*read_results[rep], (files[rep].display, files[rep].stage.label),
+                                                  (f.display, f.stage.label))
+                members_left[rep] -= 1
+                if not members_left[rep]:
+                    del read_results[rep]
+                if shared is not None:
+                    shared[f.path] = files[rep].path
+                _remember(store, f, todo, digests.get(i), findings, diags)
             else:
-                job = futures[i]
+                job = futures.get(i)
+                if job is None:   # its class's file could not be read whole: read on its own
+                    job = (f, todo[f.path], digests.get(i), cache_dir, timeout)
                 digest, findings, diags = _check_one(*job) if isinstance(job, tuple) else job.result()
-                # bad input is never cached: a run on it writes nothing but what the user named
-                if store is not None and digest is not None and not diags:
-                    store.remember_hash(f.path, digest)
-                    store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display)
+                if members_left.get(i):
+                    read_results[i] = (findings, diags)
+                _remember(store, f, todo, digest, findings, diags)
             _progress(config, f)
             yield f, findings, diags
         finished = True
@@ -130,6 +154,73 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             stop_pool(pool, wait=finished)
         if store is not None and store.written:
             store.prune()
+
+
+def _remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]], digest: str | None,
+              findings: list[Finding], diags: list[Diagnostic]) -> None:
+    # bad input is never cached: a run on it writes nothing but what the user named
+    if store is not None and digest is not None and not diags:
+        store.remember_hash(f.path, digest)
+        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display)
+
+
+def _shareable(diags: list[Diagnostic]) -> bool:
+    """An I/O error or a damaged stream is a property of one file, not of its graph."""
+    return not any(d.code == UNREADABLE for d in diags)
+
+
+def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
+             store: LintCache | None, results: dict, rep_of: dict[int, int]
+             ) -> list[tuple[int, DumpFile, str | None]]:
+    """The files to read: one per class of the same graph and the same rules. Hashing them also
+    gives the content hash a cache needs; a file found in the cache that way is answered there
+    (``results``); every other member of a class goes to ``rep_of``."""
+    stage_free = _stage_free(todo)
+    first: dict[tuple, int] = {}
+    left = []
+    for i, f, digest in misses:
+        if is_buffered(f.path):
+            left.append((i, f, digest))
+            continue
+        want_content = store is not None and digest is None
+        try:
+            with open_dump(f.path, f.compression) as stream:
+                prints = dedup.fingerprints(stream, content=want_content and f.compression is None)
+            if want_content:
+                digest = prints.content if f.compression is None else content_hash(f.path)
+        except Exception:  # noqa: BLE001 - unreadable or damaged: read on its own, which names the problem
+            left.append((i, f, digest))
+            continue
+        if want_content and digest is not None:
+            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display)
+            if hit is not None:   # the same bytes under a new stat (a copy, a touch)
+                results[i] = hit
+                store.remember_hash(f.path, digest)
+                continue
+        rules = todo[f.path]
+        key = (prints.graph, tuple(id(r) for r in rules), "" if stage_free.get(f.path) else f.stage.label)
+        rep = first.setdefault(key, i)
+        if rep != i:
+            rep_of[i] = rep
+        left.append((i, f, digest))
+    return left
+
+
+def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str, str]:
+    """Path of each file to read that holds the same graph, for the same rules, as an earlier
+    one -> the path of that one (what a lint with deduplication reads in its place)."""
+    rep_of: dict[int, int] = {}
+    chosen = [f for f in files if f.path in todo]
+    _classes([(i, f, None) for i, f in enumerate(chosen)], todo, None, {}, rep_of)
+    return {chosen[i].path: chosen[rep].path for i, rep in rep_of.items()}
+
+
+def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
+    """Per path: whether its rules read the file's stage only to label findings, which
+    ``dedup.as_member`` relabels. True of the built-in rules; a plugin may read ``ir.stage``, so
+    files of different stages are one class only for built-in rules."""
+    package = _builtin_package().__name__ + "."
+    return {path: all(type(r).__module__.startswith(package) for r in rules) for path, rules in todo.items()}
 
 
 def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
@@ -362,8 +453,9 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     done: dict[str, list[Rule]] = {}
     incomplete: set[str] = set()
     read: set[str] = set()
+    shared: dict[str, str] = {}
     while todo:
-        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config):
+        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared):
             read.add(f.path)
             done.setdefault(f.path, []).extend(todo[f.path])
             report.diagnostics.extend(diags)
@@ -378,6 +470,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
         todo = fallback_plan(files, rules, done, incomplete, config.all_stages) if incomplete else {}
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
+    report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
     report.findings = _group(found, {r.name: r.stages for r in rules})
     return report
 

@@ -137,6 +137,8 @@ def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
     else:
         text = "No findings"
     text += f" ({len(report.files)} file{'s' if len(report.files) != 1 else ''} checked"
+    if report.shared:
+        text += f", {report.graphs_read} distinct graph{'s' if report.graphs_read != 1 else ''} read"
     if report.diagnostics:
         text += f", {len(report.diagnostics)} input problem{'s' if len(report.diagnostics) != 1 else ''}"
     if ctx.baselined:
