@@ -103,49 +103,67 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             results[i] = hit
         else:
             misses.append((i, f, digest))
-    rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
-    if getattr(config, "dedup", True) and len(misses) > 1:
-        misses = _classes(misses, todo, store, results, rep_of)
     # standard input (or a pipe) was read into this process: it is checked here, and not cached
-    to_read = [m for m in misses if m[0] not in rep_of]
-    to_pool = [m for m in to_read if not is_buffered(m[1].path)]
+    to_pool = [m for m in misses if not is_buffered(m[1].path)]
     jobs = _jobs_for([f for _, f, _ in to_pool], config)
     if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in to_pool]):
         jobs = 1  # rules defined where a worker cannot import them run here
     pool = _pool(jobs) if jobs > 1 else None
     finished = False
     digests = {i: digest for i, _, digest in misses}
-    read_results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}   # of class representatives
-    members_left = defaultdict(int)
-    for rep in rep_of.values():
-        members_left[rep] += 1
+    rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
+    uses: dict[int, int] = {}   # a file that is read -> the files that take its result
+    outcomes: dict[int, tuple[str | None, list[Finding], list[Diagnostic]]] = {}
     try:
         futures = {}
-        # biggest first, so that one large file does not start last and run alone
-        for i, f, digest in sorted(to_read, key=lambda m: -m[1].size):
+
+        def submit(i: int, f: DumpFile, digest: str | None) -> None:
             args = (f, todo[f.path], digest, cache_dir if not is_buffered(f.path) else None, timeout)
             futures[i] = pool.submit(_check_one, *args) if pool and not is_buffered(f.path) else args
+
+        # biggest first, so that one large file does not start last and run alone; with
+        # deduplication each class's file is submitted as soon as hashing finds it
+        ordered = sorted(misses, key=lambda m: -m[1].size)
+        if getattr(config, "dedup", True) and len(misses) > 1:
+            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests):
+                submit(i, f, digest)
+        else:
+            for i, f, digest in ordered:
+                submit(i, f, digest)
+        for rep in rep_of.values():
+            uses[rep] = uses.get(rep, 1) + 1   # itself and its members
+
+        def outcome(i: int):
+            if i in outcomes:
+                return outcomes[i]
+            job = futures[i]
+            got = _check_one(*job) if isinstance(job, tuple) else job.result()
+            if uses.get(i):
+                outcomes[i] = got
+            return got
+
         for i, f in enumerate(files):
             rep = rep_of.get(i)
             if i in results:
                 findings, diags = results[i]
-            elif rep is not None and _shareable(read_results[rep][1]):
-                findings, diags = dedup.as_member(*read_results[rep], (files[rep].display, files[rep].stage.label),
+            elif rep is not None and _shareable(outcome(rep)[2]):
+                _, rep_findings, rep_diags = outcome(rep)
+                findings, diags = dedup.as_member(rep_findings, rep_diags,
+                                                  (files[rep].display, files[rep].stage.label),
                                                   (f.display, f.stage.label))
-                members_left[rep] -= 1
-                if not members_left[rep]:
-                    del read_results[rep]
                 if shared is not None:
                     shared[f.path] = files[rep].path
                 _remember(store, f, todo, digests.get(i), findings, diags)
             else:
-                job = futures.get(i)
-                if job is None:   # its class's file could not be read whole: read on its own
-                    job = (f, todo[f.path], digests.get(i), cache_dir, timeout)
-                digest, findings, diags = _check_one(*job) if isinstance(job, tuple) else job.result()
-                if members_left.get(i):
-                    read_results[i] = (findings, diags)
+                if rep is not None:   # its class's file could not be read whole: read on its own
+                    futures[i] = (f, todo[f.path], digests.get(i), cache_dir, timeout)
+                digest, findings, diags = outcome(i)
                 _remember(store, f, todo, digest, findings, diags)
+            for used in (i, rep):   # a class's result is kept until the last file that takes it
+                if used in uses:
+                    uses[used] -= 1
+                    if not uses[used]:
+                        outcomes.pop(used, None)
             _progress(config, f)
             yield f, findings, diags
         finished = True
@@ -170,17 +188,17 @@ def _shareable(diags: list[Diagnostic]) -> bool:
 
 
 def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
-             store: LintCache | None, results: dict, rep_of: dict[int, int]
-             ) -> list[tuple[int, DumpFile, str | None]]:
-    """The files to read: one per class of the same graph and the same rules. Hashing them also
-    gives the content hash a cache needs; a file found in the cache that way is answered there
-    (``results``); every other member of a class goes to ``rep_of``."""
+             store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None
+             ) -> Iterator[tuple[int, DumpFile, str | None]]:
+    """The files to read, one per class of the same graph and the same rules, each as soon as
+    hashing finds it. Hashing also gives the content hash a cache needs (into ``digests``); a file
+    found in the cache that way is answered there (``results``); every other member of a class
+    goes to ``rep_of``."""
     stage_free = _stage_free(todo)
     first: dict[tuple, int] = {}
-    left = []
     for i, f, digest in misses:
         if is_buffered(f.path):
-            left.append((i, f, digest))
+            yield i, f, digest
             continue
         want_content = store is not None and digest is None
         try:
@@ -189,21 +207,22 @@ def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, lis
             if want_content:
                 digest = prints.content if f.compression is None else content_hash(f.path)
         except Exception:  # noqa: BLE001 - unreadable or damaged: read on its own, which names the problem
-            left.append((i, f, digest))
+            yield i, f, digest
             continue
+        if digests is not None:
+            digests[i] = digest
         if want_content and digest is not None:
             hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display)
             if hit is not None:   # the same bytes under a new stat (a copy, a touch)
                 results[i] = hit
                 store.remember_hash(f.path, digest)
                 continue
-        rules = todo[f.path]
-        key = (prints.graph, tuple(id(r) for r in rules), "" if stage_free.get(f.path) else f.stage.label)
+        key = (prints.graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label)
         rep = first.setdefault(key, i)
         if rep != i:
             rep_of[i] = rep
-        left.append((i, f, digest))
-    return left
+        else:
+            yield i, f, digest
 
 
 def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str, str]:
@@ -211,7 +230,8 @@ def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str,
     one -> the path of that one (what a lint with deduplication reads in its place)."""
     rep_of: dict[int, int] = {}
     chosen = [f for f in files if f.path in todo]
-    _classes([(i, f, None) for i, f in enumerate(chosen)], todo, None, {}, rep_of)
+    for _ in _classes([(i, f, None) for i, f in enumerate(chosen)], todo, None, {}, rep_of):
+        pass
     return {chosen[i].path: chosen[rep].path for i, rep in rep_of.items()}
 
 

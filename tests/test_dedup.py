@@ -136,6 +136,14 @@ def test_ranks_with_a_rank_dependent_graph_are_separate_classes(many_ranks):
         assert int(Path(member).parent.name[5:]) % 8 == int(Path(rep).parent.name[5:]) % 8
 
 
+def test_each_class_is_read_once(many_ranks, monkeypatch):
+    read: list[str] = []
+    check_one = engine._check_one
+    monkeypatch.setattr(engine, "_check_one", lambda f, *a: read.append(f.path) or check_one(f, *a))
+    on, shared = _per_file(sorted(many_ranks.iterdir()), True, True)
+    assert sorted(read) == sorted({display for display, _, _ in on} - set(shared))
+
+
 def test_worker_processes_give_the_same_results(many_ranks, monkeypatch):
     monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
     folders = sorted(many_ranks.iterdir())
