@@ -97,18 +97,21 @@ class IRFile:
         return self._kind_counts[1]
 
     # --- lookup -----------------------------------------------------------------------------
+    # The accessors read networkx's own dicts (``_node``, ``_pred``, ``_succ``) rather than its
+    # views: rules call them hundreds of thousands of times per file, and each view call builds
+    # objects (reading the dicts made the rules about 1.5x faster). Same results, same order.
     def __getitem__(self, key: int) -> dict:
-        return self.graph.nodes[key]
+        return self.graph._node[key]
 
     def cnodes(self) -> Iterator[int]:
-        for key, kind in self.graph.nodes(data="kind"):
-            if kind == "cnode":
+        for key, data in self.graph._node.items():
+            if data.get("kind") == "cnode":
                 yield key
 
     def nodes_by_op(self, *ops: str) -> list[int]:
         if self._by_op is None:
             index: dict[str, list[int]] = defaultdict(list)
-            for key, data in self.graph.nodes(data=True):
+            for key, data in self.graph._node.items():
                 if data["kind"] == "cnode":
                     index[data["op"]].append(key)
             self._by_op = dict(index)
@@ -120,7 +123,7 @@ class IRFile:
     def by_unique_id(self, uid: str) -> int | None:
         if self._by_uid is None:
             self._by_uid = {}
-            for key, data in self.graph.nodes(data=True):
+            for key, data in self.graph._node.items():
                 u = data.get("primal_attrs", {}).get("unique_id")
                 if u is not None:
                     self._by_uid.setdefault(str(u), key)
@@ -129,16 +132,21 @@ class IRFile:
     # --- dataflow ---------------------------------------------------------------------------
     def producers(self, key: int) -> list[int]:
         """Data inputs in argument order (constants included)."""
-        edges = [(k, u) for u, _, k, kind in self.graph.in_edges(key, keys=True, data="kind") if kind == "data"]
-        return [u for _, u in sorted(edges, key=lambda e: e[0])]
+        edges = [(k, u) for u, keyed in self.graph._pred[key].items() for k, d in keyed.items()
+                 if d.get("kind") == "data"]
+        if len(edges) > 1:
+            edges.sort(key=_first)
+        return [u for _, u in edges]
 
     def consumers(self, key: int) -> list[int]:
         """Nodes that read this node's output as a data input (each once)."""
-        seen: dict[int, None] = {}
-        for _, v, kind in self.graph.out_edges(key, data="kind"):
-            if kind == "data":
-                seen[v] = None
-        return list(seen)
+        return [v for v, keyed in self.graph._succ[key].items()
+                if any(d.get("kind") == "data" for d in keyed.values())]
+
+    def inputs_of_kind(self, key: int, kind: str) -> list[int]:
+        """The nodes with an edge of ``kind`` into ``key`` (``call_in``, ``call_out``, ...), one
+        entry per edge, in networkx's order."""
+        return [u for u, keyed in self.graph._pred[key].items() for d in keyed.values() if d.get("kind") == kind]
 
     def through_passthrough(self, key: int, direction: str = "down",
                             passthrough: Iterable[str] = PASSTHROUGH_OPS) -> list[int]:
@@ -152,7 +160,7 @@ class IRFile:
         queue = [n for n in step(key) if not (n in seen or seen.add(n))]
         while queue:
             node = queue.pop()
-            data = self.graph.nodes[node]
+            data = self.graph._node[node]
             if data["kind"] == "cnode" and data["op"] in passthrough:
                 nexts = step(node)
                 if direction == "up" and data["op"] in _DATA_FIRST_OPS:
@@ -164,7 +172,7 @@ class IRFile:
 
     # --- forward / backward -------------------------------------------------------------------
     def is_backward(self, key: int) -> bool:
-        data = self.graph.nodes[key]
+        data = self.graph._node[key]
         if data.get("scope", "").startswith(GRADIENT_SCOPE):
             return True
         primal = data.get("primal_attrs") or {}
@@ -172,7 +180,7 @@ class IRFile:
 
     def forward_of(self, key: int) -> int | None:
         """The forward node a backward node was derived from (``forward_unique_id``)."""
-        uid = (self.graph.nodes[key].get("primal_attrs") or {}).get("forward_unique_id")
+        uid = (self.graph._node[key].get("primal_attrs") or {}).get("forward_unique_id")
         return None if uid is None else self.by_unique_id(str(uid))
 
     # --- raw text -----------------------------------------------------------------------------
@@ -195,13 +203,13 @@ class IRFile:
         return [ln.strip() for ln in raw.decode("utf-8", "replace").splitlines() if ln.strip()]
 
     def describe(self, key: int) -> str:
-        data = self.graph.nodes[key]
+        data = self.graph._node[key]
         return f"{data.get('id', '?')} {data.get('op', data['kind'])}"
 
     # --- recompute copies (MindSpore's add_recomputation pass) ---------------------------------
     def is_recompute_copy(self, key: int) -> bool:
         """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs."""
-        return (self.graph.nodes[key].get("cnode_attrs") or {}).get("duplicated") is True
+        return (self.graph._node[key].get("cnode_attrs") or {}).get("duplicated") is True
 
     def copy_of(self, key: int) -> list[int]:
         """The recomputed copies of a forward node: duplicated nodes with its ``recompute_id``
@@ -212,18 +220,22 @@ class IRFile:
             index = {}
             for k in self.cnodes():
                 if self.is_recompute_copy(k):
-                    d = self.graph.nodes[k]
+                    d = self.graph._node[k]
                     rid = (d.get("cnode_attrs") or {}).get("recompute_id")
                     index.setdefault(("id", rid) if rid is not None else
                                      ("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
             self.__dict__["_recompute_copies"] = index
-        d = self.graph.nodes[key]
+        d = self.graph._node[key]
         if self.is_recompute_copy(key):
             return []
         rid = (d.get("cnode_attrs") or {}).get("recompute_id")
         if rid is not None:
             return list(index.get(("id", rid), ()))
         return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))
+
+
+def _first(pair: tuple) -> Any:
+    return pair[0]
 
 
 def _cell_scope(scope: str) -> str:
