@@ -108,7 +108,9 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     jobs = _jobs_for([f for _, f, _ in to_pool], config)
     if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in to_pool]):
         jobs = 1  # rules defined where a worker cannot import them run here
-    pool = _pool(jobs) if jobs > 1 else None
+    # the pool starts once the files to read (one per class) add up to enough work for it
+    pool: ProcessPoolExecutor | None = None
+    waiting: list[tuple[int, DumpFile, str | None]] = []
     finished = False
     digests = {i: digest for i, _, digest in misses}
     rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
@@ -118,8 +120,19 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
         futures = {}
 
         def submit(i: int, f: DumpFile, digest: str | None) -> None:
+            nonlocal pool
             args = (f, todo[f.path], digest, cache_dir if not is_buffered(f.path) else None, timeout)
-            futures[i] = pool.submit(_check_one, *args) if pool and not is_buffered(f.path) else args
+            if jobs <= 1 or is_buffered(f.path):
+                futures[i] = args
+            elif pool is not None:
+                futures[i] = pool.submit(_check_one, *args)
+            else:
+                futures[i] = args   # here, unless a pool starts
+                waiting.append((i, f, digest))
+                if len(waiting) > 1 and sum(w[1].size for w in waiting) >= PARALLEL_MIN_BYTES:
+                    pool = _pool(jobs)
+                    for w in waiting:
+                        futures[w[0]] = pool.submit(_check_one, *futures[w[0]])
 
         # biggest first, so that one large file does not start last and run alone; with
         # deduplication each class's file is submitted as soon as hashing finds it
