@@ -138,7 +138,9 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
         # deduplication each class's file is submitted as soon as hashing finds it
         ordered = sorted(misses, key=lambda m: -m[1].size)
         if getattr(config, "dedup", True) and len(misses) > 1:
-            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests):
+            if jobs > 1 and len(to_pool) > jobs and sum(f.size for _, f, _ in to_pool) >= POOL_HASH_MIN_BYTES:
+                pool = _pool(jobs)   # the workers hash too, then read what hashing leaves
+            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests, pool):
                 submit(i, f, digest)
         else:
             for i, f, digest in ordered:
@@ -200,28 +202,45 @@ def _shareable(diags: list[Diagnostic]) -> bool:
     return not any(d.code == UNREADABLE for d in diags)
 
 
+def _prints_of(path: str, compression: str | None, content: bool) -> tuple[dedup.Prints, str | None] | None:
+    """A file's fingerprints and, with ``content``, the content hash the cache keys it by; None
+    when it cannot be read (it is then read on its own, which names the problem)."""
+    try:
+        with open_dump(path, compression) as stream:
+            prints = dedup.fingerprints(stream, content=content and compression is None)
+        return prints, (prints.content if compression is None else content_hash(path)) if content else None
+    except Exception:  # noqa: BLE001 - unreadable or damaged
+        return None
+
+
+# hashing this much is shared with the worker processes (on one core it takes 1 s per GB or so)
+POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
+
+
 def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
-             store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None
-             ) -> Iterator[tuple[int, DumpFile, str | None]]:
+             store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None,
+             pool: ProcessPoolExecutor | None = None) -> Iterator[tuple[int, DumpFile, str | None]]:
     """The files to read, one per class of the same graph and the same rules, each as soon as
-    hashing finds it. Hashing also gives the content hash a cache needs (into ``digests``); a file
-    found in the cache that way is answered there (``results``); every other member of a class
-    goes to ``rep_of``."""
+    hashing finds it (hashed by ``pool`` when given, in order). Hashing also gives the content hash
+    a cache needs (into ``digests``); a file found in the cache that way is answered there
+    (``results``); every other member of a class goes to ``rep_of``."""
     stage_free = _stage_free(todo)
     first: dict[tuple, int] = {}
-    for i, f, digest in misses:
-        if is_buffered(f.path):
-            yield i, f, digest
-            continue
+    hashed = [m for m in misses if not is_buffered(m[1].path)]
+    args = ([f.path for _, f, _ in hashed], [f.compression for _, f, _ in hashed],
+            [store is not None and digest is None for _, _, digest in hashed])
+    found = pool.map(_prints_of, *args, chunksize=max(1, min(32, len(hashed) // 64))) if pool else map(_prints_of, *args)
+    for m in misses:
+        if is_buffered(m[1].path):
+            yield m
+    for (i, f, digest), got in zip(hashed, found):
         want_content = store is not None and digest is None
-        try:
-            with open_dump(f.path, f.compression) as stream:
-                prints = dedup.fingerprints(stream, content=want_content and f.compression is None)
-            if want_content:
-                digest = prints.content if f.compression is None else content_hash(f.path)
-        except Exception:  # noqa: BLE001 - unreadable or damaged: read on its own, which names the problem
+        if got is None:
             yield i, f, digest
             continue
+        prints, content = got
+        if want_content:
+            digest = content
         if digests is not None:
             digests[i] = digest
         if want_content and digest is not None:

@@ -144,8 +144,10 @@ def test_each_class_is_read_once(many_ranks, monkeypatch):
     assert sorted(read) == sorted({display for display, _, _ in on} - set(shared))
 
 
-def test_worker_processes_give_the_same_results(many_ranks, monkeypatch):
+@pytest.mark.parametrize("workers_hash", [False, True])
+def test_worker_processes_give_the_same_results(many_ranks, monkeypatch, workers_hash):
     monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine, "POOL_HASH_MIN_BYTES", 0 if workers_hash else 1 << 60)
     folders = sorted(many_ranks.iterdir())
     assert _per_file(folders, True, True, jobs=2)[0] == _per_file(folders, True, False, jobs=1)[0]
 
@@ -218,3 +220,16 @@ def test_a_rerun_is_answered_from_the_cache_for_every_member(monkeypatch, tmp_pa
     assert not calls
     assert [f.to_dict() for f in second.findings] == [f.to_dict() for f in first.findings]
     assert len(second.files) == len(first.files) == 24
+
+
+def test_the_config_file_can_turn_it_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "cache"))
+    runner = CliRunner()
+    config = tmp_path / "irlint.toml"
+    config.write_text("dedup = false\n")
+    result = runner.invoke(main, ["check", "--no-cache", "--config", str(config), str(COL_COL)])
+    assert "(8 files checked)" in result.output
+    assert "dedup = false" in runner.invoke(main, ["config", "--config", str(config), "--show"]).output
+    config.write_text('dedup = "no"\n')
+    result = runner.invoke(main, ["check", "--no-cache", "--config", str(config), str(COL_COL)])
+    assert result.exit_code == 2 and "'dedup' must be true or false" in result.output
