@@ -2,6 +2,11 @@
 interleaved in the same rounds (grep, irlint, grep, irlint ...), medians of wall and CPU time.
 
     nice python3 bench/ratios_vs_grep.py [--rounds 5] [--irlint PATH] [--out DIR]
+    nice python3 bench/ratios_vs_grep.py --irlint "new=.venv/bin/irlint" \
+        --irlint "no-dedup=.venv/bin/irlint --no-dedup" --irlint "main=/tmp/main-venv/bin/irlint"
+
+Several --irlint NAME=COMMAND run one after the other after each grep, so every variant is
+compared with the same grep runs.
 
 Cases (folders made under --out on first use, reused after):
   stages    `irlint --all-stages --no-cache -q` on a 16-layer single-rank save_graphs folder
@@ -60,40 +65,45 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("/work/scratch/speed"))
-    ap.add_argument("--irlint", default=shutil.which("irlint") or "irlint")
+    ap.add_argument("--irlint", action="append", default=[],
+                    help="NAME=COMMAND (COMMAND: the irlint program and options), repeatable")
     ap.add_argument("--cases", default="rank,ranks,ranks-all,stages,ranks32")
-    ap.add_argument("--extra", default="", help="more irlint options for every run (e.g. --no-dedup)")
     args = ap.parse_args()
+    variants = {}
+    for spec in args.irlint or [shutil.which("irlint") or "irlint"]:
+        name, _, command = spec.partition("=") if "=" in spec.split()[0] else ("irlint", "", spec)
+        variants[name or "irlint"] = command.split()
     where = folders(args.out)
     cases = args.cases.split(",")
     flags = {"stages": ["--all-stages"], "ranks-all": ["--all-stages"], "ranks32": ["--all-stages"]}
-    times: dict[str, dict[str, list]] = {c: {"grep": [], "irlint": []} for c in cases}
+    times: dict[str, dict[str, list]] = {c: {"grep": [], **{v: [] for v in variants}} for c in cases}
     report = args.out / "report.txt"
     for r in range(args.rounds):
         for case in cases:
             folder = str(where[case])
             with open(args.out / "grep.txt", "w") as sink:
                 times[case]["grep"].append(run(["grep", "-rc", ".", folder], stdout=sink))
-            argv = [args.irlint, "--no-cache", "-q", *flags.get(case, []), *args.extra.split(), folder, "-o", str(report)]
-            res = run(argv)
-            if res[3] not in (0, 1):
-                sys.exit(f"{' '.join(argv)}: exit code {res[3]}")
-            times[case]["irlint"].append(res)
-            print(f"round {r + 1} {case}: grep {times[case]['grep'][-1][0]:.2f} s, irlint {res[0]:.2f} s "
-                  f"(CPU {res[1]:.2f} s)", file=sys.stderr, flush=True)
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, irlint {args.irlint} "
-          f"{args.extra}, load {os.getloadavg()[0]:.1f}")
-    print("| case | folder | grep wall (CPU) | irlint wall (CPU) | peak RSS | wall ratio | CPU ratio | target |")
-    print("|---|---|---:|---:|---:|---:|---:|---|")
-    for case in cases:
-        g, i = times[case]["grep"], times[case]["irlint"]
+            for name, command in variants.items():
+                argv = [*command, "--no-cache", "-q", *flags.get(case, []), folder, "-o", str(report)]
+                res = run(argv)
+                if res[3] not in (0, 1):
+                    sys.exit(f"{' '.join(argv)}: exit code {res[3]}")
+                times[case][name].append(res)
+                print(f"round {r + 1} {case}: grep {times[case]['grep'][-1][0]:.2f} s, {name} {res[0]:.2f} s "
+                      f"(CPU {res[1]:.2f} s)", file=sys.stderr, flush=True)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, load at the end "
+          f"{os.getloadavg()[0]:.1f}; " + "; ".join(f"{n} = {' '.join(c)}" for n, c in variants.items()))
+    print("| case | irlint | folder | grep wall (CPU) | irlint wall (CPU) | peak RSS | wall ratio | CPU ratio | target |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    for case, name in ((c, n) for c in cases for n in variants):
+        g, i = times[case]["grep"], times[case][name]
         gw, gc = statistics.median(x[0] for x in g), statistics.median(x[1] for x in g)
         iw, ic = statistics.median(x[0] for x in i), statistics.median(x[1] for x in i)
         rss = max(x[2] for x in i) / 1024
         ratios = statistics.median(b[0] / a[0] for a, b in zip(g, i))
         target = TARGETS.get(case)
         verdict = "" if target is None else f"<= {target}: {'met' if ratios <= target else 'missed'}"
-        print(f"| {case} | {where[case].name} | {gw:.2f} s ({gc:.2f}) | {iw:.2f} s ({ic:.2f}) | {rss:.0f} MB | "
+        print(f"| {case} | {name} | {where[case].name} | {gw:.2f} s ({gc:.2f}) | {iw:.2f} s ({ic:.2f}) | {rss:.0f} MB | "
               f"{ratios:.2f} | {ic / gc:.2f} | {verdict} |")
     return 0
 
