@@ -422,6 +422,7 @@ def _show_files(found: Discovery, config: Config) -> None:
 
 def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
     """How many graphs a lint reads, and which ranks share each graph that several files hold."""
+    from .engine import _RANK_DIR
     from .reporters import ranks_text
 
     checked = [f for f in files if f.path in todo]
@@ -431,12 +432,24 @@ def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
     members: dict[str, list] = {}
     for f in checked:
         members.setdefault(same.get(f.path, f.path), []).append(f)
-    for group in members.values():
+    shown = {f.path: f.display for f in checked}
+    for read, group in members.items():
         if len(group) < 2:
             continue
         ranks = tuple(sorted({f.rank for f in group if f.rank is not None}))
         where = f", {ranks_text(ranks)}" if ranks else ""
-        click.echo(f"same graph  {group[0].display}: {len(group)} files{where}")
+        click.echo(f"same graph  {shown[read]}: {len(group)} files{where}")
+    # the same stage file of several ranks holding different graphs: expected with sub-groups
+    # (group names, rank lists, slice offsets), else a rank-dependent code path
+    by_stage: dict[tuple, dict[str, list[int]]] = {}
+    for f in checked:
+        if f.rank is not None:
+            key = (_RANK_DIR.sub(r"\1rank_*", f.folder), os.path.basename(f.path))
+            by_stage.setdefault(key, {}).setdefault(same.get(f.path, f.path), []).append(f.rank)
+    for (_, name), graphs in by_stage.items():
+        if len(graphs) > 1 and sum(map(len, graphs.values())) > len(graphs):
+            split = "; ".join(ranks_text(tuple(r)) for r in sorted(graphs.values()))
+            click.echo(f"differs by rank  {name}: {len(graphs)} graphs ({split})")
 
 
 def _lint_with_progress(found: Discovery, config: Config, show: bool):

@@ -233,3 +233,14 @@ def test_the_config_file_can_turn_it_off(tmp_path, monkeypatch):
     config.write_text('dedup = "no"\n')
     result = runner.invoke(main, ["check", "--no-cache", "--config", str(config), str(COL_COL)])
     assert result.exit_code == 2 and "'dedup' must be true or false" in result.output
+
+
+@pytest.mark.skipif(not GEN.exists(), reason="bench/gen_rank_folder.py is not here")
+def test_show_files_names_a_stage_file_whose_graph_differs_by_rank(many_ranks):
+    runner = CliRunner()
+    folder = many_ranks / "par-mismatch-ffn_mul_disagrees_8ranks"
+    shown = runner.invoke(main, ["check", "--show-files", str(folder)]).output
+    # sub-groups of 4: group names and slice offsets differ, the copies of one real rank do not
+    assert "differs by rank  21_validate_0082.ir: 8 graphs (ranks 0,8,16; ranks 1,9,17;" in shown
+    assert "differs by rank" not in runner.invoke(main, ["check", "--show-files",
+                                                         str(many_ranks / "par-mismatch-ffn_col_col")]).output
