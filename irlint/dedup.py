@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .diagnostics import Diagnostic
 from .findings import Finding
@@ -25,21 +25,14 @@ MASKED = re.compile(
 BLOCK = 8 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class Prints:
-    content: str | None   # sha256 of the bytes read (the cache's key), when asked for
-    graph: str            # sha256 of the text with process-specific values masked
-
-
 def _mask(m: re.Match) -> bytes:
     return b"\n" + (m.group(1) or m.group(2) or m.group(3)) + b"#"
 
 
-def fingerprints(stream, content: bool = False) -> Prints:
-    """Hash a dump's text (``stream``, decompressed) with process-specific values masked; with
-    ``content``, also the sha256 of the bytes read. Raises what reading raises."""
+def graph_hash(stream) -> str:
+    """sha256 of a dump's text (``stream``, decompressed) with process-specific values masked.
+    Raises what reading raises."""
     graph = hashlib.sha256()
-    stored = hashlib.sha256() if content else None
     # each piece starts with the newline before its first line (the regex needs it) and ends
     # before its last newline, which starts the next piece: a line is never cut, a byte hashed once
     carry = b"\n"
@@ -48,8 +41,6 @@ def fingerprints(stream, content: bool = False) -> Prints:
         if not block:
             graph.update(MASKED.sub(_mask, carry + b"\n")[:-1])
             break
-        if stored is not None:
-            stored.update(block)
         cut = block.rfind(b"\n")
         if cut < 0:
             carry += block
@@ -59,7 +50,7 @@ def fingerprints(stream, content: bool = False) -> Prints:
             continue
         graph.update(MASKED.sub(_mask, carry + block[:cut + 1])[:-1])
         carry = block[cut:]
-    return Prints(stored.hexdigest() if stored is not None else None, graph.hexdigest())
+    return graph.hexdigest()
 
 
 def as_member(findings: list[Finding], diagnostics: list[Diagnostic], read_as: tuple[str, str],

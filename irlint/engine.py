@@ -202,13 +202,20 @@ def _shareable(diags: list[Diagnostic]) -> bool:
     return not any(d.code == UNREADABLE for d in diags)
 
 
-def _prints_of(path: str, compression: str | None, content: bool) -> tuple[dedup.Prints, str | None] | None:
-    """A file's fingerprints and, with ``content``, the content hash the cache keys it by; None
-    when it cannot be read (it is then read on its own, which names the problem)."""
+def _stored_hash(path: str) -> str | None:
+    """sha256 of a file as stored (the cache's content key); None when it cannot be read (it is
+    then read on its own, which names the problem)."""
+    try:
+        return content_hash(path)
+    except OSError:
+        return None
+
+
+def _graph_hash(path: str, compression: str | None) -> str | None:
+    """``dedup.graph_hash`` of a file's text; None when it cannot be read or decompressed."""
     try:
         with open_dump(path, compression) as stream:
-            prints = dedup.fingerprints(stream, content=content and compression is None)
-        return prints, (prints.content if compression is None else content_hash(path)) if content else None
+            return dedup.graph_hash(stream)
     except Exception:  # noqa: BLE001 - unreadable or damaged
         return None
 
@@ -220,36 +227,51 @@ POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
 def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
              store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None,
              pool: ProcessPoolExecutor | None = None) -> Iterator[tuple[int, DumpFile, str | None]]:
-    """The files to read, one per class of the same graph and the same rules, each as soon as
-    hashing finds it (hashed by ``pool`` when given, in order). Hashing also gives the content hash
-    a cache needs (into ``digests``); a file found in the cache that way is answered there
-    (``results``); every other member of a class goes to ``rep_of``."""
+    """The files to read, one per class of the same graph and the same rules (hashed by ``pool``
+    when given). Each file's stored bytes are hashed first: that is the content hash the cache
+    keys by (into ``digests``; a file found in the cache that way is answered there, ``results``),
+    and bytes seen before need no second look; only new bytes are hashed again with the
+    process-specific values masked. Every other member of a class goes to ``rep_of``."""
     stage_free = _stage_free(todo)
-    first: dict[tuple, int] = {}
-    hashed = [m for m in misses if not is_buffered(m[1].path)]
-    args = ([f.path for _, f, _ in hashed], [f.compression for _, f, _ in hashed],
-            [store is not None and digest is None for _, _, digest in hashed])
-    found = pool.map(_prints_of, *args, chunksize=max(1, min(32, len(hashed) // 64))) if pool else map(_prints_of, *args)
     for m in misses:
         if is_buffered(m[1].path):
             yield m
-    for (i, f, digest), got in zip(hashed, found):
-        want_content = store is not None and digest is None
-        if got is None:
-            yield i, f, digest
+    hashed = [m for m in misses if not is_buffered(m[1].path)]
+    unknown = [f.path for _, f, digest in hashed if digest is None]
+    chunks = max(1, min(32, len(unknown) // 64))
+    stored = iter(pool.map(_stored_hash, unknown, chunksize=chunks) if pool else map(_stored_hash, unknown))
+    graph_of: dict = {}   # stored hash -> its first file, then its masked hash
+    order = []
+    for i, f, digest in hashed:
+        fresh = digest is None
+        if fresh:
+            digest = next(stored)
+        if digest is None:
+            order.append((i, f, None, None))
             continue
-        prints, content = got
-        if want_content:
-            digest = content
         if digests is not None:
             digests[i] = digest
-        if want_content and digest is not None:
+        if fresh and store is not None:
             hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display)
             if hit is not None:   # the same bytes under a new stat (a copy, a touch)
                 results[i] = hit
                 store.remember_hash(f.path, digest)
                 continue
-        key = (prints.graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label)
+        if digest not in graph_of:
+            graph_of[digest] = f
+        order.append((i, f, digest, digest))
+    new = list(graph_of.items())   # one file per new content, hashed again with values masked
+    args = ([f.path for _, f in new], [f.compression for _, f in new])
+    chunks = max(1, min(32, len(new) // 64))
+    graph_of = dict(zip((raw for raw, _ in new),
+                        pool.map(_graph_hash, *args, chunksize=chunks) if pool else map(_graph_hash, *args)))
+    first: dict[tuple, int] = {}
+    for i, f, digest, raw in order:
+        graph = graph_of[raw] if raw is not None else None
+        if graph is None:
+            yield i, f, digest
+            continue
+        key = (graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label)
         rep = first.setdefault(key, i)
         if rep != i:
             rep_of[i] = rep

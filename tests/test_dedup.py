@@ -45,7 +45,7 @@ def _report(paths, **kw):
 
 
 def _prints(data: bytes) -> str:
-    return dedup.fingerprints(io.BytesIO(data)).graph
+    return dedup.graph_hash(io.BytesIO(data))
 
 
 # --- what is masked ------------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ def test_a_rerun_is_answered_from_the_cache_for_every_member(monkeypatch, tmp_pa
     first = engine.lint([str(folder)], config)
     calls = []
     monkeypatch.setattr(engine, "_check_one", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError))
-    monkeypatch.setattr(dedup, "fingerprints", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(dedup, "graph_hash", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError))
     second = engine.lint([str(folder)], config)
     assert not calls
     assert [f.to_dict() for f in second.findings] == [f.to_dict() for f in first.findings]
@@ -244,3 +244,16 @@ def test_show_files_names_a_stage_file_whose_graph_differs_by_rank(many_ranks):
     assert "differs by rank  21_validate_0082.ir: 8 graphs (ranks 0,8,16; ranks 1,9,17;" in shown
     assert "differs by rank" not in runner.invoke(main, ["check", "--show-files",
                                                          str(many_ranks / "par-mismatch-ffn_col_col")]).output
+
+
+def test_bytes_seen_before_are_not_hashed_again_masked(tmp_path, monkeypatch):
+    data = VALIDATE.read_bytes()
+    for rank, text in enumerate((data, data, data.replace(b"compile_phase: train.1", b"compile_phase: train.2"))):
+        (tmp_path / f"rank_{rank}").mkdir()
+        (tmp_path / f"rank_{rank}" / VALIDATE.name).write_bytes(text)
+    masked: list = []
+    graph_hash = dedup.graph_hash
+    monkeypatch.setattr(dedup, "graph_hash", lambda stream: masked.append(stream) or graph_hash(stream))
+    on, shared = _per_file([tmp_path], False, True)
+    assert len(masked) == 2 and len(shared) == 2
+    assert [d for d, _, _ in on] == [str(tmp_path / f"rank_{r}" / VALIDATE.name) for r in range(3)]
