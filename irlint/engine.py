@@ -135,7 +135,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
                         futures[w[0]] = pool.submit(_check_one, *futures[w[0]])
 
         # biggest first, so that one large file does not start last and run alone; with
-        # deduplication each class's file is submitted as soon as hashing finds it
+        # deduplication, one file per class, once hashing has made the classes
         ordered = sorted(misses, key=lambda m: -m[1].size)
         if getattr(config, "dedup", True) and len(misses) > 1:
             if jobs > 1 and len(to_pool) > jobs and sum(f.size for _, f, _ in to_pool) >= POOL_HASH_MIN_BYTES:

@@ -257,3 +257,14 @@ def test_bytes_seen_before_are_not_hashed_again_masked(tmp_path, monkeypatch):
     on, shared = _per_file([tmp_path], False, True)
     assert len(masked) == 2 and len(shared) == 2
     assert [d for d, _, _ in on] == [str(tmp_path / f"rank_{r}" / VALIDATE.name) for r in range(3)]
+
+
+def test_the_json_summary_counts_the_graphs_read(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "cache"))
+    runner = CliRunner()
+    for extra, graphs in (([], 1), (["--no-dedup"], 8)):
+        out = runner.invoke(main, ["check", "--no-cache", "--format", "json", *extra, str(COL_COL)]).output
+        summary = json.loads(out)["summary"]
+        assert (summary["files"], summary["graphs_read"]) == (8, graphs)

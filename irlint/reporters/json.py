@@ -23,7 +23,9 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
         "findings": findings,
         "diagnostics": [d.to_dict() for d in report.diagnostics],
         "summary": {"files": len(report.files), "findings": len(report.findings), "by_rule": report.by_rule(),
-                    "diagnostics": len(report.diagnostics), "baselined": ctx.baselined},
+                    "diagnostics": len(report.diagnostics), "baselined": ctx.baselined,
+                    # files checked that were read, not given another file's findings (same graph)
+                    "graphs_read": report.graphs_read},
     }
 
 
