@@ -4,7 +4,8 @@ The reader collects node records and the references between them as plain lists;
 become graph nodes and edges in bulk: arguments are resolved to node keys (a local ``%N``, a
 file-wide ``%paraN``, ``$(@g:name)`` of an enclosing subgraph, ``@g`` of a subgraph), literal
 arguments become ``Constant`` nodes, and subgraph calls get their callee, call_in and call_out
-edges (see ``irlint.model``).
+edges (see ``irlint.model``), also when a value holding graphs is called (``%5[@FuncUnion(@a, @b)]()``:
+each graph it may run).
 """
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ class Records:
     params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
     locals: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> %N -> key
+    # calls of a value holding graphs, "%0[@@g](..)", "%5[@FuncUnion(@a, @b)]()": one per graph it
+    # may run, as in ``calls``
+    value_calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)
     next_key: int = 0
 
     def new_key(self) -> int:
@@ -98,6 +102,19 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 edges.append((src, consumer, pos, {"kind": "data"}))
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
+    for call, callee, args, graph in rec.value_calls:
+        sub = ir.subgraphs.get(callee)
+        edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
+        if sub is None:
+            continue
+        # the value may be a Partial that bound the first parameters: the arguments are the last ones
+        first = max(0, len(sub.params) - len(args))
+        for i, arg in enumerate(args[: len(sub.params) - first]):
+            src = resolver.resolve(arg, graph)
+            if src is not None:
+                edges.append((src, sub.params[first + i], ("in", first + i), {"kind": "call_in"}))
+        if sub.return_node is not None:
+            edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     for call, callee, args, graph in rec.calls:
         sub = ir.subgraphs.get(callee)
         edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))

@@ -64,7 +64,11 @@ class Config:
         return value
 
     def suppressed(self, code: str, name: str, scope: str) -> bool:
-        return any(s.matches(code, name, scope) for s in self.suppress)
+        return self.suppression_for(code, name, scope) is not None
+
+    def suppression_for(self, code: str, name: str, scope: str) -> Suppression | None:
+        """The first ``[[suppress]]`` entry that silences this finding."""
+        return next((s for s in self.suppress if s.matches(code, name, scope)), None)
 
     def effective_jobs(self) -> int:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)

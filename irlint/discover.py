@@ -15,14 +15,16 @@ from . import diagnostics as D
 from .diagnostics import Diagnostic
 from .stages import Stage, stage_of
 
-# Written next to the dumps, never graph IR: skipped without opening them.
-NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".txt", ".csv", ".log", ".py", ".yaml", ".md"}
+# Written next to the dumps, never graph IR: skipped without opening them (a dump saved as .txt is
+# still one: those are opened).
+NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
 _RANK = re.compile(r"rank_(\d+)\Z")
-# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or the note
-# that opens an analyze_fail.ir
-DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info")
-_HEAD_BYTES = 64
+# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or what opens
+# an analyze_fail.ir (2.0-2.2: a numbered note; 2.3 and later: a banner)
+DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info"
+                        rb"|# =+\r?\n# The following shows the (?:last analyze fail|IR when the function graphs)")
+_HEAD_BYTES = 256   # an analyze_fail.ir of 2.3 and later opens with a rule of 97 "="
 STDIN = "-"
 # Compressed dumps are recognised by their magic bytes, whatever their name.
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
@@ -71,7 +73,62 @@ def is_dump_start(head: bytes) -> bool:
 # what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
 # standard input and pipes (/dev/stdin, a FIFO): read once, kept here, since they cannot be read again
-_buffers: dict[str, bytes] = {}
+_buffers: dict[str, "Spool"] = {}
+SPOOL_BLOCK = 8 * 1024 * 1024
+
+
+class Spool:
+    """A stream that can be read only once (standard input, a pipe), copied in blocks to an
+    anonymous temporary file (no name; gone when irlint ends), so that it is read like a file:
+    in blocks, and back again for the lines a report quotes. Memory does not grow with its size."""
+
+    def __init__(self, stream: BinaryIO):
+        import tempfile
+
+        self.file = tempfile.TemporaryFile(prefix="irlint-")
+        while True:
+            block = stream.read(SPOOL_BLOCK)
+            if not block:
+                break
+            self.file.write(block)
+        self.file.flush()
+        self.size = self.file.tell()
+
+    def head(self, n: int) -> bytes:
+        return os.pread(self.file.fileno(), n, 0)
+
+    def open(self) -> BinaryIO:
+        """A reader of its own (its own position), seekable."""
+        return io.BufferedReader(_PositionalReader(self.file.fileno(), self.size), buffer_size=1 << 20)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _PositionalReader(io.RawIOBase):
+    """Reads a file descriptor at its own offset (pread), so that several readers share one file."""
+
+    def __init__(self, fd: int, size: int):
+        self._fd, self._size, self._pos = fd, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = os.pread(self._fd, len(buffer), self._pos)
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._pos = {0: offset, 1: self._pos + offset, 2: self._size + offset}[whence]
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
 
 
 def is_buffered(path: str) -> bool:
@@ -104,7 +161,7 @@ def open_dump(path: str, compression: str | None = None) -> BinaryIO:
     """A binary stream of the dump's text: decompressed on the fly (seekable, so source traces can
     be read back), or the bytes read from standard input."""
     if path in _buffers:
-        raw: BinaryIO = io.BytesIO(_buffers[path])
+        raw: BinaryIO = _buffers[path].open()
     else:
         raw = open(path, "rb")
     if compression is None:
@@ -202,12 +259,15 @@ def damage_of(stream) -> str:
 
 def forget_buffers() -> None:
     """A new run (the CLI called again in one process) reads its pipes anew."""
+    for spool in _buffers.values():
+        spool.close()
     _buffers.clear()
 
 
 def read_stdin(stream: BinaryIO | None = None) -> None:
-    """Read standard input once (it cannot be read again), before discovery looks at it."""
-    _buffers[STDIN] = (stream or sys.stdin.buffer).read()
+    """Read standard input once (it cannot be read again), in blocks, into a spool, before discovery
+    looks at it."""
+    _buffers[STDIN] = Spool(stream or sys.stdin.buffer)
 
 
 def sniff(path: str, compression: str | None = None) -> str:
@@ -242,7 +302,7 @@ def _read_head(path: str) -> bytes:
 
 def _head(path: str) -> bytes:
     if path in _buffers:
-        return _buffers[path][:8]
+        return _buffers[path].head(8)
     with open(path, "rb") as f:
         return f.read(8)
 
@@ -317,13 +377,13 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discover
 
 def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
     display = name or "<stdin>"
-    data = _buffers.get(STDIN, b"")
-    compression = compression_of(data[:8])
+    spool = _buffers[STDIN]
+    compression = compression_of(spool.head(8))
     kind = sniff(STDIN, compression)
     if kind != "dump":
         out.diagnostics.append(_not_a_dump(display, kind, compression))
         return
-    files.setdefault(STDIN, DumpFile(STDIN, display, "", None, True, stage_of(display), len(data), compression))
+    files.setdefault(STDIN, DumpFile(STDIN, display, "", None, True, stage_of(display), spool.size, compression))
 
 
 def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, st: os.stat_result) -> None:
@@ -331,10 +391,10 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
         # /dev/stdin from a pipe, a FIFO: it can be read once only
         try:
             with open(p, "rb") as f:
-                _buffers[raw] = f.read()
+                _buffers[raw] = Spool(f)
         except OSError as exc:
             raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
-        st = os.stat_result((*st[:6], len(_buffers[raw]), *st[7:]))
+        st = os.stat_result((*st[:6], _buffers[raw].size, *st[7:]))
     if raw in _buffers:
         p = Path(raw)
     try:
@@ -455,6 +515,7 @@ def _why_empty(diags: list[Diagnostic]) -> str:
             what = (".ir file that is not a graph dump", ".ir files that are not graph dumps")
         counts[what] = counts.get(what, 0) + 1
     if not counts:
-        return "no file in it starts like a graph dump ('# IR entry:')"
+        return ("no file in it starts like a graph dump ('# IR entry:'; files named "
+                f"{', '.join(sorted(NOT_IR_SUFFIXES))} are not opened)")
     parts = [f"{n} {what[0] if n == 1 else what[1]}" for what, n in counts.items()]
     return "found only " + ", ".join(parts)

@@ -1,6 +1,7 @@
 """A lint run: discover files, choose the stage files each rule needs, read them, run rules."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -13,13 +14,15 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Iterator
 
 from . import dedup
-from .cache import LintCache, content_hash, default_dir
+from .cache import LintCache, content_hash, content_sample, default_dir, unsafe_folder
 from .config import Config, validate
-from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
+from .diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE,
+                          Diagnostic)
 from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
 from .rule import Rule, _builtin_package, load_rules, plugin_problems
+from .stages import FRONTEND
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -46,8 +49,34 @@ def choose_files(rule: Rule, files: list[DumpFile], all_stages: bool) -> list[Du
     return unplaced
 
 
+def compiles(files: list[DumpFile]) -> list[list[DumpFile]]:
+    """The files of one folder split by compile: MindSpore numbers every dump of a process in one
+    sequence, so a compile's files are a run in that order, and a later compile (another graph, a
+    recompile) starts again at an earlier stage or repeats one. Files without a sequence number
+    (renamed copies) form one group of their own."""
+    ordered = sorted((f for f in files if f.placed and f.stage.seq is not None), key=lambda f: f.stage.seq)
+    groups: list[list[DumpFile]] = []
+    seen: set[tuple] = set()
+    last_index = -1
+    for f in ordered:
+        stage = (f.stage.family, f.stage.label, f.stage.index)   # graph_build_0 and _1: one compile
+        index = f.stage.index if f.stage.family == FRONTEND and f.stage.index is not None else None
+        if not groups or stage in seen or (index is not None and index < last_index):
+            groups.append([])
+            seen, last_index = set(), -1
+        groups[-1].append(f)
+        seen.add(stage)
+        if index is not None:
+            last_index = index
+    rest = [f for f in files if not (f.placed and f.stage.seq is not None)]
+    if rest:
+        groups.append(rest)
+    return groups
+
+
 def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> dict[str, list[Rule]]:
-    """path -> rules to run on it. A file named directly gets every rule."""
+    """path -> rules to run on it. A file named directly gets every rule; in a folder, each rule
+    reads the final stage file of each compile."""
     todo: dict[str, list[Rule]] = defaultdict(list)
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -56,11 +85,16 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
         else:
             folders[f.folder].append(f)
     for folder_files in folders.values():
-        for rule in rules:
-            for f in choose_files(rule, folder_files, all_stages):
-                if rule not in todo[f.path]:
-                    todo[f.path].append(rule)
-    return dict(todo)
+        unplaced = [f for f in folder_files if not f.placed]
+        for group in compiles([f for f in folder_files if f.placed]):
+            for rule in rules:
+                for f in choose_files(rule, group, all_stages):
+                    if rule not in todo[f.path]:
+                        todo[f.path].append(rule)
+        for f in unplaced:
+            if rules:
+                todo[f.path].extend(rule for rule in rules if rule not in todo[f.path])
+    return {f.path: todo[f.path] for f in files if f.path in todo}
 
 
 # a chosen stage file with one of these was not read completely: its rules also read the next stage
@@ -98,7 +132,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
         digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
-        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display) if digest else None
+        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path)) \
+            if digest else None
         if hit is not None:
             results[i] = hit
         else:
@@ -194,7 +229,7 @@ def _remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]],
     # bad input is never cached: a run on it writes nothing but what the user named
     if store is not None and digest is not None and not diags:
         store.remember_hash(f.path, digest)
-        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display)
+        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display, _sample(f.path))
 
 
 def _shareable(diags: list[Diagnostic]) -> bool:
@@ -252,7 +287,7 @@ def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, lis
         if digests is not None:
             digests[i] = digest
         if fresh and store is not None:
-            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display)
+            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path))
             if hit is not None:   # the same bytes under a new stat (a copy, a touch)
                 results[i] = hit
                 store.remember_hash(f.path, digest)
@@ -297,6 +332,13 @@ def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
     return {path: all(type(r).__module__.startswith(package) for r in rules) for path, rules in todo.items()}
 
 
+def _sample(path: str) -> str:
+    try:
+        return content_sample(path)
+    except OSError:
+        return "unreadable"   # matches no entry
+
+
 def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
     """End the workers. After an error, Ctrl-C or SIGTERM, they are killed rather than waited for:
     none may outlive irlint."""
@@ -324,7 +366,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display)
+            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display, _sample(path))
             if hit is not None:
                 return digest, hit[0], hit[1]
     from .reader import read_ir  # here: a fully cached run never loads the parser
@@ -341,7 +383,12 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
         diagnostics = list(ir.diagnostics)
         if damage_of(stream):   # what came before the damage was read; the reader says where it ended
             diagnostics.append(Diagnostic(display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
-        for rule in rules:
+        missing = missing_evidence(ir, display)
+        diagnostics.extend(missing)
+        # an analyze_fail.ir holds graphs before autodiff, recompute and parallel passes: no rule's
+        # evidence (its IR013 diagnostic says so)
+        judgeable = ir.failure is None and not any(d.code == NO_ATTRIBUTES for d in missing)
+        for rule in rules if judgeable else ():
             findings.extend(_run_rule(rule, ir, display, diagnostics, timeout))
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
@@ -354,6 +401,27 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
     if any(ref() is not None for ref in refs):
         gc.collect()
     return digest, findings, diagnostics
+
+
+def missing_evidence(ir, display: str) -> list[Diagnostic]:
+    """What a dump written with MS_DEV_DUMP_IR_FORMAT=0 (no attributes, no types) or =1 (no scope
+    lines) lacks, when none of its nodes has it."""
+    cnodes = [d for _, d in ir.graph.nodes(data=True) if d.get("kind") == "cnode"]
+    if not cnodes:
+        return []
+    if not any(d.get("out_type") is not None or d.get("cnode_attrs") or d.get("primitive_attrs")
+               or d.get("primal_attrs") for d in cnodes):
+        return [Diagnostic(display, 0, NO_ATTRIBUTES,
+                           f"no attributes or types on any of its {len(cnodes)} nodes (written with "
+                           f"MS_DEV_DUMP_IR_FORMAT=0?): recompute tags, dtypes, shapes and strategies are not "
+                           f"in it, so no rule can judge it; dump again without that variable")]
+    if not any(d.get("scope") for d in cnodes):
+        return [Diagnostic(display, 0, NO_SCOPES,
+                           "no scope lines (written with MS_DEV_DUMP_IR_FORMAT=1?): verdicts are given from "
+                           "attributes, types and parameter names (layers from the weights' names), but "
+                           "scopes, select_recompute keys in hints and Cell.recompute() cells cannot be "
+                           "given (`irlint explain IR016`)")]
+    return []
 
 
 def model_refs(ir) -> tuple[weakref.ref, ...]:
@@ -519,11 +587,18 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     todo = plan(files, rules, config.all_stages)
     by_path = {f.path: f for f in files}
     report = Report(diagnostics=list(diagnostics), files=[], rules=rules)
+    if config.cache and files:
+        folder = default_dir(config.cache_dir)
+        why = unsafe_folder(folder)
+        if why:   # entries there could have been planted by anyone who can write it
+            report.notes.append(f"cache folder {folder} not used: {why}")
+            config = dataclasses.replace(config, cache=False)
     if config.plugins:
         # a plugin whose rules did not load must not let a CI run pass as if they had run
         report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem)
                                   for problem in plugin_problems())
     found: list[tuple[DumpFile, Finding]] = []
+    silenced: list[tuple[DumpFile, Finding]] = []
     done: dict[str, list[Rule]] = {}
     incomplete: set[str] = set()
     read: set[str] = set()
@@ -532,20 +607,26 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
         for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared):
             read.add(f.path)
             done.setdefault(f.path, []).extend(todo[f.path])
+            report.notes.extend(f"{d.file}: {d.code} {d.message}" for d in diags
+                                if d.code in NOTE_CODES and f"{d.file}: {d.code} {d.message}" not in report.notes)
+            diags = [d for d in diags if d.code not in NOTE_CODES]
             report.diagnostics.extend(diags)
             if any(d.code in INCOMPLETE for d in diags):
                 incomplete.add(f.path)
             for finding in findings:
                 sev = config.severity_for(finding.code, finding.rule, finding.severity)
-                if config.suppressed(finding.code, finding.rule, finding.scope):
-                    continue
-                found.append((f, finding.with_(severity=sev)))
+                silent = config.suppressed(finding.code, finding.rule, finding.scope)
+                (silenced if silent else found).append((f, finding.with_(severity=sev)))
         # a truncated final stage must not hide what the complete earlier stages show
         todo = fallback_plan(files, rules, done, incomplete, config.all_stages) if incomplete else {}
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
     report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
     report.findings = _group(found, {r.name: r.stages for r in rules})
+    for finding in _group(silenced, {r.name: r.stages for r in rules}):
+        entry = config.suppression_for(finding.code, finding.rule, finding.scope)
+        reason = (entry.reason or f"[[suppress]] scope {entry.scope!r}") if entry else ""
+        report.suppressed.append((finding, reason))
     return report
 
 

@@ -95,6 +95,9 @@ class Report:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     rules: list = field(default_factory=list)   # the Rule objects that ran
+    notes: list[str] = field(default_factory=list)   # about the run, not the input (e.g. a cache not used)
+    # findings silenced by a [[suppress]] entry: (finding, the entry's reason), counted in every format
+    suppressed: list[tuple[Finding, str]] = field(default_factory=list)
     # a checked file that holds the same graph as another -> the file that was read for both
     shared: dict[str, str] = field(default_factory=dict)
 

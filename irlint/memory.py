@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from .findings import Finding
-from .model import IRFile
+from .model import IRFile, weights_upstream
 from .values import TensorType
 
 # The stage files whose graph is final for the accounting, best first: the same choice as the
@@ -36,6 +36,7 @@ VIEW_OPS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten", "Depend", "
 _PLUMBING = frozenset({"MakeTuple", "TupleGetItem", "UpdateState", "Depend", "Load"})
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 _LAYER = re.compile(r"layers-[^/]*/(\d+)-")
+_WEIGHT_LAYER = re.compile(r"\.layers\.(\d+)\.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +287,7 @@ def _kept_by_node(ir: IRFile) -> dict[int, list[KeptTensor]]:
 def layer_peers(ir: IRFile, key: int) -> list[int]:
     """The forward nodes at the same place in every decoder layer (same op, same scope with the
     layer number and the ``recompute_`` prefix ignored), ``key`` included; [key] outside layers."""
-    pattern = _peer_pattern(ir[key].get("scope", ""))
+    pattern = _place(ir, key)
     if pattern is None:
         return [key]
     index = ir.__dict__.get("_layer_peers")
@@ -294,11 +295,23 @@ def layer_peers(ir: IRFile, key: int) -> list[int]:
         index = {}
         for k in ir.cnodes():
             if not (ir.is_recompute_copy(k) or is_backward(ir, k)):
-                p = _peer_pattern(ir[k].get("scope", ""))
+                p = _place(ir, k)
                 if p is not None:
                     index.setdefault((ir[k]["op"], p), []).append(k)
         ir.__dict__["_layer_peers"] = index
     return sorted(index.get((ir[key]["op"], pattern), [key]))
+
+
+def _place(ir: IRFile, key: int) -> str | None:
+    """Where a node sits in its layer, the layer number left out: its scope, or in a dump without
+    scope lines the weights it is computed from (``model.layers.*.attention_norm.weight``)."""
+    scope = ir[key].get("scope", "")
+    if scope:
+        return _peer_pattern(scope)
+    names = weights_upstream(ir, key)
+    if not names or not all(_WEIGHT_LAYER.search(n) for n in names):
+        return None
+    return "weights:" + ",".join(_WEIGHT_LAYER.sub(".layers.*.", "." + n) for n in names)
 
 
 def _peer_pattern(scope: str) -> str | None:

@@ -36,7 +36,7 @@ def final_files(files: list[DumpFile]) -> list[DumpFile]:
             if hits:
                 out.append(max(hits, key=lambda f: (f.stage.seq or -1, f.display)))
                 break
-    return sorted(out, key=lambda f: (f.rank if f.rank is not None else -1, f.display))
+    return sorted(out, key=lambda f: (case_of(f), f.rank if f.rank is not None else -1, f.display))
 
 
 def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
@@ -66,17 +66,46 @@ def human(n: int) -> str:
     return f"{n:,}"
 
 
-def render_text(entries: list[dict], width: int | None = None) -> str:
+def case_of(f: DumpFile) -> str:
+    """The save_graphs folder a file belongs to: rank folders of one run side by side, one table
+    per run."""
+    from .engine import _RANK_DIR
+
+    if f.explicit or not f.folder:
+        return f.display
+    return _RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
+
+
+def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
+    """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
+    ranks side by side."""
     import io
 
     from rich.console import Console
-    from rich.table import Table
 
     from .reporters import UNLIMITED_WIDTH
 
     buffer = io.StringIO()
     out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False, soft_wrap=False)
-    label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
+    groups: dict[str, list[dict]] = {}
+    for e, case in zip(entries, cases or [""] * len(entries)):
+        groups.setdefault(case, []).append(e)
+    for i, (case, group) in enumerate(groups.items()):
+        if i:
+            out.print()
+        _render_case(out, case if len(groups) > 1 else "", group)
+    out.print(SCOPE_NOTE, soft_wrap=True)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+def _render_case(out, case: str, entries: list[dict]) -> None:
+    from rich.table import Table
+
+    if case:
+        out.print(f"== {case}", soft_wrap=True)
+    ranks = [e["rank"] for e in entries]
+    by_rank = None not in ranks and len(set(ranks)) == len(ranks)
+    label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
     layers = list(dict.fromkeys(row["layer"] for e in entries for row in e["layers"]))
     table = Table(title="Activations kept for backward, per layer", title_justify="left")
     table.add_column("layer")
@@ -120,8 +149,6 @@ def render_text(entries: list[dict], width: int | None = None) -> str:
             out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
                       f"parameters, not the batch.", soft_wrap=True)
-    out.print(SCOPE_NOTE, soft_wrap=True)
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
 @click.command("memory")
@@ -156,7 +183,7 @@ def memory_cmd(paths, fmt, top):
              "graph_build) found in " + ", ".join(paths))
     from .engine import read_dump
 
-    entries = []
+    entries, cases = [], []
     for f in chosen:
         try:
             ir = read_dump(f)
@@ -166,10 +193,11 @@ def memory_cmd(paths, fmt, top):
         problems += ir.diagnostics
         if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
             entries.append(file_entry(f, ir, account(ir), top))
+            cases.append(case_of(f))
     if fmt == "json":
         click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1))
     elif entries:
-        click.echo(render_text(entries), nl=False)
+        click.echo(render_text(entries, cases=cases), nl=False)
     for d in problems:
         click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
     sys.exit(EXIT_ERROR if problems else 0)

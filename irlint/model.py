@@ -6,7 +6,11 @@ Graph nodes are integer keys; their attribute dicts hold:
 - ``graph``: the subgraph the node lives in (``@name``); ``id``: ``%12``, ``%para3_x``, ``Return``
 - ``name``: the name in parentheses (``equiv_12_x``); ``line``: 1-based line of its definition
 - ``op``: normalised operator (``PrimFunc_MatMul`` -> ``MatMul``), ``raw_op`` as printed;
-  calls of subgraphs or of node values have op ``call``
+  calls of subgraphs or of node values have op ``call``. A called value (``%1(%x)``,
+  ``%0[@@g](%x)``, a Switch's result ``%5[@FuncUnion(@a, @b)]()``) gets a ``callee`` edge from
+  that value, and for each graph named in its brackets (the graphs it may run) the edges of a
+  subgraph call below, its arguments going to the last parameters (a Partial may have bound the
+  first); ``producers`` and ``consumers`` follow data edges only
 - ``instance``: the primitive's instance name; ``primitive_attrs``, ``cnode_attrs``,
   ``primal_attrs``: the attribute dictionaries as Python values
 - ``in_types`` / ``out_type``: ``TensorType`` values from the first type line
@@ -48,6 +52,18 @@ class Subgraph:
 
 
 @dataclass
+class CompileFailure:
+    """What an ``analyze_fail.ir`` holds besides its graphs: MindSpore writes it when type
+    inference fails, with the graphs of the evaluation stack as far as they were evaluated."""
+
+    message: str = ""     # the exception text (2.3 and later print it first; 2.0-2.2 do not)
+    line: int = 0         # the line where the message starts
+    stack_depth: str = ""  # "2", "3/5 (Ignored 2 internal frames)."
+    # nodes marked "#------------------------> N", in stack order: the last one failed
+    failed_at: list[int] = field(default_factory=list)
+
+
+@dataclass
 class IRFile:
     path: str
     stage: Stage
@@ -61,6 +77,7 @@ class IRFile:
     # trace regions: node key -> (first line, byte start, byte end); read on demand
     traces: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     source: Any = field(default=None, repr=False)  # a seekable stream read instead of path
+    failure: CompileFailure | None = None   # an analyze_fail.ir: the compile failed
     _by_op: dict[str, list[int]] | None = field(default=None, repr=False)
     _by_uid: dict[str, int] | None = field(default=None, repr=False)
     _kind_counts: tuple[int, Counter] | None = field(default=None, repr=False)
@@ -242,3 +259,29 @@ def _cell_scope(scope: str) -> str:
     """The scope without the per-dump op suffix ("/MatMul-op12"): opt_pass files omit it."""
     head, _, last = scope.rpartition("/")
     return head if head and "-op" in last else scope
+
+
+def weights_upstream(ir: IRFile, key: int, depth: int = 16) -> tuple[str, ...]:
+    """The names of the parameters nearest upstream of a node (all those at the first distance,
+    breadth first, at most ``depth`` steps up, that reaches any): stable across re-dumps, unlike
+    node ids, and per layer (``model.layers.3.attention_norm.weight``) where scopes are missing."""
+    graph = ir.graph
+    seen = {key}
+    level = [key]
+    for _ in range(depth):
+        names: list[str] = []
+        ahead: list[int] = []
+        for node in level:
+            for u in graph.predecessors(node):
+                if u in seen:
+                    continue
+                seen.add(u)
+                data = graph.nodes[u]
+                if data.get("kind") == "param":
+                    names.append(str(data.get("id", "")).removeprefix("%").split("_", 1)[-1])
+                elif data.get("kind") == "cnode":
+                    ahead.append(u)
+        if names or not ahead:
+            return tuple(sorted(names))
+        level = ahead
+    return ()

@@ -82,7 +82,7 @@ def _finding(out: Console, f, ctx: RenderContext) -> None:
     head.append(f" {f.severity}", style=SEVERITY_STYLE.get(f.severity, ""))
     head.append(f"  {f.message}")
     if f.ranks:
-        head.append(f"  (on {ranks_text(f.ranks)})", style="dim")
+        head.append(f" (on {ranks_text(f.ranks)})", style="dim")
     grid.add_row(Text(f"{f.line}:{f.column}", style="bold"), head)
     source = ctx.sources.line(f.file, f.line)
     if source:
@@ -139,8 +139,16 @@ def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
     text += f" ({len(report.files)} file{'s' if len(report.files) != 1 else ''} checked"
     if report.shared:
         text += f", {report.graphs_read} distinct graph{'s' if report.graphs_read != 1 else ''} read"
+    if not report.files:   # not "No findings": no rule read any file
+        text = "Nothing checked (no dump file was read"
     if report.diagnostics:
         text += f", {len(report.diagnostics)} input problem{'s' if len(report.diagnostics) != 1 else ''}"
-    if ctx.baselined:
+    if ctx.baseline_written is not None:   # --write-baseline: nothing hidden, all accepted
+        n = ctx.baselined
+        text = f"Wrote {n} finding{'s' if n != 1 else ''} to the baseline {ctx.baseline_written}" + text[text.index(" ("):]
+    elif ctx.baselined:
         text += f", {ctx.baselined} known finding{'s' if ctx.baselined != 1 else ''} hidden by the baseline"
+    if report.suppressed:
+        n = len(report.suppressed)
+        text += f", {n} suppressed by [[suppress]]"
     out.print(Text(text + ").", style="bold"))

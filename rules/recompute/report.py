@@ -28,7 +28,7 @@ def backward_text(ir: IRFile, r: int) -> str:
     ``forward_unique_id`` names the forward node itself."""
     fwd = ir.forward_of(r)
     if fwd is None:
-        return f"backward {ir.describe(r)} ({ir[r].get('scope', '')})"
+        return f"backward {ir.describe(r)}{_in_scope(ir, r)}"
     path = cell_path(ir[fwd].get("scope", ""))
     where = f" in {'/'.join(path)}" if any("-" in p for p in path) else ""  # no cell names: no place to add
     return f"backward {ir.describe(r)} (gradient of {ir.describe(fwd)}{where})"
@@ -40,7 +40,13 @@ def reader_note(ir: IRFile, r: int, note: str) -> str:
 
 
 def nodes_text(ir: IRFile, nodes: list[int]) -> str:
-    return ", ".join(f"{ir.describe(v)} ({ir[v].get('scope', '')})" for v in nodes)
+    return ", ".join(f"{ir.describe(v)}{_in_scope(ir, v)}" for v in nodes)
+
+
+def _in_scope(ir: IRFile, k: int) -> str:
+    """`` (scope)``, or nothing in a dump without scope lines."""
+    scope = ir[k].get("scope", "")
+    return f" ({scope})" if scope else ""
 
 
 class RecomputeRule(Rule):
