@@ -32,6 +32,8 @@ class Records:
     # per node record: (its arguments, the node, its graph, a %N or $(@g:x) callee or None, its line)
     uses: list[tuple[tuple, int, str, Any, int]] = field(default_factory=list)
     calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)  # (call node, callee graph, args, graph)
+    # ``Partial(@g, a0, a1, ...)``: (node, @g, bound arguments, graph); a0 binds g's first parameter
+    partials: list[tuple[int, str, tuple, str]] = field(default_factory=list)
     params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
     locals: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> %N -> key
@@ -126,6 +128,16 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
         if sub.return_node is not None:
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
+    # A Partial binds its arguments to the callee's first parameters as a call does (lazy_inline
+    # hands the forward values backward needs to the backward subgraph this way).
+    for partial, callee, args, graph in rec.partials:
+        sub = ir.subgraphs.get(callee)
+        if sub is None:
+            continue
+        for i, arg in enumerate(args[: len(sub.params)]):
+            src = resolver.resolve(arg, graph)
+            if src is not None:
+                edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
     _add_nodes(g, rec.nodes[:made_by_args])
     _add_nodes(g, const_nodes)
     _add_nodes(g, rec.nodes[made_by_args:])

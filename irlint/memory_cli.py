@@ -20,9 +20,9 @@ def fail(message: str):
     sys.exit(EXIT_ERROR)
 
 
-def final_files(files: list[DumpFile]) -> list[DumpFile]:
-    """Per save_graphs folder (one per rank), the file the recompute rules read: the latest file
-    of the first stage in ``MEMORY_STAGES`` the folder holds; a file named directly is read as is."""
+def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) -> list[DumpFile]:
+    """Per save_graphs folder (one per rank), the file the rules read: the latest file of the
+    first stage in ``stages`` the folder holds; a file named directly is read as is."""
     out: list[DumpFile] = []
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -31,7 +31,7 @@ def final_files(files: list[DumpFile]) -> list[DumpFile]:
         else:
             folders[f.folder].append(f)
     for folder_files in folders.values():
-        for name in MEMORY_STAGES:
+        for name in stages:
             hits = [f for f in folder_files if f.stage.name == name or f.stage.label == name]
             if hits:
                 out.append(max(hits, key=lambda f: (f.stage.seq or -1, f.display)))
@@ -58,6 +58,11 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
         "unsized": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
                      "line": ir[t.tensor.node].get("line", 0), "type": t.type.raw if t.type is not None else None}
                     for t in report.unsized],
+        # added to version 1: a pipeline stage (lazy_inline forward half called per micro batch);
+        # the other figures are per micro batch
+        "micro_batches": report.micro_batches,
+        "micro_batches_in_flight": report.in_flight,
+        "peak_kept_bytes": report.peak_kept_bytes,
     }
 
 
@@ -123,6 +128,10 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
                       if row else ["", "", ""])
         table.add_row(layer, *cells)
     table.add_row("total", *[c for e in entries for c in (human(e["total_kept_bytes"]), "", "")])
+    if any(e["micro_batches"] > 1 for e in entries):
+        table.add_row("in flight", *[c for e in entries for c in (
+            (f"× {e['micro_batches_in_flight']} of {e['micro_batches']}", "", "") if e["micro_batches"] > 1 else ("", "", ""))])
+        table.add_row("peak", *[c for e in entries for c in (human(e["peak_kept_bytes"]), "", "")])
     if not many:
         out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
     else:
@@ -145,6 +154,12 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         for u in e["unsized"]:
             out.print(f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
                       f"{u['node']} {u['op']} {u['type'] or '(no type line)'}", soft_wrap=True)
+        if e["micro_batches"] > 1:
+            out.print(f"{name if many else e['file']}: a pipeline stage: the forward half runs once per micro batch "
+                      f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "
+                      f"backward at once (the order of the forward and backward calls); the layer figures are per "
+                      f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
+                      soft_wrap=True)
         if e["weight_copy_bytes"]:
             out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
@@ -164,7 +179,10 @@ def memory_cmd(paths, fmt, top):
     ops that a backward op (or a recomputed copy) reads, directly or through views that share the
     tensor (Reshape, ExpandDims, Squeeze, Depend, TupleGetItem ...), once per tensor; bytes are
     dtype size x local shape from the type line. A tensor backward reads as a recomputed copy is
-    not kept: it shows as "recompute saved". Layers come from the `layers-…/N-` scope path.
+    not kept: it shows as "recompute saved". Layers come from the `layers-…/N-` scope path, checked
+    against the layer of the weights each op's neighbours read (lazy_inline prints most recomputed
+    ops as just `Default/...`). In a pipeline stage (lazy_inline forward half called per micro
+    batch) the figures are per micro batch; the peak row counts them once per micro batch in flight.
 
     Not counted: parameters and graph inputs, optimizer state, gradients, constants, the
     backward pass's own workspace, and tensors computed from weights and constants only (e.g.

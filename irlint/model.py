@@ -19,6 +19,8 @@ Graph nodes are integer keys; their attribute dicts hold:
 Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1, ...) with
 ``kind="data"``; a subgraph call also gets ``callee`` (subgraph -> call), ``call_in``
 (argument -> callee parameter, key ``("in", i)``) and ``call_out`` (callee Return -> call) edges.
+``Partial(@g, a0, a1, ...)`` binds g's first parameters the same way: ``call_in`` edges from
+``a0, a1, ...`` (lazy_inline passes the forward values its backward subgraph reads like this).
 """
 from __future__ import annotations
 
@@ -140,9 +142,12 @@ class IRFile:
     def by_unique_id(self, uid: str) -> int | None:
         if self._by_uid is None:
             self._by_uid = {}
+            copies = self._lazy_copies()
             for key, data in self.graph._node.items():
                 u = data.get("primal_attrs", {}).get("unique_id")
-                if u is not None:
+                # a lazy_inline recompute copy carries its forward node's unique_id: the
+                # forward node is the one meant
+                if u is not None and key not in copies and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
                     self._by_uid.setdefault(str(u), key)
         return self._by_uid.get(str(uid))
 
@@ -225,13 +230,41 @@ class IRFile:
 
     # --- recompute copies (MindSpore's add_recomputation pass) ---------------------------------
     def is_recompute_copy(self, key: int) -> bool:
-        """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs."""
-        return (self.graph._node[key].get("cnode_attrs") or {}).get("duplicated") is True
+        """A node the recompute pass inserted: ``duplicated: Bool(1)`` in its cnode_attrs; in a
+        lazy_inline backward half (the subgraph a ``Partial`` names), also a forward op carrying the
+        ``unique_id`` of a node outside it (the first op of a ``Cell.recompute()`` segment is copied
+        there without the ``duplicated`` mark)."""
+        data = self.graph._node[key]
+        if (data.get("cnode_attrs") or {}).get("duplicated") is True:
+            return True
+        return key in self._lazy_copies()
+
+    def _lazy_copies(self) -> frozenset:
+        found = self.__dict__.get("_lazy_copy_keys")
+        if found is None:
+            nodes = self.graph._node
+            halves = {str(nodes[k]["args"][0]) for k in self.nodes_by_op("Partial")
+                      if nodes[k].get("args") and str(nodes[k]["args"][0]) in self.subgraphs}
+            outside: set[str] = set()
+            inside: list[tuple[int, str]] = []
+            for k, data in nodes.items():
+                uid = (data.get("primal_attrs") or {}).get("unique_id") if data["kind"] == "cnode" else None
+                if uid is None:
+                    continue
+                if data["graph"] in halves:
+                    if not self.is_backward(k):
+                        inside.append((k, str(uid)))
+                else:
+                    outside.add(str(uid))
+            found = frozenset(k for k, uid in inside if uid in outside)
+            self.__dict__["_lazy_copy_keys"] = found
+        return found
 
     def copy_of(self, key: int) -> list[int]:
         """The recomputed copies of a forward node: duplicated nodes with its ``recompute_id``
-        (2.10); when neither carries an id (older dumps), duplicated nodes of the same subgraph,
-        op and scope path."""
+        (2.10); with its ``unique_id`` (lazy_inline: the copy is in the backward subgraph ◂,
+        no ``recompute_id`` anywhere); when neither carries an id (older dumps), duplicated
+        nodes of the same subgraph, op and scope path."""
         index = self.__dict__.get("_recompute_copies")
         if index is None:
             index = {}
@@ -239,8 +272,13 @@ class IRFile:
                 if self.is_recompute_copy(k):
                     d = self.graph._node[k]
                     rid = (d.get("cnode_attrs") or {}).get("recompute_id")
-                    index.setdefault(("id", rid) if rid is not None else
-                                     ("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
+                    uid = (d.get("primal_attrs") or {}).get("unique_id")
+                    if rid is not None:
+                        index.setdefault(("id", rid), []).append(k)
+                    elif uid is not None:
+                        index.setdefault(("uid", str(uid)), []).append(k)
+                    else:
+                        index.setdefault(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
             self.__dict__["_recompute_copies"] = index
         d = self.graph._node[key]
         if self.is_recompute_copy(key):
@@ -248,6 +286,9 @@ class IRFile:
         rid = (d.get("cnode_attrs") or {}).get("recompute_id")
         if rid is not None:
             return list(index.get(("id", rid), ()))
+        uid = (d.get("primal_attrs") or {}).get("unique_id")
+        if uid is not None and ("uid", str(uid)) in index:
+            return list(index[("uid", str(uid))])
         return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))
 
 

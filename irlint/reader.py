@@ -551,6 +551,8 @@ class _Reader:
                 rec.value_calls.extend((key, called, args, graph) for called in _graph_refs(callee.args))
                 callee = callee.name
             rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None, lineno))
+            if op == "Partial" and args and isinstance(args[0], GraphRef):
+                rec.partials.append((key, str(args[0]), args[1:], graph))
         self.current, self.current_key = data, key
         self.type_lines = 0
 

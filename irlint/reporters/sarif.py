@@ -73,7 +73,8 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
             for i, r in enumerate(f.related):
                 loc = _location(r.file, r.line)
                 loc["id"] = i
-                label = f"{r.node} {r.op}".strip() + (f" ({r.note})" if r.note else "") + (f" {r.scope}" if r.scope else "")
+                label = (f"{r.node} {r.op}".strip() + (f" in {r.graph}" if r.graph else "")
+                         + (f" ({r.note})" if r.note else "") + (f" {r.scope}" if r.scope else ""))
                 loc["message"] = {"text": label}
                 result["relatedLocations"].append(loc)
         results.append(result)

@@ -89,10 +89,16 @@ def _finding(out: Console, f, ctx: RenderContext) -> None:
         grid.add_row(Text(f"{f.line} │", style="dim"), _clipped(source))
     if f.scope:
         grid.add_row(Text("scope", style="dim"), _clipped(f.scope, "dim"))
+    # node ids restart in every subgraph: name the subgraphs once nodes of several are shown
+    several = any(r.graph and r.graph != f.graph for r in f.related)
+    if several and f.graph:
+        grid.add_row(Text("graph", style="dim"), _clipped(f"{f.node} in {f.graph}", "dim"))
     for i, r in enumerate(f.related):
         row = Text("↳ ")
         where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
         row.append(f"{where} {r.node} {r.op}", style="bold")
+        if r.graph and r.graph != f.graph:
+            row.append(f" in {r.graph}")
         if r.note:
             row.append(f"  {r.note}", style="italic")
         row.append(f"  {r.scope}", style="dim")
