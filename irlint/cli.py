@@ -193,6 +193,8 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
               help="Files read in parallel (0: one per core; never more than the cores or the files).")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+@click.option("--no-dedup", is_flag=True, help="Read every file, even one that holds the same graph as another "
+              "(another rank's, a repeated stage's) apart from lines naming the process.")
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Cache folder (default: cache-dir of the config, $IRLINT_CACHE_DIR, or the user cache folder).")
 @click.option("--rule-timeout", type=click.FloatRange(min=0), default=None,
@@ -208,8 +210,8 @@ def main() -> None:
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @debug_option
 def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
-          jobs, no_cache, cache_dir, rule_timeout, stdin_filename, color, baseline_file, write_baseline_file,
-          exit_zero):
+          jobs, no_cache, no_dedup, cache_dir, rule_timeout, stdin_filename, color, baseline_file,
+          write_baseline_file, exit_zero):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
 
     A cache of lint results (per dump file, keyed by its content, the rules and irlint's version)
@@ -224,6 +226,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         check_selectors(config, known, config_file or (shown(source) if source else None))
         _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
         _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir, rule_timeout)
+        if no_dedup:
+            config.dedup = False
         accepted = read_baseline(baseline_file) if baseline_file else None
         for target in (output, write_baseline_file):
             if target:   # before the lint, not after it: a bad path must not cost a whole run
@@ -442,10 +446,12 @@ def _why_nothing_checked(rules, checked, found: Discovery, config: Config) -> st
 def _show_files(found: Discovery, config: Config) -> bool:
     """What a lint would read: each file with its stage, the rules that read it, and why. False when
     nothing would be checked (said why)."""
-    from .engine import active_rules, plan
+    from .engine import active_rules, plan, same_graphs
 
     rules = active_rules(config)
     todo = plan(found.files, rules, config.all_stages)
+    same = same_graphs(found.files, todo) if config.dedup else {}
+    by_path = {f.path: f for f in found.files}
     for f in found.files:
         stage = f.stage.label if f.placed else "stage unknown from the name"
         compressed = f", {f.compression}-compressed" if f.compression else ""
@@ -467,7 +473,10 @@ def _show_files(found: Discovery, config: Config) -> bool:
             why = "its name does not say its stage: every rule"
         else:
             why = "the stage where these rules' evidence is final"
-        click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}")
+        read_as = f"; same graph as {by_path[same[f.path]].display}: its findings" if f.path in same else ""
+        click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}{read_as}")
+    if same:
+        _show_shared(found.files, todo, same)
     for d in found.diagnostics:
         click.echo(f"not read  {d.file}: {d.code} {d.message}")
     for raw, why in found.empty.items():
@@ -476,6 +485,38 @@ def _show_files(found: Discovery, config: Config) -> bool:
     if nothing:
         click.echo(f"irlint: nothing would be checked: {nothing}", err=True)
     return not nothing
+
+
+def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
+    """How many graphs a lint reads, and which ranks share each graph that several files hold."""
+    from .engine import _RANK_DIR
+    from .reporters import ranks_text
+
+    checked = [f for f in files if f.path in todo]
+    graphs = len(checked) - len(same)
+    click.echo(f"{len(checked)} files, {graphs} distinct graph{'s' if graphs != 1 else ''} read "
+               "(files that differ only in lines naming the process are read once)")
+    members: dict[str, list] = {}
+    for f in checked:
+        members.setdefault(same.get(f.path, f.path), []).append(f)
+    shown = {f.path: f.display for f in checked}
+    for read, group in members.items():
+        if len(group) < 2:
+            continue
+        ranks = tuple(sorted({f.rank for f in group if f.rank is not None}))
+        where = f", {ranks_text(ranks)}" if ranks else ""
+        click.echo(f"same graph  {shown[read]}: {len(group)} files{where}")
+    # the same stage file of several ranks holding different graphs: expected with sub-groups
+    # (group names, rank lists, slice offsets), else a rank-dependent code path
+    by_stage: dict[tuple, dict[str, list[int]]] = {}
+    for f in checked:
+        if f.rank is not None:
+            key = (_RANK_DIR.sub(r"\1rank_*", f.folder), os.path.basename(f.path))
+            by_stage.setdefault(key, {}).setdefault(same.get(f.path, f.path), []).append(f.rank)
+    for (_, name), graphs in by_stage.items():
+        if len(graphs) > 1 and sum(map(len, graphs.values())) > len(graphs):
+            split = "; ".join(ranks_text(tuple(r)) for r in sorted(graphs.values()))
+            click.echo(f"differs by rank  {name}: {len(graphs)} graphs ({split})")
 
 
 def _lint_with_progress(found: Discovery, config: Config, show: bool):

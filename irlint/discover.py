@@ -284,11 +284,20 @@ def sniff(path: str, compression: str | None = None) -> str:
         return "unreadable"
     except _DECOMPRESS_ERRORS:
         return "damaged" if compression else "unreadable"
+    return _kind_of(head)
+
+
+def _kind_of(head: bytes) -> str:
     if is_dump_start(head):
         return "dump"
     if b"\x00" in head:
         return "binary"
     return "text" if head.strip() else "empty"
+
+
+def _read_head(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(_HEAD_BYTES)
 
 
 def _head(path: str) -> bytes:
@@ -305,6 +314,19 @@ def _display(path: Path) -> str:
         return str(path)
     # as ruff does: relative below the working directory, absolute elsewhere
     return str(path) if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
+_STAGES: dict[str, Stage] = {}
+
+
+def _stage_named(name: str) -> Stage:
+    """``stage_of``, once per file name: every rank repeats the same names."""
+    stage = _STAGES.get(name)
+    if stage is None:
+        if len(_STAGES) > 4096:
+            _STAGES.clear()
+        stage = _STAGES[name] = stage_of(name)
+    return stage
 
 
 def _rank_of(path: Path) -> int | None:
@@ -406,6 +428,9 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         folder = Path(root)
         real_root = None   # resolved once per folder: a file that is no link resolves into it
+        # what every file of the folder shares is worked out once (21k files in a 256-rank folder)
+        shown_folder = _display(folder)
+        rank = _rank_of(folder / "_")
         for name in sorted(names):
             fp = folder / name
             inner = name
@@ -428,10 +453,14 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             if not stat_module.S_ISREG(st.st_mode):
                 continue
             try:
-                compression = compression_of(_head(str(fp)))
+                head = _read_head(str(fp))   # one open: the magic bytes and, uncompressed, the start
+                compression = compression_of(head[:8])
+                kind = _kind_of(head) if compression is None else sniff(str(fp), compression)
+            except PermissionError:
+                compression, kind = None, "unreadable"
             except OSError:
                 compression = None
-            kind = sniff(str(fp), compression)
+                kind = sniff(str(fp), compression)
             if kind != "dump":
                 # other files sit next to the dumps; but a .ir that is not one was damaged
                 if kind in ("unreadable", "damaged", "unsupported") or Path(inner).suffix.lower() == ".ir":
@@ -443,8 +472,9 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
                 real_root = real_root or os.path.realpath(root)
                 key = os.path.join(real_root, name)
             if key not in files:
-                files[key] = DumpFile(str(fp), _display(fp), str(folder), _rank_of(fp), False,
-                                      stage_of(name), st.st_size, compression)
+                shown = name if shown_folder == "." else os.path.join(shown_folder, name)
+                files[key] = DumpFile(str(fp), shown, str(folder), rank, False,
+                                      _stage_named(name), st.st_size, compression)
     for err in walk_errors:
         if Path(err.filename or "") == p:
             raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")

@@ -98,6 +98,13 @@ class Report:
     notes: list[str] = field(default_factory=list)   # about the run, not the input (e.g. a cache not used)
     # findings silenced by a [[suppress]] entry: (finding, the entry's reason), counted in every format
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
+    # a checked file that holds the same graph as another -> the file that was read for both
+    shared: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def graphs_read(self) -> int:
+        """Files checked that were read or looked up, not given another file's findings."""
+        return len(self.files) - len(self.shared)
 
     def by_rule(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -175,7 +175,7 @@ def sources(ir: IRFile, key: int) -> list[tuple[Tensor, int | None]]:
             picked = ins if element is None else ins[element:element + 1]
             stack.extend((a, None, None) for a in picked)
         elif op == "call":
-            returns = [u for u, _, kind in ir.graph.in_edges(node, data="kind") if kind == "call_out"]
+            returns = ir.inputs_of_kind(node, "call_out")
             if returns:
                 stack.extend((r, element, getitem) for r in returns)
             else:
@@ -186,7 +186,7 @@ def sources(ir: IRFile, key: int) -> list[tuple[Tensor, int | None]]:
 
 
 def _call_arguments(ir: IRFile, param: int) -> list[int]:
-    return [u for u, _, kind in ir.graph.in_edges(param, data="kind") if kind == "call_in"]
+    return ir.inputs_of_kind(param, "call_in")
 
 
 def _reader_inputs(ir: IRFile, key: int) -> list[int]:

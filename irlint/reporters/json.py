@@ -28,7 +28,9 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
         "suppressed": [{**finding_dict(f), "suppression": {"reason": reason}} for f, reason in report.suppressed],
         "summary": {"files": len(report.files), "findings": len(report.findings), "by_rule": report.by_rule(),
                     "diagnostics": len(report.diagnostics), "baselined": ctx.baselined,
-                    "suppressed": len(report.suppressed)},
+                    "suppressed": len(report.suppressed),
+                    # files checked that were read, not given another file's findings (same graph)
+                    "graphs_read": report.graphs_read},
     }
 
 

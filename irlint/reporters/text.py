@@ -143,6 +143,8 @@ def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
     else:
         text = "No findings"
     text += f" ({len(report.files)} file{'s' if len(report.files) != 1 else ''} checked"
+    if report.shared:
+        text += f", {report.graphs_read} distinct graph{'s' if report.graphs_read != 1 else ''} read"
     if not report.files:   # not "No findings": no rule read any file
         text = "Nothing checked (no dump file was read"
     if report.diagnostics:
