@@ -50,7 +50,8 @@ class _DefaultGroup(click.Group):
 
     default_command = "check"
     # name -> (module, command object): imported only when that command is used, never by a lint
-    lazy_commands = {"memory": ("irlint.memory_cli", "memory_cmd"), "comm": ("irlint.comm_cli", "comm_cmd")}
+    lazy_commands = {"memory": ("irlint.memory_cli", "memory_cmd"), "comm": ("irlint.comm_cli", "comm_cmd"),
+                     "diff": ("irlint.diff_cli", "diff_cmd")}
 
     def list_commands(self, ctx):
         return sorted({*self.commands, *self.lazy_commands})

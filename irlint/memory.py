@@ -302,6 +302,17 @@ def bytes_at_stake(ir: IRFile, key: int) -> int:
     return sum(t.nbytes for t in _kept_by_node(ir).get(key, ()))
 
 
+def kept_output(ir: IRFile, key: int) -> bool:
+    """Whether the account keeps the output of ``key`` for backward (a view's output is its
+    source's tensor: kept there, not here)."""
+    return key in _kept_by_node(ir)
+
+
+def cached_account(ir: IRFile) -> MemoryReport:
+    """``account(ir)``, computed once per IRFile (rules, ``bytes_at_stake`` and ``irlint diff`` share it)."""
+    return _report(ir)
+
+
 def _report(ir: IRFile) -> MemoryReport:
     report = ir.__dict__.get("_memory_report")
     if report is None:

@@ -168,10 +168,12 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
 
 @click.command("memory")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the report to this file instead of standard output (its folder is created).")
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest kept tensors to list per file.")
-def memory_cmd(paths, fmt, top):
+def memory_cmd(paths, fmt, output, top):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -192,6 +194,10 @@ def memory_cmd(paths, fmt, top):
         forget_buffers()
         if STDIN in paths:
             read_stdin()
+        if output:
+            from .cli import _prepare_output
+
+            _prepare_output(output)
         files, problems = discover(list(paths))
     except InputError as exc:
         fail(str(exc))
@@ -213,9 +219,22 @@ def memory_cmd(paths, fmt, top):
             entries.append(file_entry(f, ir, account(ir), top))
             cases.append(case_of(f))
     if fmt == "json":
-        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1))
-    elif entries:
-        click.echo(render_text(entries, cases=cases), nl=False)
+        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1) + "\n"
+    elif fmt == "html":
+        from .reporters.html import render_memory
+
+        text = render_memory(entries, problems, SCOPE_NOTE)
+    else:
+        text = render_text(entries, cases=cases) if entries else ""
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        from .reporters import write_output
+
+        try:
+            write_output(output, text)
+        except OSError as exc:
+            fail(f"{output}: cannot write: {exc.strerror or exc}")
     for d in problems:
         click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
     sys.exit(EXIT_ERROR if problems else 0)

@@ -11,7 +11,7 @@ from typing import Callable
 from ..findings import Report
 from .source import SourceLines
 
-FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
+FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "html")
 UNLIMITED_WIDTH = 100_000   # rich needs a width; tables are sized to their content, so this is "no limit"
 
 

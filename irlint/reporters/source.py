@@ -49,6 +49,21 @@ class SourceLines:
             self.prefetch({path: {number}})
         return self._lines[path][number]
 
+    def whole_lines(self, path: str, numbers: set[int]) -> dict[int, str]:
+        """Lines by number, not cut (a type line of a long call runs past what a report shows)."""
+        got: dict[int, str] = {}
+        last = max(numbers, default=0)
+        try:
+            with self._open(path) as f:
+                for i, raw in enumerate(f, 1):
+                    if i in numbers:
+                        got[i] = raw.decode("utf-8", "replace").strip()
+                    if i >= last:
+                        break
+        except (OSError, EOFError, ValueError):
+            pass
+        return got
+
     def prefetch_findings(self, findings) -> None:
         wanted: dict[str, set[int]] = defaultdict(set)
         for f in findings:

@@ -1,0 +1,226 @@
+"""``irlint diff BEFORE AFTER``: findings fixed / new / unchanged, kept bytes per layer, and the ops
+whose recompute state or ``in_strategy`` changed, as text, JSON or HTML."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .cli import _split, debug_option
+from .diff import Diff, RankDiff
+
+EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
+FAILING_SEVERITIES = ("error", "warning")
+
+
+def _fail(message: str):
+    click.echo(f"irlint: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _lint_side(path: str, config):
+    from .discover import discover_inputs
+    from .engine import lint_files
+
+    found = discover_inputs([path])
+    if found.empty:
+        raw, why = next(iter(found.empty.items()))
+        raise _Unusable(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
+    return found, lint_files(found.files, found.diagnostics, config)
+
+
+class _Unusable(Exception):
+    pass
+
+
+@click.command("diff")
+@click.argument("before")
+@click.argument("after")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the report to this file instead of standard output (its folder is created).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Use this irlint.toml or pyproject.toml instead of the one found upward from BEFORE.")
+@click.option("--select", multiple=True, callback=_split, help="Only these rules (as for a lint).")
+@click.option("--extend-select", multiple=True, callback=_split, help="Rules to add to the selection.")
+@click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
+@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder.")
+@debug_option
+def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ignore, no_cache, cache_dir):
+    """Compare two dumps of one model, BEFORE and AFTER a change of configuration: two .ir files,
+    or two save_graphs folders (rank_N folders paired by rank, stage files by stage name).
+
+    Findings are fixed, new or unchanged by fingerprint (as a baseline matches them). The final
+    graph of each rank (validate first, as `irlint memory` reads it) is compared node by node:
+    nodes are matched by unique_id where the two dumps number them alike, else by scope path, op,
+    instance name and position among equals (never by %N); unmatched nodes are counted. Shown:
+    activation bytes kept for backward per layer before -> after, and the ops whose recompute
+    state (requested, applied, kept) or in_strategy changed.
+
+    Exit codes: 0 no new finding, 1 AFTER has a warning or error finding BEFORE did not,
+    2 unusable input (or input problems in either dump).
+    """
+    from . import rule as rule_module
+    from .cli import (_apply_options, _check_option_selectors, _load_config_for, _prepare_output,
+                      _refuse_to_overwrite_inputs)
+    from .config import ConfigError, check_selectors, shown
+    from .diff import diff_reports
+    from .discover import InputError, forget_buffers
+
+    try:
+        forget_buffers()
+        config, source = _load_config_for(config_file, before)
+        known = rule_module.load_rules(plugins=config.plugins)
+        check_selectors(config, known, config_file or (shown(source) if source else None))
+        _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
+        _apply_options(config, select, extend_select, ignore, None, None, no_cache, cache_dir)
+        if output:
+            _prepare_output(output)
+        found_b, report_b = _lint_side(before, config)
+        found_a, report_a = _lint_side(after, config)
+        for found, path in ((found_b, before), (found_a, after)):
+            _refuse_to_overwrite_inputs(found, [path], None, output=output)
+    except (ConfigError, InputError, _Unusable) as exc:
+        _fail(str(exc))
+    result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after])
+    if not result.ranks:
+        for d in result.diagnostics:
+            click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
+        _fail("no final-stage graph (validate, cse_after_recomputation, add_recomputation, graph_build) "
+              "to compare: " + ("; ".join(result.notes) or f"{before} and {after} hold no pair of dumps"))
+    if fmt == "json":
+        text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
+    elif fmt == "html":
+        from .reporters.html import render_diff
+
+        text = render_diff(result)
+    else:
+        text = render_text(result)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        from .reporters import write_output
+
+        try:
+            write_output(output, text)
+        except OSError as exc:
+            _fail(f"{output}: cannot write: {exc.strerror or exc}")
+    for d in result.diagnostics:
+        click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
+    sys.exit(exit_code(result))
+
+
+def exit_code(result: Diff) -> int:
+    if result.diagnostics:
+        return EXIT_ERROR   # a damaged dump must not pass as "nothing new"
+    return EXIT_NEW if any(f.severity in FAILING_SEVERITIES for f in result.new) else EXIT_CLEAN
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+def _state(s: dict) -> str:
+    req = s["requested"] or "not requested"
+    kept = f"kept ({s['kept_bytes']:,} bytes)" if s["kept"] else "not kept"
+    return f"{req}, {'applied' if s['applied'] else 'not applied'}, {kept}"
+
+
+def _signed(n: int) -> str:
+    return f"{n:+,}" if n else "0"
+
+
+def rank_groups(ranks: list[RankDiff]) -> list[tuple[list[RankDiff], RankDiff]]:
+    """Ranks whose comparison is the same (files and lines aside) shown once: 'ranks 0-7'."""
+    groups: dict[str, list[RankDiff]] = {}
+    for r in ranks:
+        d = r.to_dict()
+        for k in ("rank", "before", "after"):
+            d.pop(k)
+        groups.setdefault(json.dumps(d, sort_keys=True, default=str), []).append(r)
+    return [(members, members[0]) for members in groups.values()]
+
+
+def rank_label(members: list[RankDiff]) -> str:
+    from .reporters import ranks_text
+
+    ranks = tuple(r.rank for r in members if r.rank is not None)
+    if not ranks:
+        return ""
+    return ranks_text(ranks) if len(ranks) > 1 else f"rank {ranks[0]}"
+
+
+def render_text(result: Diff) -> str:
+    out: list[str] = []
+    w = out.append
+    w(f"irlint diff {' '.join(result.before)} -> {' '.join(result.after)}")
+    w(f"Findings: {len(result.fixed)} fixed, {len(result.new)} new, {len(result.unchanged)} unchanged "
+      f"({len(result.files_before)} -> {len(result.files_after)} files checked)")
+    for label, findings in (("fixed", result.fixed), ("new", result.new), ("unchanged", result.unchanged)):
+        for f in findings:
+            where = f"{f.file}:{f.line}"
+            w(f"  {label:<9} {f.code} {f.severity:<7} {f.op} {where}")
+            w(f"            {f.message}")
+    for members, r in rank_groups(result.ranks):
+        label = rank_label(members)
+        w("")
+        w(f"{label + ': ' if label else ''}{r.before.display} ({r.before.stage.label}) -> "
+          f"{r.after.display} ({r.after.stage.label})" + (f" and {len(members) - 1} more ranks alike" if len(members) > 1 else ""))
+        st = r.stages
+        extra = "".join(f"; only {side}: {', '.join(st[key])}" for side, key in
+                        (("before", "before_only"), ("after", "after_only")) if st[key])
+        w(f"  stage files paired by name: {st['paired']}{extra}")
+        n = r.nodes
+        how = (f", {n['matched_by_unique_id']:,} by unique_id" if n["unique_ids_stable"]
+               else " (unique_id renumbered: by scope, op, instance name and position)")
+        w(f"  nodes: {n['matched']:,} matched{how}; {n['before_only']:,} only before, {n['after_only']:,} only after")
+        for side in ("before", "after"):
+            listed = n[f"{side}_only_nodes"]
+            if listed:
+                more = n[f"{side}_only"] - len(listed)
+                w(f"    only {side}: " + ", ".join(_unmatched_text(x) for x in listed) + (f", … {more} more" if more > 0 else ""))
+        m = r.memory
+        w(f"  activations kept for backward: {m['before_total']:,} -> {m['after_total']:,} bytes "
+          f"({_signed(m['after_total'] - m['before_total'])})")
+        width = max([len("layer")] + [len(row["layer"]) for row in m["layers"]])
+        w(f"    {'layer':<{width}}  {'before':>12}  {'after':>12}  {'change':>12}")
+        for row in m["layers"]:
+            w(f"    {row['layer']:<{width}}  {row['before']:>12,}  {row['after']:>12,}  "
+              f"{_signed(row['after'] - row['before']):>12}")
+        c = r.communication
+        if c and c["kinds"]:   # a single-device graph has no collective
+            w(f"  communication received per rank and step: {c['before_total']:,} -> {c['after_total']:,} bytes "
+              f"({_signed(c['after_total'] - c['before_total'])}); redistribution waste "
+              f"{c['waste_before']:,} -> {c['waste_after']:,}")
+            width = max([len("kind")] + [len(k["kind"]) for k in c["kinds"]])
+            w(f"    {'kind':<{width}}  {'before':>12}  {'after':>12}  {'change':>12}  {'ops':>7}")
+            for k in c["kinds"]:
+                w(f"    {k['kind']:<{width}}  {k['before']:>12,}  {k['after']:>12,}  "
+                  f"{_signed(k['after'] - k['before']):>12}  {str(k['ops_before']) + '->' + str(k['ops_after']):>7}")
+        if r.recompute:
+            w("  recompute state changed (requested, applied, kept):")
+            for c in r.recompute:
+                w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {c['scope']}")
+                w(f"      {_state(c['before'])} -> {_state(c['after'])}")
+        if r.strategies:
+            w("  in_strategy changed:")
+            for c in r.strategies:
+                w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {c['scope']}")
+                w(f"      {c['before'] or 'none'} -> {c['after'] or 'none'}")
+    for note in result.notes:
+        w(f"note: {note}")
+    return "\n".join(out) + "\n"
+
+
+def unmatched_label(x: dict) -> str:
+    role = {"copy": "recomputed copy", "backward": "backward"}.get(x["role"], "")
+    from .diff import HASH
+
+    # instance names with a compile's hash in them (inserted redistribution ops) say nothing to a reader
+    name = x["instance"] if x["instance"] and not HASH.search(x["instance"]) else ""
+    return ", ".join(p for p in (name, role) if p)
+
+
+def _unmatched_text(x: dict) -> str:
+    label = unmatched_label(x)
+    return f"{x['op']} line {x['line']}" + (f" ({label})" if label else "")

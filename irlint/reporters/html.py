@@ -1,0 +1,303 @@
+"""One self-contained HTML page (no network, no external file) for a lint, ``irlint memory`` or
+``irlint diff``: a summary first, then each finding with its message, the fix as a snippet to
+copy, ``file:line``, and its chain drawn as SVG; bar charts of the bytes each layer keeps.
+Templates (Jinja2) travel in the package under ``irlint/templates``."""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from .. import __version__
+from ..findings import Finding, Report
+from . import RenderContext, ranks_text, rule_classes
+from .source import SourceLines
+from .svg import ChainNode, bar_chart_svg, chain_svg, legend_svg
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+COLLECTIVES = frozenset({"AllGather", "AllReduce", "ReduceScatter", "AlltoAll", "AllToAll", "AlltoAllV",
+                         "Broadcast", "Send", "Receive", "NeighborExchange", "CollectivePermute"})
+_RECEIVES = re.compile(r"receives ([\d.,]+ (?:bytes|KiB|MiB|GiB))")
+_RANK_DIR = re.compile(r"(?:^|/)rank_(\d+)/")
+_KEY_TO_ADD = re.compile(r"select_recompute key '([^']+)'")
+_DROP = re.compile(r"\b(?:drop|remove)\b", re.IGNORECASE)
+BEFORE_COLOUR, AFTER_COLOUR, KEPT_COLOUR = "#adb5bd", "#1971c2", "#1971c2"
+
+
+def size(n: int | None) -> str:
+    """Bytes for a label: exact under 1 KiB, else KiB/MiB/GiB with one decimal."""
+    if n is None:
+        return "? bytes"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _environment():
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["j2", "html"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["size"] = size
+    env.filters["thousands"] = lambda n: f"{n:,}"
+    env.filters["signed"] = lambda n: f"{n:+,}" if n else "0"
+    return env
+
+
+def _markup(text: str):
+    from markupsafe import Markup
+
+    return Markup(text)
+
+
+# --- a finding's chain -----------------------------------------------------------------------------
+
+class OutputTypes:
+    """The output type of a node from its type line (the line after the node's), read by number."""
+
+    def __init__(self, sources: SourceLines):
+        self.sources = sources
+        self._lines: dict[str, dict[int, str]] = {}
+
+    def prefetch(self, findings: list[Finding]) -> None:
+        wanted: dict[str, set[int]] = defaultdict(set)
+        for f in findings:
+            for file, line in [(f.file, f.line)] + [(r.file, r.line) for r in f.related]:
+                if line > 0:
+                    wanted[file].add(line + 1)
+        for file, numbers in wanted.items():
+            self._lines.setdefault(file, {}).update(self.sources.whole_lines(file, numbers))
+
+    def of(self, file: str, line: int):
+        from ..record import parse_type_line
+        from ..syntax import GrammarError
+
+        text = self._lines.get(file, {}).get(line + 1, "")
+        if not text.startswith(":"):
+            return None
+        try:
+            return parse_type_line(text[1:].strip())[1]
+        except (GrammarError, ValueError, IndexError):
+            return None
+
+
+def _role(note: str, op: str) -> str:
+    """Where a related node goes in the drawing, from how the rule described it."""
+    if note.startswith("producer") or note.endswith("input kept for the recompute"):
+        return "producer"
+    if note.startswith(("consumer", "column-parallel MatMul to change")):
+        return "consumer"
+    if note.startswith("backward"):
+        return "backward"
+    if note.startswith(("blocking", "not recomputed")):
+        return "blocking"
+    # a step of a chain names its op and the types it maps ("StridedSlice Float32(64, 32)->...");
+    # other notes name context (the FeedForward's MatMuls), drawn apart
+    if note.startswith(op) and re.search(r"\b(?:B?Float|U?Int|Bool|Tuple|Complex)\w*", note):
+        return "step"
+    return "context"
+
+
+def _label(t) -> str:
+    if t is None:
+        return ""
+    return f"{t} · {size(t.nbytes)}" if t.nbytes is not None else str(t)
+
+
+def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]:
+    """The SVG of a finding's chain, and the related nodes not in it (context) as rows."""
+    moved = {s.get("node"): s.get("moved_bytes") for s in dict(f.extra).get("steps", ()) if isinstance(s, dict)}
+    forward: list[tuple[int, int, ChainNode]] = []
+    backward: list[ChainNode] = []
+    context: list[dict] = []
+
+    def node(file, line, op, node_id, kind, note, scope) -> ChainNode:
+        if kind == "step" and op in COLLECTIVES:
+            kind = "comm"
+        receives = _RECEIVES.search(note)
+        note_text = f"receives {receives.group(1)}" if receives else ""
+        if not note_text and moved.get(node_id):
+            note_text = f"receives {size(moved[node_id])}"
+        return ChainNode(op=op, sub=f"{node_id} · line {line}", kind=kind, edge_label=_label(types.of(file, line)),
+                         edge_note=note_text, title=f"{op} {node_id} (line {line}) {note}\n{scope}".strip())
+
+    order = {"producer": 0, "finding": 1, "step": 1, "blocking": 1, "consumer": 2}
+    forward.append((order["finding"], f.line, node(f.file, f.line, f.op, f.node, "finding", "", f.scope)))
+    for r in f.related:
+        role = _role(r.note, r.op)
+        if role == "context":
+            context.append({"node": r.node, "op": r.op, "line": r.line, "note": r.note, "scope": r.scope})
+        elif role == "backward":
+            backward.append(node(r.file, r.line, r.op, r.node, "backward", r.note, r.scope))
+        else:
+            forward.append((order[role], r.line if r.file == f.file else f.line, node(r.file, r.line, r.op, r.node,
+                                                                                         role, r.note, r.scope)))
+    forward.sort(key=lambda x: (x[0], x[1]))
+    nodes = [n for _, _, n in forward]
+    kept = ""
+    if backward and f.bytes_at_stake:
+        kept = f"kept for backward: {size(f.bytes_at_stake)}"
+    elif backward and not any(n.kind == "consumer" for n in nodes):
+        kept = "read by backward"
+    return chain_svg(nodes, backward, kept, uid), context
+
+
+# --- the fix ---------------------------------------------------------------------------------------
+
+def fix_of(f: Finding) -> tuple[str, str]:
+    """(what to do, the snippet to paste): a hint whose lines after the first are a config
+    snippet (select_recompute), or the in_strategy a PC finding proposes."""
+    hint = f.hint.strip()
+    extra = dict(f.extra)
+    fix = extra.get("fix")
+    if isinstance(fix, dict) and fix.get("in_strategy"):
+        target = next((r for r in f.related if r.node == fix.get("node")), None)
+        where = f"{target.op} {target.node}, {target.scope}" if target else str(fix.get("node"))
+        return hint, f"# {where}\nin_strategy = {fix['in_strategy']}   # e.g. ops.{target.op if target else 'Op'}().shard({fix['in_strategy']})"
+    head, sep, rest = hint.partition("\n")
+    if sep and rest.strip():
+        return head, rest.rstrip()
+    keys = extra.get("select_recompute")
+    if not keys:
+        # a hint that names one key to use (RC001); one that says to drop or remove a key gets no snippet
+        named = _KEY_TO_ADD.search(hint)
+        keys = [named.group(1)] if named and not _DROP.search(hint) else []
+    if keys:
+        return hint, "recompute_config:\n  select_recompute: [" + ", ".join(f"'{k}'" for k in keys) + "]"
+    return hint, ""
+
+
+def _ranks_of(f: Finding) -> str:
+    return ranks_text(f.ranks) if len(f.ranks) > 1 else ""
+
+
+def comm_bytes(f: Finding) -> int:
+    extra = dict(f.extra)
+    return int(extra.get("moved_bytes") or 0) + int(extra.get("backward_moved_bytes") or 0)
+
+
+def finding_views(findings: list[Finding], sources: SourceLines, prefix: str) -> list[dict]:
+    types = OutputTypes(sources)
+    types.prefetch(findings)
+    sources.prefetch_findings(findings)
+    out = []
+    for i, f in enumerate(findings):
+        uid = f"{prefix}{i + 1}"
+        svg, context = chain_of(f, types, uid)
+        what, snippet = fix_of(f)
+        out.append({"id": uid, "f": f, "svg": _markup(svg), "context": context, "fix": what, "snippet": snippet,
+                    "location": f"{f.file}:{f.line}", "ranks": _ranks_of(f), "source": sources.line(f.file, f.line),
+                    "memory": f.bytes_at_stake or 0, "comm": comm_bytes(f)})
+    return out
+
+
+def rule_rows(findings: list[Finding], rules: list) -> list[dict]:
+    names = {c.code: c for c in rules}
+    counts = Counter(f.code for f in findings)
+    rows = []
+    for code, n in sorted(counts.items()):
+        cls = names.get(code)
+        mine = [f for f in findings if f.code == code]
+        rows.append({"code": code, "name": cls.name if cls else mine[0].rule, "summary": cls.summary if cls else "",
+                     "count": n, "severity": mine[0].severity,
+                     "memory": sum(f.bytes_at_stake or 0 for f in mine), "comm": sum(comm_bytes(f) for f in mine)})
+    return rows
+
+
+def ranks_of_files(files: list[str]) -> str:
+    ranks = sorted({int(m.group(1)) for f in files for m in [_RANK_DIR.search(f.replace("\\", "/"))] if m})
+    if not ranks:
+        return ""
+    return ranks_text(tuple(ranks)) if len(ranks) > 1 else f"rank {ranks[0]}"
+
+
+def layer_name(layer: str) -> str:
+    return f"layer {layer}" if layer.isdigit() else layer
+
+
+def _costliest_first(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-(f.bytes_at_stake or 0) - comm_bytes(f), f.file, f.line))
+
+
+# --- the three pages -------------------------------------------------------------------------------
+
+def render(report: Report, ctx: RenderContext) -> str:
+    findings = _costliest_first(report.findings)
+    views = finding_views(findings, ctx.sources, "f")
+    rows = rule_rows(findings, rule_classes(report, ctx))
+    chart = ""
+    if any(r["memory"] or r["comm"] for r in rows):
+        chart = bar_chart_svg([r["code"] for r in rows], [("bytes at stake", KEPT_COLOUR,
+                                                            [r["memory"] + r["comm"] for r in rows])], size)
+    from ..memory import layer_of
+
+    per_layer: dict[str, int] = {}
+    for f in findings:
+        if f.bytes_at_stake:
+            layer = layer_of(f.scope)
+            per_layer[layer] = per_layer.get(layer, 0) + f.bytes_at_stake
+    layers = sorted(per_layer, key=lambda name: (name == "outside", int(name) if name.isdigit() else 0))
+    layer_chart = bar_chart_svg([layer_name(name) for name in layers],
+                                [("activations at stake", KEPT_COLOUR, [per_layer[name] for name in layers])],
+                                size) if layers else ""
+    return _environment().get_template("lint.html.j2").render(
+        title="irlint report", version=__version__, report=report, findings=views, rules=rows,
+        layer_chart=_markup(layer_chart),
+        ranks=ranks_of_files(report.files), legend=_markup(legend_svg()), rule_chart=_markup(chart),
+        memory_total=sum(v["memory"] for v in views), comm_total=sum(v["comm"] for v in views),
+        baselined=ctx.baselined)
+
+
+def render_memory(entries: list[dict], problems: list, counted: str) -> str:
+    files = []
+    for e in entries:
+        layers = e["layers"]
+        chart = bar_chart_svg([layer_name(row["layer"]) for row in layers],
+                              [("kept bytes", KEPT_COLOUR, [row["kept_bytes"] for row in layers])]) if layers else ""
+        files.append({"e": e, "chart": _markup(chart)})
+    return _environment().get_template("memory.html.j2").render(
+        title="irlint memory", version=__version__, files=files, problems=problems, counted=counted,
+        total=sum(e["total_kept_bytes"] for e in entries),
+        ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None)) if any(
+            e["rank"] is not None for e in entries) else "")
+
+
+def render_diff(result) -> str:
+    from ..diff_cli import FAILING_SEVERITIES, rank_groups, rank_label, unmatched_label
+
+    sources = SourceLines()
+    sections = []
+    for name, findings in (("new", result.new), ("fixed", result.fixed), ("unchanged", result.unchanged)):
+        sections.append({"name": name, "findings": finding_views(_costliest_first(findings), sources, name[0])})
+    groups = []
+    for members, r in rank_groups(result.ranks):
+        layers = r.memory["layers"]
+        chart = bar_chart_svg([layer_name(row["layer"]) for row in layers],
+                              [("before", BEFORE_COLOUR, [row["before"] for row in layers]),
+                               ("after", AFTER_COLOUR, [row["after"] for row in layers])]) if layers else ""
+        for side in ("before", "after"):
+            for x in r.nodes[f"{side}_only_nodes"]:
+                x["label"] = unmatched_label(x)
+        comm = r.communication
+        comm_chart = bar_chart_svg([k["kind"] for k in comm["kinds"]],
+                                   [("before", BEFORE_COLOUR, [k["before"] for k in comm["kinds"]]),
+                                    ("after", AFTER_COLOUR, [k["after"] for k in comm["kinds"]])],
+                                   size) if comm and comm["kinds"] else ""
+        groups.append({"label": rank_label(members), "alike": len(members) - 1, "r": r, "chart": _markup(chart),
+                       "comm_chart": _markup(comm_chart)})
+    failing = [f for f in result.new if f.severity in FAILING_SEVERITIES]
+    kept_before = sum(r.memory["before_total"] for r in result.ranks)
+    kept_after = sum(r.memory["after_total"] for r in result.ranks)
+    verdict = (f"{len(failing)} new finding{'s' if len(failing) != 1 else ''}: the change made something worse"
+               if failing else "No new finding")
+    verdict += (f"; {len(result.fixed)} fixed; activations kept for backward {kept_before:,} → {kept_after:,} bytes"
+                f" ({kept_after - kept_before:+,})" if kept_after != kept_before else
+                f"; {len(result.fixed)} fixed; activations kept for backward unchanged ({kept_after:,} bytes)")
+    return _environment().get_template("diff.html.j2").render(
+        title="irlint diff", version=__version__, d=result, sections=sections, groups=groups, verdict=verdict,
+        failing=bool(failing), legend=_markup(legend_svg()),
+        kept_before=kept_before, kept_after=kept_after,
+        comm_before=sum((r.communication or {}).get("before_total", 0) for r in result.ranks),
+        comm_after=sum((r.communication or {}).get("after_total", 0) for r in result.ranks),
+        comm_fixed=sum(comm_bytes(f) for f in result.fixed), comm_new=sum(comm_bytes(f) for f in result.new))

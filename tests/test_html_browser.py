@@ -1,0 +1,169 @@
+"""The HTML reports in a real browser: headless Chromium (Debian's ``chromium``) driven over the
+DevTools protocol (``scripts/chromium_cdp.py``). Skipped when no chromium is installed, except in
+CI (``CI`` set), where a missing browser fails the run."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import CORPUS, TESTS
+from irlint.cli import main
+
+sys.path.insert(0, str(TESTS.parent / "scripts"))
+from chromium_cdp import Browser, find_chromium  # noqa: E402
+
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if find_chromium() is None:
+        if IN_CI:
+            pytest.fail("chromium is not installed, and CI must run the browser test (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium): the HTML reports are not checked in a browser")
+    with Browser(width=1280, height=900) as b:
+        yield b
+
+
+def irlint(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [*args])
+    return result.exit_code, result.stdout
+
+
+def page(tmp_path: Path, name: str, *args: str) -> tuple[Path, int]:
+    out = tmp_path / name
+    code, _ = irlint(*args, "-o", str(out))
+    assert out.exists()
+    return out, code
+
+
+SHAPES = """(() => {
+  const box = el => { const r = el.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; };
+  return {
+    findings: [...document.querySelectorAll('article.finding')].map(a => ({
+      id: a.id,
+      chain: [...a.querySelectorAll('svg.chain')].map(svg => ({
+        size: box(svg),
+        nodes: [...svg.querySelectorAll('g.chain-node')].map(g => ({
+          kind: g.getAttribute('class').split(' ')[1], size: box(g.querySelector('rect')),
+          op: g.querySelector('text').textContent})),
+        edges: svg.querySelectorAll('line').length,
+        labels: [...svg.querySelectorAll(':scope > text')].map(t => t.textContent),
+        marks: [...svg.querySelectorAll('g.chain-node > text')].map(t => t.textContent),
+      })),
+      snippet: (a.querySelector('.snippet pre') || {}).textContent || '',
+      location: a.querySelector('.loc').textContent,
+    })),
+    bars: [...document.querySelectorAll('svg.bars rect.bar')].map(r => [r.querySelector('title').textContent, box(r)[0]]),
+    cards: [...document.querySelectorAll('.card')].map(c => c.innerText.replace(/\\s+/g, ' ').trim().toLowerCase()),
+  };
+})()"""
+
+
+def test_the_console_check_catches_a_broken_page(browser, tmp_path):
+    broken = tmp_path / "broken.html"
+    broken.write_text("<p>x</p><script>console.error('boom'); notDefined();</script>", encoding="utf-8")
+    browser.open(broken)
+    errors = browser.console_errors()
+    assert any("boom" in e for e in errors) and any("notDefined" in e for e in errors)
+
+
+def test_lint_report_renders_findings_chains_and_fix_snippets(browser, tmp_path, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    cases = ("par-mismatch-mm_rows8_to_cols8", "s2_ffn_3d_reshape_blocks")
+    html, code = page(tmp_path, "lint.html", *cases, "--format", "html", "-n")
+    assert code == 1
+    _, raw = irlint(*cases, "--format", "json", "-n")
+    expected = json.loads(raw)["findings"]
+    browser.open(html)
+    shown = browser.evaluate(SHAPES)
+    assert browser.console_errors() == []
+    assert len(shown["findings"]) == len(expected) == 3
+    assert {f["location"] for f in shown["findings"]} == {f"{f['file']}:{f['line']}" for f in expected}
+    for f in shown["findings"]:
+        (chain,) = f["chain"]
+        assert chain["size"][0] > 300 and chain["size"][1] > 50
+        assert all(n["size"][0] > 100 and n["size"][1] > 30 for n in chain["nodes"])
+        assert chain["edges"] == len(chain["nodes"]) - 1   # one arrow into every node but the first
+    pc = next(f for f in shown["findings"] if "par-mismatch" in f["location"])
+    (chain,) = pc["chain"]
+    # producer -> AllGather -> StridedSlice -> consumer, and the backward transpose under it
+    assert [n["op"] for n in chain["nodes"]] == ["MatMul", "AllGather", "StridedSlice", "ReLU",
+                                                 "StridedSliceGrad", "ReduceScatter"]
+    assert [n["kind"] for n in chain["nodes"]] == ["chain-producer", "chain-finding", "chain-step", "chain-consumer",
+                                                   "chain-backward", "chain-backward"]
+    # edges labelled with the tensor handed on and its bytes, and what the gather receives
+    assert {"Float32(8, 32)", "1.0 KiB", "Float32(64, 32)", "8.0 KiB", "receives 7.0 KiB"} <= set(chain["labels"])
+    assert "in_strategy = ((1, 1), (1, 8))" in pc["snippet"]
+    rc = [f for f in shown["findings"] if "s2_ffn" in f["location"]]
+    for f in rc:
+        (chain,) = f["chain"]
+        kinds = [n["kind"] for n in chain["nodes"]]
+        assert kinds[0] == "chain-finding" and "chain-blocking" in kinds and kinds[-1] == "chain-backward"
+        assert "not recomputed" in chain["marks"] and "kept for backward: 4.0 KiB" in chain["labels"]
+        assert "select_recompute:" in f["snippet"]
+    assert any(c.startswith("3 findings") for c in shown["cards"])
+
+
+def test_copy_button_and_print(browser, tmp_path, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    html, _ = page(tmp_path, "lint.html", "s2_ffn_3d_reshape_blocks", "--format", "html", "-n")
+    browser.open(html)
+    label = browser.evaluate("new Promise(done => { const b = document.querySelector('button.copy'); b.click();"
+                             " setTimeout(() => done(b.textContent), 500); })")
+    assert label in ("copied", "selected: Ctrl+C")
+    assert browser.evaluate("window.getSelection().toString()").startswith("recompute_config:") or label == "copied"
+    pdf = browser.call("Page.printToPDF", {"printBackground": True})["data"]
+    assert len(pdf) > 1000
+    assert browser.console_errors() == []
+
+
+def test_memory_report_draws_one_bar_per_layer(browser, tmp_path):
+    html, code = page(tmp_path, "memory.html", "memory", str(CORPUS / "llama-recompute-modes"), "--format", "html")
+    assert code == 0
+    browser.open(html)
+    shown = browser.evaluate(SHAPES)
+    assert browser.console_errors() == []
+    widths = {title.split(" kept bytes")[0]: w for title, w in shown["bars"]}
+    assert list(widths) == ["layer 0", "layer 1", "layer 2", "layer 3", "outside"]
+    # layer 2 keeps the most (57,472 bytes), layer 3 (whole layer recomputed) the least (4,096)
+    assert max(widths, key=widths.get) == "layer 2" and min(widths, key=widths.get) == "layer 3"
+    assert widths["layer 3"] < widths["layer 2"] / 10
+
+
+def test_diff_report_shows_fixed_findings_and_before_after_bars(browser, tmp_path, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    html, code = page(tmp_path, "diff.html", "diff", "s2_ffn_3d_reshape_blocks", "s3_ffn_3d_reshape_fixed",
+                      "--format", "html", "-n")
+    assert code == 0
+    browser.open(html)
+    shown = browser.evaluate(SHAPES)
+    assert browser.console_errors() == []
+    assert len(shown["findings"]) == 2 and all(f["chain"] for f in shown["findings"])
+    bars = dict(shown["bars"])
+    before, after = bars["outside before: 18,432 bytes"], bars["outside after: 10,240 bytes"]
+    assert 0 < after < before
+    assert "2 findings fixed" in shown["cards"]
+    text = browser.evaluate("document.body.innerText")
+    assert "Recompute state changed" in text and "No new finding" in text
+
+
+def test_parallel_diff_charts_the_communication_per_collective_kind(browser, tmp_path, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    html, code = page(tmp_path, "pdiff.html", "diff", "par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8",
+                      "--format", "html", "-n")
+    assert code == 0
+    browser.open(html)
+    shown = browser.evaluate(SHAPES)
+    assert browser.console_errors() == []
+    bars = dict(shown["bars"])
+    # the gather and its backward ReduceScatter are gone; mm2's AllReduce stays
+    assert bars["AllGather before: 7,168 bytes"] > 50 and bars["AllGather after: 0 bytes"] < 2
+    assert bars["ReduceScatter before: 7,168 bytes"] > 50 and bars["ReduceScatter after: 0 bytes"] < 2
+    assert 0 < bars["AllReduce after: 14,336 bytes"] < bars["AllReduce before: 17,920 bytes"]
+    assert "31.5 kib → 14.0 kib communication received / rank / step" in shown["cards"]
