@@ -116,5 +116,7 @@ def _run_diagnostic(run: list[Diagnostic]) -> Diagnostic:
     code = next((c for c in codes if c in _SKIPPING), codes[0])
     what = "skipped" if code in _SKIPPING else "read with replacement characters"
     kinds = ", ".join(KINDS[c] for c in codes)
+    # why the first line was refused: a skipped record's own type line follows it in the run
+    why = f"; line {first}: {run[0].message}" if run[0].code == BAD_RECORD else ""
     return Diagnostic(run[0].file, first, code,
-                      f"{last - first + 1} consecutive lines {what} (lines {first}-{last}: {kinds})", run[0].excerpt)
+                      f"{last - first + 1} consecutive lines {what} (lines {first}-{last}: {kinds}{why})", run[0].excerpt)

@@ -222,7 +222,31 @@ def _parser() -> Lark:
     )
 
 
+# Deeper nesting than any dump prints (real ones stay under 10) is refused before Lark: the
+# values built from it would be walked recursively (templates, refills, hashes, repr).
+MAX_NESTING = 100
+_BRACKET = re.compile(r"""[(\[{<]|[)\]}>]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+
+
+def nesting(text: str) -> int:
+    """How deep brackets nest in ``text`` (outside string literals; ``->`` closes nothing)."""
+    depth = deepest = 0
+    for m in _BRACKET.finditer(text):
+        c = m.group()
+        if c in "([{<":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif c in ")]}>" and depth and not (c == ">" and m.start() and text[m.start() - 1] == "-"):
+            depth -= 1
+    return deepest
+
+
 def _parse(text: str, start: str) -> Any:
+    # only a text with that many opening brackets can nest that deep: counted in C
+    if (text.count("(") + text.count("[") + text.count("{") + text.count("<") > MAX_NESTING
+            and nesting(text) > MAX_NESTING):
+        raise GrammarError(f"brackets nested deeper than {MAX_NESTING}")
     try:
         return _parser().parse(text, start=start)
     except LarkError as exc:

@@ -1,0 +1,105 @@
+"""Crafted input: no recursion, quadratic time, memory blow-up, escaping links, undecodable names,
+or a dying rule process turns into an internal error, a hang or a silent pass."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from irlint import diagnostics as D
+from irlint.cli import main
+from irlint.reader import read_ir
+from irlint.syntax import MAX_NESTING
+
+S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
+VALIDATE = S2 / "21_validate_0076.ir"
+
+
+def run(*args, **kw):
+    return CliRunner().invoke(main, ["--no-cache", *args], catch_exceptions=False, **kw)
+
+
+def _lines() -> list[bytes]:
+    return VALIDATE.read_bytes().split(b"\n")
+
+
+def _first(lines: list[bytes], prefix: bytes, contains: bytes = b"") -> int:
+    return next(i for i, ln in enumerate(lines) if ln.startswith(prefix) and contains in ln)
+
+
+# --- 7: nesting depth --------------------------------------------------------------------------------
+def _nested(depth: int, open_: str = "(", close: str = ")") -> bytes:
+    return (open_ * depth + "1" + close * depth).encode()
+
+
+def _deepen(where: str, depth: int) -> tuple[bytes, int]:
+    """The s2 dump with one piece nested ``depth`` deep; the piece's line number."""
+    lines = _lines()
+    if where == "attribute":
+        i = _first(lines, b"  %", b"primitive_attrs: {recompute: Bool(1)}")
+        lines[i] = lines[i].replace(b"{recompute: Bool(1)}", b"{recompute: Bool(1), deep: " + _nested(depth) + b"}", 1)
+    elif where == "list attribute":
+        i = _first(lines, b"  %", b"primitive_attrs: {recompute: Bool(1)}")
+        lines[i] = lines[i].replace(b"{recompute: Bool(1)}", b"{deep: " + _nested(depth, "[", "]") + b"}", 1)
+    elif where == "call argument":
+        i = _first(lines, b"  %", b"PrimFunc_SiLU(%5)")
+        lines[i] = lines[i].replace(b"PrimFunc_SiLU(%5)", b"PrimFunc_SiLU(%5, " + _nested(depth) + b")", 1)
+    elif where == "type":
+        i = _first(lines, b"      : ")
+        lines[i] = b"      : (<Tensor[Float32], " + _nested(depth) + b">) -> (<Tensor[Float32], (16, 32)>)"
+    elif where == "angle type":
+        i = _first(lines, b"      : ")
+        lines[i] = b"      : (" + _nested(depth, "<", ">") + b") -> (<Tensor[Float32], (16, 32)>)"
+    elif where == "subgraph header":
+        i = _first(lines, b"subgraph @")
+        lines[i] = lines[i].replace(b"(", b"(" + _nested(depth) + b", ", 1)
+    else:
+        i = _first(lines, b"%para")
+        lines[i] = lines[i] + b" " + _nested(depth)
+    return b"\n".join(lines), i + 1
+
+
+WHERE = ["attribute", "list attribute", "call argument", "type", "angle type", "subgraph header", "parameter"]
+
+
+@pytest.mark.parametrize("depth", [600, 50_000])
+@pytest.mark.parametrize("where", WHERE)
+def test_deep_nesting_skips_the_piece_with_a_diagnostic(tmp_path, where, depth):
+    data, line = _deepen(where, depth)
+    (tmp_path / "21_validate_0076.ir").write_bytes(data)
+    ir = read_ir(str(tmp_path / "21_validate_0076.ir"))
+    bad = [d for d in ir.diagnostics if d.code == D.BAD_RECORD]
+    assert [d.line for d in bad] == [line]
+    assert f"nested deeper than {MAX_NESTING}" in bad[0].message
+    whole = read_ir(str(VALIDATE))
+    # only a node record whose call or attributes are refused is lost; a type, header or parameter
+    # line leaves its record in place
+    lost = 1 if where in ("attribute", "list attribute", "call argument") else 0
+    assert ir.cnode_count == whole.cnode_count - lost
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_nesting_up_to_the_limit_is_read_and_linted(tmp_path, where):
+    data, _ = _deepen(where, MAX_NESTING - 3)   # the enclosing record adds up to three levels
+    (tmp_path / "21_validate_0076.ir").write_bytes(data)
+    assert read_ir(str(tmp_path / "21_validate_0076.ir")).diagnostics == []
+    result = run(str(tmp_path), "--format", "json")
+    assert result.exit_code == 1, result.output
+    assert len(json.loads(result.output)["findings"]) == 2
+
+
+def test_a_deeply_nested_dump_does_not_abort_the_folder(tmp_path):
+    data, line = _deepen("attribute", 5000)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "21_validate_0076.ir").write_bytes(data)
+    shutil.copytree(S2, tmp_path / "b")
+    result = run(str(tmp_path), "--format", "json")
+    assert "internal error" not in result.output
+    assert result.exit_code == 2, result.output   # an input problem
+    report = json.loads(result.output)
+    assert {Path(f["file"]).parent.name for f in report["findings"]} >= {"b"}
+    assert any(d["line"] == line and d["code"] == D.BAD_RECORD for d in report["diagnostics"])
