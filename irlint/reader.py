@@ -36,7 +36,7 @@ _GRAPH_FLAG = re.compile(r"([A-Za-z_]\w*): (-?\d+)\Z")  # "switch_input: 1", "in
 _ORDER_ITEM = re.compile(r"#\s+\d+: ")
 # Header comments of every version: "# IR entry: @g" (2.1+), "#IR entry      : @g" (1.x, 2.0),
 # "#Total subgraph : 3", "#attrs         :", "# order:".
-_HASH_KEY = re.compile(r"#\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)\Z")
+_HASH_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")   # the key before the first ":", whitespace stripped
 _HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total subgraph": "total_subgraphs",
               "total params": "total_params", "attrs": "attrs", "order": "order", "params": "", "parameters": "",
               "num of function graphs in stack": "", "num of total function graphs": ""}
@@ -313,15 +313,17 @@ class _Reader:
 
     def other_hash_line(self, line: str, lineno: int) -> None:
         """Header and comment lines as other MindSpore versions spell them."""
-        m = _HASH_KEY.match(line)
-        key = _HASH_KEYS.get(" ".join(m.group(1).split()).lower()) if m else None
+        # split at the colon, not with one regex: its spaces could be key or padding (quadratic)
+        head, colon, value = line[1:].partition(":")
+        head = head.strip()
+        key = _HASH_KEYS.get(" ".join(head.split()).lower()) if colon and _HASH_KEY.fullmatch(head) else None
         if key is None:
             if _NOTE.match(line):
                 return
             self.diag(lineno, D.UNKNOWN_LINE, "unknown comment line; skipped", line)
             return
         self.section = None
-        value = m.group(2)
+        value = value.lstrip()
         if key == "entry":
             self.ir.entry = value.strip()
         elif key in ("total_subgraphs", "total_params"):

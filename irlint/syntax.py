@@ -228,10 +228,15 @@ MAX_NESTING = 100
 _BRACKET = re.compile(r"""[(\[{<]|[)\]}>]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
 
 
+_BRACKET_ONLY = re.compile(r"[(\[{<]|[)\]}>]")
+
+
 def nesting(text: str) -> int:
     """How deep brackets nest in ``text`` (outside string literals; ``->`` closes nothing)."""
     depth = deepest = 0
-    for m in _BRACKET.finditer(text):
+    # with escaped quotes a string scan could pass the next quote, from every quote (quadratic):
+    # then brackets in strings count too
+    for m in (_BRACKET_ONLY if "\\" in text else _BRACKET).finditer(text):
         c = m.group()
         if c in "([{<":
             depth += 1
@@ -280,6 +285,10 @@ _VOLATILE = re.compile(
     rf'|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)'  # I64(981): ids differ per layer
 )
 _VOLATILE_SPLIT = re.compile(f"({_VOLATILE.pattern})")
+# A string scan can pass an escaped quote: with an unclosed string, _VOLATILE would rescan the rest
+# of the text from every quote (quadratic). No dump prints one; such a text is parsed as it is.
+_ESCAPED_QUOTE = '\\"'
+
 _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
 _WORD_SLOT = "\x01"
@@ -404,8 +413,8 @@ def _parse_template(template: str, start: str) -> tuple[Any, Any]:
 
 
 def _memo_parse(text: str, start: str) -> Any:
-    if "\x00" in text or "\x01" in text or "\x02" in text:
-        return _parse_marked(text, start)  # would be mistaken for blanks
+    if "\x00" in text or "\x01" in text or "\x02" in text or _ESCAPED_QUOTE in text:
+        return _parse_marked(text, start)  # would be mistaken for blanks, or too slow to blank
     template, fills = _template(text)
     try:
         value, plan = _parse_template(template, start)
@@ -513,8 +522,8 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template
     parses the template and compiles its refill (a recipe); texts whose template does not parse
     are parsed as they are."""
-    if "\x00" in text or "\x01" in text or "\x02" in text:
-        return parse(text)  # would be mistaken for blanks
+    if "\x00" in text or "\x01" in text or "\x02" in text or _ESCAPED_QUOTE in text:
+        return parse(text)  # would be mistaken for blanks, or too slow to blank
     # the key: the text between the blanks, plus the kind of each blank, told by its first
     # character (% " = I U); all in C, no Python call per blank
     parts = _VOLATILE_SPLIT.split(text)

@@ -3,6 +3,7 @@ or a dying rule process turns into an internal error, a hang or a silent pass.""
 from __future__ import annotations
 
 import json
+import time
 import re
 import shutil
 from pathlib import Path
@@ -103,3 +104,69 @@ def test_a_deeply_nested_dump_does_not_abort_the_folder(tmp_path):
     report = json.loads(result.output)
     assert {Path(f["file"]).parent.name for f in report["findings"]} >= {"b"}
     assert any(d["line"] == line and d["code"] == D.BAD_RECORD for d in report["diagnostics"])
+
+
+# --- 8: every line in linear time ---------------------------------------------------------------------
+def _forget_parses() -> None:
+    """Empty the memo tables, so that each timed read parses again."""
+    from irlint import record, syntax
+    syntax._RECIPES.clear()
+    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
+        cached.cache_clear()
+    record._TYPE_LINES.clear()
+    record._TYPE_ENTRIES.clear()
+    record._SKELETONS.clear()
+
+
+def _best_time(fn, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        _forget_parses()
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _grows_linearly(make, n: int, read) -> tuple[float, float]:
+    """Times ``read(make(n))`` and ``read(make(4n))``: linear work grows 4x, quadratic 16x."""
+    small, large = make(n), make(4 * n)
+    return _best_time(lambda: read(small)), _best_time(lambda: read(large))
+
+
+# Lines a dump could hold, each of which once took time quadratic in its length; the size N.
+CRAFTED_LINES = {
+    # a type entry with many "(1)" groups and no shape at its end: _SHAPED tried each "(" (issue 21)
+    "type line of shapes": (b"      : ", lambda n: b"      : (<Tensor[Float32]" + b", (1)" * n
+                            + b" =>, <Tensor[Float32], (2)>) -> (<Tensor[Float32], (16, 32)>)", 8000),
+    # an unclosed string with escaped quotes: the template regex rescanned from every quote
+    "escaped quotes": (b"  %", lambda n: b"  %5(x) = PrimFunc_SiLU(%5) primitive_attrs: {k: " + b'"\\' * n + b"}", 2500),
+    # a comment line of spaces: the key regex tried every split of them between key and padding
+    "comment of spaces": (b"# ", lambda n: b"#a" + b" " * n + b"x", 20000),
+}
+
+
+@pytest.mark.parametrize("name", list(CRAFTED_LINES))
+def test_a_crafted_line_is_read_in_linear_time(tmp_path, name):
+    prefix, make, n = CRAFTED_LINES[name]
+    lines = _lines()
+    at = 1 if prefix == b"# " else _first(lines, prefix, b"PrimFunc_SiLU" if prefix == b"  %" else b"")
+
+    def dump(k: int) -> Path:
+        path = tmp_path / f"{k}" / "21_validate_0076.ir"
+        path.parent.mkdir()
+        path.write_bytes(b"\n".join(lines[:at] + [make(k)] + lines[at + (prefix != b"# "):]))
+        return path
+
+    small, large = _grows_linearly(dump, n, lambda p: read_ir(str(p)))
+    assert large < 9 * small + 0.05, (small, large)   # 4x for linear work; quadratic would be 16x
+
+
+def test_a_crafted_trace_line_is_matched_in_linear_time():
+    from rules.recompute.keys import attribute_from_trace
+
+    def trace(n: int) -> list[str]:   # a trace line of many ":1, 1~1/" and no closing "/"
+        return ["# In file " + ":1, 1~1/" * n + "x"]
+
+    small, large = _grows_linearly(trace, 5000, attribute_from_trace)
+    assert large < 9 * small + 0.05, (small, large)
