@@ -170,3 +170,72 @@ def test_a_crafted_trace_line_is_matched_in_linear_time():
 
     small, large = _grows_linearly(trace, 5000, attribute_from_trace)
     assert large < 9 * small + 0.05, (small, large)
+
+
+# --- 12: a rule process that dies ----------------------------------------------------------------------
+_DYING_PLUGIN = '''
+import os, signal, time
+from irlint.rule import Rule
+
+
+class Dies(Rule):
+    """Ends its process (a test plugin)."""
+    code = "XD001"
+    name = "ends-its-process"
+    summary = "a test plugin"
+
+    def check(self, ir):
+        how = os.environ["HOW"]
+        if how == "exit":
+            os._exit(0)
+        if how == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if how == "hang":   # beyond the reach of the rule-timeout's SIGALRM
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            time.sleep(600)
+        yield from ()
+'''
+
+# the irlint program, with a pool of workers even for small files when asked
+_PROGRAM = '''
+import sys
+import irlint.engine as engine
+engine.PARALLEL_MIN_BYTES = 0
+engine._cores = lambda: 2
+engine.CHILD_GRACE_SECONDS = 1
+from irlint.cli import run
+sys.argv = ["irlint", *sys.argv[1:]]
+sys.exit(run())
+'''
+
+
+def _install_dying_plugin(site: Path) -> None:
+    (site / "xd_rules.py").write_text(_DYING_PLUGIN)
+    info = site / "xd_rules-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: xd-rules\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[irlint.rules]\nends-its-process = xd_rules\n")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("how", ["exit", "kill", "hang"])
+def test_a_rule_whose_process_dies_is_an_error_naming_the_rule(tmp_path, how, jobs):
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_dying_plugin(site)
+    (tmp_path / "irlint_program.py").write_text(_PROGRAM)
+    report = tmp_path / "report.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path]), "HOW": how}
+    proc = subprocess.run([sys.executable, str(tmp_path / "irlint_program.py"), "--no-cache", "-j", jobs,
+                           "--rule-timeout", "1", "--format", "json", "-o", str(report),
+                           str(VALIDATE), str(S2 / "graph_build_0_0094.ir")],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    data = json.loads(report.read_text())
+    failed = [d for d in data["diagnostics"] if d["code"] == D.RULE_FAILED]
+    assert len(failed) == 2 and all("XD001 (ends-its-process)" in d["message"] for d in failed), failed
+    assert {f["code"] for f in data["findings"]} >= {"RC002"}   # the other rules' findings are kept
