@@ -333,7 +333,9 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
 def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None:
     walk_errors: list[OSError] = []
     seen_dirs: set[tuple[int, int]] = set()
-    # links are followed (a folder of symlinked dumps, a symlinked rank_0/); a loop is cut here
+    top = os.path.realpath(p)
+    # links are followed (a folder of symlinked dumps, a symlinked rank_0/ inside it); a loop is
+    # cut here, and a link to a folder outside the named one (to "/", "up -> ..") is not entered
     for root, dirs, names in os.walk(p, onerror=walk_errors.append, followlinks=True):
         try:
             st = os.stat(root)
@@ -343,7 +345,7 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             seen_dirs.add((st.st_dev, st.st_ino))
         except OSError:
             pass
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and _inside(out, top, Path(root) / d))
         folder = Path(root)
         real_root = None   # resolved once per folder: a file that is no link resolves into it
         for name in sorted(names):
@@ -390,6 +392,20 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")
         out.diagnostics.append(Diagnostic(_display(Path(err.filename or raw)), 0, D.UNREADABLE,
                                           f"cannot list folder: {(err.strerror or str(err)).lower()}"))
+
+
+def _inside(out: Discovery, top: str, folder: Path) -> bool:
+    """Whether a sub-folder may be walked: it is no link, or its link leads to a folder within the
+    named folder ``top`` (real path); else a diagnostic names the link."""
+    if not os.path.islink(folder):
+        return True
+    target = os.path.realpath(folder)
+    if target == top or target.startswith(top.rstrip(os.sep) + os.sep):
+        return True
+    out.diagnostics.append(Diagnostic(_display(folder), 0, D.UNREADABLE,
+                                      f"not read: a link to {target}, outside the named folder; "
+                                      f"name that folder to lint it"))
+    return False
 
 
 def _not_a_dump(display: str, kind: str, compression: str | None) -> Diagnostic:

@@ -239,3 +239,39 @@ def test_a_rule_whose_process_dies_is_an_error_naming_the_rule(tmp_path, how, jo
     failed = [d for d in data["diagnostics"] if d["code"] == D.RULE_FAILED]
     assert len(failed) == 2 and all("XD001 (ends-its-process)" in d["message"] for d in failed), failed
     assert {f["code"] for f in data["findings"]} >= {"RC002"}   # the other rules' findings are kept
+
+
+# --- 10: links out of the named folder -----------------------------------------------------------------
+def test_links_out_of_the_named_folder_are_not_followed(tmp_path):
+    from irlint.discover import discover
+
+    named = tmp_path / "graph"
+    shutil.copytree(S2, named / "rank_0")
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(VALIDATE, tmp_path / "elsewhere" / "21_validate_0076.ir")
+    (named / "up").symlink_to("..", target_is_directory=True)
+    (named / "rank_0" / "other").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (named / "again").symlink_to("rank_0", target_is_directory=True)   # inside: followed, read once
+    (named / "rank_0" / "self").symlink_to(".", target_is_directory=True)
+    files, diags = discover([str(named)])
+    assert sorted(Path(f.path).name for f in files) == sorted(p.name for p in S2.glob("*.ir"))
+    assert all(str(named) in f.path for f in files)
+    assert sorted((Path(d.file).name, d.code) for d in diags) == [("other", D.UNREADABLE), ("up", D.UNREADABLE)]
+    assert "outside the named folder" in diags[0].message
+    # the folder a link leads to is read when it is named
+    files, diags = discover([str(named / "rank_0" / "other")])
+    assert [Path(f.path).name for f in files] == ["21_validate_0076.ir"] and diags == []
+
+
+def test_a_link_to_the_root_folder_is_not_walked(tmp_path):
+    import subprocess
+    import sys
+
+    shutil.copytree(S2, tmp_path / "graph")
+    (tmp_path / "graph" / "root").symlink_to("/", target_is_directory=True)
+    proc = subprocess.run([sys.executable, "-m", "irlint", "--no-cache", "--show-files", str(tmp_path / "graph")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr   # not everything named was read
+    lines = proc.stdout.splitlines()
+    assert len([ln for ln in lines if ln.startswith(("read", "skip"))]) == len(list(S2.glob("*.ir")))
+    assert any("root" in ln and "a link to /," in ln for ln in lines), lines
