@@ -207,7 +207,14 @@ def forget_buffers() -> None:
 
 def read_stdin(stream: BinaryIO | None = None) -> None:
     """Read standard input once (it cannot be read again), before discovery looks at it."""
-    _buffers[STDIN] = (stream or sys.stdin.buffer).read()
+    if stream is None:
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:   # `irlint - <&-`
+            raise InputError("-: standard input is closed")
+    try:
+        _buffers[STDIN] = stream.read()
+    except (OSError, ValueError) as exc:   # not readable (opened for writing), closed
+        raise InputError(f"-: cannot read standard input: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def sniff(path: str, compression: str | None = None) -> str:
@@ -242,9 +249,19 @@ def _display(path: Path) -> str:
     try:
         rel = os.path.relpath(path)
     except ValueError:
-        return str(path)
+        return printable(str(path))
     # as ruff does: relative below the working directory, absolute elsewhere
-    return str(path) if rel == ".." or rel.startswith(".." + os.sep) else rel
+    return printable(str(path) if rel == ".." or rel.startswith(".." + os.sep) else rel)
+
+
+def printable(name: str) -> str:
+    """A file name as reports show it: bytes that are not UTF-8 (``rank_\\xff``, held as lone
+    surrogates, which no report could encode) are written as backslash escapes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
 
 
 def _rank_of(path: Path) -> int | None:
@@ -294,7 +311,7 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discover
 
 
 def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
-    display = name or "<stdin>"
+    display = printable(name) if name else "<stdin>"
     data = _buffers.get(STDIN, b"")
     compression = compression_of(data[:8])
     kind = sniff(STDIN, compression)

@@ -275,3 +275,75 @@ def test_a_link_to_the_root_folder_is_not_walked(tmp_path):
     lines = proc.stdout.splitlines()
     assert len([ln for ln in lines if ln.startswith(("read", "skip"))]) == len(list(S2.glob("*.ir")))
     assert any("root" in ln and "a link to /," in ln for ln in lines), lines
+
+
+# --- 11: names that are not UTF-8, narrow or closed streams --------------------------------------------
+def _program(*args, env=None, preexec_fn=None, cwd=None):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "irlint", *args], capture_output=True, timeout=120, cwd=cwd,
+                          env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _undecodable_folder(tmp_path: Path) -> Path:
+    import os
+
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    shutil.copytree(S2, Path(os.fsdecode(bytes(folder) + b"/rank_\xff")))
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit"])
+def test_a_folder_name_that_is_not_utf8_is_reported_in_every_format(tmp_path, fmt):
+    folder = _undecodable_folder(tmp_path)
+    out = tmp_path / f"report.{fmt}"
+    # with the cache: its keys hold the path too
+    proc = _program(str(folder), "--format", fmt, "-o", str(out), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert proc.returncode == 1, proc.stderr
+    assert b"internal error" not in proc.stderr
+    text = out.read_bytes().decode("utf-8")   # a valid UTF-8 report
+    if fmt.startswith("json") or fmt in ("sarif", "gitlab"):
+        documents = [json.loads(ln) for ln in text.splitlines()] if fmt == "json-lines" else [json.loads(text)]
+        # the name, its byte written as a backslash escape
+        assert any("rank_\\xff" in value or "rank_%5Cxff" in value for value in _strings(documents))   # %5C: SARIF's URIs
+    else:
+        assert "rank_\\xff" in text
+    piped = _program("--no-cache", str(folder), "--format", fmt)   # to a pipe
+    assert piped.returncode == 1 and b"internal error" not in piped.stderr
+    assert b"rank_\\" in piped.stdout or b"rank_%5C" in piped.stdout
+
+
+def test_an_output_encoding_without_the_report_characters(tmp_path):
+    folder = _undecodable_folder(tmp_path)
+    proc = _program("--no-cache", str(folder), env={"PYTHONIOENCODING": "latin-1"})
+    assert proc.returncode == 1, proc.stderr
+    assert b"internal error" not in proc.stderr and b"RC002" in proc.stdout
+    named = _program("--no-cache", "-", "--stdin-filename", "r\u00e9sum\u00e9_\u2603.ir", env={"PYTHONIOENCODING": "ascii"})
+    assert named.returncode == 2 and b"internal error" not in named.stderr
+
+
+def test_closed_standard_streams_are_named_not_internal_errors(tmp_path):
+    import os
+
+    no_stdin = _program("--no-cache", "-", preexec_fn=lambda: os.close(0))
+    assert no_stdin.returncode == 2
+    assert b"standard input is closed" in no_stdin.stderr and b"internal error" not in no_stdin.stderr
+    no_stdout = _program("--no-cache", str(S2), preexec_fn=lambda: os.close(1))
+    assert no_stdout.returncode == 2
+    assert b"standard output is closed" in no_stdout.stderr and b"internal error" not in no_stdout.stderr
+    no_stderr = _program("--no-cache", str(S2), preexec_fn=lambda: os.close(2))
+    assert no_stderr.returncode == 1 and b"RC002" in no_stderr.stdout
