@@ -61,6 +61,12 @@ class Records:
         return key
 
 
+# The attributes of data and callee edges, one dict for all (read-only): a dict per edge was most of
+# an edge's memory (a record of a million operands made a million of them).
+DATA_EDGE = {"kind": "data"}
+CALLEE_EDGE = {"kind": "callee"}
+
+
 def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) -> None:
     """Add the collected nodes and resolved edges to ``ir.graph``."""
     g = ir.graph
@@ -93,14 +99,14 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                                           "line": line, "op": "Constant", "scope": "", "value": arg}))
                 src = key
             if pos < 0:
-                edges.append((src, consumer, "callee", {"kind": "callee"}))
+                edges.append((src, consumer, "callee", CALLEE_EDGE))
             else:
-                edges.append((src, consumer, pos, {"kind": "data"}))
+                edges.append((src, consumer, pos, DATA_EDGE))
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
     for call, callee, args, graph in rec.calls:
         sub = ir.subgraphs.get(callee)
-        edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
+        edges.append((rec.graph_node(callee), call, "callee", CALLEE_EDGE))
         if sub is None:
             continue
         for i, arg in enumerate(args[: len(sub.params)]):
@@ -139,7 +145,8 @@ def _add_edges(g: "nx.MultiDiGraph", edges: list[tuple[int, int, Any, dict]]) ->
         if keys is None:
             out[v] = pred[v][u] = {key: data}
         elif key in keys:
-            keys[key].update(data)
+            if keys[key] is not data:
+                keys[key] = {**keys[key], **data}   # never into a shared dict
         else:
             keys[key] = data
 

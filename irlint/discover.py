@@ -212,9 +212,33 @@ def read_stdin(stream: BinaryIO | None = None) -> None:
         if stream is None:   # `irlint - <&-`
             raise InputError("-: standard input is closed")
     try:
-        _buffers[STDIN] = stream.read()
+        _buffers[STDIN] = read_stream(stream, "-: standard input")
     except (OSError, ValueError) as exc:   # not readable (opened for writing), closed
         raise InputError(f"-: cannot read standard input: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+# A stream (standard input, a pipe, a device) is held in memory whole: up to this much
+MAX_STREAM_BYTES = 2 << 30
+_STREAM_CHUNK = 8 << 20
+
+
+def read_stream(stream: BinaryIO, what: str) -> bytes:
+    """The bytes of a stream that can be read once. One that does not start like a dump
+    (``/dev/zero``, ``/dev/urandom``) is read no further than its first block, which tells so;
+    one longer than ``MAX_STREAM_BYTES`` is refused (InputError), not read until memory runs out."""
+    head = stream.read(_STREAM_CHUNK)
+    if not head or not (is_dump_start(head) or compression_of(head[:8])):
+        return head
+    chunks, total = [head], len(head)
+    while True:
+        chunk = stream.read(_STREAM_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_STREAM_BYTES:
+            raise InputError(f"{what} holds more than {MAX_STREAM_BYTES >> 20:,} MiB: "
+                             f"save it to a file and lint that file")
+        chunks.append(chunk)
 
 
 def sniff(path: str, compression: str | None = None) -> str:
@@ -326,7 +350,7 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
         # /dev/stdin from a pipe, a FIFO: it can be read once only
         try:
             with open(p, "rb") as f:
-                _buffers[raw] = f.read()
+                _buffers[raw] = read_stream(f, raw)
         except OSError as exc:
             raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
         st = os.stat_result((*st[:6], len(_buffers[raw]), *st[7:]))

@@ -44,6 +44,9 @@ _HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total 
 # a "# ====" rule, and marks the failing node with "#------------------------> N".
 _NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
 
+# The attributes of a node that has none: one dict for all (read-only, as every parsed value is).
+NO_ATTRS: dict = {}
+
 NODE_COMMENT = b"      # "
 TYPE_LINE = b"      : "
 _RECORD_STARTS = (b"  %", b"  Return(", b"      : ", b"      # ", b"}", b"subgraph ", b"# ", b"%para")
@@ -433,10 +436,10 @@ class _Reader:
             "op": "Return" if is_return else op,
             "raw_op": raw_op,
             "instance": get("instance"),
-            "primitive_attrs": get("primitive_attrs", {}),
-            "cnode_attrs": get("cnode_attrs", {}),
-            "primal_attrs": get("cnode_primal_attrs", {}),
-            "parallel_info": get("parallel_info", {}),
+            "primitive_attrs": get("primitive_attrs", NO_ATTRS),
+            "cnode_attrs": get("cnode_attrs", NO_ATTRS),
+            "primal_attrs": get("cnode_primal_attrs", NO_ATTRS),
+            "parallel_info": get("parallel_info", NO_ATTRS),
             "in_types": (),
             "out_type": None,
             "scope": "",

@@ -347,3 +347,54 @@ def test_closed_standard_streams_are_named_not_internal_errors(tmp_path):
     assert b"standard output is closed" in no_stdout.stderr and b"internal error" not in no_stdout.stderr
     no_stderr = _program("--no-cache", str(S2), preexec_fn=lambda: os.close(2))
     assert no_stderr.returncode == 1 and b"RC002" in no_stderr.stdout
+
+
+# --- 9: memory in proportion to the input; streams with an end ------------------------------------------
+def test_records_of_many_repeated_operands_take_memory_in_proportion(tmp_path):
+    import tracemalloc
+
+    lines = _lines()
+    at = _first(lines, b"  Return(")
+    operands = 50_000
+    big = [b"  %%%d(x0) = MakeTuple(" % (9000 + i) + b", ".join([b"%0"] * operands) + b")" for i in range(3)]
+    data = b"\n".join(lines[:at] + big + lines[at:])
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(data)
+    tracemalloc.start()
+    try:
+        ir = read_ir(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert ir.graph.number_of_edges() == read_ir(str(VALIDATE)).graph.number_of_edges() + 3 * operands
+    assert peak < 90 * len(data), peak / len(data)   # 134x before: a template, a dict per edge, a Ref per operand
+
+
+def test_a_named_character_device_is_not_read_to_its_end(tmp_path):
+    import os
+
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    (tmp_path / "21_validate_0076.ir").symlink_to("/dev/zero")
+    for path in ("/dev/zero", str(tmp_path / "21_validate_0076.ir")):
+        proc = _program("--no-cache", "--format", "json", path)
+        assert proc.returncode == 2, proc.stderr
+        assert [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == [D.BINARY]
+
+
+class _EndlessDump:
+    """A stream that looks like a dump and never ends (``yes '  %1(x) = A(%0)'``)."""
+
+    def read(self, n: int = -1) -> bytes:
+        return (b"# IR entry: @g\n" + b"  %1(x) = A(%0)\n" * (n // 16))[:n]
+
+
+def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
+    from irlint import discover
+    from irlint.discover import InputError, read_stream
+
+    monkeypatch.setattr(discover, "MAX_STREAM_BYTES", 64 << 20)
+    with pytest.raises(InputError, match="more than 64 MiB"):
+        read_stream(_EndlessDump(), "-: standard input")
+    result = CliRunner().invoke(main, ["--no-cache", "-"], input=_EndlessDump().read(80 << 20))
+    assert result.exit_code == 2 and "more than 64 MiB" in result.output
