@@ -398,3 +398,42 @@ def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
         read_stream(_EndlessDump(), "-: standard input")
     result = CliRunner().invoke(main, ["--no-cache", "-"], input=_EndlessDump().read(80 << 20))
     assert result.exit_code == 2 and "more than 64 MiB" in result.output
+
+
+_WORKER_KILLER = '''
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import irlint.engine as engine
+from irlint.rule import Rule
+
+
+class EndsTheWorker(Rule):
+    code = "XD002"
+    name = "ends-the-worker"
+
+    def check(self, ir):
+        os._exit(0)
+        yield
+
+
+engine.PARALLEL_MIN_BYTES = 0
+engine._cores = lambda: 2
+engine.active_rules = lambda config: [EndsTheWorker()]
+from irlint.cli import run
+sys.argv = ["irlint", *sys.argv[2:]]
+sys.exit(run())
+'''
+
+
+def test_a_worker_process_that_dies_is_reported_per_file(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "program.py").write_text(_WORKER_KILLER)
+    proc = subprocess.run([sys.executable, str(tmp_path / "program.py"), str(tmp_path), "--no-cache", "-j", "2",
+                           "--format", "json", str(VALIDATE), str(S2 / "graph_build_0_0094.ir")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "internal error" not in proc.stderr
+    diags = json.loads(proc.stdout)["diagnostics"]
+    assert len(diags) == 2 and all("worker process ended unexpectedly" in d["message"] for d in diags), diags
