@@ -91,7 +91,7 @@ def merge_line_runs(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
     def close() -> None:
         if run and run[-1].line > run[0].line:
-            out.append(_run_diagnostic(run))
+            out.append(line_run_diagnostic(run))
         else:
             out.extend(run)
         run.clear()
@@ -110,7 +110,8 @@ def merge_line_runs(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def _run_diagnostic(run: list[Diagnostic]) -> Diagnostic:
+def line_run_diagnostic(run: list[Diagnostic]) -> Diagnostic:
+    """The one diagnostic of a run of bad lines: its first and last lines, and its kinds in order."""
     first, last = run[0].line, run[-1].line
     codes = list(dict.fromkeys(d.code for d in run))
     code = next((c for c in codes if c in _SKIPPING), codes[0])

@@ -96,6 +96,7 @@ class _Reader:
         self.section: dict | None = None      # "key: value" lines go here (# Attrs, subgraph attr)
         self.pending_sub_attrs: dict = {}
         self.bad_utf8 = 0
+        self.bad_run: list[Diagnostic] = []       # the open run of consecutive bad lines
         self.block: str | None = None        # a top-level "name {" block such as "jit config {"
         self.in_order = False                # the "# Order:" listing after a subgraph
         self.eof_line = 0
@@ -103,7 +104,31 @@ class _Reader:
 
     # --- helpers ----------------------------------------------------------------------------------
     def diag(self, line: int, code: str, message: str, text: str = "") -> None:
-        self.ir.diagnostics.append(Diagnostic(self.name, line, code, message, excerpt(text)))
+        new = Diagnostic(self.name, line, code, message, excerpt(text))
+        if code in D.LINE_CODES and line > 0:
+            run = self.bad_run
+            if run and run[-1].line <= line <= run[-1].line + 1:
+                # a run of bad lines (megabytes of junk) keeps its first line, one line of each kind
+                # and its last line: all that its one diagnostic says (D.line_run_diagnostic)
+                if run[-1].line > run[0].line and any(d.code == run[-1].code for d in run[:-1]):
+                    run[-1] = new
+                else:
+                    run.append(new)
+                return
+            self.close_run()
+            self.bad_run = [new]
+            return
+        self.close_run()
+        self.ir.diagnostics.append(new)
+
+    def close_run(self) -> None:
+        run = self.bad_run
+        if run:
+            if run[-1].line > run[0].line:
+                self.ir.diagnostics.append(D.line_run_diagnostic(run))
+            else:
+                self.ir.diagnostics.extend(run)   # bad lines, all on one line
+            self.bad_run = []
 
     def decode(self, raw: bytes, lineno: int) -> str:
         try:
@@ -135,7 +160,10 @@ class _Reader:
                           first.split(b"\n", 1)[0].decode("utf-8", "replace"))
             return
         f.seek(0)
-        self.loop(f)
+        try:
+            self.loop(f)
+        finally:
+            self.close_run()
         self.finish()
 
     def loop(self, f: BinaryIO) -> None:
@@ -499,6 +527,7 @@ class _Reader:
     def finish(self) -> None:
         if self.sub is not None and not self.sub.closed:
             self.diag(self.eof_line, D.TRUNCATED, f"file ends inside subgraph {self.sub.name} (truncated dump?)")
+        self.close_run()
         self.ir.diagnostics[:] = D.merge_line_runs(self.ir.diagnostics)
         assemble(self.ir, self.rec, self.diag)
         check_counts(self.ir, self.eof_line, self.diag)

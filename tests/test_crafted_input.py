@@ -437,3 +437,29 @@ def test_a_worker_process_that_dies_is_reported_per_file(tmp_path):
     assert "internal error" not in proc.stderr
     diags = json.loads(proc.stdout)["diagnostics"]
     assert len(diags) == 2 and all("worker process ended unexpectedly" in d["message"] for d in diags), diags
+
+
+def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
+    import tracemalloc
+
+    lines = _lines()
+    at = _first(lines, b"}")
+    junk = 200_000
+    data = b"\n".join(lines[:at + 1] + [b"x"] * junk + lines[at + 1:])
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(data)
+
+    def peak_of(dump: Path):
+        tracemalloc.start()
+        try:
+            return read_ir(str(dump)), tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    read_ir(str(path))   # imports done
+    ir, peak = peak_of(path)
+    plain = peak_of(VALIDATE)[1]   # the reader's own block buffer and the model
+    assert [(d.line, d.code) for d in ir.diagnostics] == [(at + 2, D.UNKNOWN_LINE)]
+    assert f"{junk} consecutive lines skipped" in ir.diagnostics[0].message
+    extra = len(data) - len(VALIDATE.read_bytes())
+    assert peak - plain < 10 * extra, (peak - plain) / extra   # a diagnostic per line until the end: 85x
