@@ -463,3 +463,17 @@ def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
     assert f"{junk} consecutive lines skipped" in ir.diagnostics[0].message
     extra = len(data) - len(VALIDATE.read_bytes())
     assert peak - plain < 10 * extra, (peak - plain) / extra   # a diagnostic per line until the end: 85x
+
+
+def test_a_record_of_many_equal_constants_makes_one_node_per_value(tmp_path):
+    lines = _lines()
+    at = _first(lines, b"  Return(")
+    operands = 100_000
+    record = b"  %9000(x0) = MakeTuple(" + b", ".join([b"1", b"2.5", b"Bool(1)"] * operands) + b")"
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(b"\n".join(lines[:at] + [record] + lines[at:]))
+    ir, whole = read_ir(str(path)), read_ir(str(VALIDATE))
+    assert ir.graph.number_of_nodes() == whole.graph.number_of_nodes() + 1 + 3   # the MakeTuple, 3 values
+    tuple_key = next(k for k, d in ir.graph.nodes(data=True) if d.get("id") == "%9000")
+    into = sorted((key, ir.graph.nodes[u]["value"]) for u, _, key in ir.graph.in_edges(tuple_key, keys=True))
+    assert len(into) == 3 * operands and into[:3] == [(0, 1), (1, 2.5), (2, True)]
