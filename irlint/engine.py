@@ -281,20 +281,25 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
     os.close(write_end)
     chunks = []
     deadline = None if timeout <= 0 else timeout + CHILD_GRACE_SECONDS
-    killed = False
+    killed = ended = False
     try:
         with os.fdopen(read_end, "rb", buffering=0) as pipe:
             while True:
                 ready, _, _ = select.select([pipe], [], [], deadline)
                 if not ready:
-                    os.kill(pid, signal.SIGKILL)
                     killed = True
                     break
                 chunk = pipe.read(1 << 20)
                 if not chunk:
                     break
                 chunks.append(chunk)
+        ended = not killed
     finally:
+        if not ended:   # past the deadline, or Ctrl-C / SIGTERM in the parent: the child goes too
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         _, status = os.waitpid(pid, 0)
     if killed:
         return [], f"did not finish within {timeout:g} s (rule-timeout); its process was killed"
