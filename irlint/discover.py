@@ -444,7 +444,7 @@ def _inside(out: Discovery, top: str, folder: Path) -> bool:
     if target == top or target.startswith(top.rstrip(os.sep) + os.sep):
         return True
     out.diagnostics.append(Diagnostic(_display(folder), 0, D.UNREADABLE,
-                                      f"not read: a link to {target}, outside the named folder; "
+                                      f"not read: a link to {printable(target)}, outside the named folder; "
                                       f"name that folder to lint it"))
     return False
 
