@@ -4,7 +4,8 @@ The reader collects node records and the references between them as plain lists;
 become graph nodes and edges in bulk: arguments are resolved to node keys (a local ``%N``, a
 file-wide ``%paraN``, ``$(@g:name)`` of an enclosing subgraph, ``@g`` of a subgraph), literal
 arguments become ``Constant`` nodes, and subgraph calls get their callee, call_in and call_out
-edges (see ``irlint.model``).
+edges (see ``irlint.model``), also when a value holding graphs is called (``%5[@FuncUnion(@a, @b)]()``:
+each graph it may run).
 """
 from __future__ import annotations
 
@@ -31,9 +32,14 @@ class Records:
     # per node record: (its arguments, the node, its graph, a %N or $(@g:x) callee or None, its line)
     uses: list[tuple[tuple, int, str, Any, int]] = field(default_factory=list)
     calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)  # (call node, callee graph, args, graph)
+    # ``Partial(@g, a0, a1, ...)``: (node, @g, bound arguments, graph); a0 binds g's first parameter
+    partials: list[tuple[int, str, tuple, str]] = field(default_factory=list)
     params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
     locals: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> %N -> key
+    # calls of a value holding graphs, "%0[@@g](..)", "%5[@FuncUnion(@a, @b)]()": one per graph it
+    # may run, as in ``calls``
+    value_calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)
     next_key: int = 0
 
     def new_key(self) -> int:
@@ -113,6 +119,19 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 edges.append((src, consumer, pos, DATA_EDGE))
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
+    for call, callee, args, graph in rec.value_calls:
+        sub = ir.subgraphs.get(callee)
+        edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
+        if sub is None:
+            continue
+        # the value may be a Partial that bound the first parameters: the arguments are the last ones
+        first = max(0, len(sub.params) - len(args))
+        for i, arg in enumerate(args[: len(sub.params) - first]):
+            src = resolver.resolve(arg, graph)
+            if src is not None:
+                edges.append((src, sub.params[first + i], ("in", first + i), {"kind": "call_in"}))
+        if sub.return_node is not None:
+            edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     for call, callee, args, graph in rec.calls:
         sub = ir.subgraphs.get(callee)
         edges.append((rec.graph_node(callee), call, "callee", CALLEE_EDGE))
@@ -124,6 +143,16 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
         if sub.return_node is not None:
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
+    # A Partial binds its arguments to the callee's first parameters as a call does (lazy_inline
+    # hands the forward values backward needs to the backward subgraph this way).
+    for partial, callee, args, graph in rec.partials:
+        sub = ir.subgraphs.get(callee)
+        if sub is None:
+            continue
+        for i, arg in enumerate(args[: len(sub.params)]):
+            src = resolver.resolve(arg, graph)
+            if src is not None:
+                edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
     _add_nodes(g, rec.nodes[:made_by_args])
     _add_nodes(g, const_nodes)
     _add_nodes(g, rec.nodes[made_by_args:])

@@ -23,10 +23,10 @@ def write_baseline(path: str | Path, findings: list[Finding]) -> int:
                 "scope": f.scope, "message": f.message} for f in findings]
     entries.sort(key=lambda e: (e["code"], e["file"], e["scope"], e["fingerprint"]))
     data = {"irlint-baseline": FORMAT_VERSION, "findings": entries}
-    from .reporters import write_atomically
+    from .reporters import write_output
 
     try:
-        write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_output(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write baseline: {exc.strerror or exc}") from None
     return len(entries)

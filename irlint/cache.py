@@ -9,16 +9,22 @@ file's stat (inode, size, mtime, ctime) to its content hash, so an unchanged fil
 again.
 
 Entries are JSON of plain values, written atomically (temporary file + ``os.replace``) and
-validated on load: the cache folder may be shared or writable by others, so an entry must never be
-able to run code (no pickle), and one that is damaged, foreign or of the wrong shape is ignored
-and removed. The folder is bounded in size (oldest entries go first) and can be deleted at any
-time.
+validated on load: an entry must never be able to run code (no pickle), and one that is damaged,
+foreign or of the wrong shape is ignored and removed. A lint entry also holds a sample of the
+content it was made from (size, first and last 64 KiB), checked against the file before it is
+used, so a stale or forged stat entry cannot give one dump another content's results. A folder
+other users can write is not used at all (they could plant any entry), and entries are read only
+when they belong to the user. The folder holds a ``CACHEDIR.TAG``; ``irlint clean`` removes only
+files in the layout irlint writes (``vN/lint|stat/XX/KEY``), with the content it writes. The
+folder is bounded in size (oldest entries go first) and can be deleted at any time.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
+import stat as stat_module
 import sys
 import time
 from pathlib import Path
@@ -33,6 +39,15 @@ DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time
 _RACY_SECONDS = 2.0
+# the Cache Directory Tagging Specification's tag: backup tools skip the folder, and it marks the
+# folder as irlint's for `irlint clean`
+TAG_NAME = "CACHEDIR.TAG"
+TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+            "# This file is a cache directory tag created by irlint (https://bford.info/cachedir/).\n")
+_KINDS = ("lint", "stat")
+_KEY = re.compile(r"[0-9a-f]{64}\Z")
+_LEFTOVER = re.compile(r"\.([0-9a-f]{64})\.[A-Za-z0-9_]+\.tmp\Z")
+_SAMPLE_BYTES = 64 * 1024
 
 
 def default_dir(configured: str | None = None) -> Path:
@@ -52,6 +67,51 @@ def content_hash(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") \
             else _hash_stream(f)
+
+
+def content_sample(path: str) -> str:
+    """Size and the first and last 64 KiB of a file: cheap to read whatever its size, and enough to
+    tell that a cache entry was made from other content."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        h = hashlib.sha256(str(size).encode() + b"\0" + f.read(_SAMPLE_BYTES))
+        if size > _SAMPLE_BYTES:
+            f.seek(max(_SAMPLE_BYTES, size - _SAMPLE_BYTES))
+            h.update(f.read(_SAMPLE_BYTES))
+    return h.hexdigest()
+
+
+def unsafe_folder(folder: str | os.PathLike) -> str | None:
+    """Why a cache folder must not be used ('' or None: it may): one that another user owns or can
+    write could hold planted entries."""
+    if not hasattr(os, "getuid"):
+        return None
+    root = Path(folder)
+    uid = os.getuid()
+    for path in (root, root / f"v{FORMAT}", *(root / f"v{FORMAT}" / kind for kind in _KINDS)):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue   # created by irlint, for this user only, when first written
+        if not stat_module.S_ISDIR(st.st_mode):
+            return f"{path} is not a folder"
+        if st.st_uid not in (uid, 0):
+            return f"{path} belongs to another user (uid {st.st_uid})"
+        if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid)):
+            return f"{path} is writable by other users (mode {stat_module.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _private_group(gid: int) -> bool:
+    """The user's own group (a umask of 002 with one group per user makes folders group-writable)."""
+    try:
+        import grp
+        import pwd
+
+        group, user = grp.getgrgid(gid), pwd.getpwuid(os.getuid())
+    except (ImportError, KeyError):
+        return False
+    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
 
 
 def _hash_stream(f) -> str:
@@ -137,7 +197,8 @@ def rules_hash(rules: Iterable[Any]) -> str:
 
 class LintCache:
     def __init__(self, folder: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
-        self.root = Path(folder) / f"v{FORMAT}"
+        self.folder = Path(folder)
+        self.root = self.folder / f"v{FORMAT}"
         self.max_bytes = max_bytes
         self.written = 0
         self.hits = 0
@@ -174,12 +235,16 @@ class LintCache:
         return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------
-    def get(self, key: str, display: str) -> tuple[list[Finding], list[Diagnostic]] | None:
-        """The findings and diagnostics stored under ``key``, naming the file ``display``."""
+    def get(self, key: str, display: str, sample: str | None = None
+            ) -> tuple[list[Finding], list[Diagnostic]] | None:
+        """The findings and diagnostics stored under ``key``, naming the file ``display``; with
+        ``sample`` (``content_sample`` of the file), only when the entry was made from that content."""
         file = self._file("lint", key)
         value = self._load(file)
         if value is None:
             return None
+        if sample is not None and isinstance(value, dict) and value.get("sample") != sample:
+            return None   # made from other content (the stat entry that led here was wrong): a miss
         try:
             if not (isinstance(value, dict) and value.get("key") == key):
                 raise ValueError("not this entry")
@@ -191,10 +256,11 @@ class LintCache:
         self.hits += 1
         return result
 
-    def put(self, key: str, value: tuple[list[Finding], list[Diagnostic]], display: str) -> None:
+    def put(self, key: str, value: tuple[list[Finding], list[Diagnostic]], display: str,
+            sample: str | None = None) -> None:
         findings, diagnostics = value
         try:
-            data = {"key": key, "findings": [_finding_data(f, display) for f in findings],
+            data = {"key": key, "sample": sample, "findings": [_finding_data(f, display) for f in findings],
                     "diagnostics": [_diagnostic_data(d, display) for d in diagnostics]}
         except TypeError:
             return   # a rule put a value JSON cannot hold in a finding: not cached
@@ -206,6 +272,8 @@ class LintCache:
     def _load(self, file: Path) -> Any | None:
         try:
             with open(file, "rb") as f:
+                if not _own(os.fstat(f.fileno())):
+                    return None   # not written by this user: never trusted, left alone
                 value = json.loads(f.read())
         except FileNotFoundError:
             return None
@@ -226,45 +294,109 @@ class LintCache:
 
         try:
             text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            file.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(file, text, durable=False)
+            self._make_folders(file.parent)
+            write_atomically(file, text, durable=False, mode=0o600)
             self.written += file.stat().st_size
         except OSError:
             pass  # a read-only or full cache folder only costs speed
         except (TypeError, ValueError):
             pass  # a rule put something JSON cannot hold in a finding: not cached
 
-    def clear(self) -> int:
-        """Remove every entry (``irlint clean``); the number removed."""
+    def _make_folders(self, folder: Path) -> None:
+        """The entry's folder and those above it up to the cache folder, for this user only; the
+        cache folder gets its tag."""
+        if folder.is_dir():
+            return
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        path = self.folder
+        for part in ("", *folder.relative_to(self.folder).parts):
+            path = path / part if part else path
+            try:
+                path.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+        tag = self.folder / TAG_NAME
+        if not tag.exists():
+            tag.write_text(TAG_TEXT, encoding="ascii")
+
+    def looks_like_cache(self) -> bool:
+        """Whether the folder holds irlint's tag or entries: the only folders ``clear`` empties."""
+        if _is_tag(self.folder / TAG_NAME):
+            return True
+        return any(_entry_content(path, kind, key) for path, kind, key in self._entries())
+
+    def _entries(self, with_leftovers: bool = False):
+        """(path, kind, key or None) of every file in the layout irlint writes: ``vN/KIND/XX/KEY``
+        with XX the first two characters of KEY (and ``.KEY.XXXX.tmp`` leftovers of a killed run);
+        nothing else in the folder is ever touched."""
+        if self.root.is_symlink():
+            return   # irlint makes real folders: a link leads out of the cache
+        for kind in _KINDS:
+            top = self.root / kind
+            if top.is_symlink():
+                continue
+            try:
+                subs = sorted(os.listdir(top))
+            except OSError:
+                continue
+            for sub in subs:
+                folder = top / sub
+                if len(sub) != 2 or not folder.is_dir() or folder.is_symlink():
+                    continue
+                try:
+                    names = os.listdir(folder)
+                except OSError:
+                    continue
+                for name in names:
+                    leftover = _LEFTOVER.match(name)
+                    key = name if _KEY.match(name) else (leftover.group(1) if leftover else None)
+                    if key is None or key[:2] != sub:
+                        continue
+                    path = folder / name
+                    if path.is_symlink() or not path.is_file():
+                        continue
+                    if leftover is None:
+                        yield path, kind, key
+                    elif with_leftovers:
+                        yield path, kind, None
+
+    def clear(self) -> tuple[int, int]:
+        """Remove the entries irlint wrote (``irlint clean``), then the folders and tag it made
+        when they are left empty; (entries removed, other files left alone)."""
         removed = 0
-        if not self.root.parent.is_dir():
-            return 0
-        for dirpath, _, names in os.walk(self.root.parent):
-            for name in names:
-                p = os.path.join(dirpath, name)
-                if os.path.basename(os.path.dirname(os.path.dirname(p))) in ("lint", "stat") or _leftover(name):
-                    _unlink(p)
-                    removed += 1
-        return removed
+        for path, kind, key in list(self._entries(with_leftovers=True)):
+            if key is not None and not _entry_content(path, kind, key):
+                continue   # named like an entry, but not what irlint writes: left alone
+            _unlink(str(path))
+            removed += 1
+        for kind in _KINDS:
+            top = self.root / kind
+            for sub in sorted(top.iterdir()) if top.is_dir() else ():
+                _rmdir(sub)
+            _rmdir(top)
+        _rmdir(self.root)
+        others = sum(len(files) for _, _, files in os.walk(self.folder)) if self.folder.is_dir() else 0
+        tag = self.folder / TAG_NAME
+        if others == 1 and _is_tag(tag):
+            _unlink(str(tag))   # nothing of irlint's is left: the folder is no longer its cache
+            others = 0
+        return removed, others - (1 if _is_tag(tag) else 0)
 
     def prune(self) -> None:
         """Remove the least recently used entries while the cache is over its size bound."""
-        if not self.root.is_dir():
-            return
         entries = []
         total = 0
-        for dirpath, _, names in os.walk(self.root):
-            for name in names:
-                p = os.path.join(dirpath, name)
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue
-                if _leftover(name) and time.time() - st.st_mtime > 3600:
-                    _unlink(p)  # left behind by a killed run
-                    continue
-                entries.append((st.st_mtime, st.st_size, p))
-                total += st.st_size
+        for path, _, key in self._entries(with_leftovers=True):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if key is None:
+                if time.time() - st.st_mtime > 3600:
+                    _unlink(str(path))  # left behind by a killed run
+                continue
+            entries.append((st.st_mtime, st.st_size, str(path)))
+            total += st.st_size
         if total <= self.max_bytes:
             return
         entries.sort()
@@ -275,9 +407,40 @@ class LintCache:
             total -= size
 
 
-def _leftover(name: str) -> bool:
-    """A temporary file of ``write_atomically`` (``.ENTRY.XXXX.tmp``) that a killed run left."""
-    return name.startswith(".") and name.endswith(".tmp")
+def _own(st: os.stat_result) -> bool:
+    """An entry this user wrote, that nobody else can change."""
+    if not hasattr(os, "getuid"):
+        return True
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _is_tag(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(TAG_TEXT) + 1).decode("ascii", "replace") == TAG_TEXT
+    except OSError:
+        return False
+
+
+def _entry_content(path: Path, kind: str, key: str) -> bool:
+    """Whether a file holds what irlint writes under that name: a lint entry naming its own key,
+    or a stat entry holding a content hash."""
+    try:
+        if path.stat().st_size > 1 << 30:
+            return False
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    if kind == "lint":
+        return isinstance(value, dict) and value.get("key") == key
+    return isinstance(value, str) and _KEY.match(value) is not None
+
+
+def _rmdir(path: Path) -> None:
+    try:
+        os.rmdir(path)   # only when empty
+    except OSError:
+        pass
 
 
 def _unlink(path: str) -> None:

@@ -1,7 +1,8 @@
 """The ``irlint`` command line: ``irlint [OPTIONS] PATH...`` and the rules/explain/inspect/config/clean commands.
 
-Exit codes: 0 no findings (or only info ones), 1 warning or error findings, 2 usage error, unusable input
-or internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+Exit codes: 0 no findings (or only info ones), 1 warning or error findings, 2 usage error, nothing
+checked, any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), 143
+terminated (SIGTERM).
 """
 from __future__ import annotations
 
@@ -22,15 +23,16 @@ from .baseline import BaselineError, new_findings, read_baseline, write_baseline
 from .config import Config, ConfigError, check_selectors, load_config, shown, to_toml
 from .discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from .engine import lint_files
-from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_atomically
+from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
 EXIT_TERMINATED = 128 + 15           # SIGTERM
 FAILING_SEVERITIES = ("error", "warning")
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
-EXIT_CODES_HELP = ("Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, unusable input "
-                   "or internal error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).")
+EXIT_CODES_HELP = ("Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, nothing checked, "
+                   "any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), "
+                   "143 terminated (SIGTERM).")
 _debug = False
 
 
@@ -48,7 +50,7 @@ class _DefaultGroup(click.Group):
 
     default_command = "check"
     # name -> (module, command object): imported only when that command is used, never by a lint
-    lazy_commands = {"memory": ("irlint.memory_cli", "memory_cmd")}
+    lazy_commands = {"memory": ("irlint.memory_cli", "memory_cmd"), "comm": ("irlint.comm_cli", "comm_cmd")}
 
     def list_commands(self, ctx):
         return sorted({*self.commands, *self.lazy_commands})
@@ -208,6 +210,8 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
               help="Files read in parallel (0: one per core; never more than the cores or the files).")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+@click.option("--no-dedup", is_flag=True, help="Read every file, even one that holds the same graph as another "
+              "(another rank's, a repeated stage's) apart from lines naming the process.")
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Cache folder (default: cache-dir of the config, $IRLINT_CACHE_DIR, or the user cache folder).")
 @click.option("--rule-timeout", type=click.FloatRange(min=0), default=None,
@@ -223,8 +227,8 @@ def main() -> None:
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @debug_option
 def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
-          jobs, no_cache, cache_dir, rule_timeout, stdin_filename, color, baseline_file, write_baseline_file,
-          exit_zero):
+          jobs, no_cache, no_dedup, cache_dir, rule_timeout, stdin_filename, color, baseline_file,
+          write_baseline_file, exit_zero):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
 
     A cache of lint results (per dump file, keyed by its content, the rules and irlint's version)
@@ -239,6 +243,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         check_selectors(config, known, config_file or (shown(source) if source else None))
         _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
         _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir, rule_timeout)
+        if no_dedup:
+            config.dedup = False
         if output is None and sys.stdout is None and not show_files:   # `irlint ... >&-`
             raise InputError("standard output is closed: the report cannot be written (use -o FILE)")
         accepted = read_baseline(baseline_file) if baseline_file else None
@@ -246,9 +252,10 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
             if target:   # before the lint, not after it: a bad path must not cost a whole run
                 _prepare_output(target)
         found = discover_inputs(list(paths), stdin_filename)
+        _refuse_to_overwrite_inputs(found, paths, baseline_file, output=output, write_baseline=write_baseline_file)
         if show_files:
-            _show_files(found, config)
-            sys.exit(EXIT_ERROR if found.empty or found.diagnostics else EXIT_CLEAN)
+            something = _show_files(found, config)
+            sys.exit(EXIT_ERROR if found.empty or found.diagnostics or not something else EXIT_CLEAN)
         if found.empty:
             for d in found.diagnostics:
                 click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
@@ -258,18 +265,21 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         report = _lint_with_progress(found, config, show=not quiet)
     except (ConfigError, InputError, BaselineError) as exc:
         _fail(str(exc))
+    for note in report.notes:
+        click.echo(f"irlint: {note}", err=True)
     total = len(report.findings)
     if write_baseline_file:
         try:
             n = write_baseline(write_baseline_file, report.findings)
         except BaselineError as exc:
             _fail(str(exc))
-        if not quiet:
+        if not quiet and fmt != "text":   # the text summary says it
             click.echo(f"irlint: wrote {n} finding{'s' if n != 1 else ''} to baseline {write_baseline_file}", err=True)
         report.findings = []
     elif accepted is not None:
         report.findings = new_findings(report.findings, accepted)
-    ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings))
+    ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings),
+                        baseline_written=write_baseline_file or None)
     ctx.sources.streams = {f.display: (f.path, f.compression) for f in found.files}
     if output is None and _on_terminal(sys.stdout):
         ctx.width = shutil.get_terminal_size((120, 24)).columns
@@ -280,9 +290,13 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         click.echo(text, nl=False, color=ctx.color)   # click would strip the colours off a pipe
     else:
         try:
-            write_atomically(output, text)
+            write_output(output, text)
         except OSError as exc:
             _fail(f"{output}: cannot write: {exc.strerror or exc}")
+    nothing = _why_nothing_checked(report.rules, report.files, found, config)
+    if nothing:
+        click.echo(f"irlint: nothing checked: {nothing}", err=True)
+        sys.exit(EXIT_ERROR)
     if report.diagnostics:
         # bad input (truncated, junk, invalid UTF-8, over-long lines) must not pass as clean
         sys.exit(EXIT_ERROR)
@@ -346,9 +360,36 @@ def use_color(choice: str, tty: bool) -> bool:
     return tty
 
 
+def _refuse_to_overwrite_inputs(found: Discovery, paths, baseline_file, **targets) -> None:
+    """A report or baseline written onto a dump being linted (or the baseline read) would destroy it."""
+    def ident(path: str):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    inputs = {ident(f.path): f.display for f in found.files if f.path != STDIN}
+    inputs.update({ident(p): p for p in paths if p != STDIN and os.path.isfile(p)})
+    for option, target in targets.items():
+        if not target:
+            continue
+        where = ident(target)
+        if where is not None and os.path.isfile(target):
+            if where in inputs:
+                raise InputError(f"{target}: is an input of this run ({inputs[where]}); "
+                                 f"--{option.replace('_', '-')} would overwrite it")
+            if option == "output" and baseline_file and where == ident(baseline_file):
+                raise InputError(f"{target}: is the --baseline file; --output would overwrite it")
+
+
 def _prepare_output(target: str) -> None:
     """Create the folder of an output file (as ruff does) and fail now if it cannot be."""
-    folder = Path(target).parent
+    if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
+        if not os.access(target, os.W_OK):   # a device or FIFO: written to as it is
+            raise InputError(f"{target}: cannot write: permission denied")
+        return
+    folder = Path(os.path.realpath(target)).parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -405,17 +446,44 @@ def _note_jobs(config: Config, found: Discovery, quiet: bool) -> None:
                    f"than the files to read)", err=True)
 
 
-def _show_files(found: Discovery, config: Config) -> None:
-    """What a lint would read: each file with its stage, the rules that read it, and why."""
-    from .engine import active_rules, plan
+def _why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str:
+    """Why a run checked nothing ('' when it checked something): it must not pass as clean."""
+    if not rules:
+        return ("no rule is selected (the --select, --extend-select and --ignore options and the config's "
+                "select/ignore leave none; `irlint rules` lists them)")
+    if checked:
+        return ""
+    if not found.files:
+        return "no graph IR dump was read"
+    stages = sorted({f.stage.label for f in found.files})
+    wanted = list(dict.fromkeys(s for r in rules for s in r.stages))
+    return (f"no selected rule reads the stage{'s' if len(stages) != 1 else ''} of the {len(found.files)} dump "
+            f"file{'s' if len(found.files) != 1 else ''} found ({', '.join(stages)}); the rules read "
+            f"{', '.join(wanted) or 'any stage'}. Name a file to run every rule on it, or use --all-stages")
+
+
+def _show_files(found: Discovery, config: Config) -> bool:
+    """What a lint would read: each file with its stage, the rules that read it, and why. False when
+    nothing would be checked (said why)."""
+    from .engine import active_rules, plan, same_graphs
 
     rules = active_rules(config)
     todo = plan(found.files, rules, config.all_stages)
+    same = same_graphs(found.files, todo) if config.dedup else {}
+    by_path = {f.path: f for f in found.files}
     for f in found.files:
         stage = f.stage.label if f.placed else "stage unknown from the name"
         compressed = f", {f.compression}-compressed" if f.compression else ""
         if f.path not in todo:
-            click.echo(f"skip  {f.display}  ({stage}{compressed}): no selected rule reads this stage")
+            readers = [r.code for r in rules if f.stage.name in r.stages or f.stage.label in r.stages]
+            later = [g for g in found.files if g.folder == f.folder and g.path in todo
+                     and any(r.code in readers for r in todo[g.path])]
+            if readers and later:
+                why = (f"{', '.join(readers)} read {', '.join(g.display for g in later)} instead (a stage where "
+                       f"their evidence is final, of the same compile)")
+            else:
+                why = "no selected rule reads this stage"
+            click.echo(f"skip  {f.display}  ({stage}{compressed}): {why}")
             continue
         names = ", ".join(r.code for r in todo[f.path])
         if f.explicit:
@@ -424,11 +492,50 @@ def _show_files(found: Discovery, config: Config) -> None:
             why = "its name does not say its stage: every rule"
         else:
             why = "the stage where these rules' evidence is final"
-        click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}")
+        read_as = f"; same graph as {by_path[same[f.path]].display}: its findings" if f.path in same else ""
+        click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}{read_as}")
+    if same:
+        _show_shared(found.files, todo, same)
     for d in found.diagnostics:
         click.echo(f"not read  {d.file}: {d.code} {d.message}")
     for raw, why in found.empty.items():
         click.echo(f"{raw}: no graph IR dumps found in this folder: {why}")
+    nothing = _why_nothing_checked(rules, list(todo), found, config)
+    if nothing:
+        click.echo(f"irlint: nothing would be checked: {nothing}", err=True)
+    return not nothing
+
+
+def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
+    """How many graphs a lint reads, and which ranks share each graph that several files hold."""
+    from .engine import _RANK_DIR
+    from .reporters import ranks_text
+
+    checked = [f for f in files if f.path in todo]
+    graphs = len(checked) - len(same)
+    click.echo(f"{len(checked)} files, {graphs} distinct graph{'s' if graphs != 1 else ''} read "
+               "(files that differ only in lines naming the process are read once)")
+    members: dict[str, list] = {}
+    for f in checked:
+        members.setdefault(same.get(f.path, f.path), []).append(f)
+    shown = {f.path: f.display for f in checked}
+    for read, group in members.items():
+        if len(group) < 2:
+            continue
+        ranks = tuple(sorted({f.rank for f in group if f.rank is not None}))
+        where = f", {ranks_text(ranks)}" if ranks else ""
+        click.echo(f"same graph  {shown[read]}: {len(group)} files{where}")
+    # the same stage file of several ranks holding different graphs: expected with sub-groups
+    # (group names, rank lists, slice offsets), else a rank-dependent code path
+    by_stage: dict[tuple, dict[str, list[int]]] = {}
+    for f in checked:
+        if f.rank is not None:
+            key = (_RANK_DIR.sub(r"\1rank_*", f.folder), os.path.basename(f.path))
+            by_stage.setdefault(key, {}).setdefault(same.get(f.path, f.path), []).append(f.rank)
+    for (_, name), graphs in by_stage.items():
+        if len(graphs) > 1 and sum(map(len, graphs.values())) > len(graphs):
+            split = "; ".join(ranks_text(tuple(r)) for r in sorted(graphs.values()))
+            click.echo(f"differs by rank  {name}: {len(graphs)} graphs ({split})")
 
 
 def _lint_with_progress(found: Discovery, config: Config, show: bool):
@@ -560,15 +667,28 @@ def config_cmd(show, config_file, path):
 def clean_cmd(config_file, cache_dir):
     """Empty the cache of lint results (the folder of --cache-dir, cache-dir, $IRLINT_CACHE_DIR or the
     user cache folder)."""
-    from .cache import LintCache, default_dir
+    from .cache import TAG_NAME, LintCache, default_dir
 
     try:
         config, _ = load_config(config_file, starts=[os.getcwd()])
     except ConfigError as exc:
         _fail(str(exc))
     folder = default_dir(cache_dir or config.cache_dir)
-    removed = LintCache(folder).clear()
-    click.echo(f"irlint: removed {removed} cache entr{'ies' if removed != 1 else 'y'} from {folder}", err=True)
+    if not os.path.lexists(folder):
+        click.echo(f"irlint: no cache at {folder}: nothing to remove", err=True)
+        return
+    if not folder.is_dir():
+        _fail(f"{folder}: not a folder; left alone")
+    store = LintCache(folder)
+    if not store.looks_like_cache():
+        if any(folder.iterdir()):
+            _fail(f"{folder} does not look like irlint's cache (no {TAG_NAME} written by irlint, no cache "
+                  f"entries): left alone")
+        click.echo(f"irlint: {folder} is empty: nothing to remove", err=True)
+        return
+    removed, others = store.clear()
+    left = f"; {others} other file{'s' if others != 1 else ''} left alone" if others else ""
+    click.echo(f"irlint: removed {removed} cache entr{'ies' if removed != 1 else 'y'} from {folder}{left}", err=True)
 
 
 @main.command("inspect")
@@ -617,6 +737,11 @@ def inspect_cmd(paths, fmt):
         for row in rows + others:
             for d in row["diagnostics"]:
                 click.echo(f"{d['file']}:{d['line']}: {d['kind']}: {d['message']}")
+            failure = row.get("failure")
+            if failure and failure["message"]:
+                import textwrap
+                click.echo(f"{row['file']}:{failure['line']}: MindSpore's message:")
+                click.echo(textwrap.indent(failure["message"], "    ", lambda _: True))
     for raw, why in found.empty.items():
         click.echo(f"irlint: {raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}",
                    err=True)
@@ -625,7 +750,7 @@ def inspect_cmd(paths, fmt):
 
 
 def inspect_row(ir) -> dict:
-    return {
+    row = {
         "file": ir.path,
         "stage": ir.stage.label,
         "subgraphs": len(ir.subgraphs),
@@ -634,3 +759,11 @@ def inspect_row(ir) -> dict:
         "edges": ir.edge_count,
         "diagnostics": [d.to_dict() for d in ir.diagnostics],
     }
+    if ir.failure is not None:   # an analyze_fail.ir: what MindSpore said, and where evaluation stopped
+        nodes = ir.graph.nodes
+        row["failure"] = {
+            "message": ir.failure.message, "line": ir.failure.line, "stack": ir.failure.stack_depth,
+            "evaluation_stack": [{"line": nodes[k]["line"], "graph": nodes[k]["graph"], "node": nodes[k]["id"],
+                                  "op": nodes[k]["op"]} for k in ir.failure.failed_at],
+        }
+    return row

@@ -33,6 +33,7 @@ class Config:
     all_stages: bool = False
     jobs: int = 0            # 0: one process per core
     cache: bool = True
+    dedup: bool = True       # files that hold the same graph (other ranks, repeated stages) are read once
     cache_dir: str | None = None
     plugins: bool = True
     # seconds one rule may run on one file before it is stopped and reported (IR011); 0: no limit
@@ -63,7 +64,11 @@ class Config:
         return value
 
     def suppressed(self, code: str, name: str, scope: str) -> bool:
-        return any(s.matches(code, name, scope) for s in self.suppress)
+        return self.suppression_for(code, name, scope) is not None
+
+    def suppression_for(self, code: str, name: str, scope: str) -> Suppression | None:
+        """The first ``[[suppress]]`` entry that silences this finding."""
+        return next((s for s in self.suppress if s.matches(code, name, scope)), None)
 
     def effective_jobs(self) -> int:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
@@ -91,7 +96,7 @@ def _specificity(selector: str, code: str, name: str) -> int:
 CONFIG_FILES = ("irlint.toml", "pyproject.toml")   # first found in a folder wins
 LEVELS = ("error", "warning", "info")
 _KEYS = {"select", "extend-select", "ignore", "severity", "all-stages", "jobs", "cache", "cache-dir",
-         "suppress", "plugins", "rule-timeout"}
+         "suppress", "plugins", "rule-timeout", "dedup"}
 
 
 class ConfigError(Exception):
@@ -171,7 +176,7 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
         if level not in LEVELS:
             raise ConfigError(f"{where}: severity of {selector!r} must be one of {', '.join(LEVELS)}, not {level!r}")
     cfg.severity = dict(severity)
-    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins")):
+    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins"), ("dedup", "dedup")):
         if key in data:
             if not isinstance(data[key], bool):
                 raise ConfigError(f"{where}: '{key}' must be true or false")
@@ -300,6 +305,7 @@ def to_toml(cfg: Config, table: str = "") -> str:
     if cfg.cache_dir:
         lines.append(f"cache-dir = {_toml_value(cfg.cache_dir)}")
     lines.append(f"plugins = {_toml_value(cfg.plugins)}")
+    lines.append(f"dedup = {_toml_value(cfg.dedup)}")
     lines.append(f"rule-timeout = {_toml_value(cfg.rule_timeout)}")
     lines += ["", f"[{sub}severity]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sorted(cfg.severity.items())]
     for s in cfg.suppress:

@@ -16,6 +16,10 @@ BINARY = "IR009"
 UNRESOLVED = "IR010"
 RULE_FAILED = "IR011"
 PLUGIN_FAILED = "IR012"
+COMPILE_FAILURE = "IR013"
+DUPLICATE_GRAPH = "IR014"
+NO_ATTRIBUTES = "IR015"
+NO_SCOPES = "IR016"   # a note, not an input problem: the verdicts stand (see NOTE_CODES)
 
 KINDS = {
     UNREADABLE: "unreadable",
@@ -30,7 +34,13 @@ KINDS = {
     UNRESOLVED: "unresolved-reference",
     RULE_FAILED: "rule-failed",
     PLUGIN_FAILED: "plugin-failed",
+    COMPILE_FAILURE: "compile-failure",
+    DUPLICATE_GRAPH: "duplicate-graph",
+    NO_ATTRIBUTES: "no-attributes",
+    NO_SCOPES: "no-scopes",
 }
+# said about a file on standard error, not counted as an input problem (exit code unchanged)
+NOTE_CODES = frozenset({NO_SCOPES})
 
 
 # What each input problem means, for `irlint explain IR0xx`.
@@ -49,8 +59,29 @@ EXPLANATIONS = {
     BINARY: "The file holds NUL bytes: not a text dump.",
     UNRESOLVED: "A node input refers to a node or parameter the file does not define.",
     RULE_FAILED: "A rule raised an error on this file; the other rules still ran. Report it to the rule's author.",
+    NO_ATTRIBUTES: "The dump has no attributes and no types on any node (written with "
+                   "MS_DEV_DUMP_IR_FORMAT=0): what was asked to recompute, what was recomputed, dtypes, shapes "
+                   "and strategies are not in it, so no rule can judge it. Dump again without the variable "
+                   "(or with MS_DEV_DUMP_IR_FORMAT=2).",
+    NO_SCOPES: "The dump has no '# Fullname with scope' lines (written with MS_DEV_DUMP_IR_FORMAT=1). The "
+               "verdicts stand (recompute tags, copies, dtypes, shapes and parameter names are there), but "
+               "findings name no scope; nodes are told apart, and matched across decoder layers (bytes across "
+               "layers), by the weights they are computed from (model.layers.N.…). What only scopes tell "
+               "cannot be given: the select_recompute keys of a hint, recompute asked for with "
+               "Cell.recompute() (seen only as a 'recompute_' scope prefix), the per-layer table of "
+               "`irlint memory`. Not an input problem: the exit code is not changed.",
     PLUGIN_FAILED: "A third-party rule plugin (entry point group irlint.rules) could not be loaded, or its "
                    "rule code clashes with another rule's; its rules did not run.",
+    COMPILE_FAILURE: "The file is an analyze_fail.ir: MindSpore could not compile the graph (type inference "
+                     "failed) and dumped the graphs it was evaluating. The diagnostic gives MindSpore's message "
+                     "and the node whose evaluation failed (the last '------------------------>' mark); "
+                     "`irlint inspect` prints the whole message. The graphs are read, but no rule runs on them: "
+                     "the rules read graphs after automatic differentiation, recompute and parallel passes, "
+                     "which a failed compile never reaches.",
+    DUPLICATE_GRAPH: "Two subgraphs of the file print the same name (an analyze_fail.ir prints the entry graph "
+                     "of the evaluation stack and the graph it calls under one name). Both are kept: the later "
+                     "one is read as '@name#2', and each one's nodes are wired within their own graph; a call "
+                     "of '@name' refers to the first.",
 }
 
 

@@ -15,14 +15,16 @@ from . import diagnostics as D
 from .diagnostics import Diagnostic
 from .stages import Stage, stage_of
 
-# Written next to the dumps, never graph IR: skipped without opening them.
-NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".txt", ".csv", ".log", ".py", ".yaml", ".md"}
+# Written next to the dumps, never graph IR: skipped without opening them (a dump saved as .txt is
+# still one: those are opened).
+NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
 _RANK = re.compile(r"rank_(\d+)\Z")
-# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or the note
-# that opens an analyze_fail.ir
-DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info")
-_HEAD_BYTES = 64
+# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or what opens
+# an analyze_fail.ir (2.0-2.2: a numbered note; 2.3 and later: a banner)
+DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info"
+                        rb"|# =+\r?\n# The following shows the (?:last analyze fail|IR when the function graphs)")
+_HEAD_BYTES = 256   # an analyze_fail.ir of 2.3 and later opens with a rule of 97 "="
 STDIN = "-"
 # Compressed dumps are recognised by their magic bytes, whatever their name.
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
@@ -71,7 +73,75 @@ def is_dump_start(head: bytes) -> bool:
 # what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
 # standard input and pipes (/dev/stdin, a FIFO): read once, kept here, since they cannot be read again
-_buffers: dict[str, bytes] = {}
+_buffers: dict[str, "Spool"] = {}
+SPOOL_BLOCK = 8 * 1024 * 1024
+
+
+# a stream that never ends (`yes '# IR entry: @g' | irlint -`) is refused past this much
+MAX_STREAM_BYTES = 8 << 30
+
+
+class Spool:
+    """A stream that can be read only once (standard input, a pipe), copied in blocks to an
+    anonymous temporary file (no name; gone when irlint ends), so that it is read like a file:
+    in blocks, and back again for the lines a report quotes. Memory does not grow with its size."""
+
+    def __init__(self, stream: BinaryIO, what: str = "-"):
+        import tempfile
+
+        self.file = tempfile.TemporaryFile(prefix="irlint-")
+        try:
+            block = stream.read(SPOOL_BLOCK)
+            # one that does not start like a dump (/dev/zero, /dev/urandom) is read no further: its
+            # first block says what it is; one that does is copied up to MAX_STREAM_BYTES
+            more = bool(block) and (is_dump_start(block) or compression_of(block[:8]) is not None)
+            while block:
+                self.file.write(block)
+                if self.file.tell() > MAX_STREAM_BYTES:
+                    raise InputError(f"{what} holds more than {MAX_STREAM_BYTES >> 20:,} MiB: "
+                                     f"save it to a file and lint that file")
+                block = stream.read(SPOOL_BLOCK) if more else b""
+        except BaseException:
+            self.file.close()
+            raise
+        self.file.flush()
+        self.size = self.file.tell()
+
+    def head(self, n: int) -> bytes:
+        return os.pread(self.file.fileno(), n, 0)
+
+    def open(self) -> BinaryIO:
+        """A reader of its own (its own position), seekable."""
+        return io.BufferedReader(_PositionalReader(self.file.fileno(), self.size), buffer_size=1 << 20)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _PositionalReader(io.RawIOBase):
+    """Reads a file descriptor at its own offset (pread), so that several readers share one file."""
+
+    def __init__(self, fd: int, size: int):
+        self._fd, self._size, self._pos = fd, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = os.pread(self._fd, len(buffer), self._pos)
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._pos = {0: offset, 1: self._pos + offset, 2: self._size + offset}[whence]
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
 
 
 def is_buffered(path: str) -> bool:
@@ -104,7 +174,7 @@ def open_dump(path: str, compression: str | None = None) -> BinaryIO:
     """A binary stream of the dump's text: decompressed on the fly (seekable, so source traces can
     be read back), or the bytes read from standard input."""
     if path in _buffers:
-        raw: BinaryIO = io.BytesIO(_buffers[path])
+        raw: BinaryIO = _buffers[path].open()
     else:
         raw = open(path, "rb")
     if compression is None:
@@ -202,43 +272,22 @@ def damage_of(stream) -> str:
 
 def forget_buffers() -> None:
     """A new run (the CLI called again in one process) reads its pipes anew."""
+    for spool in _buffers.values():
+        spool.close()
     _buffers.clear()
 
 
 def read_stdin(stream: BinaryIO | None = None) -> None:
-    """Read standard input once (it cannot be read again), before discovery looks at it."""
+    """Read standard input once (it cannot be read again), in blocks, into a spool, before discovery
+    looks at it."""
     if stream is None:
         stream = getattr(sys.stdin, "buffer", None)
         if stream is None:   # `irlint - <&-`
             raise InputError("-: standard input is closed")
     try:
-        _buffers[STDIN] = read_stream(stream, "-: standard input")
+        _buffers[STDIN] = Spool(stream, "-: standard input")
     except (OSError, ValueError) as exc:   # not readable (opened for writing), closed
         raise InputError(f"-: cannot read standard input: {getattr(exc, 'strerror', None) or exc}") from None
-
-
-# A stream (standard input, a pipe, a device) is held in memory whole: up to this much
-MAX_STREAM_BYTES = 2 << 30
-_STREAM_CHUNK = 8 << 20
-
-
-def read_stream(stream: BinaryIO, what: str) -> bytes:
-    """The bytes of a stream that can be read once. One that does not start like a dump
-    (``/dev/zero``, ``/dev/urandom``) is read no further than its first block, which tells so;
-    one longer than ``MAX_STREAM_BYTES`` is refused (InputError), not read until memory runs out."""
-    head = stream.read(_STREAM_CHUNK)
-    if not head or not (is_dump_start(head) or compression_of(head[:8])):
-        return head
-    chunks, total = [head], len(head)
-    while True:
-        chunk = stream.read(_STREAM_CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > MAX_STREAM_BYTES:
-            raise InputError(f"{what} holds more than {MAX_STREAM_BYTES >> 20:,} MiB: "
-                             f"save it to a file and lint that file")
-        chunks.append(chunk)
 
 
 def sniff(path: str, compression: str | None = None) -> str:
@@ -255,6 +304,10 @@ def sniff(path: str, compression: str | None = None) -> str:
         return "unreadable"
     except _DECOMPRESS_ERRORS:
         return "damaged" if compression else "unreadable"
+    return _kind_of(head)
+
+
+def _kind_of(head: bytes) -> str:
     if is_dump_start(head):
         return "dump"
     if b"\x00" in head:
@@ -262,9 +315,14 @@ def sniff(path: str, compression: str | None = None) -> str:
     return "text" if head.strip() else "empty"
 
 
+def _read_head(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(_HEAD_BYTES)
+
+
 def _head(path: str) -> bytes:
     if path in _buffers:
-        return _buffers[path][:8]
+        return _buffers[path].head(8)
     with open(path, "rb") as f:
         return f.read(8)
 
@@ -286,6 +344,19 @@ def printable(name: str) -> str:
     except UnicodeEncodeError:
         return os.fsencode(name).decode("utf-8", "backslashreplace")
     return name
+
+
+_STAGES: dict[str, Stage] = {}
+
+
+def _stage_named(name: str) -> Stage:
+    """``stage_of``, once per file name: every rank repeats the same names."""
+    stage = _STAGES.get(name)
+    if stage is None:
+        if len(_STAGES) > 4096:
+            _STAGES.clear()
+        stage = _STAGES[name] = stage_of(name)
+    return stage
 
 
 def _rank_of(path: Path) -> int | None:
@@ -336,13 +407,13 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discover
 
 def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
     display = printable(name) if name else "<stdin>"
-    data = _buffers.get(STDIN, b"")
-    compression = compression_of(data[:8])
+    spool = _buffers[STDIN]
+    compression = compression_of(spool.head(8))
     kind = sniff(STDIN, compression)
     if kind != "dump":
         out.diagnostics.append(_not_a_dump(display, kind, compression))
         return
-    files.setdefault(STDIN, DumpFile(STDIN, display, "", None, True, stage_of(display), len(data), compression))
+    files.setdefault(STDIN, DumpFile(STDIN, display, "", None, True, stage_of(display), spool.size, compression))
 
 
 def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, st: os.stat_result) -> None:
@@ -350,10 +421,10 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
         # /dev/stdin from a pipe, a FIFO: it can be read once only
         try:
             with open(p, "rb") as f:
-                _buffers[raw] = read_stream(f, raw)
+                _buffers[raw] = Spool(f, raw)
         except OSError as exc:
             raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
-        st = os.stat_result((*st[:6], len(_buffers[raw]), *st[7:]))
+        st = os.stat_result((*st[:6], _buffers[raw].size, *st[7:]))
     if raw in _buffers:
         p = Path(raw)
     try:
@@ -389,6 +460,9 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and _inside(out, top, Path(root) / d))
         folder = Path(root)
         real_root = None   # resolved once per folder: a file that is no link resolves into it
+        # what every file of the folder shares is worked out once (21k files in a 256-rank folder)
+        shown_folder = _display(folder)
+        rank = _rank_of(folder / "_")
         for name in sorted(names):
             fp = folder / name
             inner = name
@@ -411,10 +485,14 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             if not stat_module.S_ISREG(st.st_mode):
                 continue
             try:
-                compression = compression_of(_head(str(fp)))
+                head = _read_head(str(fp))   # one open: the magic bytes and, uncompressed, the start
+                compression = compression_of(head[:8])
+                kind = _kind_of(head) if compression is None else sniff(str(fp), compression)
+            except PermissionError:
+                compression, kind = None, "unreadable"
             except OSError:
                 compression = None
-            kind = sniff(str(fp), compression)
+                kind = sniff(str(fp), compression)
             if kind != "dump":
                 # other files sit next to the dumps; but a .ir that is not one was damaged
                 if kind in ("unreadable", "damaged", "unsupported") or Path(inner).suffix.lower() == ".ir":
@@ -426,8 +504,9 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
                 real_root = real_root or os.path.realpath(root)
                 key = os.path.join(real_root, name)
             if key not in files:
-                files[key] = DumpFile(str(fp), _display(fp), str(folder), _rank_of(fp), False,
-                                      stage_of(name), st.st_size, compression)
+                shown = name if shown_folder == "." else os.path.join(shown_folder, name)
+                files[key] = DumpFile(str(fp), shown, str(folder), rank, False,
+                                      _stage_named(name), st.st_size, compression)
     for err in walk_errors:
         if Path(err.filename or "") == p:
             raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")
@@ -482,6 +561,7 @@ def _why_empty(diags: list[Diagnostic]) -> str:
             what = (".ir file that is not a graph dump", ".ir files that are not graph dumps")
         counts[what] = counts.get(what, 0) + 1
     if not counts:
-        return "no file in it starts like a graph dump ('# IR entry:')"
+        return ("no file in it starts like a graph dump ('# IR entry:'; files named "
+                f"{', '.join(sorted(NOT_IR_SUFFIXES))} are not opened)")
     parts = [f"{n} {what[0] if n == 1 else what[1]}" for what, n in counts.items()]
     return "found only " + ", ".join(parts)

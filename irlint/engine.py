@@ -1,6 +1,7 @@
 """A lint run: discover files, choose the stage files each rule needs, read them, run rules."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -12,13 +13,16 @@ import weakref
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterator
 
-from .cache import LintCache, content_hash, default_dir
+from . import dedup
+from .cache import LintCache, content_hash, content_sample, default_dir, unsafe_folder
 from .config import Config, validate
-from .diagnostics import PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE, Diagnostic
+from .diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE,
+                          Diagnostic)
 from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
-from .rule import PLUGIN_RULES, Rule, load_rules, plugin_problems
+from .rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_problems
+from .stages import FRONTEND
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -45,8 +49,34 @@ def choose_files(rule: Rule, files: list[DumpFile], all_stages: bool) -> list[Du
     return unplaced
 
 
+def compiles(files: list[DumpFile]) -> list[list[DumpFile]]:
+    """The files of one folder split by compile: MindSpore numbers every dump of a process in one
+    sequence, so a compile's files are a run in that order, and a later compile (another graph, a
+    recompile) starts again at an earlier stage or repeats one. Files without a sequence number
+    (renamed copies) form one group of their own."""
+    ordered = sorted((f for f in files if f.placed and f.stage.seq is not None), key=lambda f: f.stage.seq)
+    groups: list[list[DumpFile]] = []
+    seen: set[tuple] = set()
+    last_index = -1
+    for f in ordered:
+        stage = (f.stage.family, f.stage.label, f.stage.index)   # graph_build_0 and _1: one compile
+        index = f.stage.index if f.stage.family == FRONTEND and f.stage.index is not None else None
+        if not groups or stage in seen or (index is not None and index < last_index):
+            groups.append([])
+            seen, last_index = set(), -1
+        groups[-1].append(f)
+        seen.add(stage)
+        if index is not None:
+            last_index = index
+    rest = [f for f in files if not (f.placed and f.stage.seq is not None)]
+    if rest:
+        groups.append(rest)
+    return groups
+
+
 def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> dict[str, list[Rule]]:
-    """path -> rules to run on it. A file named directly gets every rule."""
+    """path -> rules to run on it. A file named directly gets every rule; in a folder, each rule
+    reads the final stage file of each compile."""
     todo: dict[str, list[Rule]] = defaultdict(list)
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -55,11 +85,16 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
         else:
             folders[f.folder].append(f)
     for folder_files in folders.values():
-        for rule in rules:
-            for f in choose_files(rule, folder_files, all_stages):
-                if rule not in todo[f.path]:
-                    todo[f.path].append(rule)
-    return dict(todo)
+        unplaced = [f for f in folder_files if not f.placed]
+        for group in compiles([f for f in folder_files if f.placed]):
+            for rule in rules:
+                for f in choose_files(rule, group, all_stages):
+                    if rule not in todo[f.path]:
+                        todo[f.path].append(rule)
+        for f in unplaced:
+            if rules:
+                todo[f.path].extend(rule for rule in rules if rule not in todo[f.path])
+    return {f.path: todo[f.path] for f in files if f.path in todo}
 
 
 # a chosen stage file with one of these was not read completely: its rules also read the next stage
@@ -81,12 +116,15 @@ def fallback_plan(files: list[DumpFile], rules: list[Rule], done: dict[str, list
     return extra
 
 
-def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config
+def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
+                shared: dict[str, str] | None = None
                 ) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
     """Per file, in order: what its rules found (before severities and suppressions) and the
     diagnostics of reading it. Results come from the cache when the file, the rules and irlint
     are unchanged; otherwise the file is read and checked, in worker processes when that pays:
-    a worker returns findings, not the graph, which would cost more to send than to build."""
+    a worker returns findings, not the graph, which would cost more to send than to build.
+    Files that hold the same graph (``irlint.dedup``) are read once, unless ``config.dedup`` is
+    off; ``shared`` then receives each such file's path -> the path of the file that was read."""
     cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
     store = LintCache(cache_dir) if cache_dir is not None else None
     timeout = config.rule_timeout
@@ -94,7 +132,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
         digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
-        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display) if digest else None
+        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path)) \
+            if digest else None
         if hit is not None:
             results[i] = hit
         else:
@@ -104,24 +143,77 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     jobs = _jobs_for([f for _, f, _ in to_pool], config)
     if jobs > 1 and not _picklable([todo[f.path] for _, f, _ in to_pool]):
         jobs = 1  # rules defined where a worker cannot import them run here
-    pool = _pool(jobs) if jobs > 1 else None
+    # the pool starts once the files to read (one per class) add up to enough work for it
+    pool: ProcessPoolExecutor | None = None
+    waiting: list[tuple[int, DumpFile, str | None]] = []
     finished = False
+    digests = {i: digest for i, _, digest in misses}
+    rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
+    uses: dict[int, int] = {}   # a file that is read -> the files that take its result
+    outcomes: dict[int, tuple[str | None, list[Finding], list[Diagnostic]]] = {}
     try:
         futures = {}
-        # biggest first, so that one large file does not start last and run alone
-        for i, f, digest in sorted(misses, key=lambda m: -m[1].size):
+
+        def submit(i: int, f: DumpFile, digest: str | None) -> None:
+            nonlocal pool
             args = (f, todo[f.path], digest, cache_dir if not is_buffered(f.path) else None, timeout)
-            futures[i] = pool.submit(_check_one, *args) if pool and not is_buffered(f.path) else args
+            if jobs <= 1 or is_buffered(f.path):
+                futures[i] = args
+            elif pool is not None:
+                futures[i] = pool.submit(_check_one, *args)
+            else:
+                futures[i] = args   # here, unless a pool starts
+                waiting.append((i, f, digest))
+                if len(waiting) > 1 and sum(w[1].size for w in waiting) >= PARALLEL_MIN_BYTES:
+                    pool = _pool(jobs)
+                    for w in waiting:
+                        futures[w[0]] = pool.submit(_check_one, *futures[w[0]])
+
+        # biggest first, so that one large file does not start last and run alone; with
+        # deduplication, one file per class, once hashing has made the classes
+        ordered = sorted(misses, key=lambda m: -m[1].size)
+        if getattr(config, "dedup", True) and len(misses) > 1:
+            if jobs > 1 and len(to_pool) > jobs and sum(f.size for _, f, _ in to_pool) >= POOL_HASH_MIN_BYTES:
+                pool = _pool(jobs)   # the workers hash too, then read what hashing leaves
+            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests, pool):
+                submit(i, f, digest)
+        else:
+            for i, f, digest in ordered:
+                submit(i, f, digest)
+        for rep in rep_of.values():
+            uses[rep] = uses.get(rep, 1) + 1   # itself and its members
+
+        def outcome(i: int):
+            if i in outcomes:
+                return outcomes[i]
+            job = futures[i]
+            got = _check_one(*job) if isinstance(job, tuple) else _result(job, files[i])
+            if uses.get(i):
+                outcomes[i] = got
+            return got
+
         for i, f in enumerate(files):
+            rep = rep_of.get(i)
             if i in results:
                 findings, diags = results[i]
+            elif rep is not None and _shareable(outcome(rep)[2]):
+                _, rep_findings, rep_diags = outcome(rep)
+                findings, diags = dedup.as_member(rep_findings, rep_diags,
+                                                  (files[rep].display, files[rep].stage.label),
+                                                  (f.display, f.stage.label))
+                if shared is not None:
+                    shared[f.path] = files[rep].path
+                _remember(store, f, todo, digests.get(i), findings, diags)
             else:
-                job = futures[i]
-                digest, findings, diags = _check_one(*job) if isinstance(job, tuple) else _result(job, f)
-                # bad input is never cached: a run on it writes nothing but what the user named
-                if store is not None and digest is not None and not diags:
-                    store.remember_hash(f.path, digest)
-                    store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display)
+                if rep is not None:   # its class's file could not be read whole: read on its own
+                    futures[i] = (f, todo[f.path], digests.get(i), cache_dir, timeout)
+                digest, findings, diags = outcome(i)
+                _remember(store, f, todo, digest, findings, diags)
+            for used in (i, rep):   # a class's result is kept until the last file that takes it
+                if used in uses:
+                    uses[used] -= 1
+                    if not uses[used]:
+                        outcomes.pop(used, None)
             _progress(config, f)
             yield f, findings, diags
         finished = True
@@ -141,6 +233,121 @@ def _result(job, f: DumpFile) -> tuple[str | None, list[Finding], list[Diagnosti
         # a worker was killed (out of memory, a signal): every file it had not finished is named
         return None, [], [Diagnostic(f.display, 0, UNREADABLE,
                                      "not checked: a worker process ended unexpectedly (out of memory? killed?)")]
+
+
+def _remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]], digest: str | None,
+              findings: list[Finding], diags: list[Diagnostic]) -> None:
+    # bad input is never cached: a run on it writes nothing but what the user named
+    if store is not None and digest is not None and not diags:
+        store.remember_hash(f.path, digest)
+        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display, _sample(f.path))
+
+
+def _shareable(diags: list[Diagnostic]) -> bool:
+    """An I/O error or a damaged stream is a property of one file, not of its graph."""
+    return not any(d.code == UNREADABLE for d in diags)
+
+
+def _stored_hash(path: str) -> str | None:
+    """sha256 of a file as stored (the cache's content key); None when it cannot be read (it is
+    then read on its own, which names the problem)."""
+    try:
+        return content_hash(path)
+    except OSError:
+        return None
+
+
+def _graph_hash(path: str, compression: str | None) -> str | None:
+    """``dedup.graph_hash`` of a file's text; None when it cannot be read or decompressed."""
+    try:
+        with open_dump(path, compression) as stream:
+            return dedup.graph_hash(stream)
+    except Exception:  # noqa: BLE001 - unreadable or damaged
+        return None
+
+
+# hashing this much is shared with the worker processes (on one core it takes 1 s per GB or so)
+POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
+
+
+def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
+             store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None,
+             pool: ProcessPoolExecutor | None = None) -> Iterator[tuple[int, DumpFile, str | None]]:
+    """The files to read, one per class of the same graph and the same rules (hashed by ``pool``
+    when given). Each file's stored bytes are hashed first: that is the content hash the cache
+    keys by (into ``digests``; a file found in the cache that way is answered there, ``results``),
+    and bytes seen before need no second look; only new bytes are hashed again with the
+    process-specific values masked. Every other member of a class goes to ``rep_of``."""
+    stage_free = _stage_free(todo)
+    for m in misses:
+        if is_buffered(m[1].path):
+            yield m
+    hashed = [m for m in misses if not is_buffered(m[1].path)]
+    unknown = [f.path for _, f, digest in hashed if digest is None]
+    chunks = max(1, min(32, len(unknown) // 64))
+    stored = iter(pool.map(_stored_hash, unknown, chunksize=chunks) if pool else map(_stored_hash, unknown))
+    graph_of: dict = {}   # stored hash -> its first file, then its masked hash
+    order = []
+    for i, f, digest in hashed:
+        fresh = digest is None
+        if fresh:
+            digest = next(stored)
+        if digest is None:
+            order.append((i, f, None, None))
+            continue
+        if digests is not None:
+            digests[i] = digest
+        if fresh and store is not None:
+            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path))
+            if hit is not None:   # the same bytes under a new stat (a copy, a touch)
+                results[i] = hit
+                store.remember_hash(f.path, digest)
+                continue
+        if digest not in graph_of:
+            graph_of[digest] = f
+        order.append((i, f, digest, digest))
+    new = list(graph_of.items())   # one file per new content, hashed again with values masked
+    args = ([f.path for _, f in new], [f.compression for _, f in new])
+    chunks = max(1, min(32, len(new) // 64))
+    graph_of = dict(zip((raw for raw, _ in new),
+                        pool.map(_graph_hash, *args, chunksize=chunks) if pool else map(_graph_hash, *args)))
+    first: dict[tuple, int] = {}
+    for i, f, digest, raw in order:
+        graph = graph_of[raw] if raw is not None else None
+        if graph is None:
+            yield i, f, digest
+            continue
+        key = (graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label)
+        rep = first.setdefault(key, i)
+        if rep != i:
+            rep_of[i] = rep
+        else:
+            yield i, f, digest
+
+
+def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str, str]:
+    """Path of each file to read that holds the same graph, for the same rules, as an earlier
+    one -> the path of that one (what a lint with deduplication reads in its place)."""
+    rep_of: dict[int, int] = {}
+    chosen = [f for f in files if f.path in todo]
+    for _ in _classes([(i, f, None) for i, f in enumerate(chosen)], todo, None, {}, rep_of):
+        pass
+    return {chosen[i].path: chosen[rep].path for i, rep in rep_of.items()}
+
+
+def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
+    """Per path: whether its rules read the file's stage only to label findings, which
+    ``dedup.as_member`` relabels. True of the built-in rules; a plugin may read ``ir.stage``, so
+    files of different stages are one class only for built-in rules."""
+    package = _builtin_package().__name__ + "."
+    return {path: all(type(r).__module__.startswith(package) for r in rules) for path, rules in todo.items()}
+
+
+def _sample(path: str) -> str:
+    try:
+        return content_sample(path)
+    except OSError:
+        return "unreadable"   # matches no entry
 
 
 def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
@@ -170,7 +377,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display)
+            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display, _sample(path))
             if hit is not None:
                 return digest, hit[0], hit[1]
     from .reader import read_ir  # here: a fully cached run never loads the parser
@@ -187,7 +394,12 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
         diagnostics = list(ir.diagnostics)
         if damage_of(stream):   # what came before the damage was read; the reader says where it ended
             diagnostics.append(Diagnostic(display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
-        for rule in rules:
+        missing = missing_evidence(ir, display)
+        diagnostics.extend(missing)
+        # an analyze_fail.ir holds graphs before autodiff, recompute and parallel passes: no rule's
+        # evidence (its IR013 diagnostic says so)
+        judgeable = ir.failure is None and not any(d.code == NO_ATTRIBUTES for d in missing)
+        for rule in rules if judgeable else ():
             findings.extend(_run_rule(rule, ir, display, diagnostics, timeout))
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
@@ -200,6 +412,27 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
     if any(ref() is not None for ref in refs):
         gc.collect()
     return digest, findings, diagnostics
+
+
+def missing_evidence(ir, display: str) -> list[Diagnostic]:
+    """What a dump written with MS_DEV_DUMP_IR_FORMAT=0 (no attributes, no types) or =1 (no scope
+    lines) lacks, when none of its nodes has it."""
+    cnodes = [d for _, d in ir.graph.nodes(data=True) if d.get("kind") == "cnode"]
+    if not cnodes:
+        return []
+    if not any(d.get("out_type") is not None or d.get("cnode_attrs") or d.get("primitive_attrs")
+               or d.get("primal_attrs") for d in cnodes):
+        return [Diagnostic(display, 0, NO_ATTRIBUTES,
+                           f"no attributes or types on any of its {len(cnodes)} nodes (written with "
+                           f"MS_DEV_DUMP_IR_FORMAT=0?): recompute tags, dtypes, shapes and strategies are not "
+                           f"in it, so no rule can judge it; dump again without that variable")]
+    if not any(d.get("scope") for d in cnodes):
+        return [Diagnostic(display, 0, NO_SCOPES,
+                           "no scope lines (written with MS_DEV_DUMP_IR_FORMAT=1?): verdicts are given from "
+                           "attributes, types and parameter names (layers from the weights' names), but "
+                           "scopes, select_recompute keys in hints and Cell.recompute() cells cannot be "
+                           "given (`irlint explain IR016`)")]
+    return []
 
 
 def model_refs(ir) -> tuple[weakref.ref, ...]:
@@ -446,31 +679,46 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     todo = plan(files, rules, config.all_stages)
     by_path = {f.path: f for f in files}
     report = Report(diagnostics=list(diagnostics), files=[], rules=rules)
+    if config.cache and files:
+        folder = default_dir(config.cache_dir)
+        why = unsafe_folder(folder)
+        if why:   # entries there could have been planted by anyone who can write it
+            report.notes.append(f"cache folder {folder} not used: {why}")
+            config = dataclasses.replace(config, cache=False)
     if config.plugins:
         # a plugin whose rules did not load must not let a CI run pass as if they had run
         report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem)
                                   for problem in plugin_problems())
     found: list[tuple[DumpFile, Finding]] = []
+    silenced: list[tuple[DumpFile, Finding]] = []
     done: dict[str, list[Rule]] = {}
     incomplete: set[str] = set()
     read: set[str] = set()
+    shared: dict[str, str] = {}
     while todo:
-        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config):
+        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared):
             read.add(f.path)
             done.setdefault(f.path, []).extend(todo[f.path])
+            report.notes.extend(f"{d.file}: {d.code} {d.message}" for d in diags
+                                if d.code in NOTE_CODES and f"{d.file}: {d.code} {d.message}" not in report.notes)
+            diags = [d for d in diags if d.code not in NOTE_CODES]
             report.diagnostics.extend(diags)
             if any(d.code in INCOMPLETE for d in diags):
                 incomplete.add(f.path)
             for finding in findings:
                 sev = config.severity_for(finding.code, finding.rule, finding.severity)
-                if config.suppressed(finding.code, finding.rule, finding.scope):
-                    continue
-                found.append((f, finding.with_(severity=sev)))
+                silent = config.suppressed(finding.code, finding.rule, finding.scope)
+                (silenced if silent else found).append((f, finding.with_(severity=sev)))
         # a truncated final stage must not hide what the complete earlier stages show
         todo = fallback_plan(files, rules, done, incomplete, config.all_stages) if incomplete else {}
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
+    report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
     report.findings = _group(found, {r.name: r.stages for r in rules})
+    for finding in _group(silenced, {r.name: r.stages for r in rules}):
+        entry = config.suppression_for(finding.code, finding.rule, finding.scope)
+        reason = (entry.reason or f"[[suppress]] scope {entry.scope!r}") if entry else ""
+        report.suppressed.append((finding, reason))
     return report
 
 

@@ -95,6 +95,16 @@ class Report:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     rules: list = field(default_factory=list)   # the Rule objects that ran
+    notes: list[str] = field(default_factory=list)   # about the run, not the input (e.g. a cache not used)
+    # findings silenced by a [[suppress]] entry: (finding, the entry's reason), counted in every format
+    suppressed: list[tuple[Finding, str]] = field(default_factory=list)
+    # a checked file that holds the same graph as another -> the file that was read for both
+    shared: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def graphs_read(self) -> int:
+        """Files checked that were read or looked up, not given another file's findings."""
+        return len(self.files) - len(self.shared)
 
     def by_rule(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -17,7 +17,9 @@ import re
 from dataclasses import dataclass, field
 
 from .findings import Finding
-from .model import IRFile
+from .layers import OUTSIDE, Places, layer_of_node, printed_layer
+from .model import IRFile, weights_upstream
+from .pipeline import backward_calls, schedules
 from .values import TensorType
 
 # The stage files whose graph is final for the accounting, best first: the same choice as the
@@ -29,13 +31,15 @@ SCOPE_NOTE = ("Counted: outputs of forward ops that the backward pass reads (dir
               "counted: parameters and graph inputs, optimizer state, gradients, constants, "
               "backward workspace.")
 
-OUTSIDE = "outside"
 # ops whose output is (a view of) the tensor of their first input
 VIEW_OPS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten", "Depend", "Load"})
 # backward bookkeeping: they pass tensors on or order effects, they need no storage of their own
 _PLUMBING = frozenset({"MakeTuple", "TupleGetItem", "UpdateState", "Depend", "Load"})
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
+# ops whose output is new data although their inputs are constants (a pipeline stage's input)
+_DATA_SOURCES = frozenset({"Receive"})
 _LAYER = re.compile(r"layers-[^/]*/(\d+)-")
+_WEIGHT_LAYER = re.compile(r"\.layers\.(\d+)\.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +77,20 @@ class MemoryReport:
     # kept tensors computed from weights and constants only (fp16 copies of weights): they scale
     # with the parameters, not with the batch, so they are shown apart and not counted
     weight_copies: list[KeptTensor] = field(default_factory=list)
+    # pipeline stage (lazy_inline forward half called per micro batch): micro batches and how many
+    # are in flight at most; tensors of that forward half exist once per micro batch in flight
+    micro_batches: int = 1
+    in_flight: int = 1
+    per_micro_batch: frozenset = frozenset()   # nodes of the forward half
 
     @property
     def total_kept_bytes(self) -> int:
         return sum(t.nbytes for t in self.kept)
+
+    @property
+    def peak_kept_bytes(self) -> int:
+        """Kept bytes with every micro batch in flight: the forward half's tensors times in_flight."""
+        return sum(t.nbytes * (self.in_flight if t.tensor.node in self.per_micro_batch else 1) for t in self.kept)
 
     def layers(self) -> list[LayerMemory]:
         rows: dict[str, LayerMemory] = {}
@@ -98,9 +112,9 @@ class MemoryReport:
 
 
 def layer_of(scope: str) -> str:
-    """The decoder layer number from a ``layers-CellList/3-DecoderLayer`` scope, else "outside"."""
-    m = _LAYER.search(scope)
-    return m.group(1) if m else OUTSIDE
+    """The decoder layer number a scope prints (``layers-CellList/3-DecoderLayer``), else "outside".
+    The accounting asks ``irlint.layers`` instead, which checks the scope against the weights."""
+    return printed_layer(scope) or OUTSIDE
 
 
 def runs_in_backward(ir: IRFile, key: int) -> bool:
@@ -111,8 +125,10 @@ def runs_in_backward(ir: IRFile, key: int) -> bool:
 
 
 def is_backward(ir: IRFile, key: int) -> bool:
-    # CPU kernel graphs expand grad ops under "Expand/_SiLUGrad/..." with no Gradients scope
-    return ir.is_backward(key) or bool(_EXPANDED_GRAD.match(ir[key].get("scope", "")))
+    # CPU kernel graphs expand grad ops under "Expand/_SiLUGrad/..." with no Gradients scope; a
+    # call of lazy_inline's backward half (the Partial the forward half returns) is backward too
+    return (ir.is_backward(key) or bool(_EXPANDED_GRAD.match(ir[key].get("scope", "")))
+            or key in backward_calls(ir))
 
 
 def tensor_type(ir: IRFile, tensor: Tensor, via: int | None = None) -> TensorType | None:
@@ -159,7 +175,7 @@ def sources(ir: IRFile, key: int) -> list[tuple[Tensor, int | None]]:
             picked = ins if element is None else ins[element:element + 1]
             stack.extend((a, None, None) for a in picked)
         elif op == "call":
-            returns = [u for u, _, kind in ir.graph.in_edges(node, data="kind") if kind == "call_out"]
+            returns = ir.inputs_of_kind(node, "call_out")
             if returns:
                 stack.extend((r, element, getitem) for r in returns)
             else:
@@ -170,7 +186,7 @@ def sources(ir: IRFile, key: int) -> list[tuple[Tensor, int | None]]:
 
 
 def _call_arguments(ir: IRFile, param: int) -> list[int]:
-    return [u for u, _, kind in ir.graph.in_edges(param, data="kind") if kind == "call_in"]
+    return ir.inputs_of_kind(param, "call_in")
 
 
 def _reader_inputs(ir: IRFile, key: int) -> list[int]:
@@ -195,7 +211,15 @@ def _original_of_copies(ir: IRFile) -> dict[int, int]:
 
 
 def weight_derived(ir: IRFile) -> set[int]:
-    """Nodes whose output depends on weights (parameters with a default) and constants only."""
+    """Nodes whose output depends on weights (parameters with a default) and constants only
+    (computed once per IRFile)."""
+    cached = ir.__dict__.get("_weight_derived")
+    if cached is None:
+        cached = ir.__dict__["_weight_derived"] = _weight_derived(ir)
+    return cached
+
+
+def _weight_derived(ir: IRFile) -> set[int]:
     memo: dict[int, bool] = {}
     visiting: set[int] = set()
     for start in ir.graph.nodes:
@@ -206,13 +230,18 @@ def weight_derived(ir: IRFile) -> set[int]:
                 stack.pop()
                 continue
             d = ir[node]
-            if d["kind"] == "param":
-                memo[node] = bool(d.get("has_default")) and not _call_arguments(ir, node)
+            args = _call_arguments(ir, node) if d["kind"] == "param" else []
+            if d["kind"] == "param" and not args:
+                memo[node] = bool(d.get("has_default"))
                 continue
-            if d["kind"] not in ("cnode", "return"):
+            if d["kind"] not in ("cnode", "return", "param"):
                 memo[node] = d["kind"] == "const"
                 continue
-            ins = _reader_inputs(ir, node) if d["kind"] == "cnode" else ir.producers(node)[:1]
+            if d.get("op") in _DATA_SOURCES:
+                memo[node] = False   # its constant input is a buffer shape, the data comes from elsewhere
+                continue
+            # a subgraph parameter (a call's or a Partial's) is what every call passes to it
+            ins = args or (_reader_inputs(ir, node) if d["kind"] == "cnode" else ir.producers(node)[:1])
             pending = [a for a in ins if a not in memo and a not in visiting]
             if pending and node not in visiting:
                 visiting.add(node)
@@ -244,12 +273,12 @@ def account(ir: IRFile) -> MemoryReport:
                     if original is not None and not ir.is_recompute_copy(reader):
                         orig = Tensor(original, tensor.index)
                         saved.setdefault(orig, KeptTensor(orig, tensor_type(ir, orig, getitem),
-                                                          layer_of(ir[original].get("scope", ""))))
+                                                          layer_of_node(ir, original)))
                     continue
                 entry = kept.get(tensor)
                 if entry is None:
                     entry = kept[tensor] = KeptTensor(tensor, tensor_type(ir, tensor, getitem),
-                                                      layer_of(ir[node].get("scope", "")))
+                                                      layer_of_node(ir, node))
                 if reader not in entry.readers:
                     entry.readers.append(reader)
     for t in list(saved):
@@ -257,7 +286,14 @@ def account(ir: IRFile) -> MemoryReport:
             del saved[t]  # backward keeps the original anyway
     weights = [t for t in kept.values() if t.tensor.node in from_weights]
     activations = [t for t in kept.values() if t.tensor.node not in from_weights]
-    return MemoryReport(activations, [t for t in saved.values() if t.tensor.node not in from_weights], weights)
+    report = MemoryReport(activations, [t for t in saved.values() if t.tensor.node not in from_weights], weights)
+    stages = schedules(ir)
+    if stages:
+        halves = {s.forward for s in stages}
+        report.micro_batches = max(s.micro_batches for s in stages)
+        report.in_flight = max(s.in_flight for s in stages)
+        report.per_micro_batch = frozenset(t.tensor.node for t in activations if ir[t.tensor.node]["graph"] in halves)
+    return report
 
 
 def bytes_at_stake(ir: IRFile, key: int) -> int:
@@ -285,8 +321,10 @@ def _kept_by_node(ir: IRFile) -> dict[int, list[KeptTensor]]:
 
 def layer_peers(ir: IRFile, key: int) -> list[int]:
     """The forward nodes at the same place in every decoder layer (same op, same scope with the
-    layer number and the ``recompute_`` prefix ignored), ``key`` included; [key] outside layers."""
-    pattern = _peer_pattern(ir[key].get("scope", ""))
+    layer number and the ``recompute_`` prefix ignored; for a scope that names no cell, such as
+    lazy_inline's ``Default/SiLU-op3``, the same op, primitive and recovered cell path in another
+    layer), ``key`` included; [key] outside layers."""
+    pattern = _peer_pattern(ir, key)
     if pattern is None:
         return [key]
     index = ir.__dict__.get("_layer_peers")
@@ -294,16 +332,26 @@ def layer_peers(ir: IRFile, key: int) -> list[int]:
         index = {}
         for k in ir.cnodes():
             if not (ir.is_recompute_copy(k) or is_backward(ir, k)):
-                p = _peer_pattern(ir[k].get("scope", ""))
+                p = _peer_pattern(ir, k)
                 if p is not None:
                     index.setdefault((ir[k]["op"], p), []).append(k)
         ir.__dict__["_layer_peers"] = index
     return sorted(index.get((ir[key]["op"], pattern), [key]))
 
 
-def _peer_pattern(scope: str) -> str | None:
-    scope = scope.removeprefix("recompute_")
-    return _LAYER.sub(lambda m: m.group(0).replace(m.group(1), "*", 1), scope) if _LAYER.search(scope) else None
+def _peer_pattern(ir: IRFile, k: int) -> str | tuple | None:
+    scope = ir[k].get("scope", "").removeprefix("recompute_")
+    if _LAYER.search(scope):
+        return _LAYER.sub(lambda m: m.group(0).replace(m.group(1), "*", 1), scope)
+    if not scope:   # a dump without scope lines: the weights it is computed from
+        names = weights_upstream(ir, k)
+        if not names or not all(_WEIGHT_LAYER.search(n) for n in names):
+            return None
+        return "weights:" + ",".join(_WEIGHT_LAYER.sub(".layers.*.", "." + n) for n in names)
+    if "-" in scope.rsplit("/", 1)[0]:
+        return None   # a named scope outside the layers
+    where = Places.of(ir).place(k)
+    return ("cells", where.cells, ir[k].get("instance")) if where.cells and where.layer != OUTSIDE else None
 
 
 def _asked_to_recompute(ir: IRFile, key: int) -> bool:
@@ -314,20 +362,32 @@ def _asked_to_recompute(ir: IRFile, key: int) -> bool:
 @dataclass(frozen=True, slots=True)
 class Stake:
     """Bytes of kept activations a finding is about: in its own layer, and summed over the
-    layers where the same node is asked to recompute and still costs memory."""
+    layers where the same node is asked to recompute and still costs memory. In a pipeline stage
+    the figures are per micro batch, and ``in_flight`` micro batches hold them at once."""
 
     bytes: int
     total: int
     layers: int
+    in_flight: int = 1
+    micro_batches: int = 1
 
     def text(self) -> str:
+        per = " per micro batch" if self.micro_batches > 1 else ""
         if self.layers > 1:
-            return (f"{self.bytes:,} bytes at stake in this layer, {self.total:,} bytes across the "
-                    f"{self.layers} layers with the same problem")
-        return f"{self.bytes:,} bytes at stake"
+            out = (f"{self.bytes:,} bytes at stake{per} in this layer, {self.total:,} bytes across the "
+                   f"{self.layers} layers with the same problem")
+        else:
+            out = f"{self.bytes:,} bytes at stake{per}"
+        if self.micro_batches > 1:
+            out += (f"; this pipeline stage holds up to {self.in_flight} of its {self.micro_batches} micro "
+                    f"batches in flight, so {self.total * self.in_flight:,} bytes at its peak")
+        return out
 
     def extra(self) -> dict:
-        return {"bytes_at_stake_total": self.total, "layers_with_problem": self.layers}
+        out = {"bytes_at_stake_total": self.total, "layers_with_problem": self.layers}
+        if self.micro_batches > 1:
+            out.update(micro_batches=self.micro_batches, micro_batches_in_flight=self.in_flight)
+        return out
 
 
 def stake(ir: IRFile, key: int, cost=None) -> Stake:
@@ -337,7 +397,10 @@ def stake(ir: IRFile, key: int, cost=None) -> Stake:
     cost = cost or bytes_at_stake
     own = cost(ir, key)
     peers = [p for p in layer_peers(ir, key) if p == key or (_asked_to_recompute(ir, p) and cost(ir, p) > 0)]
-    return Stake(own, sum(cost(ir, p) for p in peers), len(peers))
+    stage = next((s for s in schedules(ir) if s.forward == ir[key]["graph"]), None)
+    if stage is None:
+        return Stake(own, sum(cost(ir, p) for p in peers), len(peers))
+    return Stake(own, sum(cost(ir, p) for p in peers), len(peers), stage.in_flight, stage.micro_batches)
 
 
 def downcast_cost(ir: IRFile, cast: int) -> int:
@@ -358,5 +421,5 @@ def downcast_cost(ir: IRFile, cast: int) -> int:
 
 def staked(finding: Finding, at: Stake) -> Finding:
     """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``extra``."""
-    return finding.with_(message=f"{finding.message} ({at.text()})", bytes_at_stake=at.bytes,
+    return finding.with_(message=f"{finding.message} ({at.text()})", bytes_at_stake=at.bytes * at.in_flight,
                          extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())))

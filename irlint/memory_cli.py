@@ -20,9 +20,9 @@ def fail(message: str):
     sys.exit(EXIT_ERROR)
 
 
-def final_files(files: list[DumpFile]) -> list[DumpFile]:
-    """Per save_graphs folder (one per rank), the file the recompute rules read: the latest file
-    of the first stage in ``MEMORY_STAGES`` the folder holds; a file named directly is read as is."""
+def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) -> list[DumpFile]:
+    """Per save_graphs folder (one per rank), the file the rules read: the latest file of the
+    first stage in ``stages`` the folder holds; a file named directly is read as is."""
     out: list[DumpFile] = []
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -31,12 +31,12 @@ def final_files(files: list[DumpFile]) -> list[DumpFile]:
         else:
             folders[f.folder].append(f)
     for folder_files in folders.values():
-        for name in MEMORY_STAGES:
+        for name in stages:
             hits = [f for f in folder_files if f.stage.name == name or f.stage.label == name]
             if hits:
                 out.append(max(hits, key=lambda f: (f.stage.seq or -1, f.display)))
                 break
-    return sorted(out, key=lambda f: (f.rank if f.rank is not None else -1, f.display))
+    return sorted(out, key=lambda f: (case_of(f), f.rank if f.rank is not None else -1, f.display))
 
 
 def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
@@ -58,6 +58,11 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
         "unsized": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
                      "line": ir[t.tensor.node].get("line", 0), "type": t.type.raw if t.type is not None else None}
                     for t in report.unsized],
+        # added to version 1: a pipeline stage (lazy_inline forward half called per micro batch);
+        # the other figures are per micro batch
+        "micro_batches": report.micro_batches,
+        "micro_batches_in_flight": report.in_flight,
+        "peak_kept_bytes": report.peak_kept_bytes,
     }
 
 
@@ -66,17 +71,46 @@ def human(n: int) -> str:
     return f"{n:,}"
 
 
-def render_text(entries: list[dict], width: int | None = None) -> str:
+def case_of(f: DumpFile) -> str:
+    """The save_graphs folder a file belongs to: rank folders of one run side by side, one table
+    per run."""
+    from .engine import _RANK_DIR
+
+    if f.explicit or not f.folder:
+        return f.display
+    return _RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
+
+
+def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
+    """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
+    ranks side by side."""
     import io
 
     from rich.console import Console
-    from rich.table import Table
 
     from .reporters import UNLIMITED_WIDTH
 
     buffer = io.StringIO()
     out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False, soft_wrap=False)
-    label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
+    groups: dict[str, list[dict]] = {}
+    for e, case in zip(entries, cases or [""] * len(entries)):
+        groups.setdefault(case, []).append(e)
+    for i, (case, group) in enumerate(groups.items()):
+        if i:
+            out.print()
+        _render_case(out, case if len(groups) > 1 else "", group)
+    out.print(SCOPE_NOTE, soft_wrap=True)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+def _render_case(out, case: str, entries: list[dict]) -> None:
+    from rich.table import Table
+
+    if case:
+        out.print(f"== {case}", soft_wrap=True)
+    ranks = [e["rank"] for e in entries]
+    by_rank = None not in ranks and len(set(ranks)) == len(ranks)
+    label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
     layers = list(dict.fromkeys(row["layer"] for e in entries for row in e["layers"]))
     table = Table(title="Activations kept for backward, per layer", title_justify="left")
     table.add_column("layer")
@@ -94,6 +128,10 @@ def render_text(entries: list[dict], width: int | None = None) -> str:
                       if row else ["", "", ""])
         table.add_row(layer, *cells)
     table.add_row("total", *[c for e in entries for c in (human(e["total_kept_bytes"]), "", "")])
+    if any(e["micro_batches"] > 1 for e in entries):
+        table.add_row("in flight", *[c for e in entries for c in (
+            (f"× {e['micro_batches_in_flight']} of {e['micro_batches']}", "", "") if e["micro_batches"] > 1 else ("", "", ""))])
+        table.add_row("peak", *[c for e in entries for c in (human(e["peak_kept_bytes"]), "", "")])
     if not many:
         out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
     else:
@@ -116,12 +154,16 @@ def render_text(entries: list[dict], width: int | None = None) -> str:
         for u in e["unsized"]:
             out.print(f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
                       f"{u['node']} {u['op']} {u['type'] or '(no type line)'}", soft_wrap=True)
+        if e["micro_batches"] > 1:
+            out.print(f"{name if many else e['file']}: a pipeline stage: the forward half runs once per micro batch "
+                      f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "
+                      f"backward at once (the order of the forward and backward calls); the layer figures are per "
+                      f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
+                      soft_wrap=True)
         if e["weight_copy_bytes"]:
             out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
                       f"parameters, not the batch.", soft_wrap=True)
-    out.print(SCOPE_NOTE, soft_wrap=True)
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
 @click.command("memory")
@@ -137,7 +179,10 @@ def memory_cmd(paths, fmt, top):
     ops that a backward op (or a recomputed copy) reads, directly or through views that share the
     tensor (Reshape, ExpandDims, Squeeze, Depend, TupleGetItem ...), once per tensor; bytes are
     dtype size x local shape from the type line. A tensor backward reads as a recomputed copy is
-    not kept: it shows as "recompute saved". Layers come from the `layers-…/N-` scope path.
+    not kept: it shows as "recompute saved". Layers come from the `layers-…/N-` scope path, checked
+    against the layer of the weights each op's neighbours read (lazy_inline prints most recomputed
+    ops as just `Default/...`). In a pipeline stage (lazy_inline forward half called per micro
+    batch) the figures are per micro batch; the peak row counts them once per micro batch in flight.
 
     Not counted: parameters and graph inputs, optimizer state, gradients, constants, the
     backward pass's own workspace, and tensors computed from weights and constants only (e.g.
@@ -156,7 +201,7 @@ def memory_cmd(paths, fmt, top):
              "graph_build) found in " + ", ".join(paths))
     from .engine import read_dump
 
-    entries = []
+    entries, cases = [], []
     for f in chosen:
         try:
             ir = read_dump(f)
@@ -166,10 +211,11 @@ def memory_cmd(paths, fmt, top):
         problems += ir.diagnostics
         if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
             entries.append(file_entry(f, ir, account(ir), top))
+            cases.append(case_of(f))
     if fmt == "json":
         click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1))
     elif entries:
-        click.echo(render_text(entries), nl=False)
+        click.echo(render_text(entries, cases=cases), nl=False)
     for d in problems:
         click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
     sys.exit(EXIT_ERROR if problems else 0)

@@ -19,11 +19,11 @@ from . import diagnostics as D
 from .assemble import Records, assemble, check_counts
 from .diagnostics import Diagnostic, excerpt
 from .discover import is_dump_start
-from .model import IRFile, Subgraph
+from .model import CompileFailure, IRFile, Subgraph
 from .record import NODE_LINE, GrammarError, normalize_op, parse_node, parse_param_line, parse_type_line
 from .scanner import RECORD_LIMIT, NodeRecord, TraceRun, scan
-from .syntax import parse_header
-from .values import FreeVar, GraphRef, Ref
+from .syntax import parse_attrs, parse_header
+from .values import Call, FreeVar, GraphRef, Ref
 
 __all__ = ["read_ir", "normalize_op", "MAX_RECORD_BYTES"]
 
@@ -39,10 +39,24 @@ _ORDER_ITEM = re.compile(r"#\s+\d+: ")
 _HASH_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")   # the key before the first ":", whitespace stripped
 _HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total subgraph": "total_subgraphs",
               "total params": "total_params", "attrs": "attrs", "order": "order", "params": "", "parameters": "",
-              "num of function graphs in stack": "", "num of total function graphs": ""}
+              "num of function graphs in stack": "stack", "num of total function graphs": "",
+              "the total of function graphs in evaluation stack": "stack",
+              "the rest function graphs are the following": ""}
 # analyze_fail.ir (a graph dump written when type inference fails) opens with numbered notes,
 # a "# ====" rule, and marks the failing node with "#------------------------> N".
 _NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
+_MARK = re.compile(r"#-+> *\d+\Z")
+# 2.3 and later: a banner before MindSpore's message, another before the graphs, then notes
+_FAILURE_MESSAGE = "# The following shows the last analyze fail log message"
+_FAILURE_GRAPHS = "# The following shows the IR when the function graphs evaluation fails"
+_FAILURE_NOTES = ("# You can search the last -", "# Refer to https://www.mindspore.cn/search")
+_FAILURE_END = "No more function graphs."
+_GRAPHS_START = (_FAILURE_GRAPHS, "# IR entry", "subgraph ")   # what ends the message, at the latest
+_FAILURE_OPENING = "# 1.This file shows the parsed IR info when graph evaluating failed"   # 2.0-2.2
+_MESSAGE_FRAME = re.compile(r"-+\Z|- Caught exception:\Z|# =+\Z")
+# 2.0 prints a subgraph's parameters one per line: "        , %para2_y : <Tensor[Float32], ()>"
+_HEADER_PARAM = re.compile(r"\s+(?:, )?(%para\S* ?:.*)\Z")
+MAX_HEADER_LINES = 100_000
 
 # The attributes of a node that has none: one dict for all (read-only, as every parsed value is).
 NO_ATTRS: dict = {}
@@ -101,6 +115,12 @@ class _Reader:
         self.in_order = False                # the "# Order:" listing after a subgraph
         self.eof_line = 0
         self.param_data: dict[int, dict] = {}  # key -> data of a parameter, for a later, typed declaration
+        # while a construct of several lines is open (the message of an analyze_fail.ir, a subgraph
+        # header printed one parameter per line), its method sees each line first: True, taken
+        self.divert = None
+        self.message: list[str] = []
+        self.marks: list[tuple[int, int]] = []   # "#-----> N" lines: (line, key of the next record)
+        self.split_header: tuple[str, int, list[tuple[str, int]]] | None = None
 
     # --- helpers ----------------------------------------------------------------------------------
     def diag(self, line: int, code: str, message: str, text: str = "") -> None:
@@ -209,7 +229,12 @@ class _Reader:
                 if raw.startswith(TYPE_LINE) and self.type_lines and self.current is not None and raw.isascii():
                     self.type_lines += 1   # a kernel graph's second and third type lines: no rule reads them
                     break
-                line = self.decode(raw, lineno).rstrip("\r")
+                # trailing blanks (an editor, a copy) and a UTF-8 byte order mark carry no meaning
+                line = self.decode(raw, lineno).rstrip("\r \t")
+                if lineno == 1:
+                    line = line.lstrip("\ufeff")
+                if self.divert is not None and self.divert(line, lineno):
+                    break
                 if line.startswith("  %"):
                     first = lineno   # a record's line is its first line, however many it spans
                     ended_by = None
@@ -251,7 +276,7 @@ class _Reader:
 
     def node_record(self, item: NodeRecord) -> None:
         lineno, _, node, types, scope = item[:5]
-        self.node_line(node.decode(), lineno)
+        self.node_line(node.decode().rstrip(" \t"), lineno)
         if self.current is None:   # not read: its other lines are reported as they always are
             for raw in types.splitlines():
                 lineno += 1
@@ -262,11 +287,12 @@ class _Reader:
             self.type_lines = types.count(b"\n")
             self.first_type_line(types[8:first].decode().strip(), types[:first], lineno + 1)
         if scope is not None:
-            scope = scope.decode()
+            scope = scope.decode().rstrip(" \t")
             self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
 
     # --- line kinds ----------------------------------------------------------------------------------
     def top_line(self, line: str, lineno: int) -> None:
+        current, current_key = self.current, self.current_key
         self.current, self.current_key = None, -1
         if not line.strip():
             self.section = None
@@ -285,7 +311,8 @@ class _Reader:
         if line.endswith(" {") and self.sub is None and not line.startswith("subgraph "):
             self.block = line[:-2].strip()
             return
-        if line.startswith(("  Return(", "  return(")):  # 1.x prints "return("
+        # 1.x prints "return(", 2.0's analyze_fail.ir "Primitive::Return{prim_type=1}("
+        if line.startswith(("  Return(", "  return(", "  Primitive::Return{")):
             self.return_line(line, lineno)
             return
         if line.startswith("subgraph @"):
@@ -308,6 +335,12 @@ class _Reader:
             return
         if line.startswith("Node counting information"):
             self.section = None
+            return
+        if line == _FAILURE_END and self.ir.failure is not None:
+            return
+        if current is not None and line.startswith(" {"):
+            self.current, self.current_key = current, current_key   # the record goes on
+            self.strategy_line(line, lineno)
             return
         for label, key in (("Total number of nodes:", "total_nodes"), ("Total number of cnodes:", "total_cnodes")):
             if line.startswith(label):
@@ -349,7 +382,16 @@ class _Reader:
         head = head.strip()
         key = _HASH_KEYS.get(" ".join(head.split()).lower()) if colon and _HASH_KEY.fullmatch(head) else None
         if key is None:
+            if line.startswith((_FAILURE_MESSAGE, _FAILURE_GRAPHS, _FAILURE_OPENING)):
+                self.compile_failure(lineno)
+                if line.startswith(_FAILURE_MESSAGE):
+                    self.divert = self.message_line
+                return
             if _NOTE.match(line):
+                if _MARK.match(line):
+                    self.marks.append((lineno, self.rec.next_key))
+                return
+            if self.ir.failure is not None and line.startswith(_FAILURE_NOTES):
                 return
             self.diag(lineno, D.UNKNOWN_LINE, "unknown comment line; skipped", line)
             return
@@ -363,6 +405,8 @@ class _Reader:
             self.section = self.ir.attrs
         elif key == "order":
             self.in_order = True
+        elif key == "stack":   # "# The total of function graphs in evaluation stack: 3/5 (Ignored 2 internal frames)."
+            self.compile_failure(lineno).stack_depth = value.strip()
 
     def header_int(self, key: str, text: str, line: str, lineno: int) -> None:
         try:
@@ -394,11 +438,52 @@ class _Reader:
         if self.sub is not None and not self.sub.closed:
             self.diag(lineno, D.TRUNCATED, f"subgraph {self.sub.name} has no closing '}}'", line)
             self.close_subgraph(lineno)
+        if line.endswith("(") and self.divert is None:
+            # 2.0: "subgraph @g(" / "        %para1_x : <T>" / "        , %para2_y : <T>" / "    ) {"
+            self.split_header = (line, lineno, [])
+            self.divert = self.header_line
+            return
+        self.open_subgraph(line, lineno)
+
+    def header_line(self, line: str, lineno: int) -> bool:
+        """A line after a subgraph header that ends with "(": one of its parameters or its end."""
+        head, first, params = self.split_header
+        m = _HEADER_PARAM.match(line)
+        if m and len(params) < MAX_HEADER_LINES:
+            params.append((m.group(1), lineno))
+            return True
+        self.divert, self.split_header = None, None
+        stripped = line.strip()
+        closed = stripped.startswith(")") and stripped.endswith("{")
+        if not closed:
+            self.diag(first, D.BAD_RECORD, "subgraph header without its closing ') {'", head)
+        types = {}
+        for text, at in params:
+            try:
+                name, out_type, has_default = parse_param_line(text)
+            except GrammarError as exc:
+                self.diag(at, D.BAD_RECORD, f"subgraph parameter: {exc}", text)
+                continue
+            types[name] = (out_type, has_default)
+        self.open_subgraph(f"{head}{', '.join(types)}{stripped if closed else ') {'}", first, head, types)
+        return closed
+
+    def open_subgraph(self, line: str, lineno: int, quoted: str | None = None,
+                      types: dict | None = None) -> None:
         try:
             name, parent, params = parse_header(line)
         except GrammarError as exc:
-            self.diag(lineno, D.BAD_RECORD, f"subgraph header: {exc}", line)
+            self.diag(lineno, D.BAD_RECORD, f"subgraph header: {exc}", quoted or line)
             name, parent, params = f"@?line{lineno}", None, ()
+        first = self.ir.subgraphs.get(name)
+        if first is not None:
+            # never one graph under two headers: the later one gets a name of its own
+            n = 2
+            while f"{name}#{n}" in self.ir.subgraphs:
+                n += 1
+            self.diag(lineno, D.DUPLICATE_GRAPH, f"subgraph {name} printed again (first at line {first.line}); "
+                      f"read as {name}#{n}", quoted or line)
+            name = f"{name}#{n}"
         sub = Subgraph(name=name, line=lineno, parent=parent, attrs=self.pending_sub_attrs)
         self.pending_sub_attrs = {}
         self.section = None
@@ -417,6 +502,10 @@ class _Reader:
                 rec.nodes.append((key, data))
                 self.param_data[key] = data
             sub.params.append(key)
+            if types and pname in types:
+                data = self.param_data.get(key)
+                if data is not None and data.get("out_type") is None:
+                    data["out_type"], data["has_default"] = types[pname]
 
     def close_subgraph(self, lineno: int) -> None:
         if self.sub is None:
@@ -441,8 +530,11 @@ class _Reader:
 
     def record(self, lineno: int, node_id: str, name: str, rest: str, line: str) -> None:
         if self.sub is None:
-            self.diag(lineno, D.BAD_RECORD, "node outside a subgraph; skipped", line)
-            return
+            if self.split_header is not None:
+                self.header_line("", lineno)   # a split header that never closed: its nodes follow
+            if self.sub is None:
+                self.diag(lineno, D.BAD_RECORD, "node outside a subgraph; skipped", line)
+                return
         try:
             callee, args, raw_op, op, blocks = parse_node(rest)
         except GrammarError as exc:
@@ -485,20 +577,28 @@ class _Reader:
             rec.calls.append((key, str(callee), args, graph))
             rec.uses.append((args, key, graph, None, lineno))
         else:
+            # a value holding graphs, called: "%0[@@g](%1)", a Switch's "%5[@FuncUnion(@a, @b)]()";
+            # linked to the value (below) and to each graph it may run
+            if (op == "call" and type(callee) is Call and callee.bracket == "["
+                    and isinstance(callee.name, (Ref, FreeVar))):
+                rec.value_calls.extend((key, called, args, graph) for called in _graph_refs(callee.args))
+                callee = callee.name
             rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None, lineno))
+            if op == "Partial" and args and isinstance(args[0], GraphRef):
+                rec.partials.append((key, str(args[0]), args[1:], graph))
         self.current, self.current_key = data, key
         self.type_lines = 0
 
     def comment_line(self, line: str, lineno: int) -> None:
         data = self.current
         body = line[6:]
-        if body.startswith(": "):
+        if body.startswith(":"):   # 2.0's analyze_fail.ir prints ":(<T>) -> (<T>)"
             if data is None:
                 self.diag(lineno, D.UNKNOWN_LINE, "type line without a node; skipped", line)
                 return
             self.type_lines += 1
             if self.type_lines == 1:
-                self.first_type_line(body[2:].strip(), line, lineno)
+                self.first_type_line(body[1:].strip(), line, lineno)
             return
         if body.startswith("# Fullname with scope: (") or body.startswith("# Scope: ("):
             if data is not None:
@@ -523,11 +623,104 @@ class _Reader:
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line if isinstance(line, str) else line.decode())
 
+    def strategy_line(self, line: str, lineno: int) -> None:
+        """1.7-2.1 parallel dumps: the strategy block on its own line, the type line glued after it:
+        `` {in_strategy: ((2, 1), (1, 4))}      : (<T>, <T>) -> (<T>)``."""
+        data = self.current
+        depth, end = 0, -1
+        for i, ch in enumerate(line):
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i + 1
+                    break
+        rest = line[end:].strip() if end > 0 else ""
+        if end < 0 or (rest and not rest.startswith(":")):
+            self.diag(lineno, D.UNKNOWN_LINE, "unknown line kind; skipped", line)
+            return
+        try:
+            block = parse_attrs(line[:end].strip())
+        except GrammarError as exc:
+            self.diag(lineno, D.BAD_RECORD, f"strategy block: {exc}", line)
+            return
+        data["parallel_info"] = {**data["parallel_info"], **block}   # the parsed dict may be shared
+        if rest:
+            self.type_lines += 1
+            if self.type_lines == 1:
+                self.first_type_line(rest[1:].strip(), line, lineno)
+
+    # --- analyze_fail.ir ----------------------------------------------------------------------------
+    def compile_failure(self, lineno: int) -> CompileFailure:
+        if self.ir.failure is None:
+            self.ir.failure = CompileFailure(line=lineno)
+        return self.ir.failure
+
+    def message_line(self, line: str, lineno: int) -> bool:
+        """MindSpore's message, kept as printed, up to the banner before the graphs."""
+        if line.startswith(_GRAPHS_START):
+            self.end_message()
+            return False
+        if not self.message:
+            self.ir.failure.line = lineno
+        self.message.append(line)
+        return True
+
+    def end_message(self) -> None:
+        self.divert = None
+        lines = self.message
+        while lines and (not lines[-1].strip() or lines[-1].startswith("# ===")):
+            lines.pop()   # the rule of the next banner
+        # after the rule of the banner that opened it
+        start = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.startswith("# ===")), len(lines))
+        self.ir.failure.line += start
+        self.ir.failure.message = "\n".join(lines[start:])
+        self.message = []
+
+    def failure_diagnostic(self) -> None:
+        failure = self.ir.failure
+        nodes = self.ir.graph._node
+        # a mark is followed by the record it marks; a mark whose record was not read names nothing
+        failure.failed_at = [key for line, key in self.marks
+                             if nodes.get(key, {}).get("kind") in ("cnode", "return") and nodes[key]["line"] > line]
+        said = next((ln.strip() for ln in failure.message.splitlines()
+                     if ln.strip() and not _MESSAGE_FRAME.match(ln.strip())), "")
+        parts = ["analyze_fail.ir: MindSpore could not compile this graph"]
+        if said:
+            parts.append(f' ("{said}")')
+        line = failure.line
+        if failure.failed_at:
+            node = nodes[failure.failed_at[-1]]
+            line = node["line"]
+            parts.append(f"; evaluation failed at {node['id']} {node['op']} in {node['graph']}")
+        parts.append("; no rule runs on it: the rules read the graphs of later passes (autodiff, recompute, "
+                     "parallel), which a failed compile never reaches")
+        if failure.message:
+            parts.append("; `irlint inspect` prints the whole message")
+        self.diag(line, D.COMPILE_FAILURE, "".join(parts), said)
+
     # --- end of file ----------------------------------------------------------------------------------
     def finish(self) -> None:
+        if self.divert is not None:   # the file ends in a message or a split header
+            if self.split_header is not None:
+                self.header_line("", self.eof_line)
+            else:
+                self.end_message()
         if self.sub is not None and not self.sub.closed:
             self.diag(self.eof_line, D.TRUNCATED, f"file ends inside subgraph {self.sub.name} (truncated dump?)")
         self.close_run()
         self.ir.diagnostics[:] = D.merge_line_runs(self.ir.diagnostics)
         assemble(self.ir, self.rec, self.diag)
+        if self.ir.failure is not None:
+            self.failure_diagnostic()
         check_counts(self.ir, self.eof_line, self.diag)
+
+
+def _graph_refs(values: tuple) -> Iterator[str]:
+    """The graphs named in a called value's brackets: ``@@g``, the members of ``@FuncUnion(@a, @b)``."""
+    for value in values:
+        if isinstance(value, GraphRef):
+            yield value[1:] if value.startswith("@@") else str(value)
+        elif isinstance(value, Call):
+            yield from _graph_refs(value.args)

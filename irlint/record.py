@@ -51,10 +51,13 @@ def _parse_node(rest: str) -> tuple[Any, tuple, str, str, dict]:
         raw_op = callee
         op = normalize_op(callee)
     elif _bracket_attrs(callee):
-        # analyze_fail.ir prints a primitive's attributes in brackets: Depend[side_effect_propagate: I64(1)](..)
+        # analyze_fail.ir prints a primitive's attributes in brackets: Depend[side_effect_propagate: I64(1)](..),
+        # 2.0's DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[output_names=["output"]](..)
         raw_op = callee.name
         op = normalize_op(raw_op)
-        blocks.setdefault("primitive_attrs", {}).update(kv for d in callee.args for kv in d.items())
+        attrs = blocks.setdefault("primitive_attrs", {})
+        attrs.update(kv for d in callee.args for kv in d.items())
+        attrs.update(callee.kwargs)
     else:
         raw_op = str(callee) if not isinstance(callee, GraphRef) else f"call {callee}"
         op = "call"
@@ -222,8 +225,8 @@ def _brace_groups(text: str) -> list[str]:
 
 
 def _bracket_attrs(callee: Any) -> bool:
-    return (isinstance(callee, Call) and callee.bracket == "[" and type(callee.name) is str and bool(callee.args)
-            and all(isinstance(a, dict) for a in callee.args))
+    return (isinstance(callee, Call) and callee.bracket == "[" and type(callee.name) is str
+            and bool(callee.args or callee.kwargs) and all(isinstance(a, dict) for a in callee.args))
 
 
 def _type_source(line: str) -> str:

@@ -53,6 +53,12 @@ class Rule:
     def finding(self, ir: IRFile, key: int, message: str, hint: str = "", related: Iterable[int | Related] = (),
                 severity: str | None = None, identity: tuple = (), extra: dict | None = None) -> Finding:
         data = ir.graph.nodes[key]
+        if not data.get("scope"):
+            # a dump without scope lines (MS_DEV_DUMP_IR_FORMAT=1): the weights the node is computed
+            # from tell one layer's node from another's, as its scope would
+            from .model import weights_upstream
+
+            identity = (*identity, ("weights", weights_upstream(ir, key)))
         return Finding(
             code=self.code, rule=self.name, severity=severity or self.severity, file=ir.path,
             line=data.get("line", 0), graph=data.get("graph", ""), node=data.get("id", ""),

@@ -9,19 +9,23 @@ OPT_PASS = "opt_pass"   # opt_pass_K_name_SSSS.ir (optimizer sub-passes)
 BACKEND = "backend"     # hwopt_*, graph_build_*, graph_before_reset_id_*, trace_code_graph_*
 OTHER = "other"         # after_grad, before_lift_*, level-3 sub-pass files ...
 
-# A copied or renamed dump may lose the sequence number or gain a prefix (rank0_...) or an
-# upper-case suffix; the stage name is still the part MindSpore wrote.
-_IR = r"(?:_(?P<seq>\d{4,}))?\.[iI][rR]\Z"
-_PATTERNS = [
-    (re.compile(r"opt_pass_(?P<index>\d+)_(?P<name>.+?)" + _IR), OPT_PASS),
-    (re.compile(r"(?P<index>\d+)_(?P<name>[A-Za-z].*?)" + _IR), FRONTEND),
-    (re.compile(r"(?P<name>hwopt_.+?)" + _IR), BACKEND),
-    (re.compile(r"(?P<name>graph_build)_(?P<index>\d+)" + _IR), BACKEND),
-    (re.compile(r"(?P<name>graph_before_reset_id)_(?P<index>\d+)" + _IR), BACKEND),
-    (re.compile(r"(?P<name>trace_code_graph)_(?P<seq>\d+)\Z"), BACKEND),
+# A copied or renamed dump may lose the sequence number, gain a prefix (rank0_…, result_…, myrun-…)
+# or a suffix (….backup.ir, .IR): the stage is the part MindSpore wrote, wherever it is in the name.
+_SEQ = r"(?:_(?P<seq>\d{4,}))?"
+_STAGES = [
+    (r"opt_pass_(?P<index>\d+)_(?P<name>[\w\-]+?)" + _SEQ, OPT_PASS),
+    (r"(?P<index>\d+)_(?P<name>[A-Za-z][\w\-]*?)" + _SEQ, FRONTEND),
+    (r"(?P<name>hwopt_[\w\-]+?)" + _SEQ, BACKEND),
+    (r"(?P<name>graph_build)_(?P<index>\d+)" + _SEQ, BACKEND),
+    (r"(?P<name>graph_before_reset_id)_(?P<index>\d+)" + _SEQ, BACKEND),
 ]
-_COPY_PREFIX = re.compile(r"[A-Za-z]+\d+_")
-_OTHER = re.compile(r"(?P<name>.+?)_(?P<seq>\d{4,})\.[iI][rR]\Z")
+# the name ends there (as MindSpore writes it), or a copy's own suffix follows (….backup)
+_PATTERNS = [(re.compile(p + r"\Z"), family) for p, family in _STAGES]
+_PATTERNS_WITH_SUFFIX = [(re.compile(p + r"(?=[.\s(~])"), family) for p, family in _STAGES]
+_TRACE = re.compile(r"(?P<name>trace_code_graph)_(?P<seq>\d+)\Z")
+_WORD_START = re.compile(r"(?<=[_\-.\s])")
+_RANK_PREFIX = re.compile(r"[A-Za-z]+\d+_")
+_OTHER = re.compile(r"(?P<name>.+?)_(?P<seq>\d{4,})\Z")
 # how compressed dumps are named (the stage is read from the name without it)
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
 
@@ -54,17 +58,24 @@ def stage_of(filename: str) -> Stage:
         if lowered.endswith(suffix):
             base, lowered = base[: -len(suffix)], lowered[: -len(suffix)]
             break
-    # the name as MindSpore wrote it, then without a prefix a copy added (rank0_21_validate_0076.ir)
-    prefix = _COPY_PREFIX.match(base)
-    for start in (0, prefix.end()) if prefix else (0,):
-        for pattern, family in _PATTERNS:
-            m = pattern.match(base, start)
-            if m:
-                return _stage(m, family)
-    m = _OTHER.match(base)
+    m = _TRACE.match(base)
+    if m:
+        return _stage(m, BACKEND)
+    stem = base[:-3] if lowered.endswith(".ir") else base
+    # the name as MindSpore wrote it, from its start or after a prefix a copy added; then followed
+    # by a suffix a copy added
+    starts = [0, *(m.start() for m in _WORD_START.finditer(stem))]
+    for patterns in (_PATTERNS, _PATTERNS_WITH_SUFFIX):
+        for start in starts:
+            for pattern, family in patterns:
+                m = pattern.match(stem, start)
+                # inside a name, only with MindSpore's sequence number (net_1_model.ir is no stage
+                # file) or after a rank prefix (rank0_21_validate.ir)
+                if m and (start == 0 or m.group("seq") or _RANK_PREFIX.fullmatch(stem, 0, start)):
+                    return _stage(m, family)
+    m = _OTHER.match(stem)
     if m:
         return _stage(m, OTHER)
-    stem = base[:-3] if lowered.endswith(".ir") else base
     return Stage(stem, OTHER)
 
 

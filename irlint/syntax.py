@@ -112,7 +112,7 @@ def _unkey(item: Any) -> Any:
     if isinstance(item, _KeyValue):
         return {item[0]: item[1]}
     if isinstance(item, _Keyword):
-        return f"{item[0]}={item[1]}"
+        return f"{item[0]}={_source(item[1])}"   # as text: a repr would hide a template's blanks
     if isinstance(item, _Group):
         return _plain(item)
     return item
@@ -602,9 +602,12 @@ def parse_call(text: str) -> tuple[list, Any]:
     callee = terms[:-1]
     if not callee:
         raise GrammarError("a call needs a callee")
-    return _callee(callee), tuple(
-        _unkey(a) for a in args
-    )
+    try:
+        return _callee(callee), tuple(
+            _unkey(a) for a in args
+        )
+    except RecursionError:   # values are walked recursively, as the parse itself is
+        raise GrammarError("nesting too deep") from None
 
 
 def _callee(terms: list) -> Any:
@@ -615,7 +618,38 @@ def _callee(terms: list) -> Any:
         return _apply(terms[0], terms[1])
     if len(terms) == 1:
         return terms[0]
-    return " ".join(str(_plain(t) if isinstance(t, _Group) else t) for t in terms)
+    if len(terms) >= 4 and _is_colon(terms[1]) and _is_colon(terms[2]) and type(terms[3]) is str:
+        # 1.x-2.0 name a primitive with its class: "DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[attrs]",
+        # "Primitive::Return{prim_type=1}"; the braces hold the class's type tag
+        name = terms[3][7:] if terms[3].startswith("S-Prim-") else terms[3]
+        attrs = [t for t in terms[4:] if isinstance(t, _Brack)]
+        if len(attrs) + sum(isinstance(t, _Brace) for t in terms[4:]) == len(terms) - 4:
+            return _apply(name, attrs[0]) if len(attrs) == 1 else name
+    # as text, not repr: a template's blanks inside must stay what they are to be filled back
+    return " ".join(_source(t) for t in terms)
+
+
+def _is_colon(term: Any) -> bool:
+    return isinstance(term, Token) and term.type == "COLON"
+
+
+_CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
+
+
+def _source(value: Any) -> str:
+    """A parsed value written back as dump text (``_plain`` of a group, ``Call``, a token)."""
+    if isinstance(value, _Group):
+        value = _plain(value)
+    if isinstance(value, Call):
+        items = [_source(a) for a in value.args] + [f"{k}={_source(v)}" for k, v in value.kwargs]
+        return f"{_source(value.name)}{value.bracket}{', '.join(items)}{_CLOSE[value.bracket]}"
+    if isinstance(value, tuple):
+        return f"({', '.join(_source(v) for v in value)})"
+    if isinstance(value, list):
+        return f"[{', '.join(_source(v) for v in value)}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_source(k)}: {_source(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def parse_attrs(text: str) -> dict:

@@ -71,7 +71,8 @@ def no_user_cache(tmp_path, monkeypatch):
 
 
 def _entries(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+    """Every file irlint wrote in the cache folder, but its tag."""
+    return [p for p in folder.rglob("*") if p.is_file() and p.name != "CACHEDIR.TAG"] if folder.exists() else []
 
 
 def _lint(path, cache_dir, **kw):
@@ -200,7 +201,7 @@ def test_temporary_files_of_a_killed_run_are_removed(tmp_path):
     os.utime(old, (1_000_000, 1_000_000))
     store.prune()
     assert not old.exists() and fresh.exists() and entry.exists()   # a fresh one may be another run's
-    assert store.clear() == 2 and not fresh.exists() and not entry.exists()
+    assert store.clear() == (2, 0) and not fresh.exists() and not entry.exists()
 
 
 def _finding(**kw) -> Finding:
@@ -322,3 +323,128 @@ def test_a_rule_helper_module_change_is_a_miss(tmp_path, monkeypatch):
     builtin = next(r for r in load_rules(plugins=False) if r.code == "RC001")
     root = cache_mod._source_root(builtin.__module__)
     assert (root / "recompute" / "evidence.py").is_file()
+
+
+# --- issue 21: `irlint clean` removes only what irlint wrote; entries are bound to their content -------
+def _clean(folder):
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    return CliRunner().invoke(main, ["clean", "--cache-dir", str(folder)])
+
+
+def test_clean_leaves_a_folder_that_is_not_a_cache_alone(tmp_path):
+    victim = tmp_path / "victim"
+    planted = {victim / "p/tools/lint/rules/custom_rule.py": "x", victim / "p/data/stat/2024/results.csv": "y",
+               victim / "docs/.draft.tmp": "z", victim / "v2/lint/ab" / ("ab" * 32): "{}"}
+    for path, text in planted.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    result = _clean(victim)
+    assert result.exit_code == 2 and "does not look like irlint's cache" in result.output
+    assert all(path.read_text() == text for path, text in planted.items())
+
+
+def test_clean_removes_only_entries_in_the_layout_and_content_irlint_writes(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    entries = _entries(cache)
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    lint_entry = next(p for p in entries if p.parent.parent.name == "lint")
+    foreign = {cache / "notes.txt": "mine", lint_entry.parent / "README": "mine",
+               cache / "v2/lint/zz" / ("ab" * 32): "{}",                      # not under its key's folder
+               lint_entry.parent / ("ab" * 32): json.dumps({"key": "x"}),    # an entry name, other content
+               cache / "v2/lint/data/stat/x.csv": "1,2"}
+    for path, text in foreign.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    result = _clean(cache)
+    assert result.exit_code == 0, result.output
+    assert f"removed {len(entries)} cache entries" in result.output and "5 other files left alone" in result.output
+    assert all(path.read_text() == text for path, text in foreign.items())
+    assert not any(p.exists() for p in entries)
+
+
+def test_a_cleaned_cache_leaves_no_file_and_a_second_clean_is_fine(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    assert _clean(cache).exit_code == 0
+    assert not [p for p in cache.rglob("*") if p.is_file()]   # the tag too
+    again = _clean(cache)
+    assert again.exit_code == 0 and "nothing to remove" in again.output
+
+
+def test_a_forged_stat_entry_never_gives_a_dump_another_contents_results(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    found, _ = _lint(dump, cache)
+    assert found
+    (tmp_path / "other").mkdir()
+    clean_dump = tmp_path / "other" / dump.name   # same stage, other content
+    clean_dump.write_bytes(dump.read_bytes().replace(b"recompute: Bool(1)", b"recompute: Bool(0)"))
+    os.utime(clean_dump, ns=(0, dump.stat().st_mtime_ns))
+    assert _lint(clean_dump, cache)[0] == []
+    clean_digest = LintCache(cache).known_hash(str(clean_dump))
+    assert clean_digest
+    # the stat key is computable from the dump's stat: point it at the clean content's hash
+    for p in _entries(cache):
+        if p.parent.parent.name == "stat" and json.loads(p.read_text()) != clean_digest:
+            p.write_text(json.dumps(clean_digest))
+    assert LintCache(cache).known_hash(str(dump)) == clean_digest
+    assert _lint(dump, cache)[0] == found
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+@pytest.mark.parametrize("where", ["", "v2", "v2/lint"])
+def test_a_cache_folder_other_users_can_write_is_not_used(rules, dump, tmp_path, where, capsys):
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    os.chmod(cache / where, 0o777)
+    before = {p: p.stat().st_mtime_ns for p in _entries(cache)}
+    result = CliRunner().invoke(main, [str(dump), "--cache-dir", str(cache), "-j", "1"])
+    assert result.exit_code == 0 or result.exit_code == 1
+    assert result.output.count("not used") == 1 and "writable by other users" in result.output
+    assert len(RecomputedNodes.checked) == 2     # linted, not answered from that folder
+    assert {p: p.stat().st_mtime_ns for p in _entries(cache)} == before   # nor written to
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_entries_are_private_and_a_group_writable_entry_is_not_trusted(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    first = _lint(dump, cache)
+    assert all(p.stat().st_mode & 0o077 == 0 for p in _entries(cache))
+    assert (cache / "v2").stat().st_mode & 0o077 == 0
+    for p in _entries(cache):
+        os.chmod(p, 0o666)
+    assert _lint(dump, cache) == first
+    assert len(RecomputedNodes.checked) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_folder_writable_only_by_the_users_own_group_is_used(rules, dump, tmp_path, monkeypatch):
+    import irlint.cache as cache_module
+
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    os.chmod(cache, 0o770)
+    monkeypatch.setattr(cache_module, "_private_group", lambda gid: True)   # umask 002, one group per user
+    assert cache_module.unsafe_folder(cache) is None
+    monkeypatch.setattr(cache_module, "_private_group", lambda gid: False)
+    assert "writable by other users" in cache_module.unsafe_folder(cache)
+
+
+def test_clean_does_not_follow_links_out_of_the_cache(rules, dump, tmp_path):
+    cache = tmp_path / "cache"
+    _lint(dump, cache)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(cache / "v2", elsewhere)   # entries in irlint's layout, but not in this cache
+    kept = _entries(elsewhere)
+    (cache / "v2" / "other").symlink_to(elsewhere / "lint")
+    shutil.rmtree(cache / "v2" / "stat")
+    (cache / "v2" / "stat").symlink_to(elsewhere / "stat")
+    assert _clean(cache).exit_code == 0
+    assert all(p.exists() for p in kept)

@@ -30,9 +30,15 @@ def test_findings_exit_1(tiny_rules):
 
 
 def test_clean_exit_0(tiny_rules):
-    result = run(DUMP, "--ignore", "TS001")
+    result = run("fixtures/corpus/full-folder-1layer/00_bootstrap_0000.ir")   # no MatMul in it
     assert result.exit_code == 0, result.output
-    assert "No findings" in result.output
+    assert "No findings (1 file checked)" in result.output
+
+
+def test_no_rule_selected_exit_2(tiny_rules):
+    result = run(DUMP, "--ignore", "TS001")   # TS002 is off by default
+    assert result.exit_code == 2, result.output
+    assert "nothing checked: no rule is selected" in result.output
 
 
 def test_info_findings_alone_exit_0(tiny_rules, tmp_path):
@@ -156,7 +162,8 @@ def test_invalid_config_exit_2(tiny_rules, tmp_path):
 ])
 def test_selection(tiny_rules, args, codes):
     result = run(DUMP, "--format", "json", *args)
-    assert {f["code"] for f in json.loads(result.output)["findings"]} == codes
+    assert {f["code"] for f in json.loads(result.stdout)["findings"]} == codes
+    assert result.exit_code == 2 if not codes else result.exit_code in (0, 1)
 
 
 @pytest.mark.parametrize("file, args, codes", [
@@ -267,6 +274,9 @@ def test_baseline_round_trip(tiny_rules, tmp_path):
     warn.write_text('severity = { TS002 = "warning" }\n')
     result = run(DUMP, "--write-baseline", str(baseline))
     assert result.exit_code == 0
+    # issue 21: not "No findings (… hidden by the baseline)": they were just written
+    assert f"Wrote 3 findings to the baseline {baseline} (1 file checked)." in result.output
+    assert "No findings" not in result.output and "hidden" not in result.output
     entries = json.loads(baseline.read_text())["findings"]
     assert [e["code"] for e in entries] == ["TS001"] * 3 and all(e["scope"] for e in entries)
     result = run(DUMP, "--baseline", str(baseline))
@@ -378,6 +388,11 @@ def test_pre_commit_hook_definition():
     assert fields["id"] == "irlint" and fields["entry"] == "irlint"
     files = re.compile(fields["files"])
     assert files.search("graph/rank_0/21_validate_0076.ir") and not files.search("graph/notes.irx")
+    # every name the command line reads as a dump (issue 21: .ir.gz and .IR were skipped)
+    for name in ("21_validate_0076.IR", "21_validate_0076.ir.gz", "g.ir.bz2", "g.ir.xz", "g.Ir.GZ", "g.ir.zst"):
+        assert files.search(f"graph/{name}"), name
+    for name in ("notes.irx", "g.ir.bak", "g.gz", "report.ir.json"):
+        assert not files.search(f"graph/{name}"), name
 
 
 @pytest.mark.parametrize("args", [["{locked}"], ["config", "{locked}"]])
@@ -411,7 +426,8 @@ def test_config_of_a_path_is_what_its_lint_uses(tiny_rules, tmp_path, monkeypatc
     (cwd / "irlint.toml").write_text('ignore = ["TS001"]\n')
     monkeypatch.chdir(cwd)
     assert run("config", str(elsewhere)).output.strip() == f"from {cwd / 'irlint.toml'}"
-    assert run(str(elsewhere), "--format", "json").exit_code == 0   # the cwd's ignore applied
+    result = run(str(elsewhere), "--format", "json")   # the cwd's ignore applied: no rule left
+    assert result.exit_code == 2 and "no rule is selected" in result.output
     (elsewhere / "irlint.toml").write_text('extend-select = ["TS002"]\n')
     assert run("config", str(elsewhere)).output.strip() == f"from {elsewhere / 'irlint.toml'}"
 
@@ -628,3 +644,77 @@ def test_readme_describes_the_ci_script_and_the_cache_as_they_are():
     assert "parse cache" not in help_text
     assert "keyed by its content, the rules and irlint's version" in help_text
     assert "keyed by the file's content, the rules and irlint's own version" in readme
+
+
+# --- issue 21 item 2: -o / --write-baseline write to what the path names, never over an input ---------
+def test_output_through_a_symlink_writes_its_target(tiny_rules, tmp_path):
+    target = tmp_path / "reports" / "latest.txt"
+    target.parent.mkdir()
+    target.write_text("old report\n")
+    link = tmp_path / "report.txt"
+    link.symlink_to(target)
+    for option in ("-o", "--write-baseline"):
+        assert run(DUMP, option, str(link)).exit_code in (0, 1)
+        assert link.is_symlink() and os.readlink(link) == str(target)
+        assert "old report" not in target.read_text() and target.read_text().strip()
+    assert json.loads(target.read_text())["irlint-baseline"] == 1
+
+
+def test_output_to_a_fifo_is_written_into_it(tiny_rules, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = run(DUMP, "--format", "concise", "-o", str(fifo))
+        assert result.exit_code == 1, result.output
+        assert fifo.is_fifo()
+        received = os.read(reader, 1 << 16).decode()
+    finally:
+        os.close(reader)
+    assert received.count("TS001") == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mknod needs root")
+def test_output_to_a_device_is_written_into_it(tiny_rules, tmp_path):
+    import stat
+
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    for option in ("-o", "--write-baseline"):
+        assert run(DUMP, option, str(device)).exit_code in (0, 1)
+        assert stat.S_ISCHR(device.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
+@pytest.mark.parametrize("target", ["/proc/self/fd/1", "/dev/stdout"])
+def test_output_to_standard_output_by_name_writes_to_the_stream(tmp_path, target):
+    import subprocess
+    import sys
+
+    out = tmp_path / "captured.txt"
+    with open(out, "w") as stream:
+        before = os.fstat(stream.fileno()).st_ino
+        done = subprocess.run([sys.executable, "-m", "irlint", str(Path(__file__).parent / DUMP), "--format",
+                               "concise", "-n", "-o", target], stdout=stream, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 1, done.stderr
+    assert out.stat().st_ino == before and "RC002" in out.read_text()
+    assert os.path.islink("/dev/stdout")
+
+
+def test_output_onto_an_input_dump_is_refused(tiny_rules, tmp_path):
+    folder = tmp_path / "ow"
+    shutil.copytree(Path(__file__).parent / FOLDER, folder)
+    dump = folder / "21_validate_0076.ir"
+    text = dump.read_bytes()
+    link = tmp_path / "report.txt"
+    link.symlink_to(dump)
+    for args in (["-o", str(dump)], ["--write-baseline", str(dump)], ["-o", str(link)]):
+        for path in (folder, dump):
+            result = run(str(path), *args)
+            assert result.exit_code == 2 and "is an input of this run" in result.output, result.output
+            assert dump.read_bytes() == text
+    baseline = tmp_path / "b.json"
+    assert run(DUMP, "--write-baseline", str(baseline)).exit_code == 0
+    result = run(DUMP, "--baseline", str(baseline), "-o", str(baseline))
+    assert result.exit_code == 2 and "--baseline file" in result.output
+    assert json.loads(baseline.read_text())["irlint-baseline"] == 1

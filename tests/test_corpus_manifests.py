@@ -38,18 +38,7 @@ def _roots() -> list[Path]:
 
 # Entries of shared cases irlint does not judge right yet, by (case, kind) -> indices. Strict: an
 # entry that starts passing fails the run until it is taken off this list.
-PENDING = {
-    # issue 17: recompute evidence in lazy_inline and pipeline dumps
-    ("par-rc-mf_dp2_mp4_select_blocked", "expected_findings"): set(range(30)),
-    ("par-rc-mf_dp2_mp4_select_blocked", "must_not_flag"): {
-        0, 1, 2, 3, 6, 9, 12, 13, 14, 15, 16, 19, 22, 25, 26, 27, 28, 29, 32, 35, 38},
-    ("par-rc-pp2_dp2_mp2_micro4_select", "expected_findings"): {
-        1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13, 14, 16, 17, 18, 19, 21, 22, 23, 24, 26, 27, 28, 29},
-    ("par-rc-pp2_dp2_mp2_micro4_select", "must_not_flag"): {
-        0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23, 24, 25, 26, 27, 28,
-        29, 30, 33, 34, 35, 36, 37, 38, 39, 40, 41, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 56, 57,
-        58, 59, 60, 61, 62, 63, 64, 65, 68},
-}
+PENDING: dict[tuple[str, str], set[int]] = {}
 
 
 def _entries(kinds: tuple[str, ...]) -> list:

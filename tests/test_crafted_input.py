@@ -391,11 +391,11 @@ class _EndlessDump:
 
 def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
     from irlint import discover
-    from irlint.discover import InputError, read_stream
+    from irlint.discover import InputError, Spool
 
     monkeypatch.setattr(discover, "MAX_STREAM_BYTES", 64 << 20)
     with pytest.raises(InputError, match="more than 64 MiB"):
-        read_stream(_EndlessDump(), "-: standard input")
+        Spool(_EndlessDump(), "-: standard input")
     result = CliRunner().invoke(main, ["--no-cache", "-"], input=_EndlessDump().read(80 << 20))
     assert result.exit_code == 2 and "more than 64 MiB" in result.output
 

@@ -222,3 +222,34 @@ def test_record_whose_only_block_is_the_strategy():
                             "{in_strategy: ((2, 4), (2, 4))}")[4]
     assert with_attrs["parallel_info"] == {"in_strategy": ((2, 4), (2, 4))}
     assert with_attrs["cnode_attrs"] == {"need_cse_after_recompute": True}
+
+
+@pytest.mark.parametrize("text", [
+    # a callee the grammar keeps as text: a keyword whose value holds strings, inside brackets
+    'Unknown Kind[attr=["output"], other: "x"](%1)',
+    'Unknown Kind[attr=("a", %2)](%1)',
+])
+def test_callee_text_is_the_same_from_a_template_and_from_its_own_parse(text):
+    # a record's template blanks its strings (NUL-numbered placeholders); written back with repr,
+    # the placeholders were escaped and never filled back ('\\x000' in the op)
+    from irlint.record import _parse_node, parse_node
+
+    direct = _parse_node(text)
+    for _ in range(3):   # first of its template, recipe compiled, recipe run
+        memoised = parse_node(text)
+        assert memoised == direct
+        assert "\x00" not in memoised[2] and "\\x00" not in memoised[2]
+
+
+def test_primitive_printed_with_its_class():
+    # MindSpore 2.0 analyze_fail.ir: "DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[attributes](..)"
+    from irlint.record import parse_node
+
+    text = ('DoSignaturePrimitive::S-Prim-BiasAdd{prim_type=1}[output_names=["output"], format="NCHW", '
+            'input_names=["x", "b"], data_format="NCHW"](%1, %para2_bias)')
+    for _ in range(2):
+        callee, args, raw_op, op, blocks = parse_node(text)
+        assert op == "BiasAdd" and args == (Ref("%1"), Ref("%para2_bias"))
+        assert blocks["primitive_attrs"] == {"output_names": ["output"], "format": "NCHW",
+                                             "input_names": ["x", "b"], "data_format": "NCHW"}
+    assert parse_node("Primitive::Return{prim_type=1}(%1)")[3] == "Return"

@@ -402,3 +402,19 @@ def test_memory_reads_compressed_dumps_and_stdin(tmp_path):
     for entry in (from_gz, from_stdin):
         assert (entry["total_kept_bytes"], entry["layers"], entry["top"]) == \
             (plain["total_kept_bytes"], plain["layers"], plain["top"])
+
+
+def test_memory_of_several_cases_is_one_table_per_case():
+    # issue 21: `irlint memory corpus/` printed one table with eight columns labelled `kept bytes (rank 0)`
+    cases = ["par-mismatch-ffn_col_col", "par-mindformers-llama_dp2_mp4", "llama-cast"]
+    result = run(*(CORPUS / c for c in cases), "--top", "1")
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert text.count("Activations kept for backward, per layer") == 3
+    assert [line.split("/")[-2 if "rank_*" in line else -1] for line in text.splitlines()
+            if line.startswith("== ")] == sorted(cases)
+    tables = text.split("Activations kept for backward, per layer")[1:]
+    heads = [t.split("\n")[2] for t in tables]   # the column header row of each table
+    assert all(h.count("kept bytes (rank 0)") <= 1 for h in heads)
+    assert sum("kept bytes (rank 7)" in h for h in heads) == 1          # the 8-rank case, side by side
+    assert sum(h.count("kept bytes") == 1 for h in heads) == 2         # the others: one column each

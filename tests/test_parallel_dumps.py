@@ -11,8 +11,8 @@ from conftest import CORPUS, SHARED_CORPUS, portable, quiet_config
 from irlint.discover import discover
 from irlint.engine import lint
 from irlint.reader import read_ir
-from irlint.rules.redistribution import RedundantRedistributionChain
-from irlint.rules.strategy_mismatch import StrategyMismatchFullGather
+from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
+from irlint.rules.redistribution.full_gather import StrategyMismatchFullGather
 
 ROWS_TO_COLS = CORPUS / "par-mismatch-mm_rows8_to_cols8" / "rank_0" / "21_validate_0082.ir"
 COL_ROW = CORPUS / "par-fixed-mm_col_row_mp8"
@@ -21,17 +21,18 @@ MUL_8RANKS = CORPUS / "par-mismatch-ffn_mul_disagrees_8ranks"
 WRONG_WO = SHARED_CORPUS / "par-llama_mp-dp2_mp4_optpar_wrong_wo" / "rank_0" / "21_validate_0082.ir"
 
 
-def _par_dumps() -> list[str]:
+def _par_dumps() -> list:
     roots = [p for root in (CORPUS, SHARED_CORPUS) if root.is_dir() for p in sorted(root.glob("par-*"))]
-    return [f.path for root in roots for f in discover([str(root)])[0]]
+    return [f for root in roots for f in discover([str(root)])[0]]
 
 
 def test_every_parallel_dump_reads_whole():
+    from irlint.engine import read_dump
     dumps = _par_dumps()
     assert len(dumps) >= 30   # the fixtures alone hold 30 par-* files
     bad = []
-    for path in dumps:
-        ir = read_ir(path)
+    for f in dumps:   # the MindFormers MoE dumps are gzip-compressed
+        path, ir = f.path, read_dump(f)
         if ir.diagnostics or ir.header.get("total_cnodes") != ir.cnode_count:
             bad.append((path, ir.cnode_count, ir.header.get("total_cnodes"), [str(d) for d in ir.diagnostics[:2]]))
     assert bad == []
@@ -175,7 +176,7 @@ def test_strategies_set_by_sharding_propagation_are_read_from_the_trailing_block
     matmuls = [k for k in ir.nodes_by_op("MatMul") if not ir.is_backward(k)]
     propagated = [k for k in matmuls if "in_strategy" not in (ir[k].get("primitive_attrs") or {})]
     assert propagated, "propagation printed some strategies only after cnode_primal_attrs"
-    from irlint.rules.strategy_layouts import strategy
+    from irlint.rules.redistribution.evidence import strategy
     assert {strategy(ir, k) for k in matmuls} == {((1, 1), (8, 1)), ((1, 8), (1, 8))}
 
 
@@ -230,7 +231,7 @@ def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_
 
 def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
-    from irlint.rules.strategy_layouts import strategy
+    from irlint.rules.redistribution.evidence import strategy
     text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
     ir = ir_from_text(text)
     assert ir.diagnostics == []
@@ -238,3 +239,170 @@ def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     assert strategy(ir, mm1) is None
     (f,) = RedundantRedistributionChain().check(ir)   # the chain is still found, the hint is generic
     assert "in_strategy ?" in f.hint
+
+
+def test_related_nodes_of_a_backward_subgraph_say_their_graph():
+    """Node ids restart in every subgraph: the ◂ backward half's %31 is not the ▸ forward half's."""
+    from irlint.reporters import render
+    folder = CORPUS / "par-mindformers-llama_dp2_mp4_wrong_w2"
+    report = lint([str(folder)], quiet_config())
+    (f,) = [f for f in report.findings if f.code == "PC002"]
+    assert "▸" in f.graph
+    back = [r for r in f.related if r.note.startswith("backward transpose")]
+    assert back and all("◂" in r.graph for r in back)
+    assert all(r.graph for r in f.related)
+    text = render(report, "text")
+    assert f"graph {f.node} in {f.graph}" in text
+    for r in back:
+        assert f"{r.node} {r.op} in {r.graph}" in text
+    forward = [r for r in f.related if r.graph == f.graph]
+    assert forward and all(f"{r.node} {r.op}  " in text for r in forward)   # same graph: not repeated
+    sarif = render(report, "sarif")
+    assert all(f"{r.node} {r.op} in {r.graph}" in sarif for r in f.related)
+
+
+# --- the dumps made for issue 18 (tests/fixtures/corpus-gen/par_comm_gen.py) ---------------------
+
+def test_scheme_reduce_scatter_before_a_wasteful_relayout_is_neither_anchor_nor_waste():
+    """mm2's sequence-parallel ReduceScatter %12 hands rows on; the ReLU reads columns. The waste
+    starts at the AllGather %13; %12 and its backward AllGather %51 are scheme."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-mismatch-sp_then_cols"))
+    first, second = sorted(found, key=lambda f: f.line)
+    assert (first.node, first.op) == ("%13", "AllGather") and (second.node, second.op) == ("%16", "AllGather")
+    extra = dict(first.extra)
+    assert extra["scheme"] == ["%12"] and [s["node"] for s in extra["steps"]] == ["%13", "%14"]
+    assert [(w["node"], w["bytes"]) for w in extra["waste"]] == [("%13", 7 * 8 * 32 * 4), ("%50", 7 * 8 * 32 * 4)]
+    assert extra["waste_bytes"] == 2 * 7168
+    assert "MatMul mm2 (net-FFN), after the scheme ReduceScatter" in first.message
+    assert any(r.node == "%12" and r.note.startswith("scheme, not waste") for r in first.related)
+    assert not any(r.node == "%51" for f in found for r in f.related)
+    # 8 collectives of 7168 bytes, the loss AllReduce (2·7/8·4) and the norm weight's gradient (2·7/8·128)
+    assert extra["step_received_bytes"] == 8 * 7168 + 7 + 224
+    assert "24.9% of the 56.2 KiB this step's collectives receive per rank" in first.message
+    assert sum(dict(f.extra)["waste_bytes"] for f in found) == 4 * 7168
+
+
+def test_the_consistent_sequence_parallel_net_has_no_finding():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-sp_then_rows"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_gather_before_a_replicated_router_and_slice_after_it_is_one_round_trip():
+    """The gather is used whole and the slice moves nothing: only together are they waste, with
+    7/8 of the gate's compute."""
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-gate_gather_slice"))
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"]) == ("%3", "AllGather", ["gather-compute-slice"])
+    assert extra["discarded_compute"] == "7/8" and extra["layout"] == "(8, 1)"
+    assert extra["fix"] == {"node": "%5", "in_strategy": "((8, 1), (1, 1))"}
+    gathered = 7 * 8 * 32 * 4   # (8, 32) -> (64, 32), and its ReduceScatter %16 in backward
+    assert [(w["node"], w["bytes"]) for w in extra["waste"]] == [("%3", gathered), ("%16", gathered)]
+    assert "7/8 of its compute is thrown away" in f.message
+
+
+def test_slice_before_a_relu_gathered_straight_back_is_one_round_trip():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-slice_relu_gather"))
+    extra = dict(f.extra)
+    assert (f.node, extra["kinds"]) == ("%4", ["round-trip"])
+    assert [r.node for r in f.related[:3]] == ["%1", "%2", "%3"]   # producer, slice, the ReLU
+    assert "set ReLU (net-Net) to in_strategy ((1, 1),)" in f.hint
+    assert extra["waste_bytes"] == 2 * 7 * 8 * 32 * 4
+
+
+def test_alltoall_undone_by_the_inverse_alltoall_after_a_relu_is_one_round_trip():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-alltoall_relu_back"))
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"]) == ("%2", "AlltoAll", ["alltoall-round-trip"])
+    assert extra["backward"] == ["%15", "%17"]
+    assert extra["waste_bytes"] == 4 * (64 * 8 * 4 * 7 // 8)   # two AlltoAll forward, two backward
+    assert "set ReLU (net-Net) to in_strategy ((1, 8),)" in f.hint
+
+
+def test_runs_wasteful_on_their_own_are_not_reported_again_as_a_round_trip():
+    for case in ("par-mismatch-sp_then_cols", "par-mismatch-ffn_mul_disagrees_8ranks"):
+        _, found = _check(RedundantRedistributionChain(), _only(case))
+        assert not [f for f in found if dict(f.extra)["kinds"][0].endswith(("round-trip", "compute-slice"))]
+
+
+def test_same_split_counts_on_other_device_axes_is_a_permutation_paid_as_a_full_gather():
+    """add1 and add2 use layout("tp", "dp"); the ReLU between them the tuple (4, 2): same counts,
+    other ranks. The hint names the ReLU and the Layout, never 'the strategies already agree'."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-mismatch-layout_permutation"))
+    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [("%5", ["permutation-as-gather"]),
+                                                                   ("%20", ["permutation-as-gather"])]
+    for f in found:
+        extra = dict(f.extra)
+        assert extra["fix"] == {"node": "%18", "in_layout": 'layout("tp", "dp") of Layout((2, 4), ("dp", "tp"))'}
+        assert 'ReLU (net-Net) (in_strategy ((4, 2),)) places its blocks differently' in f.hint
+        assert 'in_strategy=(layout("tp", "dp"),)' in f.hint and "already agree" not in f.hint
+        assert "gathering it whole (8x)" in f.message and "the local shape Float32(8, 16) is the same" in f.message
+        # three gathers over groups of 2: (8, 16) -> (2, 16, 32) is 8x; 7/8 of 4 KiB forward, as much backward
+        assert extra["waste_bytes"] == 2 * (512 + 1024 + 2048)
+    from irlint.rules.redistribution.evidence import placements
+    (relu,) = [k for k in ir.nodes_by_op("ReLU") if not ir.is_backward(k)]
+    (add1, _) = sorted((k for k in ir.nodes_by_op("Add") if not ir.is_backward(k)), key=lambda k: ir[k]["line"])
+    assert placements(ir, add1)[0] == (((4, 1),), ((2, 4),))     # tp: 4 ranks 1 apart; dp: 2 ranks 4 apart
+    assert placements(ir, relu)[0] == (((4, 2),), ((2, 1),))     # a tuple: dim 0 on the outer axis
+
+
+def test_the_consistent_layout_net_has_no_finding():
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-layout_consistent"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+# --- MindFormers 2.1.0 MoE (tests/fixtures/corpus-gen/par_mf_moe_gen.py, gzip-compressed dumps) --
+
+def _mf_moe(case: str):
+    from irlint.discover import discover
+    from irlint.engine import read_dump
+    (f,) = discover([str(CORPUS / case)])[0]
+    return read_dump(f)
+
+
+def test_mindformers_moe_dispatch_and_combine_alltoall_are_scheme():
+    ir = _mf_moe("par-fixed-mf_moe_alltoall")
+    assert len([k for k in ir.nodes_by_op("AlltoAll") if not ir.is_backward(k)]) == 4
+    assert list(RedundantRedistributionChain().check(ir)) == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_mindformers_router_with_a_replicated_strategy_wastes_its_gather_and_compute():
+    """Layer 0's router dense ((1, 1), (1, 1)): the tokens are gathered over the 4 dp ranks and
+    3/4 of the router's result sliced away; layer 1's router keeps MindFormers' strategy."""
+    ir = _mf_moe("par-mismatch-mf_moe_router_replicated")
+    (f,) = RedundantRedistributionChain().check(ir)
+    extra = dict(f.extra)
+    assert (f.node, f.op, extra["kinds"], extra["discarded_compute"]) == ("%57", "AllGather", ["gather-compute-slice"], "3/4")
+    assert "0-LLamaDecodeLayer/feed_forward-MoEV2/router-Router/dense-Dense" in f.scope and "▸" in f.graph
+    assert "set MatMul (dense-Dense) to in_strategy ((4, 1), (1, 1))" in f.hint
+    assert "RmsNorm" in f.message   # the op that made the layout, not the TupleGetItem after it
+    # (1, 16, 64) -> (4, 16, 64) fp32 over 4 ranks: 3/4 of 16 KiB, and the ReduceScatter in the ◂ half
+    assert extra["waste_bytes"] == 2 * 12288
+    assert all("◂" in r.graph for r in f.related if r.note.startswith("backward transpose"))
+
+
+def test_mindformers_expert_relayout_by_gather_counts_only_what_one_alltoall_would_not_move():
+    ir = _mf_moe("par-mismatch-mf_moe_gather_dispatch")
+    found = list(RedundantRedistributionChain().check(ir))
+    assert [f.node for f in found] == ["%84", "%102", "%200", "%218"]
+    for f in found:
+        assert "enable_alltoall=True" in f.hint and "receiving 8.0 KiB instead of 16.0 KiB" in f.hint
+        assert "the expert-parallel re-layout itself is scheme (one AlltoAll: 8.0 KiB)" in f.message
+        assert dict(f.extra)["waste_bytes"] == 2 * (16384 - 8192)
+
+
+def test_mindformers_sequence_parallel_reduce_scatter_is_scheme_and_the_relayout_after_it_waste():
+    """MindFormers' own SP strategies: the 2-D rows-split-8 ReduceScatter output is re-laid to the
+    residual Add's (2, 4, 1); the ReduceScatters and the SP AllGathers (same instance name as the
+    re-layout gathers) are scheme."""
+    ir = _mf_moe("par-mindformers-llama_seq_parallel")
+    found = list(RedundantRedistributionChain().check(ir))
+    assert [(f.node, f.op) for f in found] == [("%60", "AllGather"), ("%91", "AllGather"),
+                                               ("%140", "AllGather"), ("%171", "AllGather")]
+    scatters = {ir[k]["id"] for k in ir.nodes_by_op("ReduceScatter") if not ir.is_backward(k)}
+    assert scatters == {"%58", "%89", "%138", "%169"}
+    for f in found:
+        extra = dict(f.extra)
+        assert extra["scheme"] and set(extra["scheme"]) <= scatters
+        assert not {w["node"] for w in extra["waste"]} & scatters
+        assert "enable_alltoall=True) makes MindSpore emit one AlltoAll receiving" not in f.hint   # no experts here
+        assert extra["waste_bytes"] == 2 * 6144   # the gather over 4 ranks, and its ReduceScatter in backward

@@ -218,3 +218,45 @@ def test_real_rules_snapshot(monkeypatch, snapshot, fmt):
     if fmt == "sarif":
         _sarif_validator().validate(json.loads(out))
     assert out == snapshot
+
+
+# --- issue 21: suppressions are counted in every format; JUnit agrees with the exit code --------------
+def test_suppressed_findings_are_counted_in_every_format(tiny_rules):
+    from irlint.config import Suppression
+
+    report = lint([DUMP], Config(suppress=[Suppression(scope=".*", reason="accepted for now")]))
+    assert not report.findings and len(report.suppressed) == 3
+    out = {fmt: render(report, fmt, ctx()) for fmt in FORMATS}
+    assert "3 suppressed by [[suppress]]" in out["text"]
+    assert "3 findings suppressed" in out["concise"] and "3 findings suppressed" in out["github"]
+    data = json.loads(out["json"])
+    assert data["summary"]["suppressed"] == 3
+    assert [s["suppression"]["reason"] for s in data["suppressed"]] == ["accepted for now"] * 3
+    assert [json.loads(x)["type"] for x in out["json-lines"].splitlines()] == ["suppressed"] * 3
+    sarif = json.loads(out["sarif"])
+    jsonschema.validate(sarif, json.loads(SCHEMA.read_text()))
+    results = sarif["runs"][0]["results"]
+    assert len(results) == 3 and all(r["suppressions"][0]["justification"] == "accepted for now" for r in results)
+    junit = ET.fromstring(out["junit"])
+    assert junit.find("testsuite/properties/property[@name='suppressed']").get("value") == "3"
+    assert "3 findings" not in render(report, "concise", ctx(quiet=True))
+
+
+def test_junit_does_not_fail_a_test_on_info_findings(tiny_rules):
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    result = CliRunner().invoke(main, [DUMP, "--select", "TS002", "--format", "junit", "-n"])
+    assert result.exit_code == 0   # TS002 is an info rule
+    root = ET.fromstring(result.stdout)
+    assert root.get("failures") == "0"
+    case = root.find("testsuite/testcase")
+    assert case.find("failure") is None and "TS002" in case.find("system-out").text
+
+
+def test_ranks_follow_the_message_after_one_space(tiny_rules):
+    report = lint([DUMP], Config())
+    report.findings = [f.with_(message="moves 7.0 KiB more", ranks=(0, 1, 2)) for f in report.findings[:1]]
+    assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "text", ctx())
+    assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "concise", ctx())

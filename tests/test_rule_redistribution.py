@@ -10,7 +10,8 @@ from conftest import portable
 from irlint.config import Config
 from irlint.engine import lint
 from irlint.reader import read_ir
-from irlint.rules.redistribution import RedundantRedistributionChain
+from irlint.rules.redistribution import evidence
+from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
 SYNTH = Path(__file__).parent / "fixtures" / "synthetic"
 WRONG = SYNTH / "ffn_wrong_strategy_synthetic"
@@ -174,22 +175,22 @@ def test_near_miss_split_feeds_different_compute_ops():
 def test_compute_between_two_alltoall_breaks_the_run():
     """MoE dispatch / combine: reverse dims on one group, so only the expert MatMul between them
     keeps the pair from being an undo."""
-    mod = __import__(RedundantRedistributionChain.__module__, fromlist=["_collect_chain"])
+    mod = evidence
     ir = read_ir(str(NEAR_MISSES))
     single, dispatch, combine = ir.nodes_by_op("AlltoAll")
     assert mod._alltoall_dims(ir, combine)[:2] == mod._alltoall_dims(ir, dispatch)[1::-1]
     assert mod._alltoall_dims(ir, combine)[2:] == mod._alltoall_dims(ir, dispatch)[2:]
-    assert mod._collect_chain(ir, dispatch).nodes == [dispatch]
-    assert mod._collect_chain(ir, combine).nodes == [combine]
+    assert mod.collect_chain(ir, dispatch).nodes == [dispatch]
+    assert mod.collect_chain(ir, combine).nodes == [combine]
     (expert,) = ir.nodes_by_op("BatchMatMul")
     # even inside one run, the walk back from combine stops at the compute op
     assert mod._alltoall_undone(ir, {dispatch, expert, combine}, combine) is None
     # the lone AlltoAll before Softmax is a real layout change: its run is that one op
-    assert mod._collect_chain(ir, single).nodes == [single]
+    assert mod.collect_chain(ir, single).nodes == [single]
 
 
 def test_reshape_that_splits_a_moved_dim_stops_the_undo():
-    mod = __import__(RedundantRedistributionChain.__module__, fromlist=["_reshape_kept_dims"])
+    mod = evidence
     ir = read_ir(str(ROUND_TRIPS))
     reshape = node(ir, "Reshape")
     assert mod._reshape_kept_dims(ir, reshape) == {2: 2, 3: 3}

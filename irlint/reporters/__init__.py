@@ -26,6 +26,8 @@ class RenderContext:
     sources: SourceLines = field(default_factory=SourceLines)
     # findings hidden by --baseline (shown in the text summary so nobody wonders where they went)
     baselined: int = 0
+    # --write-baseline FILE: the findings were written there (and are not shown)
+    baseline_written: str | None = None
 
 
 def renderer(fmt: str) -> Callable[[Report, RenderContext], str]:
@@ -65,10 +67,11 @@ def ranks_text(ranks: tuple[int, ...]) -> str:
     return "ranks " + ",".join(parts)
 
 
-def write_atomically(path: str | os.PathLike, text: str, durable: bool = True) -> None:
+def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, mode: int | None = None) -> None:
     """Write a report, baseline or cache entry to a temporary file in the same folder, then rename
     it over ``path``: on a full disk or a crash the previous file stays whole. ``durable``: on disk
-    before the rename (a cache entry need not be)."""
+    before the rename (a cache entry need not be); ``mode``: the new file's permissions (default:
+    those of the file replaced, or as the umask allows)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -77,10 +80,13 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True) -
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        try:   # keep the mode an existing file had (mkstemp makes 0600)
-            os.chmod(tmp, target.stat().st_mode & 0o777)
-        except FileNotFoundError:
-            os.chmod(tmp, 0o666 & ~_umask())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            try:   # keep the mode an existing file had (mkstemp makes 0600)
+                os.chmod(tmp, target.stat().st_mode & 0o777)
+            except FileNotFoundError:
+                os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -88,6 +94,30 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True) -
         except OSError:
             pass
         raise
+
+
+def write_output(path: str | os.PathLike, text: str) -> None:
+    """Write a report or baseline the user named. A regular file (also through a symbolic link, whose
+    target is written) is replaced atomically; a device, FIFO or ``/dev/stdout`` is written to
+    directly, appending, as a shell's ``>>`` would (renaming over it would replace it)."""
+    import stat
+
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        st = None
+    real = os.path.realpath(name)
+    if (st is not None and not stat.S_ISREG(st.st_mode)) or _special(name) or _special(real):
+        with open(name, "a", encoding="utf-8") as f:
+            f.write(text)
+        return
+    write_atomically(real, text)
+
+
+def _special(path: str) -> bool:
+    """/dev/stdout, /dev/fd/N, /proc/self/fd/N …: a stream of this process, not a file to replace."""
+    return os.path.abspath(path).startswith(("/dev/", "/proc/"))
 
 
 def _umask() -> int:

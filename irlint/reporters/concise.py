@@ -5,11 +5,15 @@ from ..findings import Report
 from . import RenderContext, ranks_text, rule_classes
 
 # Input problems: a file not read at all is an error, a skipped line a warning.
-FILE_LEVEL = {"IR001", "IR002", "IR009"}
+FILE_LEVEL = {"IR001", "IR002", "IR009", "IR015"}
 
 
 def diagnostic_severity(code: str) -> str:
     return "error" if code in FILE_LEVEL else "warning"
+
+
+def suppressed_text(n: int) -> str:
+    return f"{n} finding{'s' if n != 1 else ''} suppressed by [[suppress]] entries of the configuration"
 
 
 def ranks_note(f) -> str:
@@ -28,4 +32,6 @@ def render(report: Report, ctx: RenderContext) -> str:
     for d in report.diagnostics:
         lines.append(f"{d.file}:{max(d.line, 1)}:1: {d.code} [{diagnostic_severity(d.code)}] "
                      f"{d.message.replace(chr(10), ' ')}")
+    if report.suppressed and not ctx.quiet:   # not a finding line: editors' problem matchers skip it
+        lines.append(f"# {suppressed_text(len(report.suppressed))}")
     return "".join(line + "\n" for line in lines)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..findings import Report
 from . import RenderContext
-from .concise import diagnostic_severity, ranks_note
+from .concise import diagnostic_severity, ranks_note, suppressed_text
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -33,4 +33,7 @@ def render(report: Report, ctx: RenderContext) -> str:
         lines.append(command(LEVEL.get(f.severity, "warning"), f.file, f.line, f.column, f"{f.code} {f.rule}", message))
     for d in report.diagnostics:
         lines.append(command(LEVEL[diagnostic_severity(d.code)], d.file, d.line, 1, f"{d.code} {d.kind}", d.message))
+    if report.suppressed:
+        n = len(report.suppressed)
+        lines.append(f"::notice title=irlint::{escape_data(suppressed_text(n))}")
     return "".join(line + "\n" for line in lines)

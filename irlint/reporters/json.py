@@ -11,20 +11,26 @@ FORMAT_VERSION = 1
 
 
 def as_dict(report: Report, ctx: RenderContext) -> dict:
-    findings = []
-    for f in report.findings:
-        d = f.to_dict()
-        d["related"] = [{k: r[k] for k in ("file", "line", "node", "op", "scope", "graph", "note")}
-                        for r in d["related"]]
-        findings.append(d)
+    findings = [_finding(f) for f in report.findings]
     return {
         "version": FORMAT_VERSION,
         "tool": {"name": "irlint", "version": __version__},
         "findings": findings,
         "diagnostics": [d.to_dict() for d in report.diagnostics],
+        "suppressed": [{**_finding(f), "suppression": {"reason": reason}} for f, reason in report.suppressed],
         "summary": {"files": len(report.files), "findings": len(report.findings), "by_rule": report.by_rule(),
-                    "diagnostics": len(report.diagnostics), "baselined": ctx.baselined},
+                    "diagnostics": len(report.diagnostics), "baselined": ctx.baselined,
+                    "suppressed": len(report.suppressed),
+                    # files checked that were read, not given another file's findings (same graph)
+                    "graphs_read": report.graphs_read},
     }
+
+
+def _finding(f) -> dict:
+    d = f.to_dict()
+    d["related"] = [{k: r[k] for k in ("file", "line", "node", "op", "scope", "graph", "note")}
+                    for r in d["related"]]
+    return d
 
 
 def render(report: Report, ctx: RenderContext) -> str:

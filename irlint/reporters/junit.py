@@ -1,6 +1,7 @@
-"""JUnit XML for CI test reports: one testcase per linted dump file, failing when it has findings,
-in error when it has input problems (a file not read, or lines skipped: a truncated dump must not
-pass as a green test)."""
+"""JUnit XML for CI test reports: one testcase per linted dump file, failing when it has warning or
+error findings (as the exit code; info findings are listed in its ``system-out``), in error when it
+has input problems (a file not read, or lines skipped: a truncated dump must not pass as a green
+test). ``--exit-zero`` changes the exit code only: the test cases still show what was found."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -10,14 +11,22 @@ from ..findings import Report
 from . import RenderContext
 
 
+FAILING = ("error", "warning")   # as the exit code: info findings never fail a run
+
+
+def _line(f) -> str:
+    return f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}" + (f"\n    fix: {f.hint}" if f.hint else "")
+
+
 def render(report: Report, ctx: RenderContext) -> str:
     findings: dict[str, list] = defaultdict(list)
+    notes: dict[str, list] = defaultdict(list)   # info findings: shown, but they do not fail the run
     for f in report.findings:
-        findings[f.file].append(f)
+        (findings if f.severity in FAILING else notes)[f.file].append(f)
     unreadable: dict[str, list] = defaultdict(list)
     for d in report.diagnostics:
         unreadable[d.file].append(d)
-    files = list(dict.fromkeys([*report.files, *findings, *unreadable]))
+    files = list(dict.fromkeys([*report.files, *findings, *notes, *unreadable]))
     suite = ET.Element("testsuite", name="irlint", tests=str(len(files)),
                        failures=str(sum(1 for p in files if findings.get(p))),
                        errors=str(sum(1 for p in files if unreadable.get(p))),
@@ -28,12 +37,17 @@ def render(report: Report, ctx: RenderContext) -> str:
             items = findings[path]
             failure = ET.SubElement(case, "failure", type=",".join(sorted({f.code for f in items})),
                                     message=f"{len(items)} finding{'s' if len(items) != 1 else ''}")
-            failure.text = "\n".join(
-                f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}"
-                + (f"\n    fix: {f.hint}" if f.hint else "") for f in items)
+            failure.text = "\n".join(_line(f) for f in items)
         if unreadable.get(path):
             error = ET.SubElement(case, "error", type=unreadable[path][0].code, message=unreadable[path][0].message)
             error.text = "\n".join(f"{d.file}:{d.line}: {d.code} {d.message}" for d in unreadable[path])
+        if notes.get(path):
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join(_line(f) for f in notes[path])
+    if report.suppressed:
+        properties = ET.Element("properties")
+        ET.SubElement(properties, "property", name="suppressed", value=str(len(report.suppressed)))
+        suite.insert(0, properties)
     root = ET.Element("testsuites", name="irlint", tests=suite.get("tests"), failures=suite.get("failures"),
                       errors=suite.get("errors"))
     root.append(suite)

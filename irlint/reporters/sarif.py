@@ -48,7 +48,8 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
     classes = rule_classes(report, ctx)
     index = {c.code: i for i, c in enumerate(classes)}
     results = []
-    for f in report.findings:
+    reasons = {id(f): reason for f, reason in report.suppressed}
+    for f in [*report.findings, *(f for f, _ in report.suppressed)]:
         location = _location(f.file, f.line, f.column)
         if f.scope or f.node:
             location["logicalLocations"] = [{"name": f.node or f.op, "fullyQualifiedName": f.scope or f.node,
@@ -65,12 +66,15 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
+        if id(f) in reasons:   # silenced by the configuration: shown as suppressed, as SARIF viewers expect
+            result["suppressions"] = [{"kind": "external", "status": "accepted", "justification": reasons[id(f)]}]
         if f.related:
             result["relatedLocations"] = []
             for i, r in enumerate(f.related):
                 loc = _location(r.file, r.line)
                 loc["id"] = i
-                label = f"{r.node} {r.op}".strip() + (f" ({r.note})" if r.note else "") + (f" {r.scope}" if r.scope else "")
+                label = (f"{r.node} {r.op}".strip() + (f" in {r.graph}" if r.graph else "")
+                         + (f" ({r.note})" if r.note else "") + (f" {r.scope}" if r.scope else ""))
                 loc["message"] = {"text": label}
                 result["relatedLocations"].append(loc)
         results.append(result)

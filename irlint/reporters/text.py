@@ -82,17 +82,23 @@ def _finding(out: Console, f, ctx: RenderContext) -> None:
     head.append(f" {f.severity}", style=SEVERITY_STYLE.get(f.severity, ""))
     head.append(f"  {f.message}")
     if f.ranks:
-        head.append(f"  (on {ranks_text(f.ranks)})", style="dim")
+        head.append(f" (on {ranks_text(f.ranks)})", style="dim")
     grid.add_row(Text(f"{f.line}:{f.column}", style="bold"), head)
     source = ctx.sources.line(f.file, f.line)
     if source:
         grid.add_row(Text(f"{f.line} │", style="dim"), _clipped(source))
     if f.scope:
         grid.add_row(Text("scope", style="dim"), _clipped(f.scope, "dim"))
+    # node ids restart in every subgraph: name the subgraphs once nodes of several are shown
+    several = any(r.graph and r.graph != f.graph for r in f.related)
+    if several and f.graph:
+        grid.add_row(Text("graph", style="dim"), _clipped(f"{f.node} in {f.graph}", "dim"))
     for i, r in enumerate(f.related):
         row = Text("↳ ")
         where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
         row.append(f"{where} {r.node} {r.op}", style="bold")
+        if r.graph and r.graph != f.graph:
+            row.append(f" in {r.graph}")
         if r.note:
             row.append(f"  {r.note}", style="italic")
         row.append(f"  {r.scope}", style="dim")
@@ -137,8 +143,18 @@ def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
     else:
         text = "No findings"
     text += f" ({len(report.files)} file{'s' if len(report.files) != 1 else ''} checked"
+    if report.shared:
+        text += f", {report.graphs_read} distinct graph{'s' if report.graphs_read != 1 else ''} read"
+    if not report.files:   # not "No findings": no rule read any file
+        text = "Nothing checked (no dump file was read"
     if report.diagnostics:
         text += f", {len(report.diagnostics)} input problem{'s' if len(report.diagnostics) != 1 else ''}"
-    if ctx.baselined:
+    if ctx.baseline_written is not None:   # --write-baseline: nothing hidden, all accepted
+        n = ctx.baselined
+        text = f"Wrote {n} finding{'s' if n != 1 else ''} to the baseline {ctx.baseline_written}" + text[text.index(" ("):]
+    elif ctx.baselined:
         text += f", {ctx.baselined} known finding{'s' if ctx.baselined != 1 else ''} hidden by the baseline"
+    if report.suppressed:
+        n = len(report.suppressed)
+        text += f", {n} suppressed by [[suppress]]"
     out.print(Text(text + ").", style="bold"))

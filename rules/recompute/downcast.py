@@ -9,9 +9,9 @@ from irlint.rule import related_node
 from irlint.values import TYPE_ID_NAMES
 
 from . import examples as ex
-from .evidence import HIGH_PRECISION, LOW_PRECISION, RecomputeFacts, cell_path
+from .evidence import HIGH_PRECISION, LOW_PRECISION, RecomputeFacts
 from .keys import GUESS_NOTE, node_select_key
-from .report import RecomputeRule, nodes_text
+from .report import RecomputeRule, nodes_text, place_path
 
 
 def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
@@ -119,6 +119,6 @@ class RecomputeDowncast(RecomputeRule):
             related = [related_node(ir, down.source, f"{down.src} input kept for the recompute")]
             related += [related_node(ir, b, "not recomputed; holds the recompute back") for b in down.blocking]
             finding = self.finding(ir, k, message, hint=hint, related=related,
-                                   identity=(d["op"], "/".join(cell_path(d.get("scope", ""))), down.src, down.dst),
+                                   identity=(d["op"], place_path(ir, k), down.src, down.dst),
                                    extra={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)})
             yield staked(finding, stake(ir, k, downcast_cost))

@@ -10,6 +10,16 @@ a ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exist
 ``duplicated`` copy only). ``recompute_sub_graph``, ``need_cse_after_recompute`` and the scope
 prefix are not evidence of a copy.
 
+lazy_inline dumps (MindFormers' default, always with pipeline parallel) split the model into a
+forward half ``@…▸…`` and a backward half ``@…◂…`` and carry no ``recompute_id``: a node was
+recomputed when ◂ holds a copy with its ``unique_id`` (``duplicated: Bool(1)``, except the first op
+of a ``Cell.recompute()`` segment, copied without the mark); the values backward
+needs reach ◂ as the arguments of one ``Partial(@…◂…, …)``, which the model binds to ◂'s
+parameters like a call, so "kept for backward" is the same walk in both forms. A recomputed copy
+counts as a backward reader: what it reads is kept for it. Ops a user cannot name are never
+requests: a ``TupleGetItem`` inheriting its producer's tag, and ops computed from weights only
+(``_MirrorOperator`` and the weight's Cast under full recompute).
+
 ``kept_for_backward(ir, k)`` is the plain answer to "which backward reads keep this node's output
 in memory, and through which non-recomputed layout ops"; other modules (e.g. a memory model) call
 it without knowing the rules.
@@ -20,6 +30,7 @@ import re
 import weakref
 from dataclasses import dataclass, field
 
+from irlint.memory import weight_derived
 from irlint.model import IRFile
 
 # Stage files where the recompute decision is final, best first: the final front-end graph
@@ -141,6 +152,8 @@ class RecomputeFacts:
         d = self.ir[k]
         if d["kind"] != "cnode" or self.is_backward(k) or self.ir.is_recompute_copy(k):
             return None
+        if d["op"] in BOOKKEEPING_OPS:
+            return None   # not the user's request: a TupleGetItem inherits its producer's tag
         ca = d.get("cnode_attrs") or {}
         pa = d.get("primitive_attrs") or {}
         if ca.get("recompute") is False:
@@ -155,6 +168,12 @@ class RecomputeFacts:
             # marked by the pass: the primitive was not tagged, so the request came from a cell
             return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
         return None
+
+    def weight_only(self, k: int) -> bool:
+        """Computed from weights and constants only: under full recompute the weight-side ops
+        (``_MirrorOperator``, the weight's Cast) are tagged with the cell although no activation
+        passes through them, so their tag is not a request that can cost activation memory."""
+        return k in weight_derived(self.ir)
 
     # --- cell membership -------------------------------------------------------------------
 
@@ -208,7 +227,8 @@ class RecomputeFacts:
                     stack.append((c, chain))
                 elif d["kind"] != "cnode":
                     continue
-                elif self.is_backward(c):
+                elif self.is_backward(c) or ir.is_recompute_copy(c):
+                    # a recomputed copy runs in backward too: what it reads is kept for it
                     out.append(KeptRead(c, chain))
                 elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS) and not self.applied(c)
                       and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):

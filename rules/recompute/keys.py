@@ -1,9 +1,12 @@
 """MindFormers select_recompute keys of a node: its cell path below the layer plus the cell
-attribute its primitive is called through (from the source trace)."""
+attribute its primitive is called through (from the source trace). Where the forward scope names no
+cell (lazy_inline's ``Default/SiLU-op0``), the cell path is the one ``irlint.layers`` recovers from
+the node's recomputed copy or gradient op."""
 from __future__ import annotations
 
 import re
 
+from irlint.layers import Places
 from irlint.model import IRFile
 
 from .evidence import cell_path
@@ -34,6 +37,8 @@ _TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<te
 _SHARED_SUFFIX = re.compile(r"/<~~[^/]*/\Z")  # "<~~This line of code can be shared by multiple nodes..."
 _SELF_CALL = re.compile(r"self\.(\w+)\s*\(")
 _CANDIDATE = "# Corresponding "
+# instance names the parallel passes give the ops they insert or replace
+_INSERTED_INSTANCE = re.compile(r"(?:redistribution_op|forward_op|gradforward_op|mirror_)\w*?_?\d{6,}")
 
 
 def own_trace(lines: list[str]) -> list[str]:
@@ -82,15 +87,27 @@ def primitive_name(ir: IRFile, k: int) -> tuple[str, bool]:
     attr = attribute_from_trace(ir.trace(k))
     if attr is not None:
         return attr, False
+    if d.get("instance") and _INSERTED_INSTANCE.match(d["instance"]):
+        # the parallel pass replaced the primitive (a Linear's Reshape becomes redistribution_op_<hash>,
+        # keeping the attributes): its printed name names nothing a key matches; MindFormers' cells
+        # call such primitives by the op's name (Linear's ``reshape``)
+        return d["op"].lower(), False
     tagged = (d.get("primitive_attrs") or {}).get("recompute") is True
     return d.get("instance") or d["op"].lower(), not (tagged and d.get("instance"))
+
+
+def inserted_by_parallel(ir: IRFile, k: int) -> bool:
+    """An op the parallel passes inserted (communication, slicing, ``redistribution_op_…``), not a
+    model primitive they replaced (a Linear's Reshape keeps its primitive's attributes)."""
+    d = ir[k]
+    return bool(d.get("instance") and _INSERTED_INSTANCE.match(d["instance"])) and d["op"] != "Reshape"
 
 
 def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)."""
     d = ir[k]
     name, guessed = primitive_name(ir, k)
-    key = select_key(d.get("scope", ""), name, d["op"])
+    key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
     return key, guessed and key is not None
 
 
@@ -104,14 +121,6 @@ def yaml_snippet(keys: list[str]) -> str:
     return f"recompute_config:\n  select_recompute: [{quoted}]"
 
 
-def layer_of(scope: str) -> tuple[str, ...]:
-    """The scope's cell path down to its layer (the last ``N-Class`` part, as select_recompute keys
-    start below it); the whole path when there is no layer."""
-    path = cell_path(scope)
-    numeric = [i for i, p in enumerate(path) if p.split("-", 1)[0].isdigit()]
-    return path[:numeric[-1] + 1] if numeric else ()
-
-
 def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
     """The select keys of the forward primitives tagged for recompute, per layer, each with one
     node that carries it (computed once per IRFile)."""
@@ -123,9 +132,22 @@ def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
                     and not ir.is_recompute_copy(k):
                 key, _ = node_select_key(ir, k)
                 if key is not None:
-                    found.setdefault((layer_of(ir[k].get("scope", "")), key), k)
+                    found.setdefault((Places.of(ir).layer(k)[0], key), k)
         ir.__dict__["_recompute_tagged_keys"] = found
     return found
+
+
+def _caller_key(ir: IRFile, v: int) -> str | None:
+    """The key of the same op in the cell that calls ``v``'s cell, when ``v`` reads that cell's
+    output (wo's input Reshape folded with the attention's own merge-heads ``reshape``)."""
+    places = Places.of(ir)
+    cells = places.place(v).cells
+    ins = ir.producers(v)[:1]
+    if len(cells) < 2 or not ins or ir[ins[0]]["kind"] != "cnode":
+        return None
+    if places.place(ins[0]).cells != cells[:-1]:
+        return None
+    return select_key(places.place(ins[0]).scope, ir[v]["op"].lower(), ir[v]["op"])
 
 
 def folded_note(ir: IRFile, blocking: list[int]) -> str:
@@ -139,9 +161,11 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
         if (ir[v].get("primitive_attrs") or {}).get("recompute") is True:
             continue
         key, _ = node_select_key(ir, v)
-        other = tagged.get((layer_of(ir[v].get("scope", "")), key))
+        other = tagged.get((Places.of(ir).layer(v)[0], key))
         if other is not None:
+            neighbour = _caller_key(ir, v)
             notes.append(f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
                          f"carries no tag: MindSpore folded it with a neighbouring untagged {ir[v]['op']} "
-                         f"and kept that one's primitive, so tag the neighbour's key as well")
+                         f"and kept that one's primitive, so tag the neighbour's key as well"
+                         + (f" ('{neighbour}': the {ir[v]['op']} of the cell whose output it reads)" if neighbour else ""))
     return (" " + "; ".join(notes) + ".") if notes else ""

@@ -7,9 +7,10 @@ from irlint.rule import related_node
 
 from . import examples as ex
 from .downcast import costly_downcast
-from .evidence import KeptRead, RecomputeFacts, cell_path, cell_text
+from .evidence import KeptRead, RecomputeFacts, cell_text
 from .keys import GUESS_NOTE, folded_note, node_select_key
-from .report import RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, reader_note
+from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note,
+                     where)
 from .reshape_blocks import blocked_silu_muls
 
 
@@ -24,7 +25,10 @@ class RecomputeNotApplied(RecomputeRule):
     The walk stops at a ``recompute: Bool(0)`` output of a multi-op recompute cell: that output
     is kept by design, and a tag behind it costs nothing (see RC004). Applied means: the op has
     ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exists (older
-    dumps: a ``duplicated`` copy).
+    dumps: a ``duplicated`` copy; lazy_inline dumps: a ``duplicated`` copy with the op's
+    ``unique_id`` in the backward half ``@…◂…``, which reads the forward half's values through
+    its ``Partial``). In a pipeline stage the bytes at stake are per micro batch, and the message
+    says how many micro batches the stage holds in flight.
 
     One-op cells: a ``Bool(0)`` op that is the only op of its recompute cell (a select key or a
     ``.recompute()`` call naming an activation cell such as GLM's ``mlp.activation_func.silu``)
@@ -98,14 +102,14 @@ class RecomputeNotApplied(RecomputeRule):
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             hint = "Check the compile log for recompute warnings about this op."
-        message = (f"{d['op']} asked to recompute ({how(req)}) has no recomputed copy "
+        message = (f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
                    f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
         direct = {r.reader for r in readers if not r.chain}
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in chain]
         related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader" + (" (direct)" if r.reader in direct else "")))
                     for r in readers]
         finding = self.finding(ir, k, message, hint=hint, related=related,
-                               identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
+                               identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "memory",
                                       "blocking": [ir[v].get("id", "") for v in blocking]})
         return staked(finding, stake(ir, k, freed_by_recompute))

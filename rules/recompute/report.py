@@ -1,6 +1,7 @@
 """The base of the recompute rules and how their findings name requests and backward readers."""
 from __future__ import annotations
 
+from irlint.layers import Places
 from irlint.memory import bytes_at_stake
 from irlint.model import IRFile
 from irlint.rule import Rule
@@ -16,6 +17,32 @@ def freed_by_recompute(ir: IRFile, k: int) -> int:
     return sum(bytes_at_stake(ir, n) for n in [k, *facts.blocking_chain(facts.backward_readers(k))])
 
 
+def where(ir: IRFile, k: int) -> str:
+    """Where a node whose printed scope lost its place sits, for a message (lazy_inline prints most
+    tagged forward ops as ``Default/SiLU-op0``); empty when the scope says it and the weights agree."""
+    p = Places.of(ir).place(k)
+    if p.cells_from not in ("copy", "gradient") and (p.layer_from == "scope" or p.layer == "outside"):
+        return ""
+    source = {"copy": "its recomputed copy's scope", "gradient": "its gradient op's scope"}.get(p.cells_from)
+    cells = "/".join(c.split("-", 1)[0] for c in p.cells)
+    layer = "outside the layers" if p.layer == "outside" else f"layer {p.layer}"
+    parts = [f"{layer} (from the weights it reads)" if p.layer_from == "weights" else layer]
+    if cells and source:
+        parts.append(f"cell {cells} (from {source})")
+    return f" [{', '.join(parts)}; printed scope {ir[k].get('scope', '')}]"
+
+
+def place_path(ir: IRFile, k: int) -> str:
+    """A node's cell path for a finding's identity: the printed one, or for a node whose scope lost
+    it (lazy_inline's ``Default/SiLU-op0``) the layer and cells recovered from the graph, so that
+    two layers' problems stay two problems across re-dumps."""
+    p = Places.of(ir).place(k)
+    printed = "/".join(cell_path(ir[k].get("scope", "")))
+    if p.cells_from not in ("copy", "gradient", "producer") and (p.layer_from == "scope" or p.layer == "outside"):
+        return printed
+    return f"{printed} (layer {p.layer}: {'/'.join(p.cells)})"
+
+
 def how(request: str) -> str:
     return {"select": "recompute: Bool(1) on its primitive",
             "cell": "Cell.recompute() on its cell, scope prefix recompute_",
@@ -28,7 +55,7 @@ def backward_text(ir: IRFile, r: int) -> str:
     ``forward_unique_id`` names the forward node itself."""
     fwd = ir.forward_of(r)
     if fwd is None:
-        return f"backward {ir.describe(r)} ({ir[r].get('scope', '')})"
+        return f"backward {ir.describe(r)}{_in_scope(ir, r)}"
     path = cell_path(ir[fwd].get("scope", ""))
     where = f" in {'/'.join(path)}" if any("-" in p for p in path) else ""  # no cell names: no place to add
     return f"backward {ir.describe(r)} (gradient of {ir.describe(fwd)}{where})"
@@ -40,7 +67,13 @@ def reader_note(ir: IRFile, r: int, note: str) -> str:
 
 
 def nodes_text(ir: IRFile, nodes: list[int]) -> str:
-    return ", ".join(f"{ir.describe(v)} ({ir[v].get('scope', '')})" for v in nodes)
+    return ", ".join(f"{ir.describe(v)}{_in_scope(ir, v)}" for v in nodes)
+
+
+def _in_scope(ir: IRFile, k: int) -> str:
+    """`` (scope)``, or nothing in a dump without scope lines."""
+    scope = ir[k].get("scope", "")
+    return f" ({scope})" if scope else ""
 
 
 class RecomputeRule(Rule):
@@ -60,5 +93,6 @@ class RecomputeRule(Rule):
     def unapplied_requests(ir: IRFile, facts: RecomputeFacts):
         for k in ir.cnodes():
             req = facts.request(k)
-            if req is not None and not facts.applied(k):
+            # the weight-only test last: it walks the whole file once
+            if req is not None and not facts.applied(k) and not facts.weight_only(k):
                 yield k, req

@@ -12,7 +12,7 @@ from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, cell_path
 from .feed_forward import FeedForward, find_feed_forwards
 from .keys import GUESS_NOTE, folded_note, node_select_key, yaml_snippet
-from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, reader_note
+from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, where
 
 # MindFormers' documented select_recompute keys, for scopes without cell names
 DOCUMENTED_RESHAPE_KEYS = {"w1": r"feed_forward\.w1\.reshape", "w2": r"feed_forward\.w2\.reshape",
@@ -111,7 +111,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             if key is not None:
                 keys.append(key)
         reader_text = ", ".join(backward_text(ir, r.reader) for r in b.readers)
-        message = (f"{d['op']} is tagged for recompute but not recomputed: {nodes_text(ir, blocking)} on the "
+        message = (f"{d['op']}{where(ir, k)} is tagged for recompute but not recomputed: {nodes_text(ir, blocking)} on the "
                    f"FeedForward path {'is' if len(blocking) == 1 else 'are'} not recomputed and "
                    f"{reader_text} reads the tensor through {'it' if len(blocking) == 1 else 'them'}, "
                    f"so the activation is kept and the {d['op']} recompute saves nothing")
@@ -131,7 +131,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         related += [related_node(ir, w, "MatMul w2") for w in ffn.w2]
         related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader of the saved tensor"))
                     for r in b.readers]
-        identity = (d["op"], "/".join(cell_path(d.get("scope", ""))),
+        identity = (d["op"], place_path(ir, k),
                     tuple("/".join(cell_path(ir[v].get("scope", ""))) for v in blocking))
         finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
                                extra={"request": b.request, "select_recompute": keys[1:]})

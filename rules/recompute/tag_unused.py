@@ -5,9 +5,9 @@ from irlint.model import IRFile
 from irlint.rule import related_node
 
 from . import examples as ex
-from .evidence import RecomputeFacts, cell_path
-from .keys import GUESS_NOTE, node_select_key
-from .report import RecomputeRule, how
+from .evidence import RecomputeFacts
+from .keys import GUESS_NOTE, inserted_by_parallel, node_select_key
+from .report import RecomputeRule, how, place_path
 
 
 class RecomputeTagUnused(RecomputeRule):
@@ -24,6 +24,12 @@ class RecomputeTagUnused(RecomputeRule):
 
     How to fix:
     Remove the select_recompute key (or the ``.recompute()`` call) for this op.
+
+    Not reported: communication and slicing ops the parallel passes inserted (AllGather, Split,
+    StridedSlice ... named ``redistribution_op_…``) that carry a tag MindSpore propagated
+    (``select_comm_recompute``, or the tag of the primitive they were inserted for): the user
+    named none of them. A Reshape the redistribution pass put in place of a model's own Reshape is
+    still reported: it carries that primitive's tag.
 
     Example:
     ``%34 = PrimFunc_ReduceMean(%33, ...) {instance name: loss_mean} primitive_attrs:
@@ -45,6 +51,8 @@ class RecomputeTagUnused(RecomputeRule):
             # backward does not need by design
             if req == "cell" or facts.backward_readers(k):
                 continue
+            if inserted_by_parallel(ir, k):
+                continue
             d = ir[k]
             users = [c for c in ir.consumers(k) if ir[c]["kind"] in ("cnode", "return")]
             shown = ", ".join(f"{ir.describe(c)}" for c in users[:4]) or "none"
@@ -55,6 +63,6 @@ class RecomputeTagUnused(RecomputeRule):
             hint = "Remove the tag" + (f" (select_recompute key '{key}')" if key else "") + (GUESS_NOTE if guessed else "") + "."
             yield self.finding(ir, k, message, hint=hint,
                                related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
-                               identity=(d["op"], "/".join(cell_path(d.get("scope", "")))),
+                               identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "none"})
 

@@ -7,15 +7,17 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Iterator
 
+from irlint.comm import share, step_received_bytes, waste_entry
 from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
 
-from .redistribution import (GATHER_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, RedundantRedistributionChain, _axis, _backward_index,
-                             _backward_transpose, _collect_chain, _end_note, _int, _is_weight,
-                             _moved, _simulate, _split_args, _step, _touches_backward, _used_split_outputs)
-from .strategy_layouts import (MATMUL_OPS, all_reduce_note, fmt, note, output_layout, row_parallel, scope_path,
-                               size, strategy, transposes, who)
+from .evidence import (MOVING_OPS, GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, as_int, axis_of,
+                       backward_index, backward_transpose, Chain, collect_chain, end_note, fmt, is_weight, note,
+                       output_layout, received_bytes, row_parallel, scope_path, simulate, size, split_args,
+                       step_text, strategy, touches_backward, transposes, used_split_outputs, who)
+from .redundant_chain import RedundantRedistributionChain
+
 
 
 @dataclass
@@ -155,15 +157,15 @@ subgraph @main() {
     ]
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
-        backward = _backward_index(ir)
+        backward = backward_index(ir)
         groups: dict[tuple, list[FullGather]] = {}
         seen: set[int] = set()
         for key in ir.nodes_by_op(*GATHER_OPS):
             if key in seen or ir.is_backward(key):
                 continue
-            chain = _collect_chain(ir, key)
+            chain = collect_chain(ir, key)
             seen.update(chain.nodes)
-            if chain.producer is None or _is_weight(ir, chain.producer) or _touches_backward(ir, chain):
+            if chain.producer is None or is_weight(ir, chain.producer) or touches_backward(ir, chain):
                 continue
             gather = _full_gather(ir, chain)
             if gather is None:
@@ -171,7 +173,7 @@ subgraph @main() {
             fix = _row_parallel_fix(ir, gather)
             if fix is None:
                 continue
-            gather.backward = _backward_transpose(ir, chain, backward)
+            gather.backward = backward_transpose(ir, chain, backward)
             groups.setdefault(fix, []).append(gather)
         for (matmul, new), gathers in groups.items():
             yield self._finding(ir, matmul, new, gathers)
@@ -180,12 +182,12 @@ subgraph @main() {
         gathers.sort(key=lambda g: ir[g.chain.nodes[0]].get("line", 0))
         anchor = gathers[0].chain.nodes[0]
         moved = sum(g.chain.moved for g in gathers)
-        moved_back = sum(_moved(ir, k) or 0 for g in gathers for k in g.backward)
+        moved_back = sum(received_bytes(ir, k) or 0 for g in gathers for k in g.backward)
         held = sum(g.chain.exit.nbytes or 0 for g in gathers if g.chain.exit is not None)
         runs = []
         for g in gathers:
             consumer = g.chain.consumers[0][0] if g.chain.consumers else None
-            steps = " -> ".join(_step(ir, k, costs=True) for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
+            steps = " -> ".join(step_text(ir, k, costs=True) for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
             runs.append(f"{steps} between {who(ir, g.chain.producer)} and {who(ir, consumer)}")
         count = "the activation is" if len(gathers) == 1 else f"{len(gathers)} activations are"
         message = (f"{count} gathered whole on every rank around column-parallel {who(ir, matmul)} "
@@ -194,30 +196,35 @@ subgraph @main() {
                    f"are held per rank")
         if moved_back:
             message += f"; the backward transpose receives {size(moved_back)} more"
+        total = step_received_bytes(ir)
+        message += f"; {share(moved + moved_back, total)} of the {size(total)} this step's collectives receive per rank"
         hint = (f"make {who(ir, matmul)} row-parallel, in_strategy {fmt(new)}: it then reads the activation as "
                 f"produced and {'this gather goes' if len(gathers) == 1 else 'these gathers go'}, with "
                 f"{'its' if len(gathers) == 1 else 'their'} backward transpose"
                 + all_reduce_note(ir, matmul, new))
-        related = [_end_note(ir, matmul, "column-parallel MatMul to change")]
+        related = [end_note(ir, matmul, "column-parallel MatMul to change")]
         for g in gathers:
             if g.chain.producer != matmul:
-                related.append(_end_note(ir, g.chain.producer, "producer"))
-            related += [note(ir, k, _step(ir, k, costs=True)) for k in g.chain.nodes
+                related.append(end_note(ir, g.chain.producer, "producer"))
+            related += [note(ir, k, step_text(ir, k, costs=True)) for k in g.chain.nodes
                         if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED]
-            related += [_end_note(ir, c, f"consumer (input {p})") for c, p in g.chain.consumers if c != matmul]
-            related += [note(ir, k, "backward transpose: " + _step(ir, k, costs=True)) for k in g.backward]
+            related += [end_note(ir, c, f"consumer (input {p})") for c, p in g.chain.consumers if c != matmul]
+            related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in g.backward]
         identity = ("full-gather", scope_path(ir[matmul].get("scope", "")),
                     tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
                           for g in gathers))
         extra = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
                  "gathers": len(gathers), "matmul_strategy": fmt(strategy(ir, matmul)),
-                 "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new)}}
+                 "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new)},
+                 "waste_bytes": moved + moved_back, "step_received_bytes": total,
+                 "waste": [waste_entry(ir, k, received_bytes(ir, k) or 0) for g in gathers
+                           for k in g.chain.nodes + g.backward if ir[k]["op"] in MOVING_OPS]}
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
 
 
 def _full_gather(ir: IRFile, chain: Chain) -> FullGather | None:
     """The run when it gathers and hands every gathered element on: no slice, no unused piece."""
-    _simulate(ir, chain)
+    simulate(ir, chain)
     if chain.wastes or chain.entry is None or chain.exit is None or not chain.consumers:
         return None
     factor = 1
@@ -226,11 +233,11 @@ def _full_gather(ir: IRFile, chain: Chain) -> FullGather | None:
         if op in SLICE_OPS:
             return None
         if op == "Split":
-            outputs = _split_args(ir, key)[1]
-            if outputs is None or len(_used_split_outputs(ir, key)) < outputs:
+            outputs = split_args(ir, key)[1]
+            if outputs is None or len(used_split_outputs(ir, key)) < outputs:
                 return None
         if op in GATHER_OPS:
-            factor *= _int((ir[key].get("primitive_attrs") or {}).get("rank_size")) or 1
+            factor *= as_int((ir[key].get("primitive_attrs") or {}).get("rank_size")) or 1
         elif op not in ("Split", "Concat", "Reshape", "TupleGetItem", "MakeTuple"):
             return None   # AlltoAll, ReduceScatter: another story
     if factor <= 1 or chain.entry.shape is None or chain.exit.shape is None:
@@ -249,7 +256,7 @@ def _gathered_dims(ir: IRFile, chain: Chain) -> tuple[int | None, int | None]:
     concat = next((k for k in chain.nodes if ir[k]["op"] == "Concat"), None)
     at = concat if concat is not None else gather
     shape = ir[at]["out_type"].shape if ir[at].get("out_type") is not None else None
-    axis = _axis(ir, concat) if concat is not None else 0
+    axis = axis_of(ir, concat) if concat is not None else 0
     if shape is None or axis is None:
         return None, None
     axis = axis + len(shape) if axis < 0 else axis

@@ -1,0 +1,112 @@
+"""Issue 19's four ratios: whole irlint runs against `grep -rc . FOLDER > FILE` on the same folder,
+interleaved in the same rounds (grep, irlint, grep, irlint ...), medians of wall and CPU time.
+
+    nice python3 bench/ratios_vs_grep.py [--rounds 5] [--irlint PATH] [--out DIR]
+    nice python3 bench/ratios_vs_grep.py --irlint "new=.venv/bin/irlint" \
+        --irlint "no-dedup=.venv/bin/irlint --no-dedup" --irlint "main=/tmp/main-venv/bin/irlint"
+
+Several --irlint NAME=COMMAND run one after the other after each grep, so every variant is
+compared with the same grep runs.
+
+Cases (folders made under --out on first use, reused after):
+  stages    `irlint --all-stages --no-cache -q` on a 16-layer single-rank save_graphs folder
+            (bench/gen_dump.py --layers 16 from corpus/full-folder-1layer: 592 MB, 98 stage files)
+  ranks     `irlint --no-cache -q` on a 256-rank semi_auto_parallel folder
+            (bench/gen_rank_folder.py --ranks 256 from corpus/par-mismatch-ffn_col_col)
+  ranks-all `irlint --all-stages --no-cache -q` on that 256-rank folder
+  rank      `irlint --no-cache -q` on the 16-layer folder as one rank folder (reads its validate)
+  ranks32   (memory check) `irlint --all-stages --no-cache -q` on 32 ranks of the same job
+
+CPU is user + system time of the process and its workers (wait4); peak RSS is the largest process
+of the tree. Every irlint run writes its report with -o, grep its counts to a file.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE.parent.parent / "shared" / "corpus"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/corpus")
+
+TARGETS = {"stages": 10, "ranks": 3, "ranks-all": 15, "rank": 1.5}
+
+
+def run(argv: list[str], stdout=None) -> tuple[float, float, int, int]:
+    """Wall s, CPU s, peak RSS KiB, exit code of one command."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=stdout or subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, proc.returncode
+
+
+def folders(out: Path) -> dict[str, Path]:
+    gen16, ranks, ranks32 = out / "gen16", out / "rank256", out / "rank32"
+    if not (gen16 / "21_validate_0076.ir").exists():
+        subprocess.run([sys.executable, str(HERE / "gen_dump.py"), "--input", str(CORPUS / "full-folder-1layer"),
+                        "--layers", "16", "--out", str(gen16)], check=True)
+    for folder, n in ((ranks, 256), (ranks32, 32)):
+        if not (folder / f"rank_{n - 1}").exists():
+            subprocess.run([sys.executable, str(HERE / "gen_rank_folder.py"), "--ranks", str(n), "--out", str(folder)],
+                           check=True)
+    return {"stages": gen16, "ranks": ranks, "ranks-all": ranks, "rank": gen16, "ranks32": ranks32}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=Path("/work/scratch/speed"))
+    ap.add_argument("--irlint", action="append", default=[],
+                    help="NAME=COMMAND (COMMAND: the irlint program and options), repeatable")
+    ap.add_argument("--cases", default="rank,ranks,ranks-all,stages,ranks32")
+    args = ap.parse_args()
+    variants = {}
+    for spec in args.irlint or [shutil.which("irlint") or "irlint"]:
+        name, _, command = spec.partition("=") if "=" in spec.split()[0] else ("irlint", "", spec)
+        variants[name or "irlint"] = command.split()
+    where = folders(args.out)
+    cases = args.cases.split(",")
+    flags = {"stages": ["--all-stages"], "ranks-all": ["--all-stages"], "ranks32": ["--all-stages"]}
+    times: dict[str, dict[str, list]] = {c: {"grep": [], **{v: [] for v in variants}} for c in cases}
+    report = args.out / "report.txt"
+    for r in range(args.rounds):
+        for case in cases:
+            folder = str(where[case])
+            with open(args.out / "grep.txt", "w") as sink:
+                times[case]["grep"].append(run(["grep", "-rc", ".", folder], stdout=sink))
+            for name, command in variants.items():
+                argv = [*command, "--no-cache", "-q", *flags.get(case, []), folder, "-o", str(report)]
+                res = run(argv)
+                if res[3] not in (0, 1):
+                    sys.exit(f"{' '.join(argv)}: exit code {res[3]}")
+                times[case][name].append(res)
+                print(f"round {r + 1} {case}: grep {times[case]['grep'][-1][0]:.2f} s, {name} {res[0]:.2f} s "
+                      f"(CPU {res[1]:.2f} s)", file=sys.stderr, flush=True)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, load at the end "
+          f"{os.getloadavg()[0]:.1f}; " + "; ".join(f"{n} = {' '.join(c)}" for n, c in variants.items()))
+    print("| case | irlint | folder | grep wall (CPU) | irlint wall (CPU) | peak RSS | wall ratio | CPU ratio | target |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    for case, name in ((c, n) for c in cases for n in variants):
+        g, i = times[case]["grep"], times[case][name]
+        gw, gc = statistics.median(x[0] for x in g), statistics.median(x[1] for x in g)
+        iw, ic = statistics.median(x[0] for x in i), statistics.median(x[1] for x in i)
+        rss = max(x[2] for x in i) / 1024
+        ratios = statistics.median(b[0] / a[0] for a, b in zip(g, i))
+        target = TARGETS.get(case)
+        verdict = "" if target is None else f"<= {target}: {'met' if ratios <= target else 'missed'}"
+        print(f"| {case} | {name} | {where[case].name} | {gw:.2f} s ({gc:.2f}) | {iw:.2f} s ({ic:.2f}) | {rss:.0f} MB | "
+              f"{ratios:.2f} | {ic / gc:.2f} | {verdict} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

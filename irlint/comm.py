@@ -1,0 +1,262 @@
+"""Static communication accounting: what each collective of a dump receives per rank and step.
+
+Counted (``received_bytes``), per execution of the op on one rank, from the local shapes on its
+type line (dtype size x shape): an AllGather receives its output minus its own input, a
+ReduceScatter its input minus its output, an AllReduce (a ring: reduce-scatter then all-gather)
+2·(n-1)/n of its input over a group of n, an AlltoAll (n-1)/n of its output over its
+``split_count``, a Receive its output. A Send receives nothing. Forward and backward are told
+apart as the rules do (``Gradients/`` scope, ``forward_unique_id``); a backward collective names
+the forward op it transposes. Layers come from the ``layers-…/N-`` scope path.
+
+Each byte is either **waste** (a redistribution finding of the PC rules names the op and how many
+of its bytes a consistent strategy would not move) or **scheme** (the communication the parallel
+configuration needs: data- and tensor-parallel AllReduces, sequence-parallel ReduceScatter and
+AllGather, expert AlltoAll, pipeline Send/Receive, optimizer-parallel gathers, loss reductions).
+
+Not counted: what a collective sends, the latency of each call, communication the backend adds
+after the front-end graph (fusion and overlap passes), and loops a graph runs more than once
+(micro batches of gradient accumulation count once).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .findings import Finding
+from .memory import OUTSIDE, layer_of, runs_in_backward
+from .model import IRFile
+
+# The stage files whose graph is final for the accounting, best first: the files the PC rules read.
+COMM_STAGES = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
+
+SCOPE_NOTE = ("Counted: bytes each collective receives per rank, once per execution of the step's graph, "
+              "from local shapes (ring AllReduce 2(n-1)/n, AllGather output minus input, ReduceScatter input "
+              "minus output, AlltoAll (n-1)/n, Receive its output). Waste: the bytes the redistribution "
+              "findings (PC) name; scheme: the rest. Not counted: bytes sent, backend-inserted communication, "
+              "repeated micro-batches.")
+
+GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
+ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
+KINDS = {**{op: "AllGather" for op in GATHER_OPS}, **{op: "AlltoAll" for op in ALLTOALL_OPS},
+         "ReduceScatter": "ReduceScatter", "AllReduce": "AllReduce", "Send": "Send/Receive",
+         "Receive": "Send/Receive", "Broadcast": "Broadcast"}
+COLLECTIVE_OPS = frozenset(KINDS)
+KIND_ORDER = ("AllGather", "ReduceScatter", "AllReduce", "AlltoAll", "Send/Receive", "Broadcast")
+_GROUP_SIZE = re.compile(r"^(\d+)-")
+
+
+def group_size(ir: IRFile, key: int) -> int | None:
+    """Ranks in the op's group: ``rank_size``, the member lists, or the size prefix of the name."""
+    attrs = ir[key].get("primitive_attrs") or {}
+    n = _int(attrs.get("rank_size"))
+    if n:
+        return n
+    members = attrs.get("group_rank_ids") or attrs.get("rank_list")
+    if isinstance(members, tuple) and members:
+        return len(members)
+    m = _GROUP_SIZE.match(str(attrs.get("group") or ""))
+    return int(m.group(1)) if m else None
+
+
+def received_bytes(ir: IRFile, key: int) -> int | None:
+    """Bytes one rank receives through one execution of ``key``: 0 for an op that is no
+    collective, None when the type line gives no size."""
+    data = ir[key]
+    op = data.get("op")
+    if op not in COLLECTIVE_OPS:
+        return 0
+    src = (data.get("in_types") or (None,))[0]
+    dst = data.get("out_type")
+    if op == "Send":
+        return 0
+    if op == "Receive":
+        return dst.nbytes if dst is not None and dst.dtype is not None else None
+    if src is None or dst is None or src.nbytes is None or dst.nbytes is None:
+        return None
+    if op in GATHER_OPS:
+        return max(dst.nbytes - src.nbytes, 0)
+    if op in ALLTOALL_OPS:
+        count = _int((data.get("primitive_attrs") or {}).get("split_count")) or group_size(ir, key) or 1
+        return dst.nbytes * (count - 1) // count
+    if op == "ReduceScatter":
+        return max(src.nbytes - dst.nbytes, 0)
+    if op == "AllReduce":   # a ring: reduce-scatter, then all-gather, of the whole tensor
+        n = group_size(ir, key) or 1
+        return 2 * (n - 1) * src.nbytes // n
+    n = group_size(ir, key) or 1   # Broadcast: every rank but the root receives the tensor
+    return dst.nbytes * (n - 1) // n
+
+
+def step_received_bytes(ir: IRFile) -> int:
+    """What every collective of the file receives per rank and step, added up."""
+    total = ir.__dict__.get("_step_received_bytes")
+    if total is None:
+        total = sum(received_bytes(ir, k) or 0 for k in ir.nodes_by_op(*COLLECTIVE_OPS))
+        ir.__dict__["_step_received_bytes"] = total
+    return total
+
+
+def share(part: int, whole: int) -> str:
+    if not whole or not part:
+        return "0%"
+    pct = 100 * part / whole
+    return f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
+
+
+@dataclass
+class Collective:
+    node: int
+    kind: str
+    backward: bool
+    layer: str
+    group_size: int | None
+    received_bytes: int | None
+    waste_bytes: int = 0
+    findings: list[str] = field(default_factory=list)   # codes of the PC findings naming it
+    transposes: int | None = None                       # the forward op of a backward collective
+
+    @property
+    def scheme_bytes(self) -> int:
+        return (self.received_bytes or 0) - self.waste_bytes
+
+
+@dataclass
+class LayerComm:
+    layer: str
+    received_bytes: int = 0
+    scheme_bytes: int = 0
+    waste_bytes: int = 0
+    forward_bytes: int = 0
+    backward_bytes: int = 0
+    collectives: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class CommAccount:
+    collectives: list[Collective]
+    findings: list[Finding]       # the redistribution findings whose bytes are the waste
+
+    @property
+    def received_bytes(self) -> int:
+        return sum(c.received_bytes or 0 for c in self.collectives)
+
+    @property
+    def waste_bytes(self) -> int:
+        return sum(c.waste_bytes for c in self.collectives)
+
+    @property
+    def scheme_bytes(self) -> int:
+        return self.received_bytes - self.waste_bytes
+
+    def layers(self) -> list[LayerComm]:
+        rows: dict[str, LayerComm] = {}
+        for c in self.collectives:
+            row = rows.setdefault(c.layer, LayerComm(c.layer))
+            got = c.received_bytes or 0
+            row.received_bytes += got
+            row.waste_bytes += c.waste_bytes
+            row.scheme_bytes += c.scheme_bytes
+            row.collectives += 1
+            if c.backward:
+                row.backward_bytes += got
+            else:
+                row.forward_bytes += got
+            row.by_kind[c.kind] = row.by_kind.get(c.kind, 0) + got
+        return sorted(rows.values(), key=lambda r: (r.layer == OUTSIDE, int(r.layer) if r.layer.isdigit() else 0))
+
+    def by_kind(self) -> dict[str, dict[str, int]]:
+        """kind -> forward/backward/waste bytes and how many ops, in a fixed kind order."""
+        out: dict[str, dict[str, int]] = {}
+        for c in self.collectives:
+            row = out.setdefault(c.kind, {"ops": 0, "forward_bytes": 0, "backward_bytes": 0, "waste_bytes": 0})
+            row["ops"] += 1
+            row["backward_bytes" if c.backward else "forward_bytes"] += c.received_bytes or 0
+            row["waste_bytes"] += c.waste_bytes
+        return {k: out[k] for k in sorted(out, key=_kind_rank)}
+
+    @property
+    def unsized(self) -> list[Collective]:
+        return [c for c in self.collectives if c.received_bytes is None]
+
+
+def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
+    """Every collective of ``ir`` with what it receives, split into scheme and waste by the
+    redistribution findings (``findings``; by default the PC rules are run on ``ir``)."""
+    if findings is None:
+        findings = redistribution_findings(ir)
+    by_id = {(ir[k].get("graph", ""), ir[k].get("id", "")): k for k in ir.cnodes()}
+    waste: dict[int, int] = {}
+    named: dict[int, list[str]] = {}
+    for f in findings:
+        for entry in dict(f.extra).get("waste", ()):
+            key = by_id.get((entry.get("graph", ""), entry.get("node", "")))
+            if key is not None:
+                waste[key] = waste.get(key, 0) + int(entry.get("bytes") or 0)
+                named.setdefault(key, []).append(f.code)
+    out = []
+    for key in sorted(ir.nodes_by_op(*COLLECTIVE_OPS), key=lambda k: (ir[k].get("line", 0), k)):
+        data = ir[key]
+        got = received_bytes(ir, key)
+        backward = runs_in_backward(ir, key)
+        forward = ir.forward_of(key) if backward else None
+        out.append(Collective(key, KINDS[data["op"]], backward, layer_of(data.get("scope", "")),
+                              group_size(ir, key), got, min(waste.get(key, 0), got or 0),
+                              named.get(key, []), forward))
+    return CommAccount(out, list(findings))
+
+
+def redistribution_findings(ir: IRFile) -> list[Finding]:
+    """What the built-in redistribution rules (PC) find in ``ir``."""
+    from .rule import load_rules
+
+    found: list[Finding] = []
+    for cls in load_rules(plugins=False):
+        if cls.code.startswith("PC"):
+            found += list(cls().check(ir))
+    return found
+
+
+def waste_entry(ir: IRFile, key: int, nbytes: int) -> dict:
+    """How a finding names the bytes of one collective a consistent strategy would not move."""
+    return {"graph": ir[key].get("graph", ""), "node": ir[key].get("id", ""), "op": ir[key].get("op", ""),
+            "bytes": nbytes}
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_dict(ir: IRFile, acc: CommAccount) -> dict:
+    """The account as plain data: the per-file part of ``irlint comm --format json`` (version 1),
+    without the file's name, stage and rank."""
+    def node(key: int | None) -> str | None:
+        return None if key is None else ir[key].get("id", "")
+
+    return {
+        "received_bytes": acc.received_bytes, "scheme_bytes": acc.scheme_bytes, "waste_bytes": acc.waste_bytes,
+        "forward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if not c.backward),
+        "backward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if c.backward),
+        "by_kind": [{"kind": k, **v} for k, v in acc.by_kind().items()],
+        "layers": [{"layer": r.layer, "received_bytes": r.received_bytes, "scheme_bytes": r.scheme_bytes,
+                    "waste_bytes": r.waste_bytes, "forward_bytes": r.forward_bytes,
+                    "backward_bytes": r.backward_bytes, "collectives": r.collectives,
+                    "by_kind": {k: r.by_kind[k] for k in sorted(r.by_kind, key=_kind_rank)}}
+                   for r in acc.layers()],
+        "collectives": [{"node": node(c.node), "graph": ir[c.node].get("graph", ""), "op": ir[c.node].get("op", ""),
+                         "kind": c.kind, "direction": "backward" if c.backward else "forward", "layer": c.layer,
+                         "group_size": c.group_size, "received_bytes": c.received_bytes,
+                         "waste_bytes": c.waste_bytes, "findings": c.findings, "transposes": node(c.transposes),
+                         "transposes_graph": None if c.transposes is None else ir[c.transposes].get("graph", ""),
+                         "instance": ir[c.node].get("instance") or "", "scope": ir[c.node].get("scope", ""),
+                         "line": ir[c.node].get("line", 0)}
+                        for c in acc.collectives],
+        "findings": [{"code": f.code, "rule": f.rule, "node": f.node, "graph": f.graph, "line": f.line,
+                      "waste_bytes": dict(f.extra).get("waste_bytes", 0),
+                      "share": share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes)}
+                     for f in acc.findings],
+    }
+
+
+def _kind_rank(kind: str) -> int:
+    return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)

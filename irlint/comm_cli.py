@@ -1,0 +1,139 @@
+"""``irlint comm PATH``: what each layer's collectives receive per rank and step, split into the
+parallel scheme and redistribution waste, as tables or JSON."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
+from .memory import OUTSIDE
+from .diagnostics import UNREADABLE, Diagnostic
+from .discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
+from .memory_cli import EXIT_ERROR, fail, final_files, human
+
+JSON_VERSION = 1
+
+
+def file_entry(f: DumpFile, ir) -> dict:
+    """One file of the JSON contract (version 1)."""
+    return {"file": f.display, "stage": ir.stage.label, "rank": f.rank, **as_dict(ir, account(ir))}
+
+
+def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .reporters import UNLIMITED_WIDTH
+
+    buffer = io.StringIO()
+    out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False,
+                  soft_wrap=False)
+    label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
+    many = len(entries) > 1
+    if not many:
+        out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
+    else:
+        for name, e in zip(label, entries):
+            out.print(f"{name}: {e['file']} ({e['stage']})")
+    layers = sorted({row["layer"] for e in entries for row in e["layers"]},
+                    key=lambda name: (name == OUTSIDE, int(name) if name.isdigit() else 0))
+    table = Table(title="Bytes received per rank and step, per layer", title_justify="left")
+    table.add_column("layer")
+    columns = ("received", "scheme", "waste", "forward", "backward")
+    for name in label:
+        for col in columns:
+            table.add_column(col + (f" ({name})" if many else ""), justify="right")
+    for layer in layers:
+        cells = []
+        for e in entries:
+            row = next((r for r in e["layers"] if r["layer"] == layer), None)
+            cells += ([human(row[f"{c}_bytes"]) for c in columns] if row else [""] * len(columns))
+        table.add_row(layer, *cells)
+    table.add_row("total", *[human(e[f"{c}_bytes"]) for e in entries for c in columns])
+    out.print(table)
+    for name, e in zip(label, entries):
+        if not e["collectives"]:
+            out.print(f"{e['file']}: no collective communication in this graph.", soft_wrap=True)
+            continue
+        kinds = Table(title=f"By kind{' (' + name + ')' if many else ''}", title_justify="left")
+        for col in ("kind", "ops", "forward", "backward", "waste"):
+            kinds.add_column(col, justify="left" if col == "kind" else "right")
+        for k in e["by_kind"]:
+            kinds.add_row(k["kind"], str(k["ops"]), human(k["forward_bytes"]), human(k["backward_bytes"]),
+                          human(k["waste_bytes"]))
+        out.print(kinds)
+        ops = Table(title=f"Largest collectives{' (' + name + ')' if many else ''}", title_justify="left")
+        for col in ("bytes", "waste", "node", "op", "group", "dir", "layer", "transposes", "scope"):
+            ops.add_column(col, justify="right" if col in ("bytes", "waste", "group") else "left", overflow="fold")
+        largest = sorted(e["collectives"], key=lambda c: (-(c["received_bytes"] or 0), c["line"]))[:top]
+        for c in sorted(largest, key=lambda c: c["line"]):
+            ops.add_row(human(c["received_bytes"]) if c["received_bytes"] is not None else "?",
+                        human(c["waste_bytes"]) if c["waste_bytes"] else "", f"{c['node']} (line {c['line']})",
+                        c["op"], str(c["group_size"] or "?"), c["direction"], c["layer"], c["transposes"] or "",
+                        c["scope"])
+        if top:
+            out.print(ops)
+        for f in e["findings"]:
+            out.print(f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} bytes of "
+                      f"waste, {f['share']} of the step's communication", soft_wrap=True)
+        for c in e["collectives"]:
+            if c["received_bytes"] is None:
+                out.print(f"{e['file']}:{c['line']}: collective of unknown size, counted as 0 bytes: "
+                          f"{c['node']} {c['op']}", soft_wrap=True)
+    out.print(SCOPE_NOTE, soft_wrap=True)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+@click.command("comm")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many of the largest collectives to list per file (JSON lists them all).")
+def comm_cmd(paths, fmt, top):
+    """Communication per rank and step, per layer and kind, from a dump file or folder.
+
+    For a folder, the final graph of each rank is read (validate, else optimize,
+    cse_after_recomputation, add_recomputation), as the redistribution rules choose it. Counted:
+    the bytes each collective receives per rank and execution, from the local shapes on its
+    type line (ring AllReduce 2(n-1)/n of its input, AllGather output minus input,
+    ReduceScatter input minus output, AlltoAll (n-1)/n of its output, Receive its output),
+    forward and backward, by the layer of its `layers-…/N-` scope. Waste is what the
+    redistribution findings (PC001, PC002) name; scheme is the rest.
+
+    Not counted: bytes sent, communication the backend adds after the front-end graph, and
+    repeated micro-batches (a graph is counted once).
+    """
+    try:
+        forget_buffers()
+        if STDIN in paths:
+            read_stdin()
+        files, problems = discover(list(paths))
+    except InputError as exc:
+        fail(str(exc))
+    chosen = final_files(files, COMM_STAGES)
+    if not chosen:
+        fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
+    from .engine import read_dump
+
+    entries = []
+    for f in chosen:
+        try:
+            ir = read_dump(f)
+        except OSError as exc:
+            problems.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
+            continue
+        problems += ir.diagnostics
+        if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
+            entries.append(file_entry(f, ir))
+    if fmt == "json":
+        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
+                              ensure_ascii=False))
+    elif entries:
+        click.echo(render_text(entries, top=top), nl=False)
+    for d in problems:
+        click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
+    sys.exit(EXIT_ERROR if problems else 0)

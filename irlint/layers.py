@@ -1,0 +1,266 @@
+"""Where a forward node sits in the model: its decoder layer and its cell path, from the graph's
+structure where the printed scope lost them.
+
+Real parallel dumps print scopes a linter cannot take at their word: with lazy_inline most tagged
+forward ops of the forward half are just ``Default/SiLU-op0``, and where MindSpore compiled the
+layers' cells once and reused them, a later layer's op (and the gradient of an earlier one) can
+carry the first layer's scope. What does not lie is the weights: every layer reads its own
+parameters (``model.layers.7.feed_forward.w1.weight``), passed by name into each subgraph.
+
+- **Layer**: the layers of the weights nearest to the node in its forward neighbourhood (a walk
+  outwards along data edges between forward ops, at most ``MAX_HOPS`` away). The printed layer is kept when such a
+  weight of that layer is about as near as the nearest one (the ops between two layers read both);
+  otherwise the nearest weights' layer wins. Weights outside the layers (embedding, final norm,
+  lm_head) count as ``outside``. No weight near: the printed scope decides.
+- **Cell path**: the printed scope when it names cells; else the scope of the node's recomputed
+  copy (lazy_inline prints copies with their full scope), else the scope of a gradient op made
+  from it (``forward_unique_id``, with ``Gradients/`` and the ``Grad_X`` part cut) when the weights
+  near the node belong to the cell it names (a shared ``Grad_Reshape`` can carry another cell's
+  scope); a view op left without a place (a Linear's output Reshape) takes its producer's, past
+  communication ops. Only the part below the layer is taken from those: their layer number may be
+  the reused one.
+"""
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+
+from .model import IRFile
+
+OUTSIDE = "outside"
+MAX_HOPS = 16
+NEAR = 2   # hops within which the printed layer still agrees with the nearest weights
+_LAYER_PART = re.compile(r"\A(\d+)-")
+_LAYER_IN_NAME = re.compile(r"\.(\d+)\.")
+_PARA_PREFIX = re.compile(r"\A%?para\d+_")
+_OP_SUFFIX = re.compile(r".+-op\d+\Z")
+# ops that tie unrelated tensors together (state order, tuples of everything, calls): the
+# neighbourhood walk does not pass through them
+_VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
+_COMM_OPS = frozenset({"AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll"})
+_NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return",
+                             "Send", "Receive"})
+
+
+@dataclass(frozen=True)
+class Place:
+    layer: str                 # decoder layer number, or "outside"
+    cells: tuple[str, ...]     # cell scope parts (``name-Class``) below the layer, e.g. feed_forward-X, w1-Linear
+    scope: str                 # a full scope that names the cells (printed or recovered), else the printed one
+    layer_from: str            # "scope" or "weights"
+    cells_from: str            # "scope", "copy", "gradient", "producer" or "none"
+
+
+def scope_parts(scope: str) -> list[str]:
+    """Scope components without the ``recompute_`` prefix, ``Gradients/`` and the ``Op-opN`` suffix."""
+    scope = scope.removeprefix("Gradients/").removeprefix("recompute_")
+    parts = scope.split("/")
+    if parts and _OP_SUFFIX.match(parts[-1]):
+        parts = parts[:-1]
+    return parts
+
+
+def names_cells(scope: str) -> bool:
+    return any("-" in p for p in scope_parts(scope))
+
+
+def printed_layer(scope: str) -> str | None:
+    """The layer number a scope prints (``…/layers-CellList/3-DecoderLayer/…``), ``outside`` for
+    a scope naming cells but no layer, None for a scope naming no cell (``Default/SiLU-op0``)."""
+    parts = scope_parts(scope)
+    for p in parts:   # the outermost numbered cell: a layer's own cell lists (experts) sit inside it
+        m = _LAYER_PART.match(p)
+        if m:
+            return m.group(1)
+    return OUTSIDE if any("-" in p for p in parts) else None
+
+
+def below_layer(parts: list[str]) -> tuple[str, ...]:
+    numeric = [i for i, p in enumerate(parts) if _LAYER_PART.match(p)]
+    return tuple(parts[numeric[-1] + 1:]) if numeric else tuple(parts)
+
+
+def weight_name(ir: IRFile, param: int) -> str | None:
+    """The name of the weight a parameter holds: its own for a parameter with a default, else that
+    of the weight every call (or Partial) passes to it; None for inputs, monads, activations."""
+    for _ in range(16):
+        d = ir[param]
+        if d["kind"] != "param":
+            return None
+        if d.get("has_default"):
+            return _PARA_PREFIX.sub("", d.get("name") or d.get("id", ""))
+        args = [u for u, _, kind in ir.graph.in_edges(param, data="kind") if kind == "call_in"]
+        params = [a for a in args if ir[a]["kind"] == "param"]
+        if not params:
+            return None
+        param = params[0]
+    return None
+
+
+def weight_layer(name: str) -> str:
+    m = _LAYER_IN_NAME.search(name)
+    return m.group(1) if m else OUTSIDE
+
+
+def weight_cell(name: str) -> str:
+    """The first cell attribute below the layer in a weight's name (``attention`` for
+    ``model.layers.0.attention.wo.weight``), or the weight's first name outside the layers."""
+    m = _LAYER_IN_NAME.search(name)
+    rest = name[m.end():] if m else name.split(".", 1)[-1] if name.count(".") > 1 else name
+    return rest.split(".", 1)[0]
+
+
+class Places:
+    """Layer and cell path of the forward nodes of one file (computed once per IRFile)."""
+
+    def __init__(self, ir: IRFile):
+        # a weak reference: the IRFile keeps this index, and a cycle would outlive the file
+        self._ir = weakref.ref(ir)
+        self._near: dict[int, dict[str, int]] = {}   # node -> layer -> hops to its nearest weight
+        self._weights: dict[int, str] = {}           # weight parameter -> its layer
+        self._forward_memo: dict[int, bool] = {}
+        self._weight_cell: dict[int, str] = {}       # weight parameter -> the cell below its layer
+        self._near_cells: dict[int, set[str]] = {}   # node -> those cells of the weights near it
+        self._grad_scope: dict[str, str] = {}        # forward unique_id -> a gradient op's scope
+        self._places: dict[int, Place] = {}
+        self._index()
+
+    @property
+    def ir(self) -> IRFile:
+        return self._ir()
+
+    @classmethod
+    def of(cls, ir: IRFile) -> "Places":
+        places = ir.__dict__.get("_places")
+        if places is None:
+            places = ir.__dict__["_places"] = cls(ir)
+        return places
+
+    def _forward(self, k: int) -> bool:
+        d = self.ir[k]
+        return (d["kind"] == "cnode" and d["op"] not in _NOT_NEIGHBOURS
+                and not self.ir.is_backward(k) and not self.ir.is_recompute_copy(k))
+
+    def _index(self) -> None:
+        ir = self.ir
+        for k, d in ir.graph.nodes(data=True):
+            if d["kind"] == "param":
+                name = weight_name(ir, k)
+                if name is not None:
+                    self._weights[k] = weight_layer(name)
+                    self._weight_cell[k] = weight_cell(name)
+            elif d["kind"] == "cnode" and ir.is_backward(k):
+                uid = (d.get("primal_attrs") or {}).get("forward_unique_id")
+                if uid is not None and names_cells(d.get("scope", "")):
+                    self._grad_scope.setdefault(str(uid), d["scope"])
+
+    def near(self, k: int) -> dict[str, int]:
+        """Layer -> hops from ``k`` to the nearest weight of that layer, for the layers whose
+        weights are within ``NEAR`` hops of the nearest one (a walk from the node outwards)."""
+        found = self._near.get(k)
+        if found is not None:
+            return found
+        pred, succ = self.ir.graph._pred, self.ir.graph._succ   # networkx's adjacency: read in C
+        forward, weights = self._forward_memo, self._weights
+        found: dict[str, int] = {}
+        cells: set[str] = set()
+        limit = MAX_HOPS
+        seen = {k}
+        frontier = [k]
+        for hops in range(1, MAX_HOPS + 1):
+            if hops > limit or not frontier:
+                break
+            nxt = []
+            for node in frontier:
+                for n in (*pred[node], *succ[node]):   # data, call and callee edges alike
+                    if n in seen:
+                        continue
+                    seen.add(n)
+                    layer = weights.get(n)
+                    if layer is not None:
+                        found.setdefault(layer, hops)
+                        limit = min(limit, hops + NEAR)
+                        cells.add(self._weight_cell[n])
+                        continue
+                    ok = forward.get(n)
+                    if ok is None:
+                        ok = forward[n] = self._forward(n)
+                    if ok:
+                        nxt.append(n)
+            frontier = nxt
+        self._near[k] = found
+        self._near_cells[k] = cells
+        return found
+
+    def layer(self, k: int) -> tuple[str, str]:
+        """(layer, "scope" | "weights") of a forward node."""
+        printed = printed_layer(self.ir[k].get("scope", ""))
+        near = self.near(k)
+        if not near:
+            return (printed or OUTSIDE), "scope"
+        nearest = min(near.values())
+        if printed is not None and printed in near and near[printed] <= nearest + NEAR:
+            return printed, "scope"
+        # a tie between a layer and the weights outside the layers (the residual stream reaches the
+        # embedding's output): the layer
+        best = min((h, 1 if layer == OUTSIDE else 0, int(layer) if layer.isdigit() else 0, layer)
+                   for layer, h in near.items())
+        return best[3], "weights"
+
+    def cell_scope(self, k: int) -> str:
+        """A scope naming ``k``'s cells: the printed one when it does (no walk needed), else the
+        one ``place`` recovers."""
+        scope = self.ir[k].get("scope", "")
+        return scope if names_cells(scope) else self.place(k).scope
+
+    def place(self, k: int) -> Place:
+        if k not in self._places:
+            self._places[k] = self._place(k)
+        return self._places[k]
+
+    def _place(self, k: int) -> Place:
+        ir = self.ir
+        d = ir[k]
+        scope = d.get("scope", "")
+        layer, layer_from = self.layer(k)
+        if names_cells(scope):
+            return Place(layer, below_layer(scope_parts(scope)), scope, layer_from, "scope")
+        for c in ir.copy_of(k):
+            if names_cells(ir[c].get("scope", "")):
+                return Place(layer, below_layer(scope_parts(ir[c]["scope"])), ir[c]["scope"], layer_from, "copy")
+        uid = (d.get("primal_attrs") or {}).get("unique_id")
+        grad = self._grad_scope.get(str(uid)) if uid is not None else None
+        if grad is not None:
+            parts = scope_parts(grad)
+            cut = next((i for i, p in enumerate(parts) if p.startswith("Grad_")), len(parts))
+            cells = below_layer(parts[:cut])
+            # a gradient op's scope can name another cell altogether (MindSpore shares one Grad_Reshape
+            # between cells): taken only when the weights near the node belong to that cell
+            self.near(k)
+            if cells and cells[0].split("-", 1)[0] in self._near_cells.get(k, ()):
+                return Place(layer, cells, "/".join(parts[:cut]), layer_from, "gradient")
+        if d["op"] in _VIEWS:
+            # a view with no place of its own (a Linear's output Reshape after its MatMul and
+            # AllReduce) belongs to the cell of the op whose tensor it reshapes
+            src = k
+            for _ in range(8):
+                ins = ir.producers(src)[:1]
+                if not ins or ir[ins[0]]["kind"] != "cnode":
+                    break
+                src = ins[0]
+                if ir[src]["op"] in _COMM_OPS:
+                    continue
+                if names_cells(ir[src].get("scope", "")) and self.layer(src)[0] == layer:
+                    src_scope = ir[src]["scope"]
+                    return Place(layer, below_layer(scope_parts(src_scope)), src_scope, layer_from, "producer")
+                break
+        return Place(layer, (), scope, layer_from, "none")
+
+
+def place(ir: IRFile, k: int) -> Place:
+    return Places.of(ir).place(k)
+
+
+def layer_of_node(ir: IRFile, k: int) -> str:
+    return Places.of(ir).layer(k)[0]

@@ -1,0 +1,86 @@
+"""The lazy_inline split of a dump: which subgraph is a forward half, which its backward half, and
+how a pipeline stage schedules them.
+
+With lazy_inline (MindFormers' default, always under pipeline parallel) the model is compiled once
+as a forward half ``@…▸…`` that ends in ``Partial(@…◂…, kept values …)`` and a backward half
+``@…◂…``. A pipeline stage calls the forward half once per micro batch and the backward half (the
+returned Partial) once per micro batch, in its 1F1B order: the activations one forward call keeps
+for its backward exist once per micro batch in flight, the most forward calls whose backward has
+not run yet at any point of that order.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .model import IRFile
+
+_PARTIAL_CALLEE = re.compile(r"@Partial\((@[^,)\s]+)")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    forward: str        # the forward half (@…▸…)
+    backward: str       # the backward half its Partial names (@…◂…)
+    caller: str         # the subgraph that calls them
+    micro_batches: int  # forward calls
+    in_flight: int      # most forward calls whose backward call has not come yet (printed order)
+
+
+def halves(ir: IRFile) -> dict[str, str]:
+    """Forward half -> backward half: the subgraphs holding a ``Partial(@g, …)`` of another subgraph."""
+    cached = ir.__dict__.get("_lazy_halves")
+    if cached is None:
+        cached = {}
+        for k in ir.nodes_by_op("Partial"):
+            args = ir[k].get("args") or ()
+            if args and str(args[0]) in ir.subgraphs:
+                cached.setdefault(ir[k]["graph"], str(args[0]))
+        ir.__dict__["_lazy_halves"] = cached
+    return cached
+
+
+def backward_calls(ir: IRFile) -> set[int]:
+    """Calls of a backward half (``%5[@Partial(@…◂…)](…)``): they run the backward pass."""
+    cached = ir.__dict__.get("_backward_half_calls")
+    if cached is None:
+        targets = set(halves(ir).values())
+        cached = set()
+        for k in ir.nodes_by_op("call"):
+            m = _PARTIAL_CALLEE.search(ir[k].get("raw_op", ""))
+            if m and m.group(1) in targets:
+                cached.add(k)
+        ir.__dict__["_backward_half_calls"] = cached
+    return cached
+
+
+def schedules(ir: IRFile) -> list[Schedule]:
+    """One entry per forward half called more than once (a pipeline stage's micro batches)."""
+    cached = ir.__dict__.get("_pipeline_schedules")
+    if cached is not None:
+        return cached
+    out = []
+    bwd_calls = backward_calls(ir)
+    for fwd, bwd in halves(ir).items():
+        node = next((k for k, d in ir.graph.nodes(data=True) if d["kind"] == "subgraph" and d["graph"] == fwd), None)
+        if node is None:
+            continue
+        calls = [c for _, c, kind in ir.graph.out_edges(node, data="kind") if kind == "callee"]
+        if len(calls) < 2:
+            continue
+        caller = ir[calls[0]]["graph"]
+        events = [(ir[c]["line"], 1) for c in calls if ir[c]["graph"] == caller]
+        events += [(ir[c]["line"], -1) for c in bwd_calls
+                   if ir[c]["graph"] == caller and bwd in ir[c].get("raw_op", "")]
+        live = peak = 0
+        for _, step in sorted(events):
+            live += step
+            peak = max(peak, live)
+        out.append(Schedule(fwd, bwd, caller, len(calls), max(peak, 1)))
+    ir.__dict__["_pipeline_schedules"] = out
+    return out
+
+
+def in_flight(ir: IRFile, graph: str) -> Schedule | None:
+    """The schedule of the forward half ``graph`` when a pipeline stage calls it per micro batch."""
+    return next((s for s in schedules(ir) if s.forward == graph), None)

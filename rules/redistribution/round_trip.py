@@ -1,0 +1,137 @@
+"""Round trips across one op, for PC001: the run of redistribution before an op and the run after
+it bring the tensor back to the layout its producer made and its consumer reads, because that one
+op's strategy disagrees with both neighbours. Each run alone looks harmless (a gather used whole,
+a slice without communication, one AlltoAll); together they are waste. Defines no rule of its own.
+
+Three forms, read from the local shapes and the strategies around the op:
+
+- around a point-wise or norm op: a slice (or AlltoAll) before it, the gather (or inverse
+  AlltoAll) after it; the tensor leaves the second run with the shape it entered the first;
+- around a MatMul: its input gathered along the rows (tokens) it does not contract, its output
+  sliced back along the same rows by the same factor: the communication and all but 1/n of the
+  MatMul's compute are thrown away (a router or gate given a replicated strategy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from irlint.model import IRFile
+
+from .evidence import (ELEMENTWISE_OPS, GATHER_OPS, MATMUL_OPS, MOVING_OPS, SLICE_OPS, Chain, collect_chain,
+                       in_chain, is_weight, output_layout, reading_as_produced, simulate, strategy,
+                       touches_backward, transposes)
+
+# ops that compute each row (or element) on its own: any split of their rows gives the same result
+NORM_OPS = frozenset({"RmsNorm", "LayerNorm", "LayerNormV3", "Softmax", "Dropout", "DropoutExt", "AddRmsNorm"})
+ROW_OPS = ELEMENTWISE_OPS | NORM_OPS
+
+
+@dataclass
+class RoundTrip:
+    op: int                       # the op whose strategy disagrees with both neighbours
+    pos: int                      # which input of it the first run feeds
+    before: Chain
+    after: Chain
+    layout: tuple                 # what the producer outputs and the consumer reads
+    fix: tuple                    # the op's strategy that reads the tensor as produced
+    discarded: int = 1            # a MatMul computes this many row blocks for each one kept
+
+
+def round_trips(ir: IRFile) -> list[RoundTrip]:
+    found = []
+    for key in ir.cnodes():
+        data = ir[key]
+        if ir.is_backward(key) or strategy(ir, key) is None or data["op"] not in ROW_OPS | MATMUL_OPS:
+            continue
+        trip = _round_trip(ir, key)
+        if trip is not None:
+            found.append(trip)
+    return sorted(found, key=lambda t: ir[t.op].get("line", 0))
+
+
+def _round_trip(ir: IRFile, key: int) -> RoundTrip | None:
+    after = _run_after(ir, key)
+    if after is None:
+        return None
+    for pos, src in enumerate(ir.producers(key)):
+        if ir[src]["kind"] != "cnode" or not in_chain(ir, src):
+            continue
+        before = collect_chain(ir, src)
+        if (before.consumers != [(key, pos)] or before.producer is None or is_weight(ir, before.producer)
+                or touches_backward(ir, before)):
+            continue
+        if not any(ir[k]["op"] in MOVING_OPS for k in before.nodes + after.nodes):
+            return None
+        simulate(ir, before)
+        simulate(ir, after)
+        if before.wastes or after.wastes:
+            return None     # each run is wasteful on its own: PC001 reports it as a chain
+        layout = output_layout(ir, before.producer)
+        consumer, c_pos = after.consumers[0]
+        wants = strategy(ir, consumer)
+        wants = tuple(wants[c_pos]) if wants and c_pos < len(wants) else None
+        if layout is None or layout != wants or before.entry is None or after.exit is None:
+            continue
+        if ir[key]["op"] in MATMUL_OPS:
+            factor = _rows_gathered_then_sliced(ir, key, pos, before, after)
+            if factor is None:
+                continue
+        elif before.entry.shape != after.exit.shape or tuple(strategy(ir, key)[pos]) == layout:
+            continue
+        else:
+            factor = 1
+        fix = _rows_split(ir, key, factor) if factor > 1 else reading_as_produced(ir, key, pos, layout)
+        if fix is None or fix == strategy(ir, key):
+            continue
+        return RoundTrip(key, pos, before, after, layout, fix, factor)
+    return None
+
+
+def _run_after(ir: IRFile, key: int) -> Chain | None:
+    """The one redistribution run that reads ``key``'s output, when every forward reader is in it."""
+    readers = [u for u in ir.consumers(key) if not ir.is_backward(u) and ir[u]["kind"] == "cnode"
+               and ir[u]["op"] not in ("Partial", "UpdateState", "Return")]
+    if not readers or not all(in_chain(ir, u) for u in readers):
+        return None
+    after = collect_chain(ir, readers[0])
+    if (not set(readers) <= set(after.nodes) or after.producer != key or len(after.consumers) != 1
+            or touches_backward(ir, after)):
+        return None
+    return after
+
+
+def _rows_gathered_then_sliced(ir: IRFile, key: int, pos: int, before: Chain, after: Chain) -> int | None:
+    """For a MatMul: the factor by which its input ``pos`` is gathered along the rows it keeps
+    (not the contracted dim) and its output sliced back along the same rows; None otherwise."""
+    if pos != 0 or ir[key]["op"] != "MatMul":
+        return None
+    ta, _ = transposes(ir, key)
+    if ta:
+        return None
+    if not all(ir[k]["op"] in GATHER_OPS | {"Reshape"} for k in before.nodes):
+        return None
+    if not all(ir[k]["op"] in SLICE_OPS | {"Reshape"} for k in after.nodes):
+        return None
+    src, dst = before.entry.shape, before.exit.shape
+    out_full, out_kept = after.entry.shape, after.exit.shape
+    if not (src and dst and out_full and out_kept) or 0 in src + dst + out_full + out_kept:
+        return None
+    # the contracted (last) dim of the input and the output's columns are never touched; the rows
+    # (every other dim, however the Reshapes fold them) grow and shrink by the same factor
+    if src[-1] != dst[-1] or out_full[-1] != out_kept[-1]:
+        return None
+    grown, shrunk = prod(dst) // prod(src), prod(out_full) // prod(out_kept)
+    if prod(dst) % prod(src) or prod(out_full) % prod(out_kept) or grown != shrunk:
+        return None
+    return grown if grown > 1 else None
+
+
+def _rows_split(ir: IRFile, key: int, factor: int) -> tuple | None:
+    """The MatMul's strategy with its rows split ``factor`` times more: it then computes only the
+    rows this rank keeps, from the input as produced (Reshapes that fold the rows need no change)."""
+    strat = strategy(ir, key)
+    if strat is None or len(strat) < 2 or len(strat[0]) != 2:
+        return None
+    x = (strat[0][0] * factor, strat[0][1])
+    return (x,) + tuple(tuple(s) for s in strat[1:])
