@@ -67,6 +67,14 @@ class Records:
         return key
 
 
+# The attributes of data and callee edges, one dict for all (read-only): a dict per edge was most of
+# an edge's memory (a record of a million operands made a million of them).
+DATA_EDGE = {"kind": "data"}
+MANY_OPERANDS = 256
+_PLAIN_CONSTANTS = (int, float, bool, str, type(None))
+CALLEE_EDGE = {"kind": "callee"}
+
+
 def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) -> None:
     """Add the collected nodes and resolved edges to ``ir.graph``."""
     g = ir.graph
@@ -80,6 +88,9 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
     for args, consumer, graph, callee, line in rec.uses:
         if graph is not local_graph:
             local_graph, local = graph, locals_of.get(graph)
+        # a record of thousands of operands (crafted: ``MakeTuple(1, 1, ...)``) makes one node per
+        # distinct constant, not one per operand (a node costs a kilobyte, the operand 3 bytes)
+        shared: dict | None = {} if len(args) > MANY_OPERANDS else None
         for pos, arg in (enumerate(args) if callee is None else [*enumerate(args), (-1, callee)]):
             # most arguments are a %N of the node's own subgraph: resolved inline
             if type(arg) is Ref and not arg.startswith("%p"):
@@ -94,14 +105,18 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                     continue
                 if pos < 0:
                     continue
-                key = rec.new_key()
-                const_nodes.append((key, {"kind": "const", "graph": graph, "id": "", "name": "",
-                                          "line": line, "op": "Constant", "scope": "", "value": arg}))
-                src = key
+                same = (type(arg), arg) if shared is not None and type(arg) in _PLAIN_CONSTANTS else None
+                src = shared.get(same) if same is not None else None
+                if src is None:
+                    src = rec.new_key()
+                    const_nodes.append((src, {"kind": "const", "graph": graph, "id": "", "name": "",
+                                              "line": line, "op": "Constant", "scope": "", "value": arg}))
+                    if same is not None:
+                        shared[same] = src
             if pos < 0:
-                edges.append((src, consumer, "callee", {"kind": "callee"}))
+                edges.append((src, consumer, "callee", CALLEE_EDGE))
             else:
-                edges.append((src, consumer, pos, {"kind": "data"}))
+                edges.append((src, consumer, pos, DATA_EDGE))
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
     for call, callee, args, graph in rec.value_calls:
@@ -119,7 +134,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     for call, callee, args, graph in rec.calls:
         sub = ir.subgraphs.get(callee)
-        edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
+        edges.append((rec.graph_node(callee), call, "callee", CALLEE_EDGE))
         if sub is None:
             continue
         for i, arg in enumerate(args[: len(sub.params)]):
@@ -168,7 +183,8 @@ def _add_edges(g: "nx.MultiDiGraph", edges: list[tuple[int, int, Any, dict]]) ->
         if keys is None:
             out[v] = pred[v][u] = {key: data}
         elif key in keys:
-            keys[key].update(data)
+            if keys[key] is not data:
+                keys[key] = {**keys[key], **data}   # never into a shared dict
         else:
             keys[key] = data
 

@@ -211,7 +211,7 @@ class LintCache:
         except OSError:
             return None
         ident = f"{os.path.realpath(path)}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
-        return hashlib.sha256(ident.encode()).hexdigest(), st
+        return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(), st
 
     def known_hash(self, path: str) -> str | None:
         """The content hash recorded for this exact stat of ``path``, if any."""
@@ -232,7 +232,7 @@ class LintCache:
         """Content, rules, irlint and the stage the file name gives (findings carry it): not the
         path, which the entry does not depend on."""
         ident = "\0".join((tool_hash(), digest, rules_hash(rules), stage))
-        return hashlib.sha256(ident.encode()).hexdigest()
+        return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------
     def get(self, key: str, display: str, sample: str | None = None

@@ -94,6 +94,7 @@ class _DefaultGroup(click.Group):
     def invoke(self, ctx):
         global _debug
         _debug = False  # --debug of one run must not outlive it (tests, API users run several)
+        _tolerant_output()
         previous = _install_sigterm()
         try:
             return super().invoke(ctx)
@@ -124,6 +125,23 @@ class _DefaultGroup(click.Group):
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+def _tolerant_output() -> None:
+    """A character the output's encoding lacks (PYTHONIOENCODING=latin-1, an ASCII locale) is
+    written as a backslash escape instead of ending the run."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):   # closed (None), not a text stream, or unusable
+            pass
+
+
+def _on_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):   # closed
+        return False
 
 
 def _install_sigterm():
@@ -228,6 +246,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir, rule_timeout)
         if no_dedup:
             config.dedup = False
+        if output is None and sys.stdout is None and not show_files:   # `irlint ... >&-`
+            raise InputError("standard output is closed: the report cannot be written (use -o FILE)")
         accepted = read_baseline(baseline_file) if baseline_file else None
         for target in (output, write_baseline_file):
             if target:   # before the lint, not after it: a bad path must not cost a whole run
@@ -262,10 +282,10 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings),
                         baseline_written=write_baseline_file or None)
     ctx.sources.streams = {f.display: (f.path, f.compression) for f in found.files}
-    if output is None and sys.stdout.isatty():
+    if output is None and _on_terminal(sys.stdout):
         ctx.width = shutil.get_terminal_size((120, 24)).columns
     # else (a file or a pipe): full lines, so a scope can be copied into a suppression whole
-    ctx.color = use_color(color, tty=output is None and sys.stdout.isatty())
+    ctx.color = use_color(color, tty=output is None and _on_terminal(sys.stdout))
     text = render(report, fmt, ctx)
     if output is None:
         click.echo(text, nl=False, color=ctx.color)   # click would strip the colours off a pipe
@@ -521,7 +541,7 @@ def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
 
 def _lint_with_progress(found: Discovery, config: Config, show: bool):
     """Lint; a progress bar on stderr for large inputs on a terminal."""
-    if not (show and sys.stderr.isatty()):
+    if not (show and _on_terminal(sys.stderr)):
         return lint_files(found.files, found.diagnostics, config)
     from .engine import active_rules, plan
 
@@ -583,7 +603,7 @@ def rules_cmd(fmt, config_file):
 def _console():
     from rich.console import Console
 
-    tty = sys.stdout.isatty()
+    tty = _on_terminal(sys.stdout)
     color = use_color("auto", tty)
     # not a terminal: tables as wide as their content, nothing cut
     return Console(force_terminal=color, no_color=not color, width=None if tty else UNLIMITED_WIDTH, highlight=False)

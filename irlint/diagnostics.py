@@ -122,7 +122,7 @@ def merge_line_runs(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
     def close() -> None:
         if run and run[-1].line > run[0].line:
-            out.append(_run_diagnostic(run))
+            out.append(line_run_diagnostic(run))
         else:
             out.extend(run)
         run.clear()
@@ -141,11 +141,14 @@ def merge_line_runs(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def _run_diagnostic(run: list[Diagnostic]) -> Diagnostic:
+def line_run_diagnostic(run: list[Diagnostic]) -> Diagnostic:
+    """The one diagnostic of a run of bad lines: its first and last lines, and its kinds in order."""
     first, last = run[0].line, run[-1].line
     codes = list(dict.fromkeys(d.code for d in run))
     code = next((c for c in codes if c in _SKIPPING), codes[0])
     what = "skipped" if code in _SKIPPING else "read with replacement characters"
     kinds = ", ".join(KINDS[c] for c in codes)
+    # why the first line was refused: a skipped record's own type line follows it in the run
+    why = f"; line {first}: {run[0].message}" if run[0].code == BAD_RECORD else ""
     return Diagnostic(run[0].file, first, code,
-                      f"{last - first + 1} consecutive lines {what} (lines {first}-{last}: {kinds})", run[0].excerpt)
+                      f"{last - first + 1} consecutive lines {what} (lines {first}-{last}: {kinds}{why})", run[0].excerpt)

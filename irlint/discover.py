@@ -77,20 +77,33 @@ _buffers: dict[str, "Spool"] = {}
 SPOOL_BLOCK = 8 * 1024 * 1024
 
 
+# a stream that never ends (`yes '# IR entry: @g' | irlint -`) is refused past this much
+MAX_STREAM_BYTES = 8 << 30
+
+
 class Spool:
     """A stream that can be read only once (standard input, a pipe), copied in blocks to an
     anonymous temporary file (no name; gone when irlint ends), so that it is read like a file:
     in blocks, and back again for the lines a report quotes. Memory does not grow with its size."""
 
-    def __init__(self, stream: BinaryIO):
+    def __init__(self, stream: BinaryIO, what: str = "-"):
         import tempfile
 
         self.file = tempfile.TemporaryFile(prefix="irlint-")
-        while True:
+        try:
             block = stream.read(SPOOL_BLOCK)
-            if not block:
-                break
-            self.file.write(block)
+            # one that does not start like a dump (/dev/zero, /dev/urandom) is read no further: its
+            # first block says what it is; one that does is copied up to MAX_STREAM_BYTES
+            more = bool(block) and (is_dump_start(block) or compression_of(block[:8]) is not None)
+            while block:
+                self.file.write(block)
+                if self.file.tell() > MAX_STREAM_BYTES:
+                    raise InputError(f"{what} holds more than {MAX_STREAM_BYTES >> 20:,} MiB: "
+                                     f"save it to a file and lint that file")
+                block = stream.read(SPOOL_BLOCK) if more else b""
+        except BaseException:
+            self.file.close()
+            raise
         self.file.flush()
         self.size = self.file.tell()
 
@@ -267,7 +280,14 @@ def forget_buffers() -> None:
 def read_stdin(stream: BinaryIO | None = None) -> None:
     """Read standard input once (it cannot be read again), in blocks, into a spool, before discovery
     looks at it."""
-    _buffers[STDIN] = Spool(stream or sys.stdin.buffer)
+    if stream is None:
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:   # `irlint - <&-`
+            raise InputError("-: standard input is closed")
+    try:
+        _buffers[STDIN] = Spool(stream, "-: standard input")
+    except (OSError, ValueError) as exc:   # not readable (opened for writing), closed
+        raise InputError(f"-: cannot read standard input: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def sniff(path: str, compression: str | None = None) -> str:
@@ -311,9 +331,19 @@ def _display(path: Path) -> str:
     try:
         rel = os.path.relpath(path)
     except ValueError:
-        return str(path)
+        return printable(str(path))
     # as ruff does: relative below the working directory, absolute elsewhere
-    return str(path) if rel == ".." or rel.startswith(".." + os.sep) else rel
+    return printable(str(path) if rel == ".." or rel.startswith(".." + os.sep) else rel)
+
+
+def printable(name: str) -> str:
+    """A file name as reports show it: bytes that are not UTF-8 (``rank_\\xff``, held as lone
+    surrogates, which no report could encode) are written as backslash escapes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
 
 
 _STAGES: dict[str, Stage] = {}
@@ -376,7 +406,7 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discover
 
 
 def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
-    display = name or "<stdin>"
+    display = printable(name) if name else "<stdin>"
     spool = _buffers[STDIN]
     compression = compression_of(spool.head(8))
     kind = sniff(STDIN, compression)
@@ -391,7 +421,7 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
         # /dev/stdin from a pipe, a FIFO: it can be read once only
         try:
             with open(p, "rb") as f:
-                _buffers[raw] = Spool(f)
+                _buffers[raw] = Spool(f, raw)
         except OSError as exc:
             raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
         st = os.stat_result((*st[:6], _buffers[raw].size, *st[7:]))
@@ -415,7 +445,9 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
 def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None:
     walk_errors: list[OSError] = []
     seen_dirs: set[tuple[int, int]] = set()
-    # links are followed (a folder of symlinked dumps, a symlinked rank_0/); a loop is cut here
+    top = os.path.realpath(p)
+    # links are followed (a folder of symlinked dumps, a symlinked rank_0/ inside it); a loop is
+    # cut here, and a link to a folder outside the named one (to "/", "up -> ..") is not entered
     for root, dirs, names in os.walk(p, onerror=walk_errors.append, followlinks=True):
         try:
             st = os.stat(root)
@@ -425,7 +457,7 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             seen_dirs.add((st.st_dev, st.st_ino))
         except OSError:
             pass
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and _inside(out, top, Path(root) / d))
         folder = Path(root)
         real_root = None   # resolved once per folder: a file that is no link resolves into it
         # what every file of the folder shares is worked out once (21k files in a 256-rank folder)
@@ -480,6 +512,20 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")
         out.diagnostics.append(Diagnostic(_display(Path(err.filename or raw)), 0, D.UNREADABLE,
                                           f"cannot list folder: {(err.strerror or str(err)).lower()}"))
+
+
+def _inside(out: Discovery, top: str, folder: Path) -> bool:
+    """Whether a sub-folder may be walked: it is no link, or its link leads to a folder within the
+    named folder ``top`` (real path); else a diagnostic names the link."""
+    if not os.path.islink(folder):
+        return True
+    target = os.path.realpath(folder)
+    if target == top or target.startswith(top.rstrip(os.sep) + os.sep):
+        return True
+    out.diagnostics.append(Diagnostic(_display(folder), 0, D.UNREADABLE,
+                                      f"not read: a link to {printable(target)}, outside the named folder; "
+                                      f"name that folder to lint it"))
+    return False
 
 
 def _not_a_dump(display: str, kind: str, compression: str | None) -> Diagnostic:

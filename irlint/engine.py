@@ -21,7 +21,7 @@ from .diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, R
 from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .findings import Finding, Report
-from .rule import Rule, _builtin_package, load_rules, plugin_problems
+from .rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_problems
 from .stages import FRONTEND
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             if i in outcomes:
                 return outcomes[i]
             job = futures[i]
-            got = _check_one(*job) if isinstance(job, tuple) else job.result()
+            got = _check_one(*job) if isinstance(job, tuple) else _result(job, files[i])
             if uses.get(i):
                 outcomes[i] = got
             return got
@@ -222,6 +222,17 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             stop_pool(pool, wait=finished)
         if store is not None and store.written:
             store.prune()
+
+
+def _result(job, f: DumpFile) -> tuple[str | None, list[Finding], list[Diagnostic]]:
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return job.result()
+    except BrokenProcessPool:
+        # a worker was killed (out of memory, a signal): every file it had not finished is named
+        return None, [], [Diagnostic(f.display, 0, UNREADABLE,
+                                     "not checked: a worker process ended unexpectedly (out of memory? killed?)")]
 
 
 def _remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]], digest: str | None,
@@ -441,7 +452,20 @@ def _cached_views(cls: type) -> tuple[str, ...]:
 
 def _run_rule(rule: Rule, ir, display: str, diagnostics: list[Diagnostic], timeout: float) -> list[Finding]:
     """What one rule found; a rule that raises, exits, hangs past ``timeout`` seconds or yields
-    something other than a Finding becomes an IR011 diagnostic, and the other rules still run."""
+    something other than a Finding becomes an IR011 diagnostic, and the other rules still run.
+    A plugin's rule runs in a forked process of its own: one that ends it (``os._exit``, a crash)
+    is reported, not mistaken for the end of the lint."""
+    if type(rule) in PLUGIN_RULES and _CAN_FORK:
+        found, problem = _checked_in_child(rule, ir, timeout)
+    else:
+        found, problem = _checked(rule, ir, timeout)
+    if problem:
+        diagnostics.append(Diagnostic(display, 0, RULE_FAILED,
+                                      f"rule {rule.code} ({rule.name}) failed on this file: {problem}"))
+    return found
+
+
+def _checked(rule: Rule, ir, timeout: float) -> tuple[list[Finding], str]:
     found: list[Finding] = []
     problem = ""
     try:
@@ -455,10 +479,78 @@ def _run_rule(rule: Rule, ir, display: str, diagnostics: list[Diagnostic], timeo
         problem = f"did not finish within {timeout:g} s (rule-timeout)"
     except (Exception, SystemExit) as exc:  # one broken rule (a plugin, a construct it never met) must not stop the lint
         problem = f"{type(exc).__name__}: {exc}"
-    if problem:
-        diagnostics.append(Diagnostic(display, 0, RULE_FAILED,
-                                      f"rule {rule.code} ({rule.name}) failed on this file: {problem}"))
-    return found
+    return found, problem
+
+
+_CAN_FORK = hasattr(os, "fork") and sys.platform == "linux"
+# a child that outlives its own rule-timeout by this much (SIGALRM blocked, stuck in C) is killed
+CHILD_GRACE_SECONDS = 10
+
+
+def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], str]:
+    """``_checked`` in a forked child, which sends back its findings through a pipe."""
+    import pickle
+    import select
+
+    for stream in (sys.stdout, sys.stderr):   # or the child would print the parent's pending output again
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: whatever happens, it never returns into the parent's code
+        try:
+            os.close(read_end)
+            _worker_signals()   # ends on SIGTERM and with its parent; Ctrl-C is the parent's
+            try:
+                data = pickle.dumps(_checked(rule, ir, timeout))
+            except BaseException as exc:  # noqa: BLE001 - unpicklable findings, RuleTimeout past the loop
+                data = pickle.dumps(([], f"{type(exc).__name__}: {exc}"))
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    chunks = []
+    deadline = None if timeout <= 0 else timeout + CHILD_GRACE_SECONDS
+    killed = ended = False
+    try:
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            while True:
+                ready, _, _ = select.select([pipe], [], [], deadline)
+                if not ready:
+                    killed = True
+                    break
+                chunk = pipe.read(1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        ended = not killed
+    finally:
+        if not ended:   # past the deadline, or Ctrl-C / SIGTERM in the parent: the child goes too
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _, status = os.waitpid(pid, 0)
+    if killed:
+        return [], f"did not finish within {timeout:g} s (rule-timeout); its process was killed"
+    try:
+        found, problem = pickle.loads(b"".join(chunks))
+    except Exception:   # noqa: BLE001 - nothing, or part of a message: the process ended mid-rule
+        return [], f"its process ended before the rule finished ({_exit_status(status)})"
+    return found, problem
+
+
+def _exit_status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    return f"exit status {os.waitstatus_to_exitcode(status)}"
 
 
 def _short(value) -> str:

@@ -36,7 +36,7 @@ _GRAPH_FLAG = re.compile(r"([A-Za-z_]\w*): (-?\d+)\Z")  # "switch_input: 1", "in
 _ORDER_ITEM = re.compile(r"#\s+\d+: ")
 # Header comments of every version: "# IR entry: @g" (2.1+), "#IR entry      : @g" (1.x, 2.0),
 # "#Total subgraph : 3", "#attrs         :", "# order:".
-_HASH_KEY = re.compile(r"#\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)\Z")
+_HASH_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")   # the key before the first ":", whitespace stripped
 _HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total subgraph": "total_subgraphs",
               "total params": "total_params", "attrs": "attrs", "order": "order", "params": "", "parameters": "",
               "num of function graphs in stack": "stack", "num of total function graphs": "",
@@ -57,6 +57,9 @@ _MESSAGE_FRAME = re.compile(r"-+\Z|- Caught exception:\Z|# =+\Z")
 # 2.0 prints a subgraph's parameters one per line: "        , %para2_y : <Tensor[Float32], ()>"
 _HEADER_PARAM = re.compile(r"\s+(?:, )?(%para\S* ?:.*)\Z")
 MAX_HEADER_LINES = 100_000
+
+# The attributes of a node that has none: one dict for all (read-only, as every parsed value is).
+NO_ATTRS: dict = {}
 
 NODE_COMMENT = b"      # "
 TYPE_LINE = b"      : "
@@ -107,6 +110,7 @@ class _Reader:
         self.section: dict | None = None      # "key: value" lines go here (# Attrs, subgraph attr)
         self.pending_sub_attrs: dict = {}
         self.bad_utf8 = 0
+        self.bad_run: list[Diagnostic] = []       # the open run of consecutive bad lines
         self.block: str | None = None        # a top-level "name {" block such as "jit config {"
         self.in_order = False                # the "# Order:" listing after a subgraph
         self.eof_line = 0
@@ -120,7 +124,31 @@ class _Reader:
 
     # --- helpers ----------------------------------------------------------------------------------
     def diag(self, line: int, code: str, message: str, text: str = "") -> None:
-        self.ir.diagnostics.append(Diagnostic(self.name, line, code, message, excerpt(text)))
+        new = Diagnostic(self.name, line, code, message, excerpt(text))
+        if code in D.LINE_CODES and line > 0:
+            run = self.bad_run
+            if run and run[-1].line <= line <= run[-1].line + 1:
+                # a run of bad lines (megabytes of junk) keeps its first line, one line of each kind
+                # and its last line: all that its one diagnostic says (D.line_run_diagnostic)
+                if run[-1].line > run[0].line and any(d.code == run[-1].code for d in run[:-1]):
+                    run[-1] = new
+                else:
+                    run.append(new)
+                return
+            self.close_run()
+            self.bad_run = [new]
+            return
+        self.close_run()
+        self.ir.diagnostics.append(new)
+
+    def close_run(self) -> None:
+        run = self.bad_run
+        if run:
+            if run[-1].line > run[0].line:
+                self.ir.diagnostics.append(D.line_run_diagnostic(run))
+            else:
+                self.ir.diagnostics.extend(run)   # bad lines, all on one line
+            self.bad_run = []
 
     def decode(self, raw: bytes, lineno: int) -> str:
         try:
@@ -152,7 +180,10 @@ class _Reader:
                           first.split(b"\n", 1)[0].decode("utf-8", "replace"))
             return
         f.seek(0)
-        self.loop(f)
+        try:
+            self.loop(f)
+        finally:
+            self.close_run()
         self.finish()
 
     def loop(self, f: BinaryIO) -> None:
@@ -346,8 +377,10 @@ class _Reader:
 
     def other_hash_line(self, line: str, lineno: int) -> None:
         """Header and comment lines as other MindSpore versions spell them."""
-        m = _HASH_KEY.match(line)
-        key = _HASH_KEYS.get(" ".join(m.group(1).split()).lower()) if m else None
+        # split at the colon, not with one regex: its spaces could be key or padding (quadratic)
+        head, colon, value = line[1:].partition(":")
+        head = head.strip()
+        key = _HASH_KEYS.get(" ".join(head.split()).lower()) if colon and _HASH_KEY.fullmatch(head) else None
         if key is None:
             if line.startswith((_FAILURE_MESSAGE, _FAILURE_GRAPHS, _FAILURE_OPENING)):
                 self.compile_failure(lineno)
@@ -363,7 +396,7 @@ class _Reader:
             self.diag(lineno, D.UNKNOWN_LINE, "unknown comment line; skipped", line)
             return
         self.section = None
-        value = m.group(2)
+        value = value.lstrip()
         if key == "entry":
             self.ir.entry = value.strip()
         elif key in ("total_subgraphs", "total_params"):
@@ -523,10 +556,10 @@ class _Reader:
             "op": "Return" if is_return else op,
             "raw_op": raw_op,
             "instance": get("instance"),
-            "primitive_attrs": get("primitive_attrs", {}),
-            "cnode_attrs": get("cnode_attrs", {}),
-            "primal_attrs": get("cnode_primal_attrs", {}),
-            "parallel_info": get("parallel_info", {}),
+            "primitive_attrs": get("primitive_attrs", NO_ATTRS),
+            "cnode_attrs": get("cnode_attrs", NO_ATTRS),
+            "primal_attrs": get("cnode_primal_attrs", NO_ATTRS),
+            "parallel_info": get("parallel_info", NO_ATTRS),
             "in_types": (),
             "out_type": None,
             "scope": "",
@@ -676,6 +709,7 @@ class _Reader:
                 self.end_message()
         if self.sub is not None and not self.sub.closed:
             self.diag(self.eof_line, D.TRUNCATED, f"file ends inside subgraph {self.sub.name} (truncated dump?)")
+        self.close_run()
         self.ir.diagnostics[:] = D.merge_line_runs(self.ir.diagnostics)
         assemble(self.ir, self.rec, self.diag)
         if self.ir.failure is not None:

@@ -131,7 +131,8 @@ def _type_entry(text: str) -> TensorType:
 
 # Entries that differ only in their shape, ``<Tensor[Float16], (1, 4096)>`` and ``(8, 4096)``: the
 # grammar parses the first; the others take its kind and element type with their own dimensions.
-_SHAPED = re.compile(r"(<[^<>=]*?, \()(-?\d+(?:, -?\d+)*)?(\)[^<>=]*>)\Z")
+# The lookahead checks the end once: without it every ", (" would rescan the rest (quadratic).
+_SHAPED = re.compile(r"(<(?=[^<>=]*>\Z)[^<>=]*?, \()(-?\d+(?:, -?\d+)*)?(\)[^<>=]*>)\Z")
 _SKELETONS: dict[str, tuple[str, str | None] | None] = {}
 _UNSEEN = object()
 

@@ -139,6 +139,10 @@ def _rules_in(module) -> list[type[Rule]]:
             and obj.__module__ == module.__name__]
 
 
+# rules loaded from the entry-point group: the engine runs them in a process of their own
+PLUGIN_RULES: set[type[Rule]] = set()
+
+
 def load_rules(plugins: bool = True) -> list[type[Rule]]:
     """Built-in rules, then third-party rules from the ``irlint.rules`` entry-point group.
     What went wrong with a plugin is in ``plugin_problems()``."""
@@ -171,6 +175,7 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
             for cls in classes:
                 if not (isinstance(cls, type) and issubclass(cls, Rule) and cls.code):
                     continue
+                PLUGIN_RULES.add(cls)
                 other = found.setdefault(cls.code, cls)
                 if other is not cls:
                     problems.append(f"rule plugin {ep.name!r}: {cls.__name__} uses code {cls.code}, "

@@ -222,7 +222,36 @@ def _parser() -> Lark:
     )
 
 
+# Deeper nesting than any dump prints (real ones stay under 10) is refused before Lark: the
+# values built from it would be walked recursively (templates, refills, hashes, repr).
+MAX_NESTING = 100
+_BRACKET = re.compile(r"""[(\[{<]|[)\]}>]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+
+
+_BRACKET_ONLY = re.compile(r"[(\[{<]|[)\]}>]")
+
+
+def nesting(text: str) -> int:
+    """How deep brackets nest in ``text`` (outside string literals; ``->`` closes nothing)."""
+    depth = deepest = 0
+    # with escaped quotes a string scan could pass the next quote, from every quote (quadratic):
+    # then brackets in strings count too
+    for m in (_BRACKET_ONLY if "\\" in text else _BRACKET).finditer(text):
+        c = m.group()
+        if c in "([{<":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif c in ")]}>" and depth and not (c == ">" and m.start() and text[m.start() - 1] == "-"):
+            depth -= 1
+    return deepest
+
+
 def _parse(text: str, start: str) -> Any:
+    # only a text with that many opening brackets can nest that deep: counted in C
+    if (text.count("(") + text.count("[") + text.count("{") + text.count("<") > MAX_NESTING
+            and nesting(text) > MAX_NESTING):
+        raise GrammarError(f"brackets nested deeper than {MAX_NESTING}")
     try:
         return _parser().parse(text, start=start)
     except LarkError as exc:
@@ -256,6 +285,13 @@ _VOLATILE = re.compile(
     rf'|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)'  # I64(981): ids differ per layer
 )
 _VOLATILE_SPLIT = re.compile(f"({_VOLATILE.pattern})")
+# A string scan can pass an escaped quote: with an unclosed string, _VOLATILE would rescan the rest
+# of the text from every quote (quadratic). No dump prints one; such a text is parsed as it is.
+_ESCAPED_QUOTE = '\\"'
+# A piece this long (a MakeTuple of a million operands) is parsed as it is: its template, fills and
+# cached parse would hold several times its size, for a shape that never repeats.
+MAX_TEMPLATE_CHARS = 64 * 1024
+
 _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
 _WORD_SLOT = "\x01"
@@ -380,8 +416,10 @@ def _parse_template(template: str, start: str) -> tuple[Any, Any]:
 
 
 def _memo_parse(text: str, start: str) -> Any:
-    if "\x00" in text or "\x01" in text or "\x02" in text:
-        return _parse_marked(text, start)  # would be mistaken for blanks
+    if len(text) > MAX_TEMPLATE_CHARS:
+        return _long_call(text) if start == "call" else _parse(text, start)
+    if "\x00" in text or "\x01" in text or "\x02" in text or _ESCAPED_QUOTE in text:
+        return _parse_marked(text, start)  # would be mistaken for blanks, or too slow to blank
     template, fills = _template(text)
     try:
         value, plan = _parse_template(template, start)
@@ -390,6 +428,21 @@ def _memo_parse(text: str, start: str) -> Any:
     if not fills:
         return value
     return _refill(value, plan, fills)
+
+
+# ``MakeTuple(%1, %2, ...)``: a primitive applied to node references only, the one kind of piece
+# that runs to megabytes (a tuple of every gradient); read without the grammar, each reference once.
+_REF_WORD = rf"%{_W}+"
+_PLAIN_CALL = re.compile(rf"({_W}+)\(({_REF_WORD}(?:, {_REF_WORD})*)\)\Z")
+
+
+def _long_call(text: str) -> Any:
+    m = _PLAIN_CALL.match(text)
+    if m is None or type(_word(m.group(1))) is not str:
+        return _parse(text, "call")
+    refs: dict[str, Ref] = {}
+    args = tuple([refs.get(r) or refs.setdefault(r, Ref(r)) for r in m.group(2).split(", ")])
+    return [m.group(1), _Paren(args)]
 
 
 _SLOT_ONLY = re.compile("(%\x00|\x00|\x01|\x02)(\\d+)\\Z")
@@ -489,8 +542,8 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template
     parses the template and compiles its refill (a recipe); texts whose template does not parse
     are parsed as they are."""
-    if "\x00" in text or "\x01" in text or "\x02" in text:
-        return parse(text)  # would be mistaken for blanks
+    if len(text) > MAX_TEMPLATE_CHARS or "\x00" in text or "\x01" in text or "\x02" in text or _ESCAPED_QUOTE in text:
+        return parse(text)  # too long to repeat, would be mistaken for blanks, or too slow to blank
     # the key: the text between the blanks, plus the kind of each blank, told by its first
     # character (% " = I U); all in C, no Python call per blank
     parts = _VOLATILE_SPLIT.split(text)

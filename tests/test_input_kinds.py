@@ -93,9 +93,14 @@ def test_a_folder_of_symlinked_dumps_and_a_symlinked_rank_folder(tmp_path, expec
     ranks = tmp_path / "ranks"
     ranks.mkdir()
     (ranks / "rank_0").symlink_to(S2, target_is_directory=True)
-    (ranks / "rank_0" / "loop").exists()
-    code, data = lint_json(ranks)
+    code, data = lint_json(ranks / "rank_0")   # a named link is followed
     assert code == 1 and codes(data) == expected
+    shutil.copytree(S2, ranks / "rank_1")
+    (ranks / "rank_2").symlink_to(ranks / "rank_1", target_is_directory=True)   # a link within: followed
+    # a link out of the named folder is not (issue 21): it is named, the rest is linted
+    code, data = lint_json(ranks)
+    assert code == 2 and codes(data) == expected
+    assert [(Path(d["file"]).name, d["code"]) for d in data["diagnostics"]] == [("rank_0", "IR001")]
 
 
 def test_a_symlink_loop_ends(tmp_path):

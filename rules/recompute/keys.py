@@ -64,7 +64,9 @@ def attribute_from_trace(lines: list[str]) -> str | None:
     own = own_trace(lines)
     if not own:
         return None
-    m = _TRACE_LINE.match(_SHARED_SUFFIX.sub("/", own[-1]))
+    line = _SHARED_SUFFIX.sub("/", own[-1])
+    # without its closing "/" the regex would rescan the rest of the line at every ":" (quadratic)
+    m = _TRACE_LINE.match(line) if line.endswith("/") else None
     if m is None:
         return None
     call = _SELF_CALL.match(m.group("text"), int(m.group("start")))

@@ -1,0 +1,92 @@
+"""Time to read a dump holding one crafted long line, at N and 4N: linear work grows 4x.
+
+    python bench/line_scaling.py [N]   (default 5000)
+
+Each shape replaces (or adds) one line of tests/fixtures/corpus/s2_ffn_3d_reshape_blocks; the
+memo tables are emptied before each read, best of 3. ``grep -c .`` over the 4N file is timed in
+the same run for scale.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from irlint import record, syntax
+from irlint.reader import read_ir
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "tests" / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
+_SILU = b"  %5(x) = PrimFunc_SiLU(%5)"
+
+# name -> (where: the prefix of the line it replaces, "#" to insert a line; the line for a size n)
+SHAPES = {
+    "type line of shapes": (b"      : ", lambda n: b"      : (<Tensor[Float32]" + b", (1)" * n
+                            + b" =>, <Tensor[Float32], (2)>) -> (<Tensor[Float32], (16, 32)>)"),
+    "type line of n entries": (b"      : ", lambda n: b"      : (" + b", ".join(b"<Tensor[Float32], (%d)>" % i for i in range(n))
+                               + b") -> (<Tensor[Float32], (16, 32)>)"),
+    "unclosed type line": (b"      : ", lambda n: b"      : (<Tensor[Float32], (" + b"1, " * n),
+    "MakeTuple of n operands": (b"  %", lambda n: b"  %5(x) = MakeTuple(" + b", ".join([b"%0"] * n) + b")"),
+    "attribute tuple": (b"  %", lambda n: _SILU + b" primitive_attrs: {k: (" + b"1, " * n + b"1)}"),
+    "escaped quotes": (b"  %", lambda n: _SILU + b" primitive_attrs: {k: " + b'"\\' * n + b"}"),
+    "single quotes": (b"  %", lambda n: _SILU + b" primitive_attrs: {k: " + b"'\\" * n + b"}"),
+    "mixed quotes": (b"  %", lambda n: _SILU + b" primitive_attrs: {k: " + b"\"'" * n + b"}"),
+    "key=name values": (b"  %", lambda n: _SILU + b" primitive_attrs: {k: " + b"=a " * n + b"}"),
+    "attribute markers": (b"  %", lambda n: _SILU + b" primitive_attrs: {" * n),
+    "strategy blocks": (b"  %", lambda n: _SILU + b" primitive_attrs: {a: 1}" + b" {in_strategy: 1}" * n),
+    "unbalanced call": (b"  %", lambda n: b"  %5(x) = PrimFunc_SiLU(%5" + b", (" * n),
+    "subgraph header": (b"subgraph @", lambda n: b"subgraph @g(" + b", ".join(b"%%para%d_x" % i for i in range(n)) + b") {"),
+    "parameter line": (b"%para", lambda n: b"%para1_x: <Tensor[Float32], (" + b"1, " * n + b"1)> : has_default"),
+    "scope line": (b"      # Fullname", lambda n: b"      # Fullname with scope: (" + b"a/" * n),
+    "comment of spaces": (b"#", lambda n: b"#a" + b" " * n + b"x"),
+    "comment of words": (b"#", lambda n: b"# " + b"a " * n + b":"),
+    "unknown line": (b"#", lambda n: b"x" * n + b": " * n),
+}
+
+
+def dump(where: bytes, line: bytes) -> bytes:
+    lines = SOURCE.read_bytes().split(b"\n")
+    if where == b"#":
+        return b"\n".join(lines[:1] + [line] + lines[1:])
+    at = next(i for i, ln in enumerate(lines) if ln.startswith(where) and (where != b"  %" or b"SiLU" in ln))
+    return b"\n".join(lines[:at] + [line] + lines[at + 1:])
+
+
+def forget() -> None:
+    syntax._RECIPES.clear()
+    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
+        cached.cache_clear()
+    record._TYPE_LINES.clear()
+    record._TYPE_ENTRIES.clear()
+    record._SKELETONS.clear()
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        forget()
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    print(f"{'shape':26} {'line (4N)':>11} {'N':>9} {'4N':>9} {'ratio':>6} {'grep 4N':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "21_validate_0076.ir"
+        for name, (where, make) in SHAPES.items():
+            times = []
+            for k in (n, 4 * n):
+                path.write_bytes(dump(where, make(k)))
+                times.append(best_of(lambda: read_ir(str(path))))
+            grep = best_of(lambda: subprocess.run(["grep", "-c", ".", str(path)], stdout=subprocess.DEVNULL))
+            print(f"{name:26} {len(make(4 * n)):>9} B {times[0]:>8.4f}s {times[1]:>8.4f}s {times[1] / times[0]:>6.1f} "
+                  f"{grep:>8.4f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
