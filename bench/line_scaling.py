@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from irlint import record, syntax
-from irlint.reader import read_ir
+from irlint.read.reader import read_ir
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"

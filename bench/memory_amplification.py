@@ -21,7 +21,7 @@ S2 = ROOT / "tests" / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks" / "21_v
 
 _MEASURE = '''
 import json, sys, time
-from irlint.reader import read_ir
+from irlint.read.reader import read_ir
 start = time.perf_counter()
 if sys.argv[1] != "-":
     ir = read_ir(sys.argv[1])

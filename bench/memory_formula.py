@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irlint.memory import account  # noqa: E402
-from irlint.reader import read_ir  # noqa: E402
+from irlint.accounts.memory import account  # noqa: E402
+from irlint.read.reader import read_ir  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "memory"
 MODES = ("none", "selective", "full")   # layer i of each fixture: bench/gpt_layer.py --modes

@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from irlint.memory import account  # noqa: E402
-from irlint.reader import read_ir  # noqa: E402
+from irlint.accounts.memory import account  # noqa: E402
+from irlint.read.reader import read_ir  # noqa: E402
 
 
 def best(fn, repeat: int) -> float:

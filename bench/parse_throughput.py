@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from irlint.discover import discover
-from irlint.reader import read_ir
+from irlint.runner.discover import discover
+from irlint.read.reader import read_ir
 
 ROOT = Path(__file__).resolve().parents[1]
 

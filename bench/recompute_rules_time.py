@@ -20,7 +20,7 @@ p.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent))
 p.add_argument("--repeat", type=int, default=3)
 args = p.parse_args()
 sys.path.insert(0, args.tree)
-from irlint.reader import read_ir  # noqa: E402
+from irlint.read.reader import read_ir  # noqa: E402
 from irlint.rule import Rule  # noqa: E402
 
 rules_pkg = types.ModuleType("tree_rules")   # the tree's rules/, apart from any installed irlint.rules

@@ -46,7 +46,7 @@ class Finding:
     identity: tuple = ()
     ranks: tuple[int, ...] = ()
     extra: tuple = ()  # ((key, value), ...) rule-specific facts for machine formats
-    bytes_at_stake: int | None = None  # activation bytes the problem keeps alive (irlint.memory)
+    bytes_at_stake: int | None = None  # activation bytes the problem keeps alive (irlint.accounts.memory)
 
     @property
     def fingerprint(self) -> str:

@@ -1,7 +1,7 @@
 """Activation-memory rule (AM): a kept activation out of proportion to its layer."""
 from __future__ import annotations
 
-from irlint.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
+from irlint.accounts.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
 from irlint.model import IRFile
 from irlint.rule import Rule, related_node
 

@@ -30,8 +30,8 @@ def test_a_clean_quiet_lint_prints_nothing_and_loads_no_rich():
     run = _lint("-q", "--select", "PC001", str(VALIDATE))
     assert run["code"] == 0 and run["output"] == ""
     assert "rich" not in run["modules"]
-    assert "irlint.memory_cli" not in run["modules"]   # the `memory` command's module
-    assert "irlint.reader" in run["modules"]   # it did read the dump
+    assert "irlint.cli.memory" not in run["modules"]   # the `memory` command's module
+    assert "irlint.read.reader" in run["modules"]   # it did read the dump
 
 
 def test_a_lint_with_findings_still_renders_with_rich():

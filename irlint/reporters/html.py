@@ -1,7 +1,7 @@
 """One self-contained HTML page (no network, no external file) for a lint, ``irlint memory`` or
 ``irlint diff``: a summary first, then each finding with its message, the fix as a snippet to
 copy, ``file:line``, and its chain drawn as SVG; bar charts of the bytes each layer keeps.
-Templates (Jinja2) travel in the package under ``irlint/templates``."""
+Templates (Jinja2) travel in the package under ``irlint/reporters/templates``."""
 from __future__ import annotations
 
 import re
@@ -14,7 +14,7 @@ from . import RenderContext, ranks_text, rule_classes
 from .source import SourceLines
 from .svg import ChainNode, bar_chart_svg, chain_svg, legend_svg
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 COLLECTIVES = frozenset({"AllGather", "AllReduce", "ReduceScatter", "AlltoAll", "AllToAll", "AlltoAllV",
                          "Broadcast", "Send", "Receive", "NeighborExchange", "CollectivePermute"})
 _RECEIVES = re.compile(r"receives ([\d.,]+ (?:bytes|KiB|MiB|GiB))")
@@ -70,8 +70,8 @@ class OutputTypes:
             self._lines.setdefault(file, {}).update(self.sources.whole_lines(file, numbers))
 
     def of(self, file: str, line: int):
-        from ..record import parse_type_line
-        from ..syntax import GrammarError
+        from ..read.record import parse_type_line
+        from ..read.syntax import GrammarError
 
         text = self._lines.get(file, {}).get(line + 1, "")
         if not text.startswith(":"):
@@ -230,7 +230,7 @@ def render(report: Report, ctx: RenderContext) -> str:
     if any(r["memory"] or r["comm"] for r in rows):
         chart = bar_chart_svg([r["code"] for r in rows], [("bytes at stake", KEPT_COLOUR,
                                                             [r["memory"] + r["comm"] for r in rows])], size)
-    from ..memory import layer_of
+    from ..accounts.memory import layer_of
 
     per_layer: dict[str, int] = {}
     for f in findings:
@@ -264,7 +264,7 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
 
 
 def render_diff(result) -> str:
-    from ..diff_cli import FAILING_SEVERITIES, rank_groups, rank_label, unmatched_label
+    from ..cli.diff import FAILING_SEVERITIES, rank_groups, rank_label, unmatched_label
 
     sources = SourceLines()
     sections = []

@@ -34,7 +34,7 @@ class SourceLines:
                 got.setdefault(n, "")
 
     def _open(self, name: str):
-        from ..discover import compression_of, open_dump
+        from ..runner.discover import compression_of, open_dump
 
         if name in self.streams:
             return open_dump(*self.streams[name])

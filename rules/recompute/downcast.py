@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irlint.memory import downcast_cost, stake, staked
+from irlint.accounts.memory import downcast_cost, stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
-from irlint.values import TYPE_ID_NAMES
+from irlint.read.values import TYPE_ID_NAMES
 
 from . import examples as ex
 from .evidence import HIGH_PRECISION, LOW_PRECISION, RecomputeFacts

@@ -30,7 +30,7 @@ import re
 import weakref
 from dataclasses import dataclass, field
 
-from irlint.memory import weight_derived
+from irlint.accounts.memory import weight_derived
 from irlint.model import IRFile
 
 # Stage files where the recompute decision is final, best first: the final front-end graph

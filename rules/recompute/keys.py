@@ -1,12 +1,12 @@
 """MindFormers select_recompute keys of a node: its cell path below the layer plus the cell
 attribute its primitive is called through (from the source trace). Where the forward scope names no
-cell (lazy_inline's ``Default/SiLU-op0``), the cell path is the one ``irlint.layers`` recovers from
+cell (lazy_inline's ``Default/SiLU-op0``), the cell path is the one ``irlint.model.layers`` recovers from
 the node's recomputed copy or gradient op."""
 from __future__ import annotations
 
 import re
 
-from irlint.layers import Places
+from irlint.model.layers import Places
 from irlint.model import IRFile
 
 from .evidence import cell_path

@@ -1,8 +1,8 @@
 """The base of the recompute rules and how their findings name requests and backward readers."""
 from __future__ import annotations
 
-from irlint.layers import Places
-from irlint.memory import bytes_at_stake
+from irlint.model.layers import Places
+from irlint.accounts.memory import bytes_at_stake
 from irlint.model import IRFile
 from irlint.rule import Rule
 
@@ -12,7 +12,7 @@ from .evidence import RECOMPUTE_STAGES, RecomputeFacts, cell_path
 def freed_by_recompute(ir: IRFile, k: int) -> int:
     """Bytes that recomputing ``k`` together with the layout ops blocking it would free: what
     backward keeps of their outputs (the memory model gives a view's bytes to its source, so a
-    tensor counts once); the cost function of ``irlint.memory.stake`` for RC001 and RC002."""
+    tensor counts once); the cost function of ``irlint.accounts.memory.stake`` for RC001 and RC002."""
     facts = RecomputeFacts.of(ir)
     return sum(bytes_at_stake(ir, n) for n in [k, *facts.blocking_chain(facts.backward_readers(k))])
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Iterator
 
-from irlint.comm import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
+from irlint.accounts.comm import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
 from irlint.findings import Related
 from irlint.model import IRFile
 from irlint.rule import related_node
-from irlint.values import TensorType
+from irlint.read.values import TensorType
 
 COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
 SLICE_OPS = frozenset({"StridedSlice", "Slice"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .model import IRFile
+from . import IRFile
 
 _PARTIAL_CALLEE = re.compile(r"@Partial\((@[^,)\s]+)")
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from . import rule as rule_module
-from .baseline import BaselineError, new_findings, read_baseline, write_baseline
-from .config import Config, ConfigError, check_selectors, load_config, shown, to_toml
-from .discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
-from .engine import lint_files
-from .reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
+from .. import __version__
+from .. import rule as rule_module
+from ..runner.baseline import BaselineError, new_findings, read_baseline, write_baseline
+from ..runner.config import Config, ConfigError, check_selectors, load_config, shown, to_toml
+from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
+from ..runner.engine import lint_files
+from ..reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
@@ -50,8 +50,8 @@ class _DefaultGroup(click.Group):
 
     default_command = "check"
     # name -> (module, command object): imported only when that command is used, never by a lint
-    lazy_commands = {"memory": ("irlint.memory_cli", "memory_cmd"), "comm": ("irlint.comm_cli", "comm_cmd"),
-                     "diff": ("irlint.diff_cli", "diff_cmd")}
+    lazy_commands = {"memory": ("irlint.cli.memory", "memory_cmd"), "comm": ("irlint.cli.comm", "comm_cmd"),
+                     "diff": ("irlint.cli.diff", "diff_cmd")}
 
     def list_commands(self, ctx):
         return sorted({*self.commands, *self.lazy_commands})
@@ -437,7 +437,7 @@ def _check_option_selectors(known: list, **options) -> None:
 
 def _note_jobs(config: Config, found: Discovery, quiet: bool) -> None:
     """Say so when --jobs asks for more processes than can help."""
-    from .engine import capped_jobs
+    from ..runner.engine import capped_jobs
 
     if config.jobs <= 1 or quiet:
         return
@@ -466,7 +466,7 @@ def _why_nothing_checked(rules, checked, found: Discovery, config: Config) -> st
 def _show_files(found: Discovery, config: Config) -> bool:
     """What a lint would read: each file with its stage, the rules that read it, and why. False when
     nothing would be checked (said why)."""
-    from .engine import active_rules, plan, same_graphs
+    from ..runner.engine import active_rules, plan, same_graphs
 
     rules = active_rules(config)
     todo = plan(found.files, rules, config.all_stages)
@@ -509,8 +509,8 @@ def _show_files(found: Discovery, config: Config) -> bool:
 
 def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
     """How many graphs a lint reads, and which ranks share each graph that several files hold."""
-    from .engine import _RANK_DIR
-    from .reporters import ranks_text
+    from ..runner.engine import _RANK_DIR
+    from ..reporters import ranks_text
 
     checked = [f for f in files if f.path in todo]
     graphs = len(checked) - len(same)
@@ -543,7 +543,7 @@ def _lint_with_progress(found: Discovery, config: Config, show: bool):
     """Lint; a progress bar on stderr for large inputs on a terminal."""
     if not (show and _on_terminal(sys.stderr)):
         return lint_files(found.files, found.diagnostics, config)
-    from .engine import active_rules, plan
+    from ..runner.engine import active_rules, plan
 
     todo = plan(found.files, active_rules(config), config.all_stages)
     sizes = {f.display: f.size for f in found.files if f.path in todo}
@@ -623,7 +623,7 @@ def explain_cmd(rule):
             stages = ", ".join(cls.stages) if cls.stages else "every dump file"
             click.echo(f"\nReads stages (best first): {stages}")
             return
-    from .diagnostics import EXPLANATIONS, KINDS
+    from ..diagnostics import EXPLANATIONS, KINDS
 
     code = rule.upper()
     if code in EXPLANATIONS:
@@ -649,8 +649,8 @@ def config_cmd(show, config_file, path):
         _fail(str(exc))
     where = f"# from {source}" if source else "# no irlint.toml or [tool.irlint] found: defaults"
     if show:
-        from .cache import default_dir
-        from .engine import capped_jobs
+        from ..runner.cache import default_dir
+        from ..runner.engine import capped_jobs
 
         table = "tool.irlint" if source is not None and Path(source).name == "pyproject.toml" else ""
         cache = str(default_dir(config.cache_dir)) if config.cache else "off"
@@ -668,7 +668,7 @@ def config_cmd(show, config_file, path):
 def clean_cmd(config_file, cache_dir):
     """Empty the cache of lint results (the folder of --cache-dir, cache-dir, $IRLINT_CACHE_DIR or the
     user cache folder)."""
-    from .cache import TAG_NAME, LintCache, default_dir
+    from ..runner.cache import TAG_NAME, LintCache, default_dir
 
     try:
         config, _ = load_config(config_file, starts=[os.getcwd()])
@@ -705,14 +705,14 @@ def inspect_cmd(paths, fmt):
         found = discover_inputs(list(paths))
     except InputError as exc:
         _fail(str(exc))
-    from .engine import read_dump
+    from ..runner.engine import read_dump
 
     rows = []
     for f in found.files:
         try:
             ir = read_dump(f)
         except OSError as exc:   # the reader reports what it meets while reading; this is opening
-            from .diagnostics import UNREADABLE, Diagnostic
+            from ..diagnostics import UNREADABLE, Diagnostic
 
             found.diagnostics.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
             continue

@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from .comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
-from .memory import OUTSIDE
-from .diagnostics import UNREADABLE, Diagnostic
-from .discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
-from .memory_cli import EXIT_ERROR, fail, final_files, human
+from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
+from ..accounts.memory import OUTSIDE
+from ..diagnostics import UNREADABLE, Diagnostic
+from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
+from .memory import EXIT_ERROR, fail, final_files, human
 
 JSON_VERSION = 1
 
@@ -27,7 +27,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
     from rich.console import Console
     from rich.table import Table
 
-    from .reporters import UNLIMITED_WIDTH
+    from ..reporters import UNLIMITED_WIDTH
 
     buffer = io.StringIO()
     out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False,
@@ -117,7 +117,7 @@ def comm_cmd(paths, fmt, top):
     chosen = final_files(files, COMM_STAGES)
     if not chosen:
         fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
-    from .engine import read_dump
+    from ..runner.engine import read_dump
 
     entries = []
     for f in chosen:

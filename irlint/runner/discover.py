@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from . import diagnostics as D
-from .diagnostics import Diagnostic
-from .stages import Stage, stage_of
+from .. import diagnostics as D
+from ..diagnostics import Diagnostic
+from ..model.stages import Stage, stage_of
 
 # Written next to the dumps, never graph IR: skipped without opening them (a dump saved as .txt is
 # still one: those are opened).

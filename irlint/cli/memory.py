@@ -7,9 +7,9 @@ from collections import defaultdict
 
 import click
 
-from .diagnostics import UNREADABLE, Diagnostic
-from .discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
-from .memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
+from ..diagnostics import UNREADABLE, Diagnostic
+from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
+from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
 
 JSON_VERSION = 1
 EXIT_ERROR = 2
@@ -74,7 +74,7 @@ def human(n: int) -> str:
 def case_of(f: DumpFile) -> str:
     """The save_graphs folder a file belongs to: rank folders of one run side by side, one table
     per run."""
-    from .engine import _RANK_DIR
+    from ..runner.engine import _RANK_DIR
 
     if f.explicit or not f.folder:
         return f.display
@@ -88,7 +88,7 @@ def render_text(entries: list[dict], width: int | None = None, cases: list[str] 
 
     from rich.console import Console
 
-    from .reporters import UNLIMITED_WIDTH
+    from ..reporters import UNLIMITED_WIDTH
 
     buffer = io.StringIO()
     out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False, soft_wrap=False)
@@ -195,7 +195,7 @@ def memory_cmd(paths, fmt, output, top):
         if STDIN in paths:
             read_stdin()
         if output:
-            from .cli import _prepare_output
+            from . import _prepare_output
 
             _prepare_output(output)
         files, problems = discover(list(paths))
@@ -205,7 +205,7 @@ def memory_cmd(paths, fmt, output, top):
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))
-    from .engine import read_dump
+    from ..runner.engine import read_dump
 
     entries, cases = [], []
     for f in chosen:
@@ -221,7 +221,7 @@ def memory_cmd(paths, fmt, output, top):
     if fmt == "json":
         text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1) + "\n"
     elif fmt == "html":
-        from .reporters.html import render_memory
+        from ..reporters.html import render_memory
 
         text = render_memory(entries, problems, SCOPE_NOTE)
     else:
@@ -229,7 +229,7 @@ def memory_cmd(paths, fmt, output, top):
     if output is None:
         click.echo(text, nl=False)
     else:
-        from .reporters import write_output
+        from ..reporters import write_output
 
         try:
             write_output(output, text)

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import diagnostics as D
-from .model import IRFile
+from .. import diagnostics as D
+from ..model import IRFile
 from .values import FreeVar, GraphRef, Ref
 
 if TYPE_CHECKING:

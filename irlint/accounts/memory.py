@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .findings import Finding
-from .layers import OUTSIDE, Places, layer_of_node, printed_layer
-from .model import IRFile, weights_upstream
-from .pipeline import backward_calls, schedules
-from .values import TensorType
+from ..findings import Finding
+from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
+from ..model import IRFile, weights_upstream
+from ..model.pipeline import backward_calls, schedules
+from ..read.values import TensorType
 
 # The stage files whose graph is final for the accounting, best first: the same choice as the
 # recompute rules (validate is the final front-end graph; CPU kernel graphs expand ops).
@@ -113,7 +113,7 @@ class MemoryReport:
 
 def layer_of(scope: str) -> str:
     """The decoder layer number a scope prints (``layers-CellList/3-DecoderLayer``), else "outside".
-    The accounting asks ``irlint.layers`` instead, which checks the scope against the weights."""
+    The accounting asks ``irlint.model.layers`` instead, which checks the scope against the weights."""
     return printed_layer(scope) or OUTSIDE
 
 

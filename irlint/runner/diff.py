@@ -13,11 +13,11 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .diagnostics import UNREADABLE, Diagnostic
+from ..diagnostics import UNREADABLE, Diagnostic
 from .discover import DumpFile
-from .findings import Finding, Report, _scope_path
-from .memory import cached_account, is_backward
-from .model import IRFile
+from ..findings import Finding, Report, _scope_path
+from ..accounts.memory import cached_account, is_backward
+from ..model import IRFile
 
 JSON_VERSION = 1
 # forward ops that only pass tensors on or order effects: never listed as changed
@@ -105,8 +105,8 @@ def recompute_state(ir: IRFile, key: int) -> dict:
     """requested (how: select, cell, one-op-cell; None: not asked), applied (a recomputed copy
     exists), kept (the ``irlint memory`` account keeps its output for backward, with its bytes;
     a view such as a Reshape shares its source's tensor and is never kept itself)."""
-    from .memory import bytes_at_stake, kept_output
-    from .rules.recompute.evidence import RecomputeFacts
+    from ..accounts.memory import bytes_at_stake, kept_output
+    from ..rules.recompute.evidence import RecomputeFacts
 
     facts = RecomputeFacts.of(ir)
     kept = kept_output(ir, key)
@@ -116,7 +116,7 @@ def recompute_state(ir: IRFile, key: int) -> dict:
 
 def in_strategy(ir: IRFile, key: int) -> str | None:
     """The ``in_strategy`` as the dump prints it (2.10 also prints it after the primal attrs)."""
-    from .values import fmt
+    from ..read.values import fmt
 
     d = ir[key]
     found = (d.get("primitive_attrs") or {}).get("in_strategy")
@@ -134,7 +134,7 @@ def _node_ref(ir: IRFile, key: int) -> dict:
 def communication_change(before: IRFile, after: IRFile) -> dict:
     """Bytes each collective kind receives per rank and step, before -> after (the ``irlint comm``
     account), with the share the redistribution findings name as waste."""
-    from .comm import account
+    from ..accounts.comm import account
 
     accounts = {"before": account(before), "after": account(after)}
     kinds: dict[str, dict] = {}
@@ -226,7 +226,7 @@ def stage_pairing(before: list[DumpFile], after: list[DumpFile]) -> dict:
 def pair_finals(before: list[DumpFile], after: list[DumpFile]) -> tuple[list[tuple], list[str]]:
     """(rank, before final, after final, stage pairing) per rank both sides have; and a note per
     rank only one side has. Two single final files pair whatever their ranks."""
-    from .memory_cli import final_files
+    from ..cli.memory import final_files
 
     fb, fa = final_files(before), final_files(after)
     notes: list[str] = []
@@ -264,11 +264,11 @@ class Diff:
 
     def to_dict(self) -> dict:
         def findings(fs: list[Finding]) -> list[dict]:
-            from .reporters.json import finding_dict
+            from ..reporters.json import finding_dict
 
             return [finding_dict(f) for f in fs]
 
-        from . import __version__
+        from .. import __version__
 
         return {
             "version": JSON_VERSION,

@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .findings import Finding
+from ..findings import Finding
 from .memory import OUTSIDE, layer_of, runs_in_backward
-from .model import IRFile
+from ..model import IRFile
 
 # The stage files whose graph is final for the accounting, best first: the files the PC rules read.
 COMM_STAGES = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
@@ -208,7 +208,7 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
 
 def redistribution_findings(ir: IRFile) -> list[Finding]:
     """What the built-in redistribution rules (PC) find in ``ir``."""
-    from .rule import load_rules
+    from ..rule import load_rules
 
     found: list[Finding] = []
     for cls in load_rules(plugins=False):

@@ -1,6 +1,6 @@
 """Lark glue: loads ``grammar/ir.lark`` and turns its trees into Python values.
 
-The reader (``irlint.reader``) calls ``parse_call``, ``parse_attrs``, ``parse_types``,
+The reader (``irlint.read.reader``) calls ``parse_call``, ``parse_attrs``, ``parse_types``,
 ``parse_param`` and ``parse_header`` on pieces of a record. Each is memoised on a template of
 its text in which node ids and string literals are blanked out, because real dumps repeat the
 same shapes thousands of times (one decoder layer per layer, one attribute set per op kind).

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Iterator
 from . import dedup
 from .cache import LintCache, content_hash, content_sample, default_dir, unsafe_folder
 from .config import Config, validate
-from .diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE,
+from ..diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE,
                           Diagnostic)
 from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
-from .findings import Finding, Report
-from .rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_problems
-from .stages import FRONTEND
+from ..findings import Finding, Report
+from ..rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_problems
+from ..model.stages import FRONTEND
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -123,7 +123,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     diagnostics of reading it. Results come from the cache when the file, the rules and irlint
     are unchanged; otherwise the file is read and checked, in worker processes when that pays:
     a worker returns findings, not the graph, which would cost more to send than to build.
-    Files that hold the same graph (``irlint.dedup``) are read once, unless ``config.dedup`` is
+    Files that hold the same graph (``irlint.runner.dedup``) are read once, unless ``config.dedup`` is
     off; ``shared`` then receives each such file's path -> the path of the file that was read."""
     cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
     store = LintCache(cache_dir) if cache_dir is not None else None
@@ -380,7 +380,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display, _sample(path))
             if hit is not None:
                 return digest, hit[0], hit[1]
-    from .reader import read_ir  # here: a fully cached run never loads the parser
+    from ..read.reader import read_ir  # here: a fully cached run never loads the parser
 
     try:
         stream = open_dump(path, f.compression)
@@ -766,7 +766,7 @@ def read_dump(f: DumpFile):
     """Read one discovered dump whole (decompressed, or from standard input) for the commands that
     show the model rather than lint it. Raises OSError when it cannot be opened; damage found
     while reading becomes a diagnostic."""
-    from .reader import read_ir
+    from ..read.reader import read_ir
 
     with open_dump(f.path, f.compression) as stream:
         ir = read_ir(f.display, f.display, stream=stream)

@@ -9,7 +9,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from .findings import Finding
+from ..findings import Finding
 
 FORMAT_VERSION = 1
 
@@ -23,7 +23,7 @@ def write_baseline(path: str | Path, findings: list[Finding]) -> int:
                 "scope": f.scope, "message": f.message} for f in findings]
     entries.sort(key=lambda e: (e["code"], e["file"], e["scope"], e["fingerprint"]))
     data = {"irlint-baseline": FORMAT_VERSION, "findings": entries}
-    from .reporters import write_output
+    from ..reporters import write_output
 
     try:
         write_output(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

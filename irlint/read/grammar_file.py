@@ -1,6 +1,6 @@
 """Where the grammar lives: inside the installed package, or the top-level folder of a checkout.
 
-Kept apart from ``irlint.syntax`` so that the cache can hash the grammar without importing Lark.
+Kept apart from ``irlint.read.syntax`` so that the cache can hash the grammar without importing Lark.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 def grammar_text() -> str:
     """The grammar, from the installed package or, in a source checkout, the top-level folder."""
-    here = Path(__file__).resolve().parent
-    for folder in (here / "grammar", here.parent / "grammar"):
+    package = Path(__file__).resolve().parent.parent
+    for folder in (package / "grammar", package.parent / "grammar"):
         if (folder / "ir.lark").is_file():
             return (folder / "ir.lark").read_text(encoding="utf-8")
     raise FileNotFoundError("irlint's grammar (grammar/ir.lark) is missing from the installation")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from .diagnostics import Diagnostic
+from ..diagnostics import Diagnostic
 from .stages import Stage, stage_of
 
 if TYPE_CHECKING:  # networkx is imported when a file is read, not when a cached run starts

@@ -12,8 +12,8 @@ import hashlib
 import re
 from dataclasses import replace
 
-from .diagnostics import Diagnostic
-from .findings import Finding
+from ..diagnostics import Diagnostic
+from ..findings import Finding
 
 # the value of each process-specific header line, as MindSpore 2.x prints it (whole lines only;
 # starting with the newline lets the regex engine skip to candidate lines in C: 1.7 GB/s here)

@@ -26,7 +26,7 @@ import re
 import weakref
 from dataclasses import dataclass
 
-from .model import IRFile
+from . import IRFile
 
 OUTSIDE = "outside"
 MAX_HOPS = 16

@@ -1,11 +1,11 @@
 """Reads a dump file into an ``IRFile``: the driver of the three reading steps.
 
-1. ``irlint.scanner`` finds the structural lines in large blocks of bytes, most node records as
+1. ``irlint.read.scanner`` finds the structural lines in large blocks of bytes, most node records as
    a whole (node, type and scope lines); source-trace lines, most of a file's bytes, are never
    looked at one by one: a node keeps their byte range and reads them on demand.
 2. This module tells the line kinds apart (headers, subgraphs, nodes, type and scope lines) and
-   keeps the state between them; ``irlint.record`` parses the structured parts with the grammar.
-3. ``irlint.assemble`` turns the collected records into the networkx model.
+   keeps the state between them; ``irlint.read.record`` parses the structured parts with the grammar.
+3. ``irlint.read.assemble`` turns the collected records into the networkx model.
 
 A line that cannot be read becomes a diagnostic and reading resumes at the next line.
 """
@@ -15,11 +15,11 @@ import gc
 import re
 from typing import BinaryIO, Iterator
 
-from . import diagnostics as D
+from .. import diagnostics as D
 from .assemble import Records, assemble, check_counts
-from .diagnostics import Diagnostic, excerpt
-from .discover import is_dump_start
-from .model import CompileFailure, IRFile, Subgraph
+from ..diagnostics import Diagnostic, excerpt
+from ..runner.discover import is_dump_start
+from ..model import CompileFailure, IRFile, Subgraph
 from .record import NODE_LINE, GrammarError, normalize_op, parse_node, parse_param_line, parse_type_line
 from .scanner import RECORD_LIMIT, NodeRecord, TraceRun, scan
 from .syntax import parse_attrs, parse_header

@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import __version__
-from .diagnostics import Diagnostic
-from .findings import Finding, Related
+from .. import __version__
+from ..diagnostics import Diagnostic
+from ..findings import Finding, Related
 
 FORMAT = 2   # 1: pickles (never read: a pickle can run code)
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
@@ -128,17 +128,20 @@ def tool_hash() -> str:
     """irlint's version, grammar and the source of the modules that shape a result."""
     global _TOOL_HASH
     if _TOOL_HASH is None:
-        from .grammar_file import grammar_text
+        from ..read.grammar_file import grammar_text
 
         h = hashlib.sha256(f"{FORMAT}:{__version__}".encode())
         h.update(grammar_text().encode())
         # every module of the package: a new reader module must not be left out by a list
-        here = Path(__file__).resolve().parent
-        for file in sorted(here.glob("*.py")):
+        package = Path(__file__).resolve().parent.parent
+        for file in sorted(package.rglob("*.py")):
+            name = file.relative_to(package).as_posix()
+            if name.startswith("rules/"):   # an installed wheel's built-in rules: hashed per rule
+                continue
             try:
-                h.update(file.name.encode() + b"\0" + file.read_bytes())
+                h.update(name.encode() + b"\0" + file.read_bytes())
             except OSError:
-                h.update(file.name.encode())
+                h.update(name.encode())
         _TOOL_HASH = h.hexdigest()
     return _TOOL_HASH
 
@@ -290,7 +293,7 @@ class LintCache:
         return value
 
     def _store(self, file: Path, value: Any) -> None:
-        from .reporters import write_atomically  # only a run that writes pays for the import
+        from ..reporters import write_atomically  # only a run that writes pays for the import
 
         try:
             text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from .cli import _split, debug_option
-from .diff import Diff, RankDiff
+from . import _split, debug_option
+from ..runner.diff import Diff, RankDiff
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
 FAILING_SEVERITIES = ("error", "warning")
@@ -20,8 +20,8 @@ def _fail(message: str):
 
 
 def _lint_side(path: str, config):
-    from .discover import discover_inputs
-    from .engine import lint_files
+    from ..runner.discover import discover_inputs
+    from ..runner.engine import lint_files
 
     found = discover_inputs([path])
     if found.empty:
@@ -62,12 +62,12 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     Exit codes: 0 no new finding, 1 AFTER has a warning or error finding BEFORE did not,
     2 unusable input (or input problems in either dump).
     """
-    from . import rule as rule_module
-    from .cli import (_apply_options, _check_option_selectors, _load_config_for, _prepare_output,
+    from .. import rule as rule_module
+    from . import (_apply_options, _check_option_selectors, _load_config_for, _prepare_output,
                       _refuse_to_overwrite_inputs)
-    from .config import ConfigError, check_selectors, shown
-    from .diff import diff_reports
-    from .discover import InputError, forget_buffers
+    from ..runner.config import ConfigError, check_selectors, shown
+    from ..runner.diff import diff_reports
+    from ..runner.discover import InputError, forget_buffers
 
     try:
         forget_buffers()
@@ -93,7 +93,7 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     if fmt == "json":
         text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
     elif fmt == "html":
-        from .reporters.html import render_diff
+        from ..reporters.html import render_diff
 
         text = render_diff(result)
     else:
@@ -101,7 +101,7 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     if output is None:
         click.echo(text, nl=False)
     else:
-        from .reporters import write_output
+        from ..reporters import write_output
 
         try:
             write_output(output, text)
@@ -142,7 +142,7 @@ def rank_groups(ranks: list[RankDiff]) -> list[tuple[list[RankDiff], RankDiff]]:
 
 
 def rank_label(members: list[RankDiff]) -> str:
-    from .reporters import ranks_text
+    from ..reporters import ranks_text
 
     ranks = tuple(r.rank for r in members if r.rank is not None)
     if not ranks:
@@ -214,7 +214,7 @@ def render_text(result: Diff) -> str:
 
 def unmatched_label(x: dict) -> str:
     role = {"copy": "recomputed copy", "backward": "backward"}.get(x["role"], "")
-    from .diff import HASH
+    from ..runner.diff import HASH
 
     # instance names with a compile's hash in them (inserted redistribution ops) say nothing to a reader
     name = x["instance"] if x["instance"] and not HASH.search(x["instance"]) else ""

@@ -1,7 +1,7 @@
 """Parses the structured parts of one record: a node line, a type line, a parameter line.
 
 Each function takes the text of one record (already joined when a printed tensor spans lines)
-and returns plain Python values; the Lark grammar (``irlint.syntax``, memoised on templates)
+and returns plain Python values; the Lark grammar (``irlint.read.syntax``, memoised on templates)
 parses the pieces. A piece the grammar does not accept raises ``GrammarError``.
 """
 from __future__ import annotations
