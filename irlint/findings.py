@@ -6,6 +6,9 @@ from dataclasses import dataclass, field, replace
 
 from .diagnostics import Diagnostic
 
+# the severities that fail a run (exit 1); info findings are reported and do not
+FAILING_SEVERITIES = ("error", "warning")
+
 SEVERITIES = ("error", "warning", "info")
 
 

@@ -718,3 +718,16 @@ def test_output_onto_an_input_dump_is_refused(tiny_rules, tmp_path):
     result = run(DUMP, "--baseline", str(baseline), "-o", str(baseline))
     assert result.exit_code == 2 and "--baseline file" in result.output
     assert json.loads(baseline.read_text())["irlint-baseline"] == 1
+
+
+@pytest.mark.parametrize("fmt", ["text", "html"])
+def test_a_file_that_could_not_be_read_is_never_called_clean(tmp_path, fmt):
+    junk = tmp_path / "21_validate_0001.ir"
+    junk.write_bytes(b"# IR entry      : @x\n\x00\x01binary" * 50)
+    out = tmp_path / "report.out"
+    result = CliRunner().invoke(main, [str(junk), "--no-cache", "--format", fmt, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    text = out.read_text(encoding="utf-8")
+    assert "IR009" in text
+    assert "No findings in what could be read" in text
+    assert "No findings (" not in text and "No findings.<" not in text

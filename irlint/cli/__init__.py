@@ -19,6 +19,7 @@ import click
 
 from .. import __version__
 from .. import rule as rule_module
+from ..findings import FAILING_SEVERITIES
 from ..runner.baseline import BaselineError, new_findings, read_baseline, write_baseline
 from ..runner.config import Config, ConfigError, check_selectors, load_config, shown, to_toml
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
@@ -28,7 +29,6 @@ from ..reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_o
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
 EXIT_TERMINATED = 128 + 15           # SIGTERM
-FAILING_SEVERITIES = ("error", "warning")
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
 EXIT_CODES_HELP = ("Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, nothing checked, "
                    "any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), "

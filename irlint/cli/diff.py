@@ -8,10 +8,10 @@ import sys
 import click
 
 from . import _split, debug_option
-from ..runner.diff import Diff, RankDiff
+from ..findings import FAILING_SEVERITIES
+from ..runner.diff import Diff, rank_groups, rank_label, unmatched_label
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
-FAILING_SEVERITIES = ("error", "warning")
 
 
 def _fail(message: str):
@@ -130,26 +130,6 @@ def _signed(n: int) -> str:
     return f"{n:+,}" if n else "0"
 
 
-def rank_groups(ranks: list[RankDiff]) -> list[tuple[list[RankDiff], RankDiff]]:
-    """Ranks whose comparison is the same (files and lines aside) shown once: 'ranks 0-7'."""
-    groups: dict[str, list[RankDiff]] = {}
-    for r in ranks:
-        d = r.to_dict()
-        for k in ("rank", "before", "after"):
-            d.pop(k)
-        groups.setdefault(json.dumps(d, sort_keys=True, default=str), []).append(r)
-    return [(members, members[0]) for members in groups.values()]
-
-
-def rank_label(members: list[RankDiff]) -> str:
-    from ..reporters import ranks_text
-
-    ranks = tuple(r.rank for r in members if r.rank is not None)
-    if not ranks:
-        return ""
-    return ranks_text(ranks) if len(ranks) > 1 else f"rank {ranks[0]}"
-
-
 def render_text(result: Diff) -> str:
     out: list[str] = []
     w = out.append
@@ -210,15 +190,6 @@ def render_text(result: Diff) -> str:
     for note in result.notes:
         w(f"note: {note}")
     return "\n".join(out) + "\n"
-
-
-def unmatched_label(x: dict) -> str:
-    role = {"copy": "recomputed copy", "backward": "backward"}.get(x["role"], "")
-    from ..runner.diff import HASH
-
-    # instance names with a compile's hash in them (inserted redistribution ops) say nothing to a reader
-    name = x["instance"] if x["instance"] and not HASH.search(x["instance"]) else ""
-    return ", ".join(p for p in (name, role) if p)
 
 
 def _unmatched_text(x: dict) -> str:

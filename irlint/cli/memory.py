@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import defaultdict
 
 import click
 
 from ..diagnostics import UNREADABLE, Diagnostic
-from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
+from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover, forget_buffers, read_stdin
+from ..runner.discover import final_files as _final_files
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
 
 JSON_VERSION = 1
@@ -21,22 +21,7 @@ def fail(message: str):
 
 
 def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) -> list[DumpFile]:
-    """Per save_graphs folder (one per rank), the file the rules read: the latest file of the
-    first stage in ``stages`` the folder holds; a file named directly is read as is."""
-    out: list[DumpFile] = []
-    folders: dict[str, list[DumpFile]] = defaultdict(list)
-    for f in files:
-        if f.explicit:
-            out.append(f)
-        else:
-            folders[f.folder].append(f)
-    for folder_files in folders.values():
-        for name in stages:
-            hits = [f for f in folder_files if f.stage.name == name or f.stage.label == name]
-            if hits:
-                out.append(max(hits, key=lambda f: (f.stage.seq or -1, f.display)))
-                break
-    return sorted(out, key=lambda f: (case_of(f), f.rank if f.rank is not None else -1, f.display))
+    return _final_files(files, stages)
 
 
 def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
@@ -69,16 +54,6 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
 def human(n: int) -> str:
     # exact bytes: the figures are compared with hand counts and formulas
     return f"{n:,}"
-
-
-def case_of(f: DumpFile) -> str:
-    """The save_graphs folder a file belongs to: rank folders of one run side by side, one table
-    per run."""
-    from ..runner.engine import _RANK_DIR
-
-    if f.explicit or not f.folder:
-        return f.display
-    return _RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
 
 
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:

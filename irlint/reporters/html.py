@@ -264,7 +264,8 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
 
 
 def render_diff(result) -> str:
-    from ..cli.diff import FAILING_SEVERITIES, rank_groups, rank_label, unmatched_label
+    from ..findings import FAILING_SEVERITIES
+    from ..runner.diff import rank_groups, rank_label, unmatched_label
 
     sources = SourceLines()
     sections = []

@@ -140,6 +140,8 @@ def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
     n, files = len(report.findings), len({f.file for f in report.findings})
     if n:
         text = f"Found {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    elif report.diagnostics:   # not a clean result: some of the input was not read
+        text = "No findings in what could be read"
     else:
         text = "No findings"
     text += f" ({len(report.files)} file{'s' if len(report.files) != 1 else ''} checked"

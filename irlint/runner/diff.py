@@ -9,14 +9,15 @@ changed, and how many nodes could not be matched.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..diagnostics import UNREADABLE, Diagnostic
-from .discover import DumpFile
+from .discover import DumpFile, final_files
 from ..findings import Finding, Report, _scope_path
-from ..accounts.memory import cached_account, is_backward
+from ..accounts.memory import MEMORY_STAGES, cached_account, is_backward
 from ..model import IRFile
 
 JSON_VERSION = 1
@@ -226,9 +227,7 @@ def stage_pairing(before: list[DumpFile], after: list[DumpFile]) -> dict:
 def pair_finals(before: list[DumpFile], after: list[DumpFile]) -> tuple[list[tuple], list[str]]:
     """(rank, before final, after final, stage pairing) per rank both sides have; and a note per
     rank only one side has. Two single final files pair whatever their ranks."""
-    from ..cli.memory import final_files
-
-    fb, fa = final_files(before), final_files(after)
+    fb, fa = final_files(before, MEMORY_STAGES), final_files(after, MEMORY_STAGES)
     notes: list[str] = []
     if len(fb) == 1 and len(fa) == 1:
         rank = fb[0].rank if fb[0].rank == fa[0].rank else None
@@ -324,3 +323,30 @@ def diff_reports(before: Report, after: Report, before_files: list[DumpFile], af
         ranks.append(compare_files(fb, irb, fa, ira, stages, rank))
     return Diff(before_paths, after_paths, fixed, new, unchanged, ranks, notes, diagnostics,
                 list(before.files), list(after.files))
+
+
+def rank_groups(ranks: list[RankDiff]) -> list[tuple[list[RankDiff], RankDiff]]:
+    """Ranks whose comparison is the same (files and lines aside) shown once: 'ranks 0-7'."""
+    groups: dict[str, list[RankDiff]] = {}
+    for r in ranks:
+        d = r.to_dict()
+        for k in ("rank", "before", "after"):
+            d.pop(k)
+        groups.setdefault(json.dumps(d, sort_keys=True, default=str), []).append(r)
+    return [(members, members[0]) for members in groups.values()]
+
+
+def rank_label(members: list[RankDiff]) -> str:
+    from ..reporters import ranks_text
+
+    ranks = tuple(r.rank for r in members if r.rank is not None)
+    if not ranks:
+        return ""
+    return ranks_text(ranks) if len(ranks) > 1 else f"rank {ranks[0]}"
+
+
+def unmatched_label(x: dict) -> str:
+    role = {"copy": "recomputed copy", "backward": "backward"}.get(x["role"], "")
+    # instance names with a compile's hash in them (inserted redistribution ops) say nothing to a reader
+    name = x["instance"] if x["instance"] and not HASH.search(x["instance"]) else ""
+    return ", ".join(p for p in (name, role) if p)

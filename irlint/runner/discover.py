@@ -7,6 +7,7 @@ import os
 import re
 import stat as stat_module
 import sys
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -565,3 +566,34 @@ def _why_empty(diags: list[Diagnostic]) -> str:
                 f"{', '.join(sorted(NOT_IR_SUFFIXES))} are not opened)")
     parts = [f"{n} {what[0] if n == 1 else what[1]}" for what, n in counts.items()]
     return "found only " + ", ".join(parts)
+
+
+# a rank's folder in a path: rank_0/, rank_17/
+RANK_DIR = re.compile(r"(^|[\\/])rank_\d+(?=[\\/]|$)")
+
+
+def final_files(files: list[DumpFile], stages: tuple[str, ...]) -> list[DumpFile]:
+    """Per save_graphs folder (one per rank), the file the rules read: the latest file of the
+    first stage in ``stages`` the folder holds; a file named directly is read as is."""
+    out: list[DumpFile] = []
+    folders: dict[str, list[DumpFile]] = defaultdict(list)
+    for f in files:
+        if f.explicit:
+            out.append(f)
+        else:
+            folders[f.folder].append(f)
+    for folder_files in folders.values():
+        for name in stages:
+            hits = [f for f in folder_files if f.stage.name == name or f.stage.label == name]
+            if hits:
+                out.append(max(hits, key=lambda f: (f.stage.seq or -1, f.display)))
+                break
+    return sorted(out, key=lambda f: (case_of(f), f.rank if f.rank is not None else -1, f.display))
+
+
+def case_of(f: DumpFile) -> str:
+    """The save_graphs folder a file belongs to: rank folders of one run side by side, one table
+    per run."""
+    if f.explicit or not f.folder:
+        return f.display
+    return RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder

@@ -5,7 +5,6 @@ import dataclasses
 import functools
 import gc
 import os
-import re
 import signal
 import sys
 import threading
@@ -20,6 +19,7 @@ from ..diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, 
                           Diagnostic)
 from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
+from .discover import RANK_DIR as _RANK_DIR
 from ..findings import Finding, Report
 from ..rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_problems
 from ..model.stages import FRONTEND
@@ -27,7 +27,6 @@ from ..model.stages import FRONTEND
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-_RANK_DIR = re.compile(r"(^|[\\/])rank_\d+(?=[\\/]|$)")
 
 
 def active_rules(config: Config) -> list[Rule]:
