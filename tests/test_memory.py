@@ -200,6 +200,25 @@ def test_gpt_kept_tensors_are_the_ones_backward_reads():
     ])
 
 
+def test_bytes_at_stake_walks_no_layers_and_the_shared_report_gives_the_same_ones():
+    # the recompute rules ask the account for bytes only: the layer of each kept tensor (a walk
+    # to the nearest weights per tensor) is looked up when first read, not for every tensor
+    from irlint.accounts.memory import cached_account
+    from irlint.model.layers import Places
+
+    path = str(GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir")
+    ir = read_ir(path)
+    ln = next(k for k in ir.nodes_by_op("LayerNorm"))
+    assert bytes_at_stake(ir, ln) > 0
+    assert not Places.of(ir)._near
+    shared, own = cached_account(ir), account(read_ir(path))
+    rows = lambda r: [(t.tensor, t.nbytes, t.layer) for t in (*r.kept, *r.saved, *r.weight_copies)]  # noqa: E731
+    assert rows(shared) == rows(own)
+    assert {t.layer for t in shared.kept} >= {"0", "1"}
+    del ir
+    assert [(t.tensor, t.layer) for t in shared.kept] == [(t.tensor, t.layer) for t in own.kept]   # outlives its file
+
+
 def test_layer_of_scope():
     assert layer_of("Default/network-CausalLM/model-Model/layers-CellList/12-DecoderLayer/Add-op1") == "12"
     assert layer_of("recompute_Default/model-Model/layers-CellList/3-DecoderLayer/x") == "3"

@@ -62,6 +62,27 @@ class KeptTensor:
         return (self.type.nbytes or 0) if self.type is not None else 0
 
 
+class _PlacedOnRead(KeptTensor):
+    """A kept tensor whose layer is looked up when first read. The layer walk was most of the
+    account's time, and the recompute rules ask the account only for bytes."""
+
+    def __init__(self, tensor: Tensor, type: TensorType | None, places: Places, node: int):
+        self._places, self._node = places, node   # Places holds its file weakly: no cycle
+        super().__init__(tensor, type, None)
+
+    @property
+    def layer(self) -> str:
+        layer = self.__dict__["_layer"]
+        if layer is None:
+            layer = self.__dict__["_layer"] = self._places.layer(self._node)[0]
+            self._places = None
+        return layer
+
+    @layer.setter
+    def layer(self, value: str | None) -> None:
+        self.__dict__["_layer"] = value
+
+
 @dataclass
 class LayerMemory:
     layer: str
@@ -255,6 +276,15 @@ def _weight_derived(ir: IRFile) -> set[int]:
 
 def account(ir: IRFile) -> MemoryReport:
     """The activations ``ir`` keeps for backward, and those recompute rebuilds instead."""
+    return _account(ir, places_on_read=False)
+
+
+def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
+    if places_on_read:
+        places = Places.of(ir)
+        kept_tensor = lambda t, type, node: _PlacedOnRead(t, type, places, node)  # noqa: E731
+    else:
+        kept_tensor = lambda t, type, node: KeptTensor(t, type, layer_of_node(ir, node))  # noqa: E731
     originals = _original_of_copies(ir)
     from_weights = weight_derived(ir)
     kept: dict[Tensor, KeptTensor] = {}
@@ -272,13 +302,12 @@ def account(ir: IRFile) -> MemoryReport:
                     original = originals.get(node)
                     if original is not None and not ir.is_recompute_copy(reader):
                         orig = Tensor(original, tensor.index)
-                        saved.setdefault(orig, KeptTensor(orig, tensor_type(ir, orig, getitem),
-                                                          layer_of_node(ir, original)))
+                        if orig not in saved:
+                            saved[orig] = kept_tensor(orig, tensor_type(ir, orig, getitem), original)
                     continue
                 entry = kept.get(tensor)
                 if entry is None:
-                    entry = kept[tensor] = KeptTensor(tensor, tensor_type(ir, tensor, getitem),
-                                                      layer_of_node(ir, node))
+                    entry = kept[tensor] = kept_tensor(tensor, tensor_type(ir, tensor, getitem), node)
                 if reader not in entry.readers:
                     entry.readers.append(reader)
     for t in list(saved):
@@ -310,13 +339,16 @@ def kept_output(ir: IRFile, key: int) -> bool:
 
 def cached_account(ir: IRFile) -> MemoryReport:
     """``account(ir)``, computed once per IRFile (rules, ``bytes_at_stake`` and ``irlint diff`` share it)."""
-    return _report(ir)
+    report = _report(ir)
+    for t in (*report.kept, *report.saved, *report.weight_copies):
+        t.layer   # looked up while the file is alive: the report may outlive it
+    return report
 
 
 def _report(ir: IRFile) -> MemoryReport:
     report = ir.__dict__.get("_memory_report")
     if report is None:
-        report = ir.__dict__["_memory_report"] = account(ir)
+        report = ir.__dict__["_memory_report"] = _account(ir, places_on_read=True)
     return report
 
 

@@ -120,6 +120,7 @@ class Places:
         self._near: dict[int, dict[str, int]] = {}   # node -> layer -> hops to its nearest weight
         self._weights: dict[int, str] = {}           # weight parameter -> its layer
         self._forward_memo: dict[int, bool] = {}
+        self._steps: dict[int, tuple[tuple, tuple]] = {}   # node -> its weights and forward neighbours
         self._weight_cell: dict[int, str] = {}       # weight parameter -> the cell below its layer
         self._near_cells: dict[int, set[str]] = {}   # node -> those cells of the weights near it
         self._grad_scope: dict[str, str] = {}        # forward unique_id -> a gradient op's scope
@@ -155,14 +156,30 @@ class Places:
                 if uid is not None and names_cells(d.get("scope", "")):
                     self._grad_scope.setdefault(str(uid), d["scope"])
 
+    def _step(self, node: int) -> tuple[tuple, tuple]:
+        """The neighbours of ``node`` a walk can use, once per node: the weights (with their layer
+        and cell) and the forward ops it goes on through; the others end a walk either way."""
+        graph, forward = self.ir.graph, self._forward_memo
+        weights, onward = [], []
+        for n in {**graph._pred[node], **graph._succ[node]}:   # data, call and callee edges alike
+            layer = self._weights.get(n)
+            if layer is not None:
+                weights.append((n, layer, self._weight_cell[n]))
+                continue
+            ok = forward.get(n)
+            if ok is None:
+                ok = forward[n] = self._forward(n)
+            if ok:
+                onward.append(n)
+        return tuple(weights), tuple(onward)
+
     def near(self, k: int) -> dict[str, int]:
         """Layer -> hops from ``k`` to the nearest weight of that layer, for the layers whose
         weights are within ``NEAR`` hops of the nearest one (a walk from the node outwards)."""
         found = self._near.get(k)
         if found is not None:
             return found
-        pred, succ = self.ir.graph._pred, self.ir.graph._succ   # networkx's adjacency: read in C
-        forward, weights = self._forward_memo, self._weights
+        steps = self._steps
         found: dict[str, int] = {}
         cells: set[str] = set()
         limit = MAX_HOPS
@@ -173,20 +190,18 @@ class Places:
                 break
             nxt = []
             for node in frontier:
-                for n in (*pred[node], *succ[node]):   # data, call and callee edges alike
-                    if n in seen:
-                        continue
-                    seen.add(n)
-                    layer = weights.get(n)
-                    if layer is not None:
+                step = steps.get(node)
+                if step is None:
+                    step = steps[node] = self._step(node)
+                weights, onward = step
+                for w, layer, cell in weights:
+                    if w != k:   # a weight seen before was nearer: nothing changes
                         found.setdefault(layer, hops)
                         limit = min(limit, hops + NEAR)
-                        cells.add(self._weight_cell[n])
-                        continue
-                    ok = forward.get(n)
-                    if ok is None:
-                        ok = forward[n] = self._forward(n)
-                    if ok:
+                        cells.add(cell)
+                for n in onward:
+                    if n not in seen:
+                        seen.add(n)
                         nxt.append(n)
             frontier = nxt
         self._near[k] = found
