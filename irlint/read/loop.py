@@ -1,0 +1,150 @@
+"""The reader's main loop: the scanner's items (whole node records, runs of source-trace lines,
+single lines) handed to the line kinds, with the byte range of each node's trace remembered."""
+from __future__ import annotations
+
+from typing import BinaryIO, Iterator
+
+from .. import diagnostics as D
+from ..runner.discover import is_dump_start
+from .scanner import RECORD_LIMIT, NodeRecord, TraceRun, scan
+
+MAX_RECORD_BYTES = RECORD_LIMIT      # a node record longer than this is skipped, not parsed
+MAX_CONTINUATION_LINES = 100_000     # a multi-line tensor value that never closes
+
+NODE_COMMENT = b"      # "
+TYPE_LINE = b"      : "
+_RECORD_STARTS = (b"  %", b"  Return(", b"      : ", b"      # ", b"}", b"subgraph ", b"# ", b"%para")
+
+
+class LineLoop:
+    """Part of the reader (``reader._Reader``, which holds the state): reading the file."""
+
+    def run(self, f: BinaryIO) -> None:
+        first = f.read(4096)
+        if b"\x00" in first:
+            self.diag(1, D.BINARY, "binary content (NUL bytes): not a text IR dump")
+            return
+        if not is_dump_start(first):
+            if not first.strip():
+                self.diag(1, D.NOT_IR, "empty file: not a graph IR dump")
+            else:
+                self.diag(1, D.NOT_IR, "not a graph IR dump (it does not start with '# IR entry:')",
+                          first.split(b"\n", 1)[0].decode("utf-8", "replace"))
+            return
+        f.seek(0)
+        try:
+            self.loop(f)
+        finally:
+            self.close_run()
+        self.finish()
+
+    def loop(self, f: BinaryIO) -> None:
+        traces = self.ir.traces
+        trace_start = -1       # byte offset where the open trace region starts
+        trace_line = trace_end = 0
+        lineno = 0
+        items = scan(f)
+        for item in items:
+            while True:   # runs again only for the line that ended a multi-line record
+                if type(item) is NodeRecord:
+                    # the common case, a whole record at once; the same steps as its lines one by one
+                    if trace_start >= 0:
+                        if self.current_key >= 0:
+                            traces[self.current_key] = (trace_line, trace_start, item[1])
+                        trace_start = -1
+                    self.node_record(item)
+                    if item[6] >= 0 and self.current_key >= 0:
+                        trace_line, trace_start, trace_end = item[5:8]
+                    lineno = item[8]
+                    break
+                if type(item) is TraceRun:
+                    # Source traces: most of the bytes. Only remember where they are.
+                    if trace_start < 0:
+                        trace_start, trace_line = item.start, item.line
+                    trace_end = item.end
+                    lineno = item.line + item.lines - 1
+                    self.check_trace_utf8(item)
+                    break
+                lineno, start, raw = item
+                if trace_start >= 0:
+                    if self.current_key >= 0 and raw.startswith(NODE_COMMENT):
+                        pass  # a "Corresponding ... candidate" block keeps the region open
+                    else:
+                        if self.current_key >= 0:
+                            traces[self.current_key] = (trace_line, trace_start, start)
+                        trace_start = -1
+                if len(raw) >= MAX_RECORD_BYTES:
+                    self.diag(lineno, D.LINE_TOO_LONG, f"line of {len(raw) + 1:,} bytes skipped",
+                              raw[:80].decode("utf-8", "replace"))
+                    self.current, self.current_key = None, -1
+                    break
+                if raw.startswith(TYPE_LINE) and self.type_lines and self.current is not None and raw.isascii():
+                    self.type_lines += 1   # a kernel graph's second and third type lines: no rule reads them
+                    break
+                # trailing blanks (an editor, a copy) and a UTF-8 byte order mark carry no meaning
+                line = self.decode(raw, lineno).rstrip("\r \t")
+                if lineno == 1:
+                    line = line.lstrip("\ufeff")
+                if self.divert is not None and self.divert(line, lineno):
+                    break
+                if line.startswith("  %"):
+                    first = lineno   # a record's line is its first line, however many it spans
+                    ended_by = None
+                    if line.count("(") != line.count(")") or line.count("[") != line.count("]"):
+                        line, lineno, ended_by = self.continuation(line, items, lineno)
+                    self.node_line(line, first)
+                    if ended_by is not None:
+                        item = ended_by
+                        continue
+                elif line.startswith("      "):
+                    self.comment_line(line, lineno)
+                else:
+                    self.top_line(line, lineno)
+                break
+        if trace_start >= 0 and self.current_key >= 0:
+            traces[self.current_key] = (trace_line, trace_start, trace_end)
+        self.eof_line = lineno
+
+    def continuation(self, line: str, items: Iterator, lineno: int) -> tuple[str, int, object]:
+        """A node line holding a printed tensor continues until its brackets close. A line that
+        starts a new record ends it early (the broken record is then reported, not swallowed);
+        that line is returned, to be read next."""
+        parts = [line]
+        depth = line.count("(") - line.count(")") + line.count("[") - line.count("]")
+        size = len(line)
+        extra = 0
+        for item in items:
+            if type(item) is not tuple or item[2].startswith(_RECORD_STARTS):
+                return " ".join(parts), lineno, item
+            extra += 1
+            lineno = item[0]
+            text = self.decode(item[2], lineno).rstrip("\r")
+            parts.append(text.strip())
+            size += len(text)
+            depth += text.count("(") - text.count(")") + text.count("[") - text.count("]")
+            if depth <= 0 or size > MAX_RECORD_BYTES or extra >= MAX_CONTINUATION_LINES:
+                break
+        return " ".join(parts), lineno, None
+
+    def node_record(self, item: NodeRecord) -> None:
+        lineno, _, node, types, scope = item[:5]
+        self.node_line(node.decode().rstrip(" \t"), lineno)
+        if self.current is None:   # not read: its other lines are reported as they always are
+            for raw in types.splitlines():
+                lineno += 1
+                self.comment_line(raw.decode(), lineno)
+            return
+        if types:
+            first = types.find(b"\n")
+            self.type_lines = types.count(b"\n")
+            self.first_type_line(types[8:first].decode().strip(), types[:first], lineno + 1)
+        if scope is not None:
+            scope = scope.decode().rstrip(" \t")
+            self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
+
+    def check_trace_utf8(self, run: TraceRun) -> None:
+        if not run.text:
+            return   # the scanner found the whole block valid
+        for i, raw in enumerate(run.text.split(b"\n")[: run.lines]):
+            if not raw.isascii():
+                self.decode(raw, run.line + i)
