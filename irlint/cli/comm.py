@@ -9,9 +9,8 @@ import click
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
-from ..diagnostics import UNREADABLE, Diagnostic
 from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
-from .memory import EXIT_ERROR, fail, final_files, human
+from .memory import EXIT_ERROR, fail, final_files, human, read_finals
 
 JSON_VERSION = 1
 
@@ -117,18 +116,7 @@ def comm_cmd(paths, fmt, top):
     chosen = final_files(files, COMM_STAGES)
     if not chosen:
         fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
-    from ..runner.engine import read_dump
-
-    entries = []
-    for f in chosen:
-        try:
-            ir = read_dump(f)
-        except OSError as exc:
-            problems.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
-            continue
-        problems += ir.diagnostics
-        if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
-            entries.append(file_entry(f, ir))
+    entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems)]
     if fmt == "json":
         click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
                               ensure_ascii=False))

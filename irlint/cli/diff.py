@@ -10,13 +10,9 @@ import click
 from . import _split, debug_option
 from ..findings import FAILING_SEVERITIES
 from ..runner.diff import Diff, rank_groups, rank_label, unmatched_label
+from .memory import emit, fail
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
-
-
-def _fail(message: str):
-    click.echo(f"irlint: {message}", err=True)
-    sys.exit(EXIT_ERROR)
 
 
 def _lint_side(path: str, config):
@@ -83,12 +79,12 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
         for found, path in ((found_b, before), (found_a, after)):
             _refuse_to_overwrite_inputs(found, [path], None, output=output)
     except (ConfigError, InputError, _Unusable) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after])
     if not result.ranks:
         for d in result.diagnostics:
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
-        _fail("no final-stage graph (validate, cse_after_recomputation, add_recomputation, graph_build) "
+        fail("no final-stage graph (validate, cse_after_recomputation, add_recomputation, graph_build) "
               "to compare: " + ("; ".join(result.notes) or f"{before} and {after} hold no pair of dumps"))
     if fmt == "json":
         text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
@@ -98,15 +94,7 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
         text = render_diff(result)
     else:
         text = render_text(result)
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        from ..reporters import write_output
-
-        try:
-            write_output(output, text)
-        except OSError as exc:
-            _fail(f"{output}: cannot write: {exc.strerror or exc}")
+    emit(text, output)
     for d in result.diagnostics:
         click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
     sys.exit(exit_code(result))

@@ -20,6 +20,35 @@ def fail(message: str):
     sys.exit(EXIT_ERROR)
 
 
+def read_finals(chosen: list[DumpFile], problems: list[Diagnostic]):
+    """(file, model) of each chosen file that reads as a graph dump; what could not be read goes to
+    ``problems``."""
+    from ..runner.engine import read_dump
+
+    for f in chosen:
+        try:
+            ir = read_dump(f)
+        except OSError as exc:
+            problems.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
+            continue
+        problems += ir.diagnostics
+        if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
+            yield f, ir
+
+
+def emit(text: str, output: str | None) -> None:
+    """The report to standard output, or written to ``output`` (through a link, never onto a dump)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    from ..reporters import write_output
+
+    try:
+        write_output(output, text)
+    except OSError as exc:
+        fail(f"{output}: cannot write: {exc.strerror or exc}")
+
+
 def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) -> list[DumpFile]:
     return _final_files(files, stages)
 
@@ -180,19 +209,10 @@ def memory_cmd(paths, fmt, output, top):
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))
-    from ..runner.engine import read_dump
-
     entries, cases = [], []
-    for f in chosen:
-        try:
-            ir = read_dump(f)
-        except OSError as exc:
-            problems.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
-            continue
-        problems += ir.diagnostics
-        if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
-            entries.append(file_entry(f, ir, account(ir), top))
-            cases.append(case_of(f))
+    for f, ir in read_finals(chosen, problems):
+        entries.append(file_entry(f, ir, account(ir), top))
+        cases.append(case_of(f))
     if fmt == "json":
         text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1) + "\n"
     elif fmt == "html":
@@ -201,15 +221,7 @@ def memory_cmd(paths, fmt, output, top):
         text = render_memory(entries, problems, SCOPE_NOTE)
     else:
         text = render_text(entries, cases=cases) if entries else ""
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        from ..reporters import write_output
-
-        try:
-            write_output(output, text)
-        except OSError as exc:
-            fail(f"{output}: cannot write: {exc.strerror or exc}")
+    emit(text, output)
     for d in problems:
         click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
     sys.exit(EXIT_ERROR if problems else 0)

@@ -119,17 +119,21 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 edges.append((src, consumer, pos, DATA_EDGE))
     rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
     made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
+
+    def bind(sub, args: tuple, graph: str, first: int = 0) -> None:
+        """Edges from a call's arguments into the callee's parameters ``first``, ``first + 1``, ..."""
+        for i, arg in enumerate(args[: len(sub.params) - first]):
+            src = resolver.resolve(arg, graph)
+            if src is not None:
+                edges.append((src, sub.params[first + i], ("in", first + i), {"kind": "call_in"}))
+
     for call, callee, args, graph in rec.value_calls:
         sub = ir.subgraphs.get(callee)
         edges.append((rec.graph_node(callee), call, "callee", {"kind": "callee"}))
         if sub is None:
             continue
         # the value may be a Partial that bound the first parameters: the arguments are the last ones
-        first = max(0, len(sub.params) - len(args))
-        for i, arg in enumerate(args[: len(sub.params) - first]):
-            src = resolver.resolve(arg, graph)
-            if src is not None:
-                edges.append((src, sub.params[first + i], ("in", first + i), {"kind": "call_in"}))
+        bind(sub, args, graph, max(0, len(sub.params) - len(args)))
         if sub.return_node is not None:
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     for call, callee, args, graph in rec.calls:
@@ -137,10 +141,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
         edges.append((rec.graph_node(callee), call, "callee", CALLEE_EDGE))
         if sub is None:
             continue
-        for i, arg in enumerate(args[: len(sub.params)]):
-            src = resolver.resolve(arg, graph)
-            if src is not None:
-                edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
+        bind(sub, args, graph)
         if sub.return_node is not None:
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     # A Partial binds its arguments to the callee's first parameters as a call does (lazy_inline
@@ -149,10 +150,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
         sub = ir.subgraphs.get(callee)
         if sub is None:
             continue
-        for i, arg in enumerate(args[: len(sub.params)]):
-            src = resolver.resolve(arg, graph)
-            if src is not None:
-                edges.append((src, sub.params[i], ("in", i), {"kind": "call_in"}))
+        bind(sub, args, graph)
     _add_nodes(g, rec.nodes[:made_by_args])
     _add_nodes(g, const_nodes)
     _add_nodes(g, rec.nodes[made_by_args:])
