@@ -165,16 +165,13 @@ def render_text(result: Diff) -> str:
             for k in c["kinds"]:
                 w(f"    {k['kind']:<{width}}  {k['before']:>12,}  {k['after']:>12,}  "
                   f"{_signed(k['after'] - k['before']):>12}  {str(k['ops_before']) + '->' + str(k['ops_after']):>7}")
-        if r.recompute:
-            w("  recompute state changed (requested, applied, kept):")
-            for c in r.recompute:
+        for title, changes, shown in (("recompute state changed (requested, applied, kept)", r.recompute, _state),
+                                      ("in_strategy changed", r.strategies, lambda v: v or "none")):
+            if changes:
+                w(f"  {title}:")
+            for c in changes:
                 w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {c['scope']}")
-                w(f"      {_state(c['before'])} -> {_state(c['after'])}")
-        if r.strategies:
-            w("  in_strategy changed:")
-            for c in r.strategies:
-                w(f"    {c['op']} {c['instance']} line {c['before_line']} -> {c['line']}  {c['scope']}")
-                w(f"      {c['before'] or 'none'} -> {c['after'] or 'none'}")
+                w(f"      {shown(c['before'])} -> {shown(c['after'])}")
     for note in result.notes:
         w(f"note: {note}")
     return "\n".join(out) + "\n"
