@@ -52,7 +52,7 @@ class Rule:
     # --- helpers for check() ----------------------------------------------------------------------
     def finding(self, ir: IRFile, key: int, message: str, hint: str = "", related: Iterable[int | Related] = (),
                 severity: str | None = None, identity: tuple = (), extra: dict | None = None) -> Finding:
-        data = ir.graph.nodes[key]
+        data = ir.nodes[key]
         if not data.get("scope"):
             # a dump without scope lines (MS_DEV_DUMP_IR_FORMAT=1): the weights the node is computed
             # from tell one layer's node from another's, as its scope would
@@ -69,7 +69,7 @@ class Rule:
 
 
 def related_node(ir: IRFile, key: int, note: str = "") -> Related:
-    data = ir.graph.nodes[key]
+    data = ir.nodes[key]
     return Related(file=ir.path, line=data.get("line", 0), node=data.get("id", ""), op=data.get("op", ""),
                    scope=data.get("scope", ""), graph=data.get("graph", ""), note=note)
 

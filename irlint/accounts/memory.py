@@ -243,7 +243,7 @@ def weight_derived(ir: IRFile) -> set[int]:
 def _weight_derived(ir: IRFile) -> set[int]:
     memo: dict[int, bool] = {}
     visiting: set[int] = set()
-    for start in ir.graph.nodes:
+    for start in ir.nodes:
         stack = [start]
         while stack:
             node = stack[-1]

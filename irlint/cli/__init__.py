@@ -761,7 +761,7 @@ def inspect_row(ir) -> dict:
         "diagnostics": [d.to_dict() for d in ir.diagnostics],
     }
     if ir.failure is not None:   # an analyze_fail.ir: what MindSpore said, and where evaluation stopped
-        nodes = ir.graph.nodes
+        nodes = ir.nodes
         row["failure"] = {
             "message": ir.failure.message, "line": ir.failure.line, "stack": ir.failure.stack_depth,
             "evaluation_stack": [{"line": nodes[k]["line"], "graph": nodes[k]["graph"], "node": nodes[k]["id"],

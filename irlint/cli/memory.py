@@ -32,7 +32,7 @@ def read_finals(chosen: list[DumpFile], problems: list[Diagnostic]):
             problems.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
             continue
         problems += ir.diagnostics
-        if ir.graph.number_of_nodes():   # a file that is no graph dump has only its diagnostic
+        if ir.nodes:   # a file that is no graph dump has only its diagnostic
             yield f, ir
 
 

@@ -1,4 +1,8 @@
-"""The graph model of one dump file: subgraphs and a networkx dataflow multigraph.
+"""The graph model of one dump file: subgraphs and a dataflow multigraph.
+
+The multigraph is three dicts in networkx's layout (``IRFile.nodes``, ``succ``, ``pred``);
+``IRFile.graph`` is a ``networkx.MultiDiGraph`` over those same dicts, built on first use, so
+networkx is imported only by code that asks for it.
 
 Graph nodes are integer keys; their attribute dicts hold:
 
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 from ..diagnostics import Diagnostic
 from .stages import Stage, stage_of
 
-if TYPE_CHECKING:  # networkx is imported when a file is read, not when a cached run starts
+if TYPE_CHECKING:  # networkx is imported only when something reads ``IRFile.graph``
     import networkx as nx
 
 PASSTHROUGH_OPS = frozenset({"Reshape", "Depend", "Load", "TupleGetItem", "MakeTuple"})
@@ -69,7 +73,11 @@ class CompileFailure:
 class IRFile:
     path: str
     stage: Stage
-    graph: nx.MultiDiGraph
+    # the multigraph in networkx's layout: nodes[key] = attribute dict, succ[u][v][edge key] =
+    # edge attribute dict, pred[v][u] is the same dict of edge keys as succ[u][v]
+    nodes: dict[int, dict] = field(default_factory=dict, repr=False)
+    succ: dict[int, dict[int, dict]] = field(default_factory=dict, repr=False)
+    pred: dict[int, dict[int, dict]] = field(default_factory=dict, repr=False)
     entry: str | None = None
     header: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
@@ -83,12 +91,36 @@ class IRFile:
     _by_op: dict[str, list[int]] | None = field(default=None, repr=False)
     _by_uid: dict[str, int] | None = field(default=None, repr=False)
     _kind_counts: tuple[int, Counter] | None = field(default=None, repr=False)
+    _graph: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def empty(cls, path: str) -> "IRFile":
-        import networkx as nx
+        return cls(path=path, stage=stage_of(path))
 
-        return cls(path=path, stage=stage_of(path), graph=nx.MultiDiGraph())
+    @classmethod
+    def from_graph(cls, path: str, graph: "nx.MultiDiGraph") -> "IRFile":
+        """A model over an existing graph's dicts (shared, not copied)."""
+        ir = cls.empty(path)
+        ir.graph = graph
+        return ir
+
+    @property
+    def graph(self) -> "nx.MultiDiGraph":
+        """The multigraph as a ``networkx.MultiDiGraph`` whose node and adjacency dicts are this
+        file's ``nodes``, ``succ`` and ``pred``: a change through either is seen by both."""
+        if self._graph is None:
+            import networkx as nx
+
+            graph = nx.MultiDiGraph()
+            # networkx (3.1 and later) keeps _adj and _succ one object and resets its cached views
+            graph._node, graph._succ, graph._pred = self.nodes, self.succ, self.pred
+            self._graph = graph
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph: "nx.MultiDiGraph") -> None:
+        self.nodes, self.succ, self.pred = graph._node, graph._succ, graph._pred
+        self._graph = graph
 
     # --- counts -----------------------------------------------------------------------------
     @property
@@ -105,32 +137,32 @@ class IRFile:
     def edge_count(self) -> int:
         """Edges of the multigraph, counted in C (networkx's ``number_of_edges`` walks every edge
         in Python: 0.1-0.3 s on a 100 MB dump)."""
-        return sum(map(len, chain.from_iterable(map(dict.values, self.graph._succ.values()))))
+        return sum(map(len, chain.from_iterable(map(dict.values, self.succ.values()))))
 
     def _kinds(self) -> Counter:
-        # counted in C over networkx's node dict (a Python loop over 100k+ nodes took 0.1 s per
+        # counted in C over the node dict (a Python loop over 100k+ nodes took 0.1 s per
         # count), and again only when the number of nodes changed (30 ms per count on 100 MB)
-        nodes = self.graph._node
+        nodes = self.nodes
         if self._kind_counts is None or self._kind_counts[0] != len(nodes):
             self._kind_counts = (len(nodes), Counter(map(dict.get, nodes.values(), repeat("kind", len(nodes)))))
         return self._kind_counts[1]
 
     # --- lookup -----------------------------------------------------------------------------
-    # The accessors read networkx's own dicts (``_node``, ``_pred``, ``_succ``) rather than its
-    # views: rules call them hundreds of thousands of times per file, and each view call builds
-    # objects (reading the dicts made the rules about 1.5x faster). Same results, same order.
+    # The accessors read the dicts, not networkx's views: rules call them hundreds of thousands of
+    # times per file, and each view call builds objects (the dicts made the rules about 1.5x
+    # faster). Same results, same order.
     def __getitem__(self, key: int) -> dict:
-        return self.graph._node[key]
+        return self.nodes[key]
 
     def cnodes(self) -> Iterator[int]:
-        for key, data in self.graph._node.items():
+        for key, data in self.nodes.items():
             if data.get("kind") == "cnode":
                 yield key
 
     def nodes_by_op(self, *ops: str) -> list[int]:
         if self._by_op is None:
             index: dict[str, list[int]] = defaultdict(list)
-            for key, data in self.graph._node.items():
+            for key, data in self.nodes.items():
                 if data["kind"] == "cnode":
                     index[data["op"]].append(key)
             self._by_op = dict(index)
@@ -143,7 +175,7 @@ class IRFile:
         if self._by_uid is None:
             self._by_uid = {}
             copies = self._lazy_copies()
-            for key, data in self.graph._node.items():
+            for key, data in self.nodes.items():
                 u = data.get("primal_attrs", {}).get("unique_id")
                 # a lazy_inline recompute copy carries its forward node's unique_id: the
                 # forward node is the one meant
@@ -154,7 +186,7 @@ class IRFile:
     # --- dataflow ---------------------------------------------------------------------------
     def producers(self, key: int) -> list[int]:
         """Data inputs in argument order (constants included)."""
-        edges = [(k, u) for u, keyed in self.graph._pred[key].items() for k, d in keyed.items()
+        edges = [(k, u) for u, keyed in self.pred[key].items() for k, d in keyed.items()
                  if d.get("kind") == "data"]
         if len(edges) > 1:
             edges.sort(key=_first)
@@ -162,13 +194,13 @@ class IRFile:
 
     def consumers(self, key: int) -> list[int]:
         """Nodes that read this node's output as a data input (each once)."""
-        return [v for v, keyed in self.graph._succ[key].items()
+        return [v for v, keyed in self.succ[key].items()
                 if any(d.get("kind") == "data" for d in keyed.values())]
 
     def inputs_of_kind(self, key: int, kind: str) -> list[int]:
         """The nodes with an edge of ``kind`` into ``key`` (``call_in``, ``call_out``, ...), one
         entry per edge, in networkx's order."""
-        return [u for u, keyed in self.graph._pred[key].items() for d in keyed.values() if d.get("kind") == kind]
+        return [u for u, keyed in self.pred[key].items() for d in keyed.values() if d.get("kind") == kind]
 
     def through_passthrough(self, key: int, direction: str = "down",
                             passthrough: Iterable[str] = PASSTHROUGH_OPS) -> list[int]:
@@ -182,7 +214,7 @@ class IRFile:
         queue = [n for n in step(key) if not (n in seen or seen.add(n))]
         while queue:
             node = queue.pop()
-            data = self.graph._node[node]
+            data = self.nodes[node]
             if data["kind"] == "cnode" and data["op"] in passthrough:
                 nexts = step(node)
                 if direction == "up" and data["op"] in _DATA_FIRST_OPS:
@@ -194,7 +226,7 @@ class IRFile:
 
     # --- forward / backward -------------------------------------------------------------------
     def is_backward(self, key: int) -> bool:
-        data = self.graph._node[key]
+        data = self.nodes[key]
         if data.get("scope", "").startswith(GRADIENT_SCOPE):
             return True
         primal = data.get("primal_attrs") or {}
@@ -202,7 +234,7 @@ class IRFile:
 
     def forward_of(self, key: int) -> int | None:
         """The forward node a backward node was derived from (``forward_unique_id``)."""
-        uid = (self.graph._node[key].get("primal_attrs") or {}).get("forward_unique_id")
+        uid = (self.nodes[key].get("primal_attrs") or {}).get("forward_unique_id")
         return None if uid is None else self.by_unique_id(str(uid))
 
     # --- raw text -----------------------------------------------------------------------------
@@ -225,7 +257,7 @@ class IRFile:
         return [ln.strip() for ln in raw.decode("utf-8", "replace").splitlines() if ln.strip()]
 
     def describe(self, key: int) -> str:
-        data = self.graph._node[key]
+        data = self.nodes[key]
         return f"{data.get('id', '?')} {data.get('op', data['kind'])}"
 
     # --- recompute copies (MindSpore's add_recomputation pass) ---------------------------------
@@ -234,7 +266,7 @@ class IRFile:
         lazy_inline backward half (the subgraph a ``Partial`` names), also a forward op carrying the
         ``unique_id`` of a node outside it (the first op of a ``Cell.recompute()`` segment is copied
         there without the ``duplicated`` mark)."""
-        data = self.graph._node[key]
+        data = self.nodes[key]
         if (data.get("cnode_attrs") or {}).get("duplicated") is True:
             return True
         return key in self._lazy_copies()
@@ -242,7 +274,7 @@ class IRFile:
     def _lazy_copies(self) -> frozenset:
         found = self.__dict__.get("_lazy_copy_keys")
         if found is None:
-            nodes = self.graph._node
+            nodes = self.nodes
             halves = {str(nodes[k]["args"][0]) for k in self.nodes_by_op("Partial")
                       if nodes[k].get("args") and str(nodes[k]["args"][0]) in self.subgraphs}
             outside: set[str] = set()
@@ -270,7 +302,7 @@ class IRFile:
             index = {}
             for k in self.cnodes():
                 if self.is_recompute_copy(k):
-                    d = self.graph._node[k]
+                    d = self.nodes[k]
                     rid = (d.get("cnode_attrs") or {}).get("recompute_id")
                     uid = (d.get("primal_attrs") or {}).get("unique_id")
                     if rid is not None:
@@ -280,7 +312,7 @@ class IRFile:
                     else:
                         index.setdefault(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
             self.__dict__["_recompute_copies"] = index
-        d = self.graph._node[key]
+        d = self.nodes[key]
         if self.is_recompute_copy(key):
             return []
         rid = (d.get("cnode_attrs") or {}).get("recompute_id")
@@ -306,18 +338,18 @@ def weights_upstream(ir: IRFile, key: int, depth: int = 16) -> tuple[str, ...]:
     """The names of the parameters nearest upstream of a node (all those at the first distance,
     breadth first, at most ``depth`` steps up, that reaches any): stable across re-dumps, unlike
     node ids, and per layer (``model.layers.3.attention_norm.weight``) where scopes are missing."""
-    graph = ir.graph
+    nodes, pred = ir.nodes, ir.pred
     seen = {key}
     level = [key]
     for _ in range(depth):
         names: list[str] = []
         ahead: list[int] = []
         for node in level:
-            for u in graph.predecessors(node):
+            for u in pred[node]:
                 if u in seen:
                     continue
                 seen.add(u)
-                data = graph.nodes[u]
+                data = nodes[u]
                 if data.get("kind") == "param":
                     names.append(str(data.get("id", "")).removeprefix("%").split("_", 1)[-1])
                 elif data.get("kind") == "cnode":

@@ -90,7 +90,7 @@ def weight_name(ir: IRFile, param: int) -> str | None:
             return None
         if d.get("has_default"):
             return _PARA_PREFIX.sub("", d.get("name") or d.get("id", ""))
-        args = [u for u, _, kind in ir.graph.in_edges(param, data="kind") if kind == "call_in"]
+        args = ir.inputs_of_kind(param, "call_in")
         params = [a for a in args if ir[a]["kind"] == "param"]
         if not params:
             return None
@@ -145,7 +145,7 @@ class Places:
 
     def _index(self) -> None:
         ir = self.ir
-        for k, d in ir.graph.nodes(data=True):
+        for k, d in ir.nodes.items():
             if d["kind"] == "param":
                 name = weight_name(ir, k)
                 if name is not None:
@@ -159,9 +159,9 @@ class Places:
     def _step(self, node: int) -> tuple[tuple, tuple]:
         """The neighbours of ``node`` a walk can use, once per node: the weights (with their layer
         and cell) and the forward ops it goes on through; the others end a walk either way."""
-        graph, forward = self.ir.graph, self._forward_memo
+        ir, forward = self.ir, self._forward_memo
         weights, onward = [], []
-        for n in {**graph._pred[node], **graph._succ[node]}:   # data, call and callee edges alike
+        for n in {**ir.pred[node], **ir.succ[node]}:   # data, call and callee edges alike
             layer = self._weights.get(n)
             if layer is not None:
                 weights.append((n, layer, self._weight_cell[n]))

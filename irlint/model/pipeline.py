@@ -62,10 +62,10 @@ def schedules(ir: IRFile) -> list[Schedule]:
     out = []
     bwd_calls = backward_calls(ir)
     for fwd, bwd in halves(ir).items():
-        node = next((k for k, d in ir.graph.nodes(data=True) if d["kind"] == "subgraph" and d["graph"] == fwd), None)
+        node = next((k for k, d in ir.nodes.items() if d["kind"] == "subgraph" and d["graph"] == fwd), None)
         if node is None:
             continue
-        calls = [c for _, c, kind in ir.graph.out_edges(node, data="kind") if kind == "callee"]
+        calls = [c for c, keyed in ir.succ[node].items() for d in keyed.values() if d.get("kind") == "callee"]
         if len(calls) < 2:
             continue
         caller = ir[calls[0]]["graph"]

@@ -1,4 +1,4 @@
-"""Assembles the networkx model from the records of one dump, once the whole file is read.
+"""Assembles the graph model from the records of one dump, once the whole file is read.
 
 The reader collects node records and the references between them as plain lists; here they
 become graph nodes and edges in bulk: arguments are resolved to node keys (a local ``%N``, a
@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from .. import diagnostics as D
 from ..model import IRFile
 from .values import FreeVar, GraphRef, Ref
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 _PARA_INDEX = re.compile(r"%para(\d+)_")
 MAX_UNRESOLVED_REPORTED = 20
@@ -76,8 +73,7 @@ CALLEE_EDGE = {"kind": "callee"}
 
 
 def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) -> None:
-    """Add the collected nodes and resolved edges to ``ir.graph``."""
-    g = ir.graph
+    """Add the collected nodes and resolved edges to the model's graph dicts."""
     resolver = _Resolver(rec)
     edges = []
     unresolved = 0
@@ -151,19 +147,19 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
         if sub is None:
             continue
         bind(sub, args, graph)
-    _add_nodes(g, rec.nodes[:made_by_args])
-    _add_nodes(g, const_nodes)
-    _add_nodes(g, rec.nodes[made_by_args:])
-    _add_edges(g, edges)
+    _add_nodes(ir, rec.nodes[:made_by_args])
+    _add_nodes(ir, const_nodes)
+    _add_nodes(ir, rec.nodes[made_by_args:])
+    _add_edges(ir, edges)
 
 
 # networkx's add_nodes_from / add_edges_from copy every attribute dict and check every argument:
 # a third of the reading time of a large dump. The reader's records are fresh dicts of new,
-# distinct keys, so they go straight into networkx's documented adjacency structure
-# (G._node, G._succ[u][v][key], G._pred[v][u] is the same key dict); tests/test_model.py checks
+# distinct keys, so they go straight into the model's dicts, in networkx's adjacency layout
+# (nodes[key], succ[u][v][key], pred[v][u] is the same key dict); tests/test_model.py checks
 # the result against networkx's own methods.
-def _add_nodes(g: "nx.MultiDiGraph", nodes: list[tuple[int, dict]]) -> None:
-    node, succ, pred = g._node, g._succ, g._pred
+def _add_nodes(ir: IRFile, nodes: list[tuple[int, dict]]) -> None:
+    node, succ, pred = ir.nodes, ir.succ, ir.pred
     for key, data in nodes:
         if key in node:
             node[key].update(data)
@@ -173,8 +169,8 @@ def _add_nodes(g: "nx.MultiDiGraph", nodes: list[tuple[int, dict]]) -> None:
         pred[key] = {}
 
 
-def _add_edges(g: "nx.MultiDiGraph", edges: list[tuple[int, int, Any, dict]]) -> None:
-    succ, pred = g._succ, g._pred
+def _add_edges(ir: IRFile, edges: list[tuple[int, int, Any, dict]]) -> None:
+    succ, pred = ir.succ, ir.pred
     for u, v, key, data in edges:
         out = succ[u]
         keys = out.get(v)

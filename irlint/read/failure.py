@@ -49,7 +49,7 @@ class FailureMessage:
 
     def failure_diagnostic(self) -> None:
         failure = self.ir.failure
-        nodes = self.ir.graph._node
+        nodes = self.ir.nodes
         # a mark is followed by the record it marks; a mark whose record was not read names nothing
         failure.failed_at = [key for line, key in self.marks
                              if nodes.get(key, {}).get("kind") in ("cnode", "return") and nodes[key]["line"] > line]

@@ -7,7 +7,7 @@
    ``loop`` (the scanner's items), ``lines`` (headers, sections, type and scope lines),
    ``records`` (subgraphs, parameters, nodes: ``irlint.read.record`` parses them with the grammar)
    and ``failure`` (an ``analyze_fail.ir``'s message).
-3. ``irlint.read.assemble`` turns the collected records into the networkx model.
+3. ``irlint.read.assemble`` turns the collected records into the graph model.
 
 A line that cannot be read becomes a diagnostic and reading resumes at the next line.
 """

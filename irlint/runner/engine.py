@@ -416,7 +416,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
 def missing_evidence(ir, display: str) -> list[Diagnostic]:
     """What a dump written with MS_DEV_DUMP_IR_FORMAT=0 (no attributes, no types) or =1 (no scope
     lines) lacks, when none of its nodes has it."""
-    cnodes = [d for _, d in ir.graph.nodes(data=True) if d.get("kind") == "cnode"]
+    cnodes = [d for d in ir.nodes.values() if d.get("kind") == "cnode"]
     if not cnodes:
         return []
     if not any(d.get("out_type") is not None or d.get("cnode_attrs") or d.get("primitive_attrs")
@@ -435,9 +435,12 @@ def missing_evidence(ir, display: str) -> list[Diagnostic]:
 
 
 def model_refs(ir) -> tuple[weakref.ref, ...]:
-    """Weak references to a checked file's model, after dropping networkx's cached views: each
-    refers back to its graph, a cycle made by every rule that reads ``graph.out_edges``."""
-    graph = ir.graph
+    """Weak references to a checked file's model and, when a rule asked for it, its networkx graph,
+    after dropping networkx's cached views: each refers back to its graph, a cycle made by every
+    rule that reads ``graph.out_edges``."""
+    graph = ir._graph
+    if graph is None:
+        return (weakref.ref(ir),)
     for name in _cached_views(type(graph)):
         graph.__dict__.pop(name, None)
     return weakref.ref(ir), weakref.ref(graph)

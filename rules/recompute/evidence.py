@@ -217,9 +217,10 @@ class RecomputeFacts:
         while stack:
             node, chain = stack.pop()
             nexts = [c for c in ir.consumers(node) if c not in seen]
-            for _, param, kind in ir.graph.out_edges(node, data="kind"):
-                if kind == "call_in" and param not in seen:
-                    nexts.append(param)  # into a called subgraph: continue from its parameter
+            for param, keyed in ir.succ[node].items():
+                for d in keyed.values():
+                    if d.get("kind") == "call_in" and param not in seen:
+                        nexts.append(param)  # into a called subgraph: continue from its parameter
             for c in nexts:
                 seen.add(c)
                 d = ir[c]
