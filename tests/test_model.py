@@ -1,8 +1,9 @@
-"""The networkx model: nodes, attributes, edges in argument order, and the helpers rules use."""
+"""The graph model: nodes, attributes, edges in argument order, and the helpers rules use."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from irlint.model import IRFile
 from irlint.reader import read_ir
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -138,3 +139,49 @@ def test_the_graph_is_the_one_networkx_itself_builds():
             assert sorted(g.in_edges(n, keys=True), key=repr) == sorted(ref.in_edges(n, keys=True), key=repr)
         assert g.number_of_edges() == ref.number_of_edges() == ir.edge_count > 0
         assert all(g.has_edge(u, v, k) for u, v, k in ref.edges(keys=True))
+
+
+def test_the_networkx_graph_shares_the_models_dicts():
+    # rules read ir.nodes/succ/pred (networkx is not imported for them); a plugin's ir.graph is a
+    # MultiDiGraph over the same dicts: what it changes, the accessors see, and the other way round
+    import networkx as nx
+
+    ir = read_ir(str(S2))
+    g = ir.graph
+    assert isinstance(g, nx.MultiDiGraph) and ir.graph is g
+    assert g._node is ir.nodes and g._succ is g._adj is ir.succ and g._pred is ir.pred
+    assert list(g.nodes) == list(ir.nodes) and g.number_of_edges() == ir.edge_count
+
+    mul = _by_id(ir, "%6")
+    before = ir.producers(mul)
+    extra = max(ir.nodes) + 1
+    g.add_node(extra, kind="const", graph="@g", id="", name="", line=0, op="Constant", scope="", value=1)
+    g.add_edge(extra, mul, key=len(before), kind="data")
+    assert ir[extra]["value"] == 1
+    assert ir.producers(mul) == [*before, extra] and mul in ir.consumers(extra)
+    ir.succ[extra][mul][len(before)]["kind"] = "control"   # and the other way round
+    assert list(g.in_edges(mul, keys=True, data="kind"))[-1] == (extra, mul, len(before), "control")
+    assert ir.producers(mul) == before
+
+
+def test_a_model_pickles_and_copies_with_its_graph_shared():
+    import copy
+    import pickle
+
+    import networkx as nx
+
+    ir = read_ir(str(S2))
+    for plain in (pickle.loads(pickle.dumps(ir)), copy.deepcopy(ir)):
+        assert list(plain.nodes.items()) == list(ir.nodes.items()) and plain.edge_count == ir.edge_count
+        assert plain.graph._node is plain.nodes and plain.graph._pred is plain.pred
+    ir.graph
+    for copied in (pickle.loads(pickle.dumps(ir)), copy.deepcopy(ir)):
+        assert copied.graph._node is copied.nodes and copied.graph._succ is copied.succ is copied.graph._adj
+        assert list(copied.graph.edges(keys=True, data=True)) == list(ir.graph.edges(keys=True, data=True))
+
+    g = nx.MultiDiGraph()
+    g.add_node(0, kind="cnode", op="Mul", graph="@g", id="%0", line=1)
+    g.add_node(1, kind="param", graph="@g", id="%para1_x", line=1)
+    g.add_edge(1, 0, key=0, kind="data")
+    of = IRFile.from_graph("x.ir", g)
+    assert of.graph is g and of.nodes is g._node and of.producers(0) == [1] and of.cnode_count == 1

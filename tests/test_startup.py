@@ -40,6 +40,16 @@ def test_a_lint_with_findings_still_renders_with_rich():
     assert "rich" in run["modules"]
 
 
+def test_a_lint_never_loads_networkx():
+    # the model is plain dicts; networkx (the largest import of a lint) is loaded only for a rule
+    # that reads ``ir.graph``
+    for args in (("-q", str(VALIDATE)), ("-q", "--all-stages", "--format", "json", str(S2))):
+        run = _lint(*args)
+        assert run["code"] == 1 and "RC002" in run["output"]
+        assert "networkx" not in run["modules"]
+        assert "irlint.read.reader" in run["modules"]
+
+
 def test_the_memory_command_is_loaded_when_used():
     from click.testing import CliRunner
 
