@@ -34,9 +34,12 @@ def test_a_clean_quiet_lint_prints_nothing_and_loads_no_rich():
     assert "irlint.read.reader" in run["modules"]   # it did read the dump
 
 
-def test_a_lint_with_findings_still_renders_with_rich():
+def test_a_lint_with_findings_renders_with_rich_only_for_colour():
     run = _lint("-q", str(VALIDATE))
     assert run["code"] == 1 and "RC002" in run["output"]
+    assert "rich" not in run["modules"]   # to a pipe or file: plain text, as rich would print it
+    run = _lint("-q", "--color", "always", str(VALIDATE))
+    assert run["code"] == 1 and "\x1b[" in run["output"]
     assert "rich" in run["modules"]
 
 

@@ -3,13 +3,14 @@ related nodes and the fix; then a summary table."""
 from __future__ import annotations
 
 import io
+import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from ..findings import Report
 from . import UNLIMITED_WIDTH, RenderContext, ranks_text, rule_classes
 
-if TYPE_CHECKING:   # rich is imported only when there is something to print: 0.02-0.03 s of a start
+if TYPE_CHECKING:   # rich is imported only for colour or a terminal's width: 0.02-0.03 s of a start
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -24,41 +25,87 @@ def console_for(ctx: RenderContext, buffer: io.StringIO) -> Console:
                    if ctx.color else None, width=ctx.width or UNLIMITED_WIDTH, highlight=False, emoji=False, soft_wrap=False)
 
 
+class Cell:
+    """Text as rich's ``Text`` is built (a base style, then parts each with its style), kept apart
+    from rich: a report to a file or pipe (no colour, no width) is written without it."""
+
+    __slots__ = ("parts", "style", "clip")
+
+    def __init__(self, text: str = "", style: str = "", clip: bool = False) -> None:
+        self.parts: list[tuple[str, str]] = [(text, "")] if text else []
+        self.style = style
+        self.clip = clip   # one line, cut with '…' where it does not fit (else it wraps)
+
+    def append(self, text: str, style: str = "") -> Cell:
+        self.parts.append((text, style))
+        return self
+
+    @property
+    def plain(self) -> str:
+        return "".join(text for text, _ in self.parts)
+
+    def rich(self) -> Text:
+        from rich.text import Text
+
+        text = Text(style=self.style, no_wrap=True if self.clip else None, overflow="ellipsis" if self.clip else None)
+        for part, style in self.parts:
+            text.append(part, style)
+        return text
+
+
+class Grid(list):
+    """A finding: rows of (label, text); labels right-aligned in a column at least 9 wide."""
+
+
+class StatisticsTable(list):
+    """Findings per rule: rows of (count, code, rule, severity)."""
+
+    title = "Findings per rule"
+    columns = ("count", "code", "rule", "severity")
+
+
 def render(report: Report, ctx: RenderContext) -> str:
     if ctx.quiet and not (report.findings or report.diagnostics or ctx.statistics):
         return ""   # nothing to print
-    from rich.text import Text
+    blocks = _blocks(report, ctx)
+    if not ctx.color and ctx.width is None:
+        text = plain_text(blocks)
+        if text is not None:
+            return _trimmed(text, ctx)
+    return _trimmed(rich_text(blocks, ctx), ctx)
 
-    buffer = io.StringIO()
-    out = console_for(ctx, buffer)
+
+def _blocks(report: Report, ctx: RenderContext) -> list:
+    """What the report prints, in order: a Cell is a line, None an empty line, then Grid and
+    StatisticsTable."""
+    blocks: list = []
     if ctx.statistics:
         if report.findings:
-            out.print(statistics_table(report, ctx))
+            blocks.append(statistics_table(report, ctx))
         else:   # an empty table would not say it
-            _summary(out, report, ctx)
-        return _trimmed(buffer.getvalue(), ctx)
+            blocks += _summary(report, ctx)
+        return blocks
     ctx.sources.prefetch_findings(report.findings)
     by_file: dict[str, list] = defaultdict(list)
     for f in report.findings:
         by_file[f.file].append(f)
     for path, findings in by_file.items():
-        out.print(Text(path, style="bold underline"))
+        blocks.append(Cell(path, style="bold underline"))
         # costliest first: the activation bytes a finding keeps alive (stable, so line order otherwise)
         for f in sorted(findings, key=lambda f: -(f.bytes_at_stake or 0)):
-            _finding(out, f, ctx)
-            out.print()
+            blocks += [_finding(f, ctx), None]
     if report.diagnostics:
-        out.print(Text("Input problems (lines skipped or files not read)", style="bold"))
+        blocks.append(Cell("Input problems (lines skipped or files not read)", style="bold"))
         for d in report.diagnostics:
-            line = Text("  ")
+            line = Cell("  ")
             line.append(f"{d.file}:{d.line}", style="bold")
             line.append(f"  {d.code} {d.kind}  ", style="magenta")
             line.append(d.message)
-            out.print(line)
-        out.print()
+            blocks.append(line)
+        blocks.append(None)
     if not ctx.quiet:
-        _summary(out, report, ctx)
-    return _trimmed(buffer.getvalue(), ctx)
+        blocks += _summary(report, ctx)
+    return blocks
 
 
 def _trimmed(text: str, ctx: RenderContext) -> str:
@@ -68,33 +115,28 @@ def _trimmed(text: str, ctx: RenderContext) -> str:
     return "".join(line.rstrip() + "\n" for line in text.splitlines())
 
 
-def _finding(out: Console, f, ctx: RenderContext) -> None:
-    """A grid: labels on the left, text on the right; to a terminal long messages wrap with a hanging
+def _finding(f, ctx: RenderContext) -> Grid:
+    """Labels on the left, text on the right; to a terminal long messages wrap with a hanging
     indent and scope/chain lines are cut with '…', elsewhere every line is printed in full."""
-    from rich.table import Table
-    from rich.text import Text
-
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(justify="right", no_wrap=True, min_width=9)
-    grid.add_column(overflow="fold")
-    head = Text()
+    grid = Grid()
+    head = Cell()
     head.append(f.code, style="bold " + SEVERITY_STYLE.get(f.severity, ""))
     head.append(f" {f.severity}", style=SEVERITY_STYLE.get(f.severity, ""))
     head.append(f"  {f.message}")
     if f.ranks:
         head.append(f" (on {ranks_text(f.ranks)})", style="dim")
-    grid.add_row(Text(f"{f.line}:{f.column}", style="bold"), head)
+    grid.append((Cell(f"{f.line}:{f.column}", style="bold"), head))
     source = ctx.sources.line(f.file, f.line)
     if source:
-        grid.add_row(Text(f"{f.line} │", style="dim"), _clipped(source))
+        grid.append((Cell(f"{f.line} │", style="dim"), Cell(source, clip=True)))
     if f.scope:
-        grid.add_row(Text("scope", style="dim"), _clipped(f.scope, "dim"))
+        grid.append((Cell("scope", style="dim"), Cell(f.scope, "dim", clip=True)))
     # node ids restart in every subgraph: name the subgraphs once nodes of several are shown
     several = any(r.graph and r.graph != f.graph for r in f.related)
     if several and f.graph:
-        grid.add_row(Text("graph", style="dim"), _clipped(f"{f.node} in {f.graph}", "dim"))
+        grid.append((Cell("graph", style="dim"), Cell(f"{f.node} in {f.graph}", "dim", clip=True)))
     for i, r in enumerate(f.related):
-        row = Text("↳ ")
+        row = Cell("↳ ", clip=True)
         where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
         row.append(f"{where} {r.node} {r.op}", style="bold")
         if r.graph and r.graph != f.graph:
@@ -102,41 +144,25 @@ def _finding(out: Console, f, ctx: RenderContext) -> None:
         if r.note:
             row.append(f"  {r.note}", style="italic")
         row.append(f"  {r.scope}", style="dim")
-        row.no_wrap, row.overflow = True, "ellipsis"
-        grid.add_row(Text("chain" if i == 0 else "", style="dim"), row)
+        grid.append((Cell("chain" if i == 0 else "", style="dim"), row))
     if f.hint:
-        grid.add_row(Text("fix", style="green"), Text(f.hint))
-    out.print(grid)
+        grid.append((Cell("fix", style="green"), Cell(f.hint)))
+    return grid
 
 
-def _clipped(text: str, style: str = "") -> Text:
-    from rich.text import Text
-
-    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
-
-
-def statistics_table(report: Report, ctx: RenderContext) -> Table:
-    from rich.table import Table
-
+def statistics_table(report: Report, ctx: RenderContext) -> StatisticsTable:
     names = {c.code: c.name for c in rule_classes(report, ctx)}
     severities: dict[str, str] = {}
     for f in report.findings:
         severities.setdefault(f.code, f.severity)
-    table = Table(title="Findings per rule", title_justify="left")
-    table.add_column("count", justify="right")
-    table.add_column("code")
-    table.add_column("rule")
-    table.add_column("severity")
-    for code, count in report.by_rule().items():
-        table.add_row(str(count), code, names.get(code, ""), severities.get(code, ""))
-    return table
+    return StatisticsTable((str(count), code, names.get(code, ""), severities.get(code, ""))
+                           for code, count in report.by_rule().items())
 
 
-def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
-    from rich.text import Text
-
+def _summary(report: Report, ctx: RenderContext) -> list:
+    blocks: list = []
     if report.findings:
-        out.print(statistics_table(report, ctx))
+        blocks.append(statistics_table(report, ctx))
     n, files = len(report.findings), len({f.file for f in report.findings})
     if n:
         text = f"Found {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
@@ -159,4 +185,121 @@ def _summary(out: Console, report: Report, ctx: RenderContext) -> None:
     if report.suppressed:
         n = len(report.suppressed)
         text += f", {n} suppressed by [[suppress]]"
-    out.print(Text(text + ").", style="bold"))
+    blocks.append(Cell(text + ").", style="bold"))
+    return blocks
+
+
+# --- with rich: colour, or a terminal's width to wrap and cut to ------------------------------------
+def rich_text(blocks: list, ctx: RenderContext) -> str:
+    buffer = io.StringIO()
+    out = console_for(ctx, buffer)
+    for block in blocks:
+        if block is None:
+            out.print()
+        elif isinstance(block, Cell):
+            out.print(block.rich())
+        elif isinstance(block, Grid):
+            out.print(_rich_grid(block))
+        else:
+            out.print(_rich_table(block))
+    return buffer.getvalue()
+
+
+def _rich_grid(grid: Grid) -> Table:
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", no_wrap=True, min_width=9)
+    table.add_column(overflow="fold")
+    for label, text in grid:
+        table.add_row(label.rich(), text.rich())
+    return table
+
+
+def _rich_table(stats: StatisticsTable) -> Table:
+    from rich.table import Table
+
+    table = Table(title=stats.title, title_justify="left")
+    table.add_column(stats.columns[0], justify="right")
+    for name in stats.columns[1:]:
+        table.add_column(name)
+    for row in stats:
+        table.add_row(*row)
+    return table
+
+
+# --- without rich: what it prints with no colour and no width limit, for text it prints as it is ----
+class _NeedsRich(Exception):
+    """Text whose rendering rich decides (tabs, lines near its width limit, markup)."""
+
+
+# the control characters rich's Text drops (rich.control.STRIP_CONTROL_CODES)
+_DROPPED = dict.fromkeys((7, 8, 11, 12, 13))
+_LABEL_CHARS = frozenset(map(chr, range(32, 127))) | {"│"}   # one cell each
+
+
+def plain_text(blocks: list) -> str | None:
+    """The blocks as rich prints them without colour to UNLIMITED_WIDTH columns (before
+    ``_trimmed``), or None when some text is rich's to lay out."""
+    lines: list[str] = []
+    try:
+        for block in blocks:
+            if block is None:
+                lines.append("")
+            elif isinstance(block, Cell):
+                lines += _lines(block.plain, UNLIMITED_WIDTH)
+            elif isinstance(block, Grid):
+                _plain_grid(block, lines)
+            else:
+                _plain_table(block, lines)
+    except _NeedsRich:
+        return None
+    lines.append("")
+    return "\n".join(lines)
+
+
+# line breaks to str.splitlines but not to rich's Text, which measures a cell by the one and prints
+# it by the other
+_OTHER_BREAKS = re.compile("[\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _lines(text: str, room: int) -> list[str]:
+    """The lines rich prints of ``text`` in ``room`` columns, when that is the text as it is."""
+    text = text.translate(_DROPPED)
+    # a tab expands to the next stop; a line near the room wraps or is cut (a cell is at most 2 columns)
+    if "\t" in text or 2 * len(text) > room or _OTHER_BREAKS.search(text):
+        raise _NeedsRich
+    return text.split("\n")
+
+
+def _plain_grid(grid: Grid, lines: list[str]) -> None:
+    labels = [label.plain for label, _ in grid]
+    if not all(_LABEL_CHARS.issuperset(label) for label in labels):
+        raise _NeedsRich
+    width = max(9, *map(len, labels))
+    room = UNLIMITED_WIDTH - width - 1
+    for label, (_, text) in zip(labels, grid):
+        first, *rest = _lines(text.plain, room)
+        lines.append(f"{label:>{width}} {first}")
+        lines += [f"{'':{width}} {line}" for line in rest]
+
+
+def _plain_table(stats: StatisticsTable, lines: list[str]) -> None:
+    rows = [stats.columns, *stats]
+    # cells are printed through rich's markup ("[" opens a tag); other characters have other widths
+    if any("[" in cell or not cell.isascii() or not cell.isprintable() for row in rows for cell in row):
+        raise _NeedsRich
+    widths = [max(len(row[i]) for row in rows) for i in range(len(stats.columns))]
+    if sum(widths) + 3 * len(widths) + 1 > UNLIMITED_WIDTH:
+        raise _NeedsRich
+
+    def row_line(row: tuple[str, ...], bar: str) -> str:
+        cells = [f" {cell:>{w}} " if i == 0 else f" {cell:<{w}} " for i, (cell, w) in enumerate(zip(row, widths))]
+        return bar + bar.join(cells) + bar
+
+    lines.append(stats.title)
+    lines.append("┏" + "┳".join("━" * (w + 2) for w in widths) + "┓")
+    lines.append(row_line(stats.columns, "┃"))
+    lines.append("┡" + "╇".join("━" * (w + 2) for w in widths) + "┩")
+    lines += [row_line(row, "│") for row in stats]
+    lines.append("└" + "┴".join("─" * (w + 2) for w in widths) + "┘")
