@@ -260,3 +260,24 @@ def test_ranks_follow_the_message_after_one_space(tiny_rules):
     report.findings = [f.with_(message="moves 7.0 KiB more", ranks=(0, 1, 2)) for f in report.findings[:1]]
     assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "text", ctx())
     assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "concise", ctx())
+
+
+def test_source_lines_are_those_of_the_file(tmp_path):
+    import random
+
+    from irlint.reporters.source import SourceLines
+
+    rng = random.Random(7)
+    for _ in range(300):
+        data = bytes(rng.choice(b"ab \n\n\r\xff") for _ in range(rng.randint(0, 80)))
+        path = tmp_path / "x.ir"
+        path.write_bytes(data)
+        numbers = {rng.randint(-1, 30) for _ in range(rng.randint(0, 8))}
+        lines = data.split(b"\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        whole = {n: lines[n - 1].decode("utf-8", "replace").strip() for n in numbers if 0 < n <= len(lines)}
+        assert SourceLines().whole_lines(str(path), numbers) == whole
+        sources = SourceLines()
+        sources.prefetch({str(path): numbers})
+        assert all(sources.line(str(path), n) == (whole.get(n, "") if n > 0 else "") for n in numbers)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import islice
 
 MAX_CHARS = 240   # dump lines carry full type and attribute lists; a report shows their head
 
@@ -20,14 +21,10 @@ class SourceLines:
                 if not numbers:
                     continue
             got = self._lines.setdefault(path, {})
-            last = max(numbers, default=0)
             try:
                 with self._open(path) as f:
-                    for i, raw in enumerate(f, 1):
-                        if i in numbers:
-                            got[i] = _clip(raw.decode("utf-8", "replace").rstrip("\r\n"))
-                        if i >= last:
-                            break
+                    for i, raw in _numbered(f, numbers):
+                        got[i] = _clip(raw.decode("utf-8", "replace").rstrip("\r\n"))
             except (OSError, EOFError, ValueError):   # gone, or a damaged compressed stream
                 pass
             for n in numbers:
@@ -52,14 +49,10 @@ class SourceLines:
     def whole_lines(self, path: str, numbers: set[int]) -> dict[int, str]:
         """Lines by number, not cut (a type line of a long call runs past what a report shows)."""
         got: dict[int, str] = {}
-        last = max(numbers, default=0)
         try:
             with self._open(path) as f:
-                for i, raw in enumerate(f, 1):
-                    if i in numbers:
-                        got[i] = raw.decode("utf-8", "replace").strip()
-                    if i >= last:
-                        break
+                for i, raw in _numbered(f, numbers):
+                    got[i] = raw.decode("utf-8", "replace").strip()
         except (OSError, EOFError, ValueError):
             pass
         return got
@@ -73,6 +66,18 @@ class SourceLines:
                 if r.line > 0:
                     wanted[r.file].add(r.line)
         self.prefetch(wanted)
+
+
+def _numbered(f, numbers: set[int]):
+    """(number, line) for the wanted line numbers (1-based) of a binary stream, in order; the lines
+    between are skipped by islice, in C (a Python step per line of a 55,000-line dump: 3 ms more)."""
+    at = 0   # lines read so far
+    for number in sorted(n for n in numbers if n > 0):
+        raw = next(islice(f, number - at - 1, None), None)
+        if raw is None:   # past the end
+            return
+        yield number, raw
+        at = number
 
 
 def _clip(text: str) -> str:
