@@ -14,6 +14,7 @@ gradients, constants, and workspace or temporary buffers of the backward pass it
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 
 from ..findings import Finding
@@ -38,6 +39,7 @@ _PLUMBING = frozenset({"MakeTuple", "TupleGetItem", "UpdateState", "Depend", "Lo
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 # ops whose output is new data although their inputs are constants (a pipeline stage's input)
 _DATA_SOURCES = frozenset({"Receive"})
+_TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
 _LAYER = re.compile(r"layers-[^/]*/(\d+)-")
 _WEIGHT_LAYER = re.compile(r"\.layers\.(\d+)\.")
 
@@ -66,16 +68,16 @@ class _PlacedOnRead(KeptTensor):
     """A kept tensor whose layer is looked up when first read. The layer walk was most of the
     account's time, and the recompute rules ask the account only for bytes."""
 
-    def __init__(self, tensor: Tensor, type: TensorType | None, places: Places, node: int):
-        self._places, self._node = places, node   # Places holds its file weakly: no cycle
+    def __init__(self, tensor: Tensor, type: TensorType | None, ir: IRFile, node: int):
+        self._ir, self._node = weakref.ref(ir), node   # weakly: the file keeps its account, no cycle
         super().__init__(tensor, type, None)
 
     @property
     def layer(self) -> str:
         layer = self.__dict__["_layer"]
         if layer is None:
-            layer = self.__dict__["_layer"] = self._places.layer(self._node)[0]
-            self._places = None
+            layer = self.__dict__["_layer"] = Places.of(self._ir()).layer(self._node)[0]
+            self._ir = None
         return layer
 
     @layer.setter
@@ -240,6 +242,78 @@ def weight_derived(ir: IRFile) -> set[int]:
     return cached
 
 
+def is_weight_derived(ir: IRFile, key: int) -> bool:
+    """``key in weight_derived(ir)``, walking only what ``key``'s answer needs (its inputs, up
+    to the first that is not from weights); the whole-file walk only when a cycle through calls is
+    met, since there the whole walk's order decides."""
+    whole = ir.__dict__.get("_weight_derived")
+    if whole is not None:
+        return key in whole
+    memo = ir.__dict__.setdefault("_weight_derived_of", {})
+    found = memo.get(key)
+    if found is None:
+        found = _derived_from_weights(ir, key, memo)
+    return found if found is not None else key in weight_derived(ir)
+
+
+def _weight_inputs(ir: IRFile, node: int) -> bool | list[int]:
+    """What ``_weight_derived`` decides for ``node`` alone: True or False, or the inputs it takes
+    the answer from (all from weights: from weights)."""
+    d = ir[node]
+    kind = d["kind"]
+    if kind == "param":
+        ins = _call_arguments(ir, node)
+        if not ins:
+            return bool(d.get("has_default"))
+    elif kind not in ("cnode", "return"):
+        return kind == "const"
+    elif d.get("op") in _DATA_SOURCES:
+        return False
+    else:
+        ins = _reader_inputs(ir, node) if kind == "cnode" else ir.producers(node)[:1]
+    if d.get("op") == "call" or not ins:
+        return False
+    return ins
+
+
+def _derived_from_weights(ir: IRFile, key: int, memo: dict[int, bool]) -> bool | None:
+    """``key``'s answer of ``_weight_derived``, depth first through its inputs, stopping at the
+    first one not from weights; None when the walk meets a cycle (through calls)."""
+    first = _weight_inputs(ir, key)
+    if first is True or first is False:
+        memo[key] = first
+        return first
+    stack: list[list] = [[key, first, 0]]   # node, its inputs, how many are known to be from weights
+    on_path = {key}
+    while stack:
+        frame = stack[-1]
+        node, ins = frame[0], frame[1]
+        value = True
+        while frame[2] < len(ins):
+            a = ins[frame[2]]
+            known = memo.get(a)
+            if known is None:
+                if a in on_path:
+                    return None
+                known = _weight_inputs(ir, a)
+                if known is not True and known is not False:
+                    on_path.add(a)
+                    stack.append([a, known, 0])
+                    value = None
+                    break
+                memo[a] = known
+            if not known:
+                value = False
+                break
+            frame[2] += 1
+        if value is None:
+            continue   # an input to walk first
+        memo[node] = value
+        on_path.discard(node)
+        stack.pop()
+    return memo[key]
+
+
 def _weight_derived(ir: IRFile) -> set[int]:
     memo: dict[int, bool] = {}
     visiting: set[int] = set()
@@ -281,8 +355,7 @@ def account(ir: IRFile) -> MemoryReport:
 
 def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
     if places_on_read:
-        places = Places.of(ir)
-        kept_tensor = lambda t, type, node: _PlacedOnRead(t, type, places, node)  # noqa: E731
+        kept_tensor = lambda t, type, node: _PlacedOnRead(t, type, ir, node)  # noqa: E731
     else:
         kept_tensor = lambda t, type, node: KeptTensor(t, type, layer_of_node(ir, node))  # noqa: E731
     originals = _original_of_copies(ir)
@@ -328,13 +401,13 @@ def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
 def bytes_at_stake(ir: IRFile, key: int) -> int:
     """What recomputing ``key`` would free: its output bytes when backward keeps that tensor
     (directly or through views); 0 when nothing of it is kept."""
-    return sum(t.nbytes for t in _kept_by_node(ir).get(key, ()))
+    return sum(t.nbytes for t in kept_of(ir, key))
 
 
 def kept_output(ir: IRFile, key: int) -> bool:
     """Whether the account keeps the output of ``key`` for backward (a view's output is its
     source's tensor: kept there, not here)."""
-    return key in _kept_by_node(ir)
+    return bool(kept_of(ir, key))
 
 
 def cached_account(ir: IRFile) -> MemoryReport:
@@ -352,14 +425,72 @@ def _report(ir: IRFile) -> MemoryReport:
     return report
 
 
-def _kept_by_node(ir: IRFile) -> dict[int, list[KeptTensor]]:
-    index = ir.__dict__.get("_kept_by_node")
-    if index is None:
-        index = {}
-        for t in _report(ir).kept:
-            index.setdefault(t.tensor.node, []).append(t)
-        ir.__dict__["_kept_by_node"] = index
-    return index
+def kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
+    """The tensors of ``key``'s output in the account's ``kept`` (the same entries, readers in the
+    same order), from the readers reachable from ``key`` only: rules price a few nodes of a file."""
+    report = ir.__dict__.get("_memory_report")
+    if report is not None:
+        index = ir.__dict__.get("_kept_by_node")
+        if index is None:
+            index = ir.__dict__["_kept_by_node"] = {}
+            for t in report.kept:
+                index.setdefault(t.tensor.node, []).append(t)
+        return index.get(key, [])
+    memo = ir.__dict__.setdefault("_kept_of", {})
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _kept_of(ir, key)
+    return found
+
+
+def _kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
+    if ir[key]["kind"] != "cnode" or runs_in_backward(ir, key):
+        return []   # no tensor of the account, or one backward makes itself
+    # the nodes whose tensor may be key's: those ``sources`` walks back to key through
+    nodes, succ = ir.graph._node, ir.graph._succ
+    through = {key}
+    stack = [key]
+    while stack:
+        for s, keyed in succ[stack.pop()].items():
+            if s in through:
+                continue
+            d = nodes[s]
+            kind = d["kind"]
+            if kind == "param":
+                wanted = "call_in"
+            elif kind == "return" or kind == "cnode" and (d["op"] in VIEW_OPS or d["op"] in _TUPLE_OPS):
+                wanted = "data"
+            elif kind == "cnode" and d["op"] == "call":
+                wanted = "call_out"
+            else:
+                continue
+            if any(e.get("kind") == wanted for e in keyed.values()):
+                through.add(s)
+                stack.append(s)
+    readers = {r for n in through for r, keyed in succ[n].items()
+               if nodes[r]["kind"] == "cnode" and any(e.get("kind") == "data" for e in keyed.values())}
+    kept: dict[Tensor, KeptTensor] = {}
+    # as ``_account``, for the readers that may read key's tensors
+    for reader in sorted(readers):
+        if not runs_in_backward(ir, reader):
+            continue
+        d = nodes[reader]
+        if d["op"] in _PLUMBING or (ir.is_recompute_copy(reader) and d["op"] in VIEW_OPS):
+            continue
+        for arg in _reader_inputs(ir, reader):
+            if arg not in through:
+                continue
+            for tensor, getitem in sources(ir, arg):
+                if tensor.node != key:
+                    continue
+                entry = kept.get(tensor)
+                if entry is None:
+                    entry = kept[tensor] = _PlacedOnRead(tensor, tensor_type(ir, tensor, getitem), ir, key)
+                if reader not in entry.readers:
+                    entry.readers.append(reader)
+    if kept and is_weight_derived(ir, key):
+        return []   # a weight copy: the account lists it apart
+    return list(kept.values())
 
 
 def layer_peers(ir: IRFile, key: int) -> list[int]:
@@ -456,7 +587,7 @@ def downcast_cost(ir: IRFile, cast: int) -> int:
     if not ins or in_t is None or out_t is None or not in_t.nbytes or not out_t.nbytes:
         return 0
     sources_of_input = [t.node for t, _ in sources(ir, ins[0])]
-    kept = [t for s in sources_of_input for t in _kept_by_node(ir).get(s, ())]
+    kept = [t for s in sources_of_input for t in kept_of(ir, s)]
     if any(not ir.is_recompute_copy(r) for t in kept for r in t.readers):
         return 0
     return max(0, in_t.nbytes - out_t.nbytes)

@@ -30,7 +30,7 @@ import re
 import weakref
 from dataclasses import dataclass, field
 
-from irlint.accounts.memory import weight_derived
+from irlint.accounts.memory import is_weight_derived
 from irlint.model import IRFile
 
 # Stage files where the recompute decision is final, best first: the final front-end graph
@@ -173,7 +173,7 @@ class RecomputeFacts:
         """Computed from weights and constants only: under full recompute the weight-side ops
         (``_MirrorOperator``, the weight's Cast) are tagged with the cell although no activation
         passes through them, so their tag is not a request that can cost activation memory."""
-        return k in weight_derived(self.ir)
+        return is_weight_derived(self.ir, k)
 
     # --- cell membership -------------------------------------------------------------------
 
