@@ -501,16 +501,17 @@ def layer_peers(ir: IRFile, key: int) -> list[int]:
     pattern = _peer_pattern(ir, key)
     if pattern is None:
         return [key]
-    index = ir.__dict__.get("_layer_peers")
-    if index is None:
-        index = {}
-        for k in ir.cnodes():
+    op = ir[key]["op"]
+    index = ir.__dict__.setdefault("_layer_peers", {})   # op -> pattern -> nodes, per op when first asked
+    peers = index.get(op)
+    if peers is None:
+        peers = index[op] = {}
+        for k in ir.nodes_by_op(op):
             if not (ir.is_recompute_copy(k) or is_backward(ir, k)):
                 p = _peer_pattern(ir, k)
                 if p is not None:
-                    index.setdefault((ir[k]["op"], p), []).append(k)
-        ir.__dict__["_layer_peers"] = index
-    return sorted(index.get((ir[key]["op"], pattern), [key]))
+                    peers.setdefault(p, []).append(k)
+    return sorted(peers.get(pattern, [key]))
 
 
 def _peer_pattern(ir: IRFile, k: int) -> str | tuple | None:

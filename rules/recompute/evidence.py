@@ -51,6 +51,7 @@ HIGH_PRECISION = frozenset({"Float32", "Float64"})
 LOW_PRECISION = frozenset({"Float16", "BFloat16"})
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
+_NONE: dict = {}
 
 
 def cell_path(scope: str) -> tuple[str, ...]:
@@ -93,14 +94,15 @@ class RecomputeFacts:
     decided: bool = False
     _applied: dict[int, bool] = field(default_factory=dict)
     _readers: dict[int, list[KeptRead]] = field(default_factory=dict)
-    _cells: dict[tuple, _Cell] = field(default_factory=dict)
+    _cell_index: dict[tuple, _Cell] | None = None
+    _tagged: list[int] | None = None
 
     @classmethod
     def of(cls, ir: IRFile) -> "RecomputeFacts":
         facts = ir.__dict__.get("_recompute_facts")
         if facts is None:
             facts = cls(weakref.ref(ir))
-            facts._scan()
+            facts.decided = facts._decided()
             ir.__dict__["_recompute_facts"] = facts
         return facts
 
@@ -108,28 +110,52 @@ class RecomputeFacts:
     def ir(self) -> IRFile:
         return self._ir()
 
-    def _scan(self) -> None:
-        ir = self.ir
+    def _decided(self) -> bool:
+        """The pass writes cnode_attrs markers on every forward node it decided on; before it (e.g.
+        06_add_attr, 12_pipeline_split, 22_environ_conv) only primitive_attrs tags exist. Decided:
+        a marker on a forward node, and a backward graph (the walk stops when both are seen)."""
         marker = backward = False
-        for k in ir.cnodes():
-            d = ir[k]
-            ca = d.get("cnode_attrs") or {}
-            if self.is_backward(k):
+        for k, d in self.ir.graph._node.items():
+            if d["kind"] != "cnode":
+                continue
+            ca = d.get("cnode_attrs")
+            marked = bool(ca) and (ca.get("recompute") is True or "recompute_id" in ca or ca.get("duplicated") is True)
+            if (not backward or marked and not marker) and self.is_backward(k):
                 backward = True
-                continue
-            if ca.get("recompute") is True or "recompute_id" in ca or ca.get("duplicated") is True:
+            elif marked:
                 marker = True
-            if ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
-                continue
-            path = cell_path(d.get("scope", ""))
-            prefixed = d.get("scope", "").startswith(CELL_PREFIX)
-            for i in range(1, len(path) + 1):
-                cell = self._cells.setdefault(path[:i], _Cell())
-                cell.unprefixed |= not prefixed
-                cell.ops += 1
-        # The pass writes cnode_attrs markers on every node it decided on; before it (e.g.
-        # 06_add_attr, 12_pipeline_split, 22_environ_conv) only primitive_attrs tags exist.
-        self.decided = marker and backward
+            if marker and backward:
+                return True
+        return False
+
+    @property
+    def _cells(self) -> dict[tuple, _Cell]:
+        """The cells of the forward compute ops, by scope path (one walk of the file, when first
+        asked: only ``recompute: Bool(0)`` nodes need them)."""
+        cells = self._cell_index
+        if cells is None:
+            ir = self.ir
+            cells = self._cell_index = {}
+            for k in ir.cnodes():
+                d = ir[k]
+                if self.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
+                    continue
+                path = cell_path(d.get("scope", ""))
+                prefixed = d.get("scope", "").startswith(CELL_PREFIX)
+                for i in range(1, len(path) + 1):
+                    cell = cells.setdefault(path[:i], _Cell())
+                    cell.unprefixed |= not prefixed
+                    cell.ops += 1
+        return cells
+
+    def tagged(self) -> list[int]:
+        """The CNodes that carry a recompute attribute (``request`` is None for every other
+        node), in the file's order."""
+        if self._tagged is None:
+            self._tagged = [k for k, d in self.ir.graph._node.items() if d["kind"] == "cnode" and (
+                (d.get("cnode_attrs") or _NONE).get("recompute") is not None
+                or (d.get("primitive_attrs") or _NONE).get("recompute") is True)]
+        return self._tagged
 
     # --- requested / applied ---------------------------------------------------------------
 

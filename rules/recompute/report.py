@@ -91,7 +91,7 @@ class RecomputeRule(Rule):
 
     @staticmethod
     def unapplied_requests(ir: IRFile, facts: RecomputeFacts):
-        for k in ir.cnodes():
+        for k in facts.tagged():
             req = facts.request(k)
             # the weight-only test last: it walks the whole file once
             if req is not None and not facts.applied(k) and not facts.weight_only(k):
