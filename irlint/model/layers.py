@@ -118,14 +118,12 @@ class Places:
         # a weak reference: the IRFile keeps this index, and a cycle would outlive the file
         self._ir = weakref.ref(ir)
         self._near: dict[int, dict[str, int]] = {}   # node -> layer -> hops to its nearest weight
-        self._weights: dict[int, str] = {}           # weight parameter -> its layer
+        self._weights: dict[int, tuple[str, str] | None] = {}   # node -> layer and cell of the weight it is
         self._forward_memo: dict[int, bool] = {}
         self._steps: dict[int, tuple[tuple, tuple]] = {}   # node -> its weights and forward neighbours
-        self._weight_cell: dict[int, str] = {}       # weight parameter -> the cell below its layer
         self._near_cells: dict[int, set[str]] = {}   # node -> those cells of the weights near it
-        self._grad_scope: dict[str, str] = {}        # forward unique_id -> a gradient op's scope
+        self._grad_scopes: dict[str, str] | None = None   # forward unique_id -> a gradient op's scope
         self._places: dict[int, Place] = {}
-        self._index()
 
     @property
     def ir(self) -> IRFile:
@@ -143,28 +141,38 @@ class Places:
         return (d["kind"] == "cnode" and d["op"] not in _NOT_NEIGHBOURS
                 and not self.ir.is_backward(k) and not self.ir.is_recompute_copy(k))
 
-    def _index(self) -> None:
-        ir = self.ir
-        for k, d in ir.nodes.items():
-            if d["kind"] == "param":
-                name = weight_name(ir, k)
-                if name is not None:
-                    self._weights[k] = weight_layer(name)
-                    self._weight_cell[k] = weight_cell(name)
-            elif d["kind"] == "cnode" and ir.is_backward(k):
-                uid = (d.get("primal_attrs") or {}).get("forward_unique_id")
-                if uid is not None and names_cells(d.get("scope", "")):
-                    self._grad_scope.setdefault(str(uid), d["scope"])
+    def _weight(self, k: int) -> tuple[str, str] | None:
+        """(layer, cell) of the weight a node is (a parameter holding or passed one), else None."""
+        if self.ir[k]["kind"] != "param":
+            return None
+        name = weight_name(self.ir, k)
+        return None if name is None else (weight_layer(name), weight_cell(name))
+
+    def _grad_scope(self) -> dict[str, str]:
+        """Forward unique_id -> the scope of the first gradient op made from it that names cells
+        (one walk of the file, when a forward scope first lacks them)."""
+        if self._grad_scopes is None:
+            ir = self.ir
+            self._grad_scopes = {}
+            for k, d in ir.nodes.items():
+                if d["kind"] == "cnode" and ir.is_backward(k):
+                    uid = (d.get("primal_attrs") or {}).get("forward_unique_id")
+                    if uid is not None and names_cells(d.get("scope", "")):
+                        self._grad_scopes.setdefault(str(uid), d["scope"])
+        return self._grad_scopes
 
     def _step(self, node: int) -> tuple[tuple, tuple]:
         """The neighbours of ``node`` a walk can use, once per node: the weights (with their layer
         and cell) and the forward ops it goes on through; the others end a walk either way."""
-        ir, forward = self.ir, self._forward_memo
+        ir, forward, known = self.ir, self._forward_memo, self._weights
         weights, onward = [], []
         for n in {**ir.pred[node], **ir.succ[node]}:   # data, call and callee edges alike
-            layer = self._weights.get(n)
-            if layer is not None:
-                weights.append((n, layer, self._weight_cell[n]))
+            if n in known:
+                weight = known[n]
+            else:
+                weight = known[n] = self._weight(n)
+            if weight is not None:
+                weights.append((n, *weight))
                 continue
             ok = forward.get(n)
             if ok is None:
@@ -245,7 +253,7 @@ class Places:
             if names_cells(ir[c].get("scope", "")):
                 return Place(layer, below_layer(scope_parts(ir[c]["scope"])), ir[c]["scope"], layer_from, "copy")
         uid = (d.get("primal_attrs") or {}).get("unique_id")
-        grad = self._grad_scope.get(str(uid)) if uid is not None else None
+        grad = self._grad_scope().get(str(uid)) if uid is not None else None
         if grad is not None:
             parts = scope_parts(grad)
             cut = next((i for i, p in enumerate(parts) if p.startswith("Grad_")), len(parts))

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from irlint.model.layers import Places
+from irlint.model.layers import Places, names_cells
 from irlint.model import IRFile
 
-from .evidence import cell_path
+from .evidence import RecomputeFacts, cell_path
 
 WRAPPER_CELLS = frozenset({"network", "_backbone", "backbone", "model", "net"})
 
@@ -19,16 +19,25 @@ def select_key(scope: str, name: str | None, op: str) -> str | None:
     attribute names from ``name-Class`` scope parts) plus the primitive's attribute ``name``
     (see ``primitive_name``; the lower-cased op when None); None when the scope holds no cell
     names."""
+    names = _key_cells(scope)
+    if not names:
+        return None
+    return "\\.".join(_key_part(n) for n in names + [name or op.lower()])
+
+
+def _key_cells(scope: str) -> list[str]:
+    """The cell attribute names of a scope that start its select key."""
     names = [p.split("-", 1)[0] for p in cell_path(scope) if "-" in p]
     numeric = [i for i, n in enumerate(names) if n.isdigit()]
     if numeric:
-        names = names[numeric[-1] + 1:]
-    else:
-        while len(names) > 1 and names[0] in WRAPPER_CELLS:
-            names = names[1:]
-    if not names:
-        return None
-    return "\\.".join(re.escape(n).replace("\\_", "_") for n in names + [name or op.lower()])
+        return names[numeric[-1] + 1:]
+    while len(names) > 1 and names[0] in WRAPPER_CELLS:
+        names = names[1:]
+    return names
+
+
+def _key_part(name: str) -> str:
+    return re.escape(name).replace("\\_", "_")
 
 
 # ``# In file PATH:LINE[~LINE], COL~COL/SOURCE LINE/``; the columns are 0-based, the end is
@@ -104,11 +113,16 @@ def inserted_by_parallel(ir: IRFile, k: int) -> bool:
 
 
 def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
-    """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)."""
-    d = ir[k]
-    name, guessed = primitive_name(ir, k)
-    key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
-    return key, guessed and key is not None
+    """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)
+    (once per node and IRFile: the name may come from the node's trace in the file)."""
+    known = ir.__dict__.setdefault("_recompute_select_keys", {})
+    found = known.get(k)
+    if found is None:
+        d = ir[k]
+        name, guessed = primitive_name(ir, k)
+        key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
+        found = known[k] = (key, guessed and key is not None)
+    return found
 
 
 GUESS_NOTE = (" (no source trace names the primitive's cell attribute, so the key uses the printed "
@@ -137,6 +151,39 @@ def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
     return found
 
 
+def tagged_with(ir: IRFile, layer: str, key: str | None) -> int | None:
+    """``tagged_keys(ir).get((layer, key))``: the first tagged forward primitive in the file's
+    order with select key ``key`` in ``layer``, naming (and placing) only the tagged nodes whose
+    printed cell path can start that key."""
+    if key is None:
+        return None
+    asked = ir.__dict__.setdefault("_recompute_tagged_with", {})
+    if (layer, key) not in asked:
+        asked[layer, key] = next((k for k in _tagged_primitives(ir) if _may_have_key(ir, k, key)
+                                  and node_select_key(ir, k)[0] == key and Places.of(ir).layer(k)[0] == layer), None)
+    return asked[layer, key]
+
+
+def _tagged_primitives(ir: IRFile) -> list[int]:
+    """The forward primitives tagged for recompute (``tagged_keys``' nodes), in the file's order."""
+    found = ir.__dict__.get("_recompute_tagged_primitives")
+    if found is None:
+        found = ir.__dict__["_recompute_tagged_primitives"] = [
+            k for k in RecomputeFacts.of(ir).tagged()
+            if (ir[k].get("primitive_attrs") or {}).get("recompute") is True and not ir.is_backward(k)
+            and not ir.is_recompute_copy(k)]
+    return found
+
+
+def _may_have_key(ir: IRFile, k: int, key: str) -> bool:
+    """False when ``k``'s printed scope names cells whose key does not start ``key``."""
+    scope = ir[k].get("scope", "")
+    if not names_cells(scope):
+        return True   # its cells come from the graph: only its key tells
+    cells = _key_cells(scope)
+    return bool(cells) and key.startswith("\\.".join(map(_key_part, cells)) + "\\.")
+
+
 def _caller_key(ir: IRFile, v: int) -> str | None:
     """The key of the same op in the cell that calls ``v``'s cell, when ``v`` reads that cell's
     output (wo's input Reshape folded with the attention's own merge-heads ``reshape``)."""
@@ -155,13 +202,12 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
     MindSpore folded two consecutive ops of the same kind (e.g. an attention's own Reshape and its
     output Linear's Reshape) into one and kept the untagged primitive, so the key set for it is not
     enough; empty when no blocking op is in that case."""
-    tagged = tagged_keys(ir)
     notes = []
     for v in blocking:
         if (ir[v].get("primitive_attrs") or {}).get("recompute") is True:
             continue
         key, _ = node_select_key(ir, v)
-        other = tagged.get((Places.of(ir).layer(v)[0], key))
+        other = tagged_with(ir, Places.of(ir).layer(v)[0], key)
         if other is not None:
             neighbour = _caller_key(ir, v)
             notes.append(f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
