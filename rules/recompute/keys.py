@@ -177,11 +177,13 @@ def _tagged_primitives(ir: IRFile) -> list[int]:
 
 def _may_have_key(ir: IRFile, k: int, key: str) -> bool:
     """False when ``k``'s printed scope names cells whose key does not start ``key``."""
-    scope = ir[k].get("scope", "")
-    if not names_cells(scope):
-        return True   # its cells come from the graph: only its key tells
-    cells = _key_cells(scope)
-    return bool(cells) and key.startswith("\\.".join(map(_key_part, cells)) + "\\.")
+    starts = ir.__dict__.setdefault("_recompute_key_starts", {})
+    if k not in starts:
+        scope = ir[k].get("scope", "")
+        cells = _key_cells(scope) if names_cells(scope) else None   # None: its cells come from the graph
+        starts[k] = None if cells is None else "\\.".join(map(_key_part, cells)) + "\\." if cells else ""
+    start = starts[k]
+    return start is None or bool(start) and key.startswith(start)
 
 
 def _caller_key(ir: IRFile, v: int) -> str | None:

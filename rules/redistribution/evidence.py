@@ -936,12 +936,15 @@ def hint_for(ir: IRFile, producer: int, consumer: int | None, pos: int, comparab
 
 
 def backward_index(ir: IRFile) -> dict[str, list[int]]:
-    """forward unique_id -> the backward nodes derived from it (``forward_unique_id``)."""
-    index: dict[str, list[int]] = {}
-    for key in ir.cnodes():
-        uid = (ir[key].get("primal_attrs") or {}).get("forward_unique_id")
-        if uid is not None and ir.is_backward(key):
-            index.setdefault(str(uid), []).append(key)
+    """forward unique_id -> the backward nodes derived from it (``forward_unique_id``); once per
+    IRFile, when a finding first names a backward transpose."""
+    index = ir.__dict__.get("_redistribution_backward_index")
+    if index is None:
+        index = ir.__dict__["_redistribution_backward_index"] = {}
+        for key in ir.cnodes():
+            uid = (ir[key].get("primal_attrs") or {}).get("forward_unique_id")
+            if uid is not None and ir.is_backward(key):
+                index.setdefault(str(uid), []).append(key)
     return index
 
 

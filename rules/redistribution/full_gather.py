@@ -157,7 +157,6 @@ subgraph @main() {
     ]
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
-        backward = backward_index(ir)
         groups: dict[tuple, list[FullGather]] = {}
         seen: set[int] = set()
         for key in ir.nodes_by_op(*GATHER_OPS):
@@ -173,7 +172,7 @@ subgraph @main() {
             fix = _row_parallel_fix(ir, gather)
             if fix is None:
                 continue
-            gather.backward = backward_transpose(ir, chain, backward)
+            gather.backward = backward_transpose(ir, chain, backward_index(ir))
             groups.setdefault(fix, []).append(gather)
         for (matmul, new), gathers in groups.items():
             yield self._finding(ir, matmul, new, gathers)

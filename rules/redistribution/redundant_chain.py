@@ -236,7 +236,6 @@ subgraph @main() {
     def check(self, ir: IRFile) -> Iterator[Finding]:
         seen: set[int] = set()
         chains: list[Chain] = []
-        backward = backward_index(ir)
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):
                 continue
@@ -247,17 +246,18 @@ subgraph @main() {
             simulate(ir, chain)
             chains.append(chain)
             if chain.wastes:
-                yield self._chain_finding(ir, chain, backward)
+                yield self._chain_finding(ir, chain)
         yield from self._repeated_gathers(ir, chains)
         for trip in round_trips(ir):
-            yield self._round_trip_finding(ir, trip, backward)
+            yield self._round_trip_finding(ir, trip)
         for key in ir.nodes_by_op("AllReduce"):
             chain = allreduce_then_slice(ir, key)
             if chain is not None:
-                yield self._chain_finding(ir, chain, backward)
+                yield self._chain_finding(ir, chain)
 
     # --- findings ---------------------------------------------------------------------------
-    def _chain_finding(self, ir: IRFile, chain: Chain, backward: dict[str, list[int]]) -> Finding:
+    def _chain_finding(self, ir: IRFile, chain: Chain) -> Finding:
+        backward = backward_index(ir)
         # the finding starts at the first wasteful op: scheme collectives before it are not waste
         span = chain.span(ir) or chain.nodes
         anchor = next((k for k in span if ir[k]["op"] in MOVING_OPS), span[0])
@@ -352,7 +352,8 @@ subgraph @main() {
             extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
 
-    def _round_trip_finding(self, ir: IRFile, trip: RoundTrip, backward: dict[str, list[int]]) -> Finding:
+    def _round_trip_finding(self, ir: IRFile, trip: RoundTrip) -> Finding:
+        backward = backward_index(ir)
         runs = trip.before.nodes + trip.after.nodes
         anchor = next((k for k in runs if ir[k]["op"] in MOVING_OPS), runs[0])
         transpose = sorted(set(backward_transpose(ir, trip.before, backward) + backward_transpose(ir, trip.after, backward)),

@@ -25,6 +25,7 @@ from .evidence import (ELEMENTWISE_OPS, GATHER_OPS, MATMUL_OPS, MOVING_OPS, SLIC
 # ops that compute each row (or element) on its own: any split of their rows gives the same result
 NORM_OPS = frozenset({"RmsNorm", "LayerNorm", "LayerNormV3", "Softmax", "Dropout", "DropoutExt", "AddRmsNorm"})
 ROW_OPS = ELEMENTWISE_OPS | NORM_OPS
+_CHECKED_OPS = ROW_OPS | MATMUL_OPS
 
 
 @dataclass
@@ -41,8 +42,7 @@ class RoundTrip:
 def round_trips(ir: IRFile) -> list[RoundTrip]:
     found = []
     for key in ir.cnodes():
-        data = ir[key]
-        if ir.is_backward(key) or strategy(ir, key) is None or data["op"] not in ROW_OPS | MATMUL_OPS:
+        if ir[key]["op"] not in _CHECKED_OPS or ir.is_backward(key) or strategy(ir, key) is None:
             continue
         trip = _round_trip(ir, key)
         if trip is not None:
