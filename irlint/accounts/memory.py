@@ -501,17 +501,33 @@ def layer_peers(ir: IRFile, key: int) -> list[int]:
     pattern = _peer_pattern(ir, key)
     if pattern is None:
         return [key]
-    op = ir[key]["op"]
-    index = ir.__dict__.setdefault("_layer_peers", {})   # op -> pattern -> nodes, per op when first asked
-    peers = index.get(op)
-    if peers is None:
-        peers = index[op] = {}
+    return sorted(_peers_by_pattern(ir, ir[key]["op"], asked=False).get(pattern, [key]))
+
+
+def _asked_peers(ir: IRFile, key: int) -> list[int]:
+    """``key`` and those of its layer peers that are asked to recompute (what ``stake`` sums over),
+    placing only the nodes of its op that are asked."""
+    pattern = _peer_pattern(ir, key)
+    if pattern is None:
+        return [key]
+    if ir.is_recompute_copy(key) or is_backward(ir, key):   # not among its own peers
+        return [p for p in layer_peers(ir, key) if p == key or _asked_to_recompute(ir, p)]
+    return sorted({key, *_peers_by_pattern(ir, ir[key]["op"], asked=True).get(pattern, ())})
+
+
+def _peers_by_pattern(ir: IRFile, op: str, asked: bool) -> dict:
+    """Peer pattern -> the forward nodes of ``op`` with it (only those asked to recompute when
+    ``asked``), once per file and op."""
+    index = ir.__dict__.setdefault("_layer_peers", {})
+    found = index.get((op, asked))
+    if found is None:
+        found = index[op, asked] = {}
         for k in ir.nodes_by_op(op):
-            if not (ir.is_recompute_copy(k) or is_backward(ir, k)):
+            if (not asked or _asked_to_recompute(ir, k)) and not (ir.is_recompute_copy(k) or is_backward(ir, k)):
                 p = _peer_pattern(ir, k)
                 if p is not None:
-                    peers.setdefault(p, []).append(k)
-    return sorted(peers.get(pattern, [key]))
+                    found.setdefault(p, []).append(k)
+    return found
 
 
 def _peer_pattern(ir: IRFile, k: int) -> str | tuple | None:
@@ -571,7 +587,7 @@ def stake(ir: IRFile, key: int, cost=None) -> Stake:
     cost something too."""
     cost = cost or bytes_at_stake
     own = cost(ir, key)
-    peers = [p for p in layer_peers(ir, key) if p == key or (_asked_to_recompute(ir, p) and cost(ir, p) > 0)]
+    peers = [p for p in _asked_peers(ir, key) if p == key or cost(ir, p) > 0]
     stage = next((s for s in schedules(ir) if s.forward == ir[key]["graph"]), None)
     if stage is None:
         return Stake(own, sum(cost(ir, p) for p in peers), len(peers))

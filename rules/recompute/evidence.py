@@ -54,6 +54,11 @@ _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 _NONE: dict = {}
 
 
+def _marked(attrs: dict | None) -> bool:
+    """cnode_attrs the recompute pass writes on a node it decided on."""
+    return bool(attrs) and (attrs.get("recompute") is True or "recompute_id" in attrs or attrs.get("duplicated") is True)
+
+
 def cell_path(scope: str) -> tuple[str, ...]:
     """Scope components without the ``recompute_`` prefix and the ``Op-opN`` suffix. A cell
     compiled as a function has an empty name (``recompute_/SiLU-op1`` gives ``("",)``)."""
@@ -113,20 +118,13 @@ class RecomputeFacts:
     def _decided(self) -> bool:
         """The pass writes cnode_attrs markers on every forward node it decided on; before it (e.g.
         06_add_attr, 12_pipeline_split, 22_environ_conv) only primitive_attrs tags exist. Decided:
-        a marker on a forward node, and a backward graph (the walk stops when both are seen)."""
-        marker = backward = False
-        for k, d in self.ir.graph._node.items():
-            if d["kind"] != "cnode":
-                continue
-            ca = d.get("cnode_attrs")
-            marked = bool(ca) and (ca.get("recompute") is True or "recompute_id" in ca or ca.get("duplicated") is True)
-            if (not backward or marked and not marker) and self.is_backward(k):
-                backward = True
-            elif marked:
-                marker = True
-            if marker and backward:
-                return True
-        return False
+        a marker on a forward node, and a backward graph."""
+        nodes = self.ir.graph._node
+        marked = (k for k, d in nodes.items() if d["kind"] == "cnode" and _marked(d.get("cnode_attrs")))
+        if not any(not self.is_backward(k) for k in marked):
+            return False
+        # backward ops follow the forward ones in a dump: looked for from the end
+        return any(self.is_backward(k) for k in reversed(nodes) if nodes[k]["kind"] == "cnode")
 
     @property
     def _cells(self) -> dict[tuple, _Cell]:

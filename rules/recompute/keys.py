@@ -114,14 +114,15 @@ def inserted_by_parallel(ir: IRFile, k: int) -> bool:
 
 def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)
-    (once per node and IRFile: the name may come from the node's trace in the file)."""
+    (once per node and trace region: the name may come from the node's trace in the file)."""
     known = ir.__dict__.setdefault("_recompute_select_keys", {})
-    found = known.get(k)
+    asked = (k, ir.traces.get(k))
+    found = known.get(asked)
     if found is None:
         d = ir[k]
         name, guessed = primitive_name(ir, k)
         key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
-        found = known[k] = (key, guessed and key is not None)
+        found = known[asked] = (key, guessed and key is not None)
     return found
 
 

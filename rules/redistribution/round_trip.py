@@ -41,8 +41,8 @@ class RoundTrip:
 
 def round_trips(ir: IRFile) -> list[RoundTrip]:
     found = []
-    for key in ir.cnodes():
-        if ir[key]["op"] not in _CHECKED_OPS or ir.is_backward(key) or strategy(ir, key) is None:
+    for key, data in ir.graph._node.items():
+        if data.get("kind") != "cnode" or data["op"] not in _CHECKED_OPS or ir.is_backward(key) or strategy(ir, key) is None:
             continue
         trip = _round_trip(ir, key)
         if trip is not None:
