@@ -219,6 +219,78 @@ def test_bytes_at_stake_walks_no_layers_and_the_shared_report_gives_the_same_one
     assert [(t.tensor, t.layer) for t in shared.kept] == [(t.tensor, t.layer) for t in own.kept]   # outlives its file
 
 
+# one of each shape: a plain validate, a pipeline stage (lazy_inline halves and their Partial), a CPU
+# kernel graph (expanded grad ops), a function compiled with ms.grad (subgraph calls)
+PER_NODE = [GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir",
+            TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_0" / "21_validate_0091.ir",
+            CORPUS / "llama-recompute-modes" / "graph_build_0_0094.ir",
+            CORPUS / "s7_ffn_3d_function_grad" / "31_validate_0032.ir"]
+
+
+@pytest.mark.parametrize("path", PER_NODE, ids=lambda p: p.parent.name)
+def test_a_node_is_priced_from_its_own_readers_as_the_whole_account_prices_it(path):
+    # the recompute rules price a few nodes of a file: each from the backward readers reachable from
+    # it, the same entries (bytes, readers in order) as the whole-file account, which is never built
+    from irlint.accounts.memory import is_weight_derived, kept_of, weight_derived
+
+    whole = read_ir(str(path))
+    by_node: dict[int, list] = {}
+    for t in account(whole).kept:
+        by_node.setdefault(t.tensor.node, []).append((t.tensor, t.nbytes, t.readers))
+    weights = weight_derived(whole)
+    ir = read_ir(str(path))
+    for k in ir.graph.nodes:
+        assert [(t.tensor, t.nbytes, t.readers) for t in kept_of(ir, k)] == by_node.get(k, [])
+        assert is_weight_derived(ir, k) == (k in weights)
+    assert "_memory_report" not in ir.__dict__ and "_weight_derived" not in ir.__dict__
+
+
+RECURSIVE = """# IR entry: @1_main_1
+# Params:
+%para1_w: <Ref[Tensor[Float32]], (4, 4), ref_key=w, is_parameter>  :  has_default
+%para2_x: <Tensor[Float32], (4, 4)> : [4, 4]
+
+subgraph @2_loop_2(%para3_a, %para4_b) {
+  %0(CNode_1) = PrimFunc_Cast(%para3_a, I64(42))
+      : (<Tensor[Float32], (4, 4)>, <Int64, NoShape>) -> (<Tensor[Float16], (4, 4)>)
+      # Fullname with scope: (Default/Cast-op0)
+  %1(CNode_2) = call @2_loop_2(%0, %para4_b)
+      : (<Tensor[Float16], (4, 4)>, <Tensor[Float32], (4, 4)>) -> (<Tensor[Float16], (4, 4)>)
+      # Fullname with scope: (Default/2_loop_2-op0)
+  %2(CNode_3) = PrimFunc_Mul(%1, %para4_b)
+      : (<Tensor[Float16], (4, 4)>, <Tensor[Float32], (4, 4)>) -> (<Tensor[Float16], (4, 4)>)
+      # Fullname with scope: (Default/Mul-op0)
+  Return(%2)
+      : (<Tensor[Float16], (4, 4)>)
+      # Fullname with scope: (Default/Return-op0)
+}
+
+subgraph @1_main_1() {
+  %0(CNode_4) = call @2_loop_2(%para1_w, %para2_x)
+      : (<Tensor[Float32], (4, 4)>, <Tensor[Float32], (4, 4)>) -> (<Tensor[Float16], (4, 4)>)
+      # Fullname with scope: (Default/2_loop_2-op1)
+  Return(%0)
+      : (<Tensor[Float16], (4, 4)>)
+      # Fullname with scope: (Default/Return-op1)
+}
+"""
+
+
+def test_a_weight_copy_on_a_cycle_through_calls_is_the_whole_walks_answer(ir_from_text):
+    # the recursive call's parameter takes the weight and the Cast of itself: on such a cycle the
+    # whole-file walk's order decides, so the per-node answer falls back to it
+    from irlint.accounts.memory import is_weight_derived, weight_derived
+
+    weights = weight_derived(ir_from_text(RECURSIVE))
+    fell_back = set()
+    for k in ir_from_text(RECURSIVE).graph.nodes:
+        ir = ir_from_text(RECURSIVE)
+        assert is_weight_derived(ir, k) == (k in weights)
+        if "_weight_derived" in ir.__dict__:
+            fell_back.add(ir[k].get("id"))
+    assert {"%para3_a", "%0"} <= fell_back and "%para1_w" not in fell_back
+
+
 def test_layer_of_scope():
     assert layer_of("Default/network-CausalLM/model-Model/layers-CellList/12-DecoderLayer/Add-op1") == "12"
     assert layer_of("recompute_Default/model-Model/layers-CellList/3-DecoderLayer/x") == "3"

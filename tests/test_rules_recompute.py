@@ -531,6 +531,23 @@ def test_a_folded_untagged_reshape_under_an_already_set_key_is_explained():
     assert "already set" not in hints["%33"]   # layer 0 sets neither key: a key of layer 1 does not count
 
 
+@pytest.mark.parametrize("path", [UNSEEN / "attn-transpose" / "21_validate_0076.ir",
+                                  TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_select_irlint_keys_folded" / "rank_0"
+                                  / "21_validate_0093.ir"], ids=lambda p: p.parts[-2])
+def test_a_tagged_key_is_looked_up_among_the_nodes_whose_cells_can_make_it(path):
+    # folded_note asks for one (layer, key) per blocking op: the same node as the whole index of
+    # tagged keys gives (found or not), naming only the tagged nodes whose printed cells start the key
+    other = read_ir(str(path))
+    whole = keys.tagged_keys(other)
+    places = keys.Places.of(other)
+    asked = {(places.layer(k)[0], keys.node_select_key(other, k)[0]) for k in other.nodes_by_op("Reshape", "Transpose")
+             if not other.is_backward(k) and not other.is_recompute_copy(k)}
+    assert len(asked) > 4 and any(q in whole for q in asked) and any(q not in whole for q in asked)
+    ir = read_ir(str(path))
+    for layer, key in sorted(asked | set(whole), key=str):
+        assert keys.tagged_with(ir, layer, key) == whole.get((layer, key))
+
+
 def test_bytes_at_stake_of_a_transpose_blocked_op_are_the_kept_transpose_output():
     # attn-transpose layer 0: backward keeps %34's output (through the %35 Reshape view), not
     # %33's; recomputing %33 with its blocking ops frees those 1 x 4 x 16 x 16 fp16 bytes
