@@ -239,7 +239,7 @@ def test_a_node_is_priced_from_its_own_readers_as_the_whole_account_prices_it(pa
         by_node.setdefault(t.tensor.node, []).append((t.tensor, t.nbytes, t.readers))
     weights = weight_derived(whole)
     ir = read_ir(str(path))
-    for k in ir.graph.nodes:
+    for k in ir.nodes:
         assert [(t.tensor, t.nbytes, t.readers) for t in kept_of(ir, k)] == by_node.get(k, [])
         assert is_weight_derived(ir, k) == (k in weights)
     assert "_memory_report" not in ir.__dict__ and "_weight_derived" not in ir.__dict__
@@ -283,7 +283,7 @@ def test_a_weight_copy_on_a_cycle_through_calls_is_the_whole_walks_answer(ir_fro
 
     weights = weight_derived(ir_from_text(RECURSIVE))
     fell_back = set()
-    for k in ir_from_text(RECURSIVE).graph.nodes:
+    for k in ir_from_text(RECURSIVE).nodes:
         ir = ir_from_text(RECURSIVE)
         assert is_weight_derived(ir, k) == (k in weights)
         if "_weight_derived" in ir.__dict__:

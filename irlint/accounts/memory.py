@@ -447,7 +447,7 @@ def _kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
     if ir[key]["kind"] != "cnode" or runs_in_backward(ir, key):
         return []   # no tensor of the account, or one backward makes itself
     # the nodes whose tensor may be key's: those ``sources`` walks back to key through
-    nodes, succ = ir.graph._node, ir.graph._succ
+    nodes, succ = ir.nodes, ir.succ
     through = {key}
     stack = [key]
     while stack:

@@ -119,7 +119,7 @@ class RecomputeFacts:
         """The pass writes cnode_attrs markers on every forward node it decided on; before it (e.g.
         06_add_attr, 12_pipeline_split, 22_environ_conv) only primitive_attrs tags exist. Decided:
         a marker on a forward node, and a backward graph."""
-        nodes = self.ir.graph._node
+        nodes = self.ir.nodes
         marked = (k for k, d in nodes.items() if d["kind"] == "cnode" and _marked(d.get("cnode_attrs")))
         if not any(not self.is_backward(k) for k in marked):
             return False
@@ -150,7 +150,7 @@ class RecomputeFacts:
         """The CNodes that carry a recompute attribute (``request`` is None for every other
         node), in the file's order."""
         if self._tagged is None:
-            self._tagged = [k for k, d in self.ir.graph._node.items() if d["kind"] == "cnode" and (
+            self._tagged = [k for k, d in self.ir.nodes.items() if d["kind"] == "cnode" and (
                 (d.get("cnode_attrs") or _NONE).get("recompute") is not None
                 or (d.get("primitive_attrs") or _NONE).get("recompute") is True)]
         return self._tagged

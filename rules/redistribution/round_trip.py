@@ -41,7 +41,7 @@ class RoundTrip:
 
 def round_trips(ir: IRFile) -> list[RoundTrip]:
     found = []
-    for key, data in ir.graph._node.items():
+    for key, data in ir.nodes.items():
         if data.get("kind") != "cnode" or data["op"] not in _CHECKED_OPS or ir.is_backward(key) or strategy(ir, key) is None:
             continue
         trip = _round_trip(ir, key)
