@@ -43,6 +43,7 @@ PASSTHROUGH_OPS = frozenset({"Reshape", "Depend", "Load", "TupleGetItem", "MakeT
 GRADIENT_SCOPE = "Gradients/"
 # ops whose later inputs are monads, shapes or indices rather than data
 _DATA_FIRST_OPS = frozenset({"Depend", "Load", "TupleGetItem", "Reshape"})
+_NO_ATTRS: dict = {}
 
 
 @dataclass
@@ -300,17 +301,21 @@ class IRFile:
         index = self.__dict__.get("_recompute_copies")
         if index is None:
             index = {}
-            for k in self.cnodes():
-                if self.is_recompute_copy(k):
-                    d = self.nodes[k]
-                    rid = (d.get("cnode_attrs") or {}).get("recompute_id")
-                    uid = (d.get("primal_attrs") or {}).get("unique_id")
-                    if rid is not None:
-                        index.setdefault(("id", rid), []).append(k)
-                    elif uid is not None:
-                        index.setdefault(("uid", str(uid)), []).append(k)
-                    else:
-                        index.setdefault(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
+            lazy = self._lazy_copies()
+            # is_recompute_copy of every CNode, with its two tests inline (a method call per node
+            # was most of the index's time)
+            copies = (k for k, d in self.nodes.items() if d.get("kind") == "cnode" and (
+                (d.get("cnode_attrs") or _NO_ATTRS).get("duplicated") is True or k in lazy))
+            for k in copies:
+                d = self.nodes[k]
+                rid = (d.get("cnode_attrs") or {}).get("recompute_id")
+                uid = (d.get("primal_attrs") or {}).get("unique_id")
+                if rid is not None:
+                    index.setdefault(("id", rid), []).append(k)
+                elif uid is not None:
+                    index.setdefault(("uid", str(uid)), []).append(k)
+                else:
+                    index.setdefault(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), []).append(k)
             self.__dict__["_recompute_copies"] = index
         d = self.nodes[key]
         if self.is_recompute_copy(key):
