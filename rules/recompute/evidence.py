@@ -56,7 +56,8 @@ _NONE: dict = {}
 
 def _marked(attrs: dict | None) -> bool:
     """cnode_attrs the recompute pass writes on a node it decided on."""
-    return bool(attrs) and (attrs.get("recompute") is True or "recompute_id" in attrs or attrs.get("duplicated") is True)
+    return bool(attrs) and (attrs.get("recompute") is True or "recompute_id" in attrs
+                            or attrs.get("duplicated") is True)
 
 
 def cell_path(scope: str) -> tuple[str, ...]:

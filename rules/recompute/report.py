@@ -93,6 +93,6 @@ class RecomputeRule(Rule):
     def unapplied_requests(ir: IRFile, facts: RecomputeFacts):
         for k in facts.tagged():
             req = facts.request(k)
-            # the weight-only test last: it walks the whole file once
+            # the weight-only test last: it walks the node's inputs
             if req is not None and not facts.applied(k) and not facts.weight_only(k):
                 yield k, req

@@ -42,7 +42,8 @@ class RoundTrip:
 def round_trips(ir: IRFile) -> list[RoundTrip]:
     found = []
     for key, data in ir.nodes.items():
-        if data.get("kind") != "cnode" or data["op"] not in _CHECKED_OPS or ir.is_backward(key) or strategy(ir, key) is None:
+        if (data.get("kind") != "cnode" or data["op"] not in _CHECKED_OPS or ir.is_backward(key)
+                or strategy(ir, key) is None):
             continue
         trip = _round_trip(ir, key)
         if trip is not None:
