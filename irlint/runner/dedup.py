@@ -22,7 +22,9 @@ MASKED = re.compile(
     rb"|(subgraph instance: [^\n]* : )0x[0-9a-fA-F]+"
     rb"|(Total number of nodes: )\d+)(?=\r?\n)")
 
-BLOCK = 8 << 20
+# a buffer this size is reused for the whole file: a fresh block per read (and per masked copy)
+# costs more in page faults than the regex and sha256 together
+BLOCK = 1 << 20
 
 
 def _mask(m: re.Match) -> bytes:
@@ -30,27 +32,55 @@ def _mask(m: re.Match) -> bytes:
 
 
 def graph_hash(stream) -> str:
-    """sha256 of a dump's text (``stream``, decompressed) with process-specific values masked.
-    Raises what reading raises."""
+    """sha256 of a dump's text (``stream``, decompressed) with process-specific values masked: of a
+    newline, then the text with each match of ``MASKED`` replaced by ``_mask``. Raises what reading
+    raises."""
     graph = hashlib.sha256()
-    # each piece starts with the newline before its first line (the regex needs it) and ends
-    # before its last newline, which starts the next piece: a line is never cut, a byte hashed once
-    carry = b"\n"
-    while True:
-        block = stream.read(BLOCK)
-        if not block:
-            graph.update(MASKED.sub(_mask, carry + b"\n")[:-1])
-            break
-        cut = block.rfind(b"\n")
-        if cut < 0:
-            carry += block
-            if len(carry) > BLOCK:   # no header line is this long: hashed as it is, memory stays bounded
-                graph.update(carry)
-                carry = b""
-            continue
-        graph.update(MASKED.sub(_mask, carry + block[:cut + 1])[:-1])
-        carry = block[cut:]
+    # the buffer holds a newline or the last (unfinished) line of the previous piece, then a block:
+    # each piece hashed ends before its last newline, which starts the next one (the regex needs
+    # it), so a line is never cut and a byte is hashed once
+    buf = bytearray(2 * BLOCK + 1)
+    view = memoryview(buf)
+    buf[0] = 10
+    held = 1
+    readinto = getattr(stream, "readinto", None)
+    try:
+        while True:
+            if readinto is not None:
+                got = readinto(view[held:held + BLOCK]) or 0
+            else:
+                block = stream.read(BLOCK)
+                got = len(block)
+                view[held:held + got] = block
+            if not got:
+                buf[held] = 10   # the end of the text ends its last line
+                _update_masked(graph, buf, view, held + 1)
+                break
+            end = held + got
+            cut = buf.rfind(b"\n", held, end)
+            if cut < 0:
+                held = end
+                if held > BLOCK:   # no header line is this long: hashed as it is, memory stays bounded
+                    graph.update(view[:held])
+                    held = 0
+                continue
+            _update_masked(graph, buf, view, cut + 1)
+            rest = end - cut
+            view[:rest] = bytes(view[cut:end])
+            held = rest
+    finally:
+        view.release()
     return graph.hexdigest()
+
+
+def _update_masked(graph, buf: bytearray, view: memoryview, stop: int) -> None:
+    """Hash ``buf[:stop - 1]`` with the matches of ``MASKED`` in ``buf[:stop]`` replaced."""
+    pos = 0
+    for m in MASKED.finditer(buf, 0, stop):
+        graph.update(view[pos:m.start()])
+        graph.update(_mask(m))
+        pos = m.end()
+    graph.update(view[pos:stop - 1])
 
 
 def as_member(findings: list[Finding], diagnostics: list[Diagnostic], read_as: tuple[str, str],

@@ -273,46 +273,18 @@ def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, lis
              store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None,
              pool: ProcessPoolExecutor | None = None) -> Iterator[tuple[int, DumpFile, str | None]]:
     """The files to read, one per class of the same graph and the same rules (hashed by ``pool``
-    when given). Each file's stored bytes are hashed first: that is the content hash the cache
-    keys by (into ``digests``; a file found in the cache that way is answered there, ``results``),
-    and bytes seen before need no second look; only new bytes are hashed again with the
-    process-specific values masked. Every other member of a class goes to ``rep_of``."""
+    when given). Files of the same bytes are found first (``_same_bytes``), and each new content
+    is hashed with the process-specific values masked. Every other member of a class goes to
+    ``rep_of``."""
     stage_free = _stage_free(todo)
     for m in misses:
         if is_buffered(m[1].path):
             yield m
     hashed = [m for m in misses if not is_buffered(m[1].path)]
-    unknown = [f.path for _, f, digest in hashed if digest is None]
-    chunks = max(1, min(32, len(unknown) // 64))
-    stored = iter(pool.map(_stored_hash, unknown, chunksize=chunks) if pool else map(_stored_hash, unknown))
-    graph_of: dict = {}   # stored hash -> its first file, then its masked hash
-    order = []
-    for i, f, digest in hashed:
-        fresh = digest is None
-        if fresh:
-            digest = next(stored)
-        if digest is None:
-            order.append((i, f, None, None))
-            continue
-        if digests is not None:
-            digests[i] = digest
-        if fresh and store is not None:
-            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path))
-            if hit is not None:   # the same bytes under a new stat (a copy, a touch)
-                results[i] = hit
-                store.remember_hash(f.path, digest)
-                continue
-        if digest not in graph_of:
-            graph_of[digest] = f
-        order.append((i, f, digest, digest))
-    new = list(graph_of.items())   # one file per new content, hashed again with values masked
-    args = ([f.path for _, f in new], [f.compression for _, f in new])
-    chunks = max(1, min(32, len(new) // 64))
-    graph_of = dict(zip((raw for raw, _ in new),
-                        pool.map(_graph_hash, *args, chunksize=chunks) if pool else map(_graph_hash, *args)))
+    order, graph_of = _same_bytes(hashed, todo, store, results, digests, pool)
     first: dict[tuple, int] = {}
-    for i, f, digest, raw in order:
-        graph = graph_of[raw] if raw is not None else None
+    for i, f, digest, content in order:
+        graph = graph_of[content] if content is not None else None
         if graph is None:
             yield i, f, digest
             continue
@@ -322,6 +294,106 @@ def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, lis
             rep_of[i] = rep
         else:
             yield i, f, digest
+
+
+def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
+                store: LintCache | None, results: dict, digests: dict | None,
+                pool: ProcessPoolExecutor | None) -> tuple[list[tuple], dict]:
+    """(index, file, content hash, content) of each file still to check, and content -> its masked
+    hash (None when it cannot be read). With a cache, a file's content is its stored sha256, the
+    key the cache finds results by (into ``digests``; a file found in the cache that way is
+    answered there, ``results``). Without one, no file needs that hash: a file whose size (and
+    compression) no other shares is a content of its own, and the files of one size are compared
+    (``_byte_classes``)."""
+    mapper = functools.partial(pool.map, chunksize=max(1, min(32, len(hashed) // 64))) if pool else map
+    order = []
+    new: dict = {}   # content -> its first file
+    if store is None:
+        groups: dict[tuple, list[tuple[int, DumpFile]]] = defaultdict(list)
+        for i, f, _ in hashed:
+            groups[(f.size, f.compression)].append((i, f))
+        for group in groups.values():
+            new[group[0][0]] = group[0][1]
+        # the masked hash of each size's first file is computed while the files of a size are compared
+        masked = mapper(_graph_hash, [f.path for f in new.values()], [f.compression for f in new.values()])
+        several = [group for group in groups.values() if len(group) > 1]
+        content_of = {group[0][0]: group[0][0] for group in groups.values()}
+        more: dict = {}
+        for group, firsts in zip(several, mapper(_byte_classes, [[f.path for _, f in g] for g in several])):
+            for (i, f), k in zip(group, firsts):
+                content_of[i] = group[k][0] if k is not None else None
+                if k is not None and group[k][0] == i and i not in new:
+                    more[i] = f
+        graph_of = dict(zip(new, masked))
+        graph_of.update(zip(more, mapper(_graph_hash, [f.path for f in more.values()],
+                                         [f.compression for f in more.values()])))
+        return [(i, f, digest, content_of[i]) for i, f, digest in hashed], graph_of
+    unknown = [f.path for _, f, digest in hashed if digest is None]
+    stored = iter(mapper(_stored_hash, unknown))
+    for i, f, digest in hashed:
+        fresh = digest is None
+        if fresh:
+            digest = next(stored)
+        if digest is None:
+            order.append((i, f, None, None))
+            continue
+        if digests is not None:
+            digests[i] = digest
+        if fresh:
+            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path))
+            if hit is not None:   # the same bytes under a new stat (a copy, a touch)
+                results[i] = hit
+                store.remember_hash(f.path, digest)
+                continue
+        new.setdefault(digest, f)
+        order.append((i, f, digest, digest))
+    graph_of = dict(zip(new, mapper(_graph_hash, [f.path for f in new.values()], [f.compression for f in new.values()])))
+    return order, graph_of
+
+
+# bytes compared a piece at a time: pieces this size stay in the processor's cache
+COMPARE_BYTES = 256 * 1024
+
+
+def _byte_classes(paths: list[str]) -> list[int | None]:
+    """For each of ``paths`` (files of one size), the index of the first with the same bytes; None
+    for a file that cannot be read. Most often a file repeats the first, so each is compared
+    with it; one that differs is told from the others by its sha256."""
+    try:
+        firsts: list[int | None] = [0]
+        seen: dict[str, int] = {}   # sha256 -> index, of files that differ from the first
+        for k in range(1, len(paths)):
+            firsts.append(0 if _equal_files(paths[0], paths[k]) else seen.setdefault(content_hash(paths[k]), k))
+        return firsts
+    except OSError:   # which file could not be read: each is hashed on its own
+        digests = [_stored_hash(path) for path in paths]
+        first: dict[str, int] = {}
+        return [None if d is None else first.setdefault(d, k) for k, d in enumerate(digests)]
+
+
+def _equal_files(a: str, b: str) -> bool:
+    mine, theirs = bytearray(COMPARE_BYTES), bytearray(COMPARE_BYTES)
+    with open(a, "rb", buffering=0) as x, open(b, "rb", buffering=0) as y:
+        while True:
+            n, m = _fill(x, mine), _fill(y, theirs)
+            if n != m:
+                return False
+            if n < COMPARE_BYTES:
+                return mine[:n] == theirs[:n]
+            if mine != theirs:
+                return False
+
+
+def _fill(raw, buf: bytearray) -> int:
+    """Bytes read into ``buf``: all of it unless the file ends first (a raw read may return less)."""
+    view = memoryview(buf)
+    got = 0
+    while got < len(buf):
+        n = raw.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return got
 
 
 def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str, str]:
