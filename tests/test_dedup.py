@@ -268,3 +268,51 @@ def test_the_json_summary_counts_the_graphs_read(tmp_path, monkeypatch):
         out = runner.invoke(main, ["check", "--no-cache", "--format", "json", *extra, str(COL_COL)]).output
         summary = json.loads(out)["summary"]
         assert (summary["files"], summary["graphs_read"]) == (8, graphs)
+
+
+# --- without a cache: files of one size compared, not hashed ----------------------------------------------
+def _ranks(tmp_path, texts):
+    for rank, text in enumerate(texts):
+        (tmp_path / f"rank_{rank}").mkdir()
+        (tmp_path / f"rank_{rank}" / VALIDATE.name).write_bytes(text)
+    return [str(tmp_path / f"rank_{rank}" / VALIDATE.name) for rank in range(len(texts))]
+
+
+@pytest.mark.parametrize("piece", [4096, engine.COMPARE_BYTES])
+def test_files_of_one_size_share_a_graph_only_when_their_bytes_or_masked_text_agree(tmp_path, monkeypatch, piece):
+    monkeypatch.setattr(engine, "COMPARE_BYTES", piece)
+    data = VALIDATE.read_bytes()
+    at = data.rindex(b"sense_flag")
+    late = data[:at] + b"sense_flaG" + data[at + 10:]   # same size, differs in its last piece only
+    early = data.replace(b"Default/", b"Defaulx/", 1)
+    phase = data.replace(b"compile_phase: train.1", b"compile_phase: train.2")
+    assert len({len(t) for t in (data, late, early, phase)}) == 1 and len({data, late, early, phase}) == 4
+    paths = _ranks(tmp_path, (data, late, data, early, late, phase, early))
+    masked: list = []
+    graph_hash = dedup.graph_hash
+    monkeypatch.setattr(dedup, "graph_hash", lambda stream: masked.append(stream) or graph_hash(stream))
+    on, shared = _per_file([tmp_path], False, True)
+    assert shared == {paths[2]: paths[0], paths[4]: paths[1], paths[5]: paths[0], paths[6]: paths[3]}
+    assert len(masked) == 4   # each content once
+    off, _ = _per_file([tmp_path], False, False)
+    assert on == off
+
+
+def test_files_of_sizes_no_other_has_are_hashed_masked_only_and_still_share_a_graph(tmp_path, monkeypatch):
+    data = VALIDATE.read_bytes()
+    longer = data.replace(b"compile_phase: train.1", b"compile_phase: train.12345")
+    paths = _ranks(tmp_path, (data, longer, data.replace(b"Default/", b"Default/x", 1)))
+    stored: list = []
+    monkeypatch.setattr(engine, "content_hash", lambda path: stored.append(path) or (_ for _ in ()).throw(AssertionError))
+    on, shared = _per_file([tmp_path], False, True)
+    assert shared == {paths[0]: paths[1]} and not stored   # the larger file is read
+    assert on == _per_file([tmp_path], False, False)[0]
+
+
+def test_a_file_of_a_size_group_that_cannot_be_read_is_read_on_its_own(tmp_path):
+    data = VALIDATE.read_bytes()
+    paths = _ranks(tmp_path, (data, data, data.replace(b"Default/", b"Defaulx/", 1), data))
+    missing = str(tmp_path / "gone.ir")
+    assert engine._byte_classes([missing, *paths]) == [None, 1, 1, 3, 1]
+    assert engine._byte_classes(paths) == [0, 0, 2, 0]
+    assert engine._byte_classes([paths[2], missing, paths[0]]) == [0, None, 2]
