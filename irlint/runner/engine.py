@@ -305,21 +305,24 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
     answered there, ``results``). Without one, no file needs that hash: a file whose size (and
     compression) no other shares is a content of its own, and the files of one size are compared
     (``_byte_classes``)."""
-    mapper = functools.partial(pool.map, chunksize=max(1, min(32, len(hashed) // 64))) if pool else map
+    def mapper(fn, *args):
+        return pool.map(fn, *args, chunksize=max(1, min(32, len(args[0]) // 64))) if pool else map(fn, *args)
+
     order = []
     new: dict = {}   # content -> its first file
     if store is None:
         groups: dict[tuple, list[tuple[int, DumpFile]]] = defaultdict(list)
         for i, f, _ in hashed:
             groups[(f.size, f.compression)].append((i, f))
+        several = [group for group in groups.values() if len(group) > 1]
+        # the files of a size are compared first: the other contents they find wait for it
+        same = mapper(_byte_classes, [[f.path for _, f in g] for g in several])
         for group in groups.values():
             new[group[0][0]] = group[0][1]
-        # the masked hash of each size's first file is computed while the files of a size are compared
         masked = mapper(_graph_hash, [f.path for f in new.values()], [f.compression for f in new.values()])
-        several = [group for group in groups.values() if len(group) > 1]
         content_of = {group[0][0]: group[0][0] for group in groups.values()}
         more: dict = {}
-        for group, firsts in zip(several, mapper(_byte_classes, [[f.path for _, f in g] for g in several])):
+        for group, firsts in zip(several, same):
             for (i, f), k in zip(group, firsts):
                 content_of[i] = group[k][0] if k is not None else None
                 if k is not None and group[k][0] == i and i not in new:
