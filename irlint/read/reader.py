@@ -26,9 +26,18 @@ from .loop import MAX_RECORD_BYTES, LineLoop
 from .record import normalize_op
 from .records import NO_ATTRS, RecordParsing
 
-__all__ = ["read_ir", "normalize_op", "MAX_RECORD_BYTES", "NO_ATTRS"]
+__all__ = ["read_ir", "warm", "normalize_op", "MAX_RECORD_BYTES", "NO_ATTRS"]
 
 MAX_UTF8_REPORTED = 20
+
+
+def warm() -> None:
+    """What the first read of a process does whatever the file: build the parser and import the graph
+    library. A process that forks workers to read does it once, before, for all of them."""
+    from .syntax import _parser
+
+    _parser()
+    IRFile.empty("")
 
 
 def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = None) -> IRFile:

@@ -173,7 +173,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
         ordered = sorted(misses, key=lambda m: -m[1].size)
         if getattr(config, "dedup", True) and len(misses) > 1:
             if jobs > 1 and len(to_pool) > jobs and sum(f.size for _, f, _ in to_pool) >= POOL_HASH_MIN_BYTES:
-                pool = _pool(jobs)   # the workers hash too, then read what hashing leaves
+                # the workers hash too, then read what hashing leaves (with a cache, maybe nothing)
+                pool = _pool(jobs, reads=store is None)
             for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests, pool):
                 submit(i, f, digest)
         else:
@@ -684,10 +685,17 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
+def _pool(jobs: int, reads: bool = True) -> ProcessPoolExecutor:
+    """Worker processes; when they will read (``reads``), what every first read does is done here
+    first, once, instead of in each worker (0.1 s or more of CPU each)."""
     # imported here: a run answered from the cache starts no process, and skips their import time
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+
+    if reads:
+        from ..read.reader import warm
+
+        warm()
 
     # fork starts a worker in milliseconds, with the rules and grammar already loaded
     methods = multiprocessing.get_all_start_methods()
