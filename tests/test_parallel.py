@@ -93,3 +93,26 @@ def test_progress_is_reported_per_file_in_order(probes):
     lint(paths, Config(jobs=2, cache=False, progress=lambda name, size: seen.append(name)))
     files, _ = discover(paths)
     assert seen == [f.display for f in files]
+
+
+def _parsers_built() -> int:
+    from irlint.read import syntax
+
+    return syntax._parser.cache_info().currsize
+
+
+def test_workers_that_read_fork_with_the_parser_built():
+    from irlint.read import syntax
+
+    syntax._parser.cache_clear()
+    pool = engine._pool(2, reads=False)   # hashing only (a cache may answer every file): nothing built
+    try:
+        assert _parsers_built() == 0 and pool.submit(_parsers_built).result() == 0
+    finally:
+        engine.stop_pool(pool, wait=True)
+    pool = engine._pool(2)
+    try:
+        assert _parsers_built() == 1
+        assert [pool.submit(_parsers_built).result() for _ in range(4)] == [1] * 4
+    finally:
+        engine.stop_pool(pool, wait=True)
