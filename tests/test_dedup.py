@@ -287,13 +287,15 @@ def test_files_of_one_size_share_a_graph_only_when_their_bytes_or_masked_text_ag
     early = data.replace(b"Default/", b"Defaulx/", 1)
     phase = data.replace(b"compile_phase: train.1", b"compile_phase: train.2")
     assert len({len(t) for t in (data, late, early, phase)}) == 1 and len({data, late, early, phase}) == 4
-    paths = _ranks(tmp_path, (data, late, data, early, late, phase, early))
+    paths = _ranks(tmp_path, (data, late, data, early, late, phase, early, data))
     masked: list = []
     graph_hash = dedup.graph_hash
     monkeypatch.setattr(dedup, "graph_hash", lambda stream: masked.append(stream) or graph_hash(stream))
     on, shared = _per_file([tmp_path], False, True)
-    assert shared == {paths[2]: paths[0], paths[4]: paths[1], paths[5]: paths[0], paths[6]: paths[3]}
-    assert len(masked) == 4   # each content once
+    assert shared == {paths[2]: paths[0], paths[4]: paths[1], paths[5]: paths[0], paths[6]: paths[3],
+                      paths[7]: paths[0]}
+    # each content once, and the last copy of the first again: hashed, not compared, once two differed
+    assert len(masked) == 5
     off, _ = _per_file([tmp_path], False, False)
     assert on == off
 
@@ -309,10 +311,14 @@ def test_files_of_sizes_no_other_has_are_hashed_masked_only_and_still_share_a_gr
     assert on == _per_file([tmp_path], False, False)[0]
 
 
-def test_a_file_of_a_size_group_that_cannot_be_read_is_read_on_its_own(tmp_path):
+def test_a_file_of_a_size_group_is_compared_with_the_first_then_hashed(tmp_path):
     data = VALIDATE.read_bytes()
-    paths = _ranks(tmp_path, (data, data, data.replace(b"Default/", b"Defaulx/", 1), data))
+    other = data.replace(b"Default/", b"Defaulx/", 1)
+    paths = _ranks(tmp_path, (data, data, other, data, other, data))
     missing = str(tmp_path / "gone.ir")
-    assert engine._byte_classes([missing, *paths]) == [None, 1, 1, 3, 1]
-    assert engine._byte_classes(paths) == [0, 0, 2, 0]
-    assert engine._byte_classes([paths[2], missing, paths[0]]) == [0, None, 2]
+    sha = engine.content_hash(paths[2])
+    assert engine._same_or_hashed(paths[0], paths[1:3]) == [True, sha]
+    # once two differ, the rest are hashed: a copy of the first too (its masked hash still joins them)
+    assert engine._same_or_hashed(paths[0], [paths[2], missing, paths[3], paths[4]]) == [
+        sha, None, engine.content_hash(paths[3]), sha]
+    assert engine._same_or_hashed(missing, paths[:2]) == [engine.content_hash(paths[0])] * 2

@@ -32,12 +32,11 @@ MAX_UTF8_REPORTED = 20
 
 
 def warm() -> None:
-    """What the first read of a process does whatever the file: build the parser and import the graph
-    library. A process that forks workers to read does it once, before, for all of them."""
+    """What the first read of a process does whatever the file: build the parser. A process that
+    forks workers to read does it once, before, for all of them."""
     from .syntax import _parser
 
     _parser()
-    IRFile.empty("")
 
 
 def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = None) -> IRFile:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from dataclasses import replace
 
 from ..diagnostics import Diagnostic
@@ -36,17 +37,26 @@ def graph_hash(stream) -> str:
     newline, then the text with each match of ``MASKED`` replaced by ``_mask``. Raises what reading
     raises."""
     graph = hashlib.sha256()
+    first = stream.read(BLOCK)
+    if len(first) < BLOCK and not (more := stream.read(BLOCK)):   # the whole text: one piece, one update
+        graph.update(MASKED.sub(_mask, b"\n" + first + b"\n")[:-1])
+        return graph.hexdigest()
     # the buffer holds a newline or the last (unfinished) line of the previous piece, then a block:
     # each piece hashed ends before its last newline, which starts the next one (the regex needs
     # it), so a line is never cut and a byte is hashed once
-    buf = bytearray(2 * BLOCK + 1)
+    buf = _buffer()
     view = memoryview(buf)
     buf[0] = 10
     held = 1
     readinto = getattr(stream, "readinto", None)
+    pending = [first, more] if len(first) < BLOCK else [first]   # read already
     try:
         while True:
-            if readinto is not None:
+            if pending:
+                block = pending.pop(0)
+                got = len(block)
+                view[held:held + got] = block
+            elif readinto is not None:
                 got = readinto(view[held:held + BLOCK]) or 0
             else:
                 block = stream.read(BLOCK)
@@ -71,6 +81,17 @@ def graph_hash(stream) -> str:
     finally:
         view.release()
     return graph.hexdigest()
+
+
+_held = threading.local()
+
+
+def _buffer() -> bytearray:
+    # one per thread, kept: a fresh one for every file costs page faults (more than hashing a small file)
+    buf = getattr(_held, "buf", None)
+    if buf is None or len(buf) != 2 * BLOCK + 1:
+        buf = _held.buf = bytearray(2 * BLOCK + 1)
+    return buf
 
 
 def _update_masked(graph, buf: bytearray, view: memoryview, stop: int) -> None:

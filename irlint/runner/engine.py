@@ -304,8 +304,8 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
     hash (None when it cannot be read). With a cache, a file's content is its stored sha256, the
     key the cache finds results by (into ``digests``; a file found in the cache that way is
     answered there, ``results``). Without one, no file needs that hash: a file whose size (and
-    compression) no other shares is a content of its own, and the files of one size are compared
-    (``_byte_classes``)."""
+    compression) no other shares is a content of its own, and the others are compared with the
+    first of their size (``_same_or_hashed``)."""
     def mapper(fn, *args):
         return pool.map(fn, *args, chunksize=max(1, min(32, len(args[0]) // 64))) if pool else map(fn, *args)
 
@@ -315,18 +315,23 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
         groups: dict[tuple, list[tuple[int, DumpFile]]] = defaultdict(list)
         for i, f, _ in hashed:
             groups[(f.size, f.compression)].append((i, f))
-        several = [group for group in groups.values() if len(group) > 1]
-        # the files of a size are compared first: the other contents they find wait for it
-        same = mapper(_byte_classes, [[f.path for _, f in g] for g in several])
+        # the files of a size after its first, a few at a time: each is compared with the first
+        runs = [(group[0], group[k:k + COMPARE_RUN]) for group in groups.values()
+                for k in range(1, len(group), COMPARE_RUN)]
+        same = pool.map(_same_or_hashed, [first.path for (_, first), _ in runs],
+                        [[f.path for _, f in run] for _, run in runs]) if pool else \
+            map(_same_or_hashed, [first.path for (_, first), _ in runs], [[f.path for _, f in run] for _, run in runs])
         for group in groups.values():
             new[group[0][0]] = group[0][1]
+        # the masked hashes of the firsts are computed while the other files are compared
         masked = mapper(_graph_hash, [f.path for f in new.values()], [f.compression for f in new.values()])
-        content_of = {group[0][0]: group[0][0] for group in groups.values()}
+        content_of = {i: i for i in new}
+        stored: dict[str, int] = {}   # sha256 -> the first file that has it
         more: dict = {}
-        for group, firsts in zip(several, same):
-            for (i, f), k in zip(group, firsts):
-                content_of[i] = group[k][0] if k is not None else None
-                if k is not None and group[k][0] == i and i not in new:
+        for ((first, _), run), got in zip(runs, same):
+            for (i, f), answer in zip(run, got):
+                content_of[i] = first if answer is True else None if answer is None else stored.setdefault(answer, i)
+                if content_of[i] == i:
                     more[i] = f
         graph_of = dict(zip(new, masked))
         graph_of.update(zip(more, mapper(_graph_hash, [f.path for f in more.values()],
@@ -359,30 +364,51 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
 COMPARE_BYTES = 256 * 1024
 
 
-def _byte_classes(paths: list[str]) -> list[int | None]:
-    """For each of ``paths`` (files of one size), the index of the first with the same bytes; None
-    for a file that cannot be read. Most often a file repeats the first, so each is compared
-    with it; one that differs is told from the others by its sha256."""
-    try:
-        firsts: list[int | None] = [0]
-        seen: dict[str, int] = {}   # sha256 -> index, of files that differ from the first
-        for k in range(1, len(paths)):
-            firsts.append(0 if _equal_files(paths[0], paths[k]) else seen.setdefault(content_hash(paths[k]), k))
-        return firsts
-    except OSError:   # which file could not be read: each is hashed on its own
-        digests = [_stored_hash(path) for path in paths]
-        first: dict[str, int] = {}
-        return [None if d is None else first.setdefault(d, k) for k, d in enumerate(digests)]
+# files of one size compared in one task
+COMPARE_RUN = 32
 
 
-def _equal_files(a: str, b: str) -> bool:
-    mine, theirs = bytearray(COMPARE_BYTES), bytearray(COMPARE_BYTES)
+def _same_or_hashed(first: str, paths: list[str]) -> list[bool | str | None]:
+    """For each of ``paths`` (files of the size of ``first``): True when it holds the bytes of
+    ``first``, otherwise its sha256 (None when it cannot be read). Once two differ from ``first``
+    the rest are hashed without a comparison: files of one size then mostly differ (ranks that
+    print their own values of one length), and one that is hashed anyway still gets its class
+    from its masked hash."""
+    buffers = _compare_buffers()
+    answers: list[bool | str | None] = []
+    differ = 0
+    for path in paths:
+        if differ < 2:
+            try:
+                if _equal_files(first, path, *buffers):
+                    answers.append(True)
+                    continue
+            except OSError:   # either file: this one is hashed on its own
+                pass
+            differ += 1
+        answers.append(_stored_hash(path))
+    return answers
+
+
+_buffers = threading.local()
+
+
+def _compare_buffers() -> tuple[bytearray, bytearray]:
+    # one pair per thread: fresh ones for every file cost page faults
+    pair = getattr(_buffers, "pair", None)
+    if pair is None or len(pair[0]) != COMPARE_BYTES:
+        pair = _buffers.pair = (bytearray(COMPARE_BYTES), bytearray(COMPARE_BYTES))
+    return pair
+
+
+def _equal_files(a: str, b: str, mine: bytearray, theirs: bytearray) -> bool:
+    """Whether files ``a`` and ``b`` hold the same bytes, read into ``mine`` and ``theirs`` (of one size)."""
     with open(a, "rb", buffering=0) as x, open(b, "rb", buffering=0) as y:
         while True:
             n, m = _fill(x, mine), _fill(y, theirs)
             if n != m:
                 return False
-            if n < COMPARE_BYTES:
+            if n < len(mine):
                 return mine[:n] == theirs[:n]
             if mine != theirs:
                 return False
@@ -686,8 +712,8 @@ def _cores() -> int:
 
 
 def _pool(jobs: int, reads: bool = True) -> ProcessPoolExecutor:
-    """Worker processes; when they will read (``reads``), what every first read does is done here
-    first, once, instead of in each worker (0.1 s or more of CPU each)."""
+    """Worker processes; when they will read (``reads``), what every first read does (the reader's
+    imports, the parser) is done here first, once, instead of in each worker."""
     # imported here: a run answered from the cache starts no process, and skips their import time
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
