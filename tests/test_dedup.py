@@ -305,7 +305,8 @@ def test_files_of_sizes_no_other_has_are_hashed_masked_only_and_still_share_a_gr
     longer = data.replace(b"compile_phase: train.1", b"compile_phase: train.12345")
     paths = _ranks(tmp_path, (data, longer, data.replace(b"Default/", b"Default/x", 1)))
     stored: list = []
-    monkeypatch.setattr(engine, "content_hash", lambda path: stored.append(path) or (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(engine, "content_hash",
+                        lambda path: stored.append(path) or (_ for _ in ()).throw(AssertionError))
     on, shared = _per_file([tmp_path], False, True)
     assert shared == {paths[0]: paths[1]} and not stored   # the larger file is read
     assert on == _per_file([tmp_path], False, False)[0]

@@ -318,9 +318,8 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
         # the files of a size after its first, a few at a time: each is compared with the first
         runs = [(group[0], group[k:k + COMPARE_RUN]) for group in groups.values()
                 for k in range(1, len(group), COMPARE_RUN)]
-        same = pool.map(_same_or_hashed, [first.path for (_, first), _ in runs],
-                        [[f.path for _, f in run] for _, run in runs]) if pool else \
-            map(_same_or_hashed, [first.path for (_, first), _ in runs], [[f.path for _, f in run] for _, run in runs])
+        same = mapper(_same_or_hashed, [first.path for (_, first), _ in runs],
+                      [[f.path for _, f in run] for _, run in runs])
         for group in groups.values():
             new[group[0][0]] = group[0][1]
         # the masked hashes of the firsts are computed while the other files are compared
@@ -356,14 +355,13 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
                 continue
         new.setdefault(digest, f)
         order.append((i, f, digest, digest))
-    graph_of = dict(zip(new, mapper(_graph_hash, [f.path for f in new.values()], [f.compression for f in new.values()])))
+    graph_of = dict(zip(new, mapper(_graph_hash, [f.path for f in new.values()],
+                                    [f.compression for f in new.values()])))
     return order, graph_of
 
 
 # bytes compared a piece at a time: pieces this size stay in the processor's cache
 COMPARE_BYTES = 256 * 1024
-
-
 # files of one size compared in one task
 COMPARE_RUN = 32
 
