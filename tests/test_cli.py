@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 import irlint.cli
+import irlint.runner.discover
 from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
 from irlint.cli import main
-from irlint.config import Config
+from irlint.runner.config import Config
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -104,7 +105,7 @@ def test_unreadable_folder_exit_2(tiny_rules, tmp_path, monkeypatch):
     locked = tmp_path / "locked"
     shutil.copytree(FOLDER, locked)
     real_access = os.access
-    monkeypatch.setattr(irlint.discover.os, "access",
+    monkeypatch.setattr(irlint.runner.discover.os, "access",
                         lambda p, mode: False if Path(p) == locked else real_access(p, mode))
     result = run(str(locked))
     assert result.exit_code == 2
@@ -408,7 +409,7 @@ def test_unlistable_folder_is_no_internal_error(tiny_rules, tmp_path, monkeypatc
         return real_stat(self, *a, **kw)
 
     monkeypatch.setattr(Path, "stat", stat)
-    monkeypatch.setattr(irlint.discover.os, "access",
+    monkeypatch.setattr(irlint.runner.discover.os, "access",
                         lambda p, mode: False if Path(p) == locked else real_access(p, mode))
     result = CliRunner().invoke(main, [a.format(locked=locked) for a in args])
     assert "internal error" not in result.output, result.output
