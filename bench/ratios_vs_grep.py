@@ -6,7 +6,11 @@ interleaved in the same rounds (grep, irlint, grep, irlint ...), medians of wall
         --irlint "no-dedup=.venv/bin/irlint --no-dedup" --irlint "main=/tmp/main-venv/bin/irlint"
 
 Several --irlint NAME=COMMAND run one after the other after each grep, so every variant is
-compared with the same grep runs.
+compared with the same grep runs. --rev NAME=REV installs a git revision of this repository as
+users get it (a wheel, byte-compiled by pip, in a venv under OUT/venvs/NAME) and runs that: an
+editable checkout recompiles every module on each start where PYTHONDONTWRITEBYTECODE is set.
+
+    nice python3 bench/ratios_vs_grep.py --rev now=HEAD --rev before=92ab2b6
 
 Cases (folders made under --out on first use, reused after):
   stages    `irlint --all-stages --no-cache -q` on a 16-layer single-rank save_graphs folder
@@ -61,18 +65,55 @@ def folders(out: Path) -> dict[str, Path]:
     return {"stages": gen16, "ranks": ranks, "ranks-all": ranks, "rank": gen16, "ranks32": ranks32}
 
 
+def installed(out: Path, name: str, rev: str) -> str:
+    """The irlint program of git revision ``rev`` installed from its wheel (made once per commit)."""
+    repo = HERE.parent
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", rev], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    venv = out / "venvs" / name
+    program = venv / "bin" / "irlint"
+    stamp = venv / "commit.txt"
+    if program.exists() and stamp.exists() and stamp.read_text() == commit:
+        return str(program)
+    tree = out / "venvs" / f"{name}-src"
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    tree.mkdir(parents=True)
+    # piped, not held here: a forked child's peak RSS starts at this process's size
+    git = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", str(tree)], stdin=git.stdout, check=True)
+    git.stdout.close()
+    if git.wait():
+        sys.exit(f"git archive {commit} failed")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([str(venv / "bin" / "pip"), "wheel", "-q", "--no-deps", "-w", str(tree / "dist"), str(tree)],
+                   check=True, env=env)
+    wheel = next((tree / "dist").glob("irlint-*.whl"))
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, env=env)
+    stamp.write_text(commit)
+    return str(program)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("/work/scratch/speed"))
     ap.add_argument("--irlint", action="append", default=[],
                     help="NAME=COMMAND (COMMAND: the irlint program and options), repeatable")
+    ap.add_argument("--rev", action="append", default=[],
+                    help="NAME=REV: a git revision of this repository, installed from its wheel, repeatable")
     ap.add_argument("--cases", default="rank,ranks,ranks-all,stages,ranks32")
     args = ap.parse_args()
+    args.out = args.out.resolve()
     variants = {}
-    for spec in args.irlint or [shutil.which("irlint") or "irlint"]:
+    for spec in args.rev:
+        name, _, rev = spec.partition("=")
+        variants[name] = [installed(args.out, name, rev or name)]
+    for spec in args.irlint or ([] if args.rev else [shutil.which("irlint") or "irlint"]):
         name, _, command = spec.partition("=") if "=" in spec.split()[0] else ("irlint", "", spec)
         variants[name or "irlint"] = command.split()
+    os.chdir("/")   # python -m or a stray irlint/ in the current folder would shadow the installed one
     where = folders(args.out)
     cases = args.cases.split(",")
     flags = {"stages": ["--all-stages"], "ranks-all": ["--all-stages"], "ranks32": ["--all-stages"]}
