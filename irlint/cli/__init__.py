@@ -9,10 +9,8 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shutil
 import signal
 import sys
-import traceback
 from pathlib import Path
 
 import click
@@ -111,12 +109,16 @@ class _DefaultGroup(click.Group):
             ctx.exit(EXIT_ERROR)
         except ModuleNotFoundError as exc:  # run from a checkout, or an install missing a dependency
             if _debug:
+                import traceback
+
                 traceback.print_exc()
             click.echo(f"irlint: the Python package {exc.name!r} is missing: install irlint with its "
                        f"dependencies (`pip install .` in a checkout of irlint)", err=True)
             ctx.exit(EXIT_ERROR)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if _debug:
+                import traceback
+
                 traceback.print_exc()
             click.echo(f"irlint: internal error: {type(exc).__name__}: {exc}", err=True)
             if not _debug:
@@ -283,6 +285,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
                         baseline_written=write_baseline_file or None)
     ctx.sources.streams = {f.display: (f.path, f.compression) for f in found.files}
     if output is None and _on_terminal(sys.stdout):
+        import shutil
+
         ctx.width = shutil.get_terminal_size((120, 24)).columns
     # else (a file or a pipe): full lines, so a scope can be copied into a suppression whole
     ctx.color = use_color(color, tty=output is None and _on_terminal(sys.stdout))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 FRONTEND = "frontend"   # NN_name_SSSS.ir
 OPT_PASS = "opt_pass"   # opt_pass_K_name_SSSS.ir (optimizer sub-passes)
@@ -21,7 +22,6 @@ _STAGES = [
 ]
 # the name ends there (as MindSpore writes it), or a copy's own suffix follows (….backup)
 _PATTERNS = [(re.compile(p + r"\Z"), family) for p, family in _STAGES]
-_PATTERNS_WITH_SUFFIX = [(re.compile(p + r"(?=[.\s(~])"), family) for p, family in _STAGES]
 _TRACE = re.compile(r"(?P<name>trace_code_graph)_(?P<seq>\d+)\Z")
 _WORD_START = re.compile(r"(?<=[_\-.\s])")
 _RANK_PREFIX = re.compile(r"[A-Za-z]+\d+_")
@@ -65,7 +65,8 @@ def stage_of(filename: str) -> Stage:
     # the name as MindSpore wrote it, from its start or after a prefix a copy added; then followed
     # by a suffix a copy added
     starts = [0, *(m.start() for m in _WORD_START.finditer(stem))]
-    for patterns in (_PATTERNS, _PATTERNS_WITH_SUFFIX):
+    for suffixed in (False, True):
+        patterns = _with_suffix() if suffixed else _PATTERNS
         for start in starts:
             for pattern, family in patterns:
                 m = pattern.match(stem, start)
@@ -77,6 +78,13 @@ def stage_of(filename: str) -> Stage:
     if m:
         return _stage(m, OTHER)
     return Stage(stem, OTHER)
+
+
+@lru_cache(maxsize=None)
+def _with_suffix() -> tuple:
+    """``_PATTERNS`` followed by a copy's suffix: compiled on the first name that gets this far
+    (a renamed copy, a stage of no family), not by every run."""
+    return tuple((re.compile(p + r"(?=[.\s(~])"), family) for p, family in _STAGES)
 
 
 def _stage(m: re.Match, family: str) -> Stage:

@@ -3,7 +3,6 @@ each has ``render(report, ctx) -> str`` and never reads dumps except node lines 
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -72,6 +71,8 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
     it over ``path``: on a full disk or a crash the previous file stays whole. ``durable``: on disk
     before the rename (a cache entry need not be); ``mode``: the new file's permissions (default:
     those of the file replaced, or as the umask allows)."""
+    import tempfile   # only a run that writes a file pays for it
+
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

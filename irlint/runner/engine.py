@@ -12,7 +12,6 @@ import weakref
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterator
 
-from . import dedup
 from .cache import LintCache, content_hash, content_sample, default_dir, unsafe_folder
 from .config import Config, validate
 from ..diagnostics import (NO_ATTRIBUTES, NO_SCOPES, NOTE_CODES, PLUGIN_FAILED, RULE_FAILED, TRUNCATED, UNREADABLE,
@@ -197,6 +196,8 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             if i in results:
                 findings, diags = results[i]
             elif rep is not None and _shareable(outcome(rep)[2]):
+                from . import dedup   # only runs whose files share a graph pay for it
+
                 _, rep_findings, rep_diags = outcome(rep)
                 findings, diags = dedup.as_member(rep_findings, rep_diags,
                                                   (files[rep].display, files[rep].stage.label),
@@ -259,6 +260,8 @@ def _stored_hash(path: str) -> str | None:
 
 def _graph_hash(path: str, compression: str | None) -> str | None:
     """``dedup.graph_hash`` of a file's text; None when it cannot be read or decompressed."""
+    from . import dedup
+
     try:
         with open_dump(path, compression) as stream:
             return dedup.graph_hash(stream)
