@@ -53,6 +53,42 @@ def test_a_lint_never_loads_networkx():
         assert "irlint.read.reader" in run["modules"]
 
 
+# what a default lint of a folder (its validate only, text report to a file) must not load: other
+# commands, formats and runner parts, the dedup of files that share a graph, the plugin lookup
+_NOT_IN_A_DEFAULT_LINT = (
+    "networkx", "rich", "jinja2", "importlib.metadata", "irlint.runner.dedup", "irlint.runner.diff",
+    "irlint.cli.memory", "irlint.cli.comm", "irlint.cli.diff",
+    *(f"irlint.reporters.{fmt}" for fmt in ("concise", "json", "json_lines", "sarif", "github", "gitlab",
+                                             "junit", "html", "svg")),
+)
+
+
+def test_a_default_lint_of_a_folder_loads_only_what_it_uses(tmp_path):
+    out = tmp_path / "report.txt"
+    run = _lint("-q", "-o", str(out), str(S2))
+    assert run["code"] == 1 and "RC002" in out.read_text()
+    assert "irlint.reporters.text" in run["modules"] and "irlint.read.reader" in run["modules"]
+    assert [m for m in _NOT_IN_A_DEFAULT_LINT if m in run["modules"]] == []
+
+
+def test_files_that_share_a_graph_load_dedup(tmp_path):
+    for name in ("21_validate_0076.ir", "copy_21_validate_0076.ir"):
+        (tmp_path / name).write_bytes(VALIDATE.read_bytes())
+    run = _lint("-q", "--all-stages", str(tmp_path))
+    assert run["code"] == 1 and "irlint.runner.dedup" in run["modules"]
+
+
+def test_stage_names_as_mindspore_writes_them_need_no_suffix_patterns():
+    from irlint.model import stages
+
+    stages._with_suffix.cache_clear()
+    assert stages.stage_of("rank0_21_validate_0076.ir.gz").name == "validate"
+    assert stages.stage_of("opt_pass_19_add_recomputation_0033.ir").name == "add_recomputation"
+    assert stages._with_suffix.cache_info().currsize == 0
+    assert stages.stage_of("21_validate_0076.backup.ir").name == "validate"   # a copy's suffix
+    assert stages._with_suffix.cache_info().currsize == 1
+
+
 def test_the_memory_command_is_loaded_when_used():
     from click.testing import CliRunner
 
