@@ -31,6 +31,8 @@ class Related:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One problem a rule found at a node of a dump."""
+
     code: str
     rule: str
     severity: str
@@ -94,6 +96,8 @@ def _scope_path(scope: str) -> str:
 
 @dataclass
 class Report:
+    """What a lint found, in the files it checked, with the rules that ran."""
+
     findings: list[Finding] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)

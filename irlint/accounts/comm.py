@@ -105,6 +105,8 @@ def share(part: int, whole: int) -> str:
 
 @dataclass
 class Collective:
+    """One collective op: what it receives, how much of that is waste, its layer."""
+
     node: int
     kind: str
     backward: bool
@@ -122,6 +124,8 @@ class Collective:
 
 @dataclass
 class LayerComm:
+    """The collectives of one decoder layer, summed."""
+
     layer: str
     received_bytes: int = 0
     scheme_bytes: int = 0
@@ -134,6 +138,8 @@ class LayerComm:
 
 @dataclass
 class CommAccount:
+    """A dump's collectives and the redistribution findings that name their waste."""
+
     collectives: list[Collective]
     findings: list[Finding]       # the redistribution findings whose bytes are the waste
 

@@ -54,6 +54,8 @@ class Tensor:
 
 @dataclass
 class KeptTensor:
+    """A forward output that stays alive until the backward pass reads it."""
+
     tensor: Tensor
     type: TensorType | None
     layer: str
@@ -87,6 +89,8 @@ class _PlacedOnRead(KeptTensor):
 
 @dataclass
 class LayerMemory:
+    """The kept activations of one decoder layer, summed."""
+
     layer: str
     kept_bytes: int = 0
     tensors: int = 0
@@ -95,6 +99,8 @@ class LayerMemory:
 
 @dataclass
 class MemoryReport:
+    """A dump's kept activations, what recompute saves, and the pipeline's micro batches."""
+
     kept: list[KeptTensor]
     saved: list[KeptTensor]   # tensors backward reads as recomputed copies instead
     # kept tensors computed from weights and constants only (fp16 copies of weights): they scale

@@ -48,6 +48,8 @@ _NO_ATTRS: dict = {}
 
 @dataclass
 class Subgraph:
+    """A subgraph of a dump: its parameters, nodes and return, in dump order."""
+
     name: str
     line: int
     params: list[int] = field(default_factory=list)
@@ -72,6 +74,8 @@ class CompileFailure:
 
 @dataclass
 class IRFile:
+    """One dump, read: its nodes and edges, subgraphs, header and stage."""
+
     path: str
     stage: Stage
     # the multigraph in networkx's layout: nodes[key] = attribute dict, succ[u][v][edge key] =

@@ -45,6 +45,8 @@ _NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "c
 
 @dataclass(frozen=True)
 class Place:
+    """Where a node is in the network: its decoder layer and the cells below it."""
+
     layer: str                 # decoder layer number, or "outside"
     cells: tuple[str, ...]     # cell scope parts (``name-Class``) below the layer, e.g. feed_forward-X, w1-Linear
     scope: str                 # a full scope that names the cells (printed or recovered), else the printed one

@@ -20,6 +20,8 @@ _PARTIAL_CALLEE = re.compile(r"@Partial\((@[^,)\s]+)")
 
 @dataclass(frozen=True)
 class Schedule:
+    """A pipeline stage's forward half, its backward half and how many micro batches are in flight."""
+
     forward: str        # the forward half (@…▸…)
     backward: str       # the backward half its Partial names (@…◂…)
     caller: str         # the subgraph that calls them

@@ -16,6 +16,8 @@ UNLIMITED_WIDTH = 100_000   # rich needs a width; tables are sized to their cont
 
 @dataclass
 class RenderContext:
+    """What a reporter needs besides the report: the rules, colour, width, sources."""
+
     rules: list = field(default_factory=list)   # rule classes known to this run (SARIF metadata)
     color: bool = False
     # columns to wrap to (a terminal); None: full lines, nothing cut or wrapped (files, pipes)

@@ -25,6 +25,8 @@ class Suppression:
 
 @dataclass
 class Config:
+    """The settings of a lint: rule selection, severities, suppressions and how it runs."""
+
     select: list[str] = field(default_factory=list)          # empty: the default set
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)

@@ -43,6 +43,8 @@ class InputError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class DumpFile:
+    """A dump file to lint, and where and how it was found."""
+
     path: str           # as opened ("-": standard input)
     display: str        # as reported (relative to the working directory when possible)
     folder: str         # the save_graphs folder it belongs to ("" for a file named directly)
@@ -60,6 +62,8 @@ class DumpFile:
 
 @dataclass
 class Discovery:
+    """The dump files found under the paths named, and what stood in the way."""
+
     files: list[DumpFile] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # a folder named on the command line in which no dump was found -> what was found instead

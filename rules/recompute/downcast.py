@@ -30,6 +30,8 @@ def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
 
 @dataclass(frozen=True)
 class Downcast:
+    """A tagged Cast to a lower precision whose recompute keeps its high-precision input."""
+
     src: str
     dst: str
     source: int                  # the activation whose high-precision output the recompute keeps

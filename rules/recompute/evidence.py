@@ -79,6 +79,8 @@ def cell_text(path: tuple[str, ...] | None, scope: str) -> str:
 
 @dataclass
 class _Cell:
+    """What a cell holds of the forward pass."""
+
     unprefixed: bool = False   # holds a forward op without the recompute_ prefix
     ops: int = 0               # forward compute ops (no bookkeeping, no copies)
 

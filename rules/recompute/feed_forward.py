@@ -17,6 +17,8 @@ SPLIT_OPS = frozenset({"Split", "SplitWithSize", "SplitTensor", "StridedSlice", 
 
 @dataclass
 class FeedForward:
+    """A gated feed-forward block: its MatMuls, SiLU and gate Mul."""
+
     gate_mul: int
     silu: int           # SiLU, or the Mul of its CPU expansion x * Sigmoid(x)
     w1: int

@@ -22,6 +22,8 @@ DOCUMENTED_KEYS = {"SiLU": r"feed_forward\.w1\.activation\.silu", "Mul": r"feed_
 
 @dataclass
 class BlockedSiluMul:
+    """A SiLU or Mul tagged for recompute that layout ops between it and backward keep alive."""
+
     node: int                   # the tagged SiLU or Mul
     request: str
     ffn: FeedForward

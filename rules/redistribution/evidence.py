@@ -37,6 +37,8 @@ QUIET_IN_RELATED = frozenset({"TupleGetItem", "MakeTuple"})
 
 @dataclass
 class Waste:
+    """Bytes a redistribution chain moves for nothing, and why."""
+
     kind: str
     nodes: tuple[int, ...]
     text: str
@@ -45,6 +47,8 @@ class Waste:
 
 @dataclass
 class Chain:
+    """A run of redistribution ops from a producer to its consumers."""
+
     nodes: list[int]                      # redistribution ops in dump order
     producer: int | None = None
     consumers: list[tuple[int, int]] = field(default_factory=list)   # (consumer, argument position)
@@ -1011,6 +1015,8 @@ def as_int(value) -> int | None:
 # --- a permutation paid as a gather ----------------------------------------------------------------
 @dataclass
 class Permutation:
+    """A change of device axes paid as a gather."""
+
     split: tuple                 # the split counts both ends use
     produced: tuple              # the producer's output placement
     read: tuple                  # the consumer's input placement

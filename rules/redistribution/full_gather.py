@@ -22,6 +22,8 @@ from .redundant_chain import RedundantRedistributionChain
 
 @dataclass
 class FullGather:
+    """A chain that gathers a tensor whole where the consumer reads it split."""
+
     chain: Chain
     factor: int
     exit_dim: int | None          # the gathered dim of the tensor the consumer reads

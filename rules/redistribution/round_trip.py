@@ -30,6 +30,8 @@ _CHECKED_OPS = ROW_OPS | MATMUL_OPS
 
 @dataclass
 class RoundTrip:
+    """An op whose strategy disagrees with both neighbours: the tensor is re-laid out there and back."""
+
     op: int                       # the op whose strategy disagrees with both neighbours
     pos: int                      # which input of it the first run feeds
     before: Chain
