@@ -54,10 +54,11 @@ def test_a_lint_never_loads_networkx():
 
 
 # what a default lint of a folder (its validate only, text report to a file) must not load: other
-# commands, formats and runner parts, the dedup of files that share a graph, the plugin lookup
+# commands, formats and runner parts, the dedup of files that share a graph, the plugin lookup, the
+# communication account (the rules need only ``irlint.accounts.received``)
 _NOT_IN_A_DEFAULT_LINT = (
     "networkx", "rich", "jinja2", "importlib.metadata", "irlint.runner.dedup", "irlint.runner.diff",
-    "irlint.cli.memory", "irlint.cli.comm", "irlint.cli.diff",
+    "irlint.cli.memory", "irlint.cli.comm", "irlint.cli.diff", "irlint.accounts.comm",
     *(f"irlint.reporters.{fmt}" for fmt in ("concise", "json", "json_lines", "sarif", "github", "gitlab",
                                              "junit", "html", "svg")),
 )

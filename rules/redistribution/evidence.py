@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Iterator
 
-from irlint.accounts.comm import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
+from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
 from irlint.findings import Related
 from irlint.model import IRFile
 from irlint.rule import related_node

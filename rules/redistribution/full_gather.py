@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Iterator
 
-from irlint.accounts.comm import share, step_received_bytes, waste_entry
+from irlint.accounts.received import share, step_received_bytes, waste_entry
 from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Rule
