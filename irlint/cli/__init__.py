@@ -7,7 +7,6 @@ terminated (SIGTERM).
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import signal
 import sys
@@ -587,6 +586,8 @@ def rules_cmd(fmt, config_file):
                      "enabled": config.rule_enabled(cls.code, cls.name, cls.default_enabled),
                      "summary": cls.summary, "stages": list(cls.stages)})
     if fmt == "json":
+        import json
+
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         from rich.table import Table
@@ -725,6 +726,8 @@ def inspect_cmd(paths, fmt):
     others = [{"file": d.file, "stage": "", "subgraphs": 0, "cnodes": 0, "params": 0, "edges": 0,
                "diagnostics": [d.to_dict()]} for d in found.diagnostics]
     if fmt == "json":
+        import json
+
         for row in rows + others:
             click.echo(json.dumps(row, ensure_ascii=False))
     else:

@@ -5,7 +5,6 @@ re-dump) with a count, plus rule/file/scope so a person can read what was accept
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +22,8 @@ def write_baseline(path: str | Path, findings: list[Finding]) -> int:
                 "scope": f.scope, "message": f.message} for f in findings]
     entries.sort(key=lambda e: (e["code"], e["file"], e["scope"], e["fingerprint"]))
     data = {"irlint-baseline": FORMAT_VERSION, "findings": entries}
+    import json   # only a run with a baseline pays for it
+
     from ..reporters import write_output
 
     try:
@@ -34,6 +35,8 @@ def write_baseline(path: str | Path, findings: list[Finding]) -> int:
 
 def read_baseline(path: str | Path) -> Counter:
     """fingerprint -> how many findings with it are accepted."""
+    import json
+
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:

@@ -21,7 +21,6 @@ folder is bounded in size (oldest entries go first) and can be deleted at any ti
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat as stat_module
@@ -273,6 +272,8 @@ class LintCache:
         return self.root / kind / key[:2] / key
 
     def _load(self, file: Path) -> Any | None:
+        import json   # here: a run without a cache never loads it
+
         try:
             with open(file, "rb") as f:
                 if not _own(os.fstat(f.fileno())):
@@ -293,6 +294,8 @@ class LintCache:
         return value
 
     def _store(self, file: Path, value: Any) -> None:
+        import json
+
         from ..reporters import write_atomically  # only a run that writes pays for the import
 
         try:
@@ -428,6 +431,8 @@ def _is_tag(path: Path) -> bool:
 def _entry_content(path: Path, kind: str, key: str) -> bool:
     """Whether a file holds what irlint writes under that name: a lint entry naming its own key,
     or a stat entry holding a content hash."""
+    import json
+
     try:
         if path.stat().st_size > 1 << 30:
             return False

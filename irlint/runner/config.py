@@ -1,7 +1,6 @@
 """Settings of a lint run: rule selection, severities, suppressions, stage choice."""
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -327,5 +326,7 @@ def _toml_value(value) -> str:
         return str(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    import json   # only `irlint config` writes TOML
+
     # a TOML basic string is a JSON string for the characters that matter here
     return json.dumps(str(value), ensure_ascii=False)
