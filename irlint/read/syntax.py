@@ -439,9 +439,68 @@ def _parse_marked(text: str, start: str) -> Any:
     return _parse(text, start)
 
 
+def _parse_blanked(text: str, start: str) -> Any:
+    """A piece of a record's template: its blanks are numbered from 0 for the parse, so that the
+    same attribute block or type at another place of another record shape (``{unique_id: <blank 3>}``,
+    ``{unique_id: <blank 5>}``) is parsed once, then given its own numbers back."""
+    numbers: list[str] = []
+
+    def local(m: re.Match) -> str:
+        digits = m.group(m.lastindex)
+        numbers.append(digits)
+        return f"{m.group()[:-len(digits)]}{len(numbers) - 1}"
+
+    renumbered = _SLOT.sub(local, text)
+    value = _parse_piece(renumbered, start)
+    if renumbered == text:
+        return value
+    return _relabel(value, numbers)
+
+
+def _relabel(value: Any, numbers: list[str]) -> Any:
+    """``value`` with the blank numbered i in its strings numbered ``numbers[i]``."""
+    if isinstance(value, str):
+        if "\x00" in value or "\x01" in value or "\x02" in value:
+            new = _SLOT.sub(lambda m: f"{m.group()[:-len(m.group(m.lastindex))]}{numbers[int(m.group(m.lastindex))]}",
+                            value)
+            return new if type(value) is str else type(value)(new)
+        return value
+    kind = type(value)
+    if kind is list:
+        return [_relabel(v, numbers) for v in value]
+    if kind is dict:
+        return {_relabel(k, numbers): _relabel(v, numbers) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return kind([_relabel(v, numbers) for v in value])
+    if kind is Call:
+        return Call(_relabel(value.name, numbers), _relabel(value.args, numbers),
+                    _relabel(value.kwargs, numbers), value.bracket)
+    if kind is TensorType:
+        return TensorType(_relabel(value.kind, numbers), _relabel(value.dtype, numbers), value.shape,
+                          _relabel(value.raw, numbers))
+    if kind is FreeVar:
+        return FreeVar(_relabel(value.graph, numbers), _relabel(value.name, numbers))
+    return value
+
+
+def _parse_piece(text: str, start: str) -> Any:
+    """``_parse``, shared: a call whose callee is a plain name (``PrimFunc_Mul(%0, %1)``) is
+    parsed with a stand-in name, as the calls of every primitive with the same arguments are."""
+    if start == "call":
+        open_at = text.find("(")
+        name = text[:open_at]
+        if open_at > 0 and name.isidentifier() and name != "None" and name.lower() not in ("inf", "nan"):
+            try:
+                terms = _parse_marked(f"F{text[open_at:]}", start)
+            except GrammarError:
+                return _parse(text, start)   # the error, with the columns of the real piece
+            return [name, *terms[1:]]
+    return _parse_marked(text, start)
+
+
 @lru_cache(maxsize=65536)
 def _parse_template(template: str, start: str) -> tuple[Any, Any]:
-    value = _parse(template, start)
+    value = _parse_piece(template, start)
     return value, _plan(value)
 
 
@@ -449,7 +508,7 @@ def _memo_parse(text: str, start: str) -> Any:
     if len(text) > MAX_TEMPLATE_CHARS:
         return _long_call(text) if start == "call" else _parse(text, start)
     if "\x00" in text or "\x01" in text or "\x02" in text or _ESCAPED_QUOTE in text:
-        return _parse_marked(text, start)  # would be mistaken for blanks, or too slow to blank
+        return _parse_blanked(text, start)  # would be mistaken for blanks, or too slow to blank
     template, fills = _template(text)
     try:
         value, plan = _parse_template(template, start)
