@@ -253,3 +253,55 @@ def test_primitive_printed_with_its_class():
         assert blocks["primitive_attrs"] == {"output_names": ["output"], "format": "NCHW",
                                              "input_names": ["x", "b"], "data_format": "NCHW"}
     assert parse_node("Primitive::Return{prim_type=1}(%1)")[3] == "Return"
+
+
+def _lark_parses(monkeypatch) -> list[tuple[str, str]]:
+    """Records each text Lark parses from now on, the memo tables emptied."""
+    from irlint import record, syntax
+
+    parser = syntax._parser()
+    seen: list[tuple[str, str]] = []
+
+    class Recording:
+        def parse(self, text, start):
+            seen.append((text, start))
+            return parser.parse(text, start=start)
+
+    monkeypatch.setattr(syntax, "_parser", lambda: Recording())
+    monkeypatch.setattr(syntax, "_RECIPES", {})
+    for name in ("_TYPE_LINES", "_TYPE_ENTRIES", "_SKELETONS"):
+        monkeypatch.setattr(record, name, {})
+    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
+        cached.cache_clear()
+    return seen
+
+
+def test_pieces_of_record_shapes_are_parsed_once(monkeypatch):
+    # the same attribute block after one and after two node ids; the same arguments to two primitives
+    from irlint.record import parse_node
+
+    seen = _lark_parses(monkeypatch)
+    one = parse_node('PrimFunc_Mul(%1, %2) cnode_primal_attrs: {unique_id: "41"}')
+    two = parse_node('PrimFunc_Add(%3, %4, %5) cnode_primal_attrs: {unique_id: "42"}')
+    three = parse_node('PrimFunc_Sub(%6, %7) cnode_primal_attrs: {unique_id: "43"}')
+    assert [(a[2], a[1], a[4]) for a in (one, two, three)] == [
+        ("PrimFunc_Mul", (Ref("%1"), Ref("%2")), {"cnode_primal_attrs": {"unique_id": "41"}}),
+        ("PrimFunc_Add", (Ref("%3"), Ref("%4"), Ref("%5")), {"cnode_primal_attrs": {"unique_id": "42"}}),
+        ("PrimFunc_Sub", (Ref("%6"), Ref("%7")), {"cnode_primal_attrs": {"unique_id": "43"}})]
+    assert sorted(start for _, start in seen) == ["attrs", "call", "call"]
+
+
+def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(monkeypatch):
+    from irlint.record import parse_type_line
+
+    seen = _lark_parses(monkeypatch)
+    for dims in ("8, 128", "1, 8", "16", "-1, 3"):
+        ins, out = parse_type_line(f"(<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>) "
+                                   f"-> (<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>)")
+        # the parse prints "*" back as a space: the text of the first, with these numbers
+        raw = f"<Tuple[Tensor[Float32] 2], TupleShape(({dims}), ({dims}))>"
+        assert [(t.kind, t.dtype, t.shape, t.raw) for t in (*ins, out)] == [("Tuple", None, None, raw)] * 2
+    assert len(seen) == 2   # tuples of two numbers, of one number
+    # a scalar is a value, not a number of a shape: printed back as the parse prints it
+    ins, _ = parse_type_line("(<Tuple[Float32], TupleShape(F32(2))>) -> (<None>)")
+    assert ins[0].raw == "<Tuple[Float32], TupleShape(2.0)>"

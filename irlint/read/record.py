@@ -123,7 +123,8 @@ def _flat_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
 def _type_entry(text: str) -> TensorType:
     value = _TYPE_ENTRIES.get(text)
     if value is None:
-        value = _shaped_entry(text) or memo_by_template("type entry", f"({text})", _parse_one_type)
+        value = (_tuple_entry(text) or _shaped_entry(text)
+                 or memo_by_template("type entry", f"({text})", _parse_one_type))
         if len(_TYPE_ENTRIES) < MAX_SHARED_TYPE_LINES:
             _TYPE_ENTRIES[text] = value
     return value
@@ -133,7 +134,7 @@ def _type_entry(text: str) -> TensorType:
 # grammar parses the first; the others take its kind and element type with their own dimensions.
 # The lookahead checks the end once: without it every ", (" would rescan the rest (quadratic).
 _SHAPED = re.compile(r"(<(?=[^<>=]*>\Z)[^<>=]*?, \()(-?\d+(?:, -?\d+)*)?(\)[^<>=]*>)\Z")
-_SKELETONS: dict[str, tuple[str, str | None] | None] = {}
+_SKELETONS: dict[Any, tuple | None] = {}   # and _tuple_entry's
 _UNSEEN = object()
 
 
@@ -154,6 +155,43 @@ def _shaped_entry(text: str) -> TensorType | None:
     if proto is None:
         return None
     value = TensorType(proto[0], proto[1], shape, text)
+    if syntax.VERIFY_RECIPES:
+        direct = memo_by_template("type entry", f"({text})", _parse_one_type)
+        if direct != value:
+            syntax.RECIPE_MISMATCHES.append(("type entry", text))
+            return direct
+    return value
+
+
+# Tuple entries that differ only in the numbers of their shapes, ``<Tuple[Tensor[Float32]*2],
+# TupleShape((8, 128), (8, 128))>`` and ``TupleShape((1, 8), (1, 8))``: a tuple has no element type
+# nor shape, so the grammar parses the first; the others are the same type, its text (as the parse
+# prints it back) with their numbers. Only parenthesized numbers after a space, "(" or "," (not
+# ``Bool(1)``, which is a value) and printed as Python prints them are blanked.
+_NUMBER_TUPLE = re.compile(r"(?<![^\s(,])\((?:0|-?[1-9][0-9]*)(?:, (?:0|-?[1-9][0-9]*))*\)")
+
+
+def _arity(m: re.Match) -> str:
+    return "(" + "#" * (m.group().count(",") + 1) + ")"
+
+
+def _tuple_entry(text: str) -> TensorType | None:
+    if not text.startswith("<Tuple["):
+        return None
+    skeleton = ("Tuple", _NUMBER_TUPLE.sub(_arity, text))
+    proto = _SKELETONS.get(skeleton, _UNSEEN)
+    if proto is _UNSEEN:
+        value = memo_by_template("type entry", f"({text})", _parse_one_type)
+        kept = (value.kind == "Tuple" and type(value.kind) is str and value.dtype is None and value.shape is None
+                and type(value.raw) is str and _NUMBER_TUPLE.findall(value.raw) == _NUMBER_TUPLE.findall(text))
+        if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:
+            _SKELETONS[skeleton] = tuple(_NUMBER_TUPLE.split(value.raw)) if kept else None
+        return value
+    if proto is None:
+        return None
+    numbers = _NUMBER_TUPLE.findall(text)
+    raw = "".join([p for pair in zip(proto, numbers) for p in pair]) + proto[-1]
+    value = TensorType("Tuple", None, None, raw)
     if syntax.VERIFY_RECIPES:
         direct = memo_by_template("type entry", f"({text})", _parse_one_type)
         if direct != value:
@@ -187,7 +225,11 @@ def parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
 def _parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
     name, fields = parse_param(line)
     out_type = None
-    if any(isinstance(f, Call) and f.bracket == "<" for f in fields):
+    types = [f for f in fields if isinstance(f, Call) and f.bracket == "<"]
+    if len(types) == 1 and line.count("<") == 1 and line.count(">") == 1:
+        # the one "<..>" of the line is that field: its parse is the type's (no second parse)
+        out_type = syntax._tensor_type(types[0])
+    elif types:
         try:
             out_type = parse_types(f"({_type_source(line)})")[0][0]
         except (GrammarError, IndexError):
