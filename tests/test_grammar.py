@@ -305,3 +305,24 @@ def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(monkeypatch)
     # a scalar is a value, not a number of a shape: printed back as the parse prints it
     ins, _ = parse_type_line("(<Tuple[Float32], TupleShape(F32(2))>) -> (<None>)")
     assert ins[0].raw == "<Tuple[Float32], TupleShape(2.0)>"
+
+
+def test_records_that_differ_in_graph_names_share_one_parse(monkeypatch):
+    # early stages name graphs and free variables in their calls: one shape, many names
+    from irlint.record import parse_node
+    from irlint.syntax import parse_header
+
+    seen = _lark_parses(monkeypatch)
+    for g, outer, name in [("@12_f_3", "@1_main_2", "para7_x"), ("@@13_g_4", "@2_ℵmain_5", "para8_фy.w"),
+                           ("@14_h", "@3_m", "CNode_9")]:
+        callee, args, raw_op, op, _ = parse_node(f"call {g}(%1, $({outer}:{name}), {g})")
+        assert (callee, raw_op, op) == (GraphRef(g), f"call {g}", "call")
+        assert args == (Ref("%1"), FreeVar(outer, name), GraphRef(g))
+        assert [type(a) for a in args] == [Ref, FreeVar, GraphRef] and type(args[1].graph) is str
+        callee, args, raw_op, op, _ = parse_node(f"$({outer}:{name})(%2)")
+        assert (callee, args, raw_op, op) == (FreeVar(outer, name), (Ref("%2"),), f"$({outer}:{name})", "call")
+        assert parse_header(f"subgraph {g} parent: [subgraph {outer}](%para1_a, %para2_b) {{") == (
+            g, outer, ("%para1_a", "%para2_b"))
+    assert sorted(start for _, start in seen) == ["call", "call", "header"]
+    # a name that would not stay a string is not blanked: its own parse
+    assert parse_node("F($(@1_m:1.50))")[1] == (FreeVar("@1_m", "1.5"),)

@@ -313,6 +313,9 @@ _VOLATILE = re.compile(
     r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"
     rf'|=(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
     rf'|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)'  # I64(981): ids differ per layer
+    # $(@g:para3_x): a free variable, blanked as a graph name and a name (a word that stays a string)
+    rf'|\$(?<!{_W}\$)\(@{_W}+:(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*\)'
+    rf'|@(?<!{_W}@){_W}+'                                      # @g, @@g: graph names
 )
 _VOLATILE_SPLIT = re.compile(f"({_VOLATILE.pattern})")
 # A string scan can pass an escaped quote: with an unclosed string, _VOLATILE would rescan the rest
@@ -326,6 +329,8 @@ _REF_SLOT = "%\x00"
 _STR_SLOT = "\x00"
 _WORD_SLOT = "\x01"
 _INT_SLOT = "\x02"
+_GRAPH_SLOT = "@\x03"
+_NAME_SLOT = "\x05"   # the name of a free variable, in $(@\x03N:\x05N): both parts of one blank
 
 
 def _template(text: str) -> tuple[str, list[str]]:
@@ -339,6 +344,10 @@ def _template(text: str) -> tuple[str, list[str]]:
             return f"{_REF_SLOT}{n}"
         if s[0] == '"':
             return f'"{_STR_SLOT}{n}"'
+        if s[0] == "@":
+            return f"{_GRAPH_SLOT}{n}"
+        if s[0] == "$":
+            return f"$({_GRAPH_SLOT}{n}:{_NAME_SLOT}{n})"
         if s[-1] == ")":
             return f"{_INT_SLOT}{n}"
         return f"={_WORD_SLOT}{n}"
@@ -346,7 +355,11 @@ def _template(text: str) -> tuple[str, list[str]]:
     return _VOLATILE.sub(blank, text), fills
 
 
-_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)|\x02(\\d+)")
+_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)|\x02(\\d+)|@\x03(\\d+)|\x05(\\d+)")
+
+
+def _has_blank(text: str) -> bool:
+    return "\x00" in text or "\x01" in text or "\x02" in text or "\x03" in text or "\x05" in text
 
 
 def _fill_text(text: str, fills: list[str]) -> str:
@@ -359,14 +372,20 @@ def _fill_text(text: str, fills: list[str]) -> str:
             return fills[int(m.group(2))][1:-1]
         if m.group(3) is not None:
             return fills[int(m.group(3))][1:]
-        return str(_int_value(fills[int(m.group(4))]))
+        if m.group(4) is not None:
+            return str(_int_value(fills[int(m.group(4))]))
+        if m.group(5) is not None:
+            blank = fills[int(m.group(5))]
+            return blank[2:blank.index(":")] if blank[0] == "$" else blank
+        blank = fills[int(m.group(6))]
+        return blank[blank.index(":") + 1:-1]
 
     return _SLOT.sub(fill, text)
 
 
 # A refill plan mirrors a parsed template: None where a part holds no blank and nothing mutable
 # (that part is shared, as immutable values may be), otherwise how to rebuild it.
-_REF_PLAN, _TEXT_PLAN = "ref", "text"
+_REF_PLAN, _TEXT_PLAN, _GRAPH_PLAN = "ref", "text", "graph"
 
 
 def _int_value(scalar: str) -> int:
@@ -378,10 +397,12 @@ def _plan(value: Any) -> Any:
     kind = type(value)
     if kind is Ref:
         return _REF_PLAN if "\x00" in value else None
+    if kind is GraphRef:
+        return _GRAPH_PLAN if "\x03" in value else None
     if kind is str:
         if value[:1] == _INT_SLOT and value[1:].isdigit():
             return ("int", int(value[1:]))   # I64(<blank>): the number itself
-        return _TEXT_PLAN if "\x00" in value or "\x01" in value or "\x02" in value else None
+        return _TEXT_PLAN if _has_blank(value) else None
     if isinstance(value, list):
         return ("list", [_plan(v) for v in value])
     if isinstance(value, dict):
@@ -411,6 +432,8 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
         return Ref(_fill_text(value, fills))
     if plan is _TEXT_PLAN:
         return _fill_text(value, fills)
+    if plan is _GRAPH_PLAN:
+        return GraphRef(_fill_text(value, fills))
     tag, parts = plan
     if tag == "int":
         return _int_value(fills[parts])
@@ -460,7 +483,7 @@ def _parse_blanked(text: str, start: str) -> Any:
 def _relabel(value: Any, numbers: list[str]) -> Any:
     """``value`` with the blank numbered i in its strings numbered ``numbers[i]``."""
     if isinstance(value, str):
-        if "\x00" in value or "\x01" in value or "\x02" in value:
+        if _has_blank(value):
             new = _SLOT.sub(lambda m: f"{m.group()[:-len(m.group(m.lastindex))]}{numbers[int(m.group(m.lastindex))]}",
                             value)
             return new if type(value) is str else type(value)(new)
@@ -507,7 +530,7 @@ def _parse_template(template: str, start: str) -> tuple[Any, Any]:
 def _memo_parse(text: str, start: str) -> Any:
     if len(text) > MAX_TEMPLATE_CHARS:
         return _long_call(text) if start == "call" else _parse(text, start)
-    if "\x00" in text or "\x01" in text or "\x02" in text or _ESCAPED_QUOTE in text:
+    if _has_blank(text) or _ESCAPED_QUOTE in text:
         return _parse_blanked(text, start)  # would be mistaken for blanks, or too slow to blank
     template, fills = _template(text)
     try:
@@ -546,7 +569,7 @@ def _builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
     text = source.expr(value, plan)
     if len(text) > MAX_BUILDER_SOURCE:
         return None
-    names = {"c": source.consts, "R": Ref, "T": _fill_text, "I": _int_value, "TT": TensorType, "FV": FreeVar, "C": Call}
+    names = {"c": source.consts, "R": Ref, "G": GraphRef, "T": _fill_text, "I": _int_value, "TT": TensorType, "FV": FreeVar, "C": Call}
     try:
         return eval(f"lambda f: {text}", names)  # noqa: S307 - our own source, built from a parse
     except (SyntaxError, RecursionError, MemoryError):
@@ -592,6 +615,8 @@ class _BuilderSource:
             return self.text(v, True)
         if p is _TEXT_PLAN:
             return self.text(v, False)
+        if p is _GRAPH_PLAN:
+            return f"G(T({self.const(str(v))}, f))"
         expr = self.expr
         tag, parts = p
         if tag == "int":
@@ -631,7 +656,7 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template
     parses the template and compiles its refill (a recipe); texts whose template does not parse
     are parsed as they are."""
-    if len(text) > MAX_TEMPLATE_CHARS or "\x00" in text or "\x01" in text or "\x02" in text or _ESCAPED_QUOTE in text:
+    if len(text) > MAX_TEMPLATE_CHARS or _has_blank(text) or _ESCAPED_QUOTE in text:
         return parse(text)  # too long to repeat, would be mistaken for blanks, or too slow to blank
     # the key: the text between the blanks, plus the kind of each blank, told by its first
     # character (% " = I U); all in C, no Python call per blank
@@ -770,7 +795,7 @@ def parse_param(text: str) -> tuple[str, list]:
 @lru_cache(maxsize=65536)   # the value is immutable; every stage file repeats the subgraph headers
 def parse_header(text: str) -> tuple[str, str | None, tuple]:
     """``subgraph @g parent: [subgraph @p](%para1_x) {`` -> (name, parent, parameter refs)."""
-    items = _parse(text, "header")
+    items = _memo_parse(text, "header")   # headers differ in their names: one parse per shape
     words = [t for t in items if not isinstance(t, (Token, _Group))]
     groups = [t for t in items if isinstance(t, _Group)]
     if len(words) < 2 or words[0] != "subgraph" or not isinstance(words[1], GraphRef) or not groups:
