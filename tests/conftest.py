@@ -62,3 +62,26 @@ def lint_paths():
 def _private_cache(tmp_path_factory, monkeypatch):
     """No test writes to the user's real cache folder."""
     monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path_factory.mktemp("irlint-cache")))
+
+
+@pytest.fixture
+def lark_parses(monkeypatch) -> list[tuple[str, str]]:
+    """Each (text, start rule) Lark parses from now on, in order, with the reader's memo tables
+    emptied (so every template is new)."""
+    from irlint.read import record, syntax
+
+    parser = syntax._parser()
+    seen: list[tuple[str, str]] = []
+
+    class Recording:
+        def parse(self, text, start):
+            seen.append((text, start))
+            return parser.parse(text, start=start)
+
+    monkeypatch.setattr(syntax, "_parser", lambda: Recording())
+    monkeypatch.setattr(syntax, "_RECIPES", {})
+    for name in ("_TYPE_LINES", "_TYPE_ENTRIES", "_SKELETONS"):
+        monkeypatch.setattr(record, name, {})
+    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
+        cached.cache_clear()
+    return seen

@@ -255,32 +255,10 @@ def test_primitive_printed_with_its_class():
     assert parse_node("Primitive::Return{prim_type=1}(%1)")[3] == "Return"
 
 
-def _lark_parses(monkeypatch) -> list[tuple[str, str]]:
-    """Records each text Lark parses from now on, the memo tables emptied."""
-    from irlint import record, syntax
-
-    parser = syntax._parser()
-    seen: list[tuple[str, str]] = []
-
-    class Recording:
-        def parse(self, text, start):
-            seen.append((text, start))
-            return parser.parse(text, start=start)
-
-    monkeypatch.setattr(syntax, "_parser", lambda: Recording())
-    monkeypatch.setattr(syntax, "_RECIPES", {})
-    for name in ("_TYPE_LINES", "_TYPE_ENTRIES", "_SKELETONS"):
-        monkeypatch.setattr(record, name, {})
-    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
-        cached.cache_clear()
-    return seen
-
-
-def test_pieces_of_record_shapes_are_parsed_once(monkeypatch):
+def test_pieces_of_record_shapes_are_parsed_once(lark_parses):
     # the same attribute block after one and after two node ids; the same arguments to two primitives
     from irlint.record import parse_node
 
-    seen = _lark_parses(monkeypatch)
     one = parse_node('PrimFunc_Mul(%1, %2) cnode_primal_attrs: {unique_id: "41"}')
     two = parse_node('PrimFunc_Add(%3, %4, %5) cnode_primal_attrs: {unique_id: "42"}')
     three = parse_node('PrimFunc_Sub(%6, %7) cnode_primal_attrs: {unique_id: "43"}')
@@ -288,31 +266,29 @@ def test_pieces_of_record_shapes_are_parsed_once(monkeypatch):
         ("PrimFunc_Mul", (Ref("%1"), Ref("%2")), {"cnode_primal_attrs": {"unique_id": "41"}}),
         ("PrimFunc_Add", (Ref("%3"), Ref("%4"), Ref("%5")), {"cnode_primal_attrs": {"unique_id": "42"}}),
         ("PrimFunc_Sub", (Ref("%6"), Ref("%7")), {"cnode_primal_attrs": {"unique_id": "43"}})]
-    assert sorted(start for _, start in seen) == ["attrs", "call", "call"]
+    assert sorted(start for _, start in lark_parses) == ["attrs", "call", "call"]
 
 
-def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(monkeypatch):
+def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(lark_parses):
     from irlint.record import parse_type_line
 
-    seen = _lark_parses(monkeypatch)
     for dims in ("8, 128", "1, 8", "16", "-1, 3"):
         ins, out = parse_type_line(f"(<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>) "
                                    f"-> (<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>)")
         # the parse prints "*" back as a space: the text of the first, with these numbers
         raw = f"<Tuple[Tensor[Float32] 2], TupleShape(({dims}), ({dims}))>"
         assert [(t.kind, t.dtype, t.shape, t.raw) for t in (*ins, out)] == [("Tuple", None, None, raw)] * 2
-    assert len(seen) == 2   # tuples of two numbers, of one number
+    assert len(lark_parses) == 2   # tuples of two numbers, of one number
     # a scalar is a value, not a number of a shape: printed back as the parse prints it
     ins, _ = parse_type_line("(<Tuple[Float32], TupleShape(F32(2))>) -> (<None>)")
     assert ins[0].raw == "<Tuple[Float32], TupleShape(2.0)>"
 
 
-def test_records_that_differ_in_graph_names_share_one_parse(monkeypatch):
+def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
     # early stages name graphs and free variables in their calls: one shape, many names
     from irlint.record import parse_node
     from irlint.syntax import parse_header
 
-    seen = _lark_parses(monkeypatch)
     for g, outer, name in [("@12_f_3", "@1_main_2", "para7_x"), ("@@13_g_4", "@2_ℵmain_5", "para8_фy.w"),
                            ("@14_h", "@3_m", "CNode_9")]:
         callee, args, raw_op, op, _ = parse_node(f"call {g}(%1, $({outer}:{name}), {g})")
@@ -323,6 +299,6 @@ def test_records_that_differ_in_graph_names_share_one_parse(monkeypatch):
         assert (callee, args, raw_op, op) == (FreeVar(outer, name), (Ref("%2"),), f"$({outer}:{name})", "call")
         assert parse_header(f"subgraph {g} parent: [subgraph {outer}](%para1_a, %para2_b) {{") == (
             g, outer, ("%para1_a", "%para2_b"))
-    assert sorted(start for _, start in seen) == ["call", "call", "header"]
+    assert sorted(start for _, start in lark_parses) == ["call", "call", "header"]
     # a name that would not stay a string is not blanked: its own parse
     assert parse_node("F($(@1_m:1.50))")[1] == (FreeVar("@1_m", "1.5"),)

@@ -9,7 +9,7 @@ from pathlib import Path
 import lark
 import pytest
 
-from irlint.read import grammar_file, parser_tables, record, syntax
+from irlint.read import grammar_file, parser_tables, syntax
 from irlint.read.reader import read_ir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,24 +113,10 @@ _BROKEN = [
 ]
 
 
-def _pieces(monkeypatch) -> list[tuple[str, str]]:
+def _pieces(monkeypatch, lark_parses) -> list[tuple[str, str]]:
     """Every (text, start) the reader hands Lark while reading the fixture dumps."""
     from irlint.runner.discover import discover
 
-    seen: dict[tuple[str, str], None] = {}
-    parser = syntax._parser()
-
-    class Recording:
-        def parse(self, text, start):
-            seen[(text, start)] = None
-            return parser.parse(text, start=start)
-
-    monkeypatch.setattr(syntax, "_parser", lambda: Recording())
-    monkeypatch.setattr(syntax, "_RECIPES", {})
-    for name in ("_TYPE_LINES", "_TYPE_ENTRIES", "_SKELETONS"):
-        monkeypatch.setattr(record, name, {})
-    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
-        cached.cache_clear()
     # templates share most parses: each new one's real text is parsed too (and checked against it)
     monkeypatch.setattr(syntax, "VERIFY_RECIPES", True)
     # other MindSpore versions, unseen dumps and dump formats, and one corpus case: about 750 pieces
@@ -138,7 +124,7 @@ def _pieces(monkeypatch) -> list[tuple[str, str]]:
     files, _ = discover([str(FIXTURES / root) for root in roots])
     for f in files:
         read_ir(f.path)
-    return list(seen)
+    return list(dict.fromkeys(lark_parses))
 
 
 def _outcome(parser, text: str, start: str):
@@ -150,13 +136,13 @@ def _outcome(parser, text: str, start: str):
             return "error", str(exc), exc.column
 
 
-def test_loaded_and_built_parsers_agree(monkeypatch):
+def test_loaded_and_built_parsers_agree(monkeypatch, lark_parses):
     if lark.__version__ != parser_tables.LARK:
         pytest.skip(f"tables made with Lark {parser_tables.LARK}, this is {lark.__version__}")
     grammar = grammar_file.grammar_text()
     loaded, built = syntax._load_tables(grammar), syntax.build_parser(grammar)
     assert loaded is not None
-    pieces = _pieces(monkeypatch) + _BROKEN
+    pieces = _pieces(monkeypatch, lark_parses) + _BROKEN
     assert len(pieces) > 700
     outcomes = [(_outcome(loaded, t, s), _outcome(built, t, s)) for t, s in pieces]
     assert sum(a[0] == "error" for a, _ in outcomes) >= len(_BROKEN)

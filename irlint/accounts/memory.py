@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
+from typing import Container, Iterable, Iterator
 
 from ..findings import Finding
 from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
@@ -263,29 +264,32 @@ def is_weight_derived(ir: IRFile, key: int) -> bool:
 
 
 def _weight_inputs(ir: IRFile, node: int) -> bool | list[int]:
-    """What ``_weight_derived`` decides for ``node`` alone: True or False, or the inputs it takes
-    the answer from (all from weights: from weights)."""
+    """What decides whether ``node`` is computed from weights alone: True or False outright, or the
+    inputs whose answers it takes (a call, or a node without inputs, is then no weight copy)."""
     d = ir[node]
     kind = d["kind"]
     if kind == "param":
-        ins = _call_arguments(ir, node)
-        if not ins:
-            return bool(d.get("has_default"))
-    elif kind not in ("cnode", "return"):
+        # a subgraph parameter (a call's or a Partial's) is what every call passes to it
+        return _call_arguments(ir, node) or bool(d.get("has_default"))
+    if kind not in ("cnode", "return"):
         return kind == "const"
-    elif d.get("op") in _DATA_SOURCES:
-        return False
-    else:
-        ins = _reader_inputs(ir, node) if kind == "cnode" else ir.producers(node)[:1]
-    if d.get("op") == "call" or not ins:
-        return False
-    return ins
+    if d.get("op") in _DATA_SOURCES:
+        return False   # its constant input is a buffer shape, the data comes from elsewhere
+    return _reader_inputs(ir, node) if kind == "cnode" else ir.producers(node)[:1]
+
+
+def _weight_step(ir: IRFile, node: int) -> bool | list[int]:
+    """``_weight_inputs``, with a call and a node without inputs decided (False) at once."""
+    ins = _weight_inputs(ir, node)
+    if ins is True or ins is False:
+        return ins
+    return False if ir[node].get("op") == "call" or not ins else ins
 
 
 def _derived_from_weights(ir: IRFile, key: int, memo: dict[int, bool]) -> bool | None:
     """``key``'s answer of ``_weight_derived``, depth first through its inputs, stopping at the
     first one not from weights; None when the walk meets a cycle (through calls)."""
-    first = _weight_inputs(ir, key)
+    first = _weight_step(ir, key)
     if first is True or first is False:
         memo[key] = first
         return first
@@ -301,7 +305,7 @@ def _derived_from_weights(ir: IRFile, key: int, memo: dict[int, bool]) -> bool |
             if known is None:
                 if a in on_path:
                     return None
-                known = _weight_inputs(ir, a)
+                known = _weight_step(ir, a)
                 if known is not True and known is not False:
                     on_path.add(a)
                     stack.append([a, known, 0])
@@ -330,19 +334,10 @@ def _weight_derived(ir: IRFile) -> set[int]:
             if node in memo:
                 stack.pop()
                 continue
-            d = ir[node]
-            args = _call_arguments(ir, node) if d["kind"] == "param" else []
-            if d["kind"] == "param" and not args:
-                memo[node] = bool(d.get("has_default"))
+            ins = _weight_inputs(ir, node)
+            if ins is True or ins is False:
+                memo[node] = ins
                 continue
-            if d["kind"] not in ("cnode", "return", "param"):
-                memo[node] = d["kind"] == "const"
-                continue
-            if d.get("op") in _DATA_SOURCES:
-                memo[node] = False   # its constant input is a buffer shape, the data comes from elsewhere
-                continue
-            # a subgraph parameter (a call's or a Partial's) is what every call passes to it
-            ins = args or (_reader_inputs(ir, node) if d["kind"] == "cnode" else ir.producers(node)[:1])
             pending = [a for a in ins if a not in memo and a not in visiting]
             if pending and node not in visiting:
                 visiting.add(node)
@@ -350,7 +345,7 @@ def _weight_derived(ir: IRFile) -> set[int]:
                 continue
             visiting.discard(node)
             # an input still unresolved is on a cycle through calls: no weight copy
-            memo[node] = d.get("op") != "call" and bool(ins) and all(memo.get(a, False) for a in ins)
+            memo[node] = ir[node].get("op") != "call" and bool(ins) and all(memo.get(a, False) for a in ins)
     return {k for k, v in memo.items() if v}
 
 
@@ -368,27 +363,20 @@ def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
     from_weights = weight_derived(ir)
     kept: dict[Tensor, KeptTensor] = {}
     saved: dict[Tensor, KeptTensor] = {}
-    for reader in sorted(ir.cnodes()):
-        if not runs_in_backward(ir, reader):
+    for reader, tensor, getitem in _backward_reads(ir, sorted(ir.cnodes())):
+        node = tensor.node
+        if runs_in_backward(ir, node):
+            original = originals.get(node)
+            if original is not None and not ir.is_recompute_copy(reader):
+                orig = Tensor(original, tensor.index)
+                if orig not in saved:
+                    saved[orig] = kept_tensor(orig, tensor_type(ir, orig, getitem), original)
             continue
-        d = ir[reader]
-        if d["op"] in _PLUMBING or (ir.is_recompute_copy(reader) and d["op"] in VIEW_OPS):
-            continue  # a view or tuple op passes its input on: its consumer is the reader
-        for arg in _reader_inputs(ir, reader):
-            for tensor, getitem in sources(ir, arg):
-                node = tensor.node
-                if runs_in_backward(ir, node):
-                    original = originals.get(node)
-                    if original is not None and not ir.is_recompute_copy(reader):
-                        orig = Tensor(original, tensor.index)
-                        if orig not in saved:
-                            saved[orig] = kept_tensor(orig, tensor_type(ir, orig, getitem), original)
-                    continue
-                entry = kept.get(tensor)
-                if entry is None:
-                    entry = kept[tensor] = kept_tensor(tensor, tensor_type(ir, tensor, getitem), node)
-                if reader not in entry.readers:
-                    entry.readers.append(reader)
+        entry = kept.get(tensor)
+        if entry is None:
+            entry = kept[tensor] = kept_tensor(tensor, tensor_type(ir, tensor, getitem), node)
+        if reader not in entry.readers:
+            entry.readers.append(reader)
     for t in list(saved):
         if t in kept:
             del saved[t]  # backward keeps the original anyway
@@ -402,6 +390,23 @@ def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
         report.in_flight = max(s.in_flight for s in stages)
         report.per_micro_batch = frozenset(t.tensor.node for t in activations if ir[t.tensor.node]["graph"] in halves)
     return report
+
+
+def _backward_reads(ir: IRFile, readers: Iterable[int], args_in: Container[int] | None = None
+                    ) -> Iterator[tuple[int, Tensor, int | None]]:
+    """(reader, tensor, the TupleGetItem that selected it) for each tensor a backward reader reads, readers in the given
+    order (only through the arguments in ``args_in`` when given). A view or tuple op passes its input
+    on: its consumer is the reader."""
+    for reader in readers:
+        if not runs_in_backward(ir, reader):
+            continue
+        op = ir[reader]["op"]
+        if op in _PLUMBING or (ir.is_recompute_copy(reader) and op in VIEW_OPS):
+            continue
+        for arg in _reader_inputs(ir, reader):
+            if args_in is None or arg in args_in:
+                for tensor, getitem in sources(ir, arg):
+                    yield reader, tensor, getitem
 
 
 def bytes_at_stake(ir: IRFile, key: int) -> int:
@@ -477,23 +482,14 @@ def _kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
                if nodes[r]["kind"] == "cnode" and any(e.get("kind") == "data" for e in keyed.values())}
     kept: dict[Tensor, KeptTensor] = {}
     # as ``_account``, for the readers that may read key's tensors
-    for reader in sorted(readers):
-        if not runs_in_backward(ir, reader):
+    for reader, tensor, getitem in _backward_reads(ir, sorted(readers), through):
+        if tensor.node != key:
             continue
-        d = nodes[reader]
-        if d["op"] in _PLUMBING or (ir.is_recompute_copy(reader) and d["op"] in VIEW_OPS):
-            continue
-        for arg in _reader_inputs(ir, reader):
-            if arg not in through:
-                continue
-            for tensor, getitem in sources(ir, arg):
-                if tensor.node != key:
-                    continue
-                entry = kept.get(tensor)
-                if entry is None:
-                    entry = kept[tensor] = _PlacedOnRead(tensor, tensor_type(ir, tensor, getitem), ir, key)
-                if reader not in entry.readers:
-                    entry.readers.append(reader)
+        entry = kept.get(tensor)
+        if entry is None:
+            entry = kept[tensor] = _PlacedOnRead(tensor, tensor_type(ir, tensor, getitem), ir, key)
+        if reader not in entry.readers:
+            entry.readers.append(reader)
     if kept and is_weight_derived(ir, key):
         return []   # a weight copy: the account lists it apart
     return list(kept.values())

@@ -114,6 +114,15 @@ def _state(s: dict) -> str:
     return f"{req}, {'applied' if s['applied'] else 'not applied'}, {kept}"
 
 
+def _change_table(w, label: str, rows: list[dict], extra: tuple | None = None) -> None:
+    """Rows of ``label``, before, after and change (and ``extra``: a column's title and its text)."""
+    width = max([len(label)] + [len(row[label]) for row in rows])
+    w(f"    {label:<{width}}  {'before':>12}  {'after':>12}  {'change':>12}" + (f"  {extra[0]:>7}" if extra else ""))
+    for row in rows:
+        w(f"    {row[label]:<{width}}  {row['before']:>12,}  {row['after']:>12,}  "
+          f"{_signed(row['after'] - row['before']):>12}" + (f"  {extra[1](row):>7}" if extra else ""))
+
+
 def _signed(n: int) -> str:
     return f"{n:+,}" if n else "0"
 
@@ -150,21 +159,13 @@ def render_text(result: Diff) -> str:
         m = r.memory
         w(f"  activations kept for backward: {m['before_total']:,} -> {m['after_total']:,} bytes "
           f"({_signed(m['after_total'] - m['before_total'])})")
-        width = max([len("layer")] + [len(row["layer"]) for row in m["layers"]])
-        w(f"    {'layer':<{width}}  {'before':>12}  {'after':>12}  {'change':>12}")
-        for row in m["layers"]:
-            w(f"    {row['layer']:<{width}}  {row['before']:>12,}  {row['after']:>12,}  "
-              f"{_signed(row['after'] - row['before']):>12}")
+        _change_table(w, "layer", m["layers"])
         c = r.communication
         if c and c["kinds"]:   # a single-device graph has no collective
             w(f"  communication received per rank and step: {c['before_total']:,} -> {c['after_total']:,} bytes "
               f"({_signed(c['after_total'] - c['before_total'])}); redistribution waste "
               f"{c['waste_before']:,} -> {c['waste_after']:,}")
-            width = max([len("kind")] + [len(k["kind"]) for k in c["kinds"]])
-            w(f"    {'kind':<{width}}  {'before':>12}  {'after':>12}  {'change':>12}  {'ops':>7}")
-            for k in c["kinds"]:
-                w(f"    {k['kind']:<{width}}  {k['before']:>12,}  {k['after']:>12,}  "
-                  f"{_signed(k['after'] - k['before']):>12}  {str(k['ops_before']) + '->' + str(k['ops_after']):>7}")
+            _change_table(w, "kind", c["kinds"], ("ops", lambda k: f"{k['ops_before']}->{k['ops_after']}"))
         for title, changes, shown in (("recompute state changed (requested, applied, kept)", r.recompute, _state),
                                       ("in_strategy changed", r.strategies, lambda v: v or "none")):
             if changes:

@@ -123,8 +123,7 @@ def _flat_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
 def _type_entry(text: str) -> TensorType:
     value = _TYPE_ENTRIES.get(text)
     if value is None:
-        value = (_tuple_entry(text) or _shaped_entry(text)
-                 or memo_by_template("type entry", f"({text})", _parse_one_type))
+        value = _tuple_entry(text) or _shaped_entry(text) or _entry_parse(text)
         if len(_TYPE_ENTRIES) < MAX_SHARED_TYPE_LINES:
             _TYPE_ENTRIES[text] = value
     return value
@@ -147,20 +146,14 @@ def _shaped_entry(text: str) -> TensorType | None:
     skeleton = m.group(1) + m.group(3)
     proto = _SKELETONS.get(skeleton, _UNSEEN)
     if proto is _UNSEEN:
-        value = memo_by_template("type entry", f"({text})", _parse_one_type)
+        value = _entry_parse(text)
         kept = value.shape == shape and value.raw == text and type(value.kind) is str
         if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:
             _SKELETONS[skeleton] = (value.kind, value.dtype) if kept else None
         return value
     if proto is None:
         return None
-    value = TensorType(proto[0], proto[1], shape, text)
-    if syntax.VERIFY_RECIPES:
-        direct = memo_by_template("type entry", f"({text})", _parse_one_type)
-        if direct != value:
-            syntax.RECIPE_MISMATCHES.append(("type entry", text))
-            return direct
-    return value
+    return _verified(TensorType(proto[0], proto[1], shape, text), text)
 
 
 # Tuple entries that differ only in the numbers of their shapes, ``<Tuple[Tensor[Float32]*2],
@@ -181,7 +174,7 @@ def _tuple_entry(text: str) -> TensorType | None:
     skeleton = ("Tuple", _NUMBER_TUPLE.sub(_arity, text))
     proto = _SKELETONS.get(skeleton, _UNSEEN)
     if proto is _UNSEEN:
-        value = memo_by_template("type entry", f"({text})", _parse_one_type)
+        value = _entry_parse(text)
         kept = (value.kind == "Tuple" and type(value.kind) is str and value.dtype is None and value.shape is None
                 and type(value.raw) is str and _NUMBER_TUPLE.findall(value.raw) == _NUMBER_TUPLE.findall(text))
         if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:
@@ -191,9 +184,19 @@ def _tuple_entry(text: str) -> TensorType | None:
         return None
     numbers = _NUMBER_TUPLE.findall(text)
     raw = "".join([p for pair in zip(proto, numbers) for p in pair]) + proto[-1]
-    value = TensorType("Tuple", None, None, raw)
+    return _verified(TensorType("Tuple", None, None, raw), text)
+
+
+def _entry_parse(text: str) -> TensorType:
+    """A type entry's own parse (memoized by its template)."""
+    return memo_by_template("type entry", f"({text})", _parse_one_type)
+
+
+def _verified(value: TensorType, text: str) -> TensorType:
+    """A type entry made from a shared parse, checked against the entry's own parse when recipes
+    are verified (tests): a mismatch is recorded and the own parse returned."""
     if syntax.VERIFY_RECIPES:
-        direct = memo_by_template("type entry", f"({text})", _parse_one_type)
+        direct = _entry_parse(text)
         if direct != value:
             syntax.RECIPE_MISMATCHES.append(("type entry", text))
             return direct

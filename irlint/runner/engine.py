@@ -312,6 +312,11 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
     def mapper(fn, *args):
         return pool.map(fn, *args, chunksize=max(1, min(32, len(args[0]) // 64))) if pool else map(fn, *args)
 
+    def masked(files: dict) -> Iterator[tuple]:
+        """(content, masked hash) for each content -> file of ``files`` (a pool starts at once)."""
+        return zip(files, mapper(_graph_hash, [f.path for f in files.values()],
+                                 [f.compression for f in files.values()]))
+
     order = []
     new: dict = {}   # content -> its first file
     if store is None:
@@ -326,7 +331,7 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
         for group in groups.values():
             new[group[0][0]] = group[0][1]
         # the masked hashes of the firsts are computed while the other files are compared
-        masked = mapper(_graph_hash, [f.path for f in new.values()], [f.compression for f in new.values()])
+        masked_new = masked(new)
         content_of = {i: i for i in new}
         stored: dict[str, int] = {}   # sha256 -> the first file that has it
         more: dict = {}
@@ -335,9 +340,8 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
                 content_of[i] = first if answer is True else None if answer is None else stored.setdefault(answer, i)
                 if content_of[i] == i:
                     more[i] = f
-        graph_of = dict(zip(new, masked))
-        graph_of.update(zip(more, mapper(_graph_hash, [f.path for f in more.values()],
-                                         [f.compression for f in more.values()])))
+        graph_of = dict(masked_new)
+        graph_of.update(masked(more))
         return [(i, f, digest, content_of[i]) for i, f, digest in hashed], graph_of
     unknown = [f.path for _, f, digest in hashed if digest is None]
     stored = iter(mapper(_stored_hash, unknown))
@@ -358,9 +362,7 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
                 continue
         new.setdefault(digest, f)
         order.append((i, f, digest, digest))
-    graph_of = dict(zip(new, mapper(_graph_hash, [f.path for f in new.values()],
-                                    [f.compression for f in new.values()])))
-    return order, graph_of
+    return order, dict(masked(new))
 
 
 # bytes compared a piece at a time: two pieces this size stay in the processor's cache (256 KiB
