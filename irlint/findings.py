@@ -1,7 +1,6 @@
 """Findings: what rules report, and the report a lint run returns."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 
 from .diagnostics import Diagnostic
@@ -55,10 +54,17 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
+        import hashlib   # here: a lint groups by fingerprint_text, and OpenSSL's hashes cost 2 ms to load
+
+        return hashlib.sha256(self.fingerprint_text.encode("utf-8")).hexdigest()[:20]
+
+    @property
+    def fingerprint_text(self) -> str:
+        """What the fingerprint is a hash of: findings with the same text are the same problem."""
         parts = [self.rule, self.stage, self.op, _scope_path(self.scope)]
         parts += [f"{r.op}@{_scope_path(r.scope)}" for r in self.related]
         parts += [repr(x) for x in self.identity]
-        return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:20]
+        return "\x1f".join(parts)
 
     @property
     def problem(self) -> tuple:

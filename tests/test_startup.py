@@ -57,9 +57,11 @@ def test_a_lint_never_loads_networkx():
 
 # what a default lint of a folder (its validate only, text report to a file) must not load: other
 # commands, formats and runner parts, the dedup of files that share a graph, the plugin lookup, the
-# communication account (the rules need only ``irlint.accounts.received``)
+# communication account (the rules need only ``irlint.accounts.received``), Lark (the shipped standalone
+# parser needs none of it, nor its logging and pickle), the hashes of the cache and of fingerprints
 _NOT_IN_A_DEFAULT_LINT = (
     "networkx", "rich", "jinja2", "importlib.metadata", "json", "irlint.runner.dedup", "irlint.runner.diff",
+    "lark", "hashlib", "_hashlib", "logging", "pickle",
     "irlint.cli.memory", "irlint.cli.comm", "irlint.cli.diff", "irlint.accounts.comm",
     *(f"irlint.reporters.{fmt}" for fmt in ("concise", "json", "json_lines", "sarif", "github", "gitlab",
                                              "junit", "html", "svg")),
@@ -72,6 +74,24 @@ def test_a_default_lint_of_a_folder_loads_only_what_it_uses(tmp_path):
     assert run["code"] == 1 and "RC002" in out.read_text()
     assert "irlint.reporters.text" in run["modules"] and "irlint.read.reader" in run["modules"]
     assert [m for m in _NOT_IN_A_DEFAULT_LINT if m in run["modules"]] == []
+
+
+def test_the_irlint_program_writes_a_report_without_tempfile(tmp_path):
+    # as the console script runs (click's test runner itself loads tempfile): the report is still
+    # replaced atomically, through a temporary file of its own
+    out = tmp_path / "report.txt"
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print(' '.join(sorted(sys.modules)), file=sys.stderr))\n"
+            "from irlint.cli import run\n"
+            "sys.argv = ['irlint', *sys.argv[1:]]\n"
+            "run()\n")
+    proc = subprocess.run([sys.executable, "-c", code, "--no-cache", "-q", "-o", str(out), str(S2)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "RC002" in out.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["report.txt"]   # no temporary file left behind
+    modules = proc.stderr.splitlines()[-1].split()
+    assert "irlint.read.reader" in modules
+    assert [m for m in (*_NOT_IN_A_DEFAULT_LINT, "tempfile", "shutil") if m in modules] == []
 
 
 def test_files_that_share_a_graph_load_dedup(tmp_path):

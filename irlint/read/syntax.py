@@ -1,4 +1,4 @@
-"""Lark glue: loads ``grammar/ir.lark`` and turns its trees into Python values.
+"""Lark glue: parses with the LALR parser of ``grammar/ir.lark`` and turns its trees into Python values.
 
 The reader (``irlint.read.reader``) calls ``parse_call``, ``parse_attrs``, ``parse_types``,
 ``parse_param`` and ``parse_header`` on pieces of a record. Each is memoised on a template of
@@ -12,9 +12,6 @@ from functools import lru_cache, partial
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable
-
-from lark import Lark, Token, Transformer
-from lark.exceptions import LarkError
 
 from .grammar_file import grammar_text
 from .values import Call, FreeVar, GraphRef, Ref, TensorType
@@ -159,11 +156,28 @@ def _juxtapose(terms: list) -> Any:
     return acc
 
 
-class _ToValues(Transformer):
-    def WORD(self, token: Token) -> Any:  # noqa: N802 - Lark names callbacks after terminals
+# The token and error classes of the parsers made so far: the shipped standalone parser
+# (``standalone_parser``) and the installed Lark's (an edited checkout) each have their own.
+_TOKENS: tuple[type, ...] = ()
+_PARSE_ERRORS: tuple[type[Exception], ...] = ()
+
+
+def _know(token: type, error: type[Exception]) -> None:
+    global _TOKENS, _PARSE_ERRORS
+    if token not in _TOKENS:
+        _TOKENS = (*_TOKENS, token)
+    if error not in _PARSE_ERRORS:
+        _PARSE_ERRORS = (*_PARSE_ERRORS, error)
+
+
+class _ToValues:
+    """Called inline by the LALR parser, looked up by rule and terminal name (no Transformer base:
+    the standalone parser and Lark's each have their own)."""
+
+    def WORD(self, token: str) -> Any:  # noqa: N802 - Lark names callbacks after terminals
         return _word(str(token))
 
-    def STRING(self, token: Token) -> str:  # noqa: N802
+    def STRING(self, token: str) -> str:  # noqa: N802
         return str(token)[1:-1]
 
     def paren(self, items):
@@ -183,13 +197,13 @@ class _ToValues(Transformer):
 
     def item(self, terms):
         for i, t in enumerate(terms):
-            if isinstance(t, Token) and t.type == "COLON" and i > 0:
+            if isinstance(t, _TOKENS) and t.type == "COLON" and i > 0:
                 key = " ".join(str(x) for x in terms[:i])
                 rest = terms[i + 1:]
                 return _KeyValue((key, _juxtapose(rest) if rest else None))
-        if len(terms) >= 3 and isinstance(terms[1], Token) and terms[1].type == "EQUAL":
+        if len(terms) >= 3 and isinstance(terms[1], _TOKENS) and terms[1].type == "EQUAL":
             return _Keyword((str(terms[0]), _juxtapose(terms[2:])))
-        return _juxtapose([t for t in terms if not isinstance(t, Token)] or [str(terms[0])])
+        return _juxtapose([t for t in terms if not isinstance(t, _TOKENS)] or [str(terms[0])])
 
     def call(self, terms):
         return list(terms)
@@ -198,7 +212,7 @@ class _ToValues(Transformer):
         return _plain(items[0])
 
     def types(self, items):
-        return [t for t in items if not isinstance(t, Token)]
+        return [t for t in items if not isinstance(t, _TOKENS)]
 
     def param(self, items):
         return list(items)
@@ -207,10 +221,10 @@ class _ToValues(Transformer):
         return list(items)
 
     def value(self, terms):
-        return _juxtapose([t for t in terms if not isinstance(t, Token)])
+        return _juxtapose([t for t in terms if not isinstance(t, _TOKENS)])
 
 
-# How the parser is built from the grammar; the shipped tables (``parser_tables``) are keyed on these.
+# How the parser is built from the grammar; the shipped parser (``standalone_parser``) records them.
 PARSER_OPTIONS = {
     "parser": "lalr",
     "lexer": "basic",
@@ -219,37 +233,33 @@ PARSER_OPTIONS = {
 }
 
 
-def tables_key(grammar: str, lark_version: str) -> str:
-    """What the parse tables are made of: the grammar, the options, the Lark that made them."""
-    import hashlib
-
-    made_of = repr((grammar, sorted(PARSER_OPTIONS.items()), lark_version))
-    return hashlib.sha256(made_of.encode("utf-8")).hexdigest()
-
-
 @lru_cache(maxsize=1)
-def _parser() -> Lark:
+def _parser() -> Any:
     grammar = grammar_text()
-    return _load_tables(grammar) or build_parser(grammar)
+    return _load_shipped(grammar) or build_parser(grammar)
 
 
-def build_parser(grammar: str) -> Lark:
-    """The LALR parser made from the grammar (0.02-0.04 s: the tables shipped spare a run this)."""
-    return Lark(grammar, transformer=_ToValues(), **PARSER_OPTIONS)
-
-
-def _load_tables(grammar: str) -> Lark | None:
-    """The parser from the tables shipped with irlint (``scripts/parser_tables.py`` writes them),
-    or None when they were made from another grammar or by another Lark (an edited checkout)."""
+def build_parser(grammar: str) -> Any:
+    """The LALR parser made from the grammar by the installed Lark (0.02-0.04 s, and 20 ms to import
+    Lark: the shipped parser spares a lint both)."""
     import lark
+    from lark.exceptions import LarkError
 
+    _know(lark.Token, LarkError)
+    return lark.Lark(grammar, transformer=_ToValues(), **PARSER_OPTIONS)
+
+
+def _load_shipped(grammar: str) -> Any:
+    """The standalone parser shipped with irlint (``scripts/standalone_parser.py`` writes it), or None
+    when it was made from another grammar or other options (an edited checkout)."""
     try:
-        from . import parser_tables
+        from . import standalone_parser as shipped
     except ImportError:
         return None
-    if parser_tables.KEY != tables_key(grammar, lark.__version__):
+    if shipped.GRAMMAR != grammar or shipped.OPTIONS != PARSER_OPTIONS:
         return None
-    return Lark._load_from_dict(parser_tables.DATA, parser_tables.MEMO, transformer=_ToValues())
+    _know(shipped.Token, shipped.LarkError)
+    return shipped.Lark_StandAlone(transformer=_ToValues())
 
 
 # Deeper nesting than any dump prints (real ones stay under 10) is refused before Lark: the
@@ -284,14 +294,14 @@ def _parse(text: str, start: str) -> Any:
         raise GrammarError(f"brackets nested deeper than {MAX_NESTING}")
     try:
         return _parser().parse(text, start=start)
-    except LarkError as exc:
+    except _PARSE_ERRORS as exc:
         column = getattr(exc, "column", None)
         raise GrammarError(_describe(exc, text), column if isinstance(column, int) else None) from None
     except RecursionError:
         raise GrammarError("nesting too deep") from None
 
 
-def _describe(exc: LarkError, text: str) -> str:
+def _describe(exc: Exception, text: str) -> str:
     token = getattr(exc, "token", None)
     if token is not None and getattr(token, "type", "") == "$END":
         return "unexpected end of record (unbalanced brackets?)"
@@ -744,7 +754,7 @@ def _callee(terms: list) -> Any:
 
 
 def _is_colon(term: Any) -> bool:
-    return isinstance(term, Token) and term.type == "COLON"
+    return isinstance(term, _TOKENS) and term.type == "COLON"
 
 
 _CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
@@ -788,7 +798,7 @@ def parse_types(text: str) -> tuple[tuple[TensorType, ...], tuple[TensorType, ..
 def parse_param(text: str) -> tuple[str, list]:
     """``%para1_x: <Tensor[Float32], (2, 8)> : [2, 8]`` -> (name, fields after the first colon)."""
     items = _memo_parse(text, "param")
-    name, fields = items[0], [t for t in items[1:] if not isinstance(t, Token)]
+    name, fields = items[0], [t for t in items[1:] if not isinstance(t, _TOKENS)]
     return str(name), [_plain(f) if isinstance(f, _Group) else f for f in fields]
 
 
@@ -796,7 +806,7 @@ def parse_param(text: str) -> tuple[str, list]:
 def parse_header(text: str) -> tuple[str, str | None, tuple]:
     """``subgraph @g parent: [subgraph @p](%para1_x) {`` -> (name, parent, parameter refs)."""
     items = _memo_parse(text, "header")   # headers differ in their names: one parse per shape
-    words = [t for t in items if not isinstance(t, (Token, _Group))]
+    words = [t for t in items if not isinstance(t, (*_TOKENS, _Group))]
     groups = [t for t in items if isinstance(t, _Group)]
     if len(words) < 2 or words[0] != "subgraph" or not isinstance(words[1], GraphRef) or not groups:
         raise GrammarError("not a subgraph header")

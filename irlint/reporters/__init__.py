@@ -73,10 +73,8 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
     it over ``path``: on a full disk or a crash the previous file stays whole. ``durable``: on disk
     before the rename (a cache entry need not be); ``mode``: the new file's permissions (default:
     those of the file replaced, or as the umask allows)."""
-    import tempfile   # only a run that writes a file pays for it
-
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = _new_temporary(target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -97,6 +95,20 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
         except OSError:
             pass
         raise
+
+
+def _new_temporary(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new file, as ``tempfile.mkstemp`` makes it (mode 0600, created exclusively, no symbolic link
+    followed), without importing tempfile (with shutil, random, bz2, lzma: 3 ms of a lint)."""
+    flags = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_BINARY", 0))
+    for _ in range(100):
+        name = os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary file name in {folder}")
 
 
 def write_output(path: str | os.PathLike, text: str) -> None:

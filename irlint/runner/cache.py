@@ -20,7 +20,6 @@ folder is bounded in size (oldest entries go first) and can be deleted at any ti
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat as stat_module
@@ -61,7 +60,15 @@ def default_dir(configured: str | None = None) -> Path:
     return Path(user_cache_dir("irlint"))
 
 
+def _sha256(data: bytes = b""):
+    import hashlib   # here: a lint without a cache hashes nothing, and OpenSSL's hashes cost 2 ms to load
+
+    return hashlib.sha256(data)
+
+
 def content_hash(path: str) -> str:
+    import hashlib
+
     # sha256 rather than blake2b: with SHA extensions it hashes about twice as fast here
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") \
@@ -73,7 +80,7 @@ def content_sample(path: str) -> str:
     tell that a cache entry was made from other content."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        h = hashlib.sha256(str(size).encode() + b"\0" + f.read(_SAMPLE_BYTES))
+        h = _sha256(str(size).encode() + b"\0" + f.read(_SAMPLE_BYTES))
         if size > _SAMPLE_BYTES:
             f.seek(max(_SAMPLE_BYTES, size - _SAMPLE_BYTES))
             h.update(f.read(_SAMPLE_BYTES))
@@ -114,7 +121,7 @@ def _private_group(gid: int) -> bool:
 
 
 def _hash_stream(f) -> str:
-    h = hashlib.sha256()
+    h = _sha256()
     for block in iter(lambda: f.read(1 << 20), b""):
         h.update(block)
     return h.hexdigest()
@@ -129,7 +136,7 @@ def tool_hash() -> str:
     if _TOOL_HASH is None:
         from ..read.grammar_file import grammar_text
 
-        h = hashlib.sha256(f"{FORMAT}:{__version__}".encode())
+        h = _sha256(f"{FORMAT}:{__version__}".encode())
         h.update(grammar_text().encode())
         # every module of the package: a new reader module must not be left out by a list
         package = Path(__file__).resolve().parent.parent
@@ -164,7 +171,7 @@ def _source_root(module_name: str) -> Path | None:
 def _tree_hash(root: Path) -> str:
     key = str(root)
     if key not in _TREE_HASHES:
-        h = hashlib.sha256()
+        h = _sha256()
         for file in sorted(root.rglob("*.py")):
             try:
                 h.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
@@ -177,7 +184,7 @@ def _tree_hash(root: Path) -> str:
 def rules_hash(rules: Iterable[Any]) -> str:
     """The identity of a rule list: code, class and the source of each rule's module and of the
     package it belongs to."""
-    h = hashlib.sha256()
+    h = _sha256()
     for rule in rules:
         cls = type(rule)
         part = _RULE_HASHES.get(cls)
@@ -191,7 +198,7 @@ def rules_hash(rules: Iterable[Any]) -> str:
             root = _source_root(cls.__module__)
             if root is not None:
                 src += _tree_hash(root).encode()
-            part = hashlib.sha256(f"{cls.code}:{cls.__module__}:{cls.__qualname__}:".encode() + src).hexdigest()
+            part = _sha256(f"{cls.code}:{cls.__module__}:{cls.__qualname__}:".encode() + src).hexdigest()
             _RULE_HASHES[cls] = part
         h.update(part.encode())
     return h.hexdigest()
@@ -213,7 +220,7 @@ class LintCache:
         except OSError:
             return None
         ident = f"{os.path.realpath(path)}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
-        return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(), st
+        return _sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(), st
 
     def known_hash(self, path: str) -> str | None:
         """The content hash recorded for this exact stat of ``path``, if any."""
@@ -234,7 +241,7 @@ class LintCache:
         """Content, rules, irlint and the stage the file name gives (findings carry it): not the
         path, which the entry does not depend on."""
         ident = "\0".join((tool_hash(), digest, rules_hash(rules), stage))
-        return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
+        return _sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------
     def get(self, key: str, display: str, sample: str | None = None

@@ -864,7 +864,7 @@ def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, .
     merged: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     for f, finding in kept + singles:
         folder = _RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
-        key = (folder if not f.explicit else f.path, finding.fingerprint, f.explicit)
+        key = (folder if not f.explicit else f.path, finding.fingerprint_text, f.explicit)
         merged[key].append((f, finding))
     out = []
     for group in merged.values():
