@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Container, Iterable, Iterator
+from typing import Container, Iterable, Iterator, NamedTuple
 
 from ..findings import Finding
 from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
@@ -45,8 +45,7 @@ _LAYER = re.compile(r"layers-[^/]*/(\d+)-")
 _WEIGHT_LAYER = re.compile(r"\.layers\.(\d+)\.")
 
 
-@dataclass(frozen=True, slots=True)
-class Tensor:
+class Tensor(NamedTuple):
     """One forward tensor: the node that makes it, and which output of it (None: the only one)."""
 
     node: int
@@ -552,8 +551,7 @@ def _asked_to_recompute(ir: IRFile, key: int) -> bool:
     return (d.get("primitive_attrs") or {}).get("recompute") is True or (d.get("cnode_attrs") or {}).get("recompute") is True
 
 
-@dataclass(frozen=True, slots=True)
-class Stake:
+class Stake(NamedTuple):
     """Bytes of kept activations a finding is about: in its own layer, and summed over the
     layers where the same node is asked to recompute and still costs memory. In a pipeline stage
     the figures are per micro batch, and ``in_flight`` micro batches hold them at once."""

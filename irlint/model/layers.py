@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import IRFile
 
@@ -43,8 +43,7 @@ _NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "c
                              "Send", "Receive"})
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(NamedTuple):
     """Where a node is in the network: its decoder layer and the cells below it."""
 
     layer: str                 # decoder layer number, or "outside"

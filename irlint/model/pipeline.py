@@ -11,15 +11,14 @@ not run yet at any point of that order.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import IRFile
 
 _PARTIAL_CALLEE = re.compile(r"@Partial\((@[^,)\s]+)")
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):
     """A pipeline stage's forward half, its backward half and how many micro batches are in flight."""
 
     forward: str        # the forward half (@…▸…)

@@ -1,7 +1,7 @@
 """RC003 recompute-downcast: a recomputed fp32 -> fp16/bf16 Cast keeps its fp32 input alive."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from irlint.accounts.memory import downcast_cost, stake, staked
 from irlint.model import IRFile
@@ -28,8 +28,7 @@ def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
     return src, dst
 
 
-@dataclass(frozen=True)
-class Downcast:
+class Downcast(NamedTuple):
     """A tagged Cast to a lower precision whose recompute keeps its high-precision input."""
 
     src: str

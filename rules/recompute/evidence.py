@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from irlint.accounts.memory import is_weight_derived
 from irlint.model import IRFile
@@ -85,8 +86,7 @@ class _Cell:
     ops: int = 0               # forward compute ops (no bookkeeping, no copies)
 
 
-@dataclass(frozen=True)
-class KeptRead:
+class KeptRead(NamedTuple):
     """A backward node that reads a forward output, and the non-recomputed layout and
     pass-through ops in between (empty when it reads it directly)."""
     reader: int

@@ -3,7 +3,7 @@ to: separate or fused gate/up MatMuls, SiLU or its CPU expansion ``x * Sigmoid(x
 backend Casts around the Linears."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from irlint.model import IRFile
 
@@ -15,8 +15,7 @@ SPLIT_OPS = frozenset({"Split", "SplitWithSize", "SplitTensor", "StridedSlice", 
                        "Chunk", "TupleGetItem"})
 
 
-@dataclass
-class FeedForward:
+class FeedForward(NamedTuple):
     """A gated feed-forward block: its MatMuls, SiLU and gate Mul."""
 
     gate_mul: int

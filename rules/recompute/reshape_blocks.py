@@ -2,7 +2,7 @@
 non-recomputed Reshape."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from irlint.accounts.memory import stake, staked
 from irlint.model import IRFile
@@ -20,8 +20,7 @@ DOCUMENTED_RESHAPE_KEYS = {"w1": r"feed_forward\.w1\.reshape", "w2": r"feed_forw
 DOCUMENTED_KEYS = {"SiLU": r"feed_forward\.w1\.activation\.silu", "Mul": r"feed_forward\.mul"}
 
 
-@dataclass
-class BlockedSiluMul:
+class BlockedSiluMul(NamedTuple):
     """A SiLU or Mul tagged for recompute that layout ops between it and backward keep alive."""
 
     node: int                   # the tagged SiLU or Mul

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
 from irlint.findings import Related
@@ -35,8 +35,7 @@ WEIGHT_PATH_OPS = frozenset({"Load", "Depend", "_MirrorOperator", "_MirrorMiniSt
 QUIET_IN_RELATED = frozenset({"TupleGetItem", "MakeTuple"})
 
 
-@dataclass
-class Waste:
+class Waste(NamedTuple):
     """Bytes a redistribution chain moves for nothing, and why."""
 
     kind: str
@@ -1013,8 +1012,7 @@ def as_int(value) -> int | None:
 
 
 # --- a permutation paid as a gather ----------------------------------------------------------------
-@dataclass
-class Permutation:
+class Permutation(NamedTuple):
     """A change of device axes paid as a gather."""
 
     split: tuple                 # the split counts both ends use

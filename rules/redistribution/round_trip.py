@@ -13,8 +13,8 @@ Three forms, read from the local shapes and the strategies around the op:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
+from typing import NamedTuple
 
 from irlint.model import IRFile
 
@@ -28,8 +28,7 @@ ROW_OPS = ELEMENTWISE_OPS | NORM_OPS
 _CHECKED_OPS = ROW_OPS | MATMUL_OPS
 
 
-@dataclass
-class RoundTrip:
+class RoundTrip(NamedTuple):
     """An op whose strategy disagrees with both neighbours: the tensor is re-laid out there and back."""
 
     op: int                       # the op whose strategy disagrees with both neighbours
