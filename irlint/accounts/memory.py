@@ -585,13 +585,24 @@ def stake(ir: IRFile, key: int, cost=None) -> Stake:
     """The activation bytes a recompute finding on ``key`` is about: ``cost(ir, node)`` (default
     ``bytes_at_stake``) here, and summed over its layer peers that are asked to recompute and
     cost something too."""
+    # each layer's finding sums the same peers: their costs are priced once per file, not once
+    # per finding (quadratic in the layers)
+    memo = ir.__dict__.setdefault("_stake_costs", {})
     cost = cost or bytes_at_stake
-    own = cost(ir, key)
-    peers = [p for p in _asked_peers(ir, key) if p == key or cost(ir, p) > 0]
+
+    def priced(node: int) -> int:
+        found = memo.get((cost, node))
+        if found is None:
+            found = memo[cost, node] = cost(ir, node)
+        return found
+
+    own = priced(key)
+    peers = [p for p in _asked_peers(ir, key) if p == key or priced(p) > 0]
+    total = sum(priced(p) for p in peers)
     stage = next((s for s in schedules(ir) if s.forward == ir[key]["graph"]), None)
     if stage is None:
-        return Stake(own, sum(cost(ir, p) for p in peers), len(peers))
-    return Stake(own, sum(cost(ir, p) for p in peers), len(peers), stage.in_flight, stage.micro_batches)
+        return Stake(own, total, len(peers))
+    return Stake(own, total, len(peers), stage.in_flight, stage.micro_batches)
 
 
 def downcast_cost(ir: IRFile, cast: int) -> int:
