@@ -80,7 +80,7 @@ def lark_parses(monkeypatch) -> list[tuple[str, str]]:
 
     monkeypatch.setattr(syntax, "_parser", lambda: Recording())
     monkeypatch.setattr(syntax, "_RECIPES", {})
-    for name in ("_TYPE_LINES", "_TYPE_ENTRIES", "_SKELETONS"):
+    for name in ("_TYPE_LINES", "_TYPE_ENTRIES", "_SKELETONS", "_PARAM_TAILS"):
         monkeypatch.setattr(record, name, {})
     for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
         cached.cache_clear()

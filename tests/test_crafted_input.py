@@ -116,6 +116,7 @@ def _forget_parses() -> None:
     record._TYPE_LINES.clear()
     record._TYPE_ENTRIES.clear()
     record._SKELETONS.clear()
+    record._PARAM_TAILS.clear()
 
 
 def _best_time(fn, repeat: int = 3) -> float:

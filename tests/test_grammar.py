@@ -210,6 +210,26 @@ def test_type_entries_that_differ_in_their_shape_get_their_own_shape():
         assert out.shape == shape and out.nbytes == (None if -1 in shape else 2 * math.prod(shape))
 
 
+def test_type_entries_that_differ_in_shape_element_type_and_names_are_parsed_once(lark_parses):
+    from irlint.record import parse_param_line, parse_type_line
+
+    for dtype, dims, name in [("Float32", "128, 16", "w.a"), ("Float16", "16", "w.b"), ("Int32", "", "w.c"),
+                              ("BFloat16", "-1, 8, 4", "model.layers.0.w")]:
+        entry = f"<Ref[Tensor[{dtype}]], ({dims}), ref_key={name}, is_parameter>"
+        ins, out = parse_type_line(f"({entry}, <UMonad, NoShape>) -> (<Tensor[{dtype}], ({dims})>)")
+        shape = tuple(int(d) for d in dims.split(", ")) if dims else ()
+        # the parse prints the keyword last
+        assert (ins[0].kind, ins[0].dtype, ins[0].shape, ins[0].raw) == (
+            "Ref", dtype, shape, f"<Ref[Tensor[{dtype}]], ({dims}), is_parameter, ref_key={name}>")
+        assert (out.kind, out.dtype, out.shape, out.raw) == ("Tensor", dtype, shape, f"<Tensor[{dtype}], ({dims})>")
+        # a parameter's type is such an entry too
+        assert parse_param_line(f"%para1_{name}: {entry}  :  has_default") == (f"%para1_{name}", ins[0], True)
+    # one parse of each skeleton, of UMonad, of the parameter line with its type stood in
+    assert len(lark_parses) == 4
+    # a number the grammar reads, not a name: not stood in
+    assert parse_type_line("(<Tensor[inf], (2)>) -> (<Tensor[None], (2)>)")[1].dtype == "None"
+
+
 def test_record_whose_only_block_is_the_strategy():
     # real MindFormers step_parallel_end: a MakeTuple carrying just the unnamed strategy block
     from irlint.record import parse_node
@@ -266,7 +286,10 @@ def test_pieces_of_record_shapes_are_parsed_once(lark_parses):
         ("PrimFunc_Mul", (Ref("%1"), Ref("%2")), {"cnode_primal_attrs": {"unique_id": "41"}}),
         ("PrimFunc_Add", (Ref("%3"), Ref("%4"), Ref("%5")), {"cnode_primal_attrs": {"unique_id": "42"}}),
         ("PrimFunc_Sub", (Ref("%6"), Ref("%7")), {"cnode_primal_attrs": {"unique_id": "43"}})]
-    assert sorted(start for _, start in lark_parses) == ["attrs", "call", "call"]
+    # arguments are parsed one by one: a node reference once for the three calls, a scalar once more
+    four = parse_node('PrimFunc_Cast(%8, I64(43)) cnode_primal_attrs: {unique_id: "44"}')
+    assert four[1] == (Ref("%8"), 43) and type(four[1][1]) is int
+    assert sorted(lark_parses) == sorted([("F(%\x000)", "call"), ("F(\x020)", "call"), ('{unique_id: "\x000"}', "attrs")])
 
 
 def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(lark_parses):

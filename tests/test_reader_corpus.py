@@ -58,7 +58,7 @@ def _model(ir) -> tuple:
 
 @pytest.mark.parametrize("name", ["llama-cast/21_validate_0076.ir", "s2_ffn_3d_reshape_blocks/21_validate_0076.ir"])
 def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name):
-    # the scanner reads 8 MiB blocks; with 61-byte blocks nearly every line, trace run and
+    # the scanner reads 256 KiB blocks; with 61-byte blocks nearly every line, trace run and
     # multi-line tensor record crosses a boundary, and the file's last line has no newline
     import irlint.scanner
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from .. import diagnostics as D
 from ..model import IRFile
-from .values import FreeVar, GraphRef, Ref
+from .values import Call, FreeVar, GraphRef, Ref, TensorType
 
 _PARA_INDEX = re.compile(r"%para(\d+)_")
 MAX_UNRESOLVED_REPORTED = 20
@@ -70,6 +70,8 @@ DATA_EDGE = {"kind": "data"}
 MANY_OPERANDS = 256
 _PLAIN_CONSTANTS = (int, float, bool, str, type(None))
 CALLEE_EDGE = {"kind": "callee"}
+# argument types that never name a node (``_Resolver.resolve`` gives None for them)
+_VALUES = frozenset({int, float, bool, str, type(None), tuple, list, dict, Call, TensorType})
 
 
 def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) -> None:
@@ -88,9 +90,12 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
         # distinct constant, not one per operand (a node costs a kilobyte, the operand 3 bytes)
         shared: dict | None = {} if len(args) > MANY_OPERANDS else None
         for pos, arg in (enumerate(args) if callee is None else [*enumerate(args), (-1, callee)]):
-            # most arguments are a %N of the node's own subgraph: resolved inline
-            if type(arg) is Ref and not arg.startswith("%p"):
+            kind = type(arg)
+            # most arguments are a %N of the node's own subgraph, or a constant: both inline
+            if kind is Ref and not arg.startswith("%p"):
                 src = local.get(arg) if local is not None else None
+            elif kind in _VALUES:
+                src = None
             else:
                 src = resolver.resolve(arg, graph)
             if src is None:
@@ -101,10 +106,11 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                     continue
                 if pos < 0:
                     continue
-                same = (type(arg), arg) if shared is not None and type(arg) in _PLAIN_CONSTANTS else None
+                same = (kind, arg) if shared is not None and kind in _PLAIN_CONSTANTS else None
                 src = shared.get(same) if same is not None else None
                 if src is None:
-                    src = rec.new_key()
+                    src = rec.next_key
+                    rec.next_key = src + 1
                     const_nodes.append((src, {"kind": "const", "graph": graph, "id": "", "name": "",
                                               "line": line, "op": "Constant", "scope": "", "value": arg}))
                     if same is not None:

@@ -129,31 +129,81 @@ def _type_entry(text: str) -> TensorType:
     return value
 
 
-# Entries that differ only in their shape, ``<Tensor[Float16], (1, 4096)>`` and ``(8, 4096)``: the
-# grammar parses the first; the others take its kind and element type with their own dimensions.
-# The lookahead checks the end once: without it every ", (" would rescan the rest (quadratic).
-_SHAPED = re.compile(r"(<(?=[^<>=]*>\Z)[^<>=]*?, \()(-?\d+(?:, -?\d+)*)?(\)[^<>=]*>)\Z")
+# Entries that differ only in their shape (``<Tensor[Float16], (1, 4096)>`` and ``(8, 4096)``), their
+# element type (``Tensor[Float32]``) or the names after the shape (``ref_key=w1``) share a skeleton.
+# Its first entry is parsed with node references standing in for the shape and the element type
+# (``<Tensor[%eFloat16], (%s1_4096)>``: blanks of the entry's template, so that parse is shared too);
+# where the parse prints the stand-ins and names back, the next entries put their own. Only a name
+# with brackets, then the shape as Python prints its numbers, then items after a comma: the shape
+# is the type's second item, on its own. The lookahead checks the end once: without it every ", ("
+# would rescan the rest (quadratic).
+_SHAPED = re.compile(r"<(?=[^<>]*>\Z)(\w+(?:\[\w+)*)(\]*), \(((?:0|-?[1-9][0-9]*)(?:, (?:0|-?[1-9][0-9]*))*)?\)"
+                     r"((?:, [^<>]*)?>)\Z")
 _SKELETONS: dict[Any, tuple | None] = {}   # and _tuple_entry's
 _UNSEEN = object()
+_WORD = object()   # a skeleton's element type: the entry's bracketed name
 
 
 def _shaped_entry(text: str) -> TensorType | None:
     m = _SHAPED.match(text)
-    if m is None:
+    if m is None or syntax._has_blank(text):   # (a blank's character in a text would join two skeletons)
         return None
-    dims = m.group(2)
-    shape = tuple([int(d) for d in dims.split(", ")]) if dims else ()
-    skeleton = m.group(1) + m.group(3)
+    chain, closing, dims, tail = m.groups("")
+    at = chain.rfind("[")
+    word = chain[at + 1:] if at > 0 else ""
+    if word and not (word.isidentifier() and word.isascii() and word != "None" and word.lower() not in ("inf", "nan")):
+        word = ""   # not a name the grammar keeps as it is written
+    names = syntax._VOLATILE_SPLIT.split(tail)   # (a tail without names: itself)
+    skeleton = (chain[:at + 1] if word else chain, closing, "\x01".join(names[::2]), "".join([n[0] for n in names[1::2]]))
     proto = _SKELETONS.get(skeleton, _UNSEEN)
     if proto is _UNSEEN:
-        value = _entry_parse(text)
-        kept = value.shape == shape and value.raw == text and type(value.kind) is str
+        proto = _shaped_proto(chain, closing, dims, tail, at, word, names[1::2])
         if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:
-            _SKELETONS[skeleton] = (value.kind, value.dtype) if kept else None
-        return value
+            _SKELETONS[skeleton] = proto
     if proto is None:
         return None
-    return _verified(TensorType(proto[0], proto[1], shape, text), text)
+    kind, dtype, parts, order = proto
+    fills = [word, dims, *names[1::2]]
+    raw = parts[0] + "".join([fills[i] + part for i, part in zip(order, parts[1:])])
+    shape = tuple([int(d) for d in dims.split(", ")]) if dims else ()
+    return _verified(TensorType(kind, word if dtype is _WORD else dtype, shape, raw), text)
+
+
+def _shaped_proto(chain: str, closing: str, dims: str, tail: str, at: int, word: str, names: list[str]) -> tuple | None:
+    """(kind, element type or _WORD, the parse's text cut where the element type, the shape and the
+    names go, which goes where) from the parse of an entry with stand-ins; None when the parse
+    does not print each of them back once, as it is written."""
+    word_ref = f"%e{word}" if word else ""
+    dims_ref = f"%s{dims.replace(', ', '_')}"
+    try:
+        value = _entry_parse(f"<{chain[:at + 1]}{word_ref}{closing}, ({dims_ref}){tail}" if word
+                             else f"<{chain}{closing}, ({dims_ref}){tail}")
+    except GrammarError:
+        return None   # the entry's own parse reports it
+    raw, dtype = value.raw, value.dtype
+    if value.shape is not None or "%" in value.kind:
+        return None
+    if word and dtype == word_ref:
+        dtype = _WORD
+    elif dtype is not None and "%" in dtype:
+        return None
+    spans = []
+    for i, (stand, at_in) in enumerate([(word_ref, ""), (f"({dims_ref})", "("), *[(n, "") for n in names]]):
+        if not stand:
+            continue
+        if raw.count(stand) != 1:
+            return None
+        start = raw.index(stand) + len(at_in)
+        spans.append((start, start + len(stand) - (2 if at_in else 0), i))
+    spans.sort()
+    parts, end = [], 0
+    for start, stop, _ in spans:
+        if start < end:
+            return None
+        parts.append(raw[end:start])
+        end = stop
+    parts.append(raw[end:])
+    return value.kind, dtype, tuple(parts), tuple(i for _, _, i in spans)
 
 
 # Tuple entries that differ only in the numbers of their shapes, ``<Tuple[Tensor[Float32]*2],
@@ -222,7 +272,31 @@ def _parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | No
 
 def parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
     """``%para1_x: <Tensor[Float32], (2, 8)> : [2, 8]`` -> (name, type, has a default value)."""
+    # The one "<..>" of a line without strings is its type: read as a type entry (shared with the
+    # entries that differ in shape or element type), the line with a stand-in type (shared by all
+    # parameters); a line either part of which the grammar refuses is parsed whole (its error).
+    start, end = line.find("<"), line.find(">")
+    if (0 < start < end and line.count("<") == 1 and line.count(">") == 1
+            and '"' not in line and "'" not in line):
+        head = _PARAM_HEAD.match(line, 0, start)   # the name: one word, as the grammar reads it
+        if head is not None:
+            try:
+                out_type = _type_entry(line[start:end + 1])
+                tail = line[end + 1:]
+                has_default = _PARAM_TAILS.get(tail)
+                if has_default is None:
+                    has_default = memo_by_template("param", f"%p: <T>{tail}", _parse_param_line)[2]
+                    if len(_PARAM_TAILS) < MAX_SHARED_TYPE_LINES:
+                        _PARAM_TAILS[tail] = has_default
+            except GrammarError:
+                pass
+            else:
+                return head.group(1), out_type, has_default
     return memo_by_template("param", line, _parse_param_line)
+
+
+_PARAM_HEAD = re.compile(rf"(%{syntax._W}+)[ \t]*:[ \t]*\Z")
+_PARAM_TAILS: dict[str, bool] = {}   # what follows a parameter's type -> whether it has a default value
 
 
 def _parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:

@@ -476,6 +476,15 @@ def _parse_blanked(text: str, start: str) -> Any:
     """A piece of a record's template: its blanks are numbered from 0 for the parse, so that the
     same attribute block or type at another place of another record shape (``{unique_id: <blank 3>}``,
     ``{unique_id: <blank 5>}``) is parsed once, then given its own numbers back."""
+    renumbered, numbers = _renumbered(text)
+    value = _parse_piece(renumbered, start)
+    if renumbered == text:
+        return value
+    return _relabel(value, numbers)
+
+
+def _renumbered(text: str) -> tuple[str, list[str]]:
+    """``text`` with its blanks numbered from 0, and the numbers they had."""
     numbers: list[str] = []
 
     def local(m: re.Match) -> str:
@@ -483,11 +492,7 @@ def _parse_blanked(text: str, start: str) -> Any:
         numbers.append(digits)
         return f"{m.group()[:-len(digits)]}{len(numbers) - 1}"
 
-    renumbered = _SLOT.sub(local, text)
-    value = _parse_piece(renumbered, start)
-    if renumbered == text:
-        return value
-    return _relabel(value, numbers)
+    return _SLOT.sub(local, text), numbers
 
 
 def _relabel(value: Any, numbers: list[str]) -> Any:
@@ -518,17 +523,61 @@ def _relabel(value: Any, numbers: list[str]) -> Any:
 
 def _parse_piece(text: str, start: str) -> Any:
     """``_parse``, shared: a call whose callee is a plain name (``PrimFunc_Mul(%0, %1)``) is
-    parsed with a stand-in name, as the calls of every primitive with the same arguments are."""
+    parsed with a stand-in name, as the calls of every primitive with the same arguments are,
+    and its arguments one by one: the same argument recurs in calls of other arguments."""
     if start == "call":
         open_at = text.find("(")
         name = text[:open_at]
         if open_at > 0 and name.isidentifier() and name != "None" and name.lower() not in ("inf", "nan"):
             try:
-                terms = _parse_marked(f"F{text[open_at:]}", start)
+                items = _call_items(text, open_at)
+                if items is None:
+                    return [name, *_parse_marked(f"F{text[open_at:]}", start)[1:]]
+                return [name, _Paren([_parse_argument(item) for item in items])]
             except GrammarError:
                 return _parse(text, start)   # the error, with the columns of the real piece
-            return [name, *terms[1:]]
     return _parse_marked(text, start)
+
+
+# What decides where a call's arguments end: brackets and commas outside strings.
+_ARGUMENT_MARKS = re.compile(r"""[()\[\]{}<>,]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+_OPENING = frozenset("([{<")
+_CLOSING = frozenset(")]}>")
+
+
+def _call_items(text: str, open_at: int) -> list[str] | None:
+    """The arguments of ``name(a, f(b, c), [d])``: ``a``, ``f(b, c)``, ``[d]``; None unless
+    ``text[open_at:]`` is one group in parentheses of one or more non-empty arguments, or when
+    it holds a backslash (a string scan could pass an escaped quote: quadratic when unclosed)."""
+    if "\\" in text:
+        return None
+    items: list[str] = []
+    depth, start = 0, open_at + 1
+    for m in _ARGUMENT_MARKS.finditer(text, open_at):
+        mark = m.group()
+        if mark in _OPENING:
+            depth += 1
+        elif mark in _CLOSING:
+            depth -= 1
+            if depth <= 0:
+                if depth < 0 or m.end() != len(text) or mark != ")":
+                    return None
+                items.append(text[start:m.start()].strip(" \t"))
+                return items if all(items) else None
+        elif mark == "," and depth == 1:
+            items.append(text[start:m.start()].strip(" \t"))
+            start = m.end()
+    return None
+
+
+def _parse_argument(item: str) -> Any:
+    """One argument of a call, parsed alone (as ``F(item)``) with its blanks numbered from 0."""
+    renumbered, numbers = _renumbered(item)
+    terms = _parse_marked(f"F({renumbered})", "call")
+    if len(terms) != 2 or type(terms[1]) is not _Paren or len(terms[1]) != 1:
+        raise GrammarError("not one argument")
+    value = terms[1][0]
+    return value if not numbers else _relabel(value, numbers)
 
 
 @lru_cache(maxsize=65536)
