@@ -282,6 +282,9 @@ class IRFile:
             nodes = self.nodes
             halves = {str(nodes[k]["args"][0]) for k in self.nodes_by_op("Partial")
                       if nodes[k].get("args") and str(nodes[k]["args"][0]) in self.subgraphs}
+            if not halves:   # no backward half: no copy can be inside one (no walk of the file)
+                self.__dict__["_lazy_copy_keys"] = found = frozenset()
+                return found
             outside: set[str] = set()
             inside: list[tuple[int, str]] = []
             for k, data in nodes.items():
