@@ -66,23 +66,13 @@ def counting_import(*a, **k):
         if depth[0] == 0:
             acc["imports during the lint"] = acc.get("imports during the lint", 0.0) + time.perf_counter() - s
 builtins.__import__ = counting_import
-def read_timed(f):
-    def w(*a, **k):
-        s = time.perf_counter()
-        try:
-            return f(*a, **k)
-        finally:
-            acc["read"] = acc.get("read", 0.0) + time.perf_counter() - s
-    return w
-def hook_reader():
-    reader = sys.modules.get("irlint.read.reader")
-    if reader is not None and not getattr(reader.read_ir, "_timed", False):
-        reader.read_ir = read_timed(reader.read_ir)
-        reader.read_ir._timed = True
 orig_check_one = engine._check_one
 def check_one(*a, **k):
-    import irlint.read.reader   # what _check_one imports first; then read_ir is wrapped
-    hook_reader()
+    # _check_one imports the reader (an import during the lint), then calls its read_ir: timed once
+    import irlint.read.reader as reader
+    if not getattr(reader.read_ir, "timed", False):
+        reader.read_ir = timed("read", reader.read_ir)
+        reader.read_ir.timed = True
     return orig_check_one(*a, **k)
 engine._check_one = check_one
 try:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from .. import diagnostics as D
 from ..model import IRFile
-from .values import Call, FreeVar, GraphRef, Ref, TensorType
+from .values import FreeVar, GraphRef, Ref
 
 _PARA_INDEX = re.compile(r"%para(\d+)_")
 MAX_UNRESOLVED_REPORTED = 20
@@ -70,8 +70,8 @@ DATA_EDGE = {"kind": "data"}
 MANY_OPERANDS = 256
 _PLAIN_CONSTANTS = (int, float, bool, str, type(None))
 CALLEE_EDGE = {"kind": "callee"}
-# argument types that never name a node (``_Resolver.resolve`` gives None for them)
-_VALUES = frozenset({int, float, bool, str, type(None), tuple, list, dict, Call, TensorType})
+# what an argument names a node by (``_Resolver.resolve`` gives None for anything else)
+_NODE_NAMES = (Ref, FreeVar, GraphRef)
 
 
 def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) -> None:
@@ -94,7 +94,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
             # most arguments are a %N of the node's own subgraph, or a constant: both inline
             if kind is Ref and not arg.startswith("%p"):
                 src = local.get(arg) if local is not None else None
-            elif kind in _VALUES:
+            elif not isinstance(arg, _NODE_NAMES):
                 src = None
             else:
                 src = resolver.resolve(arg, graph)
@@ -109,8 +109,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 same = (kind, arg) if shared is not None and kind in _PLAIN_CONSTANTS else None
                 src = shared.get(same) if same is not None else None
                 if src is None:
-                    src = rec.next_key
-                    rec.next_key = src + 1
+                    src = rec.new_key()
                     const_nodes.append((src, {"kind": "const", "graph": graph, "id": "", "name": "",
                                               "line": line, "op": "Constant", "scope": "", "value": arg}))
                     if same is not None:

@@ -151,7 +151,7 @@ def _shaped_entry(text: str) -> TensorType | None:
     chain, closing, dims, tail = m.groups("")
     at = chain.rfind("[")
     word = chain[at + 1:] if at > 0 else ""
-    if word and not (word.isidentifier() and word.isascii() and word != "None" and word.lower() not in ("inf", "nan")):
+    if word and not (syntax.is_plain_name(word) and word.isascii()):
         word = ""   # not a name the grammar keeps as it is written
     names = syntax._VOLATILE_SPLIT.split(tail)   # (a tail without names: itself)
     skeleton = (chain[:at + 1] if word else chain, closing, "\x01".join(names[::2]), "".join([n[0] for n in names[1::2]]))

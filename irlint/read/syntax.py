@@ -35,6 +35,12 @@ _INT_SCALARS = {"I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64"}
 _FLOAT_SCALARS = {"F16", "F32", "F64", "BF16"}
 
 
+def is_plain_name(text: str) -> bool:
+    """A name the grammar reads as one word and keeps as the same string (not None, a number, a
+    node or graph name): a callee or element type a shared parse may stand in for."""
+    return text.isidentifier() and text != "None" and text.lower() not in ("inf", "nan")
+
+
 def _word(text: str) -> Any:
     first = text[0]
     if first == "%":
@@ -528,7 +534,7 @@ def _parse_piece(text: str, start: str) -> Any:
     if start == "call":
         open_at = text.find("(")
         name = text[:open_at]
-        if open_at > 0 and name.isidentifier() and name != "None" and name.lower() not in ("inf", "nan"):
+        if open_at > 0 and is_plain_name(name):
             try:
                 items = _call_items(text, open_at)
                 if items is None:
