@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from irlint import record, syntax
+from irlint.read import record
 from irlint.read.reader import read_ir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,19 +54,12 @@ def dump(where: bytes, line: bytes) -> bytes:
     return b"\n".join(lines[:at] + [line] + lines[at + 1:])
 
 
-def forget() -> None:
-    syntax._RECIPES.clear()
-    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
-        cached.cache_clear()
-    record._TYPE_LINES.clear()
-    record._TYPE_ENTRIES.clear()
-    record._SKELETONS.clear()
 
 
 def best_of(fn, repeat: int = 3) -> float:
     best = float("inf")
     for _ in range(repeat):
-        forget()
+        record.clear_memos()
         start = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - start)

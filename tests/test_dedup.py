@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import irlint.engine as engine
-from irlint import dedup
+import irlint.runner.engine as engine
+from irlint.runner import dedup
 from irlint.cli import main
-from irlint.config import Config
-from irlint.discover import discover_inputs
+from irlint.runner.config import Config
+from irlint.runner.discover import discover_inputs
 from irlint.rule import Rule
 
 from conftest import CORPUS, SHARED_CORPUS

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import irlint.engine as engine
-from irlint.config import Config
-from irlint.discover import discover
-from irlint.engine import lint
+import irlint.runner.engine as engine
+from irlint.runner.config import Config
+from irlint.runner.discover import discover
+from irlint.runner.engine import lint
 from irlint.rule import Rule
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"

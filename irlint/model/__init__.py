@@ -46,6 +46,11 @@ _DATA_FIRST_OPS = frozenset({"Depend", "Load", "TupleGetItem", "Reshape"})
 _NO_ATTRS: dict = {}
 
 
+def primal_attr(data: dict, name: str) -> Any:
+    """One entry of a node's ``primal_attrs`` (``unique_id``, ``forward_unique_id``, ...), or None."""
+    return (data.get("primal_attrs") or _NO_ATTRS).get(name)
+
+
 @dataclass
 class Subgraph:
     """A subgraph of a dump: its parameters, nodes and return, in dump order."""
@@ -181,7 +186,7 @@ class IRFile:
             self._by_uid = {}
             copies = self._lazy_copies()
             for key, data in self.nodes.items():
-                u = data.get("primal_attrs", {}).get("unique_id")
+                u = primal_attr(data, "unique_id")
                 # a lazy_inline recompute copy carries its forward node's unique_id: the
                 # forward node is the one meant
                 if u is not None and key not in copies and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
@@ -239,7 +244,7 @@ class IRFile:
 
     def forward_of(self, key: int) -> int | None:
         """The forward node a backward node was derived from (``forward_unique_id``)."""
-        uid = (self.nodes[key].get("primal_attrs") or {}).get("forward_unique_id")
+        uid = primal_attr(self.nodes[key], "forward_unique_id")
         return None if uid is None else self.by_unique_id(str(uid))
 
     # --- raw text -----------------------------------------------------------------------------
@@ -288,7 +293,7 @@ class IRFile:
             outside: set[str] = set()
             inside: list[tuple[int, str]] = []
             for k, data in nodes.items():
-                uid = (data.get("primal_attrs") or {}).get("unique_id") if data["kind"] == "cnode" else None
+                uid = primal_attr(data, "unique_id") if data["kind"] == "cnode" else None
                 if uid is None:
                     continue
                 if data["graph"] in halves:
@@ -316,7 +321,7 @@ class IRFile:
             for k in copies:
                 d = self.nodes[k]
                 rid = (d.get("cnode_attrs") or {}).get("recompute_id")
-                uid = (d.get("primal_attrs") or {}).get("unique_id")
+                uid = primal_attr(d, "unique_id")
                 if rid is not None:
                     index.setdefault(("id", rid), []).append(k)
                 elif uid is not None:
@@ -330,7 +335,7 @@ class IRFile:
         rid = (d.get("cnode_attrs") or {}).get("recompute_id")
         if rid is not None:
             return list(index.get(("id", rid), ()))
-        uid = (d.get("primal_attrs") or {}).get("unique_id")
+        uid = primal_attr(d, "unique_id")
         if uid is not None and ("uid", str(uid)) in index:
             return list(index[("uid", str(uid))])
         return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))
