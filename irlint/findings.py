@@ -72,7 +72,7 @@ class Finding:
         differ between stages (a backend inserts Casts), the rule, op, scope and identity do not."""
         return (self.rule, self.op, scope_path(self.scope), self.identity)
 
-    def with_(self, **changes) -> "Finding":
+    def with_(self, **changes) -> Finding:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:

@@ -22,7 +22,8 @@ import re
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar
 
 from .findings import Finding, Related
 
@@ -168,7 +169,7 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 obj = ep.load()
-            except (Exception, SystemExit) as exc:  # a broken plugin (even one that exits) must not stop the lint
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin (even one that exits) must not stop the lint
                 problems.append(f"cannot load rule plugin {ep.name!r}: {type(exc).__name__}: {exc}")
                 continue
             classes = [obj] if isinstance(obj, type) else _rules_in(obj)

@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic
 from .stages import Stage, stage_of
@@ -104,18 +105,18 @@ class IRFile:
     _graph: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def empty(cls, path: str) -> "IRFile":
+    def empty(cls, path: str) -> IRFile:
         return cls(path=path, stage=stage_of(path))
 
     @classmethod
-    def from_graph(cls, path: str, graph: "nx.MultiDiGraph") -> "IRFile":
+    def from_graph(cls, path: str, graph: nx.MultiDiGraph) -> IRFile:
         """A model over an existing graph's dicts (shared, not copied)."""
         ir = cls.empty(path)
         ir.graph = graph
         return ir
 
     @property
-    def graph(self) -> "nx.MultiDiGraph":
+    def graph(self) -> nx.MultiDiGraph:
         """The multigraph as a ``networkx.MultiDiGraph`` whose node and adjacency dicts are this
         file's ``nodes``, ``succ`` and ``pred``: a change through either is seen by both."""
         if self._graph is None:
@@ -128,7 +129,7 @@ class IRFile:
         return self._graph
 
     @graph.setter
-    def graph(self, graph: "nx.MultiDiGraph") -> None:
+    def graph(self, graph: nx.MultiDiGraph) -> None:
         self.nodes, self.succ, self.pred = graph._node, graph._succ, graph._pred
         self._graph = graph
 

@@ -131,7 +131,7 @@ class Places:
         return self._ir()
 
     @classmethod
-    def of(cls, ir: IRFile) -> "Places":
+    def of(cls, ir: IRFile) -> Places:
         places = ir.__dict__.get("_places")
         if places is None:
             places = ir.__dict__["_places"] = cls(ir)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 # A small block: a fresh process pays a page fault per 4 KiB of the buffer it first fills (8 MiB
 # blocks cost a one-file lint 3 ms), and the block stays in the CPU's cache for the regex.

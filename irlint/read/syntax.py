@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache, partial
 from operator import itemgetter
-from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .grammar_file import grammar_text
 from .values import Call, FreeVar, GraphRef, Ref, TensorType
@@ -101,7 +101,7 @@ def _plain(group: _Group) -> Any:
     items = list(group)
     if isinstance(group, _Brace):
         if items and all(isinstance(i, _KeyValue) for i in items):
-            return {k: v for k, v in items}
+            return dict(items)
         return [_unkey(i) for i in items]
     if isinstance(group, _Brack):
         return [_unkey(i) for i in items]

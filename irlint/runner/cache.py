@@ -26,7 +26,8 @@ import stat as stat_module
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .. import __version__
 from ..diagnostics import Diagnostic
@@ -288,7 +289,7 @@ class LintCache:
                 value = json.loads(f.read())
         except FileNotFoundError:
             return None
-        except Exception:  # a damaged or foreign entry is a miss, never an error
+        except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss, never an error
             try:
                 file.unlink()
             except OSError:

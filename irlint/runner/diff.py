@@ -76,7 +76,7 @@ def match_nodes(before: IRFile, after: IRFile) -> NodeMatch:
                     keys_of_uid[side][uid].add(key)
     shared = keys_of_uid[0].keys() & keys_of_uid[1].keys()
     out = NodeMatch(unique_ids_stable=bool(shared) and all(keys_of_uid[0][u] == keys_of_uid[1][u] for u in shared))
-    for key, (olds, news) in groups.items():
+    for _key, (olds, news) in groups.items():
         olds, news = list(olds), list(news)
         if out.unique_ids_stable:
             by_uid: dict[str, list[int]] = defaultdict(list)

@@ -78,7 +78,7 @@ def is_dump_start(head: bytes) -> bool:
 # what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
 # standard input and pipes (/dev/stdin, a FIFO): read once, kept here, since they cannot be read again
-_buffers: dict[str, "Spool"] = {}
+_buffers: dict[str, Spool] = {}
 SPOOL_BLOCK = 8 * 1024 * 1024
 
 

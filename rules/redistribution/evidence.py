@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
 from irlint.findings import Related, scope_path
@@ -775,7 +776,7 @@ def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
             back = _reshape_kept_dims(ir, node)
         elif op == "Transpose":
             perm = _perm(ir, node)
-            back = {j: p for j, p in enumerate(perm)} if perm else {}
+            back = dict(enumerate(perm)) if perm else {}
         else:
             return None
         if split not in back or concat not in back:
