@@ -54,7 +54,7 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        import hashlib   # here: a lint groups by fingerprint_text, and OpenSSL's hashes cost 2 ms to load
+        import hashlib   # here: a lint groups by fingerprint_text, and loading OpenSSL's hashes is part of a start
 
         return hashlib.sha256(self.fingerprint_text.encode("utf-8")).hexdigest()[:20]
 

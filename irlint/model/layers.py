@@ -128,7 +128,7 @@ class Places:
 
     @property
     def ir(self) -> IRFile:
-        return self._ir()
+        return self._ir()  # type: ignore[return-value]  # held by the file it describes
 
     @classmethod
     def of(cls, ir: IRFile) -> Places:
@@ -189,7 +189,7 @@ class Places:
         if found is not None:
             return found
         steps = self._steps
-        found: dict[str, int] = {}
+        found = {}
         cells: set[str] = set()
         limit = MAX_HOPS
         seen = {k}

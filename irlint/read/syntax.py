@@ -246,8 +246,8 @@ def _parser() -> Any:
 
 
 def build_parser(grammar: str) -> Any:
-    """The LALR parser made from the grammar by the installed Lark (0.02-0.04 s, and 20 ms to import
-    Lark: the shipped parser spares a lint both)."""
+    """The LALR parser made from the grammar by the installed Lark (building it and importing Lark are
+    a share of a start: the shipped parser spares a lint both)."""
     import lark
     from lark.exceptions import LarkError
 
@@ -323,7 +323,7 @@ def _describe(exc: Exception, text: str) -> str:
 # numbered, so that filling it back does not depend on the order the transformer builds values.
 _W = r"[^\s,()\[\]{}<>:=*\"']"      # a character of a WORD (grammar/ir.lark)
 # Every alternative starts with a literal character, so the regex engine skips to the next
-# candidate in C (four times faster than lookbehinds first). A ``=name`` blank keeps its "=".
+# candidate in C (faster than lookbehinds first). A ``=name`` blank keeps its "=".
 _VOLATILE = re.compile(
     rf'%(?<!{_W}%){_W}+'                                       # %12, %para3_x: Ref words
     r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"

@@ -62,7 +62,7 @@ def default_dir(configured: str | None = None) -> Path:
 
 
 def _sha256(data: bytes = b""):
-    import hashlib   # here: a lint without a cache hashes nothing, and OpenSSL's hashes cost 2 ms to load
+    import hashlib   # here: a lint without a cache hashes nothing, and loading OpenSSL's hashes is part of a start
 
     return hashlib.sha256(data)
 

@@ -108,7 +108,7 @@ def _toml_load(path: Path) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+        import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)

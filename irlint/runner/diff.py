@@ -79,7 +79,7 @@ def match_nodes(before: IRFile, after: IRFile) -> NodeMatch:
     for _key, (olds, news) in groups.items():
         olds, news = list(olds), list(news)
         if out.unique_ids_stable:
-            by_uid: dict[str, list[int]] = defaultdict(list)
+            by_uid: dict[str | None, list[int]] = defaultdict(list)
             for k in news:
                 by_uid[_uid(after, k)].append(k)
             for k in list(olds):

@@ -187,13 +187,13 @@ def open_dump(path: str, compression: str | None = None) -> BinaryIO:
     try:
         if compression == "gzip":
             import gzip
-            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
+            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif compression == "bzip2":
             import bz2
-            inner = bz2.BZ2File(raw, mode="rb")
+            inner = bz2.BZ2File(raw, mode="rb")  # type: ignore[assignment]
         elif compression == "xz":
             import lzma
-            inner = lzma.LZMAFile(raw, mode="rb")
+            inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]
         else:
             module = _zstd_module()
             if module is None:

@@ -270,7 +270,7 @@ def _graph_hash(path: str, compression: str | None) -> str | None:
         return None
 
 
-# hashing this much is shared with the worker processes (on one core it takes 1 s per GB or so)
+# hashing this much is shared with the worker processes (hashing is bound by one core)
 POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
 
 
@@ -512,7 +512,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
     # Free this file's model before the next file is read, or a worker's memory grows with every
     # file. Reference counting frees it unless a rule (a plugin, say) left a reference cycle
     # through it; only then does a full collection run: it walks every live object, the parser's
-    # caches included (30-70 ms per file even with nothing to free).
+    # caches included (costly per file even with nothing to free).
     refs = model_refs(ir)
     del ir
     if any(ref() is not None for ref in refs):

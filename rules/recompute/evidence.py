@@ -116,7 +116,7 @@ class RecomputeFacts:
 
     @property
     def ir(self) -> IRFile:
-        return self._ir()
+        return self._ir()  # type: ignore[return-value]  # held by the file it describes
 
     def _decided(self) -> bool:
         """The pass writes cnode_attrs markers on every forward node it decided on; before it (e.g.
