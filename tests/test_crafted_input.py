@@ -141,6 +141,7 @@ CRAFTED_LINES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CRAFTED_LINES))
 def test_a_crafted_line_is_read_in_linear_time(tmp_path, name):
     prefix, make, n = CRAFTED_LINES[name]
@@ -212,6 +213,7 @@ def _install_dying_plugin(site: Path) -> None:
     (info / "entry_points.txt").write_text("[irlint.rules]\nends-its-process = xd_rules\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("how", ["exit", "kill", "hang"])
 def test_a_rule_whose_process_dies_is_an_error_naming_the_rule(tmp_path, how, jobs):
@@ -434,6 +436,7 @@ def test_a_worker_process_that_dies_is_reported_per_file(tmp_path):
     assert len(diags) == 2 and all("worker process ended unexpectedly" in d["message"] for d in diags), diags
 
 
+@pytest.mark.slow
 def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
     import tracemalloc
 
@@ -460,6 +463,7 @@ def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
     assert peak - plain < 10 * extra, (peak - plain) / extra   # a diagnostic per line until the end: 85x
 
 
+@pytest.mark.slow
 def test_a_record_of_many_equal_constants_makes_one_node_per_value(tmp_path):
     lines = _lines()
     at = _first(lines, b"  Return(")

@@ -328,6 +328,7 @@ def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
     assert parse_node("F($(@1_m:1.50))")[1] == (FreeVar("@1_m", "1.5"),)
 
 
+@pytest.mark.slow
 def test_clear_memos_empties_every_memo_of_the_reader():
     # every lru_cache of syntax and record but the loaded parser, and every module-level table that
     # is empty when they are imported, counts as a memo (so a new one is caught here)

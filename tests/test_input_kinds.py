@@ -226,6 +226,7 @@ def test_findings_and_diagnostics_name_a_file_the_same_way(tmp_path, monkeypatch
     assert all(n.startswith("g" + os.sep) for n in names), names
 
 
+@pytest.mark.slow
 def test_dev_stdin_from_a_pipe(tmp_path):
     import subprocess
     import sys

@@ -59,6 +59,7 @@ def _plain(report):
     return findings, [d.to_dict() for d in report.diagnostics], report.files, pids
 
 
+@pytest.mark.slow
 def test_parallel_lint_equals_serial(probes):
     paths = [str(CORPUS / "llama-recompute-modes"), str(CORPUS / "s2_ffn_3d_reshape_blocks")]
     serial = _plain(lint(paths, Config(jobs=1, cache=False)))

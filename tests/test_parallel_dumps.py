@@ -26,6 +26,7 @@ def _par_dumps() -> list:
     return [f for root in roots for f in discover([str(root)])[0]]
 
 
+@pytest.mark.slow
 def test_every_parallel_dump_reads_whole():
     from irlint.runner.engine import read_dump
     dumps = _par_dumps()

@@ -38,6 +38,7 @@ def test_fixture_dump_reads_completely(path):
     assert len(ir.subgraphs) == ir.header["total_subgraphs"]
 
 
+@pytest.mark.slow
 def test_shared_corpus_reads_completely():
     dumps = _dumps(SHARED)
     if not dumps:
@@ -93,6 +94,7 @@ def test_block_boundaries_with_bad_and_good_utf8(tmp_path, monkeypatch):
         assert _model(read_ir(str(path))) == whole
 
 
+@pytest.mark.slow
 def test_whole_records_read_as_their_lines_one_by_one(monkeypatch):
     # the scanner hands most node records over whole; every fixture must read the same when
     # each of their lines is handed over on its own
@@ -123,6 +125,7 @@ def test_unbalanced_node_lines_read_as_their_lines_one_by_one(tmp_path, monkeypa
     assert [(d["line"], d["kind"]) for d in whole[2]][:1] == [(named[1] + 1, "bad-record")]
 
 
+@pytest.mark.slow
 def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
     # a record's value is refilled from the parse of its template; on every real dump each new
     # template's first record must give the same value as the parse of its own pieces
@@ -149,6 +152,7 @@ def _type_lines(paths: list[str]) -> set[str]:
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", [FIXTURES.parent, SHARED], ids=["fixtures", "shared"])
 def test_type_lines_read_entry_by_entry_equal_the_whole_line_parse(root):
     from irlint.read import record
