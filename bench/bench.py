@@ -29,12 +29,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import harness
 
 HERE = Path(__file__).resolve().parent
 GEN = HERE / "gen_dump.py"
-TIME = "/usr/bin/time"
 ROOT = HERE.parent
 PARALLEL = ROOT.parent / "shared" / "corpus" / "par-mismatch-ffn_col_col"
 RANKS = 8
@@ -69,28 +69,13 @@ def dump_files(folder: Path) -> list[Path]:
 
 def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, float]:
     """Wall seconds, peak RSS in MB (largest process of the tree), CPU seconds (user + system of the
-    tree). Output goes to a file: GNU grep stops at the first match when its output is /dev/null."""
-    full = [TIME, "-v", *cmd] if os.access(TIME, os.X_OK) else cmd
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        if not os.access(TIME, os.X_OK):
-            import resource
-            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t0 = time.perf_counter()
-        code = subprocess.run(full, stdout=out, stderr=err, env=env).returncode
-        wall = time.perf_counter() - t0
-        err.seek(0)
-        text = err.read().decode("utf-8", "replace")
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
-    if m:
-        rss = int(m.group(1)) / 1024
-    else:  # without time(1): only valid when this child is the largest so far
-        import resource
-        rss = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
-    if code not in (0, 1):
-        tail = "\n".join(text.strip().splitlines()[-15:])
-        raise SystemExit(f"failed ({code}): {' '.join(cmd)}\n{tail}")
-    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", text)) or wall
-    return wall, rss, cpu
+    tree): bench/harness.py's run, the output to a file (GNU grep stops at the first match when its
+    output is /dev/null)."""
+    with tempfile.TemporaryFile() as out:
+        s = harness.run(cmd, env, stdout=out)
+    if s.code not in (0, 1):
+        raise SystemExit(f"failed ({s.code}): {' '.join(cmd)}")
+    return s.wall, s.rss_mb, s.cpu
 
 
 def machine() -> dict:
@@ -173,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "IRLINT_CACHE_DIR": tmp}
         # pip byte-compiles an installed irlint; an editable checkout under PYTHONDONTWRITEBYTECODE
         # would compile its modules on every start instead and add that to every figure
-        subprocess.run([sys.executable, "-m", "compileall", "-q", *_package_dirs()], check=False)
+        harness.compile_installed()
         for i in range(a.repeat):
             for name in cmds:
                 if name in ("b", "c", "pb", "pc"):   # cold: an empty cache; (e) follows (b) and reads what (b) wrote
@@ -237,17 +222,6 @@ def main(argv: list[str] | None = None) -> int:
         print("(--small: interpreter start-up dominates every figure; the targets are for the full run)")
         return 0
     return 0 if all(met.values()) else 1
-
-
-def _package_dirs() -> list[str]:
-    import importlib.util
-
-    dirs = []
-    for name in ("irlint", "irlint.rules"):
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations:
-            dirs.extend(spec.submodule_search_locations)
-    return dirs
 
 
 def _size(text: str) -> int:

@@ -4,7 +4,7 @@
 Takes a real ``save_graphs`` folder (MindSpore 2.10 text dumps) that contains
 decoder layer 0 (and possibly a few more layers) and writes a copy in which
 layer 0 is replicated up to ``--layers N`` decoder layers, in every stage
-file.  See bench/README.md, section "Generating large dumps".
+file.  See bench/gen_dump.md.
 
 Only the standard library is used.  The output is a pure function of the
 input files and the command-line arguments (byte-identical on re-runs).

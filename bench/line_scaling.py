@@ -3,22 +3,21 @@
     python bench/line_scaling.py [N]   (default 5000)
 
 Each shape replaces (or adds) one line of tests/fixtures/corpus/s2_ffn_3d_reshape_blocks; the
-memo tables are emptied before each read, best of 3. ``grep -c .`` over the 4N file is timed in
-the same run for scale.
+memo tables are emptied before each read, median of 3 (bench/harness.py). grep over the 4N file
+is timed in the same run for scale.
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from irlint import record, syntax
+from harness import FIXTURES, grep, summary, timed
+
+from irlint.read import record
 from irlint.read.reader import read_ir
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "tests" / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
+SOURCE = FIXTURES / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
 _SILU = b"  %5(x) = PrimFunc_SiLU(%5)"
 
 # name -> (where: the prefix of the line it replaces, "#" to insert a line; the line for a size n)
@@ -54,23 +53,10 @@ def dump(where: bytes, line: bytes) -> bytes:
     return b"\n".join(lines[:at] + [line] + lines[at + 1:])
 
 
-def forget() -> None:
-    syntax._RECIPES.clear()
-    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
-        cached.cache_clear()
-    record._TYPE_LINES.clear()
-    record._TYPE_ENTRIES.clear()
-    record._SKELETONS.clear()
 
-
-def best_of(fn, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        forget()
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def median_read(path: Path) -> float:
+    """Median wall time of reading ``path`` with the memo tables emptied first (a first read)."""
+    return summary([(record.clear_memos(), timed(lambda: read_ir(str(path))))[1] for _ in range(3)]).wall
 
 
 def main() -> None:
@@ -82,10 +68,10 @@ def main() -> None:
             times = []
             for k in (n, 4 * n):
                 path.write_bytes(dump(where, make(k)))
-                times.append(best_of(lambda: read_ir(str(path))))
-            grep = best_of(lambda: subprocess.run(["grep", "-c", ".", str(path)], stdout=subprocess.DEVNULL))
+                times.append(median_read(path))
+            g = summary([grep([path], Path(tmp) / "grep.txt") for _ in range(3)]).wall
             print(f"{name:26} {len(make(4 * n)):>9} B {times[0]:>8.4f}s {times[1]:>8.4f}s {times[1] / times[0]:>6.1f} "
-                  f"{grep:>8.4f}s", flush=True)
+                  f"{g:>8.4f}s", flush=True)
 
 
 if __name__ == "__main__":

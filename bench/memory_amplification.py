@@ -5,7 +5,7 @@ amplify (records of a million repeated operands, a flood of minimal node records
 
 Each file is read (``read_ir``: parse and model, no rules) in a fresh interpreter; its peak RSS (Linux)
 minus that of an interpreter that only imported the reader, divided by the file's size, is the
-amplification. ``grep -c .`` over the same file is timed in the same run for scale.
+amplification. grep over the same file is timed in the same run for scale (bench/harness.py).
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-S2 = ROOT / "tests" / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
+from harness import CORPUS, FIXTURES, grep
+
+S2 = FIXTURES / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
 
 _MEASURE = '''
 import json, sys, time
@@ -61,7 +61,7 @@ def minimal_nodes(folder: Path, count: int) -> Path:
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quick = "--quick" in sys.argv
-    corpus = Path(args[0]) if args else ROOT.parent / "shared" / "corpus"
+    corpus = Path(args[0]) if args else CORPUS
     base = measure("-")["rss"]
     print(f"interpreter with the reader imported: {base / 2**20:.0f} MB RSS")
     print(f"{'file':44} {'MB':>8} {'peak MB':>8} {'x size':>7} {'read s':>7} {'grep s':>7}")
@@ -74,12 +74,10 @@ def main() -> None:
         files.append(crafted(Path(tmp), 13, 95_000 if quick else 950_000))
         for path in files:
             got = measure(str(path))
-            start = time.perf_counter()
-            subprocess.run(["grep", "-c", ".", str(path)], stdout=subprocess.DEVNULL)
-            grep = time.perf_counter() - start
+            g = grep([path], Path(tmp) / "grep.txt").wall
             size = path.stat().st_size
             print(f"{path.name[:44]:44} {size / 2**20:8.1f} {got['rss'] / 2**20:8.0f} {(got['rss'] - base) / size:7.1f} "
-                  f"{got['seconds']:7.2f} {grep:7.3f}", flush=True)
+                  f"{got['seconds']:7.2f} {g:7.3f}", flush=True)
 
 
 if __name__ == "__main__":

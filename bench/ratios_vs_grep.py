@@ -41,22 +41,10 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-CORPUS = HERE.parent.parent / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
+from harness import BENCH as HERE
+from harness import CORPUS, grep, run, summary
 
 TARGETS = {"stages": 10, "ranks": 3, "ranks-all": 15, "rank": 1.5}
-
-
-def run(argv: list[str], stdout=None) -> tuple[float, float, int, int]:
-    """Wall s, CPU s, peak RSS KiB, exit code of one command."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout or subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, proc.returncode
 
 
 def folders(out: Path) -> dict[str, Path]:
@@ -135,26 +123,24 @@ def main() -> int:
     for r in range(args.rounds):
         for case in cases:
             folder = str(where[case])
-            with open(args.out / "grep.txt", "w") as sink:
-                times[case]["grep"].append(run(["grep", "-rc", ".", folder], stdout=sink))
+            times[case]["grep"].append(grep([folder], args.out / "grep.txt"))
             for name, command in variants.items():
                 argv = [*command, "--no-cache", "-q", *flags.get(case, []), folder, "-o", str(report)]
                 res = run(argv)
-                if res[3] not in (0, 1):
+                if res.code not in (0, 1):
                     sys.exit(f"{' '.join(argv)}: exit code {res[3]}")
                 times[case][name].append(res)
-                print(f"round {r + 1} {case}: grep {times[case]['grep'][-1][0]:.2f} s, {name} {res[0]:.2f} s "
-                      f"(CPU {res[1]:.2f} s)", file=sys.stderr, flush=True)
+                print(f"round {r + 1} {case}: grep {times[case]['grep'][-1].wall:.2f} s, {name} {res.wall:.2f} s "
+                      f"(CPU {res.cpu:.2f} s)", file=sys.stderr, flush=True)
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, load at the end "
           f"{os.getloadavg()[0]:.1f}; " + "; ".join(f"{n} = {' '.join(c)}" for n, c in variants.items()))
     print("| case | irlint | folder | grep wall (CPU) | irlint wall (CPU) | peak RSS | wall ratio | CPU ratio | target |")
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
     for case, name in ((c, n) for c in cases for n in variants):
         g, i = times[case]["grep"], times[case][name]
-        gw, gc = statistics.median(x[0] for x in g), statistics.median(x[1] for x in g)
-        iw, ic = statistics.median(x[0] for x in i), statistics.median(x[1] for x in i)
-        rss = max(x[2] for x in i) / 1024
-        ratios = statistics.median(b[0] / a[0] for a, b in zip(g, i))
+        (gw, gc), (iw, ic) = ((s.wall, s.cpu) for s in (summary(g), summary(i)))
+        rss = summary(i).rss_mb
+        ratios = statistics.median(b.wall / a.wall for a, b in zip(g, i))
         target = TARGETS.get(case)
         verdict = "" if target is None else f"<= {target}: {'met' if ratios <= target else 'missed'}"
         print(f"| {case} | {name} | {where[case].name} | {gw:.2f} s ({gc:.2f}) | {iw:.2f} s ({ic:.2f}) | {rss:.0f} MB | "

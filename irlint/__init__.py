@@ -3,12 +3,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import _moved  # noqa: E402
-
-_moved.install()
-
-from .runner.config import Config  # noqa: E402
-from .runner.engine import lint  # noqa: E402
-from .findings import Finding, Related, Report  # noqa: E402
+from .runner.config import Config
+from .runner.engine import lint
+from .findings import Finding, Related, Report
 
 __all__ = ["Config", "Finding", "Related", "Report", "lint", "__version__"]

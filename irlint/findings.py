@@ -54,15 +54,15 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        import hashlib   # here: a lint groups by fingerprint_text, and OpenSSL's hashes cost 2 ms to load
+        import hashlib   # here: a lint groups by fingerprint_text, and loading OpenSSL's hashes is part of a start
 
         return hashlib.sha256(self.fingerprint_text.encode("utf-8")).hexdigest()[:20]
 
     @property
     def fingerprint_text(self) -> str:
         """What the fingerprint is a hash of: findings with the same text are the same problem."""
-        parts = [self.rule, self.stage, self.op, _scope_path(self.scope)]
-        parts += [f"{r.op}@{_scope_path(r.scope)}" for r in self.related]
+        parts = [self.rule, self.stage, self.op, scope_path(self.scope)]
+        parts += [f"{r.op}@{scope_path(r.scope)}" for r in self.related]
         parts += [repr(x) for x in self.identity]
         return "\x1f".join(parts)
 
@@ -70,9 +70,9 @@ class Finding:
     def problem(self) -> tuple:
         """The same problem seen in several stage files of one folder: the chain around it may
         differ between stages (a backend inserts Casts), the rule, op, scope and identity do not."""
-        return (self.rule, self.op, _scope_path(self.scope), self.identity)
+        return (self.rule, self.op, scope_path(self.scope), self.identity)
 
-    def with_(self, **changes) -> "Finding":
+    def with_(self, **changes) -> Finding:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -92,7 +92,7 @@ class Finding:
         return out
 
 
-def _scope_path(scope: str) -> str:
+def scope_path(scope: str) -> str:
     """The scope without the per-dump op suffix ("/MatMul-op12"), which renumbers between runs."""
     head, _, last = scope.rpartition("/")
     if head and "-op" in last:

@@ -22,7 +22,8 @@ import re
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar
 
 from .findings import Finding, Related
 
@@ -75,8 +76,8 @@ def related_node(ir: IRFile, key: int, note: str = "") -> Related:
 
 
 def entry_points(group: str):
-    """The installed entry points of ``group`` (``importlib.metadata``). That module costs 0.02 s to
-    import, a tenth of a lint answered from the cache; it is loaded only when some installed
+    """The installed entry points of ``group`` (``importlib.metadata``). That module is a large
+    part of a lint answered from the cache (bench/README.md); it is loaded only when some installed
     distribution may declare the group."""
     if not _may_declare(group):
         return ()
@@ -127,6 +128,7 @@ def _builtin_package():
         folder = Path(__file__).resolve().parent.parent / "rules"
         spec = importlib.util.spec_from_file_location(
             "irlint.rules", folder / "__init__.py", submodule_search_locations=[str(folder)])
+        assert spec is not None and spec.loader is not None   # a path always has a spec
         module = importlib.util.module_from_spec(spec)
         sys.modules["irlint.rules"] = module
         spec.loader.exec_module(module)
@@ -168,7 +170,7 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 obj = ep.load()
-            except (Exception, SystemExit) as exc:  # a broken plugin (even one that exits) must not stop the lint
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin (even one that exits) must not stop the lint
                 problems.append(f"cannot load rule plugin {ep.name!r}: {type(exc).__name__}: {exc}")
                 continue
             classes = [obj] if isinstance(obj, type) else _rules_in(obj)

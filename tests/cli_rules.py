@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import irlint.engine
+import irlint.runner.engine
 import irlint.rule
 from irlint.rule import Rule
 
@@ -61,7 +61,7 @@ TINY = [ForwardMatMul, EveryReturn]
 def tiny_rules(monkeypatch):
     """Only the two test rules, and the working directory at tests/ for stable relative paths."""
     monkeypatch.setattr(irlint.rule, "load_rules", lambda plugins=True: list(TINY))
-    monkeypatch.setattr(irlint.engine, "load_rules", lambda plugins=True: list(TINY))
+    monkeypatch.setattr(irlint.runner.engine, "load_rules", lambda plugins=True: list(TINY))
     monkeypatch.chdir(FIXTURES.parent)
     monkeypatch.delenv("NO_COLOR", raising=False)
     return TINY

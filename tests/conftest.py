@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from irlint.config import Config
-from irlint.engine import lint
-from irlint.reader import read_ir
+from irlint.runner.config import Config
+from irlint.runner.engine import lint
+from irlint.read.reader import read_ir
 
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "fixtures" / "corpus"
@@ -65,7 +66,7 @@ def _private_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
-def lark_parses(monkeypatch) -> list[tuple[str, str]]:
+def lark_parses(monkeypatch) -> Iterator[list[tuple[str, str]]]:
     """Each (text, start rule) Lark parses from now on, in order, with the reader's memo tables
     emptied (so every template is new)."""
     from irlint.read import record, syntax
@@ -79,9 +80,6 @@ def lark_parses(monkeypatch) -> list[tuple[str, str]]:
             return parser.parse(text, start=start)
 
     monkeypatch.setattr(syntax, "_parser", lambda: Recording())
-    monkeypatch.setattr(syntax, "_RECIPES", {})
-    for name in ("_TYPE_LINES", "_TYPE_ENTRIES", "_SKELETONS", "_PARAM_TAILS"):
-        monkeypatch.setattr(record, name, {})
-    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
-        cached.cache_clear()
-    return seen
+    record.clear_memos()
+    yield seen
+    record.clear_memos()   # what was memoised while recording is dropped with the recorder

@@ -11,7 +11,7 @@ import pytest
 
 from cli_rules import DUMP, tiny_rules  # noqa: F401 - fixture
 from irlint import Config, lint
-from irlint.baseline import BaselineError, new_findings, read_baseline, write_baseline
+from irlint.runner.baseline import BaselineError, new_findings, read_baseline, write_baseline
 from irlint.rule import load_rules
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"

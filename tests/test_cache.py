@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import irlint.engine as engine
-from irlint.cache import LintCache, default_dir
-from irlint.config import Config
-from irlint.engine import lint
+import irlint.runner.engine as engine
+from irlint.runner.cache import LintCache, default_dir
+from irlint.runner.config import Config
+from irlint.runner.engine import lint
 from irlint.findings import Finding, Related
 from irlint.rule import Rule
 
@@ -301,7 +301,7 @@ def test_a_rule_helper_module_change_is_a_miss(tmp_path, monkeypatch):
     # rules import shared helpers (rules/recompute/evidence.py): editing one must not serve stale findings
     import importlib
 
-    from irlint import cache as cache_mod
+    from irlint.runner import cache as cache_mod
 
     pkg = tmp_path / "acme_rules"
     pkg.mkdir()
@@ -426,7 +426,7 @@ def test_entries_are_private_and_a_group_writable_entry_is_not_trusted(rules, du
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
 def test_a_folder_writable_only_by_the_users_own_group_is_used(rules, dump, tmp_path, monkeypatch):
-    import irlint.cache as cache_module
+    import irlint.runner.cache as cache_module
 
     cache = tmp_path / "cache"
     _lint(dump, cache)

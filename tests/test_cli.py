@@ -250,7 +250,7 @@ def test_options_reach_the_config(tiny_rules, monkeypatch):
 
     def fake_lint(files, diagnostics, config):
         seen.update(jobs=config.jobs, cache=config.cache, all_stages=config.all_stages)
-        return irlint.engine.lint_files(files, diagnostics, config)
+        return irlint.runner.engine.lint_files(files, diagnostics, config)
 
     monkeypatch.setattr(irlint.cli, "lint_files", fake_lint)
     run(DUMP, "--jobs", "3", "--no-cache", "--all-stages")
@@ -592,10 +592,10 @@ def test_config_show_uses_the_layout_of_its_file_and_says_cache_and_jobs(tmp_pat
 
 
 def test_jobs_are_capped_at_the_cores_and_it_is_said(tiny_rules, monkeypatch):
-    monkeypatch.setattr(irlint.engine, "_cores", lambda: 2)
+    monkeypatch.setattr(irlint.runner.engine, "_cores", lambda: 2)
     result = run(DUMP, "--jobs", "64")
     assert "capped to 2" in result.output
-    assert irlint.engine.capped_jobs(64) == 2 and irlint.engine.capped_jobs(1) == 1
+    assert irlint.runner.engine.capped_jobs(64) == 2 and irlint.runner.engine.capped_jobs(1) == 1
 
 
 def test_ruff_conventions(tiny_rules, tmp_path):

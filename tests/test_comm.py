@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from conftest import CORPUS, SHARED_CORPUS, TESTS
 from irlint.cli import main
-from irlint.comm import account, as_dict, received_bytes, redistribution_findings
-from irlint.discover import discover
-from irlint.reader import read_ir
+from irlint.accounts.comm import account, as_dict, received_bytes, redistribution_findings
+from irlint.runner.discover import discover
+from irlint.read.reader import read_ir
 
 F32 = 4
 SCHEMA = TESTS / "fixtures" / "schemas" / "irlint-comm-1.json"
@@ -105,7 +105,7 @@ def _par_files() -> list:
 
 
 def test_every_finding_byte_is_counted_once_and_consistent_cases_have_no_waste():
-    from irlint.engine import read_dump
+    from irlint.runner.engine import read_dump
     files = _par_files()
     assert len(files) >= 20
     for f in files:   # the MindFormers MoE dumps are gzip-compressed
@@ -196,7 +196,7 @@ def test_account_as_plain_data_for_other_commands():
 
 
 def test_mindformers_moe_account_alltoall_scheme_and_router_waste():
-    from irlint.engine import read_dump
+    from irlint.runner.engine import read_dump
 
     def load(case):
         (f,) = discover([str(CORPUS / case)])[0]

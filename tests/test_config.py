@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from irlint.config import (Config, ConfigError, check_selectors, config_from_dict, find_config, load_config,
+from irlint.runner.config import (Config, ConfigError, check_selectors, config_from_dict, find_config, load_config,
                            settings_in, to_toml)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, SHARED_CORPUS, quiet_config
-from irlint.engine import lint
+from irlint.runner.engine import lint
 from irlint.findings import Finding
 
 BENIGN_RULE = "recompute-tag-unused"

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from irlint import diagnostics as D
 from irlint.cli import main
-from irlint.reader import read_ir
-from irlint.syntax import MAX_NESTING
+from irlint.read.reader import read_ir
+from irlint.read.syntax import MAX_NESTING
 
 S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 VALIDATE = S2 / "21_validate_0076.ir"
@@ -109,14 +109,8 @@ def test_a_deeply_nested_dump_does_not_abort_the_folder(tmp_path):
 # --- 8: every line in linear time ---------------------------------------------------------------------
 def _forget_parses() -> None:
     """Empty the memo tables, so that each timed read parses again."""
-    from irlint import record, syntax
-    syntax._RECIPES.clear()
-    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
-        cached.cache_clear()
-    record._TYPE_LINES.clear()
-    record._TYPE_ENTRIES.clear()
-    record._SKELETONS.clear()
-    record._PARAM_TAILS.clear()
+    from irlint.read.record import clear_memos
+    clear_memos()
 
 
 def _best_time(fn, repeat: int = 3) -> float:
@@ -147,6 +141,7 @@ CRAFTED_LINES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CRAFTED_LINES))
 def test_a_crafted_line_is_read_in_linear_time(tmp_path, name):
     prefix, make, n = CRAFTED_LINES[name]
@@ -164,7 +159,7 @@ def test_a_crafted_line_is_read_in_linear_time(tmp_path, name):
 
 
 def test_a_crafted_trace_line_is_matched_in_linear_time():
-    from rules.recompute.keys import attribute_from_trace
+    from irlint.rules.recompute.keys import attribute_from_trace
 
     def trace(n: int) -> list[str]:   # a trace line of many ":1, 1~1/" and no closing "/"
         return ["# In file " + ":1, 1~1/" * n + "x"]
@@ -200,7 +195,7 @@ class Dies(Rule):
 # the irlint program, with a pool of workers even for small files when asked
 _PROGRAM = '''
 import sys
-import irlint.engine as engine
+import irlint.runner.engine as engine
 engine.PARALLEL_MIN_BYTES = 0
 engine._cores = lambda: 2
 engine.CHILD_GRACE_SECONDS = 1
@@ -218,6 +213,7 @@ def _install_dying_plugin(site: Path) -> None:
     (info / "entry_points.txt").write_text("[irlint.rules]\nends-its-process = xd_rules\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("how", ["exit", "kill", "hang"])
 def test_a_rule_whose_process_dies_is_an_error_naming_the_rule(tmp_path, how, jobs):
@@ -244,7 +240,7 @@ def test_a_rule_whose_process_dies_is_an_error_naming_the_rule(tmp_path, how, jo
 
 # --- 10: links out of the named folder -----------------------------------------------------------------
 def test_links_out_of_the_named_folder_are_not_followed(tmp_path):
-    from irlint.discover import discover
+    from irlint.runner.discover import discover
 
     named = tmp_path / "graph"
     shutil.copytree(S2, named / "rank_0")
@@ -391,8 +387,8 @@ class _EndlessDump:
 
 
 def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
-    from irlint import discover
-    from irlint.discover import InputError, Spool
+    from irlint.runner import discover
+    from irlint.runner.discover import InputError, Spool
 
     monkeypatch.setattr(discover, "MAX_STREAM_BYTES", 64 << 20)
     with pytest.raises(InputError, match="more than 64 MiB"):
@@ -404,7 +400,7 @@ def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
 _WORKER_KILLER = '''
 import os, sys
 sys.path.insert(0, sys.argv[1])
-import irlint.engine as engine
+import irlint.runner.engine as engine
 from irlint.rule import Rule
 
 
@@ -440,6 +436,7 @@ def test_a_worker_process_that_dies_is_reported_per_file(tmp_path):
     assert len(diags) == 2 and all("worker process ended unexpectedly" in d["message"] for d in diags), diags
 
 
+@pytest.mark.slow
 def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
     import tracemalloc
 
@@ -466,6 +463,7 @@ def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
     assert peak - plain < 10 * extra, (peak - plain) / extra   # a diagnostic per line until the end: 85x
 
 
+@pytest.mark.slow
 def test_a_record_of_many_equal_constants_makes_one_node_per_value(tmp_path):
     lines = _lines()
     at = _first(lines, b"  Return(")

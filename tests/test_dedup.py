@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import irlint.engine as engine
-from irlint import dedup
+import irlint.runner.engine as engine
+from irlint.runner import dedup
 from irlint.cli import main
-from irlint.config import Config
-from irlint.discover import discover_inputs
+from irlint.runner.config import Config
+from irlint.runner.discover import discover_inputs
 from irlint.rule import Rule
 
 from conftest import CORPUS, SHARED_CORPUS
@@ -75,6 +75,7 @@ def test_the_hash_does_not_depend_on_where_blocks_end(monkeypatch):
 
 
 # --- identical results ----------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("all_stages", [False, True])
 def test_findings_and_diagnostics_are_the_same_with_and_without_dedup_on_the_corpus(all_stages):
     folders = sorted(p for p in SHARED_CORPUS.iterdir() if p.is_dir()) if SHARED_CORPUS.is_dir() else []
@@ -103,6 +104,7 @@ def many_ranks(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not GEN.exists(), reason="bench/gen_rank_folder.py is not here")
 @pytest.mark.parametrize("all_stages", [False, True])
 def test_a_generated_many_rank_folder_gives_every_rank_its_own_findings(many_ranks, all_stages):

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from conftest import CORPUS
 from irlint.cli import main
-from irlint.diff import match_nodes
-from irlint.reader import read_ir
+from irlint.runner.diff import match_nodes
+from irlint.read.reader import read_ir
 
 F32 = 4
 FFN_SILU = FFN_MUL = 16 * 64 * F32   # (16, 64) fp32: what recomputing SiLU and Mul frees in s3

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from irlint.discover import InputError, discover
-from irlint.stages import BACKEND, FRONTEND, OPT_PASS, OTHER, stage_of
+from irlint.runner.discover import InputError, discover
+from irlint.model.stages import BACKEND, FRONTEND, OPT_PASS, OTHER, stage_of
 
 FULL = Path(__file__).parent / "fixtures" / "corpus" / "full-folder-1layer"
 

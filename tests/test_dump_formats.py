@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from conftest import quiet_config
 from irlint.cli import main
-from irlint.engine import lint
+from irlint.runner.engine import lint
 
 FORMATS = Path(__file__).parent / "fixtures" / "dump-formats"
 

@@ -8,8 +8,8 @@ import weakref
 import pytest
 from pathlib import Path
 
-import irlint.engine as engine
-from irlint.config import Config
+import irlint.runner.engine as engine
+from irlint.runner.config import Config
 from irlint.rule import Rule, load_rules
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -272,7 +272,7 @@ def test_the_api_takes_one_path_as_a_string():
     (dict(jobs=-1), "jobs"),
 ])
 def test_the_api_validates_its_config(config, message):
-    from irlint.config import ConfigError
+    from irlint.runner.config import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         engine.lint([str(S2)], Config(**{"cache": False, "plugins": False, **config}))
@@ -297,7 +297,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import slowrule
 import irlint.cli as cli
-import irlint.engine as engine
+import irlint.runner.engine as engine
 engine.PARALLEL_MIN_BYTES = 0
 engine._cores = lambda: 4
 engine.active_rules = lambda config: [slowrule.Slow()]

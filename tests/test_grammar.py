@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from irlint.syntax import GrammarError, parse_attrs, parse_call, parse_header, parse_param, parse_types, parse_value
-from irlint.values import Call, FreeVar, GraphRef, Ref
+from irlint.read.syntax import GrammarError, parse_attrs, parse_call, parse_header, parse_param, parse_types, parse_value
+from irlint.read.values import Call, FreeVar, GraphRef, Ref
 
 
 def test_primitive_call_with_refs_and_scalars():
@@ -155,7 +155,7 @@ def test_none_arguments_keep_their_positions():
     assert parse_value("(1, 2,)") == (1, 2)      # a trailing comma adds nothing
 
 
-# Whole records are memoised on their template (irlint.syntax.memo_by_template): records that
+# Whole records are memoised on their template (irlint.read.syntax.memo_by_template): records that
 # differ only in ids, strings, key=name values and I64(N) share one parse, refilled per record.
 _RECOMPUTED = ('PrimFunc_MatMul(%{a}, %para{p}_model.layers.{l}.w, Bool(0), Bool(1)) {{instance name: matmul}} '
                'primitive_attrs: {{transpose_b: Bool(1)}} cnode_attrs: {{recompute_id: I64({r}), recompute: Bool(1)}} '
@@ -163,7 +163,7 @@ _RECOMPUTED = ('PrimFunc_MatMul(%{a}, %para{p}_model.layers.{l}.w, Bool(0), Bool
 
 
 def test_records_of_one_template_get_their_own_values():
-    from irlint.record import parse_node
+    from irlint.read.record import parse_node
 
     for a, p, l, r, u in [(3, 4, 0, 981, 417488), (30, 41, 7, -12, 5), (3, 4, 0, 981, 417488)]:
         callee, args, raw_op, op, blocks = parse_node(_RECOMPUTED.format(a=a, p=p, l=l, r=r, u=u))
@@ -177,7 +177,7 @@ def test_records_of_one_template_get_their_own_values():
 
 
 def test_records_of_one_template_do_not_share_mutable_values():
-    from irlint.record import parse_node
+    from irlint.read.record import parse_node
 
     # the first record of a template is refilled by walking its plan, the second compiles the
     # refill, the third runs it: none shares a dict with another
@@ -191,7 +191,7 @@ def test_records_of_one_template_do_not_share_mutable_values():
 
 
 def test_type_lines_with_parameter_names_keep_their_own_names():
-    from irlint.record import parse_type_line
+    from irlint.read.record import parse_type_line
 
     for name in ("model.layers.0.attention.wq.weight", "model.layers.9.attention.wq.weight"):
         ins, out = parse_type_line(f"(<Ref[Tensor[Float32]], (16, 16), ref_key={name}>, <UMonad, NoShape>) "
@@ -201,7 +201,7 @@ def test_type_lines_with_parameter_names_keep_their_own_names():
 
 
 def test_type_entries_that_differ_in_their_shape_get_their_own_shape():
-    from irlint.record import parse_type_line
+    from irlint.read.record import parse_type_line
 
     for dims, shape in [("1, 4096", (1, 4096)), ("8, 2", (8, 2)), ("-1, 3", (-1, 3)), ("7", (7,)), ("", ())]:
         ins, out = parse_type_line(f"(<Tensor[Float16], ({dims})>, <Tensor[Int32], ({dims})>) -> (<Tensor[Float16], ({dims})>)")
@@ -211,7 +211,7 @@ def test_type_entries_that_differ_in_their_shape_get_their_own_shape():
 
 
 def test_type_entries_that_differ_in_shape_element_type_and_names_are_parsed_once(lark_parses):
-    from irlint.record import parse_param_line, parse_type_line
+    from irlint.read.record import parse_param_line, parse_type_line
 
     for dtype, dims, name in [("Float32", "128, 16", "w.a"), ("Float16", "16", "w.b"), ("Int32", "", "w.c"),
                               ("BFloat16", "-1, 8, 4", "model.layers.0.w")]:
@@ -233,7 +233,7 @@ def test_type_entries_that_differ_in_shape_element_type_and_names_are_parsed_onc
 
 def test_record_whose_only_block_is_the_strategy():
     # real MindFormers step_parallel_end: a MakeTuple carrying just the unnamed strategy block
-    from irlint.record import parse_node
+    from irlint.read.record import parse_node
 
     line = "MakeTuple(%15, %16) {in_strategy: ((2, 4, 1, 1), (2, 4, 1, 1))}"
     callee, args, raw_op, op, blocks = parse_node(line)
@@ -253,7 +253,7 @@ def test_record_whose_only_block_is_the_strategy():
 def test_callee_text_is_the_same_from_a_template_and_from_its_own_parse(text):
     # a record's template blanks its strings (NUL-numbered placeholders); written back with repr,
     # the placeholders were escaped and never filled back ('\\x000' in the op)
-    from irlint.record import _parse_node, parse_node
+    from irlint.read.record import _parse_node, parse_node
 
     direct = _parse_node(text)
     for _ in range(3):   # first of its template, recipe compiled, recipe run
@@ -264,7 +264,7 @@ def test_callee_text_is_the_same_from_a_template_and_from_its_own_parse(text):
 
 def test_primitive_printed_with_its_class():
     # MindSpore 2.0 analyze_fail.ir: "DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[attributes](..)"
-    from irlint.record import parse_node
+    from irlint.read.record import parse_node
 
     text = ('DoSignaturePrimitive::S-Prim-BiasAdd{prim_type=1}[output_names=["output"], format="NCHW", '
             'input_names=["x", "b"], data_format="NCHW"](%1, %para2_bias)')
@@ -278,7 +278,7 @@ def test_primitive_printed_with_its_class():
 
 def test_pieces_of_record_shapes_are_parsed_once(lark_parses):
     # the same attribute block after one and after two node ids; the same arguments to two primitives
-    from irlint.record import parse_node
+    from irlint.read.record import parse_node
 
     one = parse_node('PrimFunc_Mul(%1, %2) cnode_primal_attrs: {unique_id: "41"}')
     two = parse_node('PrimFunc_Add(%3, %4, %5) cnode_primal_attrs: {unique_id: "42"}')
@@ -294,7 +294,7 @@ def test_pieces_of_record_shapes_are_parsed_once(lark_parses):
 
 
 def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(lark_parses):
-    from irlint.record import parse_type_line
+    from irlint.read.record import parse_type_line
 
     for dims in ("8, 128", "1, 8", "16", "-1, 3"):
         ins, out = parse_type_line(f"(<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>) "
@@ -310,8 +310,8 @@ def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(lark_parses)
 
 def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
     # early stages name graphs and free variables in their calls: one shape, many names
-    from irlint.record import parse_node
-    from irlint.syntax import parse_header
+    from irlint.read.record import parse_node
+    from irlint.read.syntax import parse_header
 
     for g, outer, name in [("@12_f_3", "@1_main_2", "para7_x"), ("@@13_g_4", "@2_ℵmain_5", "para8_фy.w"),
                            ("@14_h", "@3_m", "CNode_9")]:
@@ -326,3 +326,38 @@ def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
     assert sorted(start for _, start in lark_parses) == ["call", "call", "header"]
     # a name that would not stay a string is not blanked: its own parse
     assert parse_node("F($(@1_m:1.50))")[1] == (FreeVar("@1_m", "1.5"),)
+
+
+@pytest.mark.slow
+def test_clear_memos_empties_every_memo_of_the_reader():
+    # every lru_cache of syntax and record but the loaded parser, and every module-level table that
+    # is empty when they are imported, counts as a memo (so a new one is caught here)
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from irlint.read import record, syntax
+    from irlint.read.reader import read_ir
+
+    fresh = subprocess.run([sys.executable, "-c", "from irlint.read import record, syntax\n"
+                            "for m in (syntax, record):\n"
+                            "    print(*[f'{m.__name__}.{k}' for k, v in vars(m).items() if type(v) is dict and not v])"],
+                           capture_output=True, text=True, check=True).stdout.split()
+
+    def memos() -> dict[str, int]:
+        found = {}
+        for module in (syntax, record):
+            for name, value in vars(module).items():
+                if hasattr(value, "cache_info") and value is not syntax._parser:
+                    found[f"{module.__name__}.{name}"] = value.cache_info().currsize
+                elif f"{module.__name__}.{name}" in fresh:
+                    found[f"{module.__name__}.{name}"] = len(value)
+        return found
+
+    fixtures = Path(__file__).parent / "fixtures"
+    for path in sorted(fixtures.glob("corpus/*/*.ir")) + sorted(fixtures.glob("corpus/par-*/**/*.ir"))[:20]:
+        read_ir(str(path))
+    full = memos()
+    assert len(full) >= 9 and all(full.values()), full   # each memo was in use
+    record.clear_memos()
+    assert memos() == dict.fromkeys(full, 0)

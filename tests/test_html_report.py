@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from conftest import CORPUS
 from irlint.cli import main
-from irlint.diff import node_key
-from irlint.reader import read_ir
+from irlint.runner.diff import node_key
+from irlint.read.reader import read_ir
 from irlint.reporters.html import _role, fix_of, size
 
 

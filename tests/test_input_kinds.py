@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import irlint.discover
+import irlint.runner.discover
 from irlint.cli import main
-from irlint.discover import discover_inputs
+from irlint.runner.discover import discover_inputs
 
 S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 VALIDATE = S2 / "21_validate_0076.ir"
@@ -125,7 +125,7 @@ def test_a_sub_folder_that_can_be_listed_but_not_entered(tmp_path, monkeypatch, 
             raise PermissionError(13, "Permission denied", str(p))
         return real_stat(p, *a, **kw)
 
-    monkeypatch.setattr(irlint.discover.os, "stat", stat)
+    monkeypatch.setattr(irlint.runner.discover.os, "stat", stat)
     code, data = lint_json(tmp_path)
     assert code == 2
     assert codes(data) == expected
@@ -148,14 +148,14 @@ def test_a_folder_without_a_dump_says_what_it_found(tmp_path, content, reason):
 def test_inspect_lists_an_unreadable_dump(tmp_path, monkeypatch):
     shutil.copytree(S2, tmp_path / "g")
     bad = tmp_path / "g" / VALIDATE.name
-    real_read_head = irlint.discover._read_head
+    real_read_head = irlint.runner.discover._read_head
 
     def read_head(path):
         if Path(path) == bad:   # as open() fails on a file without read permission (tests run as root)
             raise PermissionError(13, "Permission denied")
         return real_read_head(path)
 
-    monkeypatch.setattr(irlint.discover, "_read_head", read_head)
+    monkeypatch.setattr(irlint.runner.discover, "_read_head", read_head)
     result = run("inspect", tmp_path / "g")
     assert result.exit_code == 2
     assert VALIDATE.name in result.output and "permission denied" in result.output
@@ -186,7 +186,7 @@ def test_a_damaged_compressed_dump_is_reported(tmp_path):
 
 
 def test_zstd_without_a_reader_is_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(irlint.discover, "_zstd_module", lambda: None)
+    monkeypatch.setattr(irlint.runner.discover, "_zstd_module", lambda: None)
     (tmp_path / (VALIDATE.name + ".zst")).write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
     result = run(tmp_path)
     assert result.exit_code == 2 and "zstd" in result.output
@@ -226,6 +226,7 @@ def test_findings_and_diagnostics_name_a_file_the_same_way(tmp_path, monkeypatch
     assert all(n.startswith("g" + os.sep) for n in names), names
 
 
+@pytest.mark.slow
 def test_dev_stdin_from_a_pipe(tmp_path):
     import subprocess
     import sys
@@ -300,7 +301,7 @@ def test_standard_input_is_read_in_blocks_not_whole(monkeypatch):
     """Issue 21 item 16: a 391 MB dump took 1.37 GB on standard input, 0.99 GB as a file."""
     import io
 
-    import irlint.discover as discover_module
+    import irlint.runner.discover as discover_module
 
     data = VALIDATE.read_bytes()
     sizes: list[int | None] = []

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 
 from conftest import TESTS, quiet_config
 from irlint.cli import main
-from irlint.engine import lint
-from irlint.layers import Places
-from irlint.memory import account
-from irlint.pipeline import schedules
-from irlint.reader import read_ir
+from irlint.runner.engine import lint
+from irlint.model.layers import Places
+from irlint.accounts.memory import account
+from irlint.model.pipeline import schedules
+from irlint.read.reader import read_ir
 from irlint.rules.recompute import evidence, keys
 
 CASES = TESTS / "fixtures" / "recompute"

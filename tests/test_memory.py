@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from conftest import CORPUS, TESTS
 from irlint.cli import main
-from irlint.memory import account, bytes_at_stake, layer_of
-from irlint.reader import read_ir
+from irlint.accounts.memory import account, bytes_at_stake, layer_of
+from irlint.read.reader import read_ir
 
 GPT = TESTS / "fixtures" / "memory"
 F32, F16 = 4, 2
@@ -434,7 +434,7 @@ def test_text_report_puts_the_costliest_finding_first():
 # --- outsized-kept-activation (AM001) ----------------------------------------------------------
 
 def test_outsized_rule_flags_the_fp32_softmax_of_each_layer_not_recomputed():
-    from rules.outsized_activation import OutsizedKeptActivation
+    from irlint.rules.outsized_activation import OutsizedKeptActivation
 
     ir = read_ir(str(CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"))
     found = list(OutsizedKeptActivation().check(ir))
@@ -445,7 +445,7 @@ def test_outsized_rule_flags_the_fp32_softmax_of_each_layer_not_recomputed():
 
 
 def test_outsized_rule_share_of_layer():
-    from rules.outsized_activation import OutsizedKeptActivation
+    from irlint.rules.outsized_activation import OutsizedKeptActivation
 
     ir = read_ir(str(GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir"))
     assert list(OutsizedKeptActivation().check(ir)) == []   # fp16 throughout, no tensor above 25%
@@ -465,7 +465,7 @@ def test_outsized_rule_is_off_by_default(lint_paths):
 
 
 def test_a_kept_tensor_of_unknown_size_is_named_not_guessed(ir_from_text):
-    from rules.outsized_activation import SOFTMAX_FP32_KEPT
+    from irlint.rules.outsized_activation import SOFTMAX_FP32_KEPT
 
     ir = ir_from_text(SOFTMAX_FP32_KEPT.replace("-> (<Tensor[Float32], (1, 4, 16, 16)>)\n      # Fullname with scope: (Default",
                                                 "-> (<Tensor[Float32], (-1, 4, 16, 16)>)\n      # Fullname with scope: (Default", 1))

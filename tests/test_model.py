@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from irlint.model import IRFile
-from irlint.reader import read_ir
+from irlint.read.reader import read_ir
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 S2 = CORPUS / "s2_ffn_3d_reshape_blocks" / "opt_pass_19_add_recomputation_0033.ir"

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from irlint.cli import main
-from irlint.discover import discover
-from irlint.stages import stage_of
+from irlint.runner.discover import discover
+from irlint.model.stages import stage_of
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 WITH_FINDINGS = CORPUS / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"   # two RC002
@@ -63,7 +63,7 @@ def test_each_compile_of_a_folder_is_linted(tmp_path):
 
 
 def test_compiles_are_told_apart_by_stage_order():
-    from irlint.engine import compiles
+    from irlint.runner.engine import compiles
 
     files, _ = discover([str(CORPUS / "llama-recompute-modes")])
     assert len(compiles(files)) == 1   # one compile: front-end stages, then the backend's

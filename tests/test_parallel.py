@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import irlint.engine as engine
-from irlint.config import Config
-from irlint.discover import discover
-from irlint.engine import lint
+import irlint.runner.engine as engine
+from irlint.runner.config import Config
+from irlint.runner.discover import discover
+from irlint.runner.engine import lint
 from irlint.rule import Rule
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -59,6 +59,7 @@ def _plain(report):
     return findings, [d.to_dict() for d in report.diagnostics], report.files, pids
 
 
+@pytest.mark.slow
 def test_parallel_lint_equals_serial(probes):
     paths = [str(CORPUS / "llama-recompute-modes"), str(CORPUS / "s2_ffn_3d_reshape_blocks")]
     serial = _plain(lint(paths, Config(jobs=1, cache=False)))

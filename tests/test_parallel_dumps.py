@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, SHARED_CORPUS, portable, quiet_config
-from irlint.discover import discover
-from irlint.engine import lint
-from irlint.reader import read_ir
+from irlint.runner.discover import discover
+from irlint.runner.engine import lint
+from irlint.read.reader import read_ir
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 from irlint.rules.redistribution.full_gather import StrategyMismatchFullGather
 
@@ -26,8 +26,9 @@ def _par_dumps() -> list:
     return [f for root in roots for f in discover([str(root)])[0]]
 
 
+@pytest.mark.slow
 def test_every_parallel_dump_reads_whole():
-    from irlint.engine import read_dump
+    from irlint.runner.engine import read_dump
     dumps = _par_dumps()
     assert len(dumps) >= 30   # the fixtures alone hold 30 par-* files
     bad = []
@@ -353,8 +354,8 @@ def test_the_consistent_layout_net_has_no_finding():
 # --- MindFormers 2.1.0 MoE (tests/fixtures/corpus-gen/par_mf_moe_gen.py, gzip-compressed dumps) --
 
 def _mf_moe(case: str):
-    from irlint.discover import discover
-    from irlint.engine import read_dump
+    from irlint.runner.discover import discover
+    from irlint.runner.engine import read_dump
     (f,) = discover([str(CORPUS / case)])[0]
     return read_dump(f)
 

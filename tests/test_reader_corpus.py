@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from irlint.discover import discover
-from irlint.reader import read_ir
+from irlint.runner.discover import discover
+from irlint.read.reader import read_ir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "corpus"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -30,7 +30,7 @@ def test_fixture_corpus_is_there():
 
 @pytest.mark.parametrize("path", FIXTURE_DUMPS, ids=lambda p: str(Path(p).relative_to(FIXTURES.parent)))
 def test_fixture_dump_reads_completely(path):
-    from irlint.engine import read_dump
+    from irlint.runner.engine import read_dump
     (found,) = discover([path])[0]
     ir = read_dump(found)   # compressed fixtures (the MindFormers MoE dumps) are read as they are
     assert [d.to_dict() for d in ir.diagnostics] == []
@@ -38,6 +38,7 @@ def test_fixture_dump_reads_completely(path):
     assert len(ir.subgraphs) == ir.header["total_subgraphs"]
 
 
+@pytest.mark.slow
 def test_shared_corpus_reads_completely():
     dumps = _dumps(SHARED)
     if not dumps:
@@ -60,13 +61,13 @@ def _model(ir) -> tuple:
 def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name):
     # the scanner reads 256 KiB blocks; with 61-byte blocks nearly every line, trace run and
     # multi-line tensor record crosses a boundary, and the file's last line has no newline
-    import irlint.scanner
+    import irlint.read.scanner
 
     data = (FIXTURES / name).read_bytes().rstrip(b"\n")
     path = tmp_path / "21_validate_0076.ir"
     path.write_bytes(data)
     whole = read_ir(str(path))
-    monkeypatch.setattr(irlint.scanner, "BLOCK_BYTES", 61)
+    monkeypatch.setattr(irlint.read.scanner, "BLOCK_BYTES", 61)
     small = read_ir(str(path))
     assert _model(small) == _model(whole)
     assert whole.cnode_count == whole.header["total_cnodes"] and whole.traces
@@ -78,7 +79,7 @@ def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name
 def test_block_boundaries_with_bad_and_good_utf8(tmp_path, monkeypatch):
     # the scanner reuses one buffer: a block after one with invalid (or non-ASCII) bytes must be
     # judged by its own bytes, and each bad line reported once, whatever the block size
-    import irlint.scanner
+    import irlint.read.scanner
 
     lines = (FIXTURES / "llama-cast/21_validate_0076.ir").read_bytes().splitlines(keepends=True)
     scopes = [i for i, ln in enumerate(lines) if b"# Fullname with scope: (" in ln]
@@ -89,18 +90,19 @@ def test_block_boundaries_with_bad_and_good_utf8(tmp_path, monkeypatch):
     whole = _model(read_ir(str(path)))
     assert [(d["line"], d["kind"]) for d in whole[2]] == [(scopes[2] + 1, "invalid-utf8")]
     for size in (61, 4096):
-        monkeypatch.setattr(irlint.scanner, "BLOCK_BYTES", size)
+        monkeypatch.setattr(irlint.read.scanner, "BLOCK_BYTES", size)
         assert _model(read_ir(str(path))) == whole
 
 
+@pytest.mark.slow
 def test_whole_records_read_as_their_lines_one_by_one(monkeypatch):
     # the scanner hands most node records over whole; every fixture must read the same when
     # each of their lines is handed over on its own
-    import irlint.scanner
+    import irlint.read.scanner
 
     paths = [p for p in FIXTURE_DUMPS if "/synthetic/" not in p]
     whole = [_model(read_ir(p)) for p in paths]
-    monkeypatch.setattr(irlint.scanner, "RECORDS", False)
+    monkeypatch.setattr(irlint.read.scanner, "RECORDS", False)
     by_line = [_model(read_ir(p)) for p in paths]
     assert [p for p, a, b in zip(paths, whole, by_line) if a != b] == []
 
@@ -108,7 +110,7 @@ def test_whole_records_read_as_their_lines_one_by_one(monkeypatch):
 def test_unbalanced_node_lines_read_as_their_lines_one_by_one(tmp_path, monkeypatch):
     # an unbalanced bracket in a node line followed by its type line ends the record there, both
     # when the scanner hands the record over whole and when each line goes on its own
-    import irlint.scanner
+    import irlint.read.scanner
 
     lines = (FIXTURES / "llama-cast/21_validate_0076.ir").read_bytes().splitlines(keepends=True)
     named = [i for i, ln in enumerate(lines) if ln.startswith(b"  %") and b"{instance name: " in ln
@@ -118,27 +120,28 @@ def test_unbalanced_node_lines_read_as_their_lines_one_by_one(tmp_path, monkeypa
     path = tmp_path / "21_validate_0076.ir"
     path.write_bytes(b"".join(lines))
     whole = _model(read_ir(str(path)))
-    monkeypatch.setattr(irlint.scanner, "RECORDS", False)
+    monkeypatch.setattr(irlint.read.scanner, "RECORDS", False)
     assert _model(read_ir(str(path))) == whole
     assert [(d["line"], d["kind"]) for d in whole[2]][:1] == [(named[1] + 1, "bad-record")]
 
 
+@pytest.mark.slow
 def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
     # a record's value is refilled from the parse of its template; on every real dump each new
     # template's first record must give the same value as the parse of its own pieces
-    import irlint.record
-    import irlint.syntax
+    import irlint.read.record
+    import irlint.read.syntax
 
-    monkeypatch.setattr(irlint.syntax, "VERIFY_RECIPES", True)
-    monkeypatch.setattr(irlint.syntax, "_RECIPES", {})
-    monkeypatch.setattr(irlint.syntax, "RECIPE_MISMATCHES", [])
-    monkeypatch.setattr(irlint.record, "_TYPE_LINES", {})
-    monkeypatch.setattr(irlint.record, "_TYPE_ENTRIES", {})
-    monkeypatch.setattr(irlint.record, "_SKELETONS", {})
-    for path in FIXTURE_DUMPS + _dumps(SHARED):
-        read_ir(path)
-    assert len(irlint.syntax._RECIPES) > 1000
-    assert irlint.syntax.RECIPE_MISMATCHES == []
+    monkeypatch.setattr(irlint.read.syntax, "VERIFY_RECIPES", True)
+    monkeypatch.setattr(irlint.read.syntax, "RECIPE_MISMATCHES", [])
+    irlint.read.record.clear_memos()
+    try:
+        for path in FIXTURE_DUMPS + _dumps(SHARED):
+            read_ir(path)
+        assert len(irlint.read.syntax._RECIPES) > 1000
+        assert irlint.read.syntax.RECIPE_MISMATCHES == []
+    finally:
+        irlint.read.record.clear_memos()   # the recipes built while checking
 
 
 def _type_lines(paths: list[str]) -> set[str]:
@@ -149,9 +152,10 @@ def _type_lines(paths: list[str]) -> set[str]:
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", [FIXTURES.parent, SHARED], ids=["fixtures", "shared"])
 def test_type_lines_read_entry_by_entry_equal_the_whole_line_parse(root):
-    from irlint import record
+    from irlint.read import record
 
     if not root.is_dir():
         pytest.skip(f"{root} is not there")

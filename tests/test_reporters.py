@@ -222,7 +222,7 @@ def test_real_rules_snapshot(monkeypatch, snapshot, fmt):
 
 # --- issue 21: suppressions are counted in every format; JUnit agrees with the exit code --------------
 def test_suppressed_findings_are_counted_in_every_format(tiny_rules):
-    from irlint.config import Suppression
+    from irlint.runner.config import Suppression
 
     report = lint([DUMP], Config(suppress=[Suppression(scope=".*", reason="accepted for now")]))
     assert not report.findings and len(report.suppressed) == 3

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from irlint import diagnostics as D
-from irlint.reader import read_ir
+from irlint.read.reader import read_ir
 
 CASE = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
 MULTI = Path(__file__).parent / "fixtures" / "corpus" / "llama-cast" / "21_validate_0076.ir"

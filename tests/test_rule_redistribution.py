@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from conftest import portable
-from irlint.config import Config
-from irlint.engine import lint
-from irlint.reader import read_ir
+from irlint.runner.config import Config
+from irlint.runner.engine import lint
+from irlint.read.reader import read_ir
 from irlint.rules.redistribution import evidence
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 

@@ -7,9 +7,9 @@ from click.testing import CliRunner
 
 import irlint.cli
 from conftest import CORPUS, TESTS, portable, quiet_config
-from irlint.engine import lint
-from irlint.memory import bytes_at_stake
-from irlint.reader import read_ir
+from irlint.runner.engine import lint
+from irlint.accounts.memory import bytes_at_stake
+from irlint.read.reader import read_ir
 from irlint.rule import load_rules
 from irlint.rules.recompute import downcast, evidence, feed_forward, keys
 

@@ -176,6 +176,7 @@ json.dump(outcomes, sys.stdout)
 '''
 
 
+@pytest.mark.slow
 def test_shipped_and_built_parsers_agree(monkeypatch, lark_parses):
     pieces = _pieces(monkeypatch, lark_parses) + [(t, s) for s, t in _BROKEN]
     assert len(pieces) > 1500   # about 1,900

@@ -75,6 +75,7 @@ def _with_rich(report: Report, ctx: RenderContext, monkeypatch) -> str:
         return _outcome(report, ctx)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tame", [True, False], ids=["no-tabs", "anything"])
 def test_plain_text_is_what_rich_prints(tame, monkeypatch):
     rng = random.Random(19 + tame)

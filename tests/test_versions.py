@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from irlint.cli import main
-from irlint.reader import read_ir
-from irlint.values import GraphRef, Ref, TensorType
+from irlint.read.reader import read_ir
+from irlint.read.values import GraphRef, Ref, TensorType
 
 VERSIONS = Path(__file__).parent / "fixtures" / "versions"
 

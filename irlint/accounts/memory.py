@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Container, Iterable, Iterator, NamedTuple
+from collections.abc import Container, Iterable, Iterator
+from typing import NamedTuple
 
 from ..findings import Finding
 from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
@@ -424,7 +425,7 @@ def cached_account(ir: IRFile) -> MemoryReport:
     """``account(ir)``, computed once per IRFile (rules, ``bytes_at_stake`` and ``irlint diff`` share it)."""
     report = _report(ir)
     for t in (*report.kept, *report.saved, *report.weight_copies):
-        t.layer   # looked up while the file is alive: the report may outlive it
+        t.layer  # noqa: B018 - looked up while the file is alive: the report may outlive it
     return report
 
 

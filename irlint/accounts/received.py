@@ -9,7 +9,7 @@ from ..model import IRFile
 
 GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
 ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
-KINDS = {**{op: "AllGather" for op in GATHER_OPS}, **{op: "AlltoAll" for op in ALLTOALL_OPS},
+KINDS = {**dict.fromkeys(GATHER_OPS, "AllGather"), **dict.fromkeys(ALLTOALL_OPS, "AlltoAll"),
          "ReduceScatter": "ReduceScatter", "AllReduce": "AllReduce", "Send": "Send/Receive",
          "Receive": "Send/Receive", "Broadcast": "Broadcast"}
 COLLECTIVE_OPS = frozenset(KINDS)

@@ -317,7 +317,7 @@ def run() -> None:
     import gc
 
     # A lint allocates far more than it frees (the model, the rule modules): the young-generation
-    # collections of the default thresholds find next to nothing and cost ms (mypy does the same).
+    # collections of the default thresholds find next to nothing and cost time (mypy does the same).
     gc.set_threshold(200_000, 30, 30)
     try:
         main()

@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic
 from .stages import Stage, stage_of
@@ -44,6 +45,11 @@ GRADIENT_SCOPE = "Gradients/"
 # ops whose later inputs are monads, shapes or indices rather than data
 _DATA_FIRST_OPS = frozenset({"Depend", "Load", "TupleGetItem", "Reshape"})
 _NO_ATTRS: dict = {}
+
+
+def primal_attr(data: dict, name: str) -> Any:
+    """One entry of a node's ``primal_attrs`` (``unique_id``, ``forward_unique_id``, ...), or None."""
+    return (data.get("primal_attrs") or _NO_ATTRS).get(name)
 
 
 @dataclass
@@ -99,18 +105,18 @@ class IRFile:
     _graph: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def empty(cls, path: str) -> "IRFile":
+    def empty(cls, path: str) -> IRFile:
         return cls(path=path, stage=stage_of(path))
 
     @classmethod
-    def from_graph(cls, path: str, graph: "nx.MultiDiGraph") -> "IRFile":
+    def from_graph(cls, path: str, graph: nx.MultiDiGraph) -> IRFile:
         """A model over an existing graph's dicts (shared, not copied)."""
         ir = cls.empty(path)
         ir.graph = graph
         return ir
 
     @property
-    def graph(self) -> "nx.MultiDiGraph":
+    def graph(self) -> nx.MultiDiGraph:
         """The multigraph as a ``networkx.MultiDiGraph`` whose node and adjacency dicts are this
         file's ``nodes``, ``succ`` and ``pred``: a change through either is seen by both."""
         if self._graph is None:
@@ -123,7 +129,7 @@ class IRFile:
         return self._graph
 
     @graph.setter
-    def graph(self, graph: "nx.MultiDiGraph") -> None:
+    def graph(self, graph: nx.MultiDiGraph) -> None:
         self.nodes, self.succ, self.pred = graph._node, graph._succ, graph._pred
         self._graph = graph
 
@@ -141,12 +147,12 @@ class IRFile:
     @property
     def edge_count(self) -> int:
         """Edges of the multigraph, counted in C (networkx's ``number_of_edges`` walks every edge
-        in Python: 0.1-0.3 s on a 100 MB dump)."""
+        in Python, a visible share of inspecting a large dump)."""
         return sum(map(len, chain.from_iterable(map(dict.values, self.succ.values()))))
 
     def _kinds(self) -> Counter:
-        # counted in C over the node dict (a Python loop over 100k+ nodes took 0.1 s per
-        # count), and again only when the number of nodes changed (30 ms per count on 100 MB)
+        # counted in C over the node dict (a Python loop over 100k+ nodes is slow), and again only
+        # when the number of nodes changed
         nodes = self.nodes
         if self._kind_counts is None or self._kind_counts[0] != len(nodes):
             self._kind_counts = (len(nodes), Counter(map(dict.get, nodes.values(), repeat("kind", len(nodes)))))
@@ -181,7 +187,7 @@ class IRFile:
             self._by_uid = {}
             copies = self._lazy_copies()
             for key, data in self.nodes.items():
-                u = data.get("primal_attrs", {}).get("unique_id")
+                u = primal_attr(data, "unique_id")
                 # a lazy_inline recompute copy carries its forward node's unique_id: the
                 # forward node is the one meant
                 if u is not None and key not in copies and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
@@ -216,7 +222,7 @@ class IRFile:
         step = self.consumers if direction == "down" else self.producers
         out: dict[int, None] = {}
         seen = {key}
-        queue = [n for n in step(key) if not (n in seen or seen.add(n))]
+        queue = [n for n in step(key) if not (n in seen or seen.add(n))]  # type: ignore[func-returns-value]
         while queue:
             node = queue.pop()
             data = self.nodes[node]
@@ -224,7 +230,7 @@ class IRFile:
                 nexts = step(node)
                 if direction == "up" and data["op"] in _DATA_FIRST_OPS:
                     nexts = nexts[:1]
-                queue.extend(n for n in nexts if not (n in seen or seen.add(n)))
+                queue.extend(n for n in nexts if not (n in seen or seen.add(n)))  # type: ignore[func-returns-value]
             elif data["kind"] != "const":
                 out[node] = None
         return sorted(out)
@@ -239,7 +245,7 @@ class IRFile:
 
     def forward_of(self, key: int) -> int | None:
         """The forward node a backward node was derived from (``forward_unique_id``)."""
-        uid = (self.nodes[key].get("primal_attrs") or {}).get("forward_unique_id")
+        uid = primal_attr(self.nodes[key], "forward_unique_id")
         return None if uid is None else self.by_unique_id(str(uid))
 
     # --- raw text -----------------------------------------------------------------------------
@@ -288,7 +294,7 @@ class IRFile:
             outside: set[str] = set()
             inside: list[tuple[int, str]] = []
             for k, data in nodes.items():
-                uid = (data.get("primal_attrs") or {}).get("unique_id") if data["kind"] == "cnode" else None
+                uid = primal_attr(data, "unique_id") if data["kind"] == "cnode" else None
                 if uid is None:
                     continue
                 if data["graph"] in halves:
@@ -316,7 +322,7 @@ class IRFile:
             for k in copies:
                 d = self.nodes[k]
                 rid = (d.get("cnode_attrs") or {}).get("recompute_id")
-                uid = (d.get("primal_attrs") or {}).get("unique_id")
+                uid = primal_attr(d, "unique_id")
                 if rid is not None:
                     index.setdefault(("id", rid), []).append(k)
                 elif uid is not None:
@@ -330,7 +336,7 @@ class IRFile:
         rid = (d.get("cnode_attrs") or {}).get("recompute_id")
         if rid is not None:
             return list(index.get(("id", rid), ()))
-        uid = (d.get("primal_attrs") or {}).get("unique_id")
+        uid = primal_attr(d, "unique_id")
         if uid is not None and ("uid", str(uid)) in index:
             return list(index[("uid", str(uid))])
         return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))

@@ -26,7 +26,7 @@ import re
 import weakref
 from typing import NamedTuple
 
-from . import IRFile
+from . import IRFile, primal_attr
 
 OUTSIDE = "outside"
 MAX_HOPS = 16
@@ -128,10 +128,10 @@ class Places:
 
     @property
     def ir(self) -> IRFile:
-        return self._ir()
+        return self._ir()  # type: ignore[return-value]  # held by the file it describes
 
     @classmethod
-    def of(cls, ir: IRFile) -> "Places":
+    def of(cls, ir: IRFile) -> Places:
         places = ir.__dict__.get("_places")
         if places is None:
             places = ir.__dict__["_places"] = cls(ir)
@@ -157,7 +157,7 @@ class Places:
             self._grad_scopes = {}
             for k, d in ir.nodes.items():
                 if d["kind"] == "cnode" and ir.is_backward(k):
-                    uid = (d.get("primal_attrs") or {}).get("forward_unique_id")
+                    uid = primal_attr(d, "forward_unique_id")
                     if uid is not None and names_cells(d.get("scope", "")):
                         self._grad_scopes.setdefault(str(uid), d["scope"])
         return self._grad_scopes
@@ -189,7 +189,7 @@ class Places:
         if found is not None:
             return found
         steps = self._steps
-        found: dict[str, int] = {}
+        found = {}
         cells: set[str] = set()
         limit = MAX_HOPS
         seen = {k}
@@ -253,7 +253,7 @@ class Places:
         for c in ir.copy_of(k):
             if names_cells(ir[c].get("scope", "")):
                 return Place(layer, below_layer(scope_parts(ir[c]["scope"])), ir[c]["scope"], layer_from, "copy")
-        uid = (d.get("primal_attrs") or {}).get("unique_id")
+        uid = primal_attr(d, "unique_id")
         grad = self._grad_scope().get(str(uid)) if uid is not None else None
         if grad is not None:
             parts = scope_parts(grad)

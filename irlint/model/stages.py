@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 FRONTEND = "frontend"   # NN_name_SSSS.ir
 OPT_PASS = "opt_pass"   # opt_pass_K_name_SSSS.ir (optimizer sub-passes)
@@ -80,7 +80,7 @@ def stage_of(filename: str) -> Stage:
     return Stage(stem, OTHER)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _with_suffix() -> tuple:
     """``_PATTERNS`` followed by a copy's suffix: compiled on the first name that gets this far
     (a renamed copy, a stage of no family), not by every run."""

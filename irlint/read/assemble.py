@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import diagnostics as D
 from ..model import IRFile
@@ -147,7 +148,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
             edges.append((sub.return_node, call, "out", {"kind": "call_out"}))
     # A Partial binds its arguments to the callee's first parameters as a call does (lazy_inline
     # hands the forward values backward needs to the backward subgraph this way).
-    for partial, callee, args, graph in rec.partials:
+    for _partial, callee, args, graph in rec.partials:
         sub = ir.subgraphs.get(callee)
         if sub is None:
             continue

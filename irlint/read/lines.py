@@ -162,7 +162,7 @@ class LineKinds:
             if self.type_lines == 1:
                 self.first_type_line(body[1:].strip(), line, lineno)
             return
-        if body.startswith("# Fullname with scope: (") or body.startswith("# Scope: ("):
+        if body.startswith(("# Fullname with scope: (", "# Scope: (")):
             if data is not None:
                 scope = body.split("(", 1)[1]
                 data["scope"] = scope[:-1] if scope.endswith(")") else scope

@@ -2,7 +2,8 @@
 single lines) handed to the line kinds, with the byte range of each node's trace remembered."""
 from __future__ import annotations
 
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from .. import diagnostics as D
 from ..runner.discover import is_dump_start

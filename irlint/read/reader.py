@@ -48,9 +48,9 @@ def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = Non
     ir = IRFile.empty(path)
     ir.source = stream
     # Reading only adds objects, and the cyclic collector would rescan the growing graph again
-    # and again (a third of the time on a 100 MB dump). Afterwards the new objects go straight to
+    # and again (a large share of the time on a large dump). Afterwards the new objects go straight to
     # the oldest generation (freeze + unfreeze): the first young collection would otherwise scan
-    # the whole model once more (0.4 s for 100 MB); a full collection still sees them.
+    # the whole model once more; a full collection still sees them.
     collecting = gc.isenabled()
     gc.disable()
     try:

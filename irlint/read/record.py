@@ -361,3 +361,14 @@ def _type_source(line: str) -> str:
             if depth == 0:
                 return line[start: i + 1]
     return line[start:]
+
+
+def clear_memos() -> None:
+    """Empty every memo of the reader (syntax's template recipes and parses, and the type lines,
+    type entries, skeletons and parameter tails shared here): the next read parses as if it were
+    the first. For tests and timings; a lint never needs it."""
+    syntax._RECIPES.clear()
+    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
+        cached.cache_clear()
+    for table in (_TYPE_LINES, _TYPE_ENTRIES, _SKELETONS, _PARAM_TAILS):
+        table.clear()

@@ -4,7 +4,7 @@ model from, their type lines and 1.7-2.1's strategy lines."""
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from .. import diagnostics as D
 from ..model import Subgraph

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
-# A small block: a fresh process pays a page fault per 4 KiB of the buffer it first fills (8 MiB
-# blocks cost a one-file lint 3 ms), and the block stays in the CPU's cache for the regex.
+# A small block: a fresh process pays a page fault per 4 KiB of the buffer it first fills (so a
+# large block slows a one-file lint), and the block stays in the CPU's cache for the regex.
 BLOCK_BYTES = 256 * 1024
 RECORDS = True                   # hand over whole node records (tests compare with line by line)
 RECORD_LIMIT = 4 * 1024 * 1024   # a record this long goes line by line (the reader skips such lines)
@@ -67,8 +68,8 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
     block_bytes = block_bytes or BLOCK_BYTES
     lineno = 0
     offset = 0          # file offset of buf[0]
-    # One buffer for every block (fresh blocks cost a page fault per 4 KiB: a tenth of the time
-    # of a 100 MB read); an unfinished line is moved to its front before the next read.
+    # One buffer for every block (fresh blocks cost a page fault per 4 KiB); an unfinished line
+    # is moved to its front before the next read.
     buf = bytearray(block_bytes)
     keep = 0            # bytes of an unfinished line at buf[:keep]
     eof = False
@@ -76,7 +77,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
         if len(buf) - keep < block_bytes:   # a long line: the block grows until it holds it
             buf.extend(bytes(block_bytes))
         with memoryview(buf) as view:
-            got = f.readinto(view[keep:keep + block_bytes])
+            got = f.readinto(view[keep:keep + block_bytes])  # type: ignore[attr-defined]  # binary files have it
         if not got:
             eof = True
             if not keep:
@@ -138,7 +139,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
         buf[:keep] = buf[cut:filled]
 
 
-def _lines(buf: bytes, start: int, end: int, lineno: int, offset: int) -> Iterator[tuple[int, int, bytes]]:
+def _lines(buf: bytes | bytearray, start: int, end: int, lineno: int, offset: int) -> Iterator[tuple[int, int, bytes]]:
     pos = start
     while pos < end:
         nl = buf.index(b"\n", pos)

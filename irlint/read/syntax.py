@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache, partial
 from operator import itemgetter
-from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .grammar_file import grammar_text
 from .values import Call, FreeVar, GraphRef, Ref, TensorType
@@ -101,7 +101,7 @@ def _plain(group: _Group) -> Any:
     items = list(group)
     if isinstance(group, _Brace):
         if items and all(isinstance(i, _KeyValue) for i in items):
-            return {k: v for k, v in items}
+            return dict(items)
         return [_unkey(i) for i in items]
     if isinstance(group, _Brack):
         return [_unkey(i) for i in items]
@@ -246,8 +246,8 @@ def _parser() -> Any:
 
 
 def build_parser(grammar: str) -> Any:
-    """The LALR parser made from the grammar by the installed Lark (0.02-0.04 s, and 20 ms to import
-    Lark: the shipped parser spares a lint both)."""
+    """The LALR parser made from the grammar by the installed Lark (building it and importing Lark are
+    a share of a start: the shipped parser spares a lint both)."""
     import lark
     from lark.exceptions import LarkError
 
@@ -323,7 +323,7 @@ def _describe(exc: Exception, text: str) -> str:
 # numbered, so that filling it back does not depend on the order the transformer builds values.
 _W = r"[^\s,()\[\]{}<>:=*\"']"      # a character of a WORD (grammar/ir.lark)
 # Every alternative starts with a literal character, so the regex engine skips to the next
-# candidate in C (four times faster than lookbehinds first). A ``=name`` blank keeps its "=".
+# candidate in C (faster than lookbehinds first). A ``=name`` blank keeps its "=".
 _VOLATILE = re.compile(
     rf'%(?<!{_W}%){_W}+'                                       # %12, %para3_x: Ref words
     r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"

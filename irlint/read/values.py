@@ -55,8 +55,8 @@ class Call:
 
     def __str__(self) -> str:
         close = {"(": ")", "[": "]", "{": "}", "<": ">"}[self.bracket]
-        parts = [fmt(a) for a in self.args] + [f"{k}={fmt(v)}" for k, v in self.kwargs]
-        return f"{fmt(self.name)}{self.bracket}{', '.join(parts)}{close}"
+        parts = [dump_notation(a) for a in self.args] + [f"{k}={dump_notation(v)}" for k, v in self.kwargs]
+        return f"{dump_notation(self.name)}{self.bracket}{', '.join(parts)}{close}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,7 @@ TYPE_ID_NAMES = {
 }
 
 
-def fmt(value: Any) -> str:
+def dump_notation(value: Any) -> str:
     """Render a parsed value back in the dump's own notation (for messages)."""
     if value is True:
         return "Bool(1)"
@@ -115,9 +115,9 @@ def fmt(value: Any) -> str:
     if value is None:
         return "None"
     if isinstance(value, tuple):
-        return "(" + ", ".join(fmt(v) for v in value) + ")"
+        return "(" + ", ".join(dump_notation(v) for v in value) + ")"
     if isinstance(value, list):
-        return "[" + ", ".join(fmt(v) for v in value) + "]"
+        return "[" + ", ".join(dump_notation(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {dump_notation(v)}" for k, v in value.items()) + "}"
     return str(value)

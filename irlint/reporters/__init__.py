@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..findings import Report
 from .source import SourceLines
@@ -45,16 +46,18 @@ def render(report: Report, fmt: str, ctx: RenderContext | None = None) -> str:
 
 def rule_classes(report: Report, ctx: RenderContext) -> list:
     """The rules to describe: those that ran plus any other the context knows, by code."""
-    seen: dict[str, type] = {}
+    seen: dict[str, Any] = {}
     for r in list(report.rules) + list(ctx.rules):
-        cls = r if isinstance(r, type) else type(r)
+        cls: Any = r if isinstance(r, type) else type(r)
         seen.setdefault(cls.code, cls)
     return sorted(seen.values(), key=lambda c: c.code)
 
 
 def ranks_text(ranks: tuple[int, ...]) -> str:
     """(0, 1, 2, 3, 6) -> 'ranks 0-3,6'."""
-    parts, start, prev = [], None, None
+    parts: list[str] = []
+    start: int | None = None
+    prev = 0
     for r in sorted(ranks):
         if start is None:
             start = prev = r
@@ -99,7 +102,7 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
 
 def _new_temporary(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
     """A new file, as ``tempfile.mkstemp`` makes it (mode 0600, created exclusively, no symbolic link
-    followed), without importing tempfile (with shutil, random, bz2, lzma: 3 ms of a lint)."""
+    followed), without importing tempfile (and with it shutil, random, bz2, lzma: a share of a lint's start)."""
     flags = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
              | getattr(os, "O_BINARY", 0))
     for _ in range(100):

@@ -48,8 +48,8 @@ def render(report: Report, ctx: RenderContext) -> str:
         properties = ET.Element("properties")
         ET.SubElement(properties, "property", name="suppressed", value=str(len(report.suppressed)))
         suite.insert(0, properties)
-    root = ET.Element("testsuites", name="irlint", tests=suite.get("tests"), failures=suite.get("failures"),
-                      errors=suite.get("errors"))
+    root = ET.Element("testsuites", name="irlint", tests=suite.get("tests", ""), failures=suite.get("failures", ""),
+                      errors=suite.get("errors", ""))
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

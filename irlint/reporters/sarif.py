@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path, PurePath
+from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
@@ -55,7 +56,7 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
             location["logicalLocations"] = [{"name": f.node or f.op, "fullyQualifiedName": f.scope or f.node,
                                              "kind": "function"}]
         text = f.message + (f"\nFix: {f.hint}" if f.hint else "")
-        result = {
+        result: dict[str, Any] = {
             "ruleId": f.code,
             "level": LEVEL.get(f.severity, "warning"),
             "message": {"text": text},

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..findings import Report
 from . import UNLIMITED_WIDTH, RenderContext, ranks_text, rule_classes
 
-if TYPE_CHECKING:   # rich is imported only for colour or a terminal's width: 0.02-0.03 s of a start
+if TYPE_CHECKING:   # rich is imported only for colour or a terminal's width: it is a large share of a start
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text

@@ -26,7 +26,8 @@ import stat as stat_module
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .. import __version__
 from ..diagnostics import Diagnostic
@@ -61,7 +62,7 @@ def default_dir(configured: str | None = None) -> Path:
 
 
 def _sha256(data: bytes = b""):
-    import hashlib   # here: a lint without a cache hashes nothing, and OpenSSL's hashes cost 2 ms to load
+    import hashlib   # here: a lint without a cache hashes nothing, and loading OpenSSL's hashes is part of a start
 
     return hashlib.sha256(data)
 
@@ -288,7 +289,7 @@ class LintCache:
                 value = json.loads(f.read())
         except FileNotFoundError:
             return None
-        except Exception:  # a damaged or foreign entry is a miss, never an error
+        except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss, never an error
             try:
                 file.unlink()
             except OSError:

@@ -5,7 +5,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 
 @dataclass
@@ -108,7 +108,7 @@ def _toml_load(path: Path) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+        import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)

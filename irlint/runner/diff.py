@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from .discover import DumpFile, final_files
-from ..findings import Finding, Report, _scope_path
+from ..findings import Finding, Report, scope_path
 from ..accounts.memory import MEMORY_STAGES, cached_account, is_backward
 from ..model import IRFile
 
@@ -38,7 +38,7 @@ def node_key(ir: IRFile, key: int) -> tuple:
     d = ir[key]
     role = "copy" if ir.is_recompute_copy(key) else "backward" if is_backward(ir, key) else "forward"
     scope = d.get("scope", "").removeprefix("recompute_")
-    return (role, _scope_path(scope), d.get("op", ""), HASH.sub("#", d.get("instance") or ""))
+    return (role, scope_path(scope), d.get("op", ""), HASH.sub("#", d.get("instance") or ""))
 
 
 def _uid(ir: IRFile, key: int) -> str | None:
@@ -76,10 +76,10 @@ def match_nodes(before: IRFile, after: IRFile) -> NodeMatch:
                     keys_of_uid[side][uid].add(key)
     shared = keys_of_uid[0].keys() & keys_of_uid[1].keys()
     out = NodeMatch(unique_ids_stable=bool(shared) and all(keys_of_uid[0][u] == keys_of_uid[1][u] for u in shared))
-    for key, (olds, news) in groups.items():
+    for _key, (olds, news) in groups.items():
         olds, news = list(olds), list(news)
         if out.unique_ids_stable:
-            by_uid: dict[str, list[int]] = defaultdict(list)
+            by_uid: dict[str | None, list[int]] = defaultdict(list)
             for k in news:
                 by_uid[_uid(after, k)].append(k)
             for k in list(olds):
@@ -117,13 +117,13 @@ def recompute_state(ir: IRFile, key: int) -> dict:
 
 def in_strategy(ir: IRFile, key: int) -> str | None:
     """The ``in_strategy`` as the dump prints it (2.10 also prints it after the primal attrs)."""
-    from ..read.values import fmt
+    from ..read.values import dump_notation
 
     d = ir[key]
     found = (d.get("primitive_attrs") or {}).get("in_strategy")
     if found is None:
         found = (d.get("parallel_info") or {}).get("in_strategy")
-    return None if found is None else fmt(found)
+    return None if found is None else dump_notation(found)
 
 
 def _node_ref(ir: IRFile, key: int) -> dict:

@@ -78,7 +78,7 @@ def is_dump_start(head: bytes) -> bool:
 # what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
 # standard input and pipes (/dev/stdin, a FIFO): read once, kept here, since they cannot be read again
-_buffers: dict[str, "Spool"] = {}
+_buffers: dict[str, Spool] = {}
 SPOOL_BLOCK = 8 * 1024 * 1024
 
 
@@ -187,13 +187,13 @@ def open_dump(path: str, compression: str | None = None) -> BinaryIO:
     try:
         if compression == "gzip":
             import gzip
-            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
+            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif compression == "bzip2":
             import bz2
-            inner = bz2.BZ2File(raw, mode="rb")
+            inner = bz2.BZ2File(raw, mode="rb")  # type: ignore[assignment]
         elif compression == "xz":
             import lzma
-            inner = lzma.LZMAFile(raw, mode="rb")
+            inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]
         else:
             module = _zstd_module()
             if module is None:

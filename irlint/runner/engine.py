@@ -10,7 +10,8 @@ import sys
 import threading
 import weakref
 from collections import defaultdict
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from .cache import LintCache, content_hash, content_sample, default_dir, unsafe_folder
 from .config import Config, validate
@@ -269,7 +270,7 @@ def _graph_hash(path: str, compression: str | None) -> str | None:
         return None
 
 
-# hashing this much is shared with the worker processes (on one core it takes 1 s per GB or so)
+# hashing this much is shared with the worker processes (hashing is bound by one core)
 POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
 
 
@@ -511,7 +512,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
     # Free this file's model before the next file is read, or a worker's memory grows with every
     # file. Reference counting frees it unless a rule (a plugin, say) left a reference cycle
     # through it; only then does a full collection run: it walks every live object, the parser's
-    # caches included (30-70 ms per file even with nothing to free).
+    # caches included (costly per file even with nothing to free).
     refs = model_refs(ir)
     del ir
     if any(ref() is not None for ref in refs):
@@ -552,7 +553,7 @@ def model_refs(ir) -> tuple[weakref.ref, ...]:
     return weakref.ref(ir), weakref.ref(graph)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached_views(cls: type) -> tuple[str, ...]:
     return tuple(name for klass in cls.__mro__ for name, value in vars(klass).items()
                  if isinstance(value, functools.cached_property))
@@ -585,7 +586,7 @@ def _checked(rule: Rule, ir, timeout: float) -> tuple[list[Finding], str]:
                     problem = f"yielded {type(item).__name__} {_short(item)} instead of a Finding"
     except RuleTimeout:
         problem = f"did not finish within {timeout:g} s (rule-timeout)"
-    except (Exception, SystemExit) as exc:  # one broken rule (a plugin, a construct it never met) must not stop the lint
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one broken rule (a plugin, a construct it never met) must not stop the lint
         problem = f"{type(exc).__name__}: {exc}"
     return found, problem
 
@@ -763,7 +764,7 @@ def _picklable(value) -> bool:
 
     try:
         pickle.dumps(value)
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever pickling raises, the value cannot cross
         return False
     return True
 

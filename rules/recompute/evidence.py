@@ -98,7 +98,7 @@ class RecomputeFacts:
     """Per-file answers the recompute rules share (computed once per IRFile, kept on it)."""
 
     # a weak reference: the IRFile keeps the facts, and a cycle would outlive the file
-    _ir: "weakref.ref[IRFile]"
+    _ir: weakref.ref[IRFile]
     decided: bool = False
     _applied: dict[int, bool] = field(default_factory=dict)
     _readers: dict[int, list[KeptRead]] = field(default_factory=dict)
@@ -106,7 +106,7 @@ class RecomputeFacts:
     _tagged: list[int] | None = None
 
     @classmethod
-    def of(cls, ir: IRFile) -> "RecomputeFacts":
+    def of(cls, ir: IRFile) -> RecomputeFacts:
         facts = ir.__dict__.get("_recompute_facts")
         if facts is None:
             facts = cls(weakref.ref(ir))
@@ -116,7 +116,7 @@ class RecomputeFacts:
 
     @property
     def ir(self) -> IRFile:
-        return self._ir()
+        return self._ir()  # type: ignore[return-value]  # held by the file it describes
 
     def _decided(self) -> bool:
         """The pass writes cnode_attrs markers on every forward node it decided on; before it (e.g.

@@ -113,9 +113,9 @@ def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
             w2, w2_views = _down_to_matmul(ir, facts, m)
             if not w2:
                 continue
-            roles = {v: "w1" for v in silu_views + w1_views}
+            roles = dict.fromkeys(silu_views + w1_views, "w1")
             roles.update({v: "w3" for v in w3_views if v not in roles})
-            roles.update({v: "w2" for v in w2_views})
+            roles.update(dict.fromkeys(w2_views, "w2"))
             out.append(FeedForward(m, silu, w1, other, w2, roles))
             break
     ir.__dict__["_recompute_feed_forwards"] = out

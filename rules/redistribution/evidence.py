@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, group_size, received_bytes
-from irlint.findings import Related
-from irlint.model import IRFile
+from irlint.findings import Related, scope_path
+from irlint.model import IRFile, primal_attr
 from irlint.rule import related_node
 from irlint.read.values import TensorType
 
@@ -472,11 +473,6 @@ def note(ir: IRFile, key: int, text: str) -> Related:
     return related_node(ir, key, text)
 
 
-def scope_path(scope: str) -> str:
-    head, _, last = scope.rpartition("/")
-    return head if head and "-op" in last else scope
-
-
 def size(n: int | None) -> str:
     if n is None:
         return "? bytes"
@@ -497,7 +493,7 @@ def fmt(value) -> str:
 
 def global_output(ir: IRFile, key: int) -> tuple | None:
     """The whole output shape: ``origin_output_shape`` (MatMuls), else the local shape times the layout."""
-    origin = (ir[key].get("primal_attrs") or {}).get("origin_output_shape")
+    origin = primal_attr(ir[key], "origin_output_shape")
     if isinstance(origin, tuple) and all(isinstance(d, int) for d in origin):
         return origin
     out, layout = ir[key].get("out_type"), output_layout(ir, key)
@@ -780,7 +776,7 @@ def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
             back = _reshape_kept_dims(ir, node)
         elif op == "Transpose":
             perm = _perm(ir, node)
-            back = {j: p for j, p in enumerate(perm)} if perm else {}
+            back = dict(enumerate(perm)) if perm else {}
         else:
             return None
         if split not in back or concat not in back:
@@ -945,7 +941,7 @@ def backward_index(ir: IRFile) -> dict[str, list[int]]:
     if index is None:
         index = ir.__dict__["_redistribution_backward_index"] = {}
         for key in ir.cnodes():
-            uid = (ir[key].get("primal_attrs") or {}).get("forward_unique_id")
+            uid = primal_attr(ir[key], "forward_unique_id")
             if uid is not None and ir.is_backward(key):
                 index.setdefault(str(uid), []).append(key)
     return index
@@ -957,7 +953,7 @@ def backward_transpose(ir: IRFile, chain: Chain, index: dict[str, list[int]],
     gather's ReduceScatter, the slice's StridedSliceGrad, ...), in dump order; glue left out."""
     out = set()
     for key in chain.nodes if nodes is None else nodes:
-        uid = (ir[key].get("primal_attrs") or {}).get("unique_id")
+        uid = primal_attr(ir[key], "unique_id")
         for b in index.get(str(uid), ()) if uid is not None else ():
             if ir[b]["op"] not in QUIET_IN_RELATED:
                 out.add(b)

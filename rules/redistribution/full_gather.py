@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
-from typing import Iterator
+from collections.abc import Iterator
 
 from irlint.accounts.received import share, step_received_bytes, waste_entry
 from irlint.findings import Finding

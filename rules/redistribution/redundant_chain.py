@@ -2,7 +2,7 @@
 discards it, between two compute ops of the forward graph."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from irlint.accounts.received import share, step_received_bytes, waste_entry
 from irlint.findings import Finding
@@ -363,7 +363,7 @@ subgraph @main() {
         total = step_received_bytes(ir)
         op, consumer = trip.op, trip.after.consumers[0][0]
         maker = strategy_source(ir, trip.before.producer) or trip.before.producer   # past a TupleGetItem
-        steps = lambda chain: " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes
+        steps = lambda chain: " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes  # noqa: E731
                                           if ir[k]["op"] not in QUIET_IN_RELATED)
         kind = "gather-compute-slice" if trip.discarded > 1 else (
             "alltoall-round-trip" if any(ir[k]["op"] in ALLTOALL_OPS for k in runs) else "round-trip")
@@ -413,7 +413,7 @@ subgraph @main() {
             sig = (ir.producers(first)[:1][0] if ir.producers(first) else None, data["op"],
                    attrs.get("group"), attrs.get("rank_size"), str(data.get("out_type")))
             groups.setdefault(sig, []).append(chain)
-        for (producer_key, op, group, ranks, out), same in groups.items():
+        for (producer_key, op, _group, ranks, _out), same in groups.items():
             if len(same) < 2 or producer_key is None:
                 continue
             gathers = [c.nodes[0] for c in same]
