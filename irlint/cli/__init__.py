@@ -22,6 +22,7 @@ from ..runner.config import Config, ConfigError, check_selectors, load_config, s
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
 from ..reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
+from .outputs import check_targets, prepare_output
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
@@ -250,11 +251,14 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         if output is None and sys.stdout is None and not show_files:   # `irlint ... >&-`
             raise InputError("standard output is closed: the report cannot be written (use -o FILE)")
         accepted = read_baseline(baseline_file) if baseline_file else None
-        for target in (output, write_baseline_file):
-            if target:   # before the lint, not after it: a bad path must not cost a whole run
-                _prepare_output(target)
+        # before the lint, not after it: a bad path must not cost a whole run
+        targets, reads = {"output": output, "write_baseline": write_baseline_file}, {"baseline": baseline_file}
+        check_targets(targets, reads=reads)
+        for target in targets.values():
+            if target:
+                prepare_output(target)
         found = discover_inputs(list(paths), stdin_filename)
-        _refuse_to_overwrite_inputs(found, paths, baseline_file, output=output, write_baseline=write_baseline_file)
+        check_targets(targets, found.files, paths, reads)
         if show_files:
             something = _show_files(found, config)
             sys.exit(EXIT_ERROR if found.empty or found.diagnostics or not something else EXIT_CLEAN)
@@ -367,46 +371,6 @@ def use_color(choice: str, tty: bool) -> bool:
     if os.environ.get("FORCE_COLOR"):
         return True
     return tty
-
-
-def _refuse_to_overwrite_inputs(found: Discovery, paths, baseline_file, **targets) -> None:
-    """A report or baseline written onto a dump being linted (or the baseline read) would destroy it."""
-    def ident(path: str):
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino)
-
-    inputs = {ident(f.path): f.display for f in found.files if f.path != STDIN}
-    inputs.update({ident(p): p for p in paths if p != STDIN and os.path.isfile(p)})
-    for option, target in targets.items():
-        if not target:
-            continue
-        where = ident(target)
-        if where is not None and os.path.isfile(target):
-            if where in inputs:
-                raise InputError(f"{target}: is an input of this run ({inputs[where]}); "
-                                 f"--{option.replace('_', '-')} would overwrite it")
-            if option == "output" and baseline_file and where == ident(baseline_file):
-                raise InputError(f"{target}: is the --baseline file; --output would overwrite it")
-
-
-def _prepare_output(target: str) -> None:
-    """Create the folder of an output file (as ruff does) and fail now if it cannot be."""
-    if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
-        if not os.access(target, os.W_OK):   # a device or FIFO: written to as it is
-            raise InputError(f"{target}: cannot write: permission denied")
-        return
-    folder = Path(os.path.realpath(target)).parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot create its folder: {exc.strerror or exc}") from None
-    if Path(target).is_dir():
-        raise InputError(f"{target}: is a folder")
-    if not os.access(folder, os.W_OK):
-        raise InputError(f"{target}: cannot write: permission denied")
 
 
 def _load_config_for(config_file, path):

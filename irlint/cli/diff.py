@@ -15,15 +15,20 @@ from .memory import emit, fail
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
 
 
-def _lint_side(path: str, config):
+def _discover_side(path: str):
     from ..runner.discover import discover_inputs
-    from ..runner.engine import lint_files
 
     found = discover_inputs([path])
     if found.empty:
         raw, why = next(iter(found.empty.items()))
         raise _Unusable(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
-    return found, lint_files(found.files, found.diagnostics, config)
+    return found
+
+
+def _lint_side(found, config):
+    from ..runner import engine
+
+    return engine.lint_files(found.files, found.diagnostics, config)
 
 
 class _Unusable(Exception):
@@ -59,8 +64,8 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     2 unusable input (or input problems in either dump).
     """
     from .. import rule as rule_module
-    from . import (_apply_options, _check_option_selectors, _load_config_for, _prepare_output,
-                      _refuse_to_overwrite_inputs)
+    from . import _apply_options, _check_option_selectors, _load_config_for
+    from .outputs import check_targets, prepare_output
     from ..runner.config import ConfigError, check_selectors, shown
     from ..runner.diff import diff_reports
     from ..runner.discover import InputError, forget_buffers
@@ -72,12 +77,12 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
         check_selectors(config, known, config_file or (shown(source) if source else None))
         _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
         _apply_options(config, select, extend_select, ignore, None, None, no_cache, cache_dir)
+        check_targets({"output": output})
         if output:
-            _prepare_output(output)
-        found_b, report_b = _lint_side(before, config)
-        found_a, report_a = _lint_side(after, config)
-        for found, path in ((found_b, before), (found_a, after)):
-            _refuse_to_overwrite_inputs(found, [path], None, output=output)
+            prepare_output(output)
+        found_b, found_a = _discover_side(before), _discover_side(after)
+        check_targets({"output": output}, found_b.files + found_a.files, [before, after])
+        report_b, report_a = _lint_side(found_b, config), _lint_side(found_a, config)
     except (ConfigError, InputError, _Unusable) as exc:
         fail(str(exc))
     result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after])

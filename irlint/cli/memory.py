@@ -198,11 +198,13 @@ def memory_cmd(paths, fmt, output, top):
         forget_buffers()
         if STDIN in paths:
             read_stdin()
-        if output:
-            from . import _prepare_output
+        from .outputs import check_targets, prepare_output
 
-            _prepare_output(output)
+        check_targets({"output": output})
+        if output:
+            prepare_output(output)
         files, problems = discover(list(paths))
+        check_targets({"output": output}, files, paths)
     except InputError as exc:
         fail(str(exc))
     chosen = final_files(files)
