@@ -164,6 +164,10 @@ def _set_debug(ctx, param, value):
 
 debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
                             help="Show tracebacks of internal errors.")
+follow_links_option = click.option(
+    "-L", "--follow-links", is_flag=True,
+    help="Follow every link to a folder (as find -L). Without it, a link out of the named folder is followed "
+         "only when its target holds graph IR dumps or rank_N/ folders.")
 
 
 def _split(ctx, param, values) -> list[str] | None:
@@ -228,10 +232,11 @@ def main() -> None:
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
               help="Record the current findings in this file (they are then accepted: exit 0).")
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@follow_links_option
 @debug_option
 def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
           jobs, no_cache, no_dedup, cache_dir, rule_timeout, stdin_filename, color, baseline_file,
-          write_baseline_file, exit_zero):
+          write_baseline_file, exit_zero, follow_links):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
 
     A cache of lint results (per dump file, keyed by its content, the rules and irlint's version)
@@ -257,16 +262,12 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         for target in targets.values():
             if target:
                 prepare_output(target)
-        found = discover_inputs(list(paths), stdin_filename)
+        found = discover_inputs(list(paths), stdin_filename, follow_links)
         check_targets(targets, found.files, paths, reads)
         if show_files:
             something = _show_files(found, config)
             sys.exit(EXIT_ERROR if found.empty or found.diagnostics or not something else EXIT_CLEAN)
-        if found.empty:
-            for d in found.diagnostics:
-                click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
-            raw, why = next(iter(found.empty.items()))
-            _fail(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
+        # a path that cannot be used is an input problem of the report: the other paths are linted
         _note_jobs(config, found, quiet)
         report = _lint_with_progress(found, config, show=not quiet)
     except (ConfigError, InputError, BaselineError) as exc:
@@ -469,10 +470,10 @@ def _show_files(found: Discovery, config: Config) -> bool:
         click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}{read_as}")
     if same:
         _show_shared(found.files, todo, same)
+    for link, target in found.links:
+        click.echo(f"link  {link} -> {target}  (followed: a folder outside the named one)")
     for d in found.diagnostics:
         click.echo(f"not read  {d.file}: {d.code} {d.message}")
-    for raw, why in found.empty.items():
-        click.echo(f"{raw}: no graph IR dumps found in this folder: {why}")
     nothing = _why_nothing_checked(rules, list(todo), found, config)
     if nothing:
         click.echo(f"irlint: nothing would be checked: {nothing}", err=True)
@@ -669,14 +670,15 @@ def clean_cmd(config_file, cache_dir):
 @main.command("inspect")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@follow_links_option
 @debug_option
-def inspect_cmd(paths, fmt):
+def inspect_cmd(paths, fmt, follow_links):
     """Show what irlint reads in each dump: subgraphs, cnodes, parameters, edges, diagnostics."""
     try:
         forget_buffers()
         if STDIN in paths:
             read_stdin()
-        found = discover_inputs(list(paths))
+        found = discover_inputs(list(paths), follow_links=follow_links)
     except InputError as exc:
         _fail(str(exc))
     from ..runner.engine import read_dump
@@ -719,10 +721,7 @@ def inspect_cmd(paths, fmt):
                 import textwrap
                 click.echo(f"{row['file']}:{failure['line']}: MindSpore's message:")
                 click.echo(textwrap.indent(failure["message"], "    ", lambda _: True))
-    for raw, why in found.empty.items():
-        click.echo(f"irlint: {raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}",
-                   err=True)
-    bad = any(r["diagnostics"] for r in rows) or found.diagnostics or found.empty
+    bad = any(r["diagnostics"] for r in rows) or found.diagnostics
     sys.exit(EXIT_ERROR if bad else EXIT_CLEAN)
 
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from . import _split, debug_option
+from . import _split, debug_option, follow_links_option
 from ..findings import FAILING_SEVERITIES
 from ..runner.diff import Diff, rank_groups, rank_label, unmatched_label
 from .memory import emit, fail
@@ -15,10 +15,12 @@ from .memory import emit, fail
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
 
 
-def _discover_side(path: str):
+def _discover_side(path: str, follow_links: bool = False):
     from ..runner.discover import discover_inputs
 
-    found = discover_inputs([path])
+    found = discover_inputs([path], follow_links=follow_links)
+    for raw, why in found.unusable.items():
+        raise _Unusable(f"{raw}: {why}")
     if found.empty:
         raw, why = next(iter(found.empty.items()))
         raise _Unusable(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
@@ -48,8 +50,10 @@ class _Unusable(Exception):
 @click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder.")
+@follow_links_option
 @debug_option
-def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ignore, no_cache, cache_dir):
+def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ignore, no_cache, cache_dir,
+             follow_links):
     """Compare two dumps of one model, BEFORE and AFTER a change of configuration: two .ir files,
     or two save_graphs folders (rank_N folders paired by rank, stage files by stage name).
 
@@ -80,7 +84,7 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
         check_targets({"output": output})
         if output:
             prepare_output(output)
-        found_b, found_a = _discover_side(before), _discover_side(after)
+        found_b, found_a = _discover_side(before, follow_links), _discover_side(after, follow_links)
         check_targets({"output": output}, found_b.files + found_a.files, [before, after])
         report_b, report_a = _lint_side(found_b, config), _lint_side(found_a, config)
     except (ConfigError, InputError, _Unusable) as exc:

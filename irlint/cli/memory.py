@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from . import follow_links_option
+
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
@@ -177,7 +179,8 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
               help="Write the report to this file instead of standard output (its folder is created).")
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest kept tensors to list per file.")
-def memory_cmd(paths, fmt, output, top):
+@follow_links_option
+def memory_cmd(paths, fmt, output, top, follow_links):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -203,7 +206,7 @@ def memory_cmd(paths, fmt, output, top):
         check_targets({"output": output})
         if output:
             prepare_output(output)
-        files, problems = discover(list(paths))
+        files, problems = discover(list(paths), follow_links)
         check_targets({"output": output}, files, paths)
     except InputError as exc:
         fail(str(exc))

@@ -786,6 +786,8 @@ def lint(paths, config: Config | None = None, *, stdin_name: str | None = None) 
         raise InputError("no path given")
     validate(config, load_rules(plugins=config.plugins))
     found_inputs = discover_inputs(paths, stdin_name)
+    for raw, why in found_inputs.unusable.items():
+        raise InputError(f"{raw}: {why}")
     return lint_files(found_inputs.files, found_inputs.diagnostics, config)
 
 
