@@ -9,7 +9,7 @@ import click
 
 from . import _split, debug_option, follow_links_option
 from ..findings import FAILING_SEVERITIES
-from ..runner.diff import Diff, rank_groups, rank_label, unmatched_label
+from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
 from .memory import emit, fail
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
@@ -50,10 +50,12 @@ class _Unusable(Exception):
 @click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder.")
+@click.option("--compile", "which_compile", type=int, default=-1, show_default=True,
+              help="Which compile of a folder holding several to compare, on each side: 1 the first, -1 the newest.")
 @follow_links_option
 @debug_option
 def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ignore, no_cache, cache_dir,
-             follow_links):
+             which_compile, follow_links):
     """Compare two dumps of one model, BEFORE and AFTER a change of configuration: two .ir files,
     or two save_graphs folders (rank_N folders paired by rank, stage files by stage name).
 
@@ -86,10 +88,15 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
             prepare_output(output)
         found_b, found_a = _discover_side(before, follow_links), _discover_side(after, follow_links)
         check_targets({"output": output}, found_b.files + found_a.files, [before, after])
+        # one compile per folder on each side: findings, nodes and memory from the same graphs
+        compiles = []
+        for found, side in ((found_b, "before"), (found_a, "after")):
+            found.files, chosen = pick_compile(found.files, which_compile)
+            compiles += [{"side": side, **c} for c in chosen]
         report_b, report_a = _lint_side(found_b, config), _lint_side(found_a, config)
-    except (ConfigError, InputError, _Unusable) as exc:
+    except (ConfigError, InputError, _Unusable, CompileChoiceError) as exc:
         fail(str(exc))
-    result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after])
+    result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after], compiles)
     if not result.ranks:
         for d in result.diagnostics:
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
@@ -140,9 +147,19 @@ def render_text(result: Diff) -> str:
     out: list[str] = []
     w = out.append
     w(f"irlint diff {' '.join(result.before)} -> {' '.join(result.after)}")
-    w(f"Findings: {len(result.fixed)} fixed, {len(result.new)} new, {len(result.unchanged)} unchanged "
+    for c in result.compiles:
+        which = "the newest" if c["compared"] == c["compiles"] else f"compile {c['compared']}"
+        w(f"Compared in {c['side'].upper()} {c['folder']}: {which} of {c['compiles']} compiles ({c['first']} … "
+          f"{c['last']}; --compile N picks another)")
+    for i in result.incomplete:
+        where = f"rank {i['rank']}: " if i["rank"] is not None else ""
+        w(f"{i['side'].upper()} incomplete: {where}{', '.join(i['rules'])}: {i['why']}"
+          + ("; a BEFORE finding it does not show is not called fixed" if i["side"] == "after" else ""))
+    unverified = f", {len(result.unverified)} unverified" if result.unverified else ""
+    w(f"Findings: {len(result.fixed)} fixed, {len(result.new)} new, {len(result.unchanged)} unchanged{unverified} "
       f"({len(result.files_before)} -> {len(result.files_after)} files checked)")
-    for label, findings in (("fixed", result.fixed), ("new", result.new), ("unchanged", result.unchanged)):
+    for label, findings in (("fixed", result.fixed), ("new", result.new), ("unchanged", result.unchanged),
+                            ("unverified", result.unverified)):
         for f in findings:
             where = f"{f.file}:{f.line}"
             w(f"  {label:<9} {f.code} {f.severity:<7} {f.op} {where}")
