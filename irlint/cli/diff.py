@@ -59,7 +59,10 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     """Compare two dumps of one model, BEFORE and AFTER a change of configuration: two .ir files,
     or two save_graphs folders (rank_N folders paired by rank, stage files by stage name).
 
-    Findings are fixed, new or unchanged by fingerprint (as a baseline matches them). The final
+    Findings are fixed, new or unchanged by fingerprint (as a baseline matches them); a finding
+    of BEFORE is only unverified, not fixed, where AFTER could not read its rule's final stage file
+    (cut short, missing), and the header says so. A folder holding several compiles is compared by
+    one of them on both sides (the newest; --compile). The final
     graph of each rank (validate first, as `irlint memory` reads it) is compared node by node:
     nodes are matched by unique_id where the two dumps number them alike, else by scope path, op,
     instance name and position among equals (never by %N); unmatched nodes are counted. Shown:
