@@ -1,7 +1,8 @@
 """Baselines: adopt irlint on existing dumps and fail only on findings that are new.
 
 A baseline stores fingerprints (which never contain node ids, line numbers or the stage file read,
-so they survive a re-dump and a final stage file cut short) with a count, plus rule/file/scope so a person can read what was accepted.
+so they survive a re-dump and a final stage file cut short) with a count, plus rule/file/scope so
+a person can read what was accepted.
 """
 from __future__ import annotations
 

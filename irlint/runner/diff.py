@@ -2,11 +2,12 @@
 
 Findings are compared by fingerprint (rule, op, scope path, chain: never node ids, line numbers or
 the stage file read), as a baseline is; a finding of BEFORE is fixed only where AFTER read the
-rule's final evidence (else it is unverified), and both sides are read one compile per folder. The final graph of each rank (the file ``irlint memory`` reads,
-chosen by stage name, so renumbered stage files still pair) is compared node by node: nodes are
-matched by what survives a recompile, never by ``%N``. Per rank: activation bytes kept for
-backward per layer (the ``irlint memory`` account), ops whose recompute state or ``in_strategy``
-changed, and how many nodes could not be matched.
+rule's final evidence (else it is unverified), and both sides are read one compile per folder.
+The final graph of each rank (the file ``irlint memory`` reads, chosen by stage name, so
+renumbered stage files still pair) is compared node by node: nodes are matched by what survives a
+recompile, never by ``%N``. Per rank: activation bytes kept for backward per layer (the ``irlint
+memory`` account), ops whose recompute state or ``in_strategy`` changed, and how many nodes could
+not be matched.
 """
 from __future__ import annotations
 
@@ -370,7 +371,10 @@ def incomplete_sides(before: SideReads, after: SideReads) -> list[dict]:
     """Per side and rank, the rules that did not read their final evidence there, and why."""
     entries: dict[tuple, dict] = {}
     for side, mine, theirs in (("before", before, after), ("after", after, before)):
-        for key in sorted(mine.planned.keys() | theirs.planned.keys(), key=lambda k: (k[1] is not None, k[1] or 0, k[0])):
+        ranks = mine.ranks()   # a rank only one side has is a note of its own
+        keys = sorted((k for k in mine.planned.keys() | theirs.planned.keys() if k[1] in ranks),
+                      key=lambda k: (k[1] is not None, k[1] or 0, k[0]))
+        for key in keys:
             why = mine.short(key, theirs)
             if why:
                 entry = entries.setdefault((side, key[1], why), {"side": side, "rank": key[1], "why": why,
