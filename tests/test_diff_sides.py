@@ -154,3 +154,12 @@ def test_the_new_keys_match_the_schema(recompiled, tmp_path):
         out = diff_json(before, later)[1]
         assert out["compiles"] or out["incomplete"]
         jsonschema.validate(out, schema)
+
+
+def test_the_html_page_says_it_too(tmp_path):
+    after = tmp_path / "cut"
+    shutil.copytree(S3, after)
+    text = (after / VALIDATE).read_bytes()
+    (after / VALIDATE).write_bytes(text[: len(text) // 2])
+    page = run("diff", S2, after, "-n", "--format", "html").stdout
+    assert "AFTER incomplete: " in page and "Findings unverified (2)" in page
