@@ -78,10 +78,10 @@ def test_findings_gone_where_after_could_not_read_are_unverified(tmp_path):
     text = (after / VALIDATE).read_bytes()
     (after / VALIDATE).write_bytes(text[: len(text) // 2])
     code, out = diff_json(S2, after)
-    assert out["fixed"] == [] and _codes(out["unverified"]) == [("RC002", "Mul"), ("RC002", "SiLU")]
-    assert out["summary"]["unverified"] == 2 and code == 2
+    assert out["fixed"] == [] and _codes(out["unverified_fixed"]) == [("RC002", "Mul"), ("RC002", "SiLU")]
+    assert out["summary"]["unverified_fixed"] == 2 and code == 2
     complete = diff_json(S2, S3)[1]
-    assert _codes(complete["fixed"]) == [("RC002", "Mul"), ("RC002", "SiLU")] and complete["unverified"] == []
+    assert _codes(complete["fixed"]) == [("RC002", "Mul"), ("RC002", "SiLU")] and complete["unverified_fixed"] == []
 
 
 def test_a_baseline_matches_the_problems_of_a_folder_that_fell_back(damaged, tmp_path):
@@ -162,4 +162,34 @@ def test_the_html_page_says_it_too(tmp_path):
     text = (after / VALIDATE).read_bytes()
     (after / VALIDATE).write_bytes(text[: len(text) // 2])
     page = run("diff", S2, after, "-n", "--format", "html").stdout
-    assert "AFTER incomplete: " in page and "Findings unverified (2)" in page
+    assert "AFTER incomplete: " in page and "Findings fixed? (not verified) (2)" in page
+
+
+def test_a_rank_whose_final_file_is_cut_keeps_the_problem_it_shares_with_the_other_ranks(tmp_path):
+    # rank 3's validate file cut mid-graph: the problem is read whole from its earlier stage, not
+    # from the cut file (whose chain is cut too), so it merges with the other ranks and is not "new"
+    rank_0 = CORPUS / "par-mismatch-mm_rows8_to_cols8" / "rank_0"
+    before, after = tmp_path / "before", tmp_path / "after"
+    for rank in range(4):
+        shutil.copytree(rank_0, before / f"rank_{rank}")
+    shutil.copytree(before, after)
+    cut = after / "rank_3" / "21_validate_0082.ir"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    code, out = diff_json(before, after)
+    assert out["new"] == out["fixed"] == out["unverified_new"] == out["unverified_fixed"] == []
+    assert [f["ranks"] for f in out["unchanged"]] == [list(range(4))]
+    assert {(i["side"], i["rank"]) for i in out["incomplete"]} == {("after", 3)}
+
+
+def test_a_finding_read_from_a_cut_file_with_nothing_to_stand_in_is_not_called_new(tmp_path):
+    # only validate files: rank 3's cut one is all there is, and the chain it gives is cut
+    par = CORPUS / "par-mismatch-ffn_col_col"
+    after = tmp_path / "after"
+    shutil.copytree(par, after)
+    cut = after / "rank_3" / "21_validate_0082.ir"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    code, out = diff_json(par, after)
+    assert out["new"] == [] and [f["file"] for f in out["unverified_new"]] == [str(cut)]
+    assert code == 2
+    text = run("diff", par, after, "-n").stdout
+    assert ", 1 new? (" in text.splitlines()[2] and "\n  new?      PC002" in text

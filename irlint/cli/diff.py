@@ -60,8 +60,8 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     or two save_graphs folders (rank_N folders paired by rank, stage files by stage name).
 
     Findings are fixed, new or unchanged by fingerprint (as a baseline matches them); a finding
-    of BEFORE is only unverified, not fixed, where AFTER could not read its rule's final stage file
-    (cut short, missing), and the header says so. A folder holding several compiles is compared by
+    of one side is only "fixed?" or "new?" where the other could not read its rule's final stage
+    file (cut short, missing) or its own file was cut short, and the header says so. A folder holding several compiles is compared by
     one of them on both sides (the newest; --compile). The final
     graph of each rank (validate first, as `irlint memory` reads it) is compared node by node:
     nodes are matched by unique_id where the two dumps number them alike, else by scope path, op,
@@ -122,7 +122,8 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
 def exit_code(result: Diff) -> int:
     if result.diagnostics:
         return EXIT_ERROR   # a damaged dump must not pass as "nothing new"
-    return EXIT_NEW if any(f.severity in FAILING_SEVERITIES for f in result.new) else EXIT_CLEAN
+    # a finding that may be new fails the gate as a new one does
+    return EXIT_NEW if any(f.severity in FAILING_SEVERITIES for f in result.new + result.unverified_new) else EXIT_CLEAN
 
 
 # --- text ----------------------------------------------------------------------------------------
@@ -158,11 +159,12 @@ def render_text(result: Diff) -> str:
         where = f"rank {i['rank']}: " if i["rank"] is not None else ""
         w(f"{i['side'].upper()} incomplete: {where}{', '.join(i['rules'])}: {i['why']}"
           + ("; a BEFORE finding it does not show is not called fixed" if i["side"] == "after" else ""))
-    unverified = f", {len(result.unverified)} unverified" if result.unverified else ""
-    w(f"Findings: {len(result.fixed)} fixed, {len(result.new)} new, {len(result.unchanged)} unchanged{unverified} "
+    unsure = "".join(f", {len(fs)} {label}" for label, fs in (("fixed?", result.unverified_fixed),
+                                                              ("new?", result.unverified_new)) if fs)
+    w(f"Findings: {len(result.fixed)} fixed, {len(result.new)} new, {len(result.unchanged)} unchanged{unsure} "
       f"({len(result.files_before)} -> {len(result.files_after)} files checked)")
     for label, findings in (("fixed", result.fixed), ("new", result.new), ("unchanged", result.unchanged),
-                            ("unverified", result.unverified)):
+                            ("fixed?", result.unverified_fixed), ("new?", result.unverified_new)):
         for f in findings:
             where = f"{f.file}:{f.line}"
             w(f"  {label:<9} {f.code} {f.severity:<7} {f.op} {where}")

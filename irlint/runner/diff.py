@@ -2,7 +2,8 @@
 
 Findings are compared by fingerprint (rule, op, scope path, chain: never node ids, line numbers or
 the stage file read), as a baseline is; a finding of BEFORE is fixed only where AFTER read the
-rule's final evidence (else it is unverified), and both sides are read one compile per folder.
+rule's final evidence, and new only where BEFORE did and the finding's own file was read whole
+(else it is unverified), and both sides are read one compile per folder.
 The final graph of each rank (the file ``irlint memory`` reads, chosen by stage name, so
 renumbered stage files still pair) is compared node by node: nodes are matched by what survives a
 recompile, never by ``%N``. Per rank: activation bytes kept for backward per layer (the ``irlint
@@ -398,7 +399,10 @@ class Diff:
     files_before: list[str] = field(default_factory=list)
     files_after: list[str] = field(default_factory=list)
     # findings of BEFORE that AFTER does not show, where AFTER could not read the rule's final evidence
-    unverified: list[Finding] = field(default_factory=list)
+    unverified_fixed: list[Finding] = field(default_factory=list)
+    # findings of AFTER that BEFORE does not show, where BEFORE could not read the rule's final
+    # evidence or the finding comes from a file not read whole (its chain may be cut)
+    unverified_new: list[Finding] = field(default_factory=list)
     # per side and rank: rules that did not read their final evidence, and why
     incomplete: list[dict] = field(default_factory=list)
     # per side, each folder holding several compiles: which one was compared
@@ -420,9 +424,11 @@ class Diff:
                         "files_before": len(self.files_before), "files_after": len(self.files_after),
                         "kept_bytes_before": sum(r.memory["before_total"] for r in self.ranks),
                         "kept_bytes_after": sum(r.memory["after_total"] for r in self.ranks),
-                        "diagnostics": len(self.diagnostics), "unverified": len(self.unverified)},
+                        "diagnostics": len(self.diagnostics), "unverified_fixed": len(self.unverified_fixed),
+                        "unverified_new": len(self.unverified_new)},
             "fixed": findings(self.fixed), "new": findings(self.new), "unchanged": findings(self.unchanged),
-            "unverified": findings(self.unverified), "incomplete": self.incomplete, "compiles": self.compiles,
+            "unverified_fixed": findings(self.unverified_fixed), "unverified_new": findings(self.unverified_new),
+            "incomplete": self.incomplete, "compiles": self.compiles,
             "ranks": [r.to_dict() for r in self.ranks],
             "notes": self.notes,
             "diagnostics": [d.to_dict() for d in self.diagnostics],
@@ -449,16 +455,18 @@ def compare_findings(before: list[Finding], after: list[Finding]) -> tuple[list,
     return fixed, new, unchanged
 
 
-def unverified_of(fixed: list[Finding], before_files: list[DumpFile], before: SideReads, after: SideReads
+def unverified_of(gone: list[Finding], files: list[DumpFile], mine: SideReads, theirs: SideReads
                   ) -> tuple[list[Finding], list[Finding]]:
-    """(fixed, unverified): a finding is fixed only where AFTER read its rule's final evidence on
-    every rank it was on."""
-    rank_of = {f.display: f.rank for f in before_files}
+    """(verified, unverified) of the findings of one side (``mine``) that the other does not show:
+    verified only where the other side read the rule's final evidence on every rank the finding
+    is on, and the finding's own file was read whole."""
+    file_of = {f.display: f for f in files}
     keep, unsure = [], []
-    for f in fixed:
-        ranks = (None,) if not before.ranks() - {None} and not after.ranks() - {None} else (
-            f.ranks or (rank_of.get(f.file),))
-        (unsure if any(after.short((f.code, r), before) for r in ranks) else keep).append(f)
+    for f in gone:
+        ranks = (None,) if not mine.ranks() - {None} and not theirs.ranks() - {None} else (
+            f.ranks or (getattr(file_of.get(f.file), "rank", None),))
+        cut = getattr(file_of.get(f.file), "path", None) in mine.unread
+        (unsure if cut or any(theirs.short((f.code, r), mine) for r in ranks) else keep).append(f)
     return keep, unsure
 
 
@@ -471,7 +479,8 @@ def diff_reports(before: Report, after: Report, before_files: list[DumpFile], af
     reads_b, reads_a = SideReads.of(before_files, before), SideReads.of(after_files, after)
     if len(reads_b.ranks()) <= 1 and len(reads_a.ranks()) <= 1:   # two files, or two rank-less folders
         reads_b, reads_a = reads_b.rekeyed(), reads_a.rekeyed()
-    fixed, unverified = unverified_of(fixed, before_files, reads_b, reads_a)
+    fixed, unverified_fixed = unverified_of(fixed, before_files, reads_b, reads_a)
+    new, unverified_new = unverified_of(new, after_files, reads_a, reads_b)
     pairs, notes = pair_finals(before_files, after_files, reads_b.unread | reads_a.unread)
     diagnostics = list(before.diagnostics) + list(after.diagnostics)
     ranks: list[RankDiff] = []
@@ -483,7 +492,8 @@ def diff_reports(before: Report, after: Report, before_files: list[DumpFile], af
             continue
         ranks.append(compare_files(fb, irb, fa, ira, stages, rank))
     return Diff(before_paths, after_paths, fixed, new, unchanged, ranks, notes, diagnostics,
-                list(before.files), list(after.files), unverified, incomplete_sides(reads_b, reads_a),
+                list(before.files), list(after.files), unverified_fixed, unverified_new,
+                incomplete_sides(reads_b, reads_a),
                 compiles or [])
 
 
