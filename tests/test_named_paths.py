@@ -163,3 +163,13 @@ def test_a_folder_of_links_that_lead_nowhere_says_so(tmp_path, monkeypatch):
     assert code == 2
     folder = next(d for d in data["diagnostics"] if d["file"] == "c")
     assert "2 links to folders that hold no graph IR dump" in folder["message"]
+
+
+def test_a_link_that_leads_nowhere_is_named(cluster):
+    # a rank folder linked from a node that is not mounted must not vanish from the run
+    (cluster / "rank_2").symlink_to(cluster.parent / "node2" / "graph", target_is_directory=True)
+    code, data = lint_json("cluster")
+    assert code == 2 and data["summary"]["files"] == 2
+    (problem,) = data["diagnostics"]
+    assert (problem["file"], problem["code"]) == ("cluster/rank_2", "IR001")
+    assert "node2/graph, which does not exist" in problem["message"]

@@ -517,7 +517,10 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_di
                 if link:
                     st = os.stat(fp)
             except FileNotFoundError:
-                continue   # a dangling link, or a file removed while we walk
+                if os.path.islink(fp):   # a rank linked from a node that is not mounted, say
+                    out.diagnostics.append(Diagnostic(_display(fp), 0, D.UNREADABLE,
+                                                      f"{DANGLING} {printable(os.readlink(fp))}, which does not exist"))
+                continue   # else a file removed while we walk
             except OSError as exc:   # e.g. in a folder that can be listed but not entered
                 out.diagnostics.append(Diagnostic(_display(fp), 0, D.UNREADABLE,
                                                   f"cannot read: {(exc.strerror or str(exc)).lower()}"))
@@ -557,6 +560,7 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_di
 
 
 LINK_NOT_FOLLOWED = "not read: a link to"
+DANGLING = "cannot read: a link to"
 
 
 def _enter(out: Discovery, top: str, folder: Path, follow_links: bool, links: dict[str, str]) -> bool:
@@ -630,6 +634,8 @@ def _why_empty(diags: list[Diagnostic]) -> str:
     for d in diags:
         if d.message.startswith("cannot list folder"):
             what = ("sub-folder that cannot be listed", "sub-folders that cannot be listed")
+        elif d.message.startswith(DANGLING):
+            what = ("link that leads nowhere", "links that lead nowhere")
         elif d.message.startswith(LINK_NOT_FOLLOWED):
             what = ("link to a folder that holds no graph IR dump (not followed)",
                     "links to folders that hold no graph IR dump (not followed)")
