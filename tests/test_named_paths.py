@@ -173,3 +173,13 @@ def test_a_link_that_leads_nowhere_is_named(cluster):
     (problem,) = data["diagnostics"]
     assert (problem["file"], problem["code"]) == ("cluster/rank_2", "IR001")
     assert "node2/graph, which does not exist" in problem["message"]
+
+
+@pytest.mark.parametrize("command", ["memory", "comm"])
+def test_memory_and_comm_report_the_usable_paths_too(tmp_path, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(S2, tmp_path / "good")
+    result = run(command, "missing", "good", "--format", "json")
+    assert result.exit_code == 2
+    assert [f["file"] for f in json.loads(result.stdout)["files"]] == ["good/21_validate_0076.ir"]
+    assert "missing:0: unreadable: no such file or folder" in result.stderr

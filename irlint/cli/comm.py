@@ -11,7 +11,7 @@ from . import follow_links_option
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
-from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
+from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, forget_buffers, read_stdin
 from .memory import EXIT_ERROR, fail, final_files, human, read_finals
 
 JSON_VERSION = 1
@@ -113,7 +113,9 @@ def comm_cmd(paths, fmt, top, follow_links):
         forget_buffers()
         if STDIN in paths:
             read_stdin()
-        files, problems = discover(list(paths), follow_links)
+        # a path that cannot be used is named with the other problems; the rest is reported
+        found = discover_inputs(list(paths), follow_links=follow_links)
+        files, problems = found.files, found.diagnostics
     except InputError as exc:
         fail(str(exc))
     chosen = final_files(files, COMM_STAGES)

@@ -9,7 +9,7 @@ import click
 from . import follow_links_option
 
 from ..diagnostics import UNREADABLE, Diagnostic
-from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover, forget_buffers, read_stdin
+from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
 
@@ -206,7 +206,9 @@ def memory_cmd(paths, fmt, output, top, follow_links):
         check_targets({"output": output})
         if output:
             prepare_output(output)
-        files, problems = discover(list(paths), follow_links)
+        # a path that cannot be used is named with the other problems; the rest is reported
+        found = discover_inputs(list(paths), follow_links=follow_links)
+        files, problems = found.files, found.diagnostics
         check_targets({"output": output}, files, paths)
     except InputError as exc:
         fail(str(exc))
