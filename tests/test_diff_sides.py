@@ -140,6 +140,8 @@ def test_the_compile_to_compare_can_be_chosen(recompiled):
     assert rank["after"]["file"].endswith(VALIDATE)
     assert rank["memory"]["after_total"] == KEPT_S2
     assert out["compiles"][0]["compared"] == 1
+    result = run("diff", S2, recompiled, "-n", "--compile", "3")
+    assert result.exit_code == 2 and "--compile 3: " in result.stderr and "holds 2 compiles" in result.stderr
 
 
 def test_the_new_keys_match_the_schema(recompiled, tmp_path):
