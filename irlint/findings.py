@@ -60,11 +60,20 @@ class Finding:
 
     @property
     def fingerprint_text(self) -> str:
-        """What the fingerprint is a hash of: findings with the same text are the same problem."""
-        parts = [self.rule, self.stage, self.op, scope_path(self.scope)]
+        """What the fingerprint is a hash of: findings with the same text are the same problem, in
+        whichever stage file the rule read it (the stage before, when the final one was cut short)."""
+        parts = [self.rule, self.op, scope_path(self.scope)]
         parts += [f"{r.op}@{scope_path(r.scope)}" for r in self.related]
         parts += [repr(x) for x in self.identity]
         return "\x1f".join(parts)
+
+    @property
+    def staged_fingerprint(self) -> str:
+        """The fingerprint as baselines of format 1 hold it: with the stage name after the rule."""
+        import hashlib
+
+        rule, _, rest = self.fingerprint_text.partition("\x1f")
+        return hashlib.sha256(f"{rule}\x1f{self.stage}\x1f{rest}".encode("utf-8")).hexdigest()[:20]
 
     @property
     def problem(self) -> tuple:

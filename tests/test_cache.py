@@ -277,7 +277,7 @@ def test_same_file_under_another_path_keeps_its_own_names(rules, dump, tmp_path,
 
 
 def test_the_same_content_under_another_stage_name_is_a_miss(rules, dump, tmp_path):
-    # findings carry the stage (it is part of their fingerprint): a renamed copy must not reuse them
+    # findings carry the stage they were read in: a renamed copy must not reuse them
     cache = tmp_path / "cache"
     first, _ = _lint(dump, cache)
     renamed = dump.parent / "graph.ir"

@@ -97,10 +97,11 @@ def test_a_folder_of_symlinked_dumps_and_a_symlinked_rank_folder(tmp_path, expec
     assert code == 1 and codes(data) == expected
     shutil.copytree(S2, ranks / "rank_1")
     (ranks / "rank_2").symlink_to(ranks / "rank_1", target_is_directory=True)   # a link within: followed
-    # a link out of the named folder is not (issue 21): it is named, the rest is linted
+    # a link out of the named folder to a folder of dumps is followed (issue 31: rank folders
+    # linked from the nodes of a cluster)
     code, data = lint_json(ranks)
-    assert code == 2 and codes(data) == expected
-    assert [(Path(d["file"]).name, d["code"]) for d in data["diagnostics"]] == [("rank_0", "IR001")]
+    assert code == 1 and codes(data) == expected and data["diagnostics"] == []
+    assert data["summary"]["files"] == 2
 
 
 def test_a_symlink_loop_ends(tmp_path):
@@ -267,10 +268,10 @@ def test_a_folder_whose_only_sub_folder_cannot_be_listed_says_so(tmp_path, monke
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    result = run(tmp_path)
+    result = run(tmp_path, "--format", "concise")
     assert result.exit_code == 2
     assert "found only 1 sub-folder that cannot be listed" in result.output
-    assert "rank_0:1:1: IR001 cannot list folder: permission denied" in result.output
+    assert "rank_0:1:1: IR001 [error] cannot list folder: permission denied" in result.output
 
 
 # --- issue 21 item 17: blanks at line ends, a byte order mark, a .txt name --------------------------

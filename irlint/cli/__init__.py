@@ -22,6 +22,7 @@ from ..runner.config import Config, ConfigError, check_selectors, load_config, s
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
 from ..reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
+from .outputs import check_targets, prepare_output
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
@@ -163,6 +164,10 @@ def _set_debug(ctx, param, value):
 
 debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
                             help="Show tracebacks of internal errors.")
+follow_links_option = click.option(
+    "-L", "--follow-links", is_flag=True,
+    help="Follow every link to a folder (as find -L). Without it, a link out of the named folder is followed "
+         "only when its target holds graph IR dumps or rank_N/ folders.")
 
 
 def _split(ctx, param, values) -> list[str] | None:
@@ -227,10 +232,11 @@ def main() -> None:
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
               help="Record the current findings in this file (they are then accepted: exit 0).")
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@follow_links_option
 @debug_option
 def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
           jobs, no_cache, no_dedup, cache_dir, rule_timeout, stdin_filename, color, baseline_file,
-          write_baseline_file, exit_zero):
+          write_baseline_file, exit_zero, follow_links):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
 
     A cache of lint results (per dump file, keyed by its content, the rules and irlint's version)
@@ -250,19 +256,18 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         if output is None and sys.stdout is None and not show_files:   # `irlint ... >&-`
             raise InputError("standard output is closed: the report cannot be written (use -o FILE)")
         accepted = read_baseline(baseline_file) if baseline_file else None
-        for target in (output, write_baseline_file):
-            if target:   # before the lint, not after it: a bad path must not cost a whole run
-                _prepare_output(target)
-        found = discover_inputs(list(paths), stdin_filename)
-        _refuse_to_overwrite_inputs(found, paths, baseline_file, output=output, write_baseline=write_baseline_file)
+        # before the lint, not after it: a bad path must not cost a whole run
+        targets, reads = {"output": output, "write_baseline": write_baseline_file}, {"baseline": baseline_file}
+        check_targets(targets, reads=reads)
+        for target in targets.values():
+            if target:
+                prepare_output(target)
+        found = discover_inputs(list(paths), stdin_filename, follow_links)
+        check_targets(targets, found.files, paths, reads)
         if show_files:
             something = _show_files(found, config)
             sys.exit(EXIT_ERROR if found.empty or found.diagnostics or not something else EXIT_CLEAN)
-        if found.empty:
-            for d in found.diagnostics:
-                click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
-            raw, why = next(iter(found.empty.items()))
-            _fail(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
+        # a path that cannot be used is an input problem of the report: the other paths are linted
         _note_jobs(config, found, quiet)
         report = _lint_with_progress(found, config, show=not quiet)
     except (ConfigError, InputError, BaselineError) as exc:
@@ -369,46 +374,6 @@ def use_color(choice: str, tty: bool) -> bool:
     return tty
 
 
-def _refuse_to_overwrite_inputs(found: Discovery, paths, baseline_file, **targets) -> None:
-    """A report or baseline written onto a dump being linted (or the baseline read) would destroy it."""
-    def ident(path: str):
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino)
-
-    inputs = {ident(f.path): f.display for f in found.files if f.path != STDIN}
-    inputs.update({ident(p): p for p in paths if p != STDIN and os.path.isfile(p)})
-    for option, target in targets.items():
-        if not target:
-            continue
-        where = ident(target)
-        if where is not None and os.path.isfile(target):
-            if where in inputs:
-                raise InputError(f"{target}: is an input of this run ({inputs[where]}); "
-                                 f"--{option.replace('_', '-')} would overwrite it")
-            if option == "output" and baseline_file and where == ident(baseline_file):
-                raise InputError(f"{target}: is the --baseline file; --output would overwrite it")
-
-
-def _prepare_output(target: str) -> None:
-    """Create the folder of an output file (as ruff does) and fail now if it cannot be."""
-    if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
-        if not os.access(target, os.W_OK):   # a device or FIFO: written to as it is
-            raise InputError(f"{target}: cannot write: permission denied")
-        return
-    folder = Path(os.path.realpath(target)).parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot create its folder: {exc.strerror or exc}") from None
-    if Path(target).is_dir():
-        raise InputError(f"{target}: is a folder")
-    if not os.access(folder, os.W_OK):
-        raise InputError(f"{target}: cannot write: permission denied")
-
-
 def _load_config_for(config_file, path):
     """The config a lint of PATH uses: --config, else the first found upward from PATH, then from the
     working directory (`irlint config PATH` shows the same)."""
@@ -505,10 +470,10 @@ def _show_files(found: Discovery, config: Config) -> bool:
         click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}{read_as}")
     if same:
         _show_shared(found.files, todo, same)
+    for link, target in found.links:
+        click.echo(f"link  {link} -> {target}  (followed: a folder outside the named one)")
     for d in found.diagnostics:
         click.echo(f"not read  {d.file}: {d.code} {d.message}")
-    for raw, why in found.empty.items():
-        click.echo(f"{raw}: no graph IR dumps found in this folder: {why}")
     nothing = _why_nothing_checked(rules, list(todo), found, config)
     if nothing:
         click.echo(f"irlint: nothing would be checked: {nothing}", err=True)
@@ -705,14 +670,15 @@ def clean_cmd(config_file, cache_dir):
 @main.command("inspect")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@follow_links_option
 @debug_option
-def inspect_cmd(paths, fmt):
+def inspect_cmd(paths, fmt, follow_links):
     """Show what irlint reads in each dump: subgraphs, cnodes, parameters, edges, diagnostics."""
     try:
         forget_buffers()
         if STDIN in paths:
             read_stdin()
-        found = discover_inputs(list(paths))
+        found = discover_inputs(list(paths), follow_links=follow_links)
     except InputError as exc:
         _fail(str(exc))
     from ..runner.engine import read_dump
@@ -755,10 +721,7 @@ def inspect_cmd(paths, fmt):
                 import textwrap
                 click.echo(f"{row['file']}:{failure['line']}: MindSpore's message:")
                 click.echo(textwrap.indent(failure["message"], "    ", lambda _: True))
-    for raw, why in found.empty.items():
-        click.echo(f"irlint: {raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}",
-                   err=True)
-    bad = any(r["diagnostics"] for r in rows) or found.diagnostics or found.empty
+    bad = any(r["diagnostics"] for r in rows) or found.diagnostics
     sys.exit(EXIT_ERROR if bad else EXIT_CLEAN)
 
 

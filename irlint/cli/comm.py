@@ -7,9 +7,11 @@ import sys
 
 import click
 
+from . import follow_links_option
+
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
-from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
+from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, forget_buffers, read_stdin
 from .memory import EXIT_ERROR, fail, final_files, human, read_finals
 
 JSON_VERSION = 1
@@ -92,7 +94,8 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest collectives to list per file (JSON lists them all).")
-def comm_cmd(paths, fmt, top):
+@follow_links_option
+def comm_cmd(paths, fmt, top, follow_links):
     """Communication per rank and step, per layer and kind, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else optimize,
@@ -110,7 +113,9 @@ def comm_cmd(paths, fmt, top):
         forget_buffers()
         if STDIN in paths:
             read_stdin()
-        files, problems = discover(list(paths))
+        # a path that cannot be used is named with the other problems; the rest is reported
+        found = discover_inputs(list(paths), follow_links=follow_links)
+        files, problems = found.files, found.diagnostics
     except InputError as exc:
         fail(str(exc))
     chosen = final_files(files, COMM_STAGES)

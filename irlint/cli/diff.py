@@ -7,23 +7,30 @@ import sys
 
 import click
 
-from . import _split, debug_option
+from . import _split, debug_option, follow_links_option
 from ..findings import FAILING_SEVERITIES
-from ..runner.diff import Diff, rank_groups, rank_label, unmatched_label
+from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
 from .memory import emit, fail
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
 
 
-def _lint_side(path: str, config):
+def _discover_side(path: str, follow_links: bool = False):
     from ..runner.discover import discover_inputs
-    from ..runner.engine import lint_files
 
-    found = discover_inputs([path])
+    found = discover_inputs([path], follow_links=follow_links)
+    for raw, why in found.unusable.items():
+        raise _Unusable(f"{raw}: {why}")
     if found.empty:
         raw, why = next(iter(found.empty.items()))
         raise _Unusable(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
-    return found, lint_files(found.files, found.diagnostics, config)
+    return found
+
+
+def _lint_side(found, config):
+    from ..runner import engine
+
+    return engine.lint_files(found.files, found.diagnostics, config)
 
 
 class _Unusable(Exception):
@@ -43,12 +50,19 @@ class _Unusable(Exception):
 @click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder.")
+@click.option("--compile", "which_compile", type=int, default=-1, show_default=True,
+              help="Which compile of a folder holding several to compare, on each side: 1 the first, -1 the newest.")
+@follow_links_option
 @debug_option
-def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ignore, no_cache, cache_dir):
+def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ignore, no_cache, cache_dir,
+             which_compile, follow_links):
     """Compare two dumps of one model, BEFORE and AFTER a change of configuration: two .ir files,
     or two save_graphs folders (rank_N folders paired by rank, stage files by stage name).
 
-    Findings are fixed, new or unchanged by fingerprint (as a baseline matches them). The final
+    Findings are fixed, new or unchanged by fingerprint (as a baseline matches them); a finding
+    of one side is only "fixed?" or "new?" where the other could not read its rule's final stage
+    file (cut short, missing) or its own file was cut short, and the header says so. A folder holding several compiles is compared by
+    one of them on both sides (the newest; --compile). The final
     graph of each rank (validate first, as `irlint memory` reads it) is compared node by node:
     nodes are matched by unique_id where the two dumps number them alike, else by scope path, op,
     instance name and position among equals (never by %N); unmatched nodes are counted. Shown:
@@ -59,8 +73,8 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     2 unusable input (or input problems in either dump).
     """
     from .. import rule as rule_module
-    from . import (_apply_options, _check_option_selectors, _load_config_for, _prepare_output,
-                      _refuse_to_overwrite_inputs)
+    from . import _apply_options, _check_option_selectors, _load_config_for
+    from .outputs import check_targets, prepare_output
     from ..runner.config import ConfigError, check_selectors, shown
     from ..runner.diff import diff_reports
     from ..runner.discover import InputError, forget_buffers
@@ -72,15 +86,20 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
         check_selectors(config, known, config_file or (shown(source) if source else None))
         _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
         _apply_options(config, select, extend_select, ignore, None, None, no_cache, cache_dir)
+        check_targets({"output": output})
         if output:
-            _prepare_output(output)
-        found_b, report_b = _lint_side(before, config)
-        found_a, report_a = _lint_side(after, config)
-        for found, path in ((found_b, before), (found_a, after)):
-            _refuse_to_overwrite_inputs(found, [path], None, output=output)
-    except (ConfigError, InputError, _Unusable) as exc:
+            prepare_output(output)
+        found_b, found_a = _discover_side(before, follow_links), _discover_side(after, follow_links)
+        check_targets({"output": output}, found_b.files + found_a.files, [before, after])
+        # one compile per folder on each side: findings, nodes and memory from the same graphs
+        compiles = []
+        for found, side in ((found_b, "before"), (found_a, "after")):
+            found.files, chosen = pick_compile(found.files, which_compile)
+            compiles += [{"side": side, **c} for c in chosen]
+        report_b, report_a = _lint_side(found_b, config), _lint_side(found_a, config)
+    except (ConfigError, InputError, _Unusable, CompileChoiceError) as exc:
         fail(str(exc))
-    result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after])
+    result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after], compiles)
     if not result.ranks:
         for d in result.diagnostics:
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
@@ -103,7 +122,8 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
 def exit_code(result: Diff) -> int:
     if result.diagnostics:
         return EXIT_ERROR   # a damaged dump must not pass as "nothing new"
-    return EXIT_NEW if any(f.severity in FAILING_SEVERITIES for f in result.new) else EXIT_CLEAN
+    # a finding that may be new fails the gate as a new one does
+    return EXIT_NEW if any(f.severity in FAILING_SEVERITIES for f in result.new + result.unverified_new) else EXIT_CLEAN
 
 
 # --- text ----------------------------------------------------------------------------------------
@@ -131,9 +151,20 @@ def render_text(result: Diff) -> str:
     out: list[str] = []
     w = out.append
     w(f"irlint diff {' '.join(result.before)} -> {' '.join(result.after)}")
-    w(f"Findings: {len(result.fixed)} fixed, {len(result.new)} new, {len(result.unchanged)} unchanged "
+    for c in result.compiles:
+        which = "the newest" if c["compared"] == c["compiles"] else f"compile {c['compared']}"
+        w(f"Compared in {c['side'].upper()} {c['folder']}: {which} of {c['compiles']} compiles ({c['first']} … "
+          f"{c['last']}; --compile N picks another)")
+    for i in result.incomplete:
+        where = f"rank {i['rank']}: " if i["rank"] is not None else ""
+        w(f"{i['side'].upper()} incomplete: {where}{', '.join(i['rules'])}: {i['why']}"
+          + ("; a BEFORE finding it does not show is not called fixed" if i["side"] == "after" else ""))
+    unsure = "".join(f", {len(fs)} {label}" for label, fs in (("fixed?", result.unverified_fixed),
+                                                              ("new?", result.unverified_new)) if fs)
+    w(f"Findings: {len(result.fixed)} fixed, {len(result.new)} new, {len(result.unchanged)} unchanged{unsure} "
       f"({len(result.files_before)} -> {len(result.files_after)} files checked)")
-    for label, findings in (("fixed", result.fixed), ("new", result.new), ("unchanged", result.unchanged)):
+    for label, findings in (("fixed", result.fixed), ("new", result.new), ("unchanged", result.unchanged),
+                            ("fixed?", result.unverified_fixed), ("new?", result.unverified_new)):
         for f in findings:
             where = f"{f.file}:{f.line}"
             w(f"  {label:<9} {f.code} {f.severity:<7} {f.op} {where}")

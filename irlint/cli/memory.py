@@ -6,8 +6,10 @@ import sys
 
 import click
 
+from . import follow_links_option
+
 from ..diagnostics import UNREADABLE, Diagnostic
-from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover, forget_buffers, read_stdin
+from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
 
@@ -177,7 +179,8 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
               help="Write the report to this file instead of standard output (its folder is created).")
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest kept tensors to list per file.")
-def memory_cmd(paths, fmt, output, top):
+@follow_links_option
+def memory_cmd(paths, fmt, output, top, follow_links):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -198,11 +201,15 @@ def memory_cmd(paths, fmt, output, top):
         forget_buffers()
         if STDIN in paths:
             read_stdin()
-        if output:
-            from . import _prepare_output
+        from .outputs import check_targets, prepare_output
 
-            _prepare_output(output)
-        files, problems = discover(list(paths))
+        check_targets({"output": output})
+        if output:
+            prepare_output(output)
+        # a path that cannot be used is named with the other problems; the rest is reported
+        found = discover_inputs(list(paths), follow_links=follow_links)
+        files, problems = found.files, found.diagnostics
+        check_targets({"output": output}, files, paths)
     except InputError as exc:
         fail(str(exc))
     chosen = final_files(files)

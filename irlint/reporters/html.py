@@ -269,8 +269,11 @@ def render_diff(result) -> str:
 
     sources = SourceLines()
     sections = []
-    for name, findings in (("new", result.new), ("fixed", result.fixed), ("unchanged", result.unchanged)):
-        sections.append({"name": name, "findings": finding_views(_costliest_first(findings), sources, name[0])})
+    for name, findings, prefix in (("new", result.new, "n"), ("fixed", result.fixed, "f"),
+                                   ("unchanged", result.unchanged, "u"),
+                                   ("fixed? (not verified)", result.unverified_fixed, "v"),
+                                   ("new? (not verified)", result.unverified_new, "w")):
+        sections.append({"name": name, "findings": finding_views(_costliest_first(findings), sources, prefix)})
     groups = []
     for members, r in rank_groups(result.ranks):
         layers = r.memory["layers"]

@@ -13,7 +13,7 @@ from .concise import diagnostic_severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-FINGERPRINT_KEY = "irlintFingerprint/v1"
+FINGERPRINT_KEY = "irlintFingerprint/v2"   # v2: without the stage name (v1 had it)
 
 
 def uri(path: str) -> str:

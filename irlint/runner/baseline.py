@@ -1,7 +1,8 @@
 """Baselines: adopt irlint on existing dumps and fail only on findings that are new.
 
-A baseline stores fingerprints (which never contain node ids or line numbers, so they survive a
-re-dump) with a count, plus rule/file/scope so a person can read what was accepted.
+A baseline stores fingerprints (which never contain node ids, line numbers or the stage file read,
+so they survive a re-dump and a final stage file cut short) with a count, plus rule/file/scope so
+a person can read what was accepted.
 """
 from __future__ import annotations
 
@@ -54,11 +55,14 @@ def read_baseline(path: str | Path) -> Counter:
 
 
 def new_findings(findings: list[Finding], accepted: Counter) -> list[Finding]:
-    """Findings not covered by the baseline; each baseline entry covers one finding."""
+    """Findings not covered by the baseline; each baseline entry covers one finding. An entry
+    written before fingerprints left out the stage name is matched by ``staged_fingerprint``."""
     left = Counter(accepted)
     out = []
     for f in findings:
         fp = f.fingerprint
+        if left[fp] <= 0:
+            fp = f.staged_fingerprint
         if left[fp] > 0:
             left[fp] -= 1
         else:

@@ -1,20 +1,24 @@
 """``irlint diff BEFORE AFTER``: what a change of configuration did to two dumps of one model.
 
-Findings are compared by fingerprint (rule, stage name, op, scope path, chain: never node ids or
-line numbers), as a baseline is. The final graph of each rank (the file ``irlint memory`` reads,
-chosen by stage name, so renumbered stage files still pair) is compared node by node: nodes are
-matched by what survives a recompile, never by ``%N``. Per rank: activation bytes kept for
-backward per layer (the ``irlint memory`` account), ops whose recompute state or ``in_strategy``
-changed, and how many nodes could not be matched.
+Findings are compared by fingerprint (rule, op, scope path, chain: never node ids, line numbers or
+the stage file read), as a baseline is; a finding of BEFORE is fixed only where AFTER read the
+rule's final evidence, and new only where BEFORE did and the finding's own file was read whole
+(else it is unverified), and both sides are read one compile per folder.
+The final graph of each rank (the file ``irlint memory`` reads, chosen by stage name, so
+renumbered stage files still pair) is compared node by node: nodes are matched by what survives a
+recompile, never by ``%N``. Per rank: activation bytes kept for backward per layer (the ``irlint
+memory`` account), ops whose recompute state or ``in_strategy`` changed, and how many nodes could
+not be matched.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ..diagnostics import UNREADABLE, Diagnostic
+from ..diagnostics import KINDS, UNREADABLE, Diagnostic
 from .discover import DumpFile, final_files
 from ..findings import Finding, Report, scope_path
 from ..accounts.memory import MEMORY_STAGES, cached_account, is_backward
@@ -224,10 +228,12 @@ def stage_pairing(before: list[DumpFile], after: list[DumpFile]) -> dict:
             "after_only": sorted((names_a - names_b).elements())}
 
 
-def pair_finals(before: list[DumpFile], after: list[DumpFile]) -> tuple[list[tuple], list[str]]:
+def pair_finals(before: list[DumpFile], after: list[DumpFile], unread: frozenset[str] = frozenset()
+                ) -> tuple[list[tuple], list[str]]:
     """(rank, before final, after final, stage pairing) per rank both sides have; and a note per
-    rank only one side has. Two single final files pair whatever their ranks."""
-    fb, fa = final_files(before, MEMORY_STAGES), final_files(after, MEMORY_STAGES)
+    rank only one side has. Two single final files pair whatever their ranks. A file in ``unread``
+    (paths of files not read whole) is a final graph only when no earlier stage can stand in."""
+    fb, fa = _complete_finals(before, unread), _complete_finals(after, unread)
     notes: list[str] = []
     if len(fb) == 1 and len(fa) == 1:
         rank = fb[0].rank if fb[0].rank == fa[0].rank else None
@@ -246,6 +252,138 @@ def pair_finals(before: list[DumpFile], after: list[DumpFile]) -> tuple[list[tup
     return pairs, notes
 
 
+def _complete_finals(files: list[DumpFile], unread: frozenset[str]) -> list[DumpFile]:
+    finals = final_files(files, MEMORY_STAGES)
+    if not unread & {f.path for f in finals}:
+        return finals
+    stand_ins = {(f.folder, f.path if f.explicit else ""): f
+                 for f in final_files([f for f in files if f.path not in unread], MEMORY_STAGES)}
+    return [stand_ins.get((f.folder, f.path if f.explicit else ""), f) for f in finals]
+
+
+# --- one compile per folder ----------------------------------------------------------------------
+
+class CompileChoiceError(ValueError):
+    """--compile names a compile a folder does not hold."""
+
+
+def pick_compile(files: list[DumpFile], which: int = -1) -> tuple[list[DumpFile], list[dict]]:
+    """The files of one compile per save_graphs folder (``which``: 1 the first, -1 the newest), so
+    that findings, nodes and memory come from one compile; and, per folder holding several
+    compiles, which one was kept. Files without a sequence number and files named directly are kept."""
+    from .engine import compiles
+
+    folders: dict[str, list[DumpFile]] = defaultdict(list)
+    for f in files:
+        if not f.explicit:
+            folders[f.folder].append(f)
+    dropped: set[str] = set()
+    chosen: list[dict] = []
+    for folder, members in folders.items():
+        groups = compiles([f for f in members if f.placed and f.stage.seq is not None])
+        if len(groups) < 2:
+            continue
+        if not -len(groups) <= which <= len(groups) or which == 0:
+            raise CompileChoiceError(f"--compile {which}: {members[0].display.rpartition('/')[0] or folder} "
+                                     f"holds {len(groups)} compiles")
+        index = which - 1 if which > 0 else len(groups) + which
+        for i, group in enumerate(groups):
+            if i != index:
+                dropped.update(f.path for f in group)
+        kept = groups[index]
+        chosen.append({"folder": os.path.dirname(kept[0].display), "compiles": len(groups), "compared": index + 1,
+                       "first": kept[0].display, "last": kept[-1].display})
+    return [f for f in files if f.path not in dropped], chosen
+
+
+# --- what each side could read -------------------------------------------------------------------
+
+@dataclass
+class FinalRead:
+    """The file a rule reads its final evidence from, for one rank of one side."""
+
+    file: DumpFile
+    preference: int          # the position of its stage in the rule's stages (0: the best)
+    damage: str = ""         # the input problem that kept it from being read whole ("" when it was)
+
+
+def final_reads(files: list[DumpFile], rules: list, report: Report, skip: frozenset[str] = frozenset()
+                ) -> dict[tuple[str, int | None], FinalRead]:
+    """(rule code, rank) -> the file the rule's evidence is final in (files in ``skip`` left out)."""
+    from .engine import INCOMPLETE, plan
+
+    damage = {d.file: f"{d.code} {KINDS.get(d.code, '')}".strip() for d in report.diagnostics if d.code in INCOMPLETE}
+    todo = plan([f for f in files if f.path not in skip], rules)
+    out: dict[tuple[str, int | None], FinalRead] = {}
+    by_path = {f.path: f for f in files}
+    for path, path_rules in todo.items():
+        f = by_path[path]
+        for rule in path_rules:
+            names = (f.stage.name, f.stage.label)
+            pref = next((i for i, name in enumerate(rule.stages) if name in names), len(rule.stages))
+            key = (rule.code, f.rank)
+            if key not in out or pref < out[key].preference:
+                out[key] = FinalRead(f, pref, damage.get(f.display, ""))
+    return out
+
+
+@dataclass
+class SideReads:
+    """What each rule of one side read, as planned and as it could be read."""
+
+    planned: dict[tuple[str, int | None], FinalRead]
+    read: dict[tuple[str, int | None], FinalRead]   # damaged files left out: what stood in for them
+
+    @classmethod
+    def of(cls, files: list[DumpFile], report: Report) -> "SideReads":
+        planned = final_reads(files, report.rules, report)
+        unread = frozenset(r.file.path for r in planned.values() if r.damage)
+        return cls(planned, final_reads(files, report.rules, report, unread) if unread else planned)
+
+    @property
+    def unread(self) -> frozenset[str]:
+        return frozenset(r.file.path for r in self.planned.values() if r.damage)
+
+    def ranks(self) -> set:
+        return {rank for _, rank in self.planned}
+
+    def rekeyed(self) -> "SideReads":
+        """One rank per side (two files named): keys without the rank, as the files pair."""
+        def strip(d: dict) -> dict:
+            return {(code, None): v for (code, _), v in d.items()}
+
+        return SideReads(strip(self.planned), strip(self.read))
+
+    def short(self, key: tuple, other: "SideReads") -> str:
+        """Why this side did not read the rule's final evidence for that rank ('' when it did)."""
+        planned, read, theirs = self.planned.get(key), self.read.get(key), other.read.get(key)
+        if planned is not None and planned.damage:
+            instead = f"; read {read.file.display} instead" if read is not None else ""
+            return f"{planned.file.display} not read whole ({planned.damage}){instead}"
+        if read is None:
+            return "no file of a stage it reads" if theirs is not None else ""
+        if theirs is not None and read.preference > theirs.preference:
+            return (f"no {theirs.file.stage.label} file; read {read.file.display} ({read.file.stage.label}) "
+                    f"instead")
+        return ""
+
+
+def incomplete_sides(before: SideReads, after: SideReads) -> list[dict]:
+    """Per side and rank, the rules that did not read their final evidence there, and why."""
+    entries: dict[tuple, dict] = {}
+    for side, mine, theirs in (("before", before, after), ("after", after, before)):
+        ranks = mine.ranks()   # a rank only one side has is a note of its own
+        keys = sorted((k for k in mine.planned.keys() | theirs.planned.keys() if k[1] in ranks),
+                      key=lambda k: (k[1] is not None, k[1] or 0, k[0]))
+        for key in keys:
+            why = mine.short(key, theirs)
+            if why:
+                entry = entries.setdefault((side, key[1], why), {"side": side, "rank": key[1], "why": why,
+                                                                 "rules": []})
+                entry["rules"].append(key[0])
+    return list(entries.values())
+
+
 # --- the whole comparison ------------------------------------------------------------------------
 
 @dataclass
@@ -260,6 +398,15 @@ class Diff:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files_before: list[str] = field(default_factory=list)
     files_after: list[str] = field(default_factory=list)
+    # findings of BEFORE that AFTER does not show, where AFTER could not read the rule's final evidence
+    unverified_fixed: list[Finding] = field(default_factory=list)
+    # findings of AFTER that BEFORE does not show, where BEFORE could not read the rule's final
+    # evidence or the finding comes from a file not read whole (its chain may be cut)
+    unverified_new: list[Finding] = field(default_factory=list)
+    # per side and rank: rules that did not read their final evidence, and why
+    incomplete: list[dict] = field(default_factory=list)
+    # per side, each folder holding several compiles: which one was compared
+    compiles: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         def findings(fs: list[Finding]) -> list[dict]:
@@ -277,8 +424,11 @@ class Diff:
                         "files_before": len(self.files_before), "files_after": len(self.files_after),
                         "kept_bytes_before": sum(r.memory["before_total"] for r in self.ranks),
                         "kept_bytes_after": sum(r.memory["after_total"] for r in self.ranks),
-                        "diagnostics": len(self.diagnostics)},
+                        "diagnostics": len(self.diagnostics), "unverified_fixed": len(self.unverified_fixed),
+                        "unverified_new": len(self.unverified_new)},
             "fixed": findings(self.fixed), "new": findings(self.new), "unchanged": findings(self.unchanged),
+            "unverified_fixed": findings(self.unverified_fixed), "unverified_new": findings(self.unverified_new),
+            "incomplete": self.incomplete, "compiles": self.compiles,
             "ranks": [r.to_dict() for r in self.ranks],
             "notes": self.notes,
             "diagnostics": [d.to_dict() for d in self.diagnostics],
@@ -305,13 +455,33 @@ def compare_findings(before: list[Finding], after: list[Finding]) -> tuple[list,
     return fixed, new, unchanged
 
 
+def unverified_of(gone: list[Finding], files: list[DumpFile], mine: SideReads, theirs: SideReads
+                  ) -> tuple[list[Finding], list[Finding]]:
+    """(verified, unverified) of the findings of one side (``mine``) that the other does not show:
+    verified only where the other side read the rule's final evidence on every rank the finding
+    is on, and the finding's own file was read whole."""
+    file_of = {f.display: f for f in files}
+    keep, unsure = [], []
+    for f in gone:
+        ranks = (None,) if not mine.ranks() - {None} and not theirs.ranks() - {None} else (
+            f.ranks or (getattr(file_of.get(f.file), "rank", None),))
+        cut = getattr(file_of.get(f.file), "path", None) in mine.unread
+        (unsure if cut or any(theirs.short((f.code, r), mine) for r in ranks) else keep).append(f)
+    return keep, unsure
+
+
 def diff_reports(before: Report, after: Report, before_files: list[DumpFile], after_files: list[DumpFile],
-                 before_paths: list[str], after_paths: list[str]) -> Diff:
+                 before_paths: list[str], after_paths: list[str], compiles: list[dict] | None = None) -> Diff:
     """Compare two lint reports and the final graphs of the files they came from."""
     from .engine import read_dump
 
     fixed, new, unchanged = compare_findings(before.findings, after.findings)
-    pairs, notes = pair_finals(before_files, after_files)
+    reads_b, reads_a = SideReads.of(before_files, before), SideReads.of(after_files, after)
+    if len(reads_b.ranks()) <= 1 and len(reads_a.ranks()) <= 1:   # two files, or two rank-less folders
+        reads_b, reads_a = reads_b.rekeyed(), reads_a.rekeyed()
+    fixed, unverified_fixed = unverified_of(fixed, before_files, reads_b, reads_a)
+    new, unverified_new = unverified_of(new, after_files, reads_a, reads_b)
+    pairs, notes = pair_finals(before_files, after_files, reads_b.unread | reads_a.unread)
     diagnostics = list(before.diagnostics) + list(after.diagnostics)
     ranks: list[RankDiff] = []
     for rank, fb, fa, stages in pairs:
@@ -322,7 +492,9 @@ def diff_reports(before: Report, after: Report, before_files: list[DumpFile], af
             continue
         ranks.append(compare_files(fb, irb, fa, ira, stages, rank))
     return Diff(before_paths, after_paths, fixed, new, unchanged, ranks, notes, diagnostics,
-                list(before.files), list(after.files))
+                list(before.files), list(after.files), unverified_fixed, unverified_new,
+                incomplete_sides(reads_b, reads_a),
+                compiles or [])
 
 
 def rank_groups(ranks: list[RankDiff]) -> list[tuple[list[RankDiff], RankDiff]]:

@@ -68,6 +68,10 @@ class Discovery:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # a folder named on the command line in which no dump was found -> what was found instead
     empty: dict[str, str] = field(default_factory=dict)
+    # a path named on the command line that cannot be used at all (missing, not listable) -> why
+    unusable: dict[str, str] = field(default_factory=dict)
+    # links to folders outside the named folder that were followed: (link as shown, its target)
+    links: list[tuple[str, str]] = field(default_factory=list)
 
 
 def is_dump_start(head: bytes) -> bool:
@@ -372,18 +376,25 @@ def _rank_of(path: Path) -> int | None:
     return None
 
 
-def discover(paths: list[str]) -> tuple[list[DumpFile], list[Diagnostic]]:
+def discover(paths: list[str], follow_links: bool = False) -> tuple[list[DumpFile], list[Diagnostic]]:
     """Files to read, and diagnostics for what was skipped. Raises InputError for a path that
     does not exist or cannot be listed."""
-    found = discover_inputs(paths)
+    found = discover_inputs(paths, follow_links=follow_links)
+    for raw, why in found.unusable.items():
+        raise InputError(f"{raw}: {why}")
     return found.files, found.diagnostics
 
 
-def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discovery:
+def discover_inputs(paths: list[str], stdin_name: str | None = None, follow_links: bool = False) -> Discovery:
     """What ``discover`` finds, and for each folder without a dump, why. ``-`` is standard input
-    (read with ``read_stdin`` first), reported as ``stdin_name``."""
+    (read with ``read_stdin`` first), reported as ``stdin_name``. A path that cannot be used (missing,
+    not listable) and a folder without a dump are diagnostics (and ``unusable``, ``empty``): the
+    other paths are still read. A folder named twice, or with a folder inside it, is read once.
+    ``follow_links``: follow every link to a folder, not only those within the named folder or
+    leading to dumps."""
     out = Discovery()
     files: dict[str, DumpFile] = {}
+    seen_dirs: set[tuple[int, int]] = set()   # every real folder is walked once, whatever names it
     for raw in paths:
         if raw == STDIN:
             if STDIN not in _buffers:   # an API call: the CLI reads it before the config
@@ -393,21 +404,38 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None) -> Discover
         p = Path(raw)
         try:
             st = p.stat()
+            if not stat_module.S_ISDIR(st.st_mode):
+                _add_named_file(out, files, raw, p, st)
+                continue
+            if not os.access(p, os.R_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
+            before_diags = len(out.diagnostics)
+            met = _walk(out, files, raw, p, seen_dirs, follow_links)
         except FileNotFoundError:
-            raise InputError(f"{raw}: no such file or folder") from None
-        except OSError as exc:   # e.g. inside a folder that cannot be listed
-            raise InputError(f"{raw}: {(exc.strerror or str(exc)).lower()}") from None
-        if not stat_module.S_ISDIR(st.st_mode):
-            _add_named_file(out, files, raw, p, st)
+            _unusable(out, raw, "no such file or folder")
             continue
-        if not os.access(p, os.R_OK | os.X_OK):
-            raise InputError(f"{raw}: permission denied")
-        before_files, before_diags = len(files), len(out.diagnostics)
-        _walk(out, files, raw, p)
-        if len(files) == before_files:
-            out.empty[raw] = _why_empty(out.diagnostics[before_diags:])
+        except OSError as exc:   # e.g. inside a folder that cannot be listed
+            _unusable(out, raw, (exc.strerror or str(exc)).lower())
+            continue
+        except InputError as exc:
+            _unusable(out, raw, str(exc).removeprefix(f"{raw}: "))
+            continue
+        real = os.path.realpath(p).rstrip(os.sep) + os.sep
+        # named again, or inside a folder named before: its dumps were found then
+        if not met and not any(key.startswith(real) for key in files):
+            why = _why_empty(out.diagnostics[before_diags:])
+            out.empty[raw] = why
+            out.diagnostics.append(Diagnostic(_display(p), 0, D.NOT_IR,
+                                              f"no graph IR dumps (*.ir written by save_graphs) found in this "
+                                              f"folder: {why}"))
     out.files = list(files.values())
     return out
+
+
+def _unusable(out: Discovery, raw: str, why: str) -> None:
+    """A path named that cannot be used at all: an input problem of the run, as ruff's E902."""
+    out.unusable[raw] = why
+    out.diagnostics.append(Diagnostic(printable(raw), 0, D.UNREADABLE, why))
 
 
 def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
@@ -447,12 +475,16 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
                               st.st_size, compression)
 
 
-def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None:
+def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_dirs: set[tuple[int, int]],
+          follow_links: bool = False) -> int:
+    """Add the dumps under folder ``p``; how many were met (also those already found)."""
     walk_errors: list[OSError] = []
-    seen_dirs: set[tuple[int, int]] = set()
+    met = 0
     top = os.path.realpath(p)
-    # links are followed (a folder of symlinked dumps, a symlinked rank_0/ inside it); a loop is
-    # cut here, and a link to a folder outside the named one (to "/", "up -> ..") is not entered
+    links: dict[str, str] = {}   # a link to a folder elsewhere, to be entered -> its target
+    # links are followed (a folder of symlinked dumps, a symlinked rank_0/ inside it, rank folders
+    # linked from the nodes of a cluster); a loop is cut here, and a link to a folder outside the
+    # named one that holds no dump (to "/", "up -> ..") is not entered
     for root, dirs, names in os.walk(p, onerror=walk_errors.append, followlinks=True):
         try:
             st = os.stat(root)
@@ -462,7 +494,10 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             seen_dirs.add((st.st_dev, st.st_ino))
         except OSError:
             pass
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and _inside(out, top, Path(root) / d))
+        if root in links:
+            out.links.append((_display(Path(root)), printable(links[root])))
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS
+                         and _enter(out, top, Path(root) / d, follow_links, links))
         folder = Path(root)
         real_root = None   # resolved once per folder: a file that is no link resolves into it
         # what every file of the folder shares is worked out once (21k files in a 256-rank folder)
@@ -482,7 +517,10 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
                 if link:
                     st = os.stat(fp)
             except FileNotFoundError:
-                continue   # a dangling link, or a file removed while we walk
+                if os.path.islink(fp):   # a rank linked from a node that is not mounted, say
+                    out.diagnostics.append(Diagnostic(_display(fp), 0, D.UNREADABLE,
+                                                      f"{DANGLING} {printable(os.readlink(fp))}, which does not exist"))
+                continue   # else a file removed while we walk
             except OSError as exc:   # e.g. in a folder that can be listed but not entered
                 out.diagnostics.append(Diagnostic(_display(fp), 0, D.UNREADABLE,
                                                   f"cannot read: {(exc.strerror or str(exc)).lower()}"))
@@ -503,6 +541,7 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
                 if kind in ("unreadable", "damaged", "unsupported") or Path(inner).suffix.lower() == ".ir":
                     out.diagnostics.append(_not_a_dump(_display(fp), kind, compression))
                 continue
+            met += 1
             if link:
                 key = str(fp.resolve())
             else:
@@ -517,19 +556,62 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path) -> None
             raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")
         out.diagnostics.append(Diagnostic(_display(Path(err.filename or raw)), 0, D.UNREADABLE,
                                           f"cannot list folder: {(err.strerror or str(err)).lower()}"))
+    return met
 
 
-def _inside(out: Discovery, top: str, folder: Path) -> bool:
-    """Whether a sub-folder may be walked: it is no link, or its link leads to a folder within the
-    named folder ``top`` (real path); else a diagnostic names the link."""
+LINK_NOT_FOLLOWED = "not read: a link to"
+DANGLING = "cannot read: a link to"
+
+
+def _enter(out: Discovery, top: str, folder: Path, follow_links: bool, links: dict[str, str]) -> bool:
+    """Whether a sub-folder may be walked: it is no link, its link leads to a folder within the
+    named folder ``top`` (real path), or to a folder that holds dumps (rank folders linked from
+    the nodes of a cluster; ``links`` receives it), or every link is followed; else a diagnostic
+    names the link and how to read it."""
     if not os.path.islink(folder):
         return True
     target = os.path.realpath(folder)
     if target == top or target.startswith(top.rstrip(os.sep) + os.sep):
         return True
-    out.diagnostics.append(Diagnostic(_display(folder), 0, D.UNREADABLE,
-                                      f"not read: a link to {printable(target)}, outside the named folder; "
-                                      f"name that folder to lint it"))
+    if follow_links or _holds_dumps(target):
+        links[str(folder)] = target
+        return True
+    out.diagnostics.append(Diagnostic(
+        _display(folder), 0, D.UNREADABLE,
+        f"{LINK_NOT_FOLLOWED} {printable(target)}, a folder outside the named one that holds no graph IR "
+        f"dump (no file in it starts like one, no rank_N/ folder); to read what the links lead to, name "
+        f"them (`irlint {_display(folder.parent)}/*`) or follow every link with -L/--follow-links"))
+    return False
+
+
+# a link's target is judged by this many of its files at most (a link to $HOME, to "/")
+_LINK_PROBE_FILES = 64
+
+
+def _holds_dumps(folder: str) -> bool:
+    """Whether a folder holds graph IR dumps: a file in it that starts like one (plain or
+    compressed), or a rank_N/ folder."""
+    probed = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir() and _RANK.match(entry.name):
+                    return True
+                if probed >= _LINK_PROBE_FILES or not entry.is_file():
+                    continue
+                inner = re.sub(r"\.(gz|bz2|xz|zst)\Z", "", entry.name, flags=re.IGNORECASE)
+                if Path(inner).suffix.lower() in NOT_IR_SUFFIXES:
+                    continue
+                probed += 1
+                try:
+                    head = _read_head(entry.path)
+                except OSError:
+                    continue
+                compression = compression_of(head[:8])
+                if (is_dump_start(head) if compression is None else sniff(entry.path, compression) == "dump"):
+                    return True
+    except OSError:
+        return False
     return False
 
 
@@ -552,6 +634,11 @@ def _why_empty(diags: list[Diagnostic]) -> str:
     for d in diags:
         if d.message.startswith("cannot list folder"):
             what = ("sub-folder that cannot be listed", "sub-folders that cannot be listed")
+        elif d.message.startswith(DANGLING):
+            what = ("link that leads nowhere", "links that lead nowhere")
+        elif d.message.startswith(LINK_NOT_FOLLOWED):
+            what = ("link to a folder that holds no graph IR dump (not followed)",
+                    "links to folders that hold no graph IR dump (not followed)")
         elif d.code == D.UNREADABLE and "damaged" in d.message:
             what = ("damaged compressed file", "damaged compressed files")
         elif d.code == D.UNREADABLE and "compressed" in d.message:

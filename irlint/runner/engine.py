@@ -787,6 +787,8 @@ def lint(paths, config: Config | None = None, *, stdin_name: str | None = None) 
         raise InputError("no path given")
     validate(config, load_rules(plugins=config.plugins))
     found_inputs = discover_inputs(paths, stdin_name)
+    for raw, why in found_inputs.unusable.items():
+        raise InputError(f"{raw}: {why}")
     return lint_files(found_inputs.files, found_inputs.diagnostics, config)
 
 
@@ -830,25 +832,26 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
     report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
-    report.findings = _group(found, {r.name: r.stages for r in rules})
-    for finding in _group(silenced, {r.name: r.stages for r in rules}):
+    report.findings = _group(found, {r.name: r.stages for r in rules}, incomplete)
+    for finding in _group(silenced, {r.name: r.stages for r in rules}, incomplete):
         entry = config.suppression_for(finding.code, finding.rule, finding.scope)
         reason = (entry.reason or f"[[suppress]] scope {entry.scope!r}") if entry else ""
         report.suppressed.append((finding, reason))
     return report
 
 
-def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, ...]] | None = None
-           ) -> list[Finding]:
+def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, ...]] | None = None,
+           incomplete: set[str] = frozenset()) -> list[Finding]:
     """One finding per problem per folder, then ranks merged. When several stage files show the
-    same problem (``--all-stages``), the rule's preferred stage wins, then the latest file."""
+    same problem (``--all-stages``, or the stage read in place of one cut short), a file read whole
+    wins (a cut file's chain may be cut too), then the rule's preferred stage, then the latest file."""
     stages = stages or {}
 
-    def rank(f: DumpFile, rule: str) -> tuple[int, int]:
+    def rank(f: DumpFile, rule: str) -> tuple[bool, int, int]:
         preferred = stages.get(rule, ())
         names = (f.stage.name, f.stage.label)
         index = next((i for i, name in enumerate(preferred) if name in names), len(preferred))
-        return (-index, f.stage.seq or -1)
+        return (f.path not in incomplete, -index, f.stage.seq or -1)
 
     per_folder: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     singles: list[tuple[DumpFile, Finding]] = []

@@ -1,0 +1,87 @@
+"""The files a command writes (a report, a baseline): one guard for every command that writes, run
+before any dump is read. A file is never written onto a dump the run reads (named, through a link,
+a hard link, or another stage file of a folder read), onto a file the run reads (``--baseline``),
+or by two options at once."""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Iterable
+
+from ..runner.discover import STDIN, DumpFile, InputError
+
+# a file an option reads -> the option that may replace it (a baseline updated in place)
+UPDATED_BY = {"baseline": "write_baseline"}
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _identity(path: str) -> tuple | None:
+    """What makes two names one file: its device and inode when it exists (through links), else
+    its real path (a file still to be written). None for a stream (device, FIFO, /dev/stdout):
+    written to by appending, it replaces nothing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ("path", os.path.realpath(path))
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return ("inode", st.st_dev, st.st_ino)
+
+
+def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = (), named: Iterable[str] = (),
+                  reads: dict[str, str | None] | None = None) -> None:
+    """Raise InputError when a file to write (option name -> path) is one of the dump ``files``
+    read, a file ``named`` on the command line, a file another option reads (``reads``: option
+    name -> path), or the file another option writes. Call it with the targets alone before
+    discovery (nothing is created for a run that is refused), then with what discovery found."""
+    written: dict[tuple, str] = {}
+    for option, target in targets.items():
+        if not target:
+            continue
+        where = _identity(target)
+        if where is None:
+            continue
+        if where in written:
+            raise InputError(f"{target}: named by both {_option(written[where])} and {_option(option)}: "
+                             f"one would overwrite the other; name two files")
+        written[where] = option
+    if not written:
+        return
+    for option, path in (reads or {}).items():
+        writer = written.get(_identity(path)) if path else None
+        if writer is not None and writer != UPDATED_BY.get(option):
+            raise InputError(f"{path}: is the {_option(option)} file; {_option(writer)} would overwrite it")
+    inputs: dict[tuple, str] = {}
+    for f in files:
+        if f.path != STDIN:
+            inputs.setdefault(_identity(f.path), f.display)
+    for p in named:
+        if p != STDIN and os.path.isfile(p):
+            inputs.setdefault(_identity(p), p)
+    inputs.pop(None, None)
+    for where, option in written.items():
+        if where in inputs:
+            target = targets[option]
+            raise InputError(f"{target}: is an input of this run ({inputs[where]}); {_option(option)} "
+                             f"would overwrite it")
+
+
+def prepare_output(target: str) -> None:
+    """Create the folder of an output file (as ruff does) and fail now if it cannot be."""
+    if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
+        if not os.access(target, os.W_OK):   # a device or FIFO: written to as it is
+            raise InputError(f"{target}: cannot write: permission denied")
+        return
+    folder = Path(os.path.realpath(target)).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot create its folder: {exc.strerror or exc}") from None
+    if Path(target).is_dir():
+        raise InputError(f"{target}: is a folder")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"{target}: cannot write: permission denied")
