@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+from math import prod
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,6 +17,7 @@ import pytest
 
 from conftest import CORPUS, SHARED_CORPUS, TESTS
 from irlint.accounts.compute import account, op_flops
+from irlint.model import weights_upstream
 from irlint.read.reader import read_ir
 
 GENERATOR = TESTS / "fixtures" / "corpus-gen" / "llama_tiny.py"
@@ -123,3 +125,67 @@ def test_each_recompute_key_prices_the_bytes_the_memory_account_saves():
     silu = rows["feed_forward\\.activation\\.silu"]
     assert silu.layers == ["0", "1"] and silu.saved_bytes == 2 * c.b * c.s * c.f * 2
     assert silu.flops == 2 * c.b * c.s * c.f and silu.matrix_flops == 0
+
+
+# --- parallel dumps: per-rank FLOPs are the single-device FLOPs over each op's sharding -------------
+
+MF_DP2_MP4 = CORPUS / "par-mindformers-llama_dp2_mp4" / "rank_0" / "21_validate_0093.ir"
+FFN_DP2_MP4 = SHARED_CORPUS / "par-fixed-ffn_megatron_dp2_mp4" / "rank_0"
+
+
+def shards(strategy: tuple, transpose_b: bool) -> int:
+    """How many ranks share one MatMul's products under ``in_strategy``: every split of the left
+    input (batch, M and K: a K split leaves partial sums) times the right input's N split."""
+    left, right = strategy
+    return prod(left) * (right[-2] if transpose_b else right[-1])
+
+
+def global_flops(origin_inputs: tuple, origin_output: tuple, transpose_a: bool) -> int:
+    k = origin_inputs[0][-2] if transpose_a else origin_inputs[0][-1]
+    return 2 * prod(origin_output) * k
+
+
+def _transposes(ir, k) -> tuple[bool, bool]:
+    ins = ir.producers(k)
+    return ir[ins[2]]["value"], ir[ins[3]]["value"]
+
+
+def test_per_rank_flops_are_the_single_device_flops_over_the_strategy_of_each_op():
+    # MindFormers Llama, dp 2 x mp 4: each forward MatMul/BatchMatMul prints its strategy and the
+    # single-device shapes (origin_input_shapes / origin_output_shape) beside its local ones
+    ir = read_ir(str(MF_DP2_MP4))
+    acc = account(ir)
+    checked = 0
+    for o in acc.ops:
+        d = ir[o.node]
+        strategy = (d.get("primitive_attrs") or {}).get("in_strategy")
+        origin = (d.get("primal_attrs") or {}).get("origin_input_shapes")
+        if o.kind != "matmul" or o.direction != "forward" or not strategy or not origin:
+            continue
+        ta, tb = _transposes(ir, o.node)
+        single = global_flops(origin, d["primal_attrs"]["origin_output_shape"], ta)
+        assert o.flops * shards(strategy, tb) == single, (ir.describe(o.node), strategy, o.flops, single)
+        checked += 1
+    # per layer: q, k, v, o, w1, w2, w3 and the two attention products (and the rotary bmm_swap pair)
+    assert checked >= 2 * 9
+
+
+@pytest.mark.skipif(not FFN_DP2_MP4.exists(), reason="../shared/corpus is not here")
+def test_the_sharded_ffn_against_its_own_graph_before_the_parallel_pass():
+    # step_parallel_begin holds the single-device graph with the strategies attached; validate the
+    # local one: every forward MatMul's FLOPs there are its FLOPs here times its sharding
+    before = read_ir(str(next(FFN_DP2_MP4.glob("step_parallel_begin_*.ir"))))
+    after = read_ir(str(next(FFN_DP2_MP4.glob("21_validate_*.ir"))))
+    def forward_matmuls(ir):   # by the weight each reads (the scopes before the pass name no Linear)
+        return {next(n for n in weights_upstream(ir, o.node) if n.endswith(".weight")): o
+                for o in account(ir, keys=False).ops if o.kind == "matmul" and o.direction == "forward"}
+
+    single, local = forward_matmuls(before), forward_matmuls(after)
+    assert sorted(single) == sorted(local) == ["net.w1.weight", "net.w2.weight", "net.w3.weight"]
+    for cell, o in local.items():
+        strategy = after[o.node]["primitive_attrs"]["in_strategy"]
+        _, tb = _transposes(after, o.node)
+        assert o.flops * shards(strategy, tb) == single[cell].flops, cell
+    # w1, w3: ((2, 1), (4, 1)) -> 8 shards; w2: ((2, 4), (1, 4)) -> 8 shards, 4 of them partial sums
+    assert {cell: single[cell].flops // local[cell].flops for cell in local} == {
+        "net.w1.weight": 8, "net.w2.weight": 8, "net.w3.weight": 8}
