@@ -189,3 +189,175 @@ def test_the_sharded_ffn_against_its_own_graph_before_the_parallel_pass():
     # w1, w3: ((2, 1), (4, 1)) -> 8 shards; w2: ((2, 4), (1, 4)) -> 8 shards, 4 of them partial sums
     assert {cell: single[cell].flops // local[cell].flops for cell in local} == {
         "net.w1.weight": 8, "net.w2.weight": 8, "net.w3.weight": 8}
+
+
+# --- irlint cost ------------------------------------------------------------------------------------
+
+SCHEMA = TESTS / "fixtures" / "schemas" / "irlint-cost-1.json"
+
+
+def run(*args):
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    return CliRunner().invoke(main, ["cost", *map(str, args)])
+
+
+@pytest.mark.parametrize("args", [(CORPUS / "llama-recompute-modes",),
+                                  (CORPUS / "par-mindformers-llama_dp2_mp4", "--mc2", "--layers", "8"),
+                                  (CORPUS / "par-mindformers-llama_pp2_mp4", "--mc2")])
+def test_cost_json_matches_its_schema(args):
+    import jsonschema
+
+    result = run(*args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    jsonschema.validate(json.loads(result.output), json.loads(SCHEMA.read_text(encoding="utf-8")))
+
+
+def test_cost_json_sums_and_the_text_table():
+    data = json.loads(run(CORPUS / "llama-recompute-modes", "--format", "json").output)
+    entry = data["files"][0]
+    assert entry["step_flops"] == entry["forward_flops"] + entry["backward_flops"] + entry["recompute_flops"]
+    assert entry["step_flops"] == sum(r["step_flops"] for r in entry["layers"])
+    assert entry["communication"] is None   # one device: no collective
+    text = run(CORPUS / "llama-recompute-modes").output
+    assert "1,671,168" in text and "3,342,336" in text and "1,310,720" in text
+    assert f"re-spends 1,310,720 ({100 * 1310720 / entry['step_flops']:.1f}% of the step)" in text
+    assert "cell (whole layer)" in text and "bytes saved" in text
+
+
+def test_cost_shows_the_step_communication_of_irlint_comm_beside_the_flops():
+    from irlint.cli import main
+    from click.testing import CliRunner
+
+    cost = json.loads(run(CORPUS / "par-mindformers-llama_dp2_mp4", "--format", "json").output)["files"][0]
+    comm = json.loads(CliRunner().invoke(main, ["comm", "--format", "json",
+                                                str(CORPUS / "par-mindformers-llama_dp2_mp4")]).output)["files"][0]
+    assert cost["communication"]["received_bytes"] == comm["received_bytes"] > 0
+    assert cost["communication"]["forward_bytes"] == comm["forward_bytes"]
+    assert cost["communication"]["backward_bytes"] == comm["backward_bytes"]
+    assert f"communication {comm['received_bytes']:,} bytes received" in run(CORPUS / "par-mindformers-llama_dp2_mp4").output
+
+
+def test_cost_html_page(tmp_path):
+    out = tmp_path / "cost.html"
+    result = run(CORPUS / "llama-recompute-modes", "--format", "html", "-o", out, "--layers", "8")
+    assert result.exit_code == 0 and result.output == ""
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "<svg" in page and "What each recompute buys" in page
+    assert "Projected to 8 decoder layers" in page and "http" not in page.split("<body", 1)[1].replace(
+        "http://www.w3.org/2000/svg", "")
+
+
+def test_cost_errors_are_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "device.toml"
+    bad.write_text("[peak_flops]\nFloat16 = 'fast'\n[bandwidth]\ndefault = 1e9\n")
+    for args in ((CORPUS / "llama-2d", "--mc2", "--device", bad), (CORPUS / "llama-2d", "--device", tmp_path / "none.toml"),
+                 (tmp_path,)):
+        result = run(*args)
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert result.output.startswith("irlint: ")
+
+
+def test_a_lint_does_not_load_the_cost_command():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom irlint.cli import main\n"
+            f"CliRunner().invoke(main, ['-q', '--no-cache', {str(CORPUS / 'llama-2d')!r}])\n"
+            "print([m for m in sys.modules if m.startswith(('irlint.cli.cost', 'irlint.accounts.compute', "
+            "'irlint.accounts.mc2', 'irlint.accounts.projection', 'irlint.reporters.cost_html'))])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "[]", proc.stderr
+
+
+# --- MC2 ------------------------------------------------------------------------------------------
+
+def test_short_block_on_the_mc2_case_study_shape():
+    # CANN's MC2 case (Matmul + AllReduce, M 4096, N 8192, K 4096, half): a = 4 GiB / (K·N) = 128,
+    # b = ceil(6 MiB / (K·N/1024 + N)) = ceil(6291456 / 40960) = 154, c = 384 -> m0 = 128
+    from irlint.accounts.mc2 import short_block
+
+    assert -(-4 * 2**30 // (4096 * 8192)) == 128 and -(-6 * 2**20 // (4096 * 8192 // 1024 + 8192)) == 154
+    assert short_block(4096, 4096, 8192) == 128
+    # a square 8192 case: a = 64, b = ceil(6291456 / 73728) = 86 -> 64; a small K·N: c = 384 wins;
+    # a short M caps it
+    assert short_block(8192, 8192, 8192) == 64
+    assert short_block(8192, 1024, 1024) == 384
+    assert short_block(100, 1024, 1024) == 100
+
+
+def test_long_blocks_with_a_fitted_cost_model():
+    from irlint.accounts.mc2 import long_blocks
+
+    # CostMM(m) = 1e-14·2·m·K·N + 5e-6 s, CostComm(m) = 1e-11·bytes + 20e-6 s; K = N = 1024, fp16 rows
+    # of 2 KiB: 1.15·CostMM(m) = CostComm(m) at m = 14.25e-6 / 3.6e-9 = 3,958 rows -> 3,968 aligned,
+    # 3 long blocks for the 8,064 rows after m0 = 128
+    model = {"mm_per_flop": 1e-14, "mm_fixed": 5e-6, "comm_per_byte": 1e-11, "comm_fixed": 20e-6}
+    k = n = 1024
+    row_bytes = 2 * n
+    slope = 1.15 * 1e-14 * 2 * k * n - 1e-11 * row_bytes
+    rows = (20e-6 - 1.15 * 5e-6) / slope
+    size, count = long_blocks(8192, k, n, row_bytes, 128, model)
+    assert size % 128 == 0 and size - 128 < rows <= size
+    assert count == -(-(8192 - 128) // size)
+    assert (size, count) == (3968, 3)
+    # a communication that no block size hides (the MatMul grows slower than the link): one long block
+    assert long_blocks(8192, k, n, row_bytes, 128, {**model, "mm_per_flop": 1e-16}) == (8064, 1)
+
+
+FFN_VALIDATE = SHARED_CORPUS / "par-fixed-ffn_megatron_dp2_mp4" / "rank_0" / "21_validate_0082.ir"
+
+
+@pytest.mark.skipif(not FFN_VALIDATE.exists(), reason="../shared/corpus is not here")
+def test_mc2_pairs_of_the_megatron_ffn_counted_by_hand():
+    # rank 0's validate, read by hand: w2's MatMul %8 (line 166) -> AllReduce %9 over the 4 mp ranks
+    # (the row-parallel sum); the weight gradients %19, %25, %30 -> the data-parallel AllReduces %20,
+    # %26, %31 (ranks 0 and 4). %16 reads an AllReduce (not an AllGather): no pair. No AllGather.
+    from irlint.accounts.mc2 import candidates, fusion_state
+
+    ir = read_ir(str(FFN_VALIDATE))
+    found = [(ir[c.matmul]["id"], ir[c.collective]["id"], c.pattern, c.direction, c.group_size)
+             for c in candidates(ir)]
+    assert found == [("%8", "%9", "MatmulAllReduce", "forward", 4), ("%19", "%20", "MatmulAllReduce", "backward", 2),
+                     ("%25", "%26", "MatmulAllReduce", "backward", 2), ("%30", "%31", "MatmulAllReduce", "backward", 2)]
+    first = candidates(ir)[0]
+    # x (64, 32) -> (32, 32) per rank after dp 2; w2 (32, 64) split (1, 4) -> K 16; output (32, 32) fp32
+    assert (first.m, first.k, first.n, first.dtype) == (32, 16, 32, "Float32")
+    assert first.bytes == 2 * 3 * 32 * 32 * 4 // 4 and first.flops == 2 * 32 * 16 * 32
+    assert "Float32 (float16 or bfloat16 only)" in first.not_fusible
+    assert fusion_state(ir) == "unknown"
+
+
+def test_mc2_pairs_of_the_mindformers_llama_counted_by_hand():
+    # forward: the row-parallel wo and w2 of each of the 2 layers -> the mp AllReduce; backward: the
+    # weight gradient of each of the 7 Linears of each layer and of lm_head -> its data-parallel
+    # AllReduce (lm_head's over all 8 ranks)
+    from irlint.accounts.mc2 import candidates
+
+    ir = read_ir(str(MF_DP2_MP4))
+    found = candidates(ir)
+    weight = lambda c: (ir[c.matmul].get("primitive_attrs") or {}).get("mirror_user_id") or \
+        (ir[ir.forward_of(c.matmul)].get("primitive_attrs") or {}).get("mirror_user_id")   # noqa: E731
+    forward = sorted(weight(c) for c in found if c.direction == "forward")
+    backward = sorted(weight(c) for c in found if c.direction == "backward")
+    assert forward == sorted(f"model.layers.{i}.{w}.weight" for i in (0, 1) for w in ("attention.wo", "feed_forward.w2"))
+    assert backward == sorted(["lm_head.weight"] + [f"model.layers.{i}.{w}.weight" for i in (0, 1) for w in (
+        "attention.wq", "attention.wk", "attention.wv", "attention.wo", "feed_forward.w1", "feed_forward.w2",
+        "feed_forward.w3")])
+    assert all(c.pattern == "MatmulAllReduce" for c in found)
+    assert [c.group_size for c in found if weight(c) == "lm_head.weight"] == [8]
+
+
+def test_the_device_profile_decides_the_bound(tmp_path):
+    from irlint.accounts.mc2 import candidates, load_profile
+
+    ir = read_ir(str(MF_DP2_MP4))
+    slow_link = load_profile("[peak_flops]\nFloat32 = 1e15\n[bandwidth]\ndefault = 1e3\n")
+    fast_link = load_profile("[peak_flops]\nFloat32 = 1e3\n[bandwidth]\ndefault = 1e15\n")
+    assert {c.bound for c in candidates(ir, slow_link)} == {"communication"}
+    assert {c.bound for c in candidates(ir, fast_link)} == {"compute"}
+    c = candidates(ir, slow_link)[0]
+    assert c.matmul_seconds == c.flops / 1e15 and c.comm_seconds == c.bytes / 1e3
+    assert abs(c.balance_k - c.k * c.comm_seconds / c.matmul_seconds) < 1e-9
