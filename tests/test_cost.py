@@ -361,3 +361,82 @@ def test_the_device_profile_decides_the_bound(tmp_path):
     c = candidates(ir, slow_link)[0]
     assert c.matmul_seconds == c.flops / 1e15 and c.comm_seconds == c.bytes / 1e3
     assert abs(c.balance_k - c.k * c.comm_seconds / c.matmul_seconds) < 1e-9
+
+
+# --- full-depth projection --------------------------------------------------------------------------
+
+GEN = TESTS.parent / "bench" / "gen_dump.py"
+
+
+@pytest.fixture(scope="module")
+def depths(tmp_path_factory):
+    """The tiny Llama folder made 2 and 80 layers deep by bench/gen_dump.py (validate only)."""
+    import subprocess
+    import sys
+
+    out = {}
+    for n in (2, 80):
+        folder = tmp_path_factory.mktemp(f"layers{n}") / "graph"
+        subprocess.run([sys.executable, str(GEN), "--input", str(CORPUS / "full-folder-1layer"), "--layers", str(n),
+                        "--files", "*validate*", "--out", str(folder), "--jobs", "1"], check=True, capture_output=True,
+                       timeout=300)
+        out[n] = folder
+    return out
+
+
+def _json(*args) -> dict:
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    result = CliRunner().invoke(main, [*map(str, args), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["files"][0]
+
+
+def test_cost_projected_from_2_layers_is_the_80_layer_dump_read_directly(depths):
+    projected = _json("cost", depths[2], "--layers", "80")["projected"]
+    direct = _json("cost", depths[80])
+    assert projected["projected"] is True and projected["layers"] == 80 and projected["dumped_layers"] == 2
+    layers = [r for r in direct["layers"] if r["layer"].isdigit()]
+    assert len(layers) == 80
+    for block in projected["blocks"]:
+        for r in layers[int(block["layers"].split("-")[0]):int(block["layers"].split("-")[-1]) + 1]:
+            assert all(r[f] == block[f] for f in ("forward_flops", "backward_flops", "recompute_flops",
+                                                   "forward_elementwise_flops", "recompute_elementwise_flops"))
+    for f in ("forward_flops", "backward_flops", "recompute_flops", "step_flops"):
+        assert projected["totals"][f] == direct[f], f
+    # element-wise backward ops outside the layers (gradient sums of the residual stream and of the
+    # weights, placed by their printed scope) grow with the depth: the one-time part is not one-time there
+    outside = next(r for r in direct["layers"] if r["layer"] == "outside")
+    assert projected["once"]["forward_elementwise_flops"] == outside["forward_elementwise_flops"]
+    assert projected["totals"]["backward_elementwise_flops"] - projected["once"]["backward_elementwise_flops"] == sum(
+        r["backward_elementwise_flops"] for r in layers)
+
+
+def test_memory_projected_from_2_layers_is_the_80_layer_dump_read_directly(depths):
+    projected = _json("memory", depths[2], "--layers", "80")["projected"]
+    direct = _json("memory", depths[80])
+    assert projected["totals"]["total_kept_bytes"] == direct["total_kept_bytes"]
+    assert projected["totals"]["recompute_saved_bytes"] == sum(r["recompute_saved_bytes"] for r in direct["layers"])
+    text = cli_output("memory", depths[2], "--layers", "80")
+    assert "Projected to 80 decoder layers from 2 dumped" in text and "(projected)" in text
+
+
+def cli_output(*args) -> str:
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    return CliRunner().invoke(main, [*map(str, args)]).output
+
+
+def test_projection_keeps_the_order_and_proportion_of_dumped_layers():
+    from irlint.accounts.projection import layer_blocks, project
+
+    assert layer_blocks(["0", "1", "2"], 8) == [(0, 2, "0"), (3, 5, "1"), (6, 7, "2")]
+    rows = [{"layer": "0", "x": 1}, {"layer": "1", "x": 10}, {"layer": "outside", "x": 100}]
+    p = project(rows, ("x",), 5)
+    assert [(b["layers"], b["count"]) for b in p["blocks"]] == [("0-2", 3), ("3-4", 2)]
+    assert p["totals"]["x"] == 3 * 1 + 2 * 10 + 100
+    assert project([{"layer": "outside", "x": 1}], ("x",), 5) is None

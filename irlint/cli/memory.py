@@ -80,6 +80,20 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
     }
 
 
+PROJECTED_FIELDS = ("kept_bytes", "tensors", "recompute_saved_bytes")
+
+
+def project_entry(entry: dict, layers: int) -> dict | None:
+    """``entry``'s per-layer figures projected to ``layers`` decoder layers (``irlint.accounts.projection``);
+    None when the file has no decoder layer."""
+    from ..accounts.projection import project
+
+    found = project(entry["layers"], PROJECTED_FIELDS, layers)
+    if found is not None:
+        found["totals"]["total_kept_bytes"] = found["totals"]["kept_bytes"]
+    return found
+
+
 def human(n: int) -> str:
     # exact bytes: the figures are compared with hand counts and formulas
     return f"{n:,}"
@@ -164,10 +178,29 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
                       f"backward at once (the order of the forward and backward calls); the layer figures are per "
                       f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
                       soft_wrap=True)
+        if e.get("projected"):
+            _render_projection(out, e["projected"], f" ({name})" if many else "")
         if e["weight_copy_bytes"]:
             out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
                       f"parameters, not the batch.", soft_wrap=True)
+
+
+def _render_projection(out, p: dict, suffix: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
+                  title_justify="left")
+    for col in ("layers", "from dumped layer", "kept bytes", "recompute saved"):
+        table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
+    for row in p["blocks"]:
+        table.add_row(row["layers"], row["from_layer"], human(row["kept_bytes"]) + " per layer",
+                      human(row["recompute_saved_bytes"]) + " per layer")
+    table.add_row("outside", "(once)", human(p["once"]["kept_bytes"]), human(p["once"]["recompute_saved_bytes"]))
+    table.add_row("total (projected)", "", human(p["totals"]["kept_bytes"]), human(p["totals"]["recompute_saved_bytes"]))
+    out.print(table)
+    out.print("Projected figures repeat the dumped decoder layers in order to the given depth; rows outside the "
+              "layers (embedding, head, loss) count once.", soft_wrap=True)
 
 
 @click.command("memory")
@@ -177,7 +210,9 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
               help="Write the report to this file instead of standard output (its folder is created).")
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest kept tensors to list per file.")
-def memory_cmd(paths, fmt, output, top):
+@click.option("--layers", "layers", type=click.IntRange(min=1),
+              help="Project the per-layer figures to this many decoder layers (per pipeline stage file).")
+def memory_cmd(paths, fmt, output, top, layers):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -212,6 +247,8 @@ def memory_cmd(paths, fmt, output, top):
     entries, cases = [], []
     for f, ir in read_finals(chosen, problems):
         entries.append(file_entry(f, ir, account(ir), top))
+        if layers:
+            entries[-1]["projected"] = project_entry(entries[-1], layers)
         cases.append(case_of(f))
     if fmt == "json":
         text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1) + "\n"
