@@ -440,3 +440,11 @@ def test_projection_keeps_the_order_and_proportion_of_dumped_layers():
     assert [(b["layers"], b["count"]) for b in p["blocks"]] == [("0-2", 3), ("3-4", 2)]
     assert p["totals"]["x"] == 3 * 1 + 2 * 10 + 100
     assert project([{"layer": "outside", "x": 1}], ("x",), 5) is None
+
+
+def test_the_readme_example_is_the_output(monkeypatch):
+    readme = (TESTS.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ irlint cost llama-recompute-modes\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(CORPUS)
+    out = run("llama-recompute-modes").output
+    assert out.startswith(block)
