@@ -448,3 +448,22 @@ def test_the_readme_example_is_the_output(monkeypatch):
     monkeypatch.chdir(CORPUS)
     out = run("llama-recompute-modes").output
     assert out.startswith(block)
+
+
+def test_diff_shows_the_flops_and_what_recompute_re_spends_before_and_after():
+    # s2 -> s3: the FeedForward (x (2, 8, 32), hidden 64) gets its SiLU and Mul recomputed: the
+    # products are unchanged, the copies re-spend one operation per element of each (16, 64) tensor
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    args = ["diff", str(CORPUS / "s2_ffn_3d_reshape_blocks"), str(CORPUS / "s3_ffn_3d_reshape_fixed")]
+    out = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).output)
+    compute = out["ranks"][0]["compute"]
+    one = 2 * 16 * 32 * 64            # one (16, 32) x (32, 64) product
+    # forward w1, w3, w2; backward dX and dW of each, but no dX of w1 and w3 (x is a graph input)
+    assert compute["before_step_flops"] == compute["after_step_flops"] == 3 * one + 6 * one - 2 * one
+    assert compute["before_recompute_elementwise_flops"] == 0
+    assert compute["after_recompute_elementwise_flops"] == 2 * 16 * 64
+    text = CliRunner().invoke(main, args).output
+    assert "matrix FLOPs per step: 458,752 -> 458,752 (0)" in text and "element-wise 0 -> 2,048" in text

@@ -387,3 +387,16 @@ def recompute_costs(ir: IRFile, acc: CostAccount) -> list[RecomputeCost]:
     for row in rows.values():
         row.layers.sort(key=lambda name: (name == OUTSIDE, int(name) if name.isdigit() else 0))
     return sorted(rows.values(), key=lambda r: (-r.saved_bytes, r.flops, r.key))
+
+
+def change(before: IRFile, after: IRFile) -> dict:
+    """Matrix FLOPs of the step and what recompute re-spends (matrix and element-wise), before -> after
+    (``irlint diff``)."""
+    accounts = {"before": account(before, keys=False), "after": account(after, keys=False)}
+    out: dict = {}
+    for side, acc in accounts.items():
+        out[f"{side}_step_flops"] = acc.step_flops
+        out[f"{side}_recompute_flops"] = acc.total("recompute")
+        out[f"{side}_recompute_share"] = acc.recompute_share
+        out[f"{side}_recompute_elementwise_flops"] = acc.total("recompute", matrix=False)
+    return out
