@@ -467,3 +467,60 @@ def test_diff_shows_the_flops_and_what_recompute_re_spends_before_and_after():
     assert compute["after_recompute_elementwise_flops"] == 2 * 16 * 64
     text = CliRunner().invoke(main, args).output
     assert "matrix FLOPs per step: 458,752 -> 458,752 (0)" in text and "element-wise 0 -> 2,048" in text
+
+
+# --- the formulas of the ops the tiny dumps lack: flash attention, convolutions, transposes ---------
+
+OPS_IR = """# IR entry: @1_main_1
+# Params:
+%para1_q: <Tensor[Float16], (2, 16, 64)> : [2, 16, 64]
+%para2_k: <Tensor[Float16], (2, 32, 64)> : [2, 32, 64]
+%para3_x: <Tensor[Float32], (8, 3, 10, 10)> : [8, 3, 10, 10]
+%para4_w: <Ref[Tensor[Float32]], (5, 3, 3, 3), ref_key=w, is_parameter>  :  has_default
+%para5_a: <Tensor[Float16], (12, 7)> : [12, 7]
+
+subgraph @1_main_1() {
+  %0(CNode_1) = FlashAttentionScore(%para1_q, %para2_k, %para2_k) primitive_attrs: {head_num: I64(4), input_layout: "BSH"}
+      : (<Tensor[Float16], (2, 16, 64)>, <Tensor[Float16], (2, 32, 64)>, <Tensor[Float16], (2, 32, 64)>) -> (<Tensor[Float16], (2, 16, 64)>)
+      # Fullname with scope: (Default/FlashAttentionScore-op0)
+  %1(CNode_2) = FlashAttentionScoreGrad(%para1_q, %para2_k, %para2_k, %0) primitive_attrs: {head_num: I64(4), input_layout: "BSH"}
+      : (<Tensor[Float16], (2, 16, 64)>, <Tensor[Float16], (2, 32, 64)>, <Tensor[Float16], (2, 32, 64)>, <Tensor[Float16], (2, 16, 64)>) -> (<Tensor[Float16], (2, 16, 64)>)
+      # Fullname with scope: (Default/FlashAttentionScoreGrad-op0)
+  %2(CNode_3) = Conv2D(%para3_x, %para4_w)
+      : (<Tensor[Float32], (8, 3, 10, 10)>, <Tensor[Float32], (5, 3, 3, 3)>) -> (<Tensor[Float32], (8, 5, 8, 8)>)
+      # Fullname with scope: (Default/Conv2D-op0)
+  %3(CNode_4) = Conv2DBackpropFilter(%2, %para3_x, (5, 3, 3, 3))
+      : (<Tensor[Float32], (8, 5, 8, 8)>, <Tensor[Float32], (8, 3, 10, 10)>, <Tuple[Int64*4], TupleShape(NoShape, NoShape, NoShape, NoShape)>) -> (<Tensor[Float32], (5, 3, 3, 3)>)
+      # Fullname with scope: (Default/Conv2DBackpropFilter-op0)
+  %4(CNode_5) = PrimFunc_MatMul(%para5_a, %para5_a, Bool(1), Bool(0))
+      : (<Tensor[Float16], (12, 7)>, <Tensor[Float16], (12, 7)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float16], (7, 7)>)
+      # Fullname with scope: (Default/MatMul-op0)
+  %5(CNode_6) = PrimFunc_Add(%4, %4)
+      : (<Tensor[Float16], (7, 7)>, <Tensor[Float16], (7, 7)>) -> (<Tensor[Float16], (7, 7)>)
+      # Fullname with scope: (Default/Add-op0)
+  %6(CNode_7) = PrimFunc_Reshape(%5, (49))
+      : (<Tensor[Float16], (7, 7)>, <Tuple[Int64], TupleShape(NoShape)>) -> (<Tensor[Float16], (49)>)
+      # Fullname with scope: (Default/Reshape-op0)
+  %7(CNode_8) = MakeTuple(%0, %1, %3, %6)
+      : (<Tensor[Float16], (2, 16, 64)>, <Tensor[Float16], (2, 16, 64)>, <Tensor[Float32], (5, 3, 3, 3)>, <Tensor[Float16], (49)>) -> (<Tuple[Tensor[Float16]*4], TupleShape((2, 16, 64), (2, 16, 64), (5, 3, 3, 3), (49))>)
+      # Fullname with scope: (Default/MakeTuple-op0)
+  Return(%7)
+      : (<Tuple[Tensor[Float16]*4], TupleShape((2, 16, 64), (2, 16, 64), (5, 3, 3, 3), (49))>)
+      # Fullname with scope: (Default/Return-op0)
+}
+"""
+
+
+def test_flops_of_attention_convolution_transposed_matmul_and_element_wise_ops(ir_from_text):
+    ir = ir_from_text(OPS_IR)
+    flops = {ir[k]["op"]: op_flops(ir, k) for k in ir.cnodes()}
+    b, sq, skv, h = 2, 16, 32, 64
+    assert flops["FlashAttentionScore"] == 4 * b * sq * skv * h            # QKᵀ and PV
+    assert flops["FlashAttentionScoreGrad"] == 2 * 4 * b * sq * skv * h
+    assert flops["Conv2D"] == 2 * (8 * 5 * 8 * 8) * (3 * 3 * 3)            # every output: 27 multiply-adds
+    assert flops["Conv2DBackpropFilter"] == flops["Conv2D"]
+    assert flops["MatMul"] == 2 * 7 * 12 * 7                                # transpose_a: (12, 7)ᵀ x (12, 7)
+    assert flops["Add"] == 7 * 7 and flops["Reshape"] == 0 and flops["MakeTuple"] == 0
+    kinds = {ir[o.node]["op"]: o.kind for o in account(ir).ops}
+    assert kinds == {"FlashAttentionScore": "attention", "FlashAttentionScoreGrad": "attention", "Conv2D": "conv",
+                     "Conv2DBackpropFilter": "conv", "MatMul": "matmul", "Add": "elementwise"}
