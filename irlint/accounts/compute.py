@@ -107,7 +107,7 @@ class RecomputeCost:
 
     key: str
     layers: list[str]
-    copies: int
+    copies: int               # recomputed ops (views and casts included)
     flops: int                # matrix and element-wise FLOPs of the copies
     matrix_flops: int
     saved_bytes: int          # tensors backward reads as these copies instead of keeping them
@@ -313,11 +313,11 @@ def account(ir: IRFile, keys: bool = True) -> CostAccount:
     if stages:
         acc.micro_batches = max(s.micro_batches for s in stages)
     if keys:
-        acc.recompute = recompute_costs(ir, acc)
+        acc.recompute = recompute_costs(ir, acc, originals)
     return acc
 
 
-def recompute_costs(ir: IRFile, acc: CostAccount) -> list[RecomputeCost]:
+def recompute_costs(ir: IRFile, acc: CostAccount, originals: dict[int, int] | None = None) -> list[RecomputeCost]:
     """Per recompute key: the copies' FLOPs and the bytes of the tensors backward reads as those
     copies instead of keeping them (the memory account's ``saved``). A primitive tagged for
     recompute is grouped by its select_recompute key; the ops of a ``Cell.recompute()`` by the cell
@@ -347,14 +347,18 @@ def recompute_costs(ir: IRFile, acc: CostAccount) -> list[RecomputeCost]:
         sub = (d.get("cnode_attrs") or {}).get("recompute_sub_graph")
         return ("cell", places.layer(node)[0], sub)
 
-    # (node, layer, flops, matrix flops, is a computing copy) per recomputed forward op
+    # (forward node, layer, flops, matrix flops, is a copy) per recomputed copy, computing or not
     members: list[tuple[int, str, int, int, bool]] = []
+    priced = {o.node: o for o in copies}
     seen: set[int] = set()
-    for o in copies:
-        source = o.original if o.original is not None else o.node
-        members.append((source, o.layer, o.flops or 0, (o.flops or 0) if o.matrix else 0, True))
+    for copy, source in (originals if originals is not None else _original_of_copies(ir)).items():
+        o = priced.pop(copy, None)
+        flops = (o.flops or 0) if o is not None else 0
+        members.append((source, layer_of_node(ir, source), flops, flops if o is not None and o.matrix else 0, True))
         seen.add(source)
-    for node, nbytes in saved_by_node.items():   # a copy that does no arithmetic (a view, a cast)
+    for o in priced.values():   # a computing copy whose forward op is not found
+        members.append((o.node, o.layer, o.flops or 0, (o.flops or 0) if o.matrix else 0, True))
+    for node, nbytes in saved_by_node.items():
         if node not in seen and nbytes:
             members.append((node, layer_of_node(ir, node), 0, 0, False))
     groups: dict = {}
