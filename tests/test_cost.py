@@ -524,3 +524,13 @@ def test_flops_of_attention_convolution_transposed_matmul_and_element_wise_ops(i
     kinds = {ir[o.node]["op"]: o.kind for o in account(ir).ops}
     assert kinds == {"FlashAttentionScore": "attention", "FlashAttentionScoreGrad": "attention", "Conv2D": "conv",
                      "Conv2DBackpropFilter": "conv", "MatMul": "matmul", "Add": "elementwise"}
+
+
+def test_what_a_dump_can_tell_of_mc2_fusion(ir_from_text):
+    from irlint.accounts.mc2 import fusion_state
+
+    folder = CORPUS / "llama-recompute-modes"
+    assert fusion_state(read_ir(str(folder / "21_validate_0076.ir"))) == "unknown"   # the backend fuses later
+    assert fusion_state(read_ir(str(folder / "graph_build_0_0094.ir"))) == "not fused"
+    fused = OPS_IR.replace("= PrimFunc_MatMul(", "= MatmulAllReduce(")
+    assert fusion_state(ir_from_text(fused, "graph_build_0_0094.ir")) == "fused"

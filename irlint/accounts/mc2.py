@@ -38,7 +38,6 @@ FUSED_OPS = frozenset({"MatmulAllReduce", "MatMulAllReduce", "MatmulReduceScatte
                        "QuantBatchMatmulAllReduce", "MatmulAllReduceAddRmsNorm"})
 _REDUCING = frozenset({"AllReduce", "ReduceScatter"})
 _FUSIBLE_DTYPES = frozenset({"Float16", "BFloat16"})
-_FRONTEND_LAST = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
 
 # Atlas A2 (Atlas 800T A2 server, 8 Ascend 910B NPUs), per NPU; README "MC2 candidates" names the
 # public figures. A user's profile (``--device FILE``) has the same keys.
@@ -219,13 +218,12 @@ def _misses(ir: IRFile, mm: int, coll: int, c: Candidate, ins: list[int]) -> lis
 
 def fusion_state(ir: IRFile) -> str:
     """What the dump can tell of MC2 fusion: "fused" (a fused op is in the graph), "not fused" (a
-    backend graph without one), "unknown" (a front-end graph: the fusion runs after it)."""
+    backend graph without one), "unknown" (any other graph: the fusion runs in the backend, after it)."""
+    from ..model.stages import BACKEND
+
     if ir.nodes_by_op(*FUSED_OPS):
         return "fused"
-    stage = ir.stage.name if ir.stage is not None else ""
-    if stage in _FRONTEND_LAST or not stage or stage.startswith("opt_pass") or stage[:1].isdigit():
-        return "unknown"
-    return "not fused" if stage.startswith(("graph_build", "hwopt")) else "unknown"
+    return "not fused" if ir.stage is not None and ir.stage.family == BACKEND else "unknown"
 
 
 FUSION_NOTE = {
