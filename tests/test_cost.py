@@ -534,3 +534,28 @@ def test_what_a_dump_can_tell_of_mc2_fusion(ir_from_text):
     assert fusion_state(read_ir(str(folder / "graph_build_0_0094.ir"))) == "not fused"
     fused = OPS_IR.replace("= PrimFunc_MatMul(", "= MatmulAllReduce(")
     assert fusion_state(ir_from_text(fused, "graph_build_0_0094.ir")) == "fused"
+
+
+def test_pipeline_stages_share_the_projected_depth():
+    from irlint.accounts.projection import stage_depths
+
+    # two stages of one layer each, four ranks each: 80 layers are 40 per stage, the second from 40
+    sets = [{"0"}] * 4 + [{"1"}] * 4
+    assert stage_depths(sets, 80) == [(40, 0)] * 4 + [(40, 40)] * 4
+    assert stage_depths([{"0", "1"}, {"2"}], 7) == [(5, 0), (2, 5)]
+    assert stage_depths([{"0", "1"}, {"0", "1"}], 7) == [(7, 0), (7, 0)]   # dp/mp ranks: the whole depth
+    # the MindFormers Llama over 2 pipeline stages (rank 0: layer 0; rank 4: layer 1 and the head)
+    files = _json_files("cost", CORPUS / "par-mindformers-llama_pp2_mp4", "--layers", "80")
+    blocks = {f["rank"]: [(b["layers"], b["from_layer"]) for b in f["projected"]["blocks"]] for f in files}
+    assert blocks == {0: [("0-39", "0")], 4: [("40-79", "1")]}
+    assert all(f["projected"]["layers"] == 40 for f in files)
+
+
+def _json_files(*args) -> list[dict]:
+    from click.testing import CliRunner
+
+    from irlint.cli import main
+
+    result = CliRunner().invoke(main, [*map(str, args), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["files"]

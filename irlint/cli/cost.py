@@ -11,7 +11,7 @@ import click
 from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount, account
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover, forget_buffers, read_stdin
-from .memory import EXIT_ERROR, emit, fail, final_files, human, read_finals
+from .memory import EXIT_ERROR, emit, fail, final_files, human, project_all, read_finals
 
 JSON_VERSION = 1
 LAYER_FIELDS = ("forward_flops", "backward_flops", "recompute_flops", "forward_elementwise_flops",
@@ -71,10 +71,10 @@ def file_entry(f: DumpFile, ir, acc: CostAccount, top: int = 10) -> dict:
     }
 
 
-def project_entry(entry: dict, layers: int) -> dict | None:
+def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     from ..accounts.projection import project
 
-    found = project(entry["layers"], LAYER_FIELDS, layers)
+    found = project(entry["layers"], LAYER_FIELDS, layers, first)
     if found is None:
         return None
     t = found["totals"]
@@ -267,7 +267,7 @@ def _layers_text(layers: list[str]) -> str:
 @click.option("--device", "device", type=click.Path(dir_okay=False),
               help="A device profile (TOML) for --mc2 instead of the default Atlas A2 one.")
 @click.option("--layers", "layers", type=click.IntRange(min=1),
-              help="Project the per-layer figures to this many decoder layers (per pipeline stage file).")
+              help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).")
 def cost_cmd(paths, fmt, output, top, mc2, device, layers):
     """FLOPs of a step per layer, from a dump file or folder: forward, backward, recomputed copies.
 
@@ -303,12 +303,12 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers):
     entries, cases = [], []
     for f, ir in read_finals(chosen, problems):
         entry = file_entry(f, ir, account(ir), top)
-        if layers:
-            entry["projected"] = project_entry(entry, layers)
         if profile is not None:
             entry["mc2"] = mc2_entry(ir, profile)
         entries.append(entry)
         cases.append(case_of(f))
+    if layers:
+        project_all(entries, cases, layers, project_entry)
     if fmt == "json":
         text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
                           ensure_ascii=False) + "\n"

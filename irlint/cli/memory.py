@@ -83,15 +83,29 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
 PROJECTED_FIELDS = ("kept_bytes", "tensors", "recompute_saved_bytes")
 
 
-def project_entry(entry: dict, layers: int) -> dict | None:
+def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     """``entry``'s per-layer figures projected to ``layers`` decoder layers (``irlint.accounts.projection``);
     None when the file has no decoder layer."""
     from ..accounts.projection import project
 
-    found = project(entry["layers"], PROJECTED_FIELDS, layers)
+    found = project(entry["layers"], PROJECTED_FIELDS, layers, first)
     if found is not None:
         found["totals"]["total_kept_bytes"] = found["totals"]["kept_bytes"]
     return found
+
+
+def project_all(entries: list[dict], cases: list[str], layers: int, project) -> None:
+    """Each entry's ``projected`` figures for a model of ``layers`` decoder layers; the files of the
+    pipeline stages of one run (disjoint layers) share the depth (``stage_depths``)."""
+    from ..accounts.projection import stage_depths
+
+    runs: dict[str, list[dict]] = {}
+    for e, case in zip(entries, cases):
+        runs.setdefault(case, []).append(e)
+    for run in runs.values():
+        sets = [{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run]
+        for e, (depth, first) in zip(run, stage_depths(sets, layers)):
+            e["projected"] = project(e, depth, first)
 
 
 def human(n: int) -> str:
@@ -211,7 +225,7 @@ def _render_projection(out, p: dict, suffix: str) -> None:
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest kept tensors to list per file.")
 @click.option("--layers", "layers", type=click.IntRange(min=1),
-              help="Project the per-layer figures to this many decoder layers (per pipeline stage file).")
+              help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).")
 def memory_cmd(paths, fmt, output, top, layers):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
@@ -247,9 +261,9 @@ def memory_cmd(paths, fmt, output, top, layers):
     entries, cases = [], []
     for f, ir in read_finals(chosen, problems):
         entries.append(file_entry(f, ir, account(ir), top))
-        if layers:
-            entries[-1]["projected"] = project_entry(entries[-1], layers)
         cases.append(case_of(f))
+    if layers:
+        project_all(entries, cases, layers, project_entry)
     if fmt == "json":
         text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1) + "\n"
     elif fmt == "html":
