@@ -240,6 +240,17 @@ def test_cost_shows_the_step_communication_of_irlint_comm_beside_the_flops():
     assert f"communication {comm['received_bytes']:,} bytes received" in run(CORPUS / "par-mindformers-llama_dp2_mp4").output
 
 
+@pytest.mark.parametrize("args", [(), ("--mc2",), ("--layers", "8"), ("--mc2", "--layers", "8")])
+def test_cost_html_page_with_and_without_the_options(tmp_path, args):
+    out = tmp_path / "cost.html"
+    result = run(CORPUS / "par-mindformers-llama_dp2_mp4", "--format", "html", "-o", out, *args)
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    assert ("MC2 candidates under" in page) == ("--mc2" in args)
+    assert ("Projected to 8 decoder layers" in page) == ("--layers" in args)
+    assert "248,480 bytes received per rank and step" in page   # the step's communication
+
+
 def test_cost_html_page(tmp_path):
     out = tmp_path / "cost.html"
     result = run(CORPUS / "llama-recompute-modes", "--format", "html", "-o", out, "--layers", "8")
