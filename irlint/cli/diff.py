@@ -191,6 +191,13 @@ def render_text(result: Diff) -> str:
         w(f"  activations kept for backward: {m['before_total']:,} -> {m['after_total']:,} bytes "
           f"({_signed(m['after_total'] - m['before_total'])})")
         _change_table(w, "layer", m["layers"])
+        f = r.compute
+        if f:
+            w(f"  matrix FLOPs per step: {f['before_step_flops']:,} -> {f['after_step_flops']:,} "
+              f"({_signed(f['after_step_flops'] - f['before_step_flops'])}); recompute re-spends "
+              f"{f['before_recompute_flops']:,} -> {f['after_recompute_flops']:,} "
+              f"({100 * f['before_recompute_share']:.1f}% -> {100 * f['after_recompute_share']:.1f}% of the step), "
+              f"element-wise {f['before_recompute_elementwise_flops']:,} -> {f['after_recompute_elementwise_flops']:,}")
         c = r.communication
         if c and c["kinds"]:   # a single-device graph has no collective
             w(f"  communication received per rank and step: {c['before_total']:,} -> {c['after_total']:,} bytes "

@@ -82,6 +82,34 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
     }
 
 
+PROJECTED_FIELDS = ("kept_bytes", "tensors", "recompute_saved_bytes")
+
+
+def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
+    """``entry``'s per-layer figures projected to ``layers`` decoder layers (``irlint.accounts.projection``);
+    None when the file has no decoder layer."""
+    from ..accounts.projection import project
+
+    found = project(entry["layers"], PROJECTED_FIELDS, layers, first)
+    if found is not None:
+        found["totals"]["total_kept_bytes"] = found["totals"]["kept_bytes"]
+    return found
+
+
+def project_all(entries: list[dict], cases: list[str], layers: int, project) -> None:
+    """Each entry's ``projected`` figures for a model of ``layers`` decoder layers; the files of the
+    pipeline stages of one run (disjoint layers) share the depth (``stage_depths``)."""
+    from ..accounts.projection import stage_depths
+
+    runs: dict[str, list[dict]] = {}
+    for e, case in zip(entries, cases):
+        runs.setdefault(case, []).append(e)
+    for run in runs.values():
+        sets = [{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run]
+        for e, (depth, first) in zip(run, stage_depths(sets, layers)):
+            e["projected"] = project(e, depth, first)
+
+
 def human(n: int) -> str:
     # exact bytes: the figures are compared with hand counts and formulas
     return f"{n:,}"
@@ -166,10 +194,29 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
                       f"backward at once (the order of the forward and backward calls); the layer figures are per "
                       f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
                       soft_wrap=True)
+        if e.get("projected"):
+            _render_projection(out, e["projected"], f" ({name})" if many else "")
         if e["weight_copy_bytes"]:
             out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
                       f"parameters, not the batch.", soft_wrap=True)
+
+
+def _render_projection(out, p: dict, suffix: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
+                  title_justify="left")
+    for col in ("layers", "from dumped layer", "kept bytes", "recompute saved"):
+        table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
+    for row in p["blocks"]:
+        table.add_row(row["layers"], row["from_layer"], human(row["kept_bytes"]) + " per layer",
+                      human(row["recompute_saved_bytes"]) + " per layer")
+    table.add_row("outside", "(once)", human(p["once"]["kept_bytes"]), human(p["once"]["recompute_saved_bytes"]))
+    table.add_row("total (projected)", "", human(p["totals"]["kept_bytes"]), human(p["totals"]["recompute_saved_bytes"]))
+    out.print(table)
+    out.print("Projected figures repeat the dumped decoder layers in order to the given depth; rows outside the "
+              "layers (embedding, head, loss) count once.", soft_wrap=True)
 
 
 @click.command("memory")
@@ -179,8 +226,10 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
               help="Write the report to this file instead of standard output (its folder is created).")
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest kept tensors to list per file.")
+@click.option("--layers", "layers", type=click.IntRange(min=1),
+              help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).")
 @follow_links_option
-def memory_cmd(paths, fmt, output, top, follow_links):
+def memory_cmd(paths, fmt, output, top, layers, follow_links):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -220,6 +269,8 @@ def memory_cmd(paths, fmt, output, top, follow_links):
     for f, ir in read_finals(chosen, problems):
         entries.append(file_entry(f, ir, account(ir), top))
         cases.append(case_of(f))
+    if layers:
+        project_all(entries, cases, layers, project_entry)
     if fmt == "json":
         text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1) + "\n"
     elif fmt == "html":

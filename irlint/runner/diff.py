@@ -168,13 +168,14 @@ class RankDiff:
     recompute: list[dict]
     strategies: list[dict]
     communication: dict = field(default_factory=dict)
+    compute: dict = field(default_factory=dict)   # FLOPs and recompute overhead (irlint cost)
 
     def to_dict(self) -> dict:
         return {"rank": self.rank, "before": {"file": self.before.display, "stage": self.before.stage.label},
                 "after": {"file": self.after.display, "stage": self.after.stage.label},
                 "stages": self.stages, "nodes": self.nodes, "memory": self.memory,
                 "recompute_changed": self.recompute, "in_strategy_changed": self.strategies,
-                "communication": self.communication}
+                "communication": self.communication, "compute": self.compute}
 
 
 def compare_files(before_file: DumpFile, before: IRFile, after_file: DumpFile, after: IRFile,
@@ -213,8 +214,10 @@ def compare_files(before_file: DumpFile, before: IRFile, after_file: DumpFile, a
     }
     memory = {"before_total": mem_before.total_kept_bytes, "after_total": mem_after.total_kept_bytes,
               "layers": layers}
+    from ..accounts.compute import change as compute_change
+
     return RankDiff(rank, before_file, after_file, stages, nodes, memory, recompute, strategies,
-                    communication_change(before, after))
+                    communication_change(before, after), compute_change(before, after))
 
 
 # --- pairing the inputs --------------------------------------------------------------------------
