@@ -49,3 +49,64 @@ def test_a_validate_cut_after_its_first_line_falls_back_to_the_earlier_stage(tmp
     # the earlier stage that holds both problems is read instead
     assert found == {("RC002", "opt_pass_20_cse_after_recomputation_0034.ir")}, found
     assert [d["code"] for d in report["diagnostics"]] == [D.TRUNCATED]
+
+
+# --- item 8: control bytes in structural lines, records cut or without their type line -------------
+_VALIDATE = (BLOCKS / "21_validate_0076.ir").read_bytes()
+_LINES = _VALIDATE.split(b"\n")
+# a record well past the first 4 KiB (a NUL there makes the whole file binary content)
+_AT = next(i for i, line in enumerate(_LINES) if line.startswith(b"  %7(") and b"PrimFunc_Reshape" in line)
+
+
+def _read_with(tmp_path, lines: list[bytes], sep: bytes = b"\n"):
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(sep.join(lines))
+    return read_ir(str(path))
+
+
+def test_a_nul_in_an_op_name_is_a_diagnostic_not_another_op(tmp_path):
+    lines = list(_LINES)
+    lines[_AT] = lines[_AT].replace(b"PrimFunc_Reshape", b"PrimFunc_Re\0hape")
+    ir = _read_with(tmp_path, lines)
+    assert any(d.line == _AT + 1 and d.code == D.BAD_RECORD for d in ir.diagnostics), ir.diagnostics
+    assert not any(data.get("raw_op", "").startswith("PrimFunc_Re\0") for _, data in ir.nodes.items())
+
+
+def test_every_control_byte_position_in_a_record_is_reported(tmp_path):
+    for sep in (b"\n", b"\r\n"):   # read as whole records, and line by line (a copied dump)
+        for j in (_AT, _AT + 1, _AT + 2):   # node, type and scope line
+            for k in range(0, len(_LINES[j]), 5):
+                for byte in (0x00, 0x1B, 0x0B, 0x08, 0x1F):
+                    lines = list(_LINES)
+                    lines[j] = lines[j][:k] + bytes([byte]) + lines[j][k + 1:]
+                    ir = _read_with(tmp_path, lines, sep)
+                    assert any(d.line <= j + 1 and d.code in (D.BAD_RECORD, D.UNKNOWN_LINE) and
+                               (d.line == j + 1 or "consecutive" in d.message) for d in ir.diagnostics), (j, k, byte)
+
+
+def test_tabs_and_control_bytes_in_source_traces_are_not_damage(tmp_path):
+    lines = list(_LINES)
+    lines[_AT] = lines[_AT].replace(b"(%6, (", b"(%6,\t(") + b"\t"
+    trace = next(i for i in range(_AT, len(lines)) if lines[i].startswith(b"      # In file"))
+    lines[trace] = lines[trace] + b"\x0c"
+    assert _codes(_read_with(tmp_path, lines)) == []
+
+
+def test_a_record_without_its_type_line_is_a_diagnostic(tmp_path):
+    lines = _LINES[:_AT + 1] + _LINES[_AT + 2:]
+    ir = _read_with(tmp_path, lines)
+    assert [(d.line, d.code) for d in ir.diagnostics] == [(_AT + 1, D.BAD_RECORD)]
+    assert "type line" in ir.diagnostics[0].message
+
+
+def test_a_record_cut_inside_its_attribute_blocks_is_a_diagnostic(tmp_path):
+    line = _LINES[_AT]
+    for k in range(line.index(b"{instance"), len(line) - 1, 3):
+        # the cut line, then the next record (its type and scope lines are gone with the cut)
+        ir = _read_with(tmp_path, _LINES[:_AT] + [line[:k]] + _LINES[_AT + 3:])
+        assert any(d.line == _AT + 1 and d.code == D.BAD_RECORD for d in ir.diagnostics), (k, ir.diagnostics)
+
+
+def test_a_dump_without_types_is_not_a_dump_of_untyped_records():
+    ir = read_ir(str(Path(__file__).parent / "fixtures" / "dump-formats" / "format0" / "21_validate_0076.ir"))
+    assert D.BAD_RECORD not in _codes(ir)
