@@ -3,6 +3,7 @@ dumps, control bytes, what plugins may do to the report)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -110,3 +111,65 @@ def test_a_record_cut_inside_its_attribute_blocks_is_a_diagnostic(tmp_path):
 def test_a_dump_without_types_is_not_a_dump_of_untyped_records():
     ir = read_ir(str(Path(__file__).parent / "fixtures" / "dump-formats" / "format0" / "21_validate_0076.ir"))
     assert D.BAD_RECORD not in _codes(ir)
+
+
+# --- items 10, 11, 12: what is printed from a dump or a file name is escaped -----------------------
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _hostile_folder(tmp_path) -> Path:
+    """Two copies of a dump with findings: one under a name with a newline, one under a terminal
+    escape; a third with an escape in a scope line (a diagnostic quoting it)."""
+    root = tmp_path / "in"
+    (root / "a\nb").mkdir(parents=True)
+    shutil.copy(BLOCKS / "21_validate_0076.ir", root / "a\nb" / "21_validate_0076.ir")
+    (root / "d\x1b]0;pwned\x07x").mkdir()
+    shutil.copy(BLOCKS / "21_validate_0076.ir", root / "d\x1b]0;pwned\x07x" / "21_validate_0076.ir")
+    (root / "c").mkdir()
+    lines = list(_LINES)
+    lines[_AT + 2] = lines[_AT + 2].replace(b"Reshape-op0", b"Resh\x1b[2J\x08ape-op0")
+    (root / "c" / "21_validate_0076.ir").write_bytes(b"\n".join(lines))
+    return root
+
+
+def test_text_and_concise_print_no_control_character(tmp_path):
+    root = _hostile_folder(tmp_path)
+    for fmt in ("text", "concise", "github"):
+        out = run(root, "--no-dedup", "--format", fmt).output
+        assert not _CONTROL.search(out), (fmt, _CONTROL.search(out))
+        assert "\\x1b" in out, fmt
+
+
+def test_concise_gives_one_line_per_finding_whatever_the_file_names(tmp_path):
+    root = _hostile_folder(tmp_path)
+    result = run(root, "--no-dedup", "--format", "concise")
+    report = json.loads(run(root, "--no-dedup", "--format", "json").stdout)
+    # the README's problem matcher: every line is a whole finding, none is made up
+    matcher = re.compile(r"^(.+):(\d+):(\d+): (\w+) \[(\w+)\] (.*)$")
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(report["findings"]) + len(report["diagnostics"])
+    for line in lines:
+        assert matcher.match(line), line
+        assert line.startswith(str(root)), line
+
+
+def test_a_carriage_return_in_a_message_is_not_printed(tmp_path):
+    from irlint.findings import Finding, Report
+    from irlint.reporters import render
+
+    finding = Finding(code="X001", rule="x", severity="warning", file="f\r.ir", line=3, graph="@g", node="%1",
+                      op="Mul", scope="s", message="fine\roverwritten\x1b[1A")
+    for fmt in ("concise", "text", "junit", "github"):
+        out = render(Report(findings=[finding], files=["f\r.ir"]), fmt)
+        assert "\r" not in out and "\x1b" not in out, fmt
+        assert "fine\\roverwritten\\x1b[1A" in out, fmt
+
+
+def test_junit_is_well_formed_xml_with_control_characters_in_names_and_dump_text(tmp_path):
+    from xml.dom import minidom
+
+    root = _hostile_folder(tmp_path)
+    result = run(root, "--no-dedup", "--format", "junit")
+    doc = minidom.parseString(result.stdout.encode("utf-8"))
+    names = [c.getAttribute("name") for c in doc.getElementsByTagName("testcase")]
+    assert any("\\x1b]0;pwned\\x07" in n for n in names), names

@@ -22,6 +22,7 @@ from ..runner.config import Config, ConfigError, check_selectors, load_config, s
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
 from ..reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
+from ..reporters.printable import printable_name, printable_text
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
@@ -260,7 +261,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
             sys.exit(EXIT_ERROR if found.empty or found.diagnostics or not something else EXIT_CLEAN)
         if found.empty:
             for d in found.diagnostics:
-                click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
+                click.echo(f"{printable_name(d.file)}:{max(d.line, 1)}:1: {d.code} {printable_text(d.message)}", err=True)
             raw, why = next(iter(found.empty.items()))
             _fail(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
         _note_jobs(config, found, quiet)
@@ -268,7 +269,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     except (ConfigError, InputError, BaselineError) as exc:
         _fail(str(exc))
     for note in report.notes:
-        click.echo(f"irlint: {note}", err=True)
+        click.echo(f"irlint: {printable_text(note)}", err=True)
     total = len(report.findings)
     if write_baseline_file:
         try:
@@ -506,7 +507,7 @@ def _show_files(found: Discovery, config: Config) -> bool:
     if same:
         _show_shared(found.files, todo, same)
     for d in found.diagnostics:
-        click.echo(f"not read  {d.file}: {d.code} {d.message}")
+        click.echo(f"not read  {printable_name(d.file)}: {d.code} {printable_text(d.message)}")
     for raw, why in found.empty.items():
         click.echo(f"{raw}: no graph IR dumps found in this folder: {why}")
     nothing = _why_nothing_checked(rules, list(todo), found, config)
