@@ -143,6 +143,39 @@ def _rules_in(module) -> list[type[Rule]]:
 PLUGIN_RULES: set[type[Rule]] = set()
 
 
+class plugin_output:
+    """While plugin code runs (its import, its ``check``), what it writes to standard output goes to
+    standard error: a ``print()`` or an ``os.write(1, ...)`` must not land in a JSON or SARIF report
+    (or pass for a CI workflow command) on standard output."""
+
+    def __enter__(self):
+        _flush()
+        self.saved_stdout = sys.stdout
+        sys.stdout = sys.stderr
+        try:
+            self.saved_fd = os.dup(1)
+            os.dup2(2, 1)
+        except OSError:   # no standard output or error to redirect
+            self.saved_fd = None
+        return self
+
+    def __exit__(self, *exc):
+        _flush()
+        sys.stdout = self.saved_stdout
+        if self.saved_fd is not None:
+            os.dup2(self.saved_fd, 1)
+            os.close(self.saved_fd)
+        return False
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def load_rules(plugins: bool = True) -> list[type[Rule]]:
     """Built-in rules, then third-party rules from the ``irlint.rules`` entry-point group.
     What went wrong with a plugin is in ``plugin_problems()``."""
@@ -167,7 +200,8 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
     if plugins:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
-                obj = ep.load()
+                with plugin_output():
+                    obj = ep.load()
             except (Exception, SystemExit) as exc:  # a broken plugin (even one that exits) must not stop the lint
                 problems.append(f"cannot load rule plugin {ep.name!r}: {type(exc).__name__}: {exc}")
                 continue

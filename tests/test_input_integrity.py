@@ -173,3 +173,63 @@ def test_junit_is_well_formed_xml_with_control_characters_in_names_and_dump_text
     doc = minidom.parseString(result.stdout.encode("utf-8"))
     names = [c.getAttribute("name") for c in doc.getElementsByTagName("testcase")]
     assert any("\\x1b]0;pwned\\x07" in n for n in names), names
+
+
+# --- items 9 and 13: what a plugin may do to the report and to the machine ---------------------------
+_NOISY_PLUGIN = '''
+import os, sys, time
+from irlint.rule import Rule
+
+print("::error::printed at import")
+os.write(1, b"written to fd 1 at import\\n")
+
+
+class Noisy(Rule):
+    """Prints (a test plugin)."""
+    code = "XN001"
+    name = "prints-to-stdout"
+    summary = "a test plugin"
+    stages = ("validate",)
+
+    def check(self, ir):
+        print("::error::printed in check")
+        sys.stdout.flush()
+        os.write(1, b"written to fd 1 in check\\n")
+        if os.environ.get("FORK_GRANDCHILD") and os.fork() == 0:
+            os.setsid()   # out of irlint's process group, as a careless daemon would go
+            time.sleep(600)
+            os._exit(0)
+        if os.environ.get("FORK_GRANDCHILD"):
+            time.sleep(600)   # past the rule-timeout
+        yield from ()
+'''
+
+
+def _install_plugin(site: Path, name: str, source: str) -> None:
+    site.mkdir(exist_ok=True)
+    (site / f"{name}.py").write_text(source)
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[irlint.rules]\n{name} = {name}\n")
+
+
+def _irlint(tmp_path, site: Path, *args, env=None, timeout=120):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path]), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "irlint", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=tmp_path)
+
+
+def test_a_plugin_never_writes_to_the_report_stream(tmp_path):
+    site = tmp_path / "site"
+    _install_plugin(site, "noisy_rules", _NOISY_PLUGIN)
+    for jobs in ("1", "2"):
+        proc = _irlint(tmp_path, site, "--no-cache", "-j", jobs, "--format", "json", BLOCKS)
+        report = json.loads(proc.stdout)   # nothing but the report
+        assert {f["code"] for f in report["findings"]} == {"RC002"}
+        assert "::error::" not in proc.stdout
+        assert "printed in check" in proc.stderr and "written to fd 1 in check" in proc.stderr

@@ -20,7 +20,7 @@ from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .discover import RANK_DIR as _RANK_DIR
 from ..findings import Finding, Report
-from ..rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_problems
+from ..rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_output, plugin_problems
 from ..model.stages import FRONTEND
 
 if TYPE_CHECKING:
@@ -565,6 +565,9 @@ def _run_rule(rule: Rule, ir, display: str, diagnostics: list[Diagnostic], timeo
     is reported, not mistaken for the end of the lint."""
     if type(rule) in PLUGIN_RULES and _CAN_FORK:
         found, problem = _checked_in_child(rule, ir, timeout)
+    elif type(rule) in PLUGIN_RULES:
+        with plugin_output():
+            found, problem = _checked(rule, ir, timeout)
     else:
         found, problem = _checked(rule, ir, timeout)
     if problem:
@@ -612,7 +615,8 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
             os.close(read_end)
             _worker_signals()   # ends on SIGTERM and with its parent; Ctrl-C is the parent's
             try:
-                data = pickle.dumps(_checked(rule, ir, timeout))
+                with plugin_output():   # never into the report (the child's standard output is the parent's)
+                    data = pickle.dumps(_checked(rule, ir, timeout))
             except BaseException as exc:  # noqa: BLE001 - unpicklable findings, RuleTimeout past the loop
                 data = pickle.dumps(([], f"{type(exc).__name__}: {exc}"))
             with os.fdopen(write_end, "wb") as out:
