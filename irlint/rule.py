@@ -143,6 +143,21 @@ def _rules_in(module) -> list[type[Rule]]:
 PLUGIN_RULES: set[type[Rule]] = set()
 
 
+def _invalid_plugin_rule(cls: type[Rule]) -> str:
+    """Why a plugin's rule class cannot run as it says, or ""."""
+    from .findings import SEVERITIES
+
+    if not isinstance(cls.code, str) or re.fullmatch(r"IR\d+", cls.code, re.I):
+        return f"uses code {cls.code!r}: IR codes are irlint's input problems (irlint explain IR001)"
+    if cls.severity not in SEVERITIES:
+        return f"has severity {cls.severity!r}: it must be one of {', '.join(SEVERITIES)}"
+    stages = cls.stages
+    if isinstance(stages, str) or not isinstance(stages, (tuple, list)) or not all(isinstance(s, str) for s in stages):
+        return (f"has stages {stages!r}: it must be a tuple of stage names such as ('validate',)"
+                f"{' (a str is not one)' if isinstance(stages, str) else ''}")
+    return ""
+
+
 class plugin_output:
     """While plugin code runs (its import, its ``check``), what it writes to standard output goes to
     standard error: a ``print()`` or an ``os.write(1, ...)`` must not land in a JSON or SARIF report
@@ -208,6 +223,10 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
             classes = [obj] if isinstance(obj, type) else _rules_in(obj)
             for cls in classes:
                 if not (isinstance(cls, type) and issubclass(cls, Rule) and cls.code):
+                    continue
+                invalid = _invalid_plugin_rule(cls)
+                if invalid:
+                    problems.append(f"rule plugin {ep.name!r}: {cls.__name__} {invalid}; it was not loaded")
                     continue
                 PLUGIN_RULES.add(cls)
                 other = found.setdefault(cls.code, cls)

@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from irlint import diagnostics as D
@@ -196,7 +197,8 @@ class Noisy(Rule):
         sys.stdout.flush()
         os.write(1, b"written to fd 1 in check\\n")
         if os.environ.get("FORK_GRANDCHILD") and os.fork() == 0:
-            os.setsid()   # out of irlint's process group, as a careless daemon would go
+            with open(os.environ["FORK_GRANDCHILD"], "w") as f:
+                f.write(str(os.getpid()))
             time.sleep(600)
             os._exit(0)
         if os.environ.get("FORK_GRANDCHILD"):
@@ -233,3 +235,91 @@ def test_a_plugin_never_writes_to_the_report_stream(tmp_path):
         assert {f["code"] for f in report["findings"]} == {"RC002"}
         assert "::error::" not in proc.stdout
         assert "printed in check" in proc.stderr and "written to fd 1 in check" in proc.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"   # a zombie is dead, waiting to be reaped
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_a_plugins_forked_process_does_not_outlive_irlint_after_its_timeout(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    site = tmp_path / "site"
+    _install_plugin(site, "noisy_rules", _NOISY_PLUGIN)
+    pid_file = tmp_path / "grandchild.pid"
+    proc = None
+    try:
+        proc = _irlint(tmp_path, site, "--no-cache", "-j", "1", "--rule-timeout", "1", "--format", "json",
+                       BLOCKS / "21_validate_0076.ir", env={"FORK_GRANDCHILD": str(pid_file)}, timeout=40)
+    except subprocess.TimeoutExpired:   # the grandchild kept irlint's output pipes open
+        pass
+    pid = int(pid_file.read_text())
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert proc is not None
+    report = json.loads(proc.stdout)
+    assert any(d["code"] == D.RULE_FAILED and "XN001" in d["message"] for d in report["diagnostics"])
+
+
+_INVALID_PLUGIN = '''
+from irlint.rule import Rule
+
+
+class TakesAnInputCode(Rule):
+    """A test plugin."""
+    code = "IR001"
+    name = "takes-an-input-code"
+
+
+class FatalSeverity(Rule):
+    """A test plugin."""
+    code = "XB001"
+    name = "fatal-severity"
+    severity = "fatal"
+
+
+class StagesAsText(Rule):
+    """A test plugin."""
+    code = "XB002"
+    name = "stages-as-text"
+    stages = "validate"
+
+
+class Fine(Rule):
+    """A test plugin."""
+    code = "XB003"
+    name = "fine"
+    stages = ("validate",)
+
+    def check(self, ir):
+        yield from ()
+'''
+
+
+def test_a_plugin_rule_that_is_not_valid_is_refused_with_a_clear_diagnostic(tmp_path):
+    site = tmp_path / "site"
+    _install_plugin(site, "invalid_rules", _INVALID_PLUGIN)
+    proc = _irlint(tmp_path, site, "--no-cache", "--format", "json", BLOCKS)
+    assert proc.returncode == 2, proc.stderr
+    report = json.loads(proc.stdout)
+    problems = [d["message"] for d in report["diagnostics"] if d["code"] == D.PLUGIN_FAILED]
+    assert len(problems) == 3, problems
+    assert any("IR001" in m and "input problems" in m for m in problems), problems
+    assert any("'fatal'" in m and "severity" in m for m in problems), problems
+    assert any("stages" in m and "tuple" in m for m in problems), problems
+    listed = _irlint(tmp_path, site, "rules").stdout
+    assert "XB003" in listed and "XB001" not in listed and "XB002" not in listed

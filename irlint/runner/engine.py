@@ -612,6 +612,7 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
     pid = os.fork()
     if pid == 0:   # the child: whatever happens, it never returns into the parent's code
         try:
+            os.setpgid(0, 0)   # a group of its own: what the rule forks is ended with it
             os.close(read_end)
             _worker_signals()   # ends on SIGTERM and with its parent; Ctrl-C is the parent's
             try:
@@ -623,6 +624,10 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
                 out.write(data)
         finally:
             os._exit(0)
+    try:
+        os.setpgid(pid, pid)   # (also here: the child may not have got to it yet)
+    except OSError:
+        pass
     os.close(write_end)
     chunks = []
     deadline = None if timeout <= 0 else timeout + CHILD_GRACE_SECONDS
@@ -641,11 +646,9 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
         ended = not killed
     finally:
         if not ended:   # past the deadline, or Ctrl-C / SIGTERM in the parent: the child goes too
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(pid)
         _, status = os.waitpid(pid, 0)
+        _kill_group(pid, reaped=True)   # and anything the rule forked that is still there
     if killed:
         return [], f"did not finish within {timeout:g} s (rule-timeout); its process was killed"
     try:
@@ -653,6 +656,19 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
     except Exception:   # noqa: BLE001 - nothing, or part of a message: the process ended mid-rule
         return [], f"its process ended before the rule finished ({_exit_status(status)})"
     return found, problem
+
+
+def _kill_group(pid: int, reaped: bool = False) -> None:
+    """SIGKILL to a rule's process and the processes it started. Once the rule's process is reaped,
+    its number may be another process's: only its group, which lives on while a member does."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        if not reaped:   # the child had not made its group yet
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _exit_status(status: int) -> str:
