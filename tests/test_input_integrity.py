@@ -323,3 +323,23 @@ def test_a_plugin_rule_that_is_not_valid_is_refused_with_a_clear_diagnostic(tmp_
     assert any("stages" in m and "tuple" in m for m in problems), problems
     listed = _irlint(tmp_path, site, "rules").stdout
     assert "XB003" in listed and "XB001" not in listed and "XB002" not in listed
+
+
+# --- item 15: memory and comm JSON say how each file was read --------------------------------------
+def test_memory_and_comm_json_say_which_file_was_not_read_or_read_in_part(tmp_path):
+    failed = tmp_path / "failed" / "analyze_fail.ir"
+    failed.parent.mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "versions" / "2.7_analyze_fail.ir", failed)
+    cut = tmp_path / "cut" / "21_validate_0076.ir"
+    cut.parent.mkdir()
+    cut.write_bytes(_VALIDATE[: len(_VALIDATE) // 2])
+    whole = BLOCKS / "21_validate_0076.ir"
+    for command in ("memory", "comm"):
+        result = run(command, "--format", "json", failed, cut, whole)
+        assert result.exit_code == 2
+        files = {Path(e["file"]).parent.name: e for e in json.loads(result.stdout)["files"]}
+        assert files["failed"]["read"] == "not", command
+        assert not any(k.endswith("_bytes") for k in files["failed"]), files["failed"]   # not "0 bytes"
+        assert [d["code"] for d in files["failed"]["diagnostics"]] == [D.DUPLICATE_GRAPH, D.COMPILE_FAILURE]
+        assert files["cut"]["read"] == "partly" and files["cut"]["diagnostics"][0]["code"] == D.TRUNCATED
+        assert files[BLOCKS.name]["read"] == "whole" and files[BLOCKS.name]["diagnostics"] == []

@@ -10,7 +10,7 @@ import click
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
-from .memory import EXIT_ERROR, fail, final_files, human, read_finals
+from .memory import EXIT_ERROR, fail, final_files, human, json_files, read_finals
 
 JSON_VERSION = 1
 
@@ -116,9 +116,11 @@ def comm_cmd(paths, fmt, top):
     chosen = final_files(files, COMM_STAGES)
     if not chosen:
         fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
-    entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems)]
+    statuses: list[dict] = []
+    entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems, statuses)]
     if fmt == "json":
-        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
+        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries)},
+                              indent=1,
                               ensure_ascii=False))
     elif entries:
         click.echo(render_text(entries, top=top), nl=False)
