@@ -343,3 +343,22 @@ def test_memory_and_comm_json_say_which_file_was_not_read_or_read_in_part(tmp_pa
         assert [d["code"] for d in files["failed"]["diagnostics"]] == [D.DUPLICATE_GRAPH, D.COMPILE_FAILURE]
         assert files["cut"]["read"] == "partly" and files["cut"]["diagnostics"][0]["code"] == D.TRUNCATED
         assert files[BLOCKS.name]["read"] == "whole" and files[BLOCKS.name]["diagnostics"] == []
+
+
+# --- item 16: the same run gives the same JSON, cache or not ----------------------------------------
+def test_graphs_read_is_the_same_cold_and_warm_and_cache_hits_are_counted_apart(tmp_path):
+    from irlint.config import Config
+    from irlint.engine import lint
+
+    folder = FIXTURES / "full-folder-1layer"
+    args = (folder, "--all-stages", "--cache-dir", tmp_path / "cache", "--format", "json")
+    cold = json.loads(run(*args).stdout)
+    warm = json.loads(run(*args).stdout)
+    assert cold["summary"]["graphs_read"] < cold["summary"]["files"]   # the folder repeats graphs
+    assert warm == cold
+    config = Config(cache=True, cache_dir=str(tmp_path / "cache"), jobs=1, plugins=False, all_stages=True)
+    again = lint([str(folder)], config)
+    assert again.cache_hits == len(again.files) and again.graphs_read == cold["summary"]["graphs_read"]
+    fresh = lint([str(folder)], Config(cache=True, cache_dir=str(tmp_path / "other"), jobs=1, plugins=False,
+                                       all_stages=True))
+    assert fresh.cache_hits == 0 and fresh.graphs_read == again.graphs_read

@@ -115,14 +115,16 @@ def fallback_plan(files: list[DumpFile], rules: list[Rule], done: dict[str, list
 
 
 def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
-                shared: dict[str, str] | None = None
+                shared: dict[str, str] | None = None, cached: set[str] | None = None
                 ) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
     """Per file, in order: what its rules found (before severities and suppressions) and the
     diagnostics of reading it. Results come from the cache when the file, the rules and irlint
     are unchanged; otherwise the file is read and checked, in worker processes when that pays:
     a worker returns findings, not the graph, which would cost more to send than to build.
     Files that hold the same graph (``irlint.runner.dedup``) are read once, unless ``config.dedup`` is
-    off; ``shared`` then receives each such file's path -> the path of the file that was read."""
+    off; ``shared`` then receives each such file's path -> the path of the file that was read
+    (or, for files the cache answers, that would have been). ``cached`` receives the paths of the
+    files the cache answered."""
     cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
     store = LintCache(cache_dir) if cache_dir is not None else None
     timeout = config.rule_timeout
@@ -147,6 +149,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     finished = False
     digests = {i: digest for i, _, digest in misses}
     rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
+    graph_at: dict[int, str] = {}   # a file -> its masked graph hash, where hashing made classes
     uses: dict[int, int] = {}   # a file that is read -> the files that take its result
     outcomes: dict[int, tuple[str | None, list[Finding], list[Diagnostic]]] = {}
     try:
@@ -174,13 +177,16 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             if jobs > 1 and len(to_pool) > jobs and sum(f.size for _, f, _ in to_pool) >= POOL_HASH_MIN_BYTES:
                 # the workers hash too, then read what hashing leaves (with a cache, maybe nothing)
                 pool = _pool(jobs, reads=store is None)
-            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests, pool):
+            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests, pool, graph_at):
                 submit(i, f, digest)
         else:
             for i, f, digest in ordered:
                 submit(i, f, digest)
         for rep in rep_of.values():
             uses[rep] = uses.get(rep, 1) + 1   # itself and its members
+        # files answered by the cache share a graph as they did when the cache was filled
+        cached_rep = _cached_classes(files, todo, store, results, digests, graph_at, rep_of) \
+            if store is not None and getattr(config, "dedup", True) else {}
 
         def outcome(i: int):
             if i in outcomes:
@@ -195,6 +201,10 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             rep = rep_of.get(i)
             if i in results:
                 findings, diags = results[i]
+                if shared is not None and i in cached_rep:
+                    shared[f.path] = files[cached_rep[i]].path
+                if cached is not None:
+                    cached.add(f.path)
             elif rep is not None and _shareable(outcome(rep)[2]):
                 from . import dedup   # only runs whose files share a graph pay for it
 
@@ -204,12 +214,12 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
                                                   (f.display, f.stage.label))
                 if shared is not None:
                     shared[f.path] = files[rep].path
-                _remember(store, f, todo, digests.get(i), findings, diags)
+                _remember(store, f, todo, digests.get(i), findings, diags, graph_at.get(i))
             else:
                 if rep is not None:   # its class's file could not be read whole: read on its own
                     futures[i] = (f, todo[f.path], digests.get(i), cache_dir, timeout)
                 digest, findings, diags = outcome(i)
-                _remember(store, f, todo, digest, findings, diags)
+                _remember(store, f, todo, digest, findings, diags, graph_at.get(i))
             for used in (i, rep):   # a class's result is kept until the last file that takes it
                 if used in uses:
                     uses[used] -= 1
@@ -237,11 +247,40 @@ def _result(job, f: DumpFile) -> tuple[str | None, list[Finding], list[Diagnosti
 
 
 def _remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]], digest: str | None,
-              findings: list[Finding], diags: list[Diagnostic]) -> None:
+              findings: list[Finding], diags: list[Diagnostic], graph: str | None = None) -> None:
     # bad input is never cached: a run on it writes nothing but what the user named
     if store is not None and digest is not None and not diags:
         store.remember_hash(f.path, digest)
-        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display, _sample(f.path))
+        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display, _sample(f.path),
+                  graph)
+
+
+def _cached_classes(files: list[DumpFile], todo: dict[str, list[Rule]], store: LintCache, results: dict,
+                    digests: dict, graph_at: dict[int, str], rep_of: dict[int, int]) -> dict[int, int]:
+    """A file answered by the cache -> the file of this run it shares its graph with (by the graph
+    hash stored with its entry), as a run that read them would have found: the file read for its
+    class, else the first of the class."""
+    stage_free = _stage_free(todo)
+
+    def class_key(i: int, graph: str) -> tuple:
+        f = files[i]
+        return graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label
+
+    first: dict[tuple, int] = {}
+    for i, graph in graph_at.items():   # files read (or given a read file's result) in this run
+        if i not in rep_of:
+            first.setdefault(class_key(i, graph), i)
+    out: dict[int, int] = {}
+    for i in sorted(results):
+        f = files[i]
+        digest = digests.get(i) or store.known_hash(f.path)
+        graph = store.graph_by_key.get(store.key(digest, todo[f.path], f.stage.label)) if digest else None
+        if graph is None:
+            continue
+        rep = first.setdefault(class_key(i, graph), i)
+        if rep != i:
+            out[i] = rep
+    return out
 
 
 def _shareable(diags: list[Diagnostic]) -> bool:
@@ -275,11 +314,12 @@ POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
 
 def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
              store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None,
-             pool: ProcessPoolExecutor | None = None) -> Iterator[tuple[int, DumpFile, str | None]]:
+             pool: ProcessPoolExecutor | None = None, graph_at: dict[int, str] | None = None
+             ) -> Iterator[tuple[int, DumpFile, str | None]]:
     """The files to read, one per class of the same graph and the same rules (hashed by ``pool``
     when given). Files of the same bytes are found first (``_same_bytes``), and each new content
     is hashed with the process-specific values masked. Every other member of a class goes to
-    ``rep_of``."""
+    ``rep_of``; ``graph_at`` gets each file's masked hash."""
     stage_free = _stage_free(todo)
     for m in misses:
         if is_buffered(m[1].path):
@@ -292,6 +332,8 @@ def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, lis
         if graph is None:
             yield i, f, digest
             continue
+        if graph_at is not None:
+            graph_at[i] = graph
         key = (graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label)
         rep = first.setdefault(key, i)
         if rep != i:
@@ -830,8 +872,9 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     incomplete: set[str] = set()
     read: set[str] = set()
     shared: dict[str, str] = {}
+    cached: set[str] = set()
     while todo:
-        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared):
+        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared, cached):
             read.add(f.path)
             done.setdefault(f.path, []).extend(todo[f.path])
             report.notes.extend(f"{d.file}: {d.code} {d.message}" for d in diags
@@ -849,6 +892,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
     report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
+    report.cache_hits = len(cached)
     report.findings = _group(found, {r.name: r.stages for r in rules})
     for finding in _group(silenced, {r.name: r.stages for r in rules}):
         entry = config.suppression_for(finding.code, finding.rule, finding.scope)
