@@ -362,3 +362,56 @@ def test_graphs_read_is_the_same_cold_and_warm_and_cache_hits_are_counted_apart(
     fresh = lint([str(folder)], Config(cache=True, cache_dir=str(tmp_path / "other"), jobs=1, plugins=False,
                                        all_stages=True))
     assert fresh.cache_hits == 0 and fresh.graphs_read == again.graphs_read
+
+
+# --- item 7: a plugin that reads ir.path gets its own file's results -------------------------------
+def _rank_probe(path_free: bool):
+    from irlint.rule import Rule
+
+    class RankProbe(Rule):
+        """Test probe: a plugin rule that flags rank 5 only (it reads ir.path)."""
+
+        code = "TST931"
+        name = "test-rank-probe"
+
+        def check(self, ir):
+            if "rank_5" in ir.path:
+                yield self.finding(ir, next(iter(ir.cnodes())), "rank 5 only")
+
+    RankProbe.path_free = path_free
+    return RankProbe
+
+
+def test_a_plugin_reading_the_path_never_gets_another_files_results(tmp_path, monkeypatch):
+    import os
+
+    from irlint import engine
+    from irlint.config import Config
+
+    folder = tmp_path / "cluster"
+    for r in range(8):
+        (folder / f"rank_{r}").mkdir(parents=True)
+        shutil.copy(BLOCKS / "21_validate_0076.ir", folder / f"rank_{r}" / "21_validate_0076.ir")
+        st = (folder / f"rank_{r}" / "21_validate_0076.ir").stat()   # old enough for the cache to trust
+        os.utime(folder / f"rank_{r}" / "21_validate_0076.ir", ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
+    monkeypatch.setattr(engine, "active_rules", lambda config: [_rank_probe(False)()])
+    for dedup in (True, False):
+        config = Config(cache=True, cache_dir=str(tmp_path / f"cache-{dedup}"), jobs=1, plugins=False, dedup=dedup)
+        for _ in ("cold", "warm"):
+            report = engine.lint([str(folder)], config)
+            assert [(f.code, Path(f.file).parent.name, f.ranks) for f in report.findings] == \
+                [("TST931", "rank_5", ())], (dedup, report.findings)
+            assert not report.shared
+
+
+def test_a_plugin_declared_path_free_shares_results(tmp_path, monkeypatch):
+    from irlint import engine
+    from irlint.config import Config
+
+    folder = tmp_path / "cluster"
+    for r in range(4):
+        (folder / f"rank_{r}").mkdir(parents=True)
+        shutil.copy(BLOCKS / "21_validate_0076.ir", folder / f"rank_{r}" / "21_validate_0076.ir")
+    monkeypatch.setattr(engine, "active_rules", lambda config: [_rank_probe(True)()])
+    report = engine.lint([str(folder)], Config(cache=False, jobs=1, plugins=False))
+    assert len(report.shared) == 3   # read once: the plugin promised its findings do not depend on the path

@@ -132,7 +132,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
         digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
-        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path)) \
+        hit = store.get(_cache_key(store, digest, f, todo[f.path]), f.display, _sample(f.path)) \
             if digest else None
         if hit is not None:
             results[i] = hit
@@ -251,7 +251,7 @@ def _remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]],
     # bad input is never cached: a run on it writes nothing but what the user named
     if store is not None and digest is not None and not diags:
         store.remember_hash(f.path, digest)
-        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display, _sample(f.path),
+        store.put(_cache_key(store, digest, f, todo[f.path]), (findings, diags), f.display, _sample(f.path),
                   graph)
 
 
@@ -274,7 +274,7 @@ def _cached_classes(files: list[DumpFile], todo: dict[str, list[Rule]], store: L
     for i in sorted(results):
         f = files[i]
         digest = digests.get(i) or store.known_hash(f.path)
-        graph = store.graph_by_key.get(store.key(digest, todo[f.path], f.stage.label)) if digest else None
+        graph = store.graph_by_key.get(_cache_key(store, digest, f, todo[f.path])) if digest else None
         if graph is None:
             continue
         rep = first.setdefault(class_key(i, graph), i)
@@ -321,10 +321,11 @@ def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, lis
     is hashed with the process-specific values masked. Every other member of a class goes to
     ``rep_of``; ``graph_at`` gets each file's masked hash."""
     stage_free = _stage_free(todo)
+    own = {path for path, rules in todo.items() if not all(path_free(r) for r in rules)}
     for m in misses:
-        if is_buffered(m[1].path):
+        if is_buffered(m[1].path) or m[1].path in own:   # read here, or a rule that reads the path
             yield m
-    hashed = [m for m in misses if not is_buffered(m[1].path)]
+    hashed = [m for m in misses if not is_buffered(m[1].path) and m[1].path not in own]
     order, graph_of = _same_bytes(hashed, todo, store, results, digests, pool)
     first: dict[tuple, int] = {}
     for i, f, digest, content in order:
@@ -397,7 +398,7 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
         if digests is not None:
             digests[i] = digest
         if fresh:
-            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path))
+            hit = store.get(_cache_key(store, digest, f, todo[f.path]), f.display, _sample(f.path))
             if hit is not None:   # the same bytes under a new stat (a copy, a touch)
                 results[i] = hit
                 store.remember_hash(f.path, digest)
@@ -482,6 +483,22 @@ def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str,
     return {chosen[i].path: chosen[rep].path for i, rep in rep_of.items()}
 
 
+def path_free(rule: Rule) -> bool:
+    """Whether a rule's findings on a file depend on its content only, not on ``ir.path`` (nor the
+    rank that path names): true of the built-in rules, and of a plugin rule that declares
+    ``path_free = True``. Only then are its results given to another file of the same graph
+    (``irlint.runner.dedup``) or found in the cache by content."""
+    cls = type(rule)
+    return cls.__module__.startswith(_builtin_package().__name__ + ".") or getattr(cls, "path_free", False) is True
+
+
+def _cache_key(store: LintCache | type[LintCache], digest: str, f: DumpFile, rules: list[Rule]) -> str:
+    stage = f.stage.label
+    if not all(path_free(r) for r in rules):   # results of this file only
+        stage += "\0" + os.path.realpath(f.path)
+    return store.key(digest, rules, stage)
+
+
 def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
     """Per path: whether its rules read the file's stage only to label findings, which
     ``dedup.as_member`` relabels. True of the built-in rules; a plugin may read ``ir.stage``, so
@@ -524,7 +541,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display, _sample(path))
+            hit = LintCache(cache_dir).get(_cache_key(LintCache, digest, f, rules), display, _sample(path))
             if hit is not None:
                 return digest, hit[0], hit[1]
     from ..read.reader import read_ir  # here: a fully cached run never loads the parser
