@@ -327,6 +327,8 @@ def test_a_plugin_rule_that_is_not_valid_is_refused_with_a_clear_diagnostic(tmp_
 
 # --- item 15: memory and comm JSON say how each file was read --------------------------------------
 def test_memory_and_comm_json_say_which_file_was_not_read_or_read_in_part(tmp_path):
+    import jsonschema
+
     failed = tmp_path / "failed" / "analyze_fail.ir"
     failed.parent.mkdir()
     shutil.copy(Path(__file__).parent / "fixtures" / "versions" / "2.7_analyze_fail.ir", failed)
@@ -337,7 +339,10 @@ def test_memory_and_comm_json_say_which_file_was_not_read_or_read_in_part(tmp_pa
     for command in ("memory", "comm"):
         result = run(command, "--format", "json", failed, cut, whole)
         assert result.exit_code == 2
-        files = {Path(e["file"]).parent.name: e for e in json.loads(result.stdout)["files"]}
+        data = json.loads(result.stdout)
+        schema = Path(__file__).parent / "fixtures" / "schemas" / f"irlint-{command}-1.json"
+        jsonschema.validate(data, json.loads(schema.read_text(encoding="utf-8")))
+        files = {Path(e["file"]).parent.name: e for e in data["files"]}
         assert files["failed"]["read"] == "not", command
         assert not any(k.endswith("_bytes") for k in files["failed"]), files["failed"]   # not "0 bytes"
         assert [d["code"] for d in files["failed"]["diagnostics"]] == [D.DUPLICATE_GRAPH, D.COMPILE_FAILURE]

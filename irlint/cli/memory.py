@@ -56,7 +56,7 @@ def read_status(f: DumpFile, ir, diagnostics: list[Diagnostic]) -> dict:
         read = "partly"
     else:
         read = "whole"
-    return {"file": f.display, "stage": ir.stage.label if ir is not None else None, "rank": f.rank,
+    return {"file": f.display, "stage": ir.stage.label if ir is not None else f.stage.label, "rank": f.rank,
             "read": read, "diagnostics": [d.to_dict() for d in diagnostics]}
 
 
