@@ -141,6 +141,13 @@ def test_text_and_concise_print_no_control_character(tmp_path):
         assert "\\x1b" in out, fmt
 
 
+def test_the_other_commands_print_no_control_character(tmp_path):
+    root = _hostile_folder(tmp_path)
+    for args in (["memory"], ["comm"], ["inspect"], ["--show-files"], ["diff", root / "c", root / "a\nb"]):
+        result = run(*args, *([] if args[0] == "diff" else [root]))
+        assert not _CONTROL.search(result.output), (args, _CONTROL.search(result.output))
+
+
 def test_concise_gives_one_line_per_finding_whatever_the_file_names(tmp_path):
     root = _hostile_folder(tmp_path)
     result = run(root, "--no-dedup", "--format", "concise")

@@ -10,6 +10,7 @@ import click
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
+from ..reporters.printable import printable_name, printable_text
 from .memory import EXIT_ERROR, fail, final_files, human, json_files, read_finals
 
 JSON_VERSION = 1
@@ -123,7 +124,9 @@ def comm_cmd(paths, fmt, top):
                               indent=1,
                               ensure_ascii=False))
     elif entries:
-        click.echo(render_text(entries, top=top), nl=False)
+        from ..reporters.printable import printable_data
+
+        click.echo(render_text(printable_data(entries), top=top), nl=False)
     for d in problems:
-        click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
+        click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)
     sys.exit(EXIT_ERROR if problems else 0)

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..diagnostics import UNREADABLE, Diagnostic
+from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
@@ -253,8 +254,10 @@ def memory_cmd(paths, fmt, output, top):
 
         text = render_memory(entries, problems, SCOPE_NOTE)
     else:
-        text = render_text(entries, cases=cases) if entries else ""
+        from ..reporters.printable import printable_data
+
+        text = render_text(printable_data(entries), cases=[printable_name(c) for c in cases]) if entries else ""
     emit(text, output)
     for d in problems:
-        click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
+        click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)
     sys.exit(EXIT_ERROR if problems else 0)

@@ -93,3 +93,15 @@ class PrintableSources:
 
     def whole_lines(self, path: str, numbers: set[int]) -> dict[int, str]:
         return {n: printable_text(t) for n, t in self._sources.whole_lines(path, numbers).items()}
+
+
+def printable_data(value, name: str = ""):
+    """JSON-like data (dicts, lists, strings) shown as text: strings escaped, those under a "file"
+    key as file names."""
+    if isinstance(value, str):
+        return printable_name(value) if name in _NAME_FIELDS else printable_text(value)
+    if isinstance(value, dict):
+        return {k: printable_data(v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(printable_data(v, name) for v in value)
+    return value
