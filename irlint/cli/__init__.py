@@ -261,7 +261,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
             sys.exit(EXIT_ERROR if found.empty or found.diagnostics or not something else EXIT_CLEAN)
         if found.empty:
             for d in found.diagnostics:
-                click.echo(f"{printable_name(d.file)}:{max(d.line, 1)}:1: {d.code} {printable_text(d.message)}", err=True)
+                click.echo(f"{printable_name(d.file)}:{max(d.line, 1)}:1: {d.code} {printable_text(d.message)}",
+                           err=True)
             raw, why = next(iter(found.empty.items()))
             _fail(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}")
         _note_jobs(config, found, quiet)
