@@ -50,8 +50,11 @@ EXPLANATIONS = {
             "listings, .pb, .dot and .dat files in a folder are skipped without this.",
     INVALID_UTF8: "A line holds bytes that are not UTF-8; they were replaced and the line was read.",
     LINE_TOO_LONG: "A node record over 4 MiB was skipped, not parsed; source-trace lines of any length are fine.",
-    BAD_RECORD: "A record the grammar does not accept (a cut-off line, an unknown construct); it was "
-                "skipped and reading went on at the next record.",
+    BAD_RECORD: "A record the grammar does not accept (a cut-off line, an unknown construct, an attribute "
+                "block cut before its '}'), or a line of a record holding a NUL, an escape or another control "
+                "byte (a tab aside); it was skipped and reading went on at the next record. Also a node "
+                "record without its type line in a dump that prints types (the record is read, its types "
+                "are unknown).",
     UNKNOWN_LINE: "A line of no known kind; it was skipped.",
     TRUNCATED: "The file ends inside a subgraph or record: the run that wrote it was probably killed. "
                "What is there was read.",

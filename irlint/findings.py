@@ -122,6 +122,8 @@ class Report:
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
     # a checked file that holds the same graph as another -> the file that was read for both
     shared: dict[str, str] = field(default_factory=dict)
+    # files whose results the lint cache gave (a fact of the run, not of the input: in no report)
+    cache_hits: int = 0
 
     @property
     def graphs_read(self) -> int:

@@ -145,6 +145,54 @@ def _rules_in(module) -> list[type[Rule]]:
 PLUGIN_RULES: set[type[Rule]] = set()
 
 
+def _invalid_plugin_rule(cls: type[Rule]) -> str:
+    """Why a plugin's rule class cannot run as it says, or ""."""
+    from .findings import SEVERITIES
+
+    if not isinstance(cls.code, str) or re.fullmatch(r"IR\d+", cls.code, re.I):
+        return f"uses code {cls.code!r}: IR codes are irlint's input problems (irlint explain IR001)"
+    if cls.severity not in SEVERITIES:
+        return f"has severity {cls.severity!r}: it must be one of {', '.join(SEVERITIES)}"
+    stages = cls.stages
+    if isinstance(stages, str) or not isinstance(stages, (tuple, list)) or not all(isinstance(s, str) for s in stages):
+        return (f"has stages {stages!r}: it must be a tuple of stage names such as ('validate',)"
+                f"{' (a str is not one)' if isinstance(stages, str) else ''}")
+    return ""
+
+
+class plugin_output:
+    """While plugin code runs (its import, its ``check``), what it writes to standard output goes to
+    standard error: a ``print()`` or an ``os.write(1, ...)`` must not land in a JSON or SARIF report
+    (or pass for a CI workflow command) on standard output."""
+
+    def __enter__(self):
+        _flush()
+        self.saved_stdout = sys.stdout
+        sys.stdout = sys.stderr
+        try:
+            self.saved_fd = os.dup(1)
+            os.dup2(2, 1)
+        except OSError:   # no standard output or error to redirect
+            self.saved_fd = None
+        return self
+
+    def __exit__(self, *exc):
+        _flush()
+        sys.stdout = self.saved_stdout
+        if self.saved_fd is not None:
+            os.dup2(self.saved_fd, 1)
+            os.close(self.saved_fd)
+        return False
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def load_rules(plugins: bool = True) -> list[type[Rule]]:
     """Built-in rules, then third-party rules from the ``irlint.rules`` entry-point group.
     What went wrong with a plugin is in ``plugin_problems()``."""
@@ -169,13 +217,18 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
     if plugins:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
-                obj = ep.load()
+                with plugin_output():
+                    obj = ep.load()
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin (even one that exits) must not stop the lint
                 problems.append(f"cannot load rule plugin {ep.name!r}: {type(exc).__name__}: {exc}")
                 continue
             classes = [obj] if isinstance(obj, type) else _rules_in(obj)
             for cls in classes:
                 if not (isinstance(cls, type) and issubclass(cls, Rule) and cls.code):
+                    continue
+                invalid = _invalid_plugin_rule(cls)
+                if invalid:
+                    problems.append(f"rule plugin {ep.name!r}: {cls.__name__} {invalid}; it was not loaded")
                     continue
                 PLUGIN_RULES.add(cls)
                 other = found.setdefault(cls.code, cls)

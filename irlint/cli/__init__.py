@@ -22,6 +22,7 @@ from ..runner.config import Config, ConfigError, check_selectors, load_config, s
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
 from ..reporters import FORMATS, UNLIMITED_WIDTH, RenderContext, render, write_output
+from ..reporters.printable import printable_data, printable_name, printable_text
 from .outputs import check_targets, prepare_output
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -273,7 +274,7 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
     except (ConfigError, InputError, BaselineError) as exc:
         _fail(str(exc))
     for note in report.notes:
-        click.echo(f"irlint: {note}", err=True)
+        click.echo(f"irlint: {printable_text(note)}", err=True)
     total = len(report.findings)
     if write_baseline_file:
         try:
@@ -457,7 +458,7 @@ def _show_files(found: Discovery, config: Config) -> bool:
                        f"their evidence is final, of the same compile)")
             else:
                 why = "no selected rule reads this stage"
-            click.echo(f"skip  {f.display}  ({stage}{compressed}): {why}")
+            click.echo(printable_name(f"skip  {f.display}  ({stage}{compressed}): {why}"))
             continue
         names = ", ".join(r.code for r in todo[f.path])
         if f.explicit:
@@ -467,13 +468,13 @@ def _show_files(found: Discovery, config: Config) -> bool:
         else:
             why = "the stage where these rules' evidence is final"
         read_as = f"; same graph as {by_path[same[f.path]].display}: its findings" if f.path in same else ""
-        click.echo(f"read  {f.display}  ({stage}{compressed}): {names}; {why}{read_as}")
+        click.echo(printable_name(f"read  {f.display}  ({stage}{compressed}): {names}; {why}{read_as}"))
     if same:
         _show_shared(found.files, todo, same)
     for link, target in found.links:
-        click.echo(f"link  {link} -> {target}  (followed: a folder outside the named one)")
+        click.echo(printable_name(f"link  {link} -> {target}  (followed: a folder outside the named one)"))
     for d in found.diagnostics:
-        click.echo(f"not read  {d.file}: {d.code} {d.message}")
+        click.echo(f"not read  {printable_name(d.file)}: {d.code} {printable_text(d.message)}")
     nothing = _why_nothing_checked(rules, list(todo), found, config)
     if nothing:
         click.echo(f"irlint: nothing would be checked: {nothing}", err=True)
@@ -498,7 +499,7 @@ def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
             continue
         ranks = tuple(sorted({f.rank for f in group if f.rank is not None}))
         where = f", {ranks_text(ranks)}" if ranks else ""
-        click.echo(f"same graph  {shown[read]}: {len(group)} files{where}")
+        click.echo(printable_name(f"same graph  {shown[read]}: {len(group)} files{where}"))
     # the same stage file of several ranks holding different graphs: expected with sub-groups
     # (group names, rank lists, slice offsets), else a rank-dependent code path
     by_stage: dict[tuple, dict[str, list[int]]] = {}
@@ -704,6 +705,7 @@ def inspect_cmd(paths, fmt, follow_links):
     else:
         from rich.table import Table
 
+        rows, others = printable_data(rows), printable_data(others)   # shown: escaped
         table = Table(title="irlint inspect", title_justify="left")
         for col in ("file", "stage"):   # on a narrow terminal these fold onto more lines, never cut
             table.add_column(col, overflow="fold")

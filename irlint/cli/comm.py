@@ -12,7 +12,8 @@ from . import follow_links_option
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, forget_buffers, read_stdin
-from .memory import EXIT_ERROR, fail, final_files, human, read_finals
+from ..reporters.printable import printable_name, printable_text
+from .memory import EXIT_ERROR, fail, final_files, human, json_files, read_finals
 
 JSON_VERSION = 1
 
@@ -121,12 +122,16 @@ def comm_cmd(paths, fmt, top, follow_links):
     chosen = final_files(files, COMM_STAGES)
     if not chosen:
         fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
-    entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems)]
+    statuses: list[dict] = []
+    entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems, statuses)]
     if fmt == "json":
-        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
+        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries)},
+                              indent=1,
                               ensure_ascii=False))
     elif entries:
-        click.echo(render_text(entries, top=top), nl=False)
+        from ..reporters.printable import printable_data
+
+        click.echo(render_text(printable_data(entries), top=top), nl=False)
     for d in problems:
-        click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
+        click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)
     sys.exit(EXIT_ERROR if problems else 0)

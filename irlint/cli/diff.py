@@ -10,6 +10,7 @@ import click
 from . import _split, debug_option, follow_links_option
 from ..findings import FAILING_SEVERITIES
 from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
+from ..reporters.printable import printable_name, printable_text
 from .memory import emit, fail
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
@@ -102,7 +103,7 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     result = diff_reports(report_b, report_a, found_b.files, found_a.files, [before], [after], compiles)
     if not result.ranks:
         for d in result.diagnostics:
-            click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
+            click.echo(f"{printable_name(d.file)}:{max(d.line, 1)}:1: {d.code} {printable_text(d.message)}", err=True)
         fail("no final-stage graph (validate, cse_after_recomputation, add_recomputation, graph_build) "
               "to compare: " + ("; ".join(result.notes) or f"{before} and {after} hold no pair of dumps"))
     if fmt == "json":
@@ -115,7 +116,7 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
         text = render_text(result)
     emit(text, output)
     for d in result.diagnostics:
-        click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
+        click.echo(f"{printable_name(d.file)}:{max(d.line, 1)}:1: {d.code} {printable_text(d.message)}", err=True)
     sys.exit(exit_code(result))
 
 

@@ -9,6 +9,7 @@ import click
 from . import follow_links_option
 
 from ..diagnostics import UNREADABLE, Diagnostic
+from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
@@ -22,20 +23,52 @@ def fail(message: str):
     sys.exit(EXIT_ERROR)
 
 
-def read_finals(chosen: list[DumpFile], problems: list[Diagnostic]):
-    """(file, model) of each chosen file that reads as a graph dump; what could not be read goes to
-    ``problems``."""
+def read_finals(chosen: list[DumpFile], problems: list[Diagnostic], statuses: list[dict] | None = None):
+    """(file, model) of each chosen file whose figures mean something: one that reads as a graph
+    dump of a compile that did not fail; what could not be read goes to ``problems``. ``statuses``
+    gets, for every chosen file in order, ``read_status`` (for the JSON reports)."""
     from ..runner.engine import read_dump
 
     for f in chosen:
         try:
             ir = read_dump(f)
         except OSError as exc:
-            problems.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
+            d = Diagnostic(f.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}")
+            problems.append(d)
+            if statuses is not None:
+                statuses.append(read_status(f, None, [d]))
             continue
         problems += ir.diagnostics
-        if ir.nodes:   # a file that is no graph dump has only its diagnostic
+        if statuses is not None:
+            statuses.append(read_status(f, ir, ir.diagnostics))
+        # a file that is no graph dump has only its diagnostic; an analyze_fail.ir's graphs stop
+        # before autodiff: nothing in them is kept for a backward pass or communicated
+        if ir.nodes and ir.failure is None:
             yield f, ir
+
+
+def read_status(f: DumpFile, ir, diagnostics: list[Diagnostic]) -> dict:
+    """How much of a file the figures of a JSON report count: ``read`` is "whole", "partly" (input
+    problems: a truncated dump, skipped lines; what was read is counted) or "not" (not read, not a
+    graph dump, a failed compile: the entry has no figures), with the file's diagnostics."""
+    from ..diagnostics import NOTE_CODES
+
+    if ir is None or not ir.nodes or ir.failure is not None:
+        read = "not"
+    elif any(d.code not in NOTE_CODES for d in diagnostics):
+        read = "partly"
+    else:
+        read = "whole"
+    return {"file": f.display, "stage": ir.stage.label if ir is not None else f.stage.label, "rank": f.rank,
+            "read": read, "diagnostics": [d.to_dict() for d in diagnostics]}
+
+
+def json_files(statuses: list[dict], entries: list[dict]) -> list[dict]:
+    """Every chosen file for a JSON report: its figures (if counted) with how it was read."""
+    counted = iter(entries)
+    return [status if status["read"] == "not" else {**next(counted), "read": status["read"],
+                                                    "diagnostics": status["diagnostics"]}
+            for status in statuses]
 
 
 def emit(text: str, output: str | None) -> None:
@@ -265,21 +298,24 @@ def memory_cmd(paths, fmt, output, top, layers, follow_links):
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))
-    entries, cases = [], []
-    for f, ir in read_finals(chosen, problems):
+    entries, cases, statuses = [], [], []
+    for f, ir in read_finals(chosen, problems, statuses):
         entries.append(file_entry(f, ir, account(ir), top))
         cases.append(case_of(f))
     if layers:
         project_all(entries, cases, layers, project_entry)
     if fmt == "json":
-        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1) + "\n"
+        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries)},
+                          indent=1) + "\n"
     elif fmt == "html":
         from ..reporters.html import render_memory
 
         text = render_memory(entries, problems, SCOPE_NOTE)
     else:
-        text = render_text(entries, cases=cases) if entries else ""
+        from ..reporters.printable import printable_data
+
+        text = render_text(printable_data(entries), cases=[printable_name(c) for c in cases]) if entries else ""
     emit(text, output)
     for d in problems:
-        click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
+        click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)
     sys.exit(EXIT_ERROR if problems else 0)

@@ -238,3 +238,7 @@ def check_counts(ir: IRFile, eof_line: int, diag: Callable[[int, str, str], None
     if "total_subgraphs" in header and len(ir.subgraphs) < header["total_subgraphs"] and not truncated:
         diag(eof_line, D.TRUNCATED,
              f"read {len(ir.subgraphs)} of {header['total_subgraphs']} subgraphs (truncated dump?)")
+        truncated = True
+    # the header names the entry graph: a file that never defines it was cut, whatever else it holds
+    if ir.entry and ir.entry not in ir.subgraphs and not truncated:
+        diag(eof_line, D.TRUNCATED, f"the entry graph {ir.entry} is never defined (truncated dump?)")

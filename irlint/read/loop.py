@@ -7,7 +7,7 @@ from typing import BinaryIO
 
 from .. import diagnostics as D
 from ..runner.discover import is_dump_start
-from .scanner import RECORD_LIMIT, NodeRecord, TraceRun, scan
+from .scanner import RECORD_LIMIT, ControlLine, NodeRecord, TraceRun, scan
 
 MAX_RECORD_BYTES = RECORD_LIMIT      # a node record longer than this is skipped, not parsed
 MAX_CONTINUATION_LINES = 100_000     # a multi-line tensor value that never closes
@@ -74,6 +74,9 @@ class LineLoop:
                         if self.current_key >= 0:
                             traces[self.current_key] = (trace_line, trace_start, start)
                         trace_start = -1
+                if type(item) is ControlLine:
+                    self.control_line(raw, lineno)
+                    break
                 if len(raw) >= MAX_RECORD_BYTES:
                     self.diag(lineno, D.LINE_TOO_LONG, f"line of {len(raw) + 1:,} bytes skipped",
                               raw[:80].decode("utf-8", "replace"))
@@ -142,6 +145,18 @@ class LineLoop:
         if scope is not None:
             scope = scope.decode().rstrip(" \t")
             self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
+
+    def control_line(self, raw: bytes, lineno: int) -> None:
+        """A structural line holding a NUL, an escape or another C0 control byte: damage, not text.
+        The line is skipped; a node line's record with it (its type and scope lines then say so)."""
+        col = next(i for i, b in enumerate(raw) if b < 32 and b != 9 and not (b == 13 and i == len(raw) - 1))
+        text = self.decode(raw, lineno)
+        if raw.startswith(TYPE_LINE) and self.current is not None:
+            self.type_lines += 1   # the record has its type line; what it says was not read
+        elif not raw.startswith(NODE_COMMENT):
+            self.current, self.current_key = None, -1
+        code = D.BAD_RECORD if raw.startswith(_RECORD_STARTS) else D.UNKNOWN_LINE   # a record's line, or junk
+        self.diag(lineno, code, f"control byte 0x{raw[col]:02x} at column {col + 1}; line skipped", text)
 
     def check_trace_utf8(self, run: TraceRun) -> None:
         if not run.text:

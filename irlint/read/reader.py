@@ -29,6 +29,7 @@ from .records import NO_ATTRS, RecordParsing
 __all__ = ["read_ir", "warm", "normalize_op", "MAX_RECORD_BYTES", "NO_ATTRS"]
 
 MAX_UTF8_REPORTED = 20
+MAX_UNTYPED_REPORTED = 20
 
 
 def warm() -> None:
@@ -96,6 +97,9 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
         self.message: list[str] = []
         self.marks: list[tuple[int, int]] = []   # "#-----> N" lines: (line, key of the next record)
         self.split_header: tuple[str, int, list[tuple[str, int]]] | None = None
+        self.open_record: tuple[int, str, bool] | None = None   # the last node record: line, text, a Return?
+        self.typed_records = 0   # nodes other than a Return with their type line
+        self.untyped_records: list[tuple[int, str]] = []   # records without a type line
 
     def diag(self, line: int, code: str, message: str, text: str = "") -> None:
         new = Diagnostic(self.name, line, code, message, excerpt(text))
@@ -124,6 +128,19 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
                 self.ir.diagnostics.extend(run)   # bad lines, all on one line
             self.bad_run = []
 
+    def untyped_diagnostics(self) -> None:
+        """Records without their type line in a dump that prints types: cut or damaged. (A dump
+        written without types, MS_DEV_DUMP_IR_FORMAT=0, types only its Returns: IR015 says so.)"""
+        untyped = self.untyped_records
+        new = [Diagnostic(self.name, lineno, D.BAD_RECORD, "node record without its type line (cut or damaged?)",
+                          excerpt(text)) for lineno, text in untyped[:MAX_UNTYPED_REPORTED]]
+        if len(untyped) > MAX_UNTYPED_REPORTED:
+            rest = untyped[MAX_UNTYPED_REPORTED:]
+            new.append(Diagnostic(self.name, rest[0][0], D.BAD_RECORD,
+                                  f"{len(rest)} more node records without their type line (lines {rest[0][0]}-"
+                                  f"{rest[-1][0]})", excerpt(rest[0][1])))
+        self.ir.diagnostics[:] = sorted(self.ir.diagnostics + new, key=lambda d: d.line)
+
     def decode(self, raw: bytes, lineno: int) -> str:
         try:
             return raw.decode("utf-8")
@@ -143,6 +160,9 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
             self.diag(self.eof_line, D.TRUNCATED, f"file ends inside subgraph {self.sub.name} (truncated dump?)")
         self.close_run()
         self.ir.diagnostics[:] = D.merge_line_runs(self.ir.diagnostics)
+        self.end_record()
+        if self.untyped_records and self.typed_records:
+            self.untyped_diagnostics()
         assemble(self.ir, self.rec, self.diag)
         if self.ir.failure is not None:
             self.failure_diagnostic()

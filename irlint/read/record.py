@@ -74,6 +74,8 @@ def _attr_blocks(rest: str, marks: list[tuple[int, str]]) -> dict:
                 blocks.setdefault("parallel_info", {}).update(parse_attrs(group))
         elif marker == " {instance name: ":
             close = text.rfind("}")
+            if close < 0:   # the line was cut inside the block: its other attributes are lost
+                raise GrammarError("attribute block '{instance name: ' not closed (record cut?)", pos + 2)
             blocks["instance"] = text[len("{instance name: "): close if close > 0 else len(text)].strip()
         else:
             label, _, body = text.partition(": ")

@@ -138,6 +138,7 @@ class RecordParsing:
         self.record(lineno, "Return", "", line[2:], line)
 
     def record(self, lineno: int, node_id: str, name: str, rest: str, line: str) -> None:
+        self.end_record()
         if self.sub is None:
             if self.split_header is not None:
                 self.header_line("", lineno)   # a split header that never closed: its nodes follow
@@ -197,6 +198,17 @@ class RecordParsing:
                 rec.partials.append((key, str(args[0]), args[1:], graph))
         self.current, self.current_key = data, key
         self.type_lines = 0
+        self.open_record = (lineno, line, is_return)
+
+    def end_record(self) -> None:
+        """The record read last is over: did it have its type line?"""
+        if self.open_record is not None:
+            lineno, line, is_return = self.open_record
+            if not self.type_lines:
+                self.untyped_records.append((lineno, line))
+            elif not is_return:   # MS_DEV_DUMP_IR_FORMAT=0 types a Return only
+                self.typed_records += 1
+            self.open_record = None
 
     def first_type_line(self, body: str, line: str | bytes, lineno: int) -> None:
         """The types of the current node; ``line`` (its bytes, from a whole record) is only quoted

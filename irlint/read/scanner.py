@@ -27,15 +27,29 @@ RECORDS = True                   # hand over whole node records (tests compare w
 RECORD_LIMIT = 4 * 1024 * 1024   # a record this long goes line by line (the reader skips such lines)
 
 _TRACE_LINE = rb"(?:      # In file |      # Corresponding |# In file )[^\n]*\n"
-# A run of trace lines (group 1), or one line of anything else.
-_LINE_OR_TRACE_RUN = re.compile(rb"((?:" + _TRACE_LINE + rb")+)|([^\n]*)\n")
-# A whole node record first: node line (1), type lines (2), scope (3), traces (4); then the same
-# two alternatives as above (5, 6).
-_RECORD_OR_LINE = re.compile(
-    rb"(  %[0-9]+\([^\s)]*\) = [^\n]*)\n((?:      : [^\n]*\n)*)"
-    rb"(?:      # (?:Fullname with scope|Scope): \(([^\n]*)\n)?((?:" + _TRACE_LINE + rb")*)"
-    rb"|((?:" + _TRACE_LINE + rb")+)|([^\n]*)\n")
-_RUN, _LINE = 5, 6
+# The text of a structural line: no C0 control byte but a tab (a NUL or an escape in a node, type or
+# scope line is damage, never text). A line ending in CR (a copied dump) keeps it.
+# Telling text from such bytes costs the regex a third more time: it does so only in a block that
+# holds one (a C-speed test), and the patterns below come in both forms.
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10))
+_STRICT_TEXT = rb"[^\n\x00-\x08\x0b-\x1f]*"
+
+
+def _patterns(text: bytes, name: bytes) -> tuple[re.Pattern, re.Pattern]:
+    # A run of trace lines (group 1), one line of text (2), or a line holding a control byte (3).
+    lines = re.compile(rb"((?:" + _TRACE_LINE + rb")+)|(" + text + rb"\r?)\n|([^\n]*)\n")
+    # A whole node record first: node line (1), type lines (2), scope (3), traces (4); then the same
+    # three alternatives as above (5, 6, 7).
+    records = re.compile(
+        rb"(  %[0-9]+\(" + name + rb"\) = " + text + rb")\n((?:      : " + text + rb"\n)*)"
+        rb"(?:      # (?:Fullname with scope|Scope): \((" + text + rb")\n)?((?:" + _TRACE_LINE + rb")*)"
+        rb"|((?:" + _TRACE_LINE + rb")+)|(" + text + rb")\n|([^\n]*)\n")
+    return lines, records
+
+
+_LINE_OR_TRACE_RUN, _RECORD_OR_LINE = _patterns(rb"[^\n]*", rb"[^\s)]*")
+_STRICT_LINE_OR_TRACE_RUN, _STRICT_RECORD_OR_LINE = _patterns(_STRICT_TEXT, rb"[^\s)\x00-\x1f]*")
+_RUN, _LINE, _CONTROL = 5, 6, 7
 
 
 @dataclass(slots=True)
@@ -47,6 +61,13 @@ class TraceRun:
     end: int      # byte offset just after the last line
     lines: int    # how many lines
     text: bytes   # the bytes, for an UTF-8 check; empty when the block was valid UTF-8
+
+
+class ControlLine(tuple):
+    """``(line number, byte offset, line without its newline)`` of a line outside the source traces
+    that holds a C0 control byte other than a tab (and a CR before its newline)."""
+
+    __slots__ = ()
 
 
 class NodeRecord(tuple):
@@ -97,15 +118,24 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
                 continue
             data_end = offset + filled
         valid_utf8 = _is_utf8(buf, cut)
+        strict = len(buf[:cut].translate(None, _CONTROL_BYTES)) != cut
         if valid_utf8 and RECORDS and buf.find(b"\r", 0, cut) < 0:
-            pattern, run_group, line_group = _RECORD_OR_LINE, _RUN, _LINE
+            pattern, run_group, line_group, control_group = _RECORD_OR_LINE, _RUN, _LINE, _CONTROL
+            if strict:
+                pattern = _STRICT_RECORD_OR_LINE
         else:   # lines one by one, so that the reader reports each bad one
-            pattern, run_group, line_group = _LINE_OR_TRACE_RUN, 1, 2
+            pattern, run_group, line_group, control_group = _LINE_OR_TRACE_RUN, 1, 2, 3
+            if strict:
+                pattern = _STRICT_LINE_OR_TRACE_RUN
         for m in pattern.finditer(buf, 0, cut):
             kind = m.lastindex
             if kind == line_group:
                 lineno += 1
                 yield lineno, offset + m.start(), m.group(kind)
+                continue
+            if kind == control_group:
+                lineno += 1
+                yield ControlLine((lineno, offset + m.start(), m.group(kind)))
                 continue
             if kind == run_group:
                 start, end = m.span()

@@ -40,8 +40,20 @@ def renderer(fmt: str) -> Callable[[Report, RenderContext], str]:
     return import_module(f"{__name__}.{fmt.replace('-', '_')}").render
 
 
+# formats that print text as it is: what came from a dump or a file name is escaped first
+_PRINTED = frozenset({"text", "concise", "github", "junit"})
+
+
 def render(report: Report, fmt: str, ctx: RenderContext | None = None) -> str:
-    return renderer(fmt)(report, ctx or RenderContext())
+    ctx = ctx or RenderContext()
+    if fmt in _PRINTED:
+        from dataclasses import replace
+
+        from .printable import PrintableSources, printable_report
+
+        report = printable_report(report)
+        ctx = replace(ctx, sources=PrintableSources(ctx.sources))
+    return renderer(fmt)(report, ctx)
 
 
 def rule_classes(report: Report, ctx: RenderContext) -> list:

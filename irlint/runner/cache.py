@@ -212,6 +212,9 @@ class LintCache:
         self.max_bytes = max_bytes
         self.written = 0
         self.hits = 0
+        # key -> the masked graph hash (irlint.runner.dedup) stored with the entry found there: which
+        # files of a run hold the same graph, when none of them had to be read
+        self.graph_by_key: dict[str, str] = {}
 
     # --- keys -----------------------------------------------------------------------------------
     @staticmethod
@@ -264,14 +267,19 @@ class LintCache:
             _unlink(str(file))   # well-formed JSON of the wrong shape: dropped, never an error
             return None
         self.hits += 1
+        graph = value.get("graph")
+        if isinstance(graph, str):
+            self.graph_by_key[key] = graph
         return result
 
     def put(self, key: str, value: tuple[list[Finding], list[Diagnostic]], display: str,
-            sample: str | None = None) -> None:
+            sample: str | None = None, graph: str | None = None) -> None:
         findings, diagnostics = value
         try:
             data = {"key": key, "sample": sample, "findings": [_finding_data(f, display) for f in findings],
                     "diagnostics": [_diagnostic_data(d, display) for d in diagnostics]}
+            if graph is not None:
+                data["graph"] = graph
         except TypeError:
             return   # a rule put a value JSON cannot hold in a finding: not cached
         self._store(self._file("lint", key), data)

@@ -21,7 +21,7 @@ from .discover import discover  # noqa: F401 - part of the API
 from .discover import DumpFile, InputError, damage_of, discover_inputs, is_buffered, open_dump
 from .discover import RANK_DIR as _RANK_DIR
 from ..findings import Finding, Report
-from ..rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_problems
+from ..rule import PLUGIN_RULES, Rule, _builtin_package, load_rules, plugin_output, plugin_problems
 from ..model.stages import FRONTEND
 
 if TYPE_CHECKING:
@@ -116,14 +116,16 @@ def fallback_plan(files: list[DumpFile], rules: list[Rule], done: dict[str, list
 
 
 def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
-                shared: dict[str, str] | None = None
+                shared: dict[str, str] | None = None, cached: set[str] | None = None
                 ) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
     """Per file, in order: what its rules found (before severities and suppressions) and the
     diagnostics of reading it. Results come from the cache when the file, the rules and irlint
     are unchanged; otherwise the file is read and checked, in worker processes when that pays:
     a worker returns findings, not the graph, which would cost more to send than to build.
     Files that hold the same graph (``irlint.runner.dedup``) are read once, unless ``config.dedup`` is
-    off; ``shared`` then receives each such file's path -> the path of the file that was read."""
+    off; ``shared`` then receives each such file's path -> the path of the file that was read
+    (or, for files the cache answers, that would have been). ``cached`` receives the paths of the
+    files the cache answered."""
     cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
     store = LintCache(cache_dir) if cache_dir is not None else None
     timeout = config.rule_timeout
@@ -131,7 +133,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
     for i, f in enumerate(files):
         digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
-        hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path)) \
+        hit = store.get(_cache_key(store, digest, f, todo[f.path]), f.display, _sample(f.path)) \
             if digest else None
         if hit is not None:
             results[i] = hit
@@ -148,6 +150,7 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     finished = False
     digests = {i: digest for i, _, digest in misses}
     rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
+    graph_at: dict[int, str] = {}   # a file -> its masked graph hash, where hashing made classes
     uses: dict[int, int] = {}   # a file that is read -> the files that take its result
     outcomes: dict[int, tuple[str | None, list[Finding], list[Diagnostic]]] = {}
     try:
@@ -175,13 +178,16 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             if jobs > 1 and len(to_pool) > jobs and sum(f.size for _, f, _ in to_pool) >= POOL_HASH_MIN_BYTES:
                 # the workers hash too, then read what hashing leaves (with a cache, maybe nothing)
                 pool = _pool(jobs, reads=store is None)
-            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests, pool):
+            for i, f, digest in _classes(ordered, todo, store, results, rep_of, digests, pool, graph_at):
                 submit(i, f, digest)
         else:
             for i, f, digest in ordered:
                 submit(i, f, digest)
         for rep in rep_of.values():
             uses[rep] = uses.get(rep, 1) + 1   # itself and its members
+        # files answered by the cache share a graph as they did when the cache was filled
+        cached_rep = _cached_classes(files, todo, store, results, digests, graph_at, rep_of) \
+            if store is not None and getattr(config, "dedup", True) else {}
 
         def outcome(i: int):
             if i in outcomes:
@@ -196,6 +202,10 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
             rep = rep_of.get(i)
             if i in results:
                 findings, diags = results[i]
+                if shared is not None and i in cached_rep:
+                    shared[f.path] = files[cached_rep[i]].path
+                if cached is not None:
+                    cached.add(f.path)
             elif rep is not None and _shareable(outcome(rep)[2]):
                 from . import dedup   # only runs whose files share a graph pay for it
 
@@ -205,12 +215,12 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
                                                   (f.display, f.stage.label))
                 if shared is not None:
                     shared[f.path] = files[rep].path
-                _remember(store, f, todo, digests.get(i), findings, diags)
+                _remember(store, f, todo, digests.get(i), findings, diags, graph_at.get(i))
             else:
                 if rep is not None:   # its class's file could not be read whole: read on its own
                     futures[i] = (f, todo[f.path], digests.get(i), cache_dir, timeout)
                 digest, findings, diags = outcome(i)
-                _remember(store, f, todo, digest, findings, diags)
+                _remember(store, f, todo, digest, findings, diags, graph_at.get(i))
             for used in (i, rep):   # a class's result is kept until the last file that takes it
                 if used in uses:
                     uses[used] -= 1
@@ -238,11 +248,40 @@ def _result(job, f: DumpFile) -> tuple[str | None, list[Finding], list[Diagnosti
 
 
 def _remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]], digest: str | None,
-              findings: list[Finding], diags: list[Diagnostic]) -> None:
+              findings: list[Finding], diags: list[Diagnostic], graph: str | None = None) -> None:
     # bad input is never cached: a run on it writes nothing but what the user named
     if store is not None and digest is not None and not diags:
         store.remember_hash(f.path, digest)
-        store.put(store.key(digest, todo[f.path], f.stage.label), (findings, diags), f.display, _sample(f.path))
+        store.put(_cache_key(store, digest, f, todo[f.path]), (findings, diags), f.display, _sample(f.path),
+                  graph)
+
+
+def _cached_classes(files: list[DumpFile], todo: dict[str, list[Rule]], store: LintCache, results: dict,
+                    digests: dict, graph_at: dict[int, str], rep_of: dict[int, int]) -> dict[int, int]:
+    """A file answered by the cache -> the file of this run it shares its graph with (by the graph
+    hash stored with its entry), as a run that read them would have found: the file read for its
+    class, else the first of the class."""
+    stage_free = _stage_free(todo)
+
+    def class_key(i: int, graph: str) -> tuple:
+        f = files[i]
+        return graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label
+
+    first: dict[tuple, int] = {}
+    for i, graph in graph_at.items():   # files read (or given a read file's result) in this run
+        if i not in rep_of:
+            first.setdefault(class_key(i, graph), i)
+    out: dict[int, int] = {}
+    for i in sorted(results):
+        f = files[i]
+        digest = digests.get(i) or store.known_hash(f.path)
+        graph = store.graph_by_key.get(_cache_key(store, digest, f, todo[f.path])) if digest else None
+        if graph is None:
+            continue
+        rep = first.setdefault(class_key(i, graph), i)
+        if rep != i:
+            out[i] = rep
+    return out
 
 
 def _shareable(diags: list[Diagnostic]) -> bool:
@@ -276,16 +315,18 @@ POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
 
 def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
              store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None,
-             pool: ProcessPoolExecutor | None = None) -> Iterator[tuple[int, DumpFile, str | None]]:
+             pool: ProcessPoolExecutor | None = None, graph_at: dict[int, str] | None = None
+             ) -> Iterator[tuple[int, DumpFile, str | None]]:
     """The files to read, one per class of the same graph and the same rules (hashed by ``pool``
     when given). Files of the same bytes are found first (``_same_bytes``), and each new content
     is hashed with the process-specific values masked. Every other member of a class goes to
-    ``rep_of``."""
+    ``rep_of``; ``graph_at`` gets each file's masked hash."""
     stage_free = _stage_free(todo)
+    own = {path for path, rules in todo.items() if not all(path_free(r) for r in rules)}
     for m in misses:
-        if is_buffered(m[1].path):
+        if is_buffered(m[1].path) or m[1].path in own:   # read here, or a rule that reads the path
             yield m
-    hashed = [m for m in misses if not is_buffered(m[1].path)]
+    hashed = [m for m in misses if not is_buffered(m[1].path) and m[1].path not in own]
     order, graph_of = _same_bytes(hashed, todo, store, results, digests, pool)
     first: dict[tuple, int] = {}
     for i, f, digest, content in order:
@@ -293,6 +334,8 @@ def _classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, lis
         if graph is None:
             yield i, f, digest
             continue
+        if graph_at is not None:
+            graph_at[i] = graph
         key = (graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label)
         rep = first.setdefault(key, i)
         if rep != i:
@@ -356,7 +399,7 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
         if digests is not None:
             digests[i] = digest
         if fresh:
-            hit = store.get(store.key(digest, todo[f.path], f.stage.label), f.display, _sample(f.path))
+            hit = store.get(_cache_key(store, digest, f, todo[f.path]), f.display, _sample(f.path))
             if hit is not None:   # the same bytes under a new stat (a copy, a touch)
                 results[i] = hit
                 store.remember_hash(f.path, digest)
@@ -441,6 +484,22 @@ def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str,
     return {chosen[i].path: chosen[rep].path for i, rep in rep_of.items()}
 
 
+def path_free(rule: Rule) -> bool:
+    """Whether a rule's findings on a file depend on its content only, not on ``ir.path`` (nor the
+    rank that path names): true of the built-in rules, and of a plugin rule that declares
+    ``path_free = True``. Only then are its results given to another file of the same graph
+    (``irlint.runner.dedup``) or found in the cache by content."""
+    cls = type(rule)
+    return cls.__module__.startswith(_builtin_package().__name__ + ".") or getattr(cls, "path_free", False) is True
+
+
+def _cache_key(store: LintCache | type[LintCache], digest: str, f: DumpFile, rules: list[Rule]) -> str:
+    stage = f.stage.label
+    if not all(path_free(r) for r in rules):   # results of this file only
+        stage += "\0" + os.path.realpath(f.path)
+    return store.key(digest, rules, stage)
+
+
 def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
     """Per path: whether its rules read the file's stage only to label findings, which
     ``dedup.as_member`` relabels. True of the built-in rules; a plugin may read ``ir.stage``, so
@@ -483,7 +542,7 @@ def _check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: st
             digest = None
         if digest is not None:
             # same content under a new stat (a copy, a touch): still a hit
-            hit = LintCache(cache_dir).get(LintCache.key(digest, rules, f.stage.label), display, _sample(path))
+            hit = LintCache(cache_dir).get(_cache_key(LintCache, digest, f, rules), display, _sample(path))
             if hit is not None:
                 return digest, hit[0], hit[1]
     from ..read.reader import read_ir  # here: a fully cached run never loads the parser
@@ -566,6 +625,9 @@ def _run_rule(rule: Rule, ir, display: str, diagnostics: list[Diagnostic], timeo
     is reported, not mistaken for the end of the lint."""
     if type(rule) in PLUGIN_RULES and _CAN_FORK:
         found, problem = _checked_in_child(rule, ir, timeout)
+    elif type(rule) in PLUGIN_RULES:
+        with plugin_output():
+            found, problem = _checked(rule, ir, timeout)
     else:
         found, problem = _checked(rule, ir, timeout)
     if problem:
@@ -610,16 +672,22 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
     pid = os.fork()
     if pid == 0:   # the child: whatever happens, it never returns into the parent's code
         try:
+            os.setpgid(0, 0)   # a group of its own: what the rule forks is ended with it
             os.close(read_end)
             _worker_signals()   # ends on SIGTERM and with its parent; Ctrl-C is the parent's
             try:
-                data = pickle.dumps(_checked(rule, ir, timeout))
+                with plugin_output():   # never into the report (the child's standard output is the parent's)
+                    data = pickle.dumps(_checked(rule, ir, timeout))
             except BaseException as exc:  # noqa: BLE001 - unpicklable findings, RuleTimeout past the loop
                 data = pickle.dumps(([], f"{type(exc).__name__}: {exc}"))
             with os.fdopen(write_end, "wb") as out:
                 out.write(data)
         finally:
             os._exit(0)
+    try:
+        os.setpgid(pid, pid)   # (also here: the child may not have got to it yet)
+    except OSError:
+        pass
     os.close(write_end)
     chunks = []
     deadline = None if timeout <= 0 else timeout + CHILD_GRACE_SECONDS
@@ -638,11 +706,9 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
         ended = not killed
     finally:
         if not ended:   # past the deadline, or Ctrl-C / SIGTERM in the parent: the child goes too
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(pid)
         _, status = os.waitpid(pid, 0)
+        _kill_group(pid, reaped=True)   # and anything the rule forked that is still there
     if killed:
         return [], f"did not finish within {timeout:g} s (rule-timeout); its process was killed"
     try:
@@ -650,6 +716,19 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
     except Exception:   # noqa: BLE001 - nothing, or part of a message: the process ended mid-rule
         return [], f"its process ended before the rule finished ({_exit_status(status)})"
     return found, problem
+
+
+def _kill_group(pid: int, reaped: bool = False) -> None:
+    """SIGKILL to a rule's process and the processes it started. Once the rule's process is reaped,
+    its number may be another process's: only its group, which lives on while a member does."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        if not reaped:   # the child had not made its group yet
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _exit_status(status: int) -> str:
@@ -813,8 +892,9 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     incomplete: set[str] = set()
     read: set[str] = set()
     shared: dict[str, str] = {}
+    cached: set[str] = set()
     while todo:
-        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared):
+        for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared, cached):
             read.add(f.path)
             done.setdefault(f.path, []).extend(todo[f.path])
             report.notes.extend(f"{d.file}: {d.code} {d.message}" for d in diags
@@ -832,6 +912,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
     report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
+    report.cache_hits = len(cached)
     report.findings = _group(found, {r.name: r.stages for r in rules}, incomplete)
     for finding in _group(silenced, {r.name: r.stages for r in rules}, incomplete):
         entry = config.suppression_for(finding.code, finding.rule, finding.scope)
