@@ -2,6 +2,9 @@
 snapshots of their findings."""
 from __future__ import annotations
 
+import gzip
+import io
+
 import pytest
 from click.testing import CliRunner
 
@@ -112,6 +115,31 @@ def test_one_op_recompute_cell_that_recomputed_nothing_is_flagged():
     assert "activation-SiLU" in silu[0].message
     # layer 3 (Cell.recompute() on the whole layer): the unneeded last ops are by design
     assert [f for f in check(ir) if "3-DecoderLayer/" in f.scope] == []
+
+
+def test_one_op_cell_is_found_where_forward_scopes_print_layer_0():
+    """A model whose decoder layers are one class prints layer 0's scope on the SiLU of every
+    layer: the layer comes from the weights w1's MatMul reads, the one-op cell from structure."""
+    path = TESTS / "fixtures" / "recompute" / "aliased-scopes-l4" / "21_validate_0076.ir.gz"
+    ir = read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+    facts = evidence.RecomputeFacts.of(ir)
+    silus = {ir[k]["id"]: k for k in ir.cnodes() if ir[k]["op"] == "SiLU" and not ir.is_backward(k)
+             and not ir.is_recompute_copy(k)}
+    assert all("/0-DecoderLayer/" in ir[k]["scope"] for k in silus.values())   # the printed alias
+    assert {i: facts.cell_path_of(k)[4] for i, k in silus.items()} == {
+        "%55": "0-DecoderLayer", "%119": "1-DecoderLayer", "%183": "2-DecoderLayer", "%247": "3-DecoderLayer"}
+    found = {f.node: f for f in check(ir, "RC001") if f.op == "SiLU"}
+    assert sorted(found) == ["%119", "%183", "%247"]   # layer 0's SiLU was recomputed with its layer
+    for layer, node in (("1", "%119"), ("2", "%183"), ("3", "%247")):
+        f = found[node]
+        assert dict(f.extra)["request"] == "one-op-cell"
+        assert f"layer {layer} (from the weights it reads)" in f.message
+        assert f"{layer}-DecoderLayer/feed_forward-FeedForward/activation-SiLU," in f.message
+        # the primitive's key, never the cell's
+        assert "'feed_forward\\.activation\\.silu'" in f.hint and "'feed_forward\\.activation'" not in f.hint
+    # an op between two layers reads both layers' weights: its printed layer stands
+    add = next(k for k in ir.cnodes() if ir[k]["id"] == "%67" and not ir.is_backward(k))
+    assert facts.cell_path_of(add)[4] == "0-DecoderLayer" and facts.is_kept_output(add)
 
 
 # --- RC002 -------------------------------------------------------------------------------------------

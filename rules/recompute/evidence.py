@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from irlint.accounts.memory import is_weight_derived
 from irlint.model import IRFile
+from irlint.model.layers import Places, layer_prefix, with_layer
 
 # Stage files where the recompute decision is final, best first: the final front-end graph
 # (validate), then the passes that make the decision, then the backend graph (CPU expands SiLU
@@ -137,12 +138,21 @@ class RecomputeFacts:
         if cells is None:
             ir = self.ir
             cells = self._cell_index = {}
+            ops = []
+            judged = set()   # the printed layers holding a recompute_ op: only there can an aliased op change a verdict
             for k in ir.cnodes():
                 d = ir[k]
                 if self.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
                     continue
                 path = cell_path(d.get("scope", ""))
                 prefixed = d.get("scope", "").startswith(CELL_PREFIX)
+                ops.append((k, path, prefixed))
+                if prefixed:
+                    judged.add(layer_prefix(path))
+            judged.discard(None)
+            for k, path, prefixed in ops:
+                if judged and layer_prefix(path) in judged:
+                    path = self.cell_path_of(k)
                 for i in range(1, len(path) + 1):
                     cell = cells.setdefault(path[:i], _Cell())
                     cell.unprefixed |= not prefixed
@@ -184,7 +194,7 @@ class RecomputeFacts:
         ca = d.get("cnode_attrs") or {}
         pa = d.get("primitive_attrs") or {}
         if ca.get("recompute") is False:
-            cell = self.recompute_cell(d.get("scope", ""))
+            cell = self.recompute_cell(k)
             if cell is None:
                 return None
             # a multi-op cell's output is its checkpoint, kept by design: not a request
@@ -204,12 +214,19 @@ class RecomputeFacts:
 
     # --- cell membership -------------------------------------------------------------------
 
-    def recompute_cell(self, scope: str) -> tuple[str, ...] | None:
-        """The widest cell around a ``recompute_`` scope whose forward nodes all carry the prefix:
-        the cell ``.recompute()`` was (at most) called on."""
-        if not scope.startswith(CELL_PREFIX):
+    def cell_path_of(self, k: int) -> tuple[str, ...]:
+        """``cell_path`` of a node's scope, in the layer its weights give when the printed scope
+        is another layer's (a reused cell prints the first layer's scope in every layer)."""
+        path = cell_path(self.ir[k].get("scope", ""))
+        layer = Places.of(self.ir).aliased_layer(k)
+        return path if layer is None else with_layer(path, layer)
+
+    def recompute_cell(self, k: int) -> tuple[str, ...] | None:
+        """The widest cell around a node with a ``recompute_`` scope whose forward nodes all carry
+        the prefix: the cell ``.recompute()`` was (at most) called on."""
+        if not self.ir[k].get("scope", "").startswith(CELL_PREFIX):
             return None
-        path = cell_path(scope)
+        path = self.cell_path_of(k)
         best = None
         for i in range(len(path), 0, -1):
             cell = self._cells.get(path[:i])
@@ -224,7 +241,7 @@ class RecomputeFacts:
         d = self.ir[k]
         if (d.get("cnode_attrs") or {}).get("recompute") is not False:
             return False
-        cell = self.recompute_cell(d.get("scope", ""))
+        cell = self.recompute_cell(k)
         return cell is not None and self._cells[cell].ops > 1
 
     # --- kept for backward / blocking chain ------------------------------------------------

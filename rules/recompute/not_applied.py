@@ -34,7 +34,9 @@ class RecomputeNotApplied(RecomputeRule):
     ``.recompute()`` call naming an activation cell such as GLM's ``mlp.activation_func.silu``)
     is the cell's output, which ``Cell.recompute()`` never recomputes: when backward reads it,
     it is reported, and the hint gives the key of the primitive inside the cell. A multi-op
-    cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported.
+    cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported. Cells are
+    counted in the layer the op's weights give, not the printed one: a model whose decoder
+    layers are one class can print layer 0's scope on the SiLU of every layer.
 
     Left to other rules: a FeedForward SiLU/Mul blocked by a Reshape (RC002 reports it, once),
     and a tagged fp32 -> fp16/bf16 Cast (RC003: making that recompute apply raises memory).
@@ -84,7 +86,7 @@ class RecomputeNotApplied(RecomputeRule):
         blocking = facts.blocking_chain(readers)
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
-            cell = cell_text(facts.recompute_cell(d.get("scope", "")), d.get("scope", ""))
+            cell = cell_text(facts.recompute_cell(k), d.get("scope", ""))
             cause = (f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                      f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it")
             key, guessed = node_select_key(ir, k)
