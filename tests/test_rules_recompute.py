@@ -142,6 +142,24 @@ def test_one_op_cell_is_found_where_forward_scopes_print_layer_0():
     assert facts.cell_path_of(add)[4] == "0-DecoderLayer" and facts.is_kept_output(add)
 
 
+def test_lazy_inline_one_op_cell_is_marked_only_by_need_cse_and_the_scope_prefix():
+    """MindFormers' guide key ``feed_forward\\.w1\\.activation`` names the one-op LlamaSiLU cell; under
+    lazy_inline its SiLU has no recompute attribute, and w1's recomputed output Reshape reads it in
+    backward through the Partial."""
+    path = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_one_op_cell" / "rank_0" / "21_validate_0093.ir.gz"
+    ir = read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+    facts = evidence.RecomputeFacts.of(ir)
+    silu = next(k for k in ir.cnodes() if ir[k]["op"] == "SiLU" and ir[k]["id"] == "%79")
+    assert ir[silu]["cnode_attrs"] == {"need_cse_after_recompute": True}
+    assert facts.request(silu) == "one-op-cell"
+    (read,) = facts.backward_readers(silu)
+    assert ir.is_recompute_copy(read.reader) and ir[read.reader]["op"] == "Reshape"
+    assert [ir[v]["op"] for v in read.chain] == ["Depend"]
+    # the other uncopied recompute_ ops of the forward half belong to multi-op cells: no request
+    others = [k for k in facts.tagged() if ir[k]["scope"].startswith("recompute_") and ir[k]["op"] != "SiLU"]
+    assert others and all(facts.request(k) is None for k in others if not (ir[k].get("primitive_attrs") or {}).get("recompute"))
+
+
 # --- RC002 -------------------------------------------------------------------------------------------
 
 def test_recomputed_reshapes_silence_rc002():

@@ -16,7 +16,9 @@ recomputed when ◂ holds a copy with its ``unique_id`` (``duplicated: Bool(1)``
 of a ``Cell.recompute()`` segment, copied without the mark); the values backward
 needs reach ◂ as the arguments of one ``Partial(@…◂…, …)``, which the model binds to ◂'s
 parameters like a call, so "kept for backward" is the same walk in both forms. A recomputed copy
-counts as a backward reader: what it reads is kept for it. Ops a user cannot name are never
+counts as a backward reader: what it reads is kept for it. A recompute cell's op left without a
+copy has no ``recompute`` attribute there, only ``need_cse_after_recompute: Bool(1)`` and the
+``recompute_`` prefix (where the other form prints ``Bool(0)``). Ops a user cannot name are never
 requests: a ``TupleGetItem`` inheriting its producer's tag, and ops computed from weights only
 (``_MirrorOperator`` and the weight's Cast under full recompute).
 
@@ -34,6 +36,7 @@ from typing import NamedTuple
 from irlint.accounts.memory import is_weight_derived
 from irlint.model import IRFile
 from irlint.model.layers import Places, layer_prefix, with_layer
+from irlint.model.pipeline import halves
 
 # Stage files where the recompute decision is final, best first: the final front-end graph
 # (validate), then the passes that make the decision, then the backend graph (CPU expands SiLU
@@ -160,12 +163,15 @@ class RecomputeFacts:
         return cells
 
     def tagged(self) -> list[int]:
-        """The CNodes that carry a recompute attribute (``request`` is None for every other
-        node), in the file's order."""
+        """The CNodes that carry a recompute attribute, or lazy_inline's mark of a recompute cell's
+        op (``need_cse_after_recompute`` under a ``recompute_`` scope); ``request`` is None for
+        every other node. In the file's order."""
         if self._tagged is None:
             self._tagged = [k for k, d in self.ir.nodes.items() if d["kind"] == "cnode" and (
                 (d.get("cnode_attrs") or _NONE).get("recompute") is not None
-                or (d.get("primitive_attrs") or _NONE).get("recompute") is True)]
+                or (d.get("primitive_attrs") or _NONE).get("recompute") is True
+                or (d.get("cnode_attrs") or _NONE).get("need_cse_after_recompute") is True
+                and d.get("scope", "").startswith(CELL_PREFIX))]
         return self._tagged
 
     # --- requested / applied ---------------------------------------------------------------
@@ -193,7 +199,7 @@ class RecomputeFacts:
             return None   # not the user's request: a TupleGetItem inherits its producer's tag
         ca = d.get("cnode_attrs") or {}
         pa = d.get("primitive_attrs") or {}
-        if ca.get("recompute") is False:
+        if ca.get("recompute") is False or self._uncopied_cell_op(k, ca, pa):
             cell = self.recompute_cell(k)
             if cell is None:
                 return None
@@ -205,6 +211,14 @@ class RecomputeFacts:
             # marked by the pass: the primitive was not tagged, so the request came from a cell
             return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
         return None
+
+    def _uncopied_cell_op(self, k: int, ca: dict, pa: dict) -> bool:
+        """lazy_inline's form of a recompute cell's op that got no copy (its output, or every op of
+        a one-op cell): no ``recompute`` attribute in the forward half, only
+        ``need_cse_after_recompute: Bool(1)`` and the ``recompute_`` scope prefix."""
+        return ("recompute" not in ca and ca.get("need_cse_after_recompute") is True and pa.get("recompute") is not True
+                and self.ir[k].get("scope", "").startswith(CELL_PREFIX) and self.ir[k].get("graph") in halves(self.ir)
+                and not self.applied(k))
 
     def weight_only(self, k: int) -> bool:
         """Computed from weights and constants only: under full recompute the weight-side ops
