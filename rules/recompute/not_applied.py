@@ -36,7 +36,9 @@ class RecomputeNotApplied(RecomputeRule):
     it is reported, and the hint gives the key of the primitive inside the cell. A multi-op
     cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported. Cells are
     counted in the layer the op's weights give, not the printed one: a model whose decoder
-    layers are one class can print layer 0's scope on the SiLU of every layer.
+    layers are one class can print layer 0's scope on the SiLU of every layer. Under lazy_inline
+    the one-op cell's op has no recompute attribute at all, only ``need_cse_after_recompute:
+    Bool(1)`` and the ``recompute_`` scope prefix, and no copy.
 
     Left to other rules: a FeedForward SiLU/Mul blocked by a Reshape (RC002 reports it, once),
     and a tagged fp32 -> fp16/bf16 Cast (RC003: making that recompute apply raises memory).
