@@ -160,6 +160,24 @@ def test_lazy_inline_one_op_cell_is_marked_only_by_need_cse_and_the_scope_prefix
     assert others and all(facts.request(k) is None for k in others if not (ir[k].get("primitive_attrs") or {}).get("recompute"))
 
 
+def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshape_key():
+    """GLM's SwiGLU Mul keeps the hidden dimension whole; the row-parallel dense_4h_to_h reads it split,
+    so a StridedSlice {redistribution_op_...} sits between the Mul and the Partial: it blocks, has no key
+    of its own, and takes the tag of the Linear's Reshape (the fixed compile copies all three)."""
+    def lint_fixture(name):
+        path = TESTS / "fixtures" / "recompute" / name / "rank_0" / "21_validate_0093.ir.gz"
+        return read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+
+    blocked = {f.node: f for f in check(lint_fixture("mf-glm2-dp4_mp2_slice_blocked"), "RC001")}
+    assert sorted(blocked) == ["%165", "%327"]
+    f = blocked["%165"]
+    assert "%166 StridedSlice" in f.message and "%167 Reshape" in f.message
+    assert "(select_recompute keys: 'mlp\\.dense_4h_to_h\\.reshape')" in f.hint and "stridedslice'" not in f.hint
+    assert "inserted by the parallel pass (redistribution_op_" in f.hint
+    assert [r.op for r in f.related][:2] == ["StridedSlice", "Reshape"]
+    assert check(lint_fixture("mf-glm2-dp4_mp2_slice_fixed"), "RC001", "RC002") == []
+
+
 # --- RC002 -------------------------------------------------------------------------------------------
 
 def test_recomputed_reshapes_silence_rc002():

@@ -55,6 +55,7 @@ BOOKKEEPING_OPS = frozenset({"Load", "UpdateState", "MakeTuple", "Depend", "Tupl
 HIGH_PRECISION = frozenset({"Float32", "Float64"})
 LOW_PRECISION = frozenset({"Float16", "BFloat16"})
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
+_REDISTRIBUTION = "redistribution_op_"
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 _NONE: dict = {}
 
@@ -63,6 +64,14 @@ def _marked(attrs: dict | None) -> bool:
     """cnode_attrs the recompute pass writes on a node it decided on."""
     return bool(attrs) and (attrs.get("recompute") is True or "recompute_id" in attrs
                             or attrs.get("duplicated") is True)
+
+
+def is_inserted_slice(d: dict) -> bool:
+    """A StridedSlice the parallel pass inserted (``redistribution_op_…``), e.g. before a row-parallel
+    Linear that reads a split the op before it did not make. It has no select key of its own: it takes
+    the recompute tag of the op after it (the Linear's Reshape), and until then it blocks like a
+    layout op: backward keeps its output."""
+    return d.get("op") == "StridedSlice" and str(d.get("instance") or "").startswith(_REDISTRIBUTION)
 
 
 def cell_path(scope: str) -> tuple[str, ...]:
@@ -128,7 +137,11 @@ class RecomputeFacts:
         a marker on a forward node, and a backward graph."""
         nodes = self.ir.nodes
         marked = (k for k, d in nodes.items() if d["kind"] == "cnode" and _marked(d.get("cnode_attrs")))
-        if not any(not self.is_backward(k) for k in marked):
+        # a lazy_inline compile whose tags all came to nothing has no marker (its recompute ran in
+        # the recompute_root passes and marks only what it copied): there the stage the file is
+        # named after says it; in the other form the pass marks every node it decided on
+        if not any(not self.is_backward(k) for k in marked) and not (
+                self.ir.stage.name in RECOMPUTE_STAGES and halves(self.ir)):
             return False
         # backward ops follow the forward ones in a dump: looked for from the end
         return any(self.is_backward(k) for k in reversed(nodes) if nodes[k]["kind"] == "cnode")
@@ -289,7 +302,7 @@ class RecomputeFacts:
                 elif self.is_backward(c) or ir.is_recompute_copy(c):
                     # a recomputed copy runs in backward too: what it reads is kept for it
                     out.append(KeptRead(c, chain))
-                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS) and not self.applied(c)
+                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or is_inserted_slice(d)) and not self.applied(c)
                       and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
                     if d["op"] in FIRST_INPUT_ONLY and ir.producers(c)[:1] != [node]:
                         continue  # ordering input of Depend / monad of Load: no data flows
@@ -297,8 +310,10 @@ class RecomputeFacts:
         return sorted(out, key=lambda r: ir[r.reader].get("line", 0))
 
     def blocking_chain(self, reads: list[KeptRead]) -> list[int]:
-        """The layout ops (not pass-through ops) in the chains of ``reads``, each once."""
-        return list(dict.fromkeys(v for r in reads for v in r.chain if self.ir[v]["op"] in LAYOUT_OPS))
+        """The layout ops and inserted slices (not pass-through ops) in the chains of ``reads``, each once."""
+        ir = self.ir
+        return list(dict.fromkeys(v for r in reads for v in r.chain
+                                  if ir[v]["op"] in LAYOUT_OPS or is_inserted_slice(ir[v])))
 
     def up_through_views(self, k: int) -> tuple[int | None, list[int]]:
         """The nearest producer of ``k`` (first inputs only) that is not a Reshape-like view or
