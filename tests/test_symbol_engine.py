@@ -51,3 +51,14 @@ def test_the_engine_address_is_a_process_value_two_ranks_share_the_graph(tmp_pat
     assert other != text
     assert graph_hash(io.BytesIO(other)) == graph_hash(io.BytesIO(text))
     assert graph_hash(io.BytesIO(other.replace(b"ShapeCalcReduceSumGrad", b"ShapeCalcOther"))) != graph_hash(io.BytesIO(text))
+
+
+def test_several_engine_blocks_after_one_details_line(ir_from_text):
+    """Engines of several graphs (a MoE model's), blank lines between their blocks."""
+    text = (CORPUS / CASES[0] / "rank_0" / "21_validate_0082.ir").read_text(encoding="utf-8")
+    head, _, _ = text.partition("symbol engine details:")
+    ir = ir_from_text(head + "symbol engine details:\nSymbolEngine_a {\n  s1 = ShapeCalc(s0)\n}\n\n"
+                      "SymbolEngine_b {\n  [s2, 4] = Reshape([s1], [-1, 4])\n  s3 = ScalarMul(s2, 2)\n}\n")
+    assert ir.diagnostics == []
+    assert ir.symbol_engines == {"SymbolEngine_a": ["s1 = ShapeCalc(s0)"],
+                                 "SymbolEngine_b": ["[s2, 4] = Reshape([s1], [-1, 4])", "s3 = ScalarMul(s2, 2)"]}

@@ -34,7 +34,6 @@ class LineKinds:
         if not line.strip():
             self.section = None
             self.in_order = False
-            self.symbol_details = False
             return
         if self.in_order and not line.startswith(("subgraph ", "%para", "# IR entry")):
             return  # the order listing repeats the nodes (tensor values span lines)
@@ -58,6 +57,7 @@ class LineKinds:
             self.return_line(line, lineno)
             return
         if line.startswith("subgraph @"):
+            self.symbol_details = False   # the details follow the last subgraph: engine blocks end here
             self.subgraph_header(line, lineno)
             return
         if line == "}":
