@@ -50,7 +50,8 @@ def test_the_engine_address_is_a_process_value_two_ranks_share_the_graph(tmp_pat
     other = re.sub(rb"(subgraph symbol engine: \S+ : )0x[0-9a-f]+", rb"\g<1>0xdeadbeef", text)
     assert other != text
     assert graph_hash(io.BytesIO(other)) == graph_hash(io.BytesIO(text))
-    assert graph_hash(io.BytesIO(other.replace(b"ShapeCalcReduceSumGrad", b"ShapeCalcOther"))) != graph_hash(io.BytesIO(text))
+    changed = other.replace(b"ShapeCalcReduceSumGrad", b"ShapeCalcOther")
+    assert graph_hash(io.BytesIO(changed)) != graph_hash(io.BytesIO(text))
 
 
 def test_several_engine_blocks_after_one_details_line(ir_from_text):

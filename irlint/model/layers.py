@@ -235,8 +235,9 @@ class Places:
     def aliased_layer(self, k: int) -> str | None:
         """The layer a forward op belongs to (or ``outside``) when its printed scope names another
         one whose weights are nowhere near it (MindSpore prints the first layer's scope on a reused
-        cell's ops in every layer, and on the loss's scalar ops), else None. An op between two layers reads both layers' weights:
-        its printed layer is near, so it is never taken for aliased."""
+        cell's ops in every layer, and on the loss's scalar ops), else None. An op between two
+        layers reads both layers' weights: its printed layer is near, so it is never taken for
+        aliased."""
         printed = printed_layer(self.ir[k].get("scope", ""))
         if printed is None or printed == OUTSIDE:
             return None

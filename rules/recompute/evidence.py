@@ -302,8 +302,8 @@ class RecomputeFacts:
                 elif self.is_backward(c) or ir.is_recompute_copy(c):
                     # a recomputed copy runs in backward too: what it reads is kept for it
                     out.append(KeptRead(c, chain))
-                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or is_inserted_slice(d)) and not self.applied(c)
-                      and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
+                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or is_inserted_slice(d))
+                      and not self.applied(c) and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
                     if d["op"] in FIRST_INPUT_ONLY and ir.producers(c)[:1] != [node]:
                         continue  # ordering input of Depend / monad of Load: no data flows
                     stack.append((c, chain + (c,)))
