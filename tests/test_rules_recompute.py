@@ -2,6 +2,9 @@
 snapshots of their findings."""
 from __future__ import annotations
 
+import gzip
+import io
+
 import pytest
 from click.testing import CliRunner
 
@@ -112,6 +115,67 @@ def test_one_op_recompute_cell_that_recomputed_nothing_is_flagged():
     assert "activation-SiLU" in silu[0].message
     # layer 3 (Cell.recompute() on the whole layer): the unneeded last ops are by design
     assert [f for f in check(ir) if "3-DecoderLayer/" in f.scope] == []
+
+
+def test_one_op_cell_is_found_where_forward_scopes_print_layer_0():
+    """A model whose decoder layers are one class prints layer 0's scope on the SiLU of every
+    layer: the layer comes from the weights w1's MatMul reads, the one-op cell from structure."""
+    path = TESTS / "fixtures" / "recompute" / "aliased-scopes-l4" / "21_validate_0076.ir.gz"
+    ir = read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+    facts = evidence.RecomputeFacts.of(ir)
+    silus = {ir[k]["id"]: k for k in ir.cnodes() if ir[k]["op"] == "SiLU" and not ir.is_backward(k)
+             and not ir.is_recompute_copy(k)}
+    assert all("/0-DecoderLayer/" in ir[k]["scope"] for k in silus.values())   # the printed alias
+    assert {i: facts.cell_path_of(k)[4] for i, k in silus.items()} == {
+        "%55": "0-DecoderLayer", "%119": "1-DecoderLayer", "%183": "2-DecoderLayer", "%247": "3-DecoderLayer"}
+    found = {f.node: f for f in check(ir, "RC001") if f.op == "SiLU"}
+    assert sorted(found) == ["%119", "%183", "%247"]   # layer 0's SiLU was recomputed with its layer
+    for layer, node in (("1", "%119"), ("2", "%183"), ("3", "%247")):
+        f = found[node]
+        assert dict(f.extra)["request"] == "one-op-cell"
+        assert f"layer {layer} (from the weights it reads)" in f.message
+        assert f"{layer}-DecoderLayer/feed_forward-FeedForward/activation-SiLU," in f.message
+        # the primitive's key, never the cell's
+        assert "'feed_forward\\.activation\\.silu'" in f.hint and "'feed_forward\\.activation'" not in f.hint
+    # an op between two layers reads both layers' weights: its printed layer stands
+    add = next(k for k in ir.cnodes() if ir[k]["id"] == "%67" and not ir.is_backward(k))
+    assert facts.cell_path_of(add)[4] == "0-DecoderLayer" and facts.is_kept_output(add)
+
+
+def test_lazy_inline_one_op_cell_is_marked_only_by_need_cse_and_the_scope_prefix():
+    """MindFormers' guide key ``feed_forward\\.w1\\.activation`` names the one-op LlamaSiLU cell; under
+    lazy_inline its SiLU has no recompute attribute, and w1's recomputed output Reshape reads it in
+    backward through the Partial."""
+    path = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_one_op_cell" / "rank_0" / "21_validate_0093.ir.gz"
+    ir = read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+    facts = evidence.RecomputeFacts.of(ir)
+    silu = next(k for k in ir.cnodes() if ir[k]["op"] == "SiLU" and ir[k]["id"] == "%79")
+    assert ir[silu]["cnode_attrs"] == {"need_cse_after_recompute": True}
+    assert facts.request(silu) == "one-op-cell"
+    (read,) = facts.backward_readers(silu)
+    assert ir.is_recompute_copy(read.reader) and ir[read.reader]["op"] == "Reshape"
+    assert [ir[v]["op"] for v in read.chain] == ["Depend"]
+    # the other uncopied recompute_ ops of the forward half belong to multi-op cells: no request
+    others = [k for k in facts.tagged() if ir[k]["scope"].startswith("recompute_") and ir[k]["op"] != "SiLU"]
+    assert others and all(facts.request(k) is None for k in others if not (ir[k].get("primitive_attrs") or {}).get("recompute"))
+
+
+def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshape_key():
+    """GLM's SwiGLU Mul keeps the hidden dimension whole; the row-parallel dense_4h_to_h reads it split,
+    so a StridedSlice {redistribution_op_...} sits between the Mul and the Partial: it blocks, has no key
+    of its own, and takes the tag of the Linear's Reshape (the fixed compile copies all three)."""
+    def lint_fixture(name):
+        path = TESTS / "fixtures" / "recompute" / name / "rank_0" / "21_validate_0093.ir.gz"
+        return read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+
+    blocked = {f.node: f for f in check(lint_fixture("mf-glm2-dp4_mp2_slice_blocked"), "RC001")}
+    assert sorted(blocked) == ["%165", "%327"]
+    f = blocked["%165"]
+    assert "%166 StridedSlice" in f.message and "%167 Reshape" in f.message
+    assert "(select_recompute keys: 'mlp\\.dense_4h_to_h\\.reshape')" in f.hint and "stridedslice'" not in f.hint
+    assert "inserted by the parallel pass (redistribution_op_" in f.hint
+    assert [r.op for r in f.related][:2] == ["StridedSlice", "Reshape"]
+    assert check(lint_fixture("mf-glm2-dp4_mp2_slice_fixed"), "RC001", "RC002") == []
 
 
 # --- RC002 -------------------------------------------------------------------------------------------

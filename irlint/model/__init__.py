@@ -99,6 +99,10 @@ class IRFile:
     traces: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     source: Any = field(default=None, repr=False)  # a seekable stream read instead of path
     failure: CompileFailure | None = None   # an analyze_fail.ir: the compile failed
+    # "symbol engine details:" (2.10, symbolic shapes): engine name -> its relations as printed,
+    # e.g. "[[1, 1], [s3<[1,inf]|=s2>, 32]] = ShapeCalcReduceSumGrad([s3<[1,inf]|=s2>, 32], [], false)";
+    # a subgraph names its engine in attrs["symbol_engine"]
+    symbol_engines: dict[str, list[str]] = field(default_factory=dict)
     _by_op: dict[str, list[int]] | None = field(default=None, repr=False)
     _by_uid: dict[str, int] | None = field(default=None, repr=False)
     _kind_counts: tuple[int, Counter] | None = field(default=None, repr=False)

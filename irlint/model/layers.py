@@ -232,6 +232,20 @@ class Places:
                    for layer, h in near.items())
         return best[3], "weights"
 
+    def aliased_layer(self, k: int) -> str | None:
+        """The layer a forward op belongs to (or ``outside``) when its printed scope names another
+        one whose weights are nowhere near it (MindSpore prints the first layer's scope on a reused
+        cell's ops in every layer, and on the loss's scalar ops), else None. An op between two
+        layers reads both layers' weights: its printed layer is near, so it is never taken for
+        aliased."""
+        printed = printed_layer(self.ir[k].get("scope", ""))
+        if printed is None or printed == OUTSIDE:
+            return None
+        layer, source = self.layer(k)
+        if source != "weights" or printed in self.near(k):
+            return None
+        return layer
+
     def cell_scope(self, k: int) -> str:
         """A scope naming ``k``'s cells: the printed one when it does (no walk needed), else the
         one ``place`` recovers."""
@@ -284,6 +298,25 @@ class Places:
 
 def place(ir: IRFile, k: int) -> Place:
     return Places.of(ir).place(k)
+
+
+def with_layer(parts: tuple[str, ...], layer: str) -> tuple[str, ...]:
+    """Scope parts with the outermost layer number (``0-DecoderLayer``) set to ``layer``; for
+    ``outside`` that part becomes ``outside`` (the op's own cell outside the layers is unknown)."""
+    for i, p in enumerate(parts):
+        m = _LAYER_PART.match(p)
+        if m:
+            return parts[:i] + (OUTSIDE if layer == OUTSIDE else layer + p[m.end(1):],) + parts[i + 1:]
+    return parts
+
+
+def layer_prefix(parts: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Scope parts down to the outermost layer (``…/layers-CellList/0-DecoderLayer``), None
+    when they name no layer."""
+    for i, p in enumerate(parts):
+        if _LAYER_PART.match(p):
+            return parts[:i + 1]
+    return None
 
 
 def layer_of_node(ir: IRFile, k: int) -> str:

@@ -40,6 +40,8 @@ class LineKinds:
         if self.block is not None:
             if line == "}":
                 self.block = None
+            elif self.block in self.ir.symbol_engines:
+                self.ir.symbol_engines[self.block].append(line.strip())
             else:
                 m = _KEY_VALUE.match(line)
                 if m:
@@ -47,12 +49,15 @@ class LineKinds:
             return
         if line.endswith(" {") and self.sub is None and not line.startswith("subgraph "):
             self.block = line[:-2].strip()
+            if self.symbol_details:   # "SymbolEngine_<graph> {": one relation of symbolic shapes a line
+                self.ir.symbol_engines[self.block] = []
             return
         # 1.x prints "return(", 2.0's analyze_fail.ir "Primitive::Return{prim_type=1}("
         if line.startswith(("  Return(", "  return(", "  Primitive::Return{")):
             self.return_line(line, lineno)
             return
         if line.startswith("subgraph @"):
+            self.symbol_details = False   # the details follow the last subgraph: engine blocks end here
             self.subgraph_header(line, lineno)
             return
         if line == "}":
@@ -69,6 +74,17 @@ class LineKinds:
             return
         if line.startswith("subgraph instance:"):
             self.section = None
+            return
+        # MindSpore 2.10 with symbolic shapes (dynamic-shape graphs, MoE token dispatch): the engine
+        # of the subgraph that follows, "subgraph symbol engine: SymbolEngine_<graph> : 0xADDRESS",
+        # and after the last subgraph "symbol engine details:" with one "SymbolEngine_<graph> {" block each
+        if line.startswith("subgraph symbol engine:"):
+            self.section = None
+            self.pending_sub_attrs["symbol_engine"] = line.split(":", 1)[1].rsplit(" : ", 1)[0].strip()
+            return
+        if line == "symbol engine details:":
+            self.section = None
+            self.symbol_details = True
             return
         if line.startswith("Node counting information"):
             self.section = None

@@ -88,6 +88,7 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
         self.bad_utf8 = 0
         self.bad_run: list[Diagnostic] = []       # the open run of consecutive bad lines
         self.block: str | None = None        # a top-level "name {" block such as "jit config {"
+        self.symbol_details = False          # after "symbol engine details:": its blocks are symbol engines
         self.in_order = False                # the "# Order:" listing after a subgraph
         self.eof_line = 0
         self.param_data: dict[int, dict] = {}  # key -> data of a parameter, for a later, typed declaration

@@ -1,6 +1,7 @@
 """Dumps that hold the same graph: each rank of a job writes its own copy of every stage file, and
 one rank writes several stages byte for byte alike. They differ only in lines that name the process
-(``compile_phase: train.<n>.<n>.<n>``, ``subgraph instance: … : 0x<address>``, the node total), which
+(``compile_phase: train.<n>.<n>.<n>``, ``subgraph instance: … : 0x<address>`` and, with symbolic
+shapes, ``subgraph symbol engine: … : 0x<address>``, the node total), which
 no rule reads. A lint hashes each file with those values masked, reads one file per class and gives
 every other member its findings under the member's own name, stage and rank.
 
@@ -20,7 +21,7 @@ from ..findings import Finding
 # starting with the newline lets the regex engine skip to candidate lines in C)
 MASKED = re.compile(
     rb"\n(?:(compile_phase: [A-Za-z_]+)(?:\.\d+)+"
-    rb"|(subgraph instance: [^\n]* : )0x[0-9a-fA-F]+"
+    rb"|(subgraph (?:instance|symbol engine): [^\n]* : )0x[0-9a-fA-F]+"
     rb"|(Total number of nodes: )\d+)(?=\r?\n)")
 
 # a buffer this size is reused for the whole file: a fresh block per read (and per masked copy)

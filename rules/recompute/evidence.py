@@ -16,7 +16,9 @@ recomputed when ◂ holds a copy with its ``unique_id`` (``duplicated: Bool(1)``
 of a ``Cell.recompute()`` segment, copied without the mark); the values backward
 needs reach ◂ as the arguments of one ``Partial(@…◂…, …)``, which the model binds to ◂'s
 parameters like a call, so "kept for backward" is the same walk in both forms. A recomputed copy
-counts as a backward reader: what it reads is kept for it. Ops a user cannot name are never
+counts as a backward reader: what it reads is kept for it. A recompute cell's op left without a
+copy has no ``recompute`` attribute there, only ``need_cse_after_recompute: Bool(1)`` and the
+``recompute_`` prefix (where the other form prints ``Bool(0)``). Ops a user cannot name are never
 requests: a ``TupleGetItem`` inheriting its producer's tag, and ops computed from weights only
 (``_MirrorOperator`` and the weight's Cast under full recompute).
 
@@ -33,6 +35,8 @@ from typing import NamedTuple
 
 from irlint.accounts.memory import is_weight_derived
 from irlint.model import IRFile
+from irlint.model.layers import Places, layer_prefix, with_layer
+from irlint.model.pipeline import halves
 
 # Stage files where the recompute decision is final, best first: the final front-end graph
 # (validate), then the passes that make the decision, then the backend graph (CPU expands SiLU
@@ -51,6 +55,7 @@ BOOKKEEPING_OPS = frozenset({"Load", "UpdateState", "MakeTuple", "Depend", "Tupl
 HIGH_PRECISION = frozenset({"Float32", "Float64"})
 LOW_PRECISION = frozenset({"Float16", "BFloat16"})
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
+_REDISTRIBUTION = "redistribution_op_"
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 _NONE: dict = {}
 
@@ -59,6 +64,14 @@ def _marked(attrs: dict | None) -> bool:
     """cnode_attrs the recompute pass writes on a node it decided on."""
     return bool(attrs) and (attrs.get("recompute") is True or "recompute_id" in attrs
                             or attrs.get("duplicated") is True)
+
+
+def is_inserted_slice(d: dict) -> bool:
+    """A StridedSlice the parallel pass inserted (``redistribution_op_…``), e.g. before a row-parallel
+    Linear that reads a split the op before it did not make. It has no select key of its own: it takes
+    the recompute tag of the op after it (the Linear's Reshape), and until then it blocks like a
+    layout op: backward keeps its output."""
+    return d.get("op") == "StridedSlice" and str(d.get("instance") or "").startswith(_REDISTRIBUTION)
 
 
 def cell_path(scope: str) -> tuple[str, ...]:
@@ -124,7 +137,11 @@ class RecomputeFacts:
         a marker on a forward node, and a backward graph."""
         nodes = self.ir.nodes
         marked = (k for k, d in nodes.items() if d["kind"] == "cnode" and _marked(d.get("cnode_attrs")))
-        if not any(not self.is_backward(k) for k in marked):
+        # a lazy_inline compile whose tags all came to nothing has no marker (its recompute ran in
+        # the recompute_root passes and marks only what it copied): there the stage the file is
+        # named after says it; in the other form the pass marks every node it decided on
+        if not any(not self.is_backward(k) for k in marked) and not (
+                self.ir.stage.name in RECOMPUTE_STAGES and halves(self.ir)):
             return False
         # backward ops follow the forward ones in a dump: looked for from the end
         return any(self.is_backward(k) for k in reversed(nodes) if nodes[k]["kind"] == "cnode")
@@ -137,12 +154,21 @@ class RecomputeFacts:
         if cells is None:
             ir = self.ir
             cells = self._cell_index = {}
+            ops = []
+            judged = set()   # the printed layers holding a recompute_ op: only there can an aliased op change a verdict
             for k in ir.cnodes():
                 d = ir[k]
                 if self.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
                     continue
                 path = cell_path(d.get("scope", ""))
                 prefixed = d.get("scope", "").startswith(CELL_PREFIX)
+                ops.append((k, path, prefixed))
+                if prefixed:
+                    judged.add(layer_prefix(path))
+            judged.discard(None)
+            for k, path, prefixed in ops:
+                if judged and layer_prefix(path) in judged:
+                    path = self.cell_path_of(k)
                 for i in range(1, len(path) + 1):
                     cell = cells.setdefault(path[:i], _Cell())
                     cell.unprefixed |= not prefixed
@@ -150,12 +176,15 @@ class RecomputeFacts:
         return cells
 
     def tagged(self) -> list[int]:
-        """The CNodes that carry a recompute attribute (``request`` is None for every other
-        node), in the file's order."""
+        """The CNodes that carry a recompute attribute, or lazy_inline's mark of a recompute cell's
+        op (``need_cse_after_recompute`` under a ``recompute_`` scope); ``request`` is None for
+        every other node. In the file's order."""
         if self._tagged is None:
             self._tagged = [k for k, d in self.ir.nodes.items() if d["kind"] == "cnode" and (
                 (d.get("cnode_attrs") or _NONE).get("recompute") is not None
-                or (d.get("primitive_attrs") or _NONE).get("recompute") is True)]
+                or (d.get("primitive_attrs") or _NONE).get("recompute") is True
+                or (d.get("cnode_attrs") or _NONE).get("need_cse_after_recompute") is True
+                and d.get("scope", "").startswith(CELL_PREFIX))]
         return self._tagged
 
     # --- requested / applied ---------------------------------------------------------------
@@ -183,8 +212,8 @@ class RecomputeFacts:
             return None   # not the user's request: a TupleGetItem inherits its producer's tag
         ca = d.get("cnode_attrs") or {}
         pa = d.get("primitive_attrs") or {}
-        if ca.get("recompute") is False:
-            cell = self.recompute_cell(d.get("scope", ""))
+        if ca.get("recompute") is False or self._uncopied_cell_op(k, ca, pa):
+            cell = self.recompute_cell(k)
             if cell is None:
                 return None
             # a multi-op cell's output is its checkpoint, kept by design: not a request
@@ -196,6 +225,14 @@ class RecomputeFacts:
             return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
         return None
 
+    def _uncopied_cell_op(self, k: int, ca: dict, pa: dict) -> bool:
+        """lazy_inline's form of a recompute cell's op that got no copy (its output, or every op of
+        a one-op cell): no ``recompute`` attribute in the forward half, only
+        ``need_cse_after_recompute: Bool(1)`` and the ``recompute_`` scope prefix."""
+        return ("recompute" not in ca and ca.get("need_cse_after_recompute") is True and pa.get("recompute") is not True
+                and self.ir[k].get("scope", "").startswith(CELL_PREFIX) and self.ir[k].get("graph") in halves(self.ir)
+                and not self.applied(k))
+
     def weight_only(self, k: int) -> bool:
         """Computed from weights and constants only: under full recompute the weight-side ops
         (``_MirrorOperator``, the weight's Cast) are tagged with the cell although no activation
@@ -204,12 +241,19 @@ class RecomputeFacts:
 
     # --- cell membership -------------------------------------------------------------------
 
-    def recompute_cell(self, scope: str) -> tuple[str, ...] | None:
-        """The widest cell around a ``recompute_`` scope whose forward nodes all carry the prefix:
-        the cell ``.recompute()`` was (at most) called on."""
-        if not scope.startswith(CELL_PREFIX):
+    def cell_path_of(self, k: int) -> tuple[str, ...]:
+        """``cell_path`` of a node's scope, in the layer its weights give when the printed scope
+        is another layer's (a reused cell prints the first layer's scope in every layer)."""
+        path = cell_path(self.ir[k].get("scope", ""))
+        layer = Places.of(self.ir).aliased_layer(k)
+        return path if layer is None else with_layer(path, layer)
+
+    def recompute_cell(self, k: int) -> tuple[str, ...] | None:
+        """The widest cell around a node with a ``recompute_`` scope whose forward nodes all carry
+        the prefix: the cell ``.recompute()`` was (at most) called on."""
+        if not self.ir[k].get("scope", "").startswith(CELL_PREFIX):
             return None
-        path = cell_path(scope)
+        path = self.cell_path_of(k)
         best = None
         for i in range(len(path), 0, -1):
             cell = self._cells.get(path[:i])
@@ -224,7 +268,7 @@ class RecomputeFacts:
         d = self.ir[k]
         if (d.get("cnode_attrs") or {}).get("recompute") is not False:
             return False
-        cell = self.recompute_cell(d.get("scope", ""))
+        cell = self.recompute_cell(k)
         return cell is not None and self._cells[cell].ops > 1
 
     # --- kept for backward / blocking chain ------------------------------------------------
@@ -258,16 +302,18 @@ class RecomputeFacts:
                 elif self.is_backward(c) or ir.is_recompute_copy(c):
                     # a recomputed copy runs in backward too: what it reads is kept for it
                     out.append(KeptRead(c, chain))
-                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS) and not self.applied(c)
-                      and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
+                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or is_inserted_slice(d))
+                      and not self.applied(c) and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
                     if d["op"] in FIRST_INPUT_ONLY and ir.producers(c)[:1] != [node]:
                         continue  # ordering input of Depend / monad of Load: no data flows
                     stack.append((c, chain + (c,)))
         return sorted(out, key=lambda r: ir[r.reader].get("line", 0))
 
     def blocking_chain(self, reads: list[KeptRead]) -> list[int]:
-        """The layout ops (not pass-through ops) in the chains of ``reads``, each once."""
-        return list(dict.fromkeys(v for r in reads for v in r.chain if self.ir[v]["op"] in LAYOUT_OPS))
+        """The layout ops and inserted slices (not pass-through ops) in the chains of ``reads``, each once."""
+        ir = self.ir
+        return list(dict.fromkeys(v for r in reads for v in r.chain
+                                  if ir[v]["op"] in LAYOUT_OPS or is_inserted_slice(ir[v])))
 
     def up_through_views(self, k: int) -> tuple[int | None, list[int]]:
         """The nearest producer of ``k`` (first inputs only) that is not a Reshape-like view or

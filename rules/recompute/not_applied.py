@@ -7,7 +7,7 @@ from irlint.rule import related_node
 
 from . import examples as ex
 from .downcast import costly_downcast
-from .evidence import KeptRead, RecomputeFacts, cell_text
+from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .keys import GUESS_NOTE, folded_note, node_select_key
 from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note,
                      where)
@@ -19,7 +19,8 @@ class RecomputeNotApplied(RecomputeRule):
     A forward op that was asked to recompute (``recompute: Bool(1)``, or every op of a
     ``Cell.recompute()`` cell) but has no recomputed copy after the recompute pass, while a
     backward op still reads its output, directly or through non-recomputed layout ops
-    (Reshape, Transpose, Cast, ExpandDims, Squeeze) and pass-through ops (Depend, Load ...):
+    (Reshape, Transpose, Cast, ExpandDims, Squeeze, and a StridedSlice the parallel pass inserted
+    before a row-parallel Linear) and pass-through ops (Depend, Load ...):
     every blocking op is named, with the select_recompute keys that unblock the recompute
     (e.g. an attention's ``attention\\.merger_head_transpose`` and ``attention\\.wo\\.reshape``).
     The walk stops at a ``recompute: Bool(0)`` output of a multi-op recompute cell: that output
@@ -34,7 +35,11 @@ class RecomputeNotApplied(RecomputeRule):
     ``.recompute()`` call naming an activation cell such as GLM's ``mlp.activation_func.silu``)
     is the cell's output, which ``Cell.recompute()`` never recomputes: when backward reads it,
     it is reported, and the hint gives the key of the primitive inside the cell. A multi-op
-    cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported.
+    cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported. Cells are
+    counted in the layer the op's weights give, not the printed one: a model whose decoder
+    layers are one class can print layer 0's scope on the SiLU of every layer. Under lazy_inline
+    the one-op cell's op has no recompute attribute at all, only ``need_cse_after_recompute:
+    Bool(1)`` and the ``recompute_`` scope prefix, and no copy.
 
     Left to other rules: a FeedForward SiLU/Mul blocked by a Reshape (RC002 reports it, once),
     and a tagged fp32 -> fp16/bf16 Cast (RC003: making that recompute apply raises memory).
@@ -84,7 +89,7 @@ class RecomputeNotApplied(RecomputeRule):
         blocking = facts.blocking_chain(readers)
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
-            cell = cell_text(facts.recompute_cell(d.get("scope", "")), d.get("scope", ""))
+            cell = cell_text(facts.recompute_cell(k), d.get("scope", ""))
             cause = (f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                      f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it")
             key, guessed = node_select_key(ir, k)
@@ -93,12 +98,17 @@ class RecomputeNotApplied(RecomputeRule):
                     + (GUESS_NOTE if guessed else "") + ".")
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
-            named = [node_select_key(ir, v) for v in blocking]
+            slices = [v for v in blocking if is_inserted_slice(ir[v])]
+            named = [node_select_key(ir, v) for v in blocking if v not in slices]
             keys = [key for key, _ in named if key]
             hint = "Recompute the blocking op(s) between it and the backward reader as well"
             hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
             hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
             hint += folded_note(ir, blocking)
+            if slices:
+                hint += (f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
+                         f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
+                         f"of the op it feeds, whose key recomputes it too.")
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             hint = "Check the compile log for recompute warnings about this op."
