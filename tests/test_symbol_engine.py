@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import CORPUS, quiet_config
-from irlint.engine import lint
-from irlint.reader import read_ir
+from irlint.runner.engine import lint
+from irlint.read.reader import read_ir
 
 CASES = ("par-symbolic-ffn_dynamic_tokens", "par-symbolic-moe_dynamic_tokens")
 
