@@ -8,7 +8,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text
-from .keys import GUESS_NOTE, folded_note, node_select_key
+from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, node_select_key
 from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note,
                      where)
 from .reshape_blocks import blocked_silu_muls
@@ -82,6 +82,7 @@ class RecomputeNotApplied(RecomputeRule):
         d = ir[k]
         chain = list(dict.fromkeys(v for r in readers for v in r.chain))
         blocking = facts.blocking_chain(readers)
+        needed = {}
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
             cell = cell_text(facts.recompute_cell(d.get("scope", "")), d.get("scope", ""))
@@ -91,13 +92,16 @@ class RecomputeNotApplied(RecomputeRule):
             hint = ("Name the primitive inside the cell, not the cell: "
                     + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
                     + (GUESS_NOTE if guessed else "") + ".")
+            needed = {"select_recompute": [key], **fix_extra(ir, k, [])} if key else {}
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
-            named = [node_select_key(ir, v) for v in blocking]
-            keys = [key for key, _ in named if key]
+            needs = blocking_keys(ir, blocking)
             hint = "Recompute the blocking op(s) between it and the backward reader as well"
-            hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
-            hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
+            said = keys_hint(needs)
+            hint += (": " + said) if said else ""
+            hint += "."
+            keys = [n.key for n in needs if n.key and n.needed]
+            needed = {"select_recompute": keys, **fix_extra(ir, k, needs)}
             hint += folded_note(ir, blocking)
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
@@ -111,5 +115,5 @@ class RecomputeNotApplied(RecomputeRule):
         finding = self.finding(ir, k, message, hint=hint, related=related,
                                identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "memory",
-                                      "blocking": [ir[v].get("id", "") for v in blocking]})
+                                      "blocking": [ir[v].get("id", "") for v in blocking], **needed})
         return staked(finding, stake(ir, k, freed_by_recompute))
