@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from irlint.model.layers import Places, names_cells, weight_layer, weight_name
 from irlint.model import IRFile
+from irlint.model.source import own_trace, source_of
 
 from .evidence import RecomputeFacts, cell_path
 
@@ -46,25 +47,8 @@ def _key_part(name: str) -> str:
 _TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<text>.*)/\Z")
 _SHARED_SUFFIX = re.compile(r"/<~~[^/]*/\Z")  # "<~~This line of code can be shared by multiple nodes..."
 _SELF_CALL = re.compile(r"self\.(\w+)\s*\(")
-_CANDIDATE = "# Corresponding "
 # instance names the parallel passes give the ops they insert or replace
 _INSERTED_INSTANCE = re.compile(r"(?:redistribution_op|forward_op|gradforward_op|mirror_)\w*?_?\d{6,}")
-
-
-def own_trace(lines: list[str]) -> list[str]:
-    """The ``# In file`` lines of a node's own source: the lines before any ``# Corresponding``
-    block, else (kernel graphs) the ``code candidate`` block; never the ``forward node
-    candidate`` block, which is another node's source."""
-    blocks: list[tuple[str, list[str]]] = [("", [])]
-    for ln in lines:
-        if ln.startswith(_CANDIDATE):
-            blocks.append((ln, []))
-        elif ln.startswith("# In file"):
-            blocks[-1][1].append(ln)
-    for header, body in blocks:
-        if body and (not header or "code candidate" in header):
-            return body
-    return []
 
 
 def attribute_from_trace(lines: list[str]) -> str | None:
@@ -223,21 +207,6 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
 
 
 # --- keys to add for blocking ops (the fix plan's recompute part) ---------------------------------
-_FRAME = re.compile(r"# In file (?P<path>.+?):(?P<line>\d+)(?:~\d+)?, \d+~\d+/")
-
-
-def source_of(ir: IRFile, k: int) -> tuple[str, int] | None:
-    """The model line that made ``k``: the innermost frame of its own source trace (the call
-    site of the primitive; the outer frames are the training wrapper and the layer loop); None
-    for a node without a trace (an op the parallel pass replaced)."""
-    own = own_trace(ir.trace(k))
-    for ln in reversed(own):
-        m = _FRAME.match(ln)
-        if m:
-            return m.group("path"), int(m.group("line"))
-    return None
-
-
 def source_text(ir: IRFile, k: int) -> str:
     src = source_of(ir, k)
     return f"{src[0]}:{src[1]}" if src else "no source trace in the dump"
