@@ -144,6 +144,8 @@ def _finding(f, ctx: RenderContext) -> Grid:
         grid.append((Cell(f"{f.line} │", style="dim"), Cell(source, clip=True)))
     if f.scope:
         grid.append((Cell("scope", style="dim"), Cell(f.scope, "dim", clip=True)))
+    if f.source:
+        grid.append((Cell("code", style="dim"), Cell(f"{f.source[0]}:{f.source[1]}", clip=True)))
     # node ids restart in every subgraph: name the subgraphs once nodes of several are shown
     several = any(r.graph and r.graph != f.graph for r in f.related)
     if several and f.graph:
