@@ -181,3 +181,35 @@ def test_a_dump_that_is_not_there(tmp_path):
     before = path.read_bytes()
     result = run(path, tmp_path / "nowhere")
     assert result.exit_code == 2 and _unchanged(path, before)
+
+
+# --- the loop, end to end on real MindFormers 2.1.0 compiles (tests/fixtures/recompute/README.md) -----
+
+ROUND0 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_irlint_fix_round0"
+ROUND1 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_irlint_fix_round1"
+
+
+def _kept(folder) -> dict:
+    import json
+
+    result = CliRunner().invoke(irlint.cli.main, ["memory", str(folder), "--format", "json"])
+    return {layer["layer"]: layer["kept_bytes"] for layer in json.loads(result.stdout)["files"][0]["layers"]}
+
+
+def test_one_round_fixes_every_recompute_finding_and_frees_what_the_findings_priced(tmp_path):
+    import json
+
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(ROUND0 / "cfg.yaml", cfg)
+    assert run(cfg, ROUND0).exit_code == 0
+    # the config the generator read for round 1 is exactly what irlint fix writes
+    assert cfg.read_bytes() == (ROUND1 / "cfg.yaml").read_bytes()
+    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(ROUND0), "--format", "json", "-n"]).stdout)
+    lint1 = CliRunner().invoke(irlint.cli.main, [str(ROUND1), "--format", "json", "-n"])
+    assert lint1.exit_code == 0 and json.loads(lint1.stdout)["findings"] == []
+    priced: dict = {}
+    for f in lint0["findings"]:
+        layer = str(f["extra"]["layer"])
+        priced[layer] = priced.get(layer, 0) + f["bytes_at_stake"]
+    before, after = _kept(ROUND0), _kept(ROUND1)
+    assert {layer: before[layer] - after[layer] for layer in priced} == priced == {"0": 5120, "1": 5120}
