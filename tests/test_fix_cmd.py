@@ -213,3 +213,29 @@ def test_one_round_fixes_every_recompute_finding_and_frees_what_the_findings_pri
         priced[layer] = priced.get(layer, 0) + f["bytes_at_stake"]
     before, after = _kept(ROUND0), _kept(ROUND1)
     assert {layer: before[layer] - after[layer] for layer in priced} == priced == {"0": 5120, "1": 5120}
+
+
+PP0 = TESTS / "fixtures" / "recompute" / "mf-pp2_dp2_mp2_irlint_fix_round0"
+PP1 = TESTS / "fixtures" / "recompute" / "mf-pp2_dp2_mp2_irlint_fix_round1"
+
+
+def test_one_round_on_a_pipeline_and_the_per_stage_counts(tmp_path):
+    import json
+
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(PP0 / "cfg.yaml", cfg)
+    result = run(cfg, PP0)
+    assert result.exit_code == 0 and cfg.read_bytes() == (PP1 / "cfg.yaml").read_bytes()
+    # every layer of both stages (0-3, 4-7) is blocked: the per-stage form covers all four of each
+    assert "'feed_forward\\.w1\\.reshape': [4, 4]" in result.stderr
+    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP0), "--format", "json", "-n"]).stdout)
+    lint1 = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP1), "--format", "json", "-n"]).stdout)
+    assert lint1["findings"] == [] and len(lint0["findings"]) == 24
+    # what a layer frees per micro batch is what its findings priced per micro batch
+    per_layer: dict = {}
+    for f in lint0["findings"]:
+        per_layer.setdefault(str(f["extra"]["layer"]), 0)
+        per_layer[str(f["extra"]["layer"])] += f["bytes_at_stake"] // f["extra"]["micro_batches_in_flight"]
+    for rank, layers in (("rank_0", "0123"), ("rank_4", "4567")):
+        before, after = _kept(PP0 / rank), _kept(PP1 / rank)
+        assert {layer: before[layer] - after[layer] for layer in layers} == {layer: per_layer[layer] for layer in layers}
