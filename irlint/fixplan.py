@@ -15,9 +15,13 @@ from .findings import Finding
 PLAN_VERSION = 1
 
 
-def fix_plan(findings: list[Finding]) -> dict:
+def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     """The plan of ``findings``: ``{"version", "recompute", "strategies", "resolves"}`` (see the
-    schema); empty lists where nothing is to change."""
+    schema); empty lists where nothing is to change. Without ``fingerprints`` (the text and HTML
+    reports, which show none) the lists of findings stay empty: a default lint loads no hashlib."""
+    def mark(f: Finding) -> str:
+        return f.fingerprint if fingerprints else ""
+
     keys: dict[str, dict] = {}
     no_key: list[dict] = []
     spans: set[tuple[int, ...]] = set()
@@ -38,26 +42,26 @@ def fix_plan(findings: list[Finding]) -> dict:
                 if isinstance(layer, int):
                     entry["layers"].add(layer)
                     entry["by_span"].setdefault(span, set()).add(layer)
-                entry["findings"].append(f.fingerprint)
+                entry["findings"].append(mark(f))
             for op in extra.get("no_key") or ():
-                no_key.append({**op, "file": f.file, "finding": f.fingerprint})
+                no_key.append({**op, "file": f.file, "finding": mark(f)})
             if need:
-                resolved.append(f.fingerprint)
+                resolved.append(mark(f))
         fix = extra.get("fix")
         if isinstance(fix, dict) and fix.get("in_strategy"):
             target = next((r for r in f.related if r.node == fix.get("node")), None)
             op = target.op if target else f.op
             strategies.append({
-                "finding": f.fingerprint, "code": f.code, "file": f.file,
+                "finding": mark(f), "code": f.code, "file": f.file,
                 "node": fix.get("node"), "op": op, "scope": target.scope if target else f.scope,
                 "in_strategy": fix["in_strategy"], "shard": f"ops.{op}().shard({fix['in_strategy']})",
                 "source": fix.get("source")})
-            resolved.append(f.fingerprint)
+            resolved.append(mark(f))
     stages = _stages(spans) if len(spans) > 1 else None
     out_keys = []
     for entry in keys.values():
         row = {"key": entry["key"], "layers": sorted(entry["layers"]),
-               "findings": list(dict.fromkeys(entry["findings"]))}
+               "findings": [x for x in dict.fromkeys(entry["findings"]) if x]}
         if stages:
             row["per_stage"] = [max((layer - span[0] + 1 for layer in entry["by_span"].get(span, ())), default=0)
                                 for span in stages]
@@ -70,7 +74,7 @@ def fix_plan(findings: list[Finding]) -> dict:
         recompute["per_stage_note"] = ("for MindFormers' per-stage form, lint the dumps of every pipeline stage "
                                        "together: the counts come from the layers each stage holds")
     return {"version": PLAN_VERSION, "recompute": recompute, "strategies": _dedup(strategies, ("node", "file", "in_strategy")),
-            "resolves": list(dict.fromkeys(resolved))}
+            "resolves": [x for x in dict.fromkeys(resolved) if x]}
 
 
 def _stages(spans: set[tuple[int, ...]]) -> list[tuple[int, ...]] | None:

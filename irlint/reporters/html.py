@@ -243,7 +243,7 @@ def render(report: Report, ctx: RenderContext) -> str:
                                 size) if layers else ""
     from ..fixplan import fix_plan, is_empty, plan_text
 
-    plan = fix_plan(report.findings)
+    plan = fix_plan(report.findings, fingerprints=False)
     return _environment().get_template("lint.html.j2").render(
         title="irlint report", version=__version__, report=report, findings=views, rules=rows,
         fix_plan="" if is_empty(plan) else plan_text(plan),

@@ -113,7 +113,7 @@ def _plan(report: Report) -> list:
     """The run's fix plan, once, above the findings (``irlint.fixplan``)."""
     from ..fixplan import fix_plan, is_empty, plan_text
 
-    plan = fix_plan(report.findings)
+    plan = fix_plan(report.findings, fingerprints=False)
     if is_empty(plan):
         return []
     blocks: list = [Cell("Fix plan (every finding at once)", style="bold")]

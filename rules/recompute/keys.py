@@ -193,8 +193,8 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
     enough; empty when no blocking op is in that case."""
     notes = []
     for v in blocking:
-        if (ir[v].get("primitive_attrs") or {}).get("recompute") is True:
-            continue
+        if (ir[v].get("primitive_attrs") or {}).get("recompute") is True or folded_caller_key(ir, v) is not None:
+            continue   # a folded Reshape's key is already the caller's (blocking_keys says so)
         key, _ = node_select_key(ir, v)
         other = tagged_with(ir, Places.of(ir).layer(v)[0], key)
         if other is not None:

@@ -21,7 +21,9 @@ class RecomputeNotApplied(RecomputeRule):
     backward op still reads its output, directly or through non-recomputed layout ops
     (Reshape, Transpose, Cast, ExpandDims, Squeeze) and pass-through ops (Depend, Load ...):
     every blocking op is named, with the select_recompute keys that unblock the recompute
-    (e.g. an attention's ``attention\\.merger_head_transpose`` and ``attention\\.wo\\.reshape``).
+    (e.g. an attention's ``attention\\.merger_head_transpose``, and ``attention\\.reshape`` for wo's
+    input Reshape folded with the attention's merge-heads one, which ``attention\\.wo\\.reshape`` does not
+    tag). Keys come only from the dump's own names; an op that carries the tag gets none.
     The walk stops at a ``recompute: Bool(0)`` output of a multi-op recompute cell: that output
     is kept by design, and a tag behind it costs nothing (see RC004). Applied means: the op has
     ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exists (older

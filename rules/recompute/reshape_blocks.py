@@ -11,7 +11,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, cell_path
 from .feed_forward import FeedForward, find_feed_forwards
-from .keys import blocking_keys, fix_extra, folded_note, keys_hint, node_select_key, yaml_snippet
+from .keys import blocking_keys, fix_extra, folded_note, keys_hint, yaml_snippet
 from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, where
 
 
@@ -72,7 +72,9 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     exact keys from the model's own cell paths and the cell attribute the primitive is called
     through (from the node's source trace; MindSpore merges identical untagged primitives and
     then prints one instance name for all of them, so that name is used only when the dump has no
-    trace, and the hint then calls the key of an untagged primitive a guess) and gives the YAML.
+    trace, and the hint then calls the key of an untagged primitive a guess) and gives the keys
+    to add to the user's own. Where the dump names no cell (a function compiled with ms.grad) no
+    key is given: the hint names the op and its model source line.
 
     Example:
     ``%6 = PrimFunc_SiLU(%5) {instance name: silu} ... cnode_attrs: {recompute: Bool(1)}`` ->
