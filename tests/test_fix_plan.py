@@ -115,3 +115,12 @@ def test_strategy_change_is_a_shard_line_with_the_model_line_that_creates_the_op
     assert s["shard"] == "ops.MatMul().shard(((1, 8), (1, 8)))"
     assert s["source"] == {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 60}
     assert "created at /home/user/llm/parallel/mismatch/gen.py:60" in plan_text(plan)
+
+
+def test_an_op_that_carries_the_tag_itself_gets_no_key():
+    # attn-transpose layer 1: merger_head_transpose %98 is tagged (its primitive says recompute:
+    # Bool(1)) yet blocked with the folded Reshape %99: only the Reshape's key is asked for
+    report, _ = plan_of(UNSEEN / "attn-transpose" / "21_validate_0076.ir")
+    f = next(f for f in report.findings if f.node == "%97")
+    assert dict(f.extra)["select_recompute"] == [r"attention\.reshape"]
+    assert "%98 Transpose (/work/scratch/rc/gen2/llama_tiny.py:121) already carries the recompute tag: no key for it" in f.hint
