@@ -124,3 +124,19 @@ def test_an_op_that_carries_the_tag_itself_gets_no_key():
     f = next(f for f in report.findings if f.node == "%97")
     assert dict(f.extra)["select_recompute"] == [r"attention\.reshape"]
     assert "%98 Transpose (/work/scratch/rc/gen2/llama_tiny.py:121) already carries the recompute tag: no key for it" in f.hint
+
+
+def test_text_and_html_show_the_plan_once_at_the_top(tmp_path):
+    from click.testing import CliRunner
+
+    import irlint.cli
+
+    case = str(RECOMPUTE / "par-rc-mf_dp2_mp4_select_blocked")
+    text = CliRunner().invoke(irlint.cli.main, [case, "-n", "-q"]).output
+    assert text.startswith("Fix plan (every finding at once)\n") and text.count("Fix plan") == 1
+    assert "select_recompute: ['attention\\.merger_head_transpose', 'attention\\.reshape', " in text
+    page = tmp_path / "r.html"
+    CliRunner().invoke(irlint.cli.main, [case, "-n", "--format", "html", "-o", str(page)])
+    html = page.read_text(encoding="utf-8")
+    assert html.count('id="fix-plan"') == 1 and html.count('data-target="fix-plan"') == 1
+    assert html.index('id="fix-plan"') < html.index("Findings, costliest first")
