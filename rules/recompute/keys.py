@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from irlint.model.layers import Places, names_cells, weight_layer, weight_name
+from irlint.model.layers import _LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
 from irlint.model import IRFile
 from irlint.model.source import own_trace, source_of
 
@@ -252,6 +252,68 @@ def _forward_keys(ir: IRFile, op: str) -> dict[tuple[str, str], list[int]]:
     return found
 
 
+_MATMULS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
+_PASS = frozenset({"Cast", "Load", "Depend", "AllReduce", "AllGather", "ReduceScatter"})
+
+
+def _weight_of_matmul(ir: IRFile, m: int) -> str | None:
+    """The weight name a MatMul reads (through a Load or Cast), or None."""
+    for u in ir.producers(m):
+        for _ in range(3):
+            d = ir[u]
+            if d["kind"] == "param":
+                name = weight_name(ir, u)
+                return name if name and "." in name else None
+            if d["kind"] != "cnode" or d["op"] not in _PASS:
+                break
+            ins = ir.producers(u)
+            if not ins:
+                break
+            u = ins[0]
+    return None
+
+
+def _near_matmuls(ir: IRFile, v: int) -> list[int]:
+    """The MatMuls whose input ``v`` makes or whose output ``v`` reshapes (through Casts and
+    collectives): the Linear a Reshape belongs to."""
+    found = []
+    for step in (ir.consumers, ir.producers):
+        frontier = [v]
+        for _ in range(3):
+            nxt = []
+            for n in frontier:
+                for w in step(n):
+                    d = ir[w]
+                    if d["kind"] != "cnode" or ir.is_backward(w):
+                        continue
+                    if d["op"] in _MATMULS:
+                        found.append(w)
+                    elif d["op"] in _PASS:
+                        nxt.append(w)
+            frontier = nxt
+    return found
+
+
+def weight_cell_key(ir: IRFile, v: int) -> str | None:
+    """A select key for an op whose scope names no cell, from the weight its Linear reads
+    (``model.layers.0.mlp.linear_fc2.weight`` -> ``mlp\\.linear_fc2``) and the primitive's attribute
+    (source trace, else the op): only when the MatMuls next to it read weights of one cell."""
+    cells = set()
+    for m in _near_matmuls(ir, v):
+        name = _weight_of_matmul(ir, m)
+        if name is None:
+            continue
+        layer = _LAYER_IN_NAME.search(name)
+        below = name[layer.end():] if layer else name
+        parts = below.split(".")[:-1]   # drop "weight"
+        if parts:
+            cells.add(tuple(parts))
+    if len(cells) != 1:
+        return None
+    attr = attribute_from_trace(ir.trace(v)) or ir[v]["op"].lower()
+    return "\\.".join(_key_part(p) for p in [*cells.pop(), attr])
+
+
 def _also_tags(ir: IRFile, v: int, layer: str, key: str) -> str:
     """A note when ``key`` tags other forward ops of ``v``'s layer too (a cell calls one
     primitive for several ops: a Linear's ``reshape`` of its input and output)."""
@@ -296,6 +358,11 @@ def blocking_keys(ir: IRFile, blocking: list[int]) -> list[KeyNeed]:
             continue
         key, guessed = node_select_key(ir, v)
         if key is None:
+            key = weight_cell_key(ir, v)
+            if key is not None:
+                out.append(KeyNeed(v, key, f"{desc}: its scope names no cell; '{key}' is built from the weight "
+                                           f"its Linear reads" + _also_tags(ir, v, layer, key), True))
+                continue
             out.append(KeyNeed(v, None, f"no select_recompute key can be derived for {desc}: neither its "
                                         f"scope nor the weights near it name its cell", True))
             continue
