@@ -51,6 +51,7 @@ class Finding:
     ranks: tuple[int, ...] = ()
     extra: tuple = ()  # ((key, value), ...) rule-specific facts for machine formats
     bytes_at_stake: int | None = None  # activation bytes the problem keeps alive (irlint.accounts.memory)
+    source: tuple[str, int] | None = None  # (path, line) of the model code that made the node (its trace)
 
     @property
     def fingerprint(self) -> str:
@@ -98,6 +99,8 @@ class Finding:
             out["extra"] = dict(self.extra)
         if self.bytes_at_stake is not None:
             out["bytes_at_stake"] = self.bytes_at_stake
+        if self.source is not None:
+            out["source"] = {"path": self.source[0], "line": self.source[1]}
         return out
 
 

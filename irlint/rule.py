@@ -66,7 +66,14 @@ class Rule:
             op=data.get("op", ""), scope=data.get("scope", ""), message=message, hint=hint,
             related=tuple(r if isinstance(r, Related) else related_node(ir, r) for r in related),
             stage=ir.stage.label, identity=identity, extra=tuple(sorted((extra or {}).items())),
+            source=source_of(ir, key),
         )
+
+
+def source_of(ir: IRFile, key: int) -> tuple[str, int] | None:
+    from .model.source import source_of as first_model_line
+
+    return first_model_line(ir, key)
 
 
 def related_node(ir: IRFile, key: int, note: str = "") -> Related:

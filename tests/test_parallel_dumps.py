@@ -67,7 +67,8 @@ def test_rows_to_cols_hint_changes_the_producer_not_the_relu():
     _, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
     assert "set MatMul mm1 (net-TwoMatMul) to in_strategy ((1, 1), (1, 8))" in f.hint
     assert "every other neighbour of the two ops still in agreement" in f.hint
-    assert dict(f.extra)["fix"] == {"node": "%2", "in_strategy": "((1, 1), (1, 8))"}
+    assert dict(f.extra)["fix"] == {"node": "%2", "in_strategy": "((1, 1), (1, 8))",
+                                    "source": {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 48}}
     fixed = read_ir(str(COL_ROW / "rank_0" / "21_validate_0082.ir"))
     (mm1,) = [k for k in fixed.nodes_by_op("MatMul") if fixed[k].get("instance") == "mm1"]
     assert fixed[mm1]["primitive_attrs"]["in_strategy"] == ((1, 1), (1, 8))
@@ -112,7 +113,8 @@ def test_full_gather_before_column_parallel_w2():
     ir, (f,) = _check(StrategyMismatchFullGather(), COL_COL / "rank_0" / "21_validate_0082.ir")
     extra = dict(f.extra)
     assert f.severity == "info"
-    assert extra["fix"] == {"node": "%19", "in_strategy": "((1, 8), (1, 8))"}
+    assert extra["fix"] == {"node": "%19", "in_strategy": "((1, 8), (1, 8))",
+                            "source": {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 60}}
     assert extra["moved_bytes"] == 7 * 64 * 8 * 4 and extra["gathered_bytes"] == 64 * 64 * 4
     assert extra["backward_moved_bytes"] == 7 * 64 * 8 * 4
     # the AllReduce a row-parallel w2 needs moves, on a ring, what the gather moves
@@ -295,7 +297,8 @@ def test_gather_before_a_replicated_router_and_slice_after_it_is_one_round_trip(
     extra = dict(f.extra)
     assert (f.node, f.op, extra["kinds"]) == ("%3", "AllGather", ["gather-compute-slice"])
     assert extra["discarded_compute"] == "7/8" and extra["layout"] == "(8, 1)"
-    assert extra["fix"] == {"node": "%5", "in_strategy": "((8, 1), (1, 1))"}
+    assert {k: v for k, v in extra["fix"].items() if k != "source"} == {"node": "%5", "in_strategy": "((8, 1), (1, 1))"}
+    assert extra["fix"]["source"]["line"] == 72   # the model line that creates the op to change
     gathered = 7 * 8 * 32 * 4   # (8, 32) -> (64, 32), and its ReduceScatter %16 in backward
     assert [(w["node"], w["bytes"]) for w in extra["waste"]] == [("%3", gathered), ("%16", gathered)]
     assert "7/8 of its compute is thrown away" in f.message

@@ -119,7 +119,10 @@ def test_sarif_validates_and_carries_rules_chain_fingerprints(report):
         [f.fingerprint for f in report.findings]
     chain = run["results"][1]["relatedLocations"]
     assert [loc["physicalLocation"]["region"]["startLine"] for loc in chain] == \
-        [r.line for r in report.findings[1].related]
+        [r.line for r in report.findings[1].related] + [report.findings[1].source[1]]
+    # the last related location is the model line the node's source trace names
+    assert chain[-1]["physicalLocation"]["artifactLocation"]["uri"].endswith("/llm_common.py")
+    assert chain[-1]["message"]["text"].startswith("model code that made ")
     for result in run["results"]:
         assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
 

@@ -172,7 +172,8 @@ def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshap
     assert sorted(blocked) == ["%165", "%327"]
     f = blocked["%165"]
     assert "%166 StridedSlice" in f.message and "%167 Reshape" in f.message
-    assert "(select_recompute keys: 'mlp\\.dense_4h_to_h\\.reshape')" in f.hint and "stridedslice'" not in f.hint
+    assert "add 'mlp\\.dense_4h_to_h\\.reshape'" in f.hint and "stridedslice'" not in f.hint
+    assert dict(f.extra)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"]
     assert "inserted by the parallel pass (redistribution_op_" in f.hint
     assert [r.op for r in f.related][:2] == ["StridedSlice", "Reshape"]
     assert check(lint_fixture("mf-glm2-dp4_mp2_slice_fixed"), "RC001", "RC002") == []
@@ -196,8 +197,15 @@ def test_rc002_finds_the_structure_without_cell_names():
     notes = [(r.node, r.op, r.note) for r in mul.related]
     assert notes[0] == ("%9", "Reshape", "blocking Reshape (w2), not recomputed")
     assert [n for n, op, _ in notes if op == "MatMul"][:3] == ["%5", "%2", "%11"]
-    assert "no cell names" in mul.hint
-    assert "recompute_config:\n  select_recompute: ['feed_forward\\.mul', 'feed_forward\\.w2\\.reshape']" in mul.hint
+    # no cell names in the scopes: the key comes from the weight w2's MatMul reads, never from
+    # another model's naming
+    assert dict(mul.extra)["select_recompute"] == ["feed_forward\\.w2\\.reshape"]
+    assert "'feed_forward\\.w2\\.reshape' is built from the weight its Linear reads" in mul.hint
+    # the SiLU's Reshape sits between SiLU and Mul, next to no weight: no key, its op and model line
+    silu = next(f for f in check(ir, "RC002") if f.op == "SiLU")
+    assert "no select_recompute key can be derived for %7 Reshape (/home/user/llm/llm_common.py:52)" in silu.hint
+    assert "recompute_config" not in silu.hint and dict(silu.extra)["select_recompute"] == []
+    assert dict(silu.extra)["no_key"] == [{"node": "%7", "op": "Reshape", "source": "/home/user/llm/llm_common.py:52"}]
 
 
 def test_rc002_on_cpu_backend_graph_with_expanded_silu():
@@ -476,7 +484,10 @@ def test_transpose_after_a_tagged_batchmatmul_blocks_it_and_every_blocking_op_is
     f = found[0]
     assert "%34 Transpose" in f.message and "%35 Reshape" in f.message and "%655 MatMul" in f.message
     assert dict(f.extra)["blocking"] == ["%34", "%35"]
-    assert "'attention\\.merger_head_transpose', 'attention\\.wo\\.reshape'" in f.hint
+    # %35 reads the 4-D Transpose and makes 2-D: the attention's own reshape and wo's folded into
+    # one that keeps the attention's primitive, so wo's key would not tag it (layer 1 shows it)
+    assert dict(f.extra)["select_recompute"] == ["attention\\.merger_head_transpose", "attention\\.reshape"]
+    assert "'attention\\.wo\\.reshape' does not" in f.hint
 
 
 def test_a_tagged_but_not_recomputed_blocking_op_still_blocks():
@@ -591,7 +602,8 @@ def test_a_folded_untagged_reshape_under_an_already_set_key_is_explained():
     # blocking %99 (wo's first Reshape, folded with the attention's own one) prints no tag
     ir = read_ir(str(UNSEEN / "attn-transpose" / "21_validate_0076.ir"))
     hints = {f.node: f.hint for f in check(ir, "RC001")}
-    assert "'attention\\.wo\\.reshape' is already set (it tags %103 Reshape), yet %99 Reshape carries no tag" in hints["%97"]
+    # the shapes prove the fold (4-D in, 2-D out): the caller's key, and why wo's does not tag it
+    assert "%99 Reshape" in hints["%97"] and "'attention\\.reshape' tags it, 'attention\\.wo\\.reshape' does not" in hints["%97"]
     assert "already set" not in hints["%33"]   # layer 0 sets neither key: a key of layer 1 does not count
 
 

@@ -50,7 +50,8 @@ class _DefaultGroup(click.Group):
     default_command = "check"
     # name -> (module, command object): imported only when that command is used, never by a lint
     lazy_commands = {"memory": ("irlint.cli.memory", "memory_cmd"), "comm": ("irlint.cli.comm", "comm_cmd"),
-                     "diff": ("irlint.cli.diff", "diff_cmd"), "cost": ("irlint.cli.cost", "cost_cmd")}
+                     "diff": ("irlint.cli.diff", "diff_cmd"), "cost": ("irlint.cli.cost", "cost_cmd"),
+                     "fix": ("irlint.cli.fix", "fix_cmd")}
 
     def list_commands(self, ctx):
         return sorted({*self.commands, *self.lazy_commands})

@@ -241,8 +241,12 @@ def render(report: Report, ctx: RenderContext) -> str:
     layer_chart = bar_chart_svg([layer_name(name) for name in layers],
                                 [("activations at stake", KEPT_COLOUR, [per_layer[name] for name in layers])],
                                 size) if layers else ""
+    from ..fixplan import fix_plan, is_empty, plan_text
+
+    plan = fix_plan(report.findings, fingerprints=False)
     return _environment().get_template("lint.html.j2").render(
         title="irlint report", version=__version__, report=report, findings=views, rules=rows,
+        fix_plan="" if is_empty(plan) else plan_text(plan),
         layer_chart=_markup(layer_chart),
         ranks=ranks_of_files(report.files), legend=_markup(legend_svg()), rule_chart=_markup(chart),
         memory_total=sum(v["memory"] for v in views), comm_total=sum(v["comm"] for v in views),

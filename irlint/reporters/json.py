@@ -5,6 +5,7 @@ import json
 
 from .. import __version__
 from ..findings import Finding, Report
+from ..fixplan import fix_plan
 from . import RenderContext
 
 FORMAT_VERSION = 1
@@ -25,6 +26,7 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
         "tool": {"name": "irlint", "version": __version__},
         "findings": findings,
         "diagnostics": [d.to_dict() for d in report.diagnostics],
+        "fix_plan": fix_plan(report.findings),
         "suppressed": [{**finding_dict(f), "suppression": {"reason": reason}} for f, reason in report.suppressed],
         "summary": {"files": len(report.files), "findings": len(report.findings), "by_rule": report.by_rule(),
                     "diagnostics": len(report.diagnostics), "baselined": ctx.baselined,

@@ -69,7 +69,7 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
             result["ruleIndex"] = index[f.code]
         if id(f) in reasons:   # silenced by the configuration: shown as suppressed, as SARIF viewers expect
             result["suppressions"] = [{"kind": "external", "status": "accepted", "justification": reasons[id(f)]}]
-        if f.related:
+        if f.related or f.source:
             result["relatedLocations"] = []
             for i, r in enumerate(f.related):
                 loc = _location(r.file, r.line)
@@ -77,6 +77,11 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
                 label = (f"{r.node} {r.op}".strip() + (f" in {r.graph}" if r.graph else "")
                          + (f" ({r.note})" if r.note else "") + (f" {r.scope}" if r.scope else ""))
                 loc["message"] = {"text": label}
+                result["relatedLocations"].append(loc)
+            if f.source:   # the model line that made the node (its source trace)
+                loc = _location(f.source[0], f.source[1])
+                loc["id"] = len(f.related)
+                loc["message"] = {"text": f"model code that made {f.node} {f.op}".rstrip()}
                 result["relatedLocations"].append(loc)
         results.append(result)
     notifications = [{

@@ -86,6 +86,7 @@ def _blocks(report: Report, ctx: RenderContext) -> list:
             blocks += _summary(report, ctx)
         return blocks
     ctx.sources.prefetch_findings(report.findings)
+    blocks += _plan(report)
     by_file: dict[str, list] = defaultdict(list)
     for f in report.findings:
         by_file[f.file].append(f)
@@ -106,6 +107,18 @@ def _blocks(report: Report, ctx: RenderContext) -> list:
     if not ctx.quiet:
         blocks += _summary(report, ctx)
     return blocks
+
+
+def _plan(report: Report) -> list:
+    """The run's fix plan, once, above the findings (``irlint.fixplan``)."""
+    from ..fixplan import fix_plan, is_empty, plan_text
+
+    plan = fix_plan(report.findings, fingerprints=False)
+    if is_empty(plan):
+        return []
+    blocks: list = [Cell("Fix plan (every finding at once)", style="bold")]
+    blocks += [Cell("  " + ln) for ln in plan_text(plan).splitlines()]
+    return blocks + [None]
 
 
 def _trimmed(text: str, ctx: RenderContext) -> str:
@@ -131,6 +144,8 @@ def _finding(f, ctx: RenderContext) -> Grid:
         grid.append((Cell(f"{f.line} │", style="dim"), Cell(source, clip=True)))
     if f.scope:
         grid.append((Cell("scope", style="dim"), Cell(f.scope, "dim", clip=True)))
+    if f.source:
+        grid.append((Cell("code", style="dim"), Cell(f"{f.source[0]}:{f.source[1]}", clip=True)))
     # node ids restart in every subgraph: name the subgraphs once nodes of several are shown
     several = any(r.graph and r.graph != f.graph for r in f.related)
     if several and f.graph:

@@ -526,7 +526,7 @@ def _file_name(stored, display: str) -> str:
 def _finding_data(f: Finding, display: str) -> dict:
     data = {k: getattr(f, k) for k in _FINDING_TEXT}
     data.update(file=_file_data(f.file, display), line=f.line, column=f.column, ranks=list(f.ranks),
-                bytes_at_stake=f.bytes_at_stake,
+                bytes_at_stake=f.bytes_at_stake, source=list(f.source) if f.source else None,
                 identity=_plain(f.identity), extra=_plain(f.extra),
                 related=[{**{k: getattr(r, k) for k in _RELATED_TEXT}, "file": _file_data(r.file, display),
                           "line": r.line} for r in f.related])
@@ -542,12 +542,17 @@ def _finding(data, display: str) -> Finding:
     identity, extra = _unplain(data["identity"]), _unplain(data["extra"])
     ranks = _list(data["ranks"])
     stake = data.get("bytes_at_stake")
+    source = data.get("source")
+    if source is not None:
+        if not (isinstance(source, list) and len(source) == 2 and isinstance(source[0], str) and _is_int(source[1])):
+            raise ValueError("finding")
+        source = (source[0], source[1])
     if not (isinstance(identity, tuple) and isinstance(extra, tuple) and all(_is_int(r) for r in ranks)
             and (stake is None or _is_int(stake))):
         raise ValueError("finding")
     return Finding(**{k: _text(data, k) for k in _FINDING_TEXT}, file=_file_name(data["file"], display),
                    line=_int(data, "line"), column=_int(data, "column"), ranks=tuple(ranks), identity=identity,
-                   bytes_at_stake=stake,
+                   bytes_at_stake=stake, source=source,
                    extra=extra, related=tuple(_related(r, display) for r in _list(data["related"])))
 
 

@@ -5,9 +5,11 @@ the node's recomputed copy or gradient op."""
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
-from irlint.model.layers import Places, names_cells
+from irlint.model.layers import _LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
 from irlint.model import IRFile
+from irlint.model.source import own_trace, source_of
 
 from .evidence import RecomputeFacts, cell_path
 
@@ -45,25 +47,8 @@ def _key_part(name: str) -> str:
 _TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<text>.*)/\Z")
 _SHARED_SUFFIX = re.compile(r"/<~~[^/]*/\Z")  # "<~~This line of code can be shared by multiple nodes..."
 _SELF_CALL = re.compile(r"self\.(\w+)\s*\(")
-_CANDIDATE = "# Corresponding "
 # instance names the parallel passes give the ops they insert or replace
 _INSERTED_INSTANCE = re.compile(r"(?:redistribution_op|forward_op|gradforward_op|mirror_)\w*?_?\d{6,}")
-
-
-def own_trace(lines: list[str]) -> list[str]:
-    """The ``# In file`` lines of a node's own source: the lines before any ``# Corresponding``
-    block, else (kernel graphs) the ``code candidate`` block; never the ``forward node
-    candidate`` block, which is another node's source."""
-    blocks: list[tuple[str, list[str]]] = [("", [])]
-    for ln in lines:
-        if ln.startswith(_CANDIDATE):
-            blocks.append((ln, []))
-        elif ln.startswith("# In file"):
-            blocks[-1][1].append(ln)
-    for header, body in blocks:
-        if body and (not header or "code candidate" in header):
-            return body
-    return []
 
 
 def attribute_from_trace(lines: list[str]) -> str | None:
@@ -132,8 +117,9 @@ GUESS_NOTE = (" (no source trace names the primitive's cell attribute, so the ke
 
 
 def yaml_snippet(keys: list[str]) -> str:
+    """The keys to add, as YAML; added to the user's own list, not in place of it."""
     quoted = ", ".join(f"'{k}'" for k in dict.fromkeys(keys))
-    return f"recompute_config:\n  select_recompute: [{quoted}]"
+    return f"recompute_config:\n  select_recompute: [{quoted}]   # add to your own keys"
 
 
 def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
@@ -207,8 +193,8 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
     enough; empty when no blocking op is in that case."""
     notes = []
     for v in blocking:
-        if (ir[v].get("primitive_attrs") or {}).get("recompute") is True:
-            continue
+        if (ir[v].get("primitive_attrs") or {}).get("recompute") is True or folded_caller_key(ir, v) is not None:
+            continue   # a folded Reshape's key is already the caller's (blocking_keys says so)
         key, _ = node_select_key(ir, v)
         other = tagged_with(ir, Places.of(ir).layer(v)[0], key)
         if other is not None:
@@ -218,3 +204,210 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
                          f"and kept that one's primitive, so tag the neighbour's key as well"
                          + (f" ('{neighbour}': the {ir[v]['op']} of the cell whose output it reads)" if neighbour else ""))
     return (" " + "; ".join(notes) + ".") if notes else ""
+
+
+# --- keys to add for blocking ops (the fix plan's recompute part) ---------------------------------
+def source_text(ir: IRFile, k: int) -> str:
+    src = source_of(ir, k)
+    return f"{src[0]}:{src[1]}" if src else "no source trace in the dump"
+
+
+def self_tagged(ir: IRFile, k: int) -> bool:
+    """The primitive carries ``recompute: Bool(1)`` itself: the model (or a key already set) tagged
+    it, so a key for it adds nothing (MindFormers 2.1.0 fails on a key naming a primitive its model
+    code already set ``recompute(True)`` on)."""
+    return (ir[k].get("primitive_attrs") or {}).get("recompute") is True
+
+
+def folded_caller_key(ir: IRFile, v: int) -> str | None:
+    """The key of the caller's Reshape when ``v`` is a Linear's input Reshape that MindSpore folded
+    with the caller's own Reshape before it (the attention's merge-heads ``reshape`` + wo's input
+    ``reshape``): ``v`` reads an op of the calling cell directly and drops two or more dimensions,
+    where a Linear's input Reshape merges only batch and sequence. The folded op keeps the caller's
+    primitive, so only the caller's key tags it; None otherwise."""
+    d = ir[v]
+    if d["op"] != "Reshape":
+        return None
+    ins, outs = d.get("in_types") or (), d.get("out_type")
+    shape_in = ins[0].shape if ins and ins[0] is not None else None
+    shape_out = outs.shape if outs is not None else None
+    if not shape_in or not shape_out or len(shape_in) - len(shape_out) < 2:
+        return None
+    return _caller_key(ir, v)
+
+
+def _forward_keys(ir: IRFile, op: str) -> dict[tuple[str, str], list[int]]:
+    """(layer, key) -> the forward ops of type ``op`` a select key tags (one walk per file and op)."""
+    cache = ir.__dict__.setdefault("_recompute_keys_by_op", {})
+    found = cache.get(op)
+    if found is None:
+        found = cache[op] = {}
+        places = Places.of(ir)
+        for k in ir.nodes_by_op(op):
+            if ir[k]["kind"] != "cnode" or ir.is_backward(k) or ir.is_recompute_copy(k):
+                continue
+            key, _ = node_select_key(ir, k)
+            if key is not None:
+                found.setdefault((places.layer(k)[0], key), []).append(k)
+    return found
+
+
+_MATMULS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
+_PASS = frozenset({"Cast", "Load", "Depend", "AllReduce", "AllGather", "ReduceScatter"})
+
+
+def _weight_of_matmul(ir: IRFile, m: int) -> str | None:
+    """The weight name a MatMul reads (through a Load or Cast), or None."""
+    for u in ir.producers(m):
+        for _ in range(3):
+            d = ir[u]
+            if d["kind"] == "param":
+                name = weight_name(ir, u)
+                return name if name and "." in name else None
+            if d["kind"] != "cnode" or d["op"] not in _PASS:
+                break
+            ins = ir.producers(u)
+            if not ins:
+                break
+            u = ins[0]
+    return None
+
+
+def _near_matmuls(ir: IRFile, v: int) -> list[int]:
+    """The MatMuls whose input ``v`` makes or whose output ``v`` reshapes (through Casts and
+    collectives): the Linear a Reshape belongs to."""
+    found = []
+    for step in (ir.consumers, ir.producers):
+        frontier = [v]
+        for _ in range(3):
+            nxt = []
+            for n in frontier:
+                for w in step(n):
+                    d = ir[w]
+                    if d["kind"] != "cnode" or ir.is_backward(w):
+                        continue
+                    if d["op"] in _MATMULS:
+                        found.append(w)
+                    elif d["op"] in _PASS:
+                        nxt.append(w)
+            frontier = nxt
+    return found
+
+
+def weight_cell_key(ir: IRFile, v: int) -> str | None:
+    """A select key for an op whose scope names no cell, from the weight its Linear reads
+    (``model.layers.0.mlp.linear_fc2.weight`` -> ``mlp\\.linear_fc2``) and the primitive's attribute
+    (source trace, else the op): only when the MatMuls next to it read weights of one cell."""
+    cells = set()
+    for m in _near_matmuls(ir, v):
+        name = _weight_of_matmul(ir, m)
+        if name is None:
+            continue
+        layer = _LAYER_IN_NAME.search(name)
+        below = name[layer.end():] if layer else name
+        parts = below.split(".")[:-1]   # drop "weight"
+        if parts:
+            cells.add(tuple(parts))
+    if len(cells) != 1:
+        return None
+    attr = attribute_from_trace(ir.trace(v)) or ir[v]["op"].lower()
+    return "\\.".join(_key_part(p) for p in [*cells.pop(), attr])
+
+
+def _also_tags(ir: IRFile, v: int, layer: str, key: str) -> str:
+    """A note when ``key`` tags other forward ops of ``v``'s layer too (a cell calls one
+    primitive for several ops: a Linear's ``reshape`` of its input and output)."""
+    more = [n for n in _forward_keys(ir, ir[v]["op"]).get((layer, key), []) if n != v]
+    if not more:
+        return ""
+    shown = ", ".join(ir.describe(n) for n in more[:3]) + (", …" if len(more) > 3 else "")
+    return f"; '{key}' also tags {len(more)} other {ir[v]['op']} op(s) of the layer ({shown})"
+
+
+class KeyNeed(NamedTuple):
+    """What one blocking op needs: the key to add (None: none can be derived or none is needed)
+    and why, for the hint and the fix plan."""
+
+    node: int
+    key: str | None
+    note: str          # empty for a plain key that tags exactly the blocking op
+    needed: bool       # False: the op carries the tag already, nothing to add
+
+
+def blocking_keys(ir: IRFile, blocking: list[int]) -> list[KeyNeed]:
+    """The select_recompute key each blocking op needs, built only from this dump's names: the
+    cell path (printed, or recovered from the weights the neighbours read) plus the primitive's
+    attribute (source trace, or the op for a primitive the parallel pass replaced). No key for an
+    op the model tags itself; the caller's key for a folded Reshape; a note when the key tags
+    more ops of the layer than the blocking one."""
+    out = []
+    places = Places.of(ir)
+    for v in blocking:
+        desc = f"{ir.describe(v)} ({source_text(ir, v)})"
+        if self_tagged(ir, v):
+            out.append(KeyNeed(v, None, f"{desc} already carries the recompute tag: no key for it", False))
+            continue
+        layer = places.layer(v)[0]
+        folded = folded_caller_key(ir, v)
+        if folded is not None:
+            own, _ = node_select_key(ir, v)
+            note = (f"{desc} is the calling cell's Reshape and the Linear's input Reshape folded into one, "
+                    f"which keeps the caller's primitive: '{folded}' tags it"
+                    + (f", '{own}' does not" if own and own != folded else ""))
+            out.append(KeyNeed(v, folded, note + _also_tags(ir, v, layer, folded), True))
+            continue
+        key, guessed = node_select_key(ir, v)
+        if key is None:
+            key = weight_cell_key(ir, v)
+            if key is not None:
+                out.append(KeyNeed(v, key, f"{desc}: its scope names no cell; '{key}' is built from the weight "
+                                           f"its Linear reads" + _also_tags(ir, v, layer, key), True))
+                continue
+            out.append(KeyNeed(v, None, f"no select_recompute key can be derived for {desc}: neither its "
+                                        f"scope nor the weights near it name its cell", True))
+            continue
+        note = _also_tags(ir, v, layer, key).removeprefix("; ")
+        if guessed:
+            note = (note + "; " if note else "") + GUESS_NOTE.strip(" ()")
+        out.append(KeyNeed(v, key, note, True))
+    return out
+
+
+def keys_hint(needs: list[KeyNeed]) -> str:
+    """The hint text for the keys blocking ops need: what to add to the user's list, and what no
+    key can fix."""
+    keys = list(dict.fromkeys(n.key for n in needs if n.key and n.needed))
+    text = ""
+    if keys:
+        text = ("add " + ", ".join(f"'{k}'" for k in keys) + " to your select_recompute (keep your keys; "
+                "the fix plan of the run lists every key at once)")
+    notes = [n.note for n in needs if n.note]
+    if notes:
+        text += ("; " if text else "") + "; ".join(notes)
+    return text
+
+
+def file_layers(ir: IRFile) -> list[int]:
+    """The decoder layers whose weights this file holds (a pipeline stage holds a run of them)."""
+    found = ir.__dict__.get("_recompute_file_layers")
+    if found is None:
+        layers = set()
+        for k, d in ir.nodes.items():
+            if d["kind"] == "param" and d.get("has_default"):
+                layer = weight_layer(weight_name(ir, k) or "")
+                if layer.isdigit():
+                    layers.add(int(layer))
+        found = ir.__dict__["_recompute_file_layers"] = sorted(layers)
+    return found
+
+
+def fix_extra(ir: IRFile, k: int, needs: list[KeyNeed]) -> dict:
+    """The facts the run's fix plan needs from a recompute finding (``irlint.fixplan``): the
+    layer, the layers of the file (the pipeline stage's share), the ops no key can tag."""
+    layer = Places.of(ir).layer(k)[0]
+    out = {"layer": int(layer) if layer.isdigit() else None, "stage_layers": file_layers(ir)}
+    unresolved = [{"node": ir[n.node].get("id", ""), "op": ir[n.node]["op"], "source": source_text(ir, n.node)}
+                  for n in needs if n.key is None and n.needed]
+    if unresolved:
+        out["no_key"] = unresolved
+    return out

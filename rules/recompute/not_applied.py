@@ -8,7 +8,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
-from .keys import GUESS_NOTE, folded_note, node_select_key
+from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, node_select_key
 from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note,
                      where)
 from .reshape_blocks import blocked_silu_muls
@@ -22,7 +22,9 @@ class RecomputeNotApplied(RecomputeRule):
     (Reshape, Transpose, Cast, ExpandDims, Squeeze, and a StridedSlice the parallel pass inserted
     before a row-parallel Linear) and pass-through ops (Depend, Load ...):
     every blocking op is named, with the select_recompute keys that unblock the recompute
-    (e.g. an attention's ``attention\\.merger_head_transpose`` and ``attention\\.wo\\.reshape``).
+    (e.g. an attention's ``attention\\.merger_head_transpose``, and ``attention\\.reshape`` for wo's
+    input Reshape folded with the attention's merge-heads one, which ``attention\\.wo\\.reshape`` does not
+    tag). Keys come only from the dump's own names; an op that carries the tag gets none.
     The walk stops at a ``recompute: Bool(0)`` output of a multi-op recompute cell: that output
     is kept by design, and a tag behind it costs nothing (see RC004). Applied means: the op has
     ``recompute_id`` and a copy with ``duplicated: Bool(1)`` and the same id exists (older
@@ -87,6 +89,7 @@ class RecomputeNotApplied(RecomputeRule):
         d = ir[k]
         chain = list(dict.fromkeys(v for r in readers for v in r.chain))
         blocking = facts.blocking_chain(readers)
+        needed = {}
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
             cell = cell_text(facts.recompute_cell(k), d.get("scope", ""))
@@ -96,14 +99,18 @@ class RecomputeNotApplied(RecomputeRule):
             hint = ("Name the primitive inside the cell, not the cell: "
                     + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
                     + (GUESS_NOTE if guessed else "") + ".")
+            needed = {"select_recompute": [key], **fix_extra(ir, k, [])} if key else {}
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
+            # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
             slices = [v for v in blocking if is_inserted_slice(ir[v])]
-            named = [node_select_key(ir, v) for v in blocking if v not in slices]
-            keys = [key for key, _ in named if key]
+            needs = blocking_keys(ir, [v for v in blocking if v not in slices])
             hint = "Recompute the blocking op(s) between it and the backward reader as well"
-            hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
-            hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
+            said = keys_hint(needs)
+            hint += (": " + said) if said else ""
+            hint += "."
+            keys = [n.key for n in needs if n.key and n.needed]
+            needed = {"select_recompute": keys, **fix_extra(ir, k, needs)}
             hint += folded_note(ir, blocking)
             if slices:
                 hint += (f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
@@ -121,5 +128,5 @@ class RecomputeNotApplied(RecomputeRule):
         finding = self.finding(ir, k, message, hint=hint, related=related,
                                identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "memory",
-                                      "blocking": [ir[v].get("id", "") for v in blocking]})
+                                      "blocking": [ir[v].get("id", "") for v in blocking], **needed})
         return staked(finding, stake(ir, k, freed_by_recompute))

@@ -11,13 +11,8 @@ from irlint.rule import related_node
 from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, cell_path
 from .feed_forward import FeedForward, find_feed_forwards
-from .keys import GUESS_NOTE, folded_note, node_select_key, yaml_snippet
+from .keys import blocking_keys, fix_extra, folded_note, keys_hint, yaml_snippet
 from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, where
-
-# MindFormers' documented select_recompute keys, for scopes without cell names
-DOCUMENTED_RESHAPE_KEYS = {"w1": r"feed_forward\.w1\.reshape", "w2": r"feed_forward\.w2\.reshape",
-                           "w3": r"feed_forward\.w3\.reshape"}
-DOCUMENTED_KEYS = {"SiLU": r"feed_forward\.w1\.activation\.silu", "Mul": r"feed_forward\.mul"}
 
 
 class BlockedSiluMul(NamedTuple):
@@ -77,7 +72,9 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     exact keys from the model's own cell paths and the cell attribute the primitive is called
     through (from the node's source trace; MindSpore merges identical untagged primitives and
     then prints one instance name for all of them, so that name is used only when the dump has no
-    trace, and the hint then calls the key of an untagged primitive a guess) and gives the YAML.
+    trace, and the hint then calls the key of an untagged primitive a guess) and gives the keys
+    to add to the user's own. Where the dump names no cell (a function compiled with ms.grad) no
+    key is given: the hint names the op and its model source line.
 
     Example:
     ``%6 = PrimFunc_SiLU(%5) {instance name: silu} ... cnode_attrs: {recompute: Bool(1)}`` ->
@@ -99,32 +96,17 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     def _finding(self, ir: IRFile, b: BlockedSiluMul):
         k, ffn, blocking = b.node, b.ffn, b.blocking
         d = ir[k]
-        keys, documented, guessed = [], False, False
-        for node, role in [(k, None)] + [(v, ffn.roles.get(v, "w1")) for v in blocking]:
-            key, guess = node_select_key(ir, node)
-            guessed |= guess
-            if key is None:
-                documented = True
-                if role is None:
-                    key = DOCUMENTED_KEYS.get(ir[node]["op"], r"feed_forward\.mul")
-                else:
-                    key = DOCUMENTED_RESHAPE_KEYS[role] if ir[node]["op"] == "Reshape" else None
-            if key is not None:
-                keys.append(key)
+        needs = blocking_keys(ir, blocking)
+        keys = [n.key for n in needs if n.key and n.needed]
         reader_text = ", ".join(backward_text(ir, r.reader) for r in b.readers)
         message = (f"{d['op']}{where(ir, k)} is tagged for recompute but not recomputed: {nodes_text(ir, blocking)} on the "
                    f"FeedForward path {'is' if len(blocking) == 1 else 'are'} not recomputed and "
                    f"{reader_text} reads the tensor through {'it' if len(blocking) == 1 else 'them'}, "
                    f"so the activation is kept and the {d['op']} recompute saves nothing")
-        hint = ("Recompute the blocking op(s) too: add "
-                + ", ".join(f"'{x}'" for x in keys[1:]) + " to select_recompute")
-        if documented:
-            hint += (" (the scopes carry no cell names, e.g. a function compiled with ms.grad; these are "
-                     "MindFormers' documented keys for the FeedForward, check them against your model)")
-        elif guessed:
-            hint += GUESS_NOTE
+        hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
         hint += folded_note(ir, blocking).rstrip(".")
-        hint += ":\n" + yaml_snippet(keys)
+        if keys:
+            hint += ":\n" + yaml_snippet(keys)
         related = [related_node(ir, v, f"blocking {ir[v]['op']} ({ffn.roles.get(v, 'w1')}), not recomputed")
                    for v in blocking]
         related += [related_node(ir, ffn.w1, "MatMul w1" if ffn.w1 != ffn.w3 else "MatMul w1+w3 (fused)")]
@@ -135,5 +117,5 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         identity = (d["op"], place_path(ir, k),
                     tuple("/".join(cell_path(ir[v].get("scope", ""))) for v in blocking))
         finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
-                               extra={"request": b.request, "select_recompute": keys[1:]})
+                               extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs)})
         return staked(finding, stake(ir, k, freed_by_recompute))

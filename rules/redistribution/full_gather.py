@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from irlint.accounts.received import share, step_received_bytes, waste_entry
 from irlint.findings import Finding
 from irlint.model import IRFile
+from irlint.model.source import source_dict
 from irlint.rule import Rule
 
 from .evidence import (MOVING_OPS, GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, as_int, axis_of,
@@ -216,7 +217,7 @@ subgraph @main() {
                           for g in gathers))
         extra = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
                  "gathers": len(gathers), "matmul_strategy": fmt(strategy(ir, matmul)),
-                 "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new)},
+                 "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new), **_source(ir, matmul)},
                  "waste_bytes": moved + moved_back, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, received_bytes(ir, k) or 0) for g in gathers
                            for k in g.chain.nodes + g.backward if ir[k]["op"] in MOVING_OPS]}
@@ -301,3 +302,9 @@ def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple] | Non
             if new is not None:
                 return producer, new
     return None
+
+
+def _source(ir: IRFile, k: int) -> dict:
+    """The model line that creates the op whose strategy changes (``{"source": {path, line}}``)."""
+    src = source_dict(ir, k)
+    return {"source": src} if src else {}

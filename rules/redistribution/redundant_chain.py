@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from irlint.accounts.received import share, step_received_bytes, waste_entry
 from irlint.findings import Finding
 from irlint.model import IRFile
+from irlint.model.source import source_dict
 from irlint.rule import Rule
 
 from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note,
@@ -349,7 +350,7 @@ subgraph @main() {
         elif alltoall and expert is not None:
             extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
         elif fix is not None and chain.hint is None:
-            extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
+            extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1]), **_source(ir, fix[0])}
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
 
     def _round_trip_finding(self, ir: IRFile, trip: RoundTrip) -> Finding:
@@ -396,7 +397,7 @@ subgraph @main() {
                  "backward": [ir[k]["id"] for k in transpose],
                  "op_strategy": fmt(strategy(ir, op)), "layout": fmt(trip.layout),
                  "discarded_compute": f"{trip.discarded - 1}/{trip.discarded}" if trip.discarded > 1 else None,
-                 "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix)},
+                 "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix), **_source(ir, op)},
                  "waste_bytes": wasted, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, b) for k, b in waste]}
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
@@ -461,3 +462,9 @@ def _placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple
             f"{who(ir, other)} ({expr}): shard it with the same {expr.split(' of ')[1]}, {strategy_text}; the "
             f"strategies name the same split counts, so only the device axes change, and the chain and its "
             f"backward transpose disappear"), {"node": ir[op]["id"], "in_layout": expr}
+
+
+def _source(ir: IRFile, k: int) -> dict:
+    """The model line that creates the op whose strategy changes (``{"source": {path, line}}``)."""
+    src = source_dict(ir, k)
+    return {"source": src} if src else {}

@@ -1,0 +1,128 @@
+"""The fix plan of a run: one document that resolves every finding at once, built from the
+findings alone (so a report read from the cache has it too).
+
+Recompute: the select_recompute keys to ADD to the user's own (never a replacement list), each
+with the layers whose findings need it; under a pipeline whose stages the run shows, MindFormers'
+per-stage form (key -> number of layers per stage, counted from the first layer of each stage:
+the last blocked layer of a stage decides its count); the ops no key can tag, with their model
+line. Strategies: each op's new in_strategy as its ``shard()`` line, with the model line that
+creates the op. The contract is ``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
+"""
+from __future__ import annotations
+
+from .findings import Finding
+
+PLAN_VERSION = 1
+
+
+def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
+    """The plan of ``findings``: ``{"version", "recompute", "strategies", "resolves"}`` (see the
+    schema); empty lists where nothing is to change. Without ``fingerprints`` (the text and HTML
+    reports, which show none) the lists of findings stay empty: a default lint loads no hashlib."""
+    def mark(f: Finding) -> str:
+        return f.fingerprint if fingerprints else ""
+
+    keys: dict[str, dict] = {}
+    no_key: list[dict] = []
+    spans: set[tuple[int, ...]] = set()
+    pipeline = False
+    resolved: list[str] = []
+    strategies: list[dict] = []
+    for f in findings:
+        extra = dict(f.extra)
+        need = extra.get("select_recompute")
+        if need is not None:
+            span = tuple(extra.get("stage_layers") or ())
+            if span:
+                spans.add(span)
+            pipeline |= int(extra.get("micro_batches") or 0) > 1
+            for key in need:
+                entry = keys.setdefault(key, {"key": key, "layers": set(), "by_span": {}, "findings": []})
+                layer = extra.get("layer")
+                if isinstance(layer, int):
+                    entry["layers"].add(layer)
+                    entry["by_span"].setdefault(span, set()).add(layer)
+                entry["findings"].append(mark(f))
+            for op in extra.get("no_key") or ():
+                no_key.append({**op, "file": f.file, "finding": mark(f)})
+            if need:
+                resolved.append(mark(f))
+        fix = extra.get("fix")
+        if isinstance(fix, dict) and fix.get("in_strategy"):
+            target = next((r for r in f.related if r.node == fix.get("node")), None)
+            op = target.op if target else f.op
+            strategies.append({
+                "finding": mark(f), "code": f.code, "file": f.file,
+                "node": fix.get("node"), "op": op, "scope": target.scope if target else f.scope,
+                "in_strategy": fix["in_strategy"], "shard": f"ops.{op}().shard({fix['in_strategy']})",
+                "source": fix.get("source")})
+            resolved.append(mark(f))
+    stages = _stages(spans) if len(spans) > 1 else None
+    out_keys = []
+    for entry in keys.values():
+        row = {"key": entry["key"], "layers": sorted(entry["layers"]),
+               "findings": [x for x in dict.fromkeys(entry["findings"]) if x]}
+        if stages:
+            row["per_stage"] = [max((layer - span[0] + 1 for layer in entry["by_span"].get(span, ())), default=0)
+                                for span in stages]
+        out_keys.append(row)
+    recompute = {"select_recompute": [k["key"] for k in out_keys], "keys": out_keys, "no_key": _dedup(no_key)}
+    if stages:
+        recompute["stages"] = [list(s) for s in stages]
+        recompute["select_recompute_per_stage"] = {k["key"]: k["per_stage"] for k in out_keys}
+    elif out_keys and (len(spans) > 1 or pipeline):
+        recompute["per_stage_note"] = ("for MindFormers' per-stage form, lint the dumps of every pipeline stage "
+                                       "together: the counts come from the layers each stage holds")
+    return {"version": PLAN_VERSION, "recompute": recompute, "strategies": _dedup(strategies, ("node", "file", "in_strategy")),
+            "resolves": [x for x in dict.fromkeys(resolved) if x]}
+
+
+def _stages(spans: set[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
+    """The stages' layer runs in order when they tile the layers from 0 without a gap (every stage
+    of the pipeline is in the run), else None: a count for a stage not seen cannot be given."""
+    ordered = sorted(spans)
+    if not ordered or ordered[0][0] != 0:
+        return None
+    for a, b in zip(ordered, ordered[1:]):
+        if b[0] != a[-1] + 1:
+            return None
+    return ordered
+
+
+def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list[dict]:
+    seen, out = set(), []
+    for r in rows:
+        mark = tuple(str(r.get(x)) for x in fields)
+        if mark not in seen:
+            seen.add(mark)
+            out.append(r)
+    return out
+
+
+def is_empty(plan: dict) -> bool:
+    rc = plan["recompute"]
+    return not rc["select_recompute"] and not rc["no_key"] and not plan["strategies"]
+
+
+def plan_text(plan: dict) -> str:
+    """The plan for a person: the keys to add in both MindFormers forms where there is a pipeline,
+    the ops no key can tag, each strategy change with its model line."""
+    rc = plan["recompute"]
+    lines: list[str] = []
+    if rc["select_recompute"]:
+        lines.append("recompute_config:   # add to your own keys (irlint fix CONFIG.yaml DUMP... does it)")
+        lines.append("  select_recompute: [" + ", ".join(f"'{k}'" for k in rc["select_recompute"]) + "]")
+        if rc.get("select_recompute_per_stage"):
+            lines.append("  # or, per pipeline stage (layers " + ", ".join(f"{s[0]}-{s[-1]}" for s in rc["stages"])
+                         + "): key -> number of layers from each stage's first")
+            lines.append("  # select_recompute: {" + ", ".join(
+                f"'{k}': {v}" for k, v in rc["select_recompute_per_stage"].items()) + "}")
+        if rc.get("per_stage_note"):
+            lines.append("  # " + rc["per_stage_note"])
+    for op in rc["no_key"]:
+        lines.append(f"# no select_recompute key can be derived for {op['node']} {op['op']} ({op['source']})")
+    for s in plan["strategies"]:
+        src = s.get("source")
+        where = f"{src['path']}:{src['line']}" if src else "no source trace in the dump"
+        lines.append(f"{s['shard']}   # {s['node']} {s['op']} ({s['scope']}); created at {where}")
+    return "\n".join(lines)

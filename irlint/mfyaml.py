@@ -1,0 +1,189 @@
+"""A fix plan's recompute keys applied to a MindFormers YAML config (``irlint fix``).
+
+Only the ``recompute_config`` block changes: it is read and written with ruamel.yaml's round trip
+(the user's keys, comments, order and quoting are kept) and put back in place of its own lines, so
+every other line of the file stays byte for byte what it was, and a file that needs no change is
+returned unchanged. ``select_recompute`` in its three forms: a list of keys, a dict of key -> True
+or per-stage layer counts (``[n_stage0, n_stage1, …]``), or a bool.
+"""
+from __future__ import annotations
+
+import io
+import re
+from typing import NamedTuple
+
+
+class YamlError(Exception):
+    """The config cannot be used: not YAML, or no ``recompute_config`` mapping."""
+
+
+class Edit(NamedTuple):
+    text: str               # the new file text (the old one when nothing changed)
+    added: list[str]        # keys added
+    raised: list[str]       # per-stage counts raised: "key: [1, 1] -> [2, 2]"
+    covered: list[str]      # plan keys one of the user's patterns already matches: "key (by pattern)"
+    notes: list[str]        # what was not done, and why
+
+
+def _yaml():
+    from ruamel.yaml import YAML
+
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 4096   # never re-wrap a long line
+    return y
+
+
+def load(text: str):
+    """The round-trip document; YamlError when it does not parse or is not a mapping with a
+    ``recompute_config`` mapping."""
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        doc = _yaml().load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlError(f"is not valid YAML{where}: {problem}") from None
+    if not hasattr(doc, "get") or not hasattr(doc.get("recompute_config"), "get"):
+        raise YamlError("has no recompute_config mapping (MindFormers' recompute settings): nothing to apply the keys to")
+    return doc
+
+
+def covering(key: str, patterns) -> str | None:
+    """The user's pattern that already matches ``key``'s cell path (as MindFormers matches a key:
+    a regex on the path below the layer), or None."""
+    path = key.replace("\\.", ".")
+    for p in patterns:
+        p = str(p)
+        if p == key:
+            return p
+        try:
+            if re.fullmatch(p, path):
+                return p
+        except re.error:
+            continue
+    return None
+
+
+def apply_plan(text: str, recompute: dict) -> Edit:
+    """``text`` with the plan's keys (``fix_plan()["recompute"]``) added to its select_recompute."""
+    doc = load(text)
+    cfg = doc["recompute_config"]
+    keys = list(recompute.get("select_recompute") or [])
+    per_stage = recompute.get("select_recompute_per_stage") or {}
+    added, raised, covered, notes = [], [], [], []
+    if not keys:
+        return Edit(text, added, raised, covered, notes)
+    if cfg.get("recompute") is True:
+        notes.append("recompute: True recomputes every layer in full; the select keys are added for when it is off")
+    current = cfg.get("select_recompute")
+    if current is True:
+        notes.append("select_recompute: True uses MindFormers' own default keys; irlint does not know that list "
+                     "for your model, so it does not replace it: write it as a list with the keys "
+                     + ", ".join(f"'{k}'" for k in keys) + " added")
+        return Edit(text, added, raised, covered, notes)
+    if hasattr(current, "items"):        # dict form: key -> True or per-stage counts
+        for key in keys:
+            have = covering(key, list(current.keys()))
+            want = per_stage.get(key)
+            if have is None:
+                current[key] = _flow(list(want)) if want else True
+                added.append(key)
+                continue
+            value = current[have]
+            if want and isinstance(value, list) and len(value) == len(want) and all(isinstance(n, int) for n in value):
+                new = [max(int(a), int(b)) for a, b in zip(value, want)]
+                if new != [int(n) for n in value]:
+                    before = list(value)
+                    for i, n in enumerate(new):
+                        value[i] = n
+                    raised.append(f"{have}: {before} -> {new}")
+                    continue
+            elif want and isinstance(value, list):
+                notes.append(f"'{have}' has counts {list(value)} for another number of stages than the dump's "
+                             f"{len(want)}; the dump needs {want}")
+            covered.append(f"{key} (by '{have}')")
+    else:
+        from ruamel.yaml.comments import CommentedSeq
+
+        if not isinstance(current, list):   # missing, False or None: a new list
+            current = _flow([])
+            cfg["select_recompute"] = current
+        for key in keys:
+            have = covering(key, current)
+            if have is not None:
+                covered.append(f"{key} (by '{have}')")
+                continue
+            current.append(_quoted(key, current) if isinstance(current, CommentedSeq) else key)
+            added.append(key)
+        if per_stage and any(per_stage.values()):
+            notes.append("the flat list applies the keys to every layer; MindFormers' per-stage form would be "
+                         "{" + ", ".join(f"'{k}': {v}" for k, v in per_stage.items()) + "}")
+    if not added and not raised:
+        return Edit(text, added, raised, covered, notes)
+    return Edit(_splice(text, doc), added, raised, covered, notes)
+
+
+def _flow(items: list):
+    from ruamel.yaml.comments import CommentedSeq
+
+    seq = CommentedSeq(items)
+    seq.fa.set_flow_style()
+    return seq
+
+
+def _quoted(key: str, seq):
+    """A new item quoted as the list's existing items are (single quotes by default: a regex's
+    backslashes stay literal in a single-quoted YAML string)."""
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
+    if any(isinstance(x, DoubleQuotedScalarString) for x in seq) and not any(
+            isinstance(x, SingleQuotedScalarString) for x in seq):
+        return DoubleQuotedScalarString(key)
+    return SingleQuotedScalarString(key)
+
+
+_TOP_KEY = re.compile(r"^[^\s#-][^:#]*:")
+
+
+def _splice(text: str, doc) -> str:
+    """``text`` with the lines of the top-level ``recompute_config`` block replaced by the block
+    as ruamel.yaml writes it (its comments inside it kept); the other lines untouched."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("recompute_config:"))
+    end = next((i for i in range(start + 1, len(lines)) if _TOP_KEY.match(lines[i])), len(lines))
+    # the comment and blank lines right before the next top-level key stay where they are
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")) \
+            and not lines[end - 1].startswith(" "):
+        end -= 1
+    indent = _child_indent(lines[start + 1:end])
+    from ruamel.yaml.comments import CommentedMap
+
+    y = _yaml()
+    y.indent(mapping=indent, sequence=indent + 2, offset=indent)
+    if len(re.findall(r":\s+(?:True|False)\b", text)) >= len(re.findall(r":\s+(?:true|false)\b", text)):
+        # ruamel writes every bool as true/false; MindFormers' configs spell them True/False
+        y.representer.add_representer(bool, lambda r, d: r.represent_scalar("tag:yaml.org,2002:bool",
+                                                                         "True" if d else "False"))
+    block = CommentedMap()
+    block["recompute_config"] = doc["recompute_config"]
+    out = io.StringIO()
+    y.dump(block, out)
+    # ruamel keeps the comment and blank lines after the block's last value with it: they are
+    # kept in place instead (in the lines after the block)
+    new_lines = out.getvalue().splitlines(keepends=True)
+    while new_lines and (not new_lines[-1].strip() or not new_lines[-1].startswith(" ")):
+        new_lines.pop()
+    body = "".join(new_lines)
+    if not body.endswith("\n"):
+        body += "\n"
+    return "".join(lines[:start]) + body + "".join(lines[end:])
+
+
+def _child_indent(block: list[str]) -> int:
+    for ln in block:
+        if ln.strip() and not ln.lstrip().startswith("#"):
+            return len(ln) - len(ln.lstrip(" "))
+    return 2

@@ -1,0 +1,241 @@
+"""``irlint fix CONFIG.yaml DUMP...`` on real MindFormers 2.1.0 configs (tests/fixtures/mindformers-configs)."""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+import irlint.cli
+from conftest import SHARED_CORPUS, TESTS
+from irlint.mfyaml import apply_plan
+
+CONFIGS = TESTS / "fixtures" / "mindformers-configs"
+MF = TESTS / "fixtures" / "recompute" / "par-rc-mf_dp2_mp4_select_blocked"
+PP = SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select"
+SHIPPED = sorted(p.name for p in CONFIGS.glob("*.yaml"))
+
+
+def run(*args):
+    return CliRunner().invoke(irlint.cli.main, ["fix", *map(str, args), "--no-cache"])
+
+
+def copy(tmp_path, name):
+    target = tmp_path / name
+    shutil.copyfile(CONFIGS / name, target)
+    return target
+
+
+def _block_lines(text: str) -> set[int]:
+    """Line numbers (0-based) of the recompute_config block."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("recompute_config:"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in ("", " ", "#")), len(lines))
+    return set(range(start, end))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_diff_changes_only_recompute_config_and_writes_nothing(tmp_path, name):
+    path = copy(tmp_path, name)
+    before = path.read_bytes()
+    result = run(path, MF, "--diff")
+    assert result.exit_code == 1, result.stderr
+    assert path.read_bytes() == before
+    minus = [ln[1:] for ln in result.stdout.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:] for ln in result.stdout.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    assert plus
+    old = before.decode().splitlines()
+    block = _block_lines(before.decode())
+    assert all(old.index(ln) in block for ln in minus)
+    assert any("attention\\.reshape" in ln for ln in plus)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_config_needing_nothing_round_trips_byte_identical(name):
+    text = (CONFIGS / name).read_text(encoding="utf-8")
+    assert apply_plan(text, {"select_recompute": []}).text == text
+
+
+def test_list_form_keeps_the_users_keys_comments_and_quoting_and_adds_only_what_is_missing(tmp_path):
+    path = copy(tmp_path, "qwen3_select_list.yaml")
+    mode = 0o640
+    os.chmod(path, mode)
+    result = run(path, MF)
+    assert result.exit_code == 0, result.stderr
+    text = path.read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines() if "select_recompute:" in ln)
+    assert line.replace("]  #", "] #") == ("  select_recompute: ['feed_forward\\.mul', \"feed_forward\\\\.w1\\\\.activation\\\\.silu\", "
+                    "'attention\\.merger_head_transpose', 'attention\\.reshape', 'feed_forward\\.w1\\.reshape', "
+                    "'feed_forward\\.w2\\.reshape'] # user's list")
+    assert "  # the SiLU/Mul keys (MindFormers' Llama defaults)\n" in text
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]   # no temporary file left
+    # a second run has nothing to add: every key is matched by the file's own
+    again = run(path, MF)
+    assert again.exit_code == 0 and path.read_text(encoding="utf-8") == text
+    assert "already covered" in again.stderr
+
+
+def test_a_users_pattern_that_matches_the_key_is_not_added_again(tmp_path):
+    path = copy(tmp_path, "qwen3_select_list.yaml")
+    text = path.read_text(encoding="utf-8").replace("'feed_forward\\.mul'", "'feed_forward\\.w.\\.reshape'")
+    edit = apply_plan(text, {"select_recompute": ["feed_forward\\.w1\\.reshape", "attention\\.reshape"]})
+    assert edit.added == ["attention\\.reshape"]
+    assert edit.covered == ["feed_forward\\.w1\\.reshape (by 'feed_forward\\.w.\\.reshape')"]
+
+
+def test_dict_form_gets_new_keys_for_every_layer(tmp_path):
+    path = copy(tmp_path, "qwen3_select_dict.yaml")
+    assert run(path, MF).exit_code == 0
+    text = path.read_text(encoding="utf-8")
+    assert "    'feed_forward\\.mul': True   # every layer\n" in text
+    assert "    'attention\\.reshape': True\n" in text or "    attention\\.reshape: True\n" in text
+
+
+def test_per_stage_form_raises_the_counts_the_pipeline_dump_needs(tmp_path):
+    path = copy(tmp_path, "qwen3_select_per_stage.yaml")
+    result = run(path, PP, "--diff")
+    assert result.exit_code == 1
+    assert "-    'feed_forward\\.w1\\.reshape': [1, 1]   # the first layer of each stage" in result.stdout
+    assert "+    'feed_forward\\.w1\\.reshape': [2, 2]   # the first layer of each stage" in result.stdout
+    assert "+    'feed_forward\\.w2\\.reshape': [2, 2]" in result.stdout
+    assert "select_comm_recompute" not in "".join(ln for ln in result.stdout.splitlines() if ln[:1] in "+-")
+    assert "raise per-stage counts feed_forward\\.w1\\.reshape: [1, 1] -> [2, 2]" in result.stderr
+
+
+def test_strategy_changes_are_printed_with_the_model_line_not_written(tmp_path):
+    path = copy(tmp_path, "qwen3_select_list.yaml")
+    before = path.read_bytes()
+    result = run(path, SHARED_CORPUS / "par-mismatch-ffn_col_col")
+    assert result.exit_code == 1   # left to do by hand
+    assert path.read_bytes() == before
+    assert "/home/user/llm/parallel/mismatch/gen.py:60: ops.MatMul().shard(((1, 8), (1, 8)))" in result.stderr
+
+
+# --- bad input: clear message, exit 2, nothing written ----------------------------------------------
+
+def _unchanged(path, before):
+    return path.read_bytes() == before
+
+
+def test_yaml_that_does_not_parse(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("recompute_config:\n  select_recompute: [a, b\n")
+    result = run(path, MF)
+    assert result.exit_code == 2 and "is not valid YAML" in result.stderr and "Traceback" not in result.stderr
+    assert path.read_text() == "recompute_config:\n  select_recompute: [a, b\n"
+
+
+def test_no_recompute_config(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: 0\nmodel: {}\n")
+    result = run(path, MF)
+    assert result.exit_code == 2 and "has no recompute_config" in result.stderr
+    assert path.read_text() == "seed: 0\nmodel: {}\n"
+
+
+def test_a_link_is_not_written_through(tmp_path):
+    real = copy(tmp_path, "qwen3_select_list.yaml")
+    before = real.read_bytes()
+    link = tmp_path / "link.yaml"
+    link.symlink_to(real)
+    result = run(link, MF)
+    assert result.exit_code == 2 and "symbolic link" in result.stderr
+    assert _unchanged(real, before) and link.is_symlink()
+
+
+def test_a_read_only_config(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root may write a read-only file")
+    path = copy(tmp_path, "qwen3_select_list.yaml")
+    os.chmod(path, 0o444)
+    result = run(path, MF)
+    assert result.exit_code == 2 and "read-only" in result.stderr
+
+
+def test_a_read_only_config_even_as_root(tmp_path, monkeypatch):
+    path = copy(tmp_path, "qwen3_select_list.yaml")
+    before = path.read_bytes()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, m, **kw: False if str(p) == str(path) and m & os.W_OK else real_access(p, m, **kw))
+    result = run(path, MF)
+    assert result.exit_code == 2 and "read-only" in result.stderr and _unchanged(path, before)
+
+
+def test_one_of_the_dumps_given_as_the_config(tmp_path):
+    dump = tmp_path / "21_validate_0093.ir"
+    shutil.copyfile(MF / "rank_0" / "21_validate_0093.ir", dump)
+    before = dump.read_bytes()
+    result = run(dump, MF)
+    assert result.exit_code == 2 and "graph dump" in result.stderr and _unchanged(dump, before)
+    linked = tmp_path / "cfg.yaml"   # the same file under a config's name
+    os.link(dump, linked)
+    result = run(linked, tmp_path)
+    assert result.exit_code == 2 and "one of the dumps" in result.stderr and dump.read_bytes() == before
+
+
+def test_a_dump_that_is_not_there(tmp_path):
+    path = copy(tmp_path, "qwen3_select_list.yaml")
+    before = path.read_bytes()
+    result = run(path, tmp_path / "nowhere")
+    assert result.exit_code == 2 and _unchanged(path, before)
+
+
+# --- the loop, end to end on real MindFormers 2.1.0 compiles (tests/fixtures/recompute/README.md) -----
+
+ROUND0 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_irlint_fix_round0"
+ROUND1 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_irlint_fix_round1"
+
+
+def _kept(folder) -> dict:
+    import json
+
+    result = CliRunner().invoke(irlint.cli.main, ["memory", str(folder), "--format", "json"])
+    return {layer["layer"]: layer["kept_bytes"] for layer in json.loads(result.stdout)["files"][0]["layers"]}
+
+
+def test_one_round_fixes_every_recompute_finding_and_frees_what_the_findings_priced(tmp_path):
+    import json
+
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(ROUND0 / "cfg.yaml", cfg)
+    assert run(cfg, ROUND0).exit_code == 0
+    # the config the generator read for round 1 is exactly what irlint fix writes
+    assert cfg.read_bytes() == (ROUND1 / "cfg.yaml").read_bytes()
+    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(ROUND0), "--format", "json", "-n"]).stdout)
+    lint1 = CliRunner().invoke(irlint.cli.main, [str(ROUND1), "--format", "json", "-n"])
+    assert lint1.exit_code == 0 and json.loads(lint1.stdout)["findings"] == []
+    priced: dict = {}
+    for f in lint0["findings"]:
+        layer = str(f["extra"]["layer"])
+        priced[layer] = priced.get(layer, 0) + f["bytes_at_stake"]
+    before, after = _kept(ROUND0), _kept(ROUND1)
+    assert {layer: before[layer] - after[layer] for layer in priced} == priced == {"0": 5120, "1": 5120}
+
+
+PP0 = TESTS / "fixtures" / "recompute" / "mf-pp2_dp2_mp2_irlint_fix_round0"
+PP1 = TESTS / "fixtures" / "recompute" / "mf-pp2_dp2_mp2_irlint_fix_round1"
+
+
+def test_one_round_on_a_pipeline_and_the_per_stage_counts(tmp_path):
+    import json
+
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(PP0 / "cfg.yaml", cfg)
+    result = run(cfg, PP0)
+    assert result.exit_code == 0 and cfg.read_bytes() == (PP1 / "cfg.yaml").read_bytes()
+    # every layer of both stages (0-3, 4-7) is blocked: the per-stage form covers all four of each
+    assert "'feed_forward\\.w1\\.reshape': [4, 4]" in result.stderr
+    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP0), "--format", "json", "-n"]).stdout)
+    lint1 = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP1), "--format", "json", "-n"]).stdout)
+    assert lint1["findings"] == [] and len(lint0["findings"]) == 24
+    # what a layer frees per micro batch is what its findings priced per micro batch
+    per_layer: dict = {}
+    for f in lint0["findings"]:
+        per_layer.setdefault(str(f["extra"]["layer"]), 0)
+        per_layer[str(f["extra"]["layer"])] += f["bytes_at_stake"] // f["extra"]["micro_batches_in_flight"]
+    for rank, layers in (("rank_0", "0123"), ("rank_4", "4567")):
+        before, after = _kept(PP0 / rank), _kept(PP1 / rank)
+        assert {layer: before[layer] - after[layer] for layer in layers} == {layer: per_layer[layer] for layer in layers}

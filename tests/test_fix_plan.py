@@ -1,0 +1,144 @@
+"""The run's fix plan (issue 29): keys built only from each dump's own names, to add to the
+user's; per-stage counts under a pipeline; strategy changes with the model line."""
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from conftest import CORPUS, SHARED_CORPUS, TESTS, quiet_config
+from irlint.runner.engine import lint
+from irlint.fixplan import fix_plan, plan_text
+
+RECOMPUTE = TESTS / "fixtures" / "recompute"
+UNSEEN = TESTS / "fixtures" / "unseen"
+SCHEMA = json.loads((TESTS / "fixtures" / "schemas" / "irlint-fix-plan-1.json").read_text(encoding="utf-8"))
+
+
+def plan_of(*paths):
+    report = lint([str(p) for p in paths], quiet_config())
+    plan = fix_plan(report.findings)
+    jsonschema.validate(plan, SCHEMA)
+    return report, plan
+
+
+def test_mindformers_llama_gets_every_key_of_the_run_once_and_only_keys_to_add():
+    _, plan = plan_of(RECOMPUTE / "par-rc-mf_dp2_mp4_select_blocked")
+    # the user's own keys (feed_forward\.mul, feed_forward\.w1\.activation\.silu) are never repeated
+    assert plan["recompute"]["select_recompute"] == [
+        r"attention\.merger_head_transpose", r"attention\.reshape", r"feed_forward\.w1\.reshape",
+        r"feed_forward\.w2\.reshape"]
+    # the folded merge-heads + wo Reshape: the attention's key, not wo's, which never tags it
+    assert r"attention\.wo\.reshape" not in plan_text(plan)
+    by_key = {k["key"]: k for k in plan["recompute"]["keys"]}
+    assert by_key[r"feed_forward\.w1\.reshape"]["layers"] == [0, 1]
+    assert "select_recompute_per_stage" not in plan["recompute"]   # no pipeline
+
+
+def test_round_one_dump_asks_only_for_the_folded_reshape_key():
+    # the same model recompiled with the earlier hints' keys (wo's among them): one key is left
+    _, plan = plan_of(RECOMPUTE / "mf-dp2_mp4_select_irlint_keys")
+    assert plan["recompute"]["select_recompute"] == [r"attention\.reshape"]
+
+
+def test_pipeline_per_stage_counts_come_from_the_blocked_layers_of_each_stage():
+    # layers 0-1 on stage 0, 2-3 on stage 1; the user's keys cover the first layer of each stage
+    # ([1, 1]): layers 1 and 3 are blocked, so the counts are [2, 2], not a new key
+    _, plan = plan_of(SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select")
+    rc = plan["recompute"]
+    assert rc["stages"] == [[0, 1], [2, 3]]
+    assert rc["select_recompute_per_stage"] == {r"feed_forward\.w1\.reshape": [2, 2],
+                                                r"feed_forward\.w2\.reshape": [2, 2]}
+    assert "per pipeline stage" in plan_text(plan)
+
+
+def test_one_stage_of_a_pipeline_gives_no_per_stage_counts_it_cannot_know():
+    _, plan = plan_of(SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_4")
+    assert "select_recompute_per_stage" not in plan["recompute"]
+    assert "every pipeline stage" in plan["recompute"]["per_stage_note"]
+
+
+def test_llama_legacy_and_glm_keys_are_their_own_cell_names():
+    _, llama = plan_of(CORPUS / "llama-recompute-modes" / "21_validate_0076.ir")
+    assert r"feed_forward\.w2\.reshape" in llama["recompute"]["select_recompute"]
+    assert r"feed_forward\.activation\.silu" in llama["recompute"]["select_recompute"]   # one-op cell
+    _, glm = plan_of(RECOMPUTE / "mf-glm2-select")
+    keys = glm["recompute"]["select_recompute"]
+    assert r"mlp\.dense_4h_to_h\.reshape" in keys
+    assert any(k.startswith(r"mlp\.activation_func\.") for k in keys)
+    assert not any("feed_forward" in k for k in keys)
+
+
+def test_no_cell_names_keys_from_the_weights_or_none_with_the_op_and_its_line():
+    _, plan = plan_of(CORPUS / "s7_ffn_3d_function_grad" / "31_validate_0032.ir")
+    rc = plan["recompute"]
+    # w2's input Reshape: the MatMul after it reads feed_forward.w2.weight
+    assert rc["select_recompute"] == [r"feed_forward\.w2\.reshape"]
+    # the Reshape between SiLU and Mul is next to no weight: named, with its model line, no key
+    assert [(o["node"], o["op"], o["source"]) for o in rc["no_key"]] == [("%7", "Reshape", "/home/user/llm/llm_common.py:52")]
+    assert "no select_recompute key can be derived for %7 Reshape" in plan_text(plan)
+
+
+_SCOPE_CELLS = re.compile(r"(?:^|/)([A-Za-z_][\w]*)-[A-Za-z_]\w*")
+
+
+def _cells_below_layer(scope: str) -> str:
+    parts = scope.split("/")
+    idx = max((i for i, p in enumerate(parts) if re.match(r"\d+-", p)), default=-1)
+    return ".".join(p.split("-", 1)[0] for p in parts[idx + 1:] if "-" in p and not re.search(r"-op\d+$", p))
+
+
+CASES = [RECOMPUTE / d for d in ("par-rc-mf_dp2_mp4_select_blocked", "mf-dp2_mp4_select_irlint_keys",
+                                  "mf-glm2-select", "par-rc-pp2_dp2_mp2_micro4_select")]
+CASES += [CORPUS / "llama-recompute-modes", CORPUS / "s2_ffn_3d_reshape_blocks", UNSEEN / "attn-transpose",
+          UNSEEN / "glm-fused", UNSEEN / "qwen-select"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_every_key_names_a_cell_path_the_finding_itself_shows(case):
+    report, plan = plan_of(case)
+    for f in report.findings:
+        keys = dict(f.extra).get("select_recompute") or []
+        paths = {_cells_below_layer(s) for s in [f.scope] + [r.scope for r in f.related]}
+        for key in keys:
+            cells = key.rsplit(r"\.", 1)[0].replace("\\.", ".")
+            # the key's cells are a run of cells some scope of the finding prints (the blocked op's,
+            # or for a folded Reshape its caller's)
+            assert any(f".{cells}." in f".{p}." for p in paths), (f.code, f.node, key, paths)
+    text = " ".join(f.hint for f in report.findings)
+    assert "check them against your model" not in text
+
+
+def test_strategy_change_is_a_shard_line_with_the_model_line_that_creates_the_op():
+    _, plan = plan_of(SHARED_CORPUS / "par-mismatch-ffn_col_col")
+    s = plan["strategies"][0]
+    assert s["shard"] == "ops.MatMul().shard(((1, 8), (1, 8)))"
+    assert s["source"] == {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 60}
+    assert "created at /home/user/llm/parallel/mismatch/gen.py:60" in plan_text(plan)
+
+
+def test_an_op_that_carries_the_tag_itself_gets_no_key():
+    # attn-transpose layer 1: merger_head_transpose %98 is tagged (its primitive says recompute:
+    # Bool(1)) yet blocked with the folded Reshape %99: only the Reshape's key is asked for
+    report, _ = plan_of(UNSEEN / "attn-transpose" / "21_validate_0076.ir")
+    f = next(f for f in report.findings if f.node == "%97")
+    assert dict(f.extra)["select_recompute"] == [r"attention\.reshape"]
+    assert "%98 Transpose (/work/scratch/rc/gen2/llama_tiny.py:121) already carries the recompute tag: no key for it" in f.hint
+
+
+def test_text_and_html_show_the_plan_once_at_the_top(tmp_path):
+    from click.testing import CliRunner
+
+    import irlint.cli
+
+    case = str(RECOMPUTE / "par-rc-mf_dp2_mp4_select_blocked")
+    text = CliRunner().invoke(irlint.cli.main, [case, "-n", "-q"]).output
+    assert text.startswith("Fix plan (every finding at once)\n") and text.count("Fix plan") == 1
+    assert "select_recompute: ['attention\\.merger_head_transpose', 'attention\\.reshape', " in text
+    page = tmp_path / "r.html"
+    CliRunner().invoke(irlint.cli.main, [case, "-n", "--format", "html", "-o", str(page)])
+    html = page.read_text(encoding="utf-8")
+    assert html.count('id="fix-plan"') == 1 and html.count('data-target="fix-plan"') == 1
+    assert html.index('id="fix-plan"') < html.index("Findings, costliest first")
