@@ -128,7 +128,10 @@ class OutsizedKeptActivation(Rule):
             hint = ("Use flash attention (FlashAttentionScore keeps no seq x seq tensor), recompute this op "
                     "(select_recompute on its primitive), or compute it in fp16/bf16." if squared else
                     "Recompute this op or the ops around it (select_recompute), or lower its dtype.")
-            yield self.finding(ir, t.tensor.node, message, hint=hint,
+            short = (f"keeps a seq x seq {t.type.dtype} tensor for backward, {share:.0%} of the layer" if squared else
+                     f"one kept tensor is {share:.0%} of the layer's activations")
+            yield self.finding(ir, t.tensor.node, message, hint=hint, cause=short,
+                               fix="flash attention, recompute or fp16/bf16" if squared else "recompute it or lower its dtype",
                                related=[related_node(ir, r, "backward reader") for r in t.readers[:3]],
                                identity=(d["op"], t.tensor.index, "seq2" if squared else "share"),
                                extra={"layer": t.layer, "share": round(share, 4)}).with_(bytes_at_stake=t.nbytes)

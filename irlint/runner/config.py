@@ -35,6 +35,7 @@ class Config:
     jobs: int = 0            # 0: one process per core
     cache: bool = True
     dedup: bool = True       # files that hold the same graph (other ranks, repeated stages) are read once
+    group: bool = True       # one finding per root cause (irlint.runner.group); off: one per occurrence
     cache_dir: str | None = None
     plugins: bool = True
     # seconds one rule may run on one file before it is stopped and reported (IR011); 0: no limit
@@ -97,7 +98,7 @@ def _specificity(selector: str, code: str, name: str) -> int:
 CONFIG_FILES = ("irlint.toml", "pyproject.toml")   # first found in a folder wins
 LEVELS = ("error", "warning", "info")
 _KEYS = {"select", "extend-select", "ignore", "severity", "all-stages", "jobs", "cache", "cache-dir",
-         "suppress", "plugins", "rule-timeout", "dedup"}
+         "suppress", "plugins", "rule-timeout", "dedup", "group"}
 
 
 class ConfigError(Exception):
@@ -177,7 +178,8 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
         if level not in LEVELS:
             raise ConfigError(f"{where}: severity of {selector!r} must be one of {', '.join(LEVELS)}, not {level!r}")
     cfg.severity = dict(severity)
-    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins"), ("dedup", "dedup")):
+    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins"), ("dedup", "dedup"),
+                      ("group", "group")):
         if key in data:
             if not isinstance(data[key], bool):
                 raise ConfigError(f"{where}: '{key}' must be true or false")
@@ -307,6 +309,7 @@ def to_toml(cfg: Config, table: str = "") -> str:
         lines.append(f"cache-dir = {_toml_value(cfg.cache_dir)}")
     lines.append(f"plugins = {_toml_value(cfg.plugins)}")
     lines.append(f"dedup = {_toml_value(cfg.dedup)}")
+    lines.append(f"group = {_toml_value(cfg.group)}")
     lines.append(f"rule-timeout = {_toml_value(cfg.rule_timeout)}")
     lines += ["", f"[{sub}severity]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sorted(cfg.severity.items())]
     for s in cfg.suppress:

@@ -830,6 +830,10 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     report.files = [f.display for f in files if f.path in read]
     report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
     report.findings = _group(found, {r.name: r.stages for r in rules})
+    if getattr(config, "group", True):
+        from .group import by_root_cause
+
+        report.findings = by_root_cause(report.findings)
     for finding in _group(silenced, {r.name: r.stages for r in rules}):
         entry = config.suppression_for(finding.code, finding.rule, finding.scope)
         reason = (entry.reason or f"[[suppress]] scope {entry.scope!r}") if entry else ""

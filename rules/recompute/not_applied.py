@@ -9,7 +9,7 @@ from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text
 from .keys import GUESS_NOTE, folded_note, node_select_key
-from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note,
+from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note, short_fix,
                      where)
 from .reshape_blocks import blocked_silu_muls
 
@@ -88,6 +88,8 @@ class RecomputeNotApplied(RecomputeRule):
             cause = (f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                      f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it")
             key, guessed = node_select_key(ir, k)
+            short = "a one-op cell's output is never recomputed"
+            fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
             hint = ("Name the primitive inside the cell, not the cell: "
                     + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
                     + (GUESS_NOTE if guessed else "") + ".")
@@ -95,12 +97,16 @@ class RecomputeNotApplied(RecomputeRule):
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
             named = [node_select_key(ir, v) for v in blocking]
             keys = [key for key, _ in named if key]
+            ops = ", ".join(dict.fromkeys(ir[v]["op"] for v in (blocking or chain)))
+            short = f"kept for backward by non-recomputed {ops}"
+            fix = short_fix(keys)
             hint = "Recompute the blocking op(s) between it and the backward reader as well"
             hint += (" (select_recompute keys: " + ", ".join(f"'{x}'" for x in keys) + ")") if keys else ""
             hint += (GUESS_NOTE if any(guess for _, guess in named) else "") + "."
             hint += folded_note(ir, blocking)
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
+            short, fix = "no recomputed copy, backward keeps it", "see the compile log"
             hint = "Check the compile log for recompute warnings about this op."
         message = (f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
                    f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
@@ -111,5 +117,6 @@ class RecomputeNotApplied(RecomputeRule):
         finding = self.finding(ir, k, message, hint=hint, related=related,
                                identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "memory",
-                                      "blocking": [ir[v].get("id", "") for v in blocking]})
+                                      "blocking": [ir[v].get("id", "") for v in blocking]},
+                               cause=short, fix=fix)
         return staked(finding, stake(ir, k, freed_by_recompute))

@@ -43,6 +43,14 @@ def place_path(ir: IRFile, k: int) -> str:
     return f"{printed} (layer {p.layer}: {'/'.join(p.cells)})"
 
 
+def short_fix(keys: list[str], verb: str = "add") -> str:
+    """A headline's fix: the select_recompute keys to add (or drop), the first ones when many."""
+    if not keys:
+        return ""
+    shown = ", ".join(f"'{k}'" for k in keys[:2]) + (f" (+{len(keys) - 2} more)" if len(keys) > 2 else "")
+    return f"select_recompute {'+' if verb == 'add' else '-'} {shown}"
+
+
 def how(request: str) -> str:
     return {"select": "recompute: Bool(1) on its primitive",
             "cell": "Cell.recompute() on its cell, scope prefix recompute_",

@@ -12,7 +12,8 @@ from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, cell_path
 from .feed_forward import FeedForward, find_feed_forwards
 from .keys import GUESS_NOTE, folded_note, node_select_key, yaml_snippet
-from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, where
+from .report import (RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, short_fix,
+                     where)
 
 # MindFormers' documented select_recompute keys, for scopes without cell names
 DOCUMENTED_RESHAPE_KEYS = {"w1": r"feed_forward\.w1\.reshape", "w2": r"feed_forward\.w2\.reshape",
@@ -134,6 +135,9 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
                     for r in b.readers]
         identity = (d["op"], place_path(ir, k),
                     tuple("/".join(cell_path(ir[v].get("scope", ""))) for v in blocking))
+        held = ", ".join(dict.fromkeys(f"{ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
+        cause = f"saves nothing, {held} not recomputed"
         finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
-                               extra={"request": b.request, "select_recompute": keys[1:]})
+                               extra={"request": b.request, "select_recompute": keys[1:]},
+                               cause=cause, fix=short_fix(keys[1:]))
         return staked(finding, stake(ir, k, freed_by_recompute))

@@ -453,6 +453,13 @@ def best_fix(ir: IRFile, producer: int, consumer: int, pos: int):
 
 
 # --- wording ---------------------------------------------------------------------------------------
+def short_who(ir: IRFile, key: int | None) -> str:
+    """``who`` for a headline: the cell without its class (``MatMul (w2)``)."""
+    from irlint.findings import model_names
+
+    return model_names(who(ir, key))
+
+
 def who(ir: IRFile, key: int | None) -> str:
     """An op as the user named it: the op, its own instance name when the model gave one, the cell."""
     if key is None:
