@@ -174,6 +174,8 @@ class Report:
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
     # a checked file that holds the same graph as another -> the file that was read for both
     shared: dict[str, str] = field(default_factory=dict)
+    # [[suppress]] entries that silenced nothing in this run (irlint.runner.config.Suppression)
+    unused_suppressions: list = field(default_factory=list)
 
     @property
     def graphs_read(self) -> int:

@@ -91,7 +91,7 @@ def _cut(text: str, room: int) -> str:
     return text[:max(room - 1, 0)].rstrip(" ,;:") + "…" if room > 1 else ""
 
 
-def headline(f: Finding) -> str:
+def headline(f: Finding, limit: int = MAX) -> str:
     head = what(f)
     place = where(f)
     if place:
@@ -99,9 +99,9 @@ def headline(f: Finding) -> str:
     cause = (f.cause or f.message.split(". ")[0]).strip().rstrip(".")
     tail = [t for t in (cost(f),) if t]
     fix = f"fix: {f.fix}" if f.fix else ""
-    room = MAX - len(head) - 2 - sum(len(t) + 2 for t in tail) - (len(fix) + 2 if fix else 0)
+    room = limit - len(head) - 2 - sum(len(t) + 2 for t in tail) - (len(fix) + 2 if fix else 0)
     if fix and room < 30:   # a long fix gives way to the cause: the evidence holds it whole
         fix = _cut(fix, max(len(fix) - (30 - room), 12))
-        room = MAX - len(head) - 2 - sum(len(t) + 2 for t in tail) - (len(fix) + 2 if fix else 0)
+        room = limit - len(head) - 2 - sum(len(t) + 2 for t in tail) - (len(fix) + 2 if fix else 0)
     parts = [_cut(cause, max(room, 20)), *tail] + ([fix] if fix else [])
-    return _cut(f"{head}: " + "; ".join(p for p in parts if p), MAX)
+    return _cut(f"{head}: " + "; ".join(p for p in parts if p), limit)

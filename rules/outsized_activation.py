@@ -4,6 +4,7 @@ from __future__ import annotations
 from irlint.accounts.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
 from irlint.model import IRFile
 from irlint.rule import Rule, related_node
+from irlint.units import human_bytes
 
 HIGH_PRECISION = frozenset({"Float32", "Float64"})
 
@@ -122,7 +123,7 @@ class OutsizedKeptActivation(Rule):
             what = f"{d['op']} output" if t.tensor.index is None else f"{d['op']} output {t.tensor.index}"
             why = (f"an attention-score shaped (seq x seq) tensor kept in {t.type.dtype}" if squared else
                    f"more than {self.max_layer_share:.0%} of the layer")
-            message = (f"{what} {t.type} ({t.nbytes:,} bytes, {share:.0%} of the {layer.kept_bytes:,} bytes "
+            message = (f"{what} {t.type} ({human_bytes(t.nbytes)}, {share:.0%} of the {human_bytes(layer.kept_bytes)} "
                        f"layer {t.layer} keeps for backward) is {why}; read by "
                        + ", ".join(f"backward {ir.describe(r)}" for r in t.readers[:3]))
             hint = ("Use flash attention (FlashAttentionScore keeps no seq x seq tensor), recompute this op "

@@ -59,8 +59,8 @@ def test_chain_roles_come_from_the_rules_notes():
 
 
 def test_sizes_and_fix_snippets():
-    assert [size(n) for n in (0, 896, 1024, 7168, 3 * 2**20)] == ["0 bytes", "896 bytes", "1.0 KiB", "7.0 KiB",
-                                                                 "3.0 MiB"]
+    assert [size(n) for n in (0, 896, 1024, 7168, 168960, 3 * 2**20, 1.21 * 2**30)] == [
+        "0 bytes", "896 bytes", "1.00 KiB", "7.00 KiB", "165 KiB", "3.00 MiB", "1.21 GiB"]
     from irlint.findings import Finding, Related
 
     f = Finding("PC001", "redundant-redistribution-chain", "warning", "f.ir", 77, "@g", "%3", "AllGather", "s",

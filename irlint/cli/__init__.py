@@ -218,6 +218,8 @@ def main() -> None:
               help="Cache folder (default: cache-dir of the config, $IRLINT_CACHE_DIR, or the user cache folder).")
 @click.option("--rule-timeout", type=click.FloatRange(min=0), default=None,
               help="Seconds one rule may run on one file before it is stopped (IR011); 0: no limit. [default: 300]")
+@click.option("--no-group", is_flag=True, help="One finding per occurrence (per layer, stage file, recomputed "
+              "copy), not one per root cause.")
 @click.option("--stdin-filename", help="The name to report standard input (PATH -) under; its stage is read "
               "from it.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
@@ -229,7 +231,7 @@ def main() -> None:
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @debug_option
 def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
-          jobs, no_cache, no_dedup, cache_dir, rule_timeout, stdin_filename, color, baseline_file,
+          jobs, no_cache, no_dedup, cache_dir, rule_timeout, no_group, stdin_filename, color, baseline_file,
           write_baseline_file, exit_zero):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
 
@@ -247,6 +249,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir, rule_timeout)
         if no_dedup:
             config.dedup = False
+        if no_group:
+            config.group = False
         if output is None and sys.stdout is None and not show_files:   # `irlint ... >&-`
             raise InputError("standard output is closed: the report cannot be written (use -o FILE)")
         accepted = read_baseline(baseline_file) if baseline_file else None

@@ -10,6 +10,7 @@ from ..diagnostics import UNREADABLE, Diagnostic
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
+from ..units import human_bytes
 
 JSON_VERSION = 1
 EXIT_ERROR = 2
@@ -81,8 +82,8 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
 
 
 def human(n: int) -> str:
-    # exact bytes: the figures are compared with hand counts and formulas
-    return f"{n:,}"
+    # the exact bytes are in --format json, for hand counts and formulas
+    return human_bytes(n)
 
 
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
@@ -165,7 +166,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
                       f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
                       soft_wrap=True)
         if e["weight_copy_bytes"]:
-            out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
+            out.print(f"Not counted: {human(e['weight_copy_bytes'])} that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
                       f"parameters, not the batch.", soft_wrap=True)
 

@@ -19,6 +19,7 @@ from irlint.findings import Related
 from irlint.model import IRFile
 from irlint.rule import related_node
 from irlint.read.values import TensorType
+from irlint.units import human_bytes
 
 COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
 SLICE_OPS = frozenset({"StridedSlice", "Slice"})
@@ -484,14 +485,7 @@ def scope_path(scope: str) -> str:
     return head if head and "-op" in last else scope
 
 
-def size(n: int | None) -> str:
-    if n is None:
-        return "? bytes"
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KiB"
-    return f"{n} bytes"
+size = human_bytes   # the one byte formatter of every report (irlint.units)
 
 
 def fmt(value) -> str:
