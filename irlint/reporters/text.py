@@ -135,7 +135,7 @@ def _finding(f, ctx: RenderContext) -> Grid:
     # node ids restart in every subgraph: name the subgraphs once nodes of several are shown
     several = any(r.graph and r.graph != f.graph for r in f.related)
     if several and f.graph:
-        grid.append((Cell("graph", style="dim"), Cell(f"{f.node} in {short_graph(f.graph)}", "dim", clip=True)))
+        grid.append((Cell("graph", style="dim"), Cell(f"{f.node} in {short_graph(f.graph, ctx)}", "dim", clip=True)))
     if f.members:
         grid.append((Cell("seen", style="dim"), Cell(occurrences_text(f), "dim", clip=True)))
     # the nodes around the finding: context, not a path through the graph
@@ -144,7 +144,7 @@ def _finding(f, ctx: RenderContext) -> Grid:
         where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
         row.append(f"{where} {r.node} {r.op}", style="bold")
         if r.graph and r.graph != f.graph:
-            row.append(f" in {short_graph(r.graph)}")
+            row.append(f" in {short_graph(r.graph, ctx)}")
         if r.note:
             row.append(f"  {r.note}", style="italic")
         row.append(f"  {r.scope}", style="dim")
@@ -157,9 +157,10 @@ def _finding(f, ctx: RenderContext) -> Grid:
 GRAPH_NAME_MAX = 40
 
 
-def short_graph(name: str) -> str:
-    """A graph name a terminal line has room for: long generated names keep their ends."""
-    if len(name) <= GRAPH_NAME_MAX:
+def short_graph(name: str, ctx: RenderContext) -> str:
+    """A graph name a terminal line has room for (long generated names keep their ends); whole
+    in a file or pipe, where it can be searched for."""
+    if ctx.width is None or len(name) <= GRAPH_NAME_MAX:
         return name
     keep = (GRAPH_NAME_MAX - 1) // 2
     return f"{name[:keep]}…{name[-keep:]}"
