@@ -83,8 +83,8 @@ class Finding:
 
     @property
     def full_message(self) -> str:
-        """The headline, then the evidence."""
-        return f"{self.headline} {self.message}" if self.message else self.headline
+        """The headline (its first sentence), then the evidence."""
+        return f"{self.headline}. {self.message}" if self.message else self.headline
 
     @property
     def fingerprint(self) -> str:

@@ -75,14 +75,23 @@ def where(f: Finding) -> str:
 
 
 def cost(f: Finding) -> str:
-    """Activation bytes kept (summed over the occurrences), or communication received for nothing
-    per step."""
-    total = [o.bytes_at_stake for o in f.occurrences if o.bytes_at_stake is not None]
-    if total:
-        return f"{human_bytes(sum(total))} kept"
-    waste = [dict(o.extra).get("waste_bytes") for o in f.occurrences]
-    waste = [w for w in waste if isinstance(w, int)]
-    return f"{human_bytes(sum(waste))}/step wasted" if waste and sum(waste) else ""
+    """Activation bytes kept (summed over the occurrences of a file: one device's), or
+    communication received for nothing per step. Occurrences in several files (pipeline stages,
+    other devices) are not summed: the largest file's figure is the one a device holds."""
+    per_file: dict[str, int] = {}
+    for o in f.occurrences:
+        if o.bytes_at_stake is not None:
+            per_file[o.file] = per_file.get(o.file, 0) + o.bytes_at_stake
+    if per_file:
+        most = max(per_file.values())
+        return f"{human_bytes(most)} kept" + (" on one device" if len(per_file) > 1 else "")
+    waste_per_file: dict[str, int] = {}
+    for o in f.occurrences:
+        w = dict(o.extra).get("waste_bytes")
+        if isinstance(w, int):
+            waste_per_file[o.file] = waste_per_file.get(o.file, 0) + w
+    most = max(waste_per_file.values(), default=0)
+    return f"{human_bytes(most)}/step wasted" + (" on one device" if len(waste_per_file) > 1 else "") if most else ""
 
 
 def _cut(text: str, room: int) -> str:

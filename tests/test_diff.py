@@ -148,7 +148,7 @@ def test_text_report_names_what_changed(monkeypatch):
     assert "    outside    1.50 KiB    1.00 KiB  -512 bytes    -33%" in lines
     assert "    kind               before       after      change       %      ops" in lines
     assert "    AllGather        7.00 KiB     0 bytes   -7.00 KiB   -100%     1->0" in lines
-    assert "    AllReduce            17,920        14,336        -3,584     3->2" in lines
+    assert "    AllReduce        17.5 KiB    14.0 KiB   -3.50 KiB    -20%     3->2" in lines
 
 
 @pytest.mark.parametrize("before, after, message", [

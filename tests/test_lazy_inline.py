@@ -186,7 +186,7 @@ def test_lazy_inline_findings(snapshot):
     report = lint([str(MF.parent.parent), str(PP0.parent.parent)], quiet_config())
     assert [(f.file.replace(str(CASES), "<recompute>").replace("tests/fixtures/recompute", "<recompute>"),
              f.graph[:24], f.node, f.rule, f.message, f.hint)
-            for f in report.findings] == snapshot
+            for group in report.findings for f in group.occurrences] == snapshot
 
 
 def test_the_keys_irlint_gives_free_what_its_findings_priced():

@@ -44,10 +44,11 @@ def place_path(ir: IRFile, k: int) -> str:
 
 
 def short_fix(keys: list[str], verb: str = "add") -> str:
-    """A headline's fix: the select_recompute keys to add (or drop), the first ones when many."""
+    """A headline's fix: the select_recompute key to add (or drop), the first one when many (the
+    hint and ``extra`` list them all)."""
     if not keys:
         return ""
-    shown = ", ".join(f"'{k}'" for k in keys[:2]) + (f" (+{len(keys) - 2} more)" if len(keys) > 2 else "")
+    shown = f"'{keys[0]}'" + (f" (+{len(keys) - 1} more)" if len(keys) > 1 else "")
     return f"select_recompute {'+' if verb == 'add' else '-'} {shown}"
 
 
