@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .findings import Finding
 
 MAX = 160
+CAUSE_MIN = 30   # characters of the cause worth keeping over the fix
 _LAYER_IN_PATH = re.compile(r"(?:\A|\.)(\d+)(?:\.|\Z)")
 
 
@@ -106,11 +107,13 @@ def headline(f: Finding, limit: int = MAX) -> str:
     if place:
         head += f", {place}"
     cause = (f.cause or f.message.split(". ")[0]).strip().rstrip(".")
-    tail = [t for t in (cost(f),) if t]
-    fix = f"fix: {f.fix}" if f.fix else ""
-    room = limit - len(head) - 2 - sum(len(t) + 2 for t in tail) - (len(fix) + 2 if fix else 0)
-    if fix and room < 30:   # a long fix gives way to the cause: the evidence holds it whole
-        fix = _cut(fix, max(len(fix) - (30 - room), 12))
-        room = limit - len(head) - 2 - sum(len(t) + 2 for t in tail) - (len(fix) + 2 if fix else 0)
-    parts = [_cut(cause, max(room, 20)), *tail] + ([fix] if fix else [])
+    tail = [t for t in (cost(f), f"fix: {f.fix}" if f.fix else "") if t]
+
+    def room(parts: list[str]) -> int:
+        return limit - len(head) - 2 - sum(len(t) + 2 for t in parts)
+
+    # the cause is cut first; when that leaves it too little, the fix goes whole (the hint has it)
+    if f.fix and room(tail) < CAUSE_MIN and len(cause) > room(tail):
+        tail = tail[:-1]
+    parts = [_cut(cause, max(room(tail), 20)), *tail]
     return _cut(f"{head}: " + "; ".join(p for p in parts if p), limit)
