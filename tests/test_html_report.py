@@ -99,8 +99,8 @@ def test_lint_page_charts_the_bytes_at_stake_per_layer(monkeypatch):
     # llama-recompute-modes: layer 0's blocked Mul (RC002), layer 2's Mul (RC002) and SiLU (RC001)
     monkeypatch.chdir(CORPUS)
     page = html_of("llama-recompute-modes")
-    bars = re.findall(r"<title>(layer \d+|outside) activations at stake: ([\d,]+) bytes</title>", page)
-    assert bars == [("layer 0", "5,632"), ("layer 2", "11,264")]
+    bars = re.findall(r"<title>(layer \d+|outside) activations at stake: ([\d.]+ \w+)</title>", page)
+    assert bars == [("layer 0", "5.50 KiB"), ("layer 2", "11.0 KiB")]
 
 
 def test_a_hint_naming_the_key_to_use_gets_a_snippet_one_dropping_a_key_does_not():
