@@ -207,3 +207,15 @@ def test_baseline_matches_a_group_occurrence_by_occurrence(folder32, tmp_path):
     baseline.write_text(json.dumps(data))
     new = json.loads(run(str(folder32), "--baseline", str(baseline), "--format", "json").output)["findings"]
     assert [(f["code"], f["layer"]) for f in new] == [("RC002", "7")] and "occurrences" not in new[0]
+
+
+# --- small CLI conventions -------------------------------------------------------------------------
+def test_a_mistyped_command_is_suggested_not_linted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["memroy", "x"])
+    assert result.exit_code == 2
+    assert "memroy: no such file or folder, nor a command; did you mean `irlint memory`?" in result.output
+    # a path of that name is linted as ever
+    (tmp_path / "memroy").mkdir()
+    result = CliRunner().invoke(main, ["memroy", "--no-cache"])
+    assert "did you mean" not in result.output and "no graph IR dumps" in result.output

@@ -64,10 +64,23 @@ class _DefaultGroup(click.Group):
     def parse_args(self, ctx, args):
         if (args and args[0] not in self.commands and args[0] not in self.lazy_commands
                 and args[0] not in ("--help", "-h", "--version", "-V")):
+            self._refuse_mistyped_command(ctx, args[0])
             args = [self.default_command, *args]
         elif not args:
             args = [self.default_command]
         return super().parse_args(ctx, args)
+
+    def _refuse_mistyped_command(self, ctx, word: str) -> None:
+        """``irlint memroy x``: a first word that names no path but is close to a command is a
+        typo of the command, not a dump to lint (exit 2, with the command suggested)."""
+        import difflib
+
+        if word.startswith("-") or os.path.exists(word) or word == "-":
+            return
+        close = difflib.get_close_matches(word, [c for c in self.list_commands(ctx) if c != self.default_command],
+                                          n=1, cutoff=0.7)
+        if close:
+            _fail(f"{word}: no such file or folder, nor a command; did you mean `irlint {close[0]}`?")
 
     def format_usage(self, ctx, formatter):
         formatter.write_usage(ctx.command_path, "[OPTIONS] PATH...")
