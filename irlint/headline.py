@@ -79,20 +79,22 @@ def cost(f: Finding) -> str:
     """Activation bytes kept (summed over the occurrences of a file: one device's), or
     communication received for nothing per step. Occurrences in several files (pipeline stages,
     other devices) are not summed: the largest file's figure is the one a device holds."""
-    per_file: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    waste: dict[str, int] = {}
     for o in f.occurrences:
         if o.bytes_at_stake is not None:
-            per_file[o.file] = per_file.get(o.file, 0) + o.bytes_at_stake
-    if per_file:
-        most = max(per_file.values())
-        return f"{human_bytes(most)} kept" + (" on one device" if len(per_file) > 1 else "")
-    waste_per_file: dict[str, int] = {}
-    for o in f.occurrences:
+            kept[o.file] = kept.get(o.file, 0) + o.bytes_at_stake
         w = dict(o.extra).get("waste_bytes")
         if isinstance(w, int):
-            waste_per_file[o.file] = waste_per_file.get(o.file, 0) + w
-    most = max(waste_per_file.values(), default=0)
-    return f"{human_bytes(most)}/step wasted" + (" on one device" if len(waste_per_file) > 1 else "") if most else ""
+            waste[o.file] = waste.get(o.file, 0) + w
+    if kept:
+        return _per_device(kept, "kept")
+    return _per_device(waste, "/step wasted") if any(waste.values()) else ""
+
+
+def _per_device(per_file: dict[str, int], what: str) -> str:
+    text = human_bytes(max(per_file.values())) + ("" if what.startswith("/") else " ") + what
+    return f"up to {text} per device" if len(per_file) > 1 else text
 
 
 def _cut(text: str, room: int) -> str:
