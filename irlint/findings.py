@@ -96,10 +96,12 @@ class Finding:
     def fingerprint_text(self) -> str:
         """What the fingerprint is a hash of: findings with the same text are the same problem."""
         # the model path where the graph told it, not the printed scope (which lazy_inline
-        # shortens); class names left out (a renamed class is the same problem)
+        # shortens); class names left out (a renamed class is the same problem). The chain counts
+        # by its ops: where they sit is the printed scope again, and the identity says what matters
         where = self.model_path or model_names(_scope_path(self.scope))
         parts = [self.rule, self.stage, self.op, where]
-        parts += [f"{r.op}@{model_names(_scope_path(r.scope))}" for r in self.related]
+        parts += [r.op for r in self.related] if self.model_path else \
+            [f"{r.op}@{model_names(_scope_path(r.scope))}" for r in self.related]
         parts += [model_names(repr(x)) for x in self.identity]
         return "\x1f".join(parts)
 
