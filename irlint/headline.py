@@ -81,6 +81,7 @@ def cost(f: Finding) -> str:
     other devices) are not summed: the largest file's figure is the one a device holds."""
     kept: dict[str, int] = {}
     waste: dict[str, int] = {}
+    moved = "/step received" if dict(f.extra).get("cost_kind") == "received" else "/step wasted"
     for o in f.occurrences:
         if o.bytes_at_stake is not None:
             kept[o.file] = kept.get(o.file, 0) + o.bytes_at_stake
@@ -89,7 +90,7 @@ def cost(f: Finding) -> str:
             waste[o.file] = waste.get(o.file, 0) + w
     if kept:
         return _per_device(kept, "kept")
-    return _per_device(waste, "/step wasted") if any(waste.values()) else ""
+    return _per_device(waste, moved) if any(waste.values()) else ""
 
 
 def _per_device(per_file: dict[str, int], what: str) -> str:

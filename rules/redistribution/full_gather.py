@@ -214,14 +214,17 @@ subgraph @main() {
         identity = ("full-gather", scope_path(ir[matmul].get("scope", "")),
                     tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
                           for g in gathers))
+        # every gathered element is used: the bytes are the cost of the scheme, not waste
         extra = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
+                 "cost_kind": "received",
                  "gathers": len(gathers), "matmul_strategy": fmt(strategy(ir, matmul)),
                  "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new)},
                  "waste_bytes": moved + moved_back, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, received_bytes(ir, k) or 0) for g in gathers
                            for k in g.chain.nodes + g.backward if ir[k]["op"] in MOVING_OPS]}
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
-                            cause=f"column-parallel {short_who(ir, matmul)} has {count} gathered whole on every rank",
+                            cause=(f"column-parallel {short_who(ir, matmul)} has {len(gathers)} "
+                                   f"activation{'s' if len(gathers) != 1 else ''} gathered whole on every rank"),
                             fix=f"row-parallel in_strategy {fmt(new)}")
 
 

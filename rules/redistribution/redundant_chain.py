@@ -351,7 +351,7 @@ subgraph @main() {
         elif fix is not None and chain.hint is None:
             extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1])}
         ops = "->".join(dict.fromkeys(ir[k]["op"] for k in chain.nodes if ir[k]["op"] in MOVING_OPS)) or "re-layout"
-        cause = f"{ops} to {short_who(ir, consumer)}: {', '.join(kinds)}"
+        cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
         short = (f"{short_who(ir, fix[0])} in_strategy {fmt(fix[1])}" if fix is not None and chain.hint is None
                  and moved_blocks is None else "enable_alltoall=True" if alltoall and expert is not None else "")
         return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
