@@ -219,3 +219,18 @@ def test_a_mistyped_command_is_suggested_not_linted(tmp_path, monkeypatch):
     (tmp_path / "memroy").mkdir()
     result = CliRunner().invoke(main, ["memroy", "--no-cache"])
     assert "did you mean" not in result.output and "no graph IR dumps" in result.output
+
+
+# --- reports that agree ----------------------------------------------------------------------------
+def test_memory_headline_is_per_device_and_the_html_has_the_pipeline_figures(tmp_path):
+    pipeline = CASES / "par-rc-pp2_dp2_mp2_micro4_select"
+    text = CliRunner().invoke(main, ["memory", str(pipeline)], catch_exceptions=False).output
+    # two pipeline stages live on two devices: the largest one, not their sum
+    assert text.splitlines()[0] == ("Largest device: 76.6 KiB kept for backward at its peak "
+                                    "(rank 0, 2 of 4 micro batches in flight)")
+    out = tmp_path / "m.html"
+    CliRunner().invoke(main, ["memory", str(pipeline), "--format", "html", "-o", str(out)], catch_exceptions=False)
+    page = out.read_text(encoding="utf-8")
+    assert "Largest device: 76.6 KiB kept for backward at its peak" in page
+    assert "2 of 4 micro batches in flight, peak 76.6 KiB" in page and "1 of 4 micro batches in flight, peak 60.5 KiB" in page
+    assert "all files" not in page

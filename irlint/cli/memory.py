@@ -86,6 +86,28 @@ def human(n: int) -> str:
     return human_bytes(n)
 
 
+def largest_device(entries: list[dict]) -> dict | None:
+    """The file (a rank, a pipeline stage: one device) that keeps the most at its peak: the
+    headline figure. A sum over files would name bytes no device holds."""
+    return max(entries, key=lambda e: e["peak_kept_bytes"], default=None)
+
+
+def headline(entries: list[dict]) -> str:
+    """``Largest device: 76.6 KiB kept for backward at its peak (rank 0, 2 of 4 micro batches in
+    flight)``, for the text and HTML reports."""
+    e = largest_device(entries)
+    if e is None:
+        return ""
+    where = f"rank {e['rank']}" if e["rank"] is not None else e["file"]
+    flight = (f", {e['micro_batches_in_flight']} of {e['micro_batches']} micro batches in flight"
+              if e["micro_batches"] > 1 else "")
+    if len(entries) == 1:   # the file is named on the next line
+        return (f"Kept for backward: {human(e['peak_kept_bytes'])}" + (" at its peak" if flight else "")
+                + (f" ({flight[2:]})" if flight else ""))
+    return (f"Largest device: {human(e['peak_kept_bytes'])} kept for backward" + (" at its peak" if flight else "")
+            + f" ({where}{flight})")
+
+
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
     """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
     ranks side by side."""
@@ -113,6 +135,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
 
     if case:
         out.print(f"== {case}", soft_wrap=True)
+    out.print(headline(entries), soft_wrap=True)
     ranks = [e["rank"] for e in entries]
     by_rank = None not in ranks and len(set(ranks)) == len(ranks)
     label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]

@@ -246,6 +246,8 @@ def render(report: Report, ctx: RenderContext) -> str:
 
 
 def render_memory(entries: list[dict], problems: list, counted: str) -> str:
+    from ..cli.memory import headline, largest_device
+
     files = []
     for e in entries:
         layers = e["layers"]
@@ -254,7 +256,7 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
         files.append({"e": e, "chart": _markup(chart)})
     return _environment().get_template("memory.html.j2").render(
         title="irlint memory", version=__version__, files=files, problems=problems, counted=counted,
-        total=sum(e["total_kept_bytes"] for e in entries),
+        largest=largest_device(entries), headline=headline(entries),
         ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None)) if any(
             e["rank"] is not None for e in entries) else "")
 
