@@ -234,3 +234,11 @@ def test_memory_headline_is_per_device_and_the_html_has_the_pipeline_figures(tmp
     assert "Largest device: 76.6 KiB kept for backward at its peak" in page
     assert "2 of 4 micro batches in flight, peak 76.6 KiB" in page and "1 of 4 micro batches in flight, peak 60.5 KiB" in page
     assert "all files" not in page
+
+
+def test_comm_headline_gives_the_share_of_waste():
+    folder = TESTS / "fixtures" / "corpus" / "par-mismatch-ffn_mul_disagrees_8ranks"
+    text = CliRunner().invoke(main, ["comm", str(folder)], catch_exceptions=False).output
+    # the issue's hand count: 36 KiB of the 54 KiB rank 0 receives per step are the PC findings' waste
+    assert text.splitlines()[0] == "Redistribution waste: 36.0 KiB of 54.0 KiB received per rank and step (67%), rank 0"
+    assert "bytes of waste" not in text and "36.0 KiB" in text

@@ -20,6 +20,16 @@ def file_entry(f: DumpFile, ir) -> dict:
     return {"file": f.display, "stage": ir.stage.label, "rank": f.rank, **as_dict(ir, account(ir))}
 
 
+def headline(entries: list[dict]) -> str:
+    """The share of the busiest device's communication that the PC findings name as waste
+    (``Redistribution waste: 36.0 KiB of 54.0 KiB received per rank and step (67%), rank 0``)."""
+    e = max(entries, key=lambda e: e["received_bytes"] or 0)
+    total, waste = e["received_bytes"] or 0, e["waste_bytes"] or 0
+    share = f" ({waste / total:.0%})" if total else ""
+    where = (f", rank {e['rank']}" if e["rank"] is not None else "") if len(entries) > 1 else ""
+    return f"Redistribution waste: {human(waste)} of {human(total)} received per rank and step{share}{where}"
+
+
 def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
     import io
 
@@ -33,6 +43,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                   soft_wrap=False)
     label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
     many = len(entries) > 1
+    out.print(headline(entries), soft_wrap=True)
     if not many:
         out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
     else:
@@ -77,7 +88,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
         if top:
             out.print(ops)
         for f in e["findings"]:
-            out.print(f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} bytes of "
+            out.print(f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} of "
                       f"waste, {f['share']} of the step's communication", soft_wrap=True)
         for c in e["collectives"]:
             if c["received_bytes"] is None:
