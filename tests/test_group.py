@@ -242,3 +242,11 @@ def test_comm_headline_gives_the_share_of_waste():
     # the issue's hand count: 36 KiB of the 54 KiB rank 0 receives per step are the PC findings' waste
     assert text.splitlines()[0] == "Redistribution waste: 36.0 KiB of 54.0 KiB received per rank and step (67%), rank 0"
     assert "bytes of waste" not in text and "36.0 KiB" in text
+
+
+def test_comm_writes_its_report_with_o(tmp_path):
+    folder = TESTS / "fixtures" / "corpus" / "par-mismatch-ffn_mul_disagrees_8ranks"
+    out = tmp_path / "sub" / "comm.json"
+    result = CliRunner().invoke(main, ["comm", str(folder), "--format", "json", "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0 and result.output == ""
+    assert json.loads(out.read_text())["files"][0]["waste_bytes"] == 36 * 1024

@@ -10,7 +10,7 @@ import click
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, discover, forget_buffers, read_stdin
-from .memory import EXIT_ERROR, fail, final_files, human, read_finals
+from .memory import EXIT_ERROR, emit, fail, final_files, human, read_finals
 
 JSON_VERSION = 1
 
@@ -103,7 +103,9 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest collectives to list per file (JSON lists them all).")
-def comm_cmd(paths, fmt, top):
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the report to this file instead of standard output (its folder is created).")
+def comm_cmd(paths, fmt, top, output):
     """Communication per rank and step, per layer and kind, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else optimize,
@@ -121,6 +123,10 @@ def comm_cmd(paths, fmt, top):
         forget_buffers()
         if STDIN in paths:
             read_stdin()
+        if output:
+            from . import _prepare_output
+
+            _prepare_output(output)
         files, problems = discover(list(paths))
     except InputError as exc:
         fail(str(exc))
@@ -129,10 +135,10 @@ def comm_cmd(paths, fmt, top):
         fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
     entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems)]
     if fmt == "json":
-        click.echo(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
-                              ensure_ascii=False))
+        emit(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
+                        ensure_ascii=False) + "\n", output)
     elif entries:
-        click.echo(render_text(entries, top=top), nl=False)
+        emit(render_text(entries, top=top), output)
     for d in problems:
         click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)
     sys.exit(EXIT_ERROR if problems else 0)
