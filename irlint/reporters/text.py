@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from ..findings import Report
-from . import UNLIMITED_WIDTH, RenderContext, ranks_text, rule_classes
+from . import UNLIMITED_WIDTH, RenderContext, rule_classes
 
 if TYPE_CHECKING:   # rich is imported only for colour or a terminal's width: 0.02-0.03 s of a start
     from rich.console import Console
