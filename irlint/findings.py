@@ -1,6 +1,7 @@
 """Findings: what rules report, and the report a lint run returns."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from .diagnostics import Diagnostic
@@ -52,6 +53,39 @@ class Finding:
     extra: tuple = ()  # ((key, value), ...) rule-specific facts for machine formats
     bytes_at_stake: int | None = None  # activation bytes the problem keeps alive (irlint.accounts.memory)
     source: tuple[str, int] | None = None  # (path, line) of the model code that made the node (its trace)
+    # the model's names for the node (irlint.model.layers): its decoder layer ("3", "outside", or
+    # "" when unknown) and cell path as the weights name it ("model.layers.3.feed_forward.w2")
+    layer: str = ""
+    model_path: str = ""
+    # the headline's parts a rule states (irlint.headline): the cause in a clause, and the fix in
+    # a few words (a select_recompute key, a strategy); the message is the evidence
+    cause: str = ""
+    fix: str = ""
+    # a finding that stands for several occurrences of one root cause (irlint.runner.group): each
+    # occurrence as its own finding, this one first
+    members: tuple[Finding, ...] = ()
+
+    @property
+    def occurrences(self) -> tuple[Finding, ...]:
+        """Every finding this one stands for (itself when it stands for one)."""
+        return self.members or (self,)
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The resolved layers of its occurrences, numbers first in order."""
+        found = {o.layer for o in self.occurrences if o.layer}
+        return tuple(sorted(found, key=lambda x: (not x.isdigit(), int(x) if x.isdigit() else 0, x)))
+
+    @property
+    def headline(self) -> str:
+        from .headline import headline
+
+        return headline(self)
+
+    @property
+    def full_message(self) -> str:
+        """The headline (its first sentence), then the evidence."""
+        return f"{self.headline}. {self.message}" if self.message else self.headline
 
     @property
     def fingerprint(self) -> str:
@@ -63,9 +97,14 @@ class Finding:
     def fingerprint_text(self) -> str:
         """What the fingerprint is a hash of: findings with the same text are the same problem, in
         whichever stage file the rule read it (the stage before, when the final one was cut short)."""
-        parts = [self.rule, self.op, scope_path(self.scope)]
-        parts += [f"{r.op}@{scope_path(r.scope)}" for r in self.related]
-        parts += [repr(x) for x in self.identity]
+        # the model path where the graph told it, not the printed scope (which lazy_inline
+        # shortens); class names left out (a renamed class is the same problem). The chain counts
+        # by its ops: where they sit is the printed scope again, and the identity says what matters
+        where = self.model_path or model_names(scope_path(self.scope))
+        parts = [self.rule, self.op, where]
+        parts += [r.op for r in self.related] if self.model_path else \
+            [f"{r.op}@{model_names(scope_path(r.scope))}" for r in self.related]
+        parts += [model_names(repr(x)) for x in self.identity]
         return "\x1f".join(parts)
 
     @property
@@ -80,7 +119,7 @@ class Finding:
     def problem(self) -> tuple:
         """The same problem seen in several stage files of one folder: the chain around it may
         differ between stages (a backend inserts Casts), the rule, op, scope and identity do not."""
-        return (self.rule, self.op, scope_path(self.scope), self.identity)
+        return (self.rule, self.op, self.model_path or scope_path(self.scope), self.identity)
 
     def with_(self, **changes) -> Finding:
         return replace(self, **changes)
@@ -89,8 +128,10 @@ class Finding:
         out = {
             "code": self.code, "rule": self.rule, "severity": self.severity, "file": self.file,
             "line": self.line, "column": self.column, "graph": self.graph, "node": self.node,
-            "op": self.op, "scope": self.scope, "message": self.message, "hint": self.hint,
+            "op": self.op, "scope": self.scope, "headline": self.headline, "message": self.full_message,
+            "evidence": self.message, "hint": self.hint, "fix": self.fix,
             "fingerprint": self.fingerprint, "stage": self.stage,
+            "layer": self.layer, "model_path": self.model_path,
             "related": [r.to_dict() for r in self.related],
         }
         if self.ranks:
@@ -101,7 +142,29 @@ class Finding:
             out["bytes_at_stake"] = self.bytes_at_stake
         if self.source is not None:
             out["source"] = {"path": self.source[0], "line": self.source[1]}
+        if self.members:
+            out["layers"] = list(self.layers)
+            out["occurrences"] = [o.occurrence() for o in self.members]
         return out
+
+    def occurrence(self) -> dict:
+        """Where one occurrence of a grouped finding is, for tools."""
+        out = {"file": self.file, "line": self.line, "node": self.node, "graph": self.graph,
+               "scope": self.scope, "layer": self.layer, "model_path": self.model_path,
+               "fingerprint": self.fingerprint}
+        if self.ranks:
+            out["ranks"] = list(self.ranks)
+        if self.bytes_at_stake is not None:
+            out["bytes_at_stake"] = self.bytes_at_stake
+        return out
+
+
+_CLASS = re.compile(r"([\w.]+)-[A-Za-z_][\w]*")
+
+
+def model_names(text: str) -> str:
+    """Scope parts without their class names (``feed_forward-FeedForward`` -> ``feed_forward``)."""
+    return _CLASS.sub(r"\1", text)
 
 
 def scope_path(scope: str) -> str:
@@ -127,6 +190,8 @@ class Report:
     shared: dict[str, str] = field(default_factory=dict)
     # files whose results the lint cache gave (a fact of the run, not of the input: in no report)
     cache_hits: int = 0
+    # [[suppress]] entries that silenced nothing in this run (irlint.runner.config.Suppression)
+    unused_suppressions: list = field(default_factory=list)
 
     @property
     def graphs_read(self) -> int:

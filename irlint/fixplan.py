@@ -28,7 +28,9 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     pipeline = False
     resolved: list[str] = []
     strategies: list[dict] = []
-    for f in findings:
+    seen_shards: set[tuple] = set()
+    # a finding grouped by root cause stands for one occurrence per layer: each names its own layer
+    for f in (o for g in findings for o in g.occurrences):
         extra = dict(f.extra)
         need = extra.get("select_recompute")
         if need is not None:
@@ -51,17 +53,23 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
         if isinstance(fix, dict) and fix.get("in_strategy"):
             target = next((r for r in f.related if r.node == fix.get("node")), None)
             op = target.op if target else f.op
+            # one shard() line per line of model code: the same op of every layer is one change
+            where = fix.get("source") or (f.file, fix.get("node"))
+            once = (op, fix["in_strategy"], repr(where))
+            resolved.append(mark(f))
+            if once in seen_shards:
+                continue
+            seen_shards.add(once)
             strategies.append({
                 "finding": mark(f), "code": f.code, "file": f.file,
                 "node": fix.get("node"), "op": op, "scope": target.scope if target else f.scope,
                 "in_strategy": fix["in_strategy"], "shard": f"ops.{op}().shard({fix['in_strategy']})",
                 "source": fix.get("source")})
-            resolved.append(mark(f))
     stages = _stages(spans) if len(spans) > 1 else None
     out_keys = []
     for entry in keys.values():
         row = {"key": entry["key"], "layers": sorted(entry["layers"]),
-               "findings": [x for x in dict.fromkeys(entry["findings"]) if x]}
+               "findings": sorted({x for x in entry["findings"] if x})}
         if stages:
             row["per_stage"] = [max((layer - span[0] + 1 for layer in entry["by_span"].get(span, ())), default=0)
                                 for span in stages]
@@ -74,7 +82,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
         recompute["per_stage_note"] = ("for MindFormers' per-stage form, lint the dumps of every pipeline stage "
                                        "together: the counts come from the layers each stage holds")
     return {"version": PLAN_VERSION, "recompute": recompute, "strategies": _dedup(strategies, ("node", "file", "in_strategy")),
-            "resolves": [x for x in dict.fromkeys(resolved) if x]}
+            "resolves": sorted({x for x in resolved if x})}  # sorted: the same plan grouped or not
 
 
 def _stages(spans: set[tuple[int, ...]]) -> list[tuple[int, ...]] | None:

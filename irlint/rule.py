@@ -52,7 +52,8 @@ class Rule:
 
     # --- helpers for check() ----------------------------------------------------------------------
     def finding(self, ir: IRFile, key: int, message: str, hint: str = "", related: Iterable[int | Related] = (),
-                severity: str | None = None, identity: tuple = (), extra: dict | None = None) -> Finding:
+                severity: str | None = None, identity: tuple = (), extra: dict | None = None,
+                cause: str = "", fix: str = "") -> Finding:
         data = ir.nodes[key]
         if not data.get("scope"):
             # a dump without scope lines (MS_DEV_DUMP_IR_FORMAT=1): the weights the node is computed
@@ -60,7 +61,11 @@ class Rule:
             from .model import weights_upstream
 
             identity = (*identity, ("weights", weights_upstream(ir, key)))
+        from .model.layers import model_path
+
+        layer, path = model_path(ir, key)
         return Finding(
+            layer=layer, model_path=path, cause=cause or self.summary, fix=fix,
             code=self.code, rule=self.name, severity=severity or self.severity, file=ir.path,
             line=data.get("line", 0), graph=data.get("graph", ""), node=data.get("id", ""),
             op=data.get("op", ""), scope=data.get("scope", ""), message=message, hint=hint,

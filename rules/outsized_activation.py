@@ -4,6 +4,7 @@ from __future__ import annotations
 from irlint.accounts.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
 from irlint.model import IRFile
 from irlint.rule import Rule, related_node
+from irlint.units import human_bytes
 
 HIGH_PRECISION = frozenset({"Float32", "Float64"})
 
@@ -122,13 +123,16 @@ class OutsizedKeptActivation(Rule):
             what = f"{d['op']} output" if t.tensor.index is None else f"{d['op']} output {t.tensor.index}"
             why = (f"an attention-score shaped (seq x seq) tensor kept in {t.type.dtype}" if squared else
                    f"more than {self.max_layer_share:.0%} of the layer")
-            message = (f"{what} {t.type} ({t.nbytes:,} bytes, {share:.0%} of the {layer.kept_bytes:,} bytes "
+            message = (f"{what} {t.type} ({human_bytes(t.nbytes)}, {share:.0%} of the {human_bytes(layer.kept_bytes)} "
                        f"layer {t.layer} keeps for backward) is {why}; read by "
                        + ", ".join(f"backward {ir.describe(r)}" for r in t.readers[:3]))
             hint = ("Use flash attention (FlashAttentionScore keeps no seq x seq tensor), recompute this op "
                     "(select_recompute on its primitive), or compute it in fp16/bf16." if squared else
                     "Recompute this op or the ops around it (select_recompute), or lower its dtype.")
-            yield self.finding(ir, t.tensor.node, message, hint=hint,
+            short = (f"keeps a seq x seq {t.type.dtype} tensor for backward, {share:.0%} of the layer" if squared else
+                     f"one kept tensor is {share:.0%} of the layer's activations")
+            yield self.finding(ir, t.tensor.node, message, hint=hint, cause=short,
+                               fix="flash attention, recompute or fp16/bf16" if squared else "recompute it or lower its dtype",
                                related=[related_node(ir, r, "backward reader") for r in t.readers[:3]],
                                identity=(d["op"], t.tensor.index, "seq2" if squared else "share"),
                                extra={"layer": t.layer, "share": round(share, 4)}).with_(bytes_at_stake=t.nbytes)

@@ -337,7 +337,7 @@ def _clean(folder):
 def test_clean_leaves_a_folder_that_is_not_a_cache_alone(tmp_path):
     victim = tmp_path / "victim"
     planted = {victim / "p/tools/lint/rules/custom_rule.py": "x", victim / "p/data/stat/2024/results.csv": "y",
-               victim / "docs/.draft.tmp": "z", victim / "v2/lint/ab" / ("ab" * 32): "{}"}
+               victim / "docs/.draft.tmp": "z", victim / "v3/lint/ab" / ("ab" * 32): "{}"}
     for path, text in planted.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -353,9 +353,9 @@ def test_clean_removes_only_entries_in_the_layout_and_content_irlint_writes(rule
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     lint_entry = next(p for p in entries if p.parent.parent.name == "lint")
     foreign = {cache / "notes.txt": "mine", lint_entry.parent / "README": "mine",
-               cache / "v2/lint/zz" / ("ab" * 32): "{}",                      # not under its key's folder
+               cache / "v3/lint/zz" / ("ab" * 32): "{}",                      # not under its key's folder
                lint_entry.parent / ("ab" * 32): json.dumps({"key": "x"}),    # an entry name, other content
-               cache / "v2/lint/data/stat/x.csv": "1,2"}
+               cache / "v3/lint/data/stat/x.csv": "1,2"}
     for path, text in foreign.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -395,7 +395,7 @@ def test_a_forged_stat_entry_never_gives_a_dump_another_contents_results(rules, 
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
-@pytest.mark.parametrize("where", ["", "v2", "v2/lint"])
+@pytest.mark.parametrize("where", ["", "v3", "v3/lint"])
 def test_a_cache_folder_other_users_can_write_is_not_used(rules, dump, tmp_path, where, capsys):
     from click.testing import CliRunner
 
@@ -417,7 +417,7 @@ def test_entries_are_private_and_a_group_writable_entry_is_not_trusted(rules, du
     cache = tmp_path / "cache"
     first = _lint(dump, cache)
     assert all(p.stat().st_mode & 0o077 == 0 for p in _entries(cache))
-    assert (cache / "v2").stat().st_mode & 0o077 == 0
+    assert (cache / "v3").stat().st_mode & 0o077 == 0
     for p in _entries(cache):
         os.chmod(p, 0o666)
     assert _lint(dump, cache) == first
@@ -441,10 +441,10 @@ def test_clean_does_not_follow_links_out_of_the_cache(rules, dump, tmp_path):
     cache = tmp_path / "cache"
     _lint(dump, cache)
     elsewhere = tmp_path / "elsewhere"
-    shutil.copytree(cache / "v2", elsewhere)   # entries in irlint's layout, but not in this cache
+    shutil.copytree(cache / "v3", elsewhere)   # entries in irlint's layout, but not in this cache
     kept = _entries(elsewhere)
-    (cache / "v2" / "other").symlink_to(elsewhere / "lint")
-    shutil.rmtree(cache / "v2" / "stat")
-    (cache / "v2" / "stat").symlink_to(elsewhere / "stat")
+    (cache / "v3" / "other").symlink_to(elsewhere / "lint")
+    shutil.rmtree(cache / "v3" / "stat")
+    (cache / "v3" / "stat").symlink_to(elsewhere / "stat")
     assert _clean(cache).exit_code == 0
     assert all(p.exists() for p in kept)

@@ -200,7 +200,7 @@ def test_text_to_a_file_or_pipe_is_not_cut(tiny_rules, tmp_path):
     report = tmp_path / "report.txt"
     run(DUMP, "-o", str(report))
     for text in (report.read_text(encoding="utf-8"), run(DUMP).output):   # CliRunner: not a TTY
-        scopes = re.findall(r"↳ \d+ %\d+ \w+  (\S+)", text)
+        scopes = re.findall(r"(?:context|        ) \d+ %\d+ \w+  (\S+)", text)
         assert len(scopes) == 4 and all(s.endswith("-op0") or s.endswith("-op1") for s in scopes)
         assert max(len(line) for line in text.splitlines()) > 120
 

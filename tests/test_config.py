@@ -32,7 +32,7 @@ def test_keys_map_to_config():
     ({"jobs": -1}, "'jobs' must be a whole number"),
     ({"jobs": True}, "'jobs' must be a whole number"),
     ({"cache": "yes"}, "'cache' must be true or false"),
-    ({"suppress": [{"rule": "RC001"}]}, "'scope' (a regular expression) is required"),
+    ({"suppress": [{"rule": "RC001"}]}, "'scope' or 'path' (a regular expression) is required"),
     ({"suppress": [{"scope": "a("}]}, "not a valid regular expression"),
     ({"suppress": [{"scope": "a", "why": "x"}]}, "unknown key(s) 'why'"),
     ({"suppress": {"scope": "a"}}, "must be an array of tables {rule = \"RC001\", scope"),

@@ -176,7 +176,7 @@ def test_a_plugin_rule_never_shares_results_across_stages(tmp_path, monkeypatch)
     monkeypatch.setattr(engine, "active_rules", lambda config: [_StageSaying()])
     on, shared = _per_file([folder], True, True)
     assert not shared
-    assert [f["message"] for _, findings, _ in on for f in findings] == ["seen in optimize", "seen in validate"]
+    assert [f["evidence"] for _, findings, _ in on for f in findings] == ["seen in optimize", "seen in validate"]
 
 
 def test_built_in_rules_share_results_across_stages_with_each_stage_named(tmp_path):

@@ -140,14 +140,15 @@ def test_text_report_names_what_changed(monkeypatch):
     assert result.exit_code == 0
     assert "Findings: 1 fixed, 0 new, 0 unchanged" in result.stdout
     assert "in_strategy changed:" in result.stdout and "((8, 1), (1, 1)) -> ((1, 1), (1, 8))" in result.stdout
-    assert "activations kept for backward: 1,536 -> 1,024 bytes (-512)" in result.stdout
+    # bytes for a person (binary units, 3 significant figures) and the change in percent
+    assert "activations kept for backward: 1.50 KiB -> 1.00 KiB (-512 bytes, -33%)" in result.stdout
     lines = result.stdout.splitlines()
-    # the tables: a column per side, the change, and for collectives the op counts
-    assert "    layer          before         after        change" in lines
-    assert "    outside         1,536         1,024          -512" in lines
-    assert "    kind                 before         after        change      ops" in lines
-    assert "    AllGather             7,168             0        -7,168     1->0" in lines
-    assert "    AllReduce            17,920        14,336        -3,584     3->2" in lines
+    # the tables: a column per side, the change, in percent, and for collectives the op counts
+    assert "    layer        before       after      change       %" in lines
+    assert "    outside    1.50 KiB    1.00 KiB  -512 bytes    -33%" in lines
+    assert "    kind               before       after      change       %      ops" in lines
+    assert "    AllGather        7.00 KiB     0 bytes   -7.00 KiB   -100%     1->0" in lines
+    assert "    AllReduce        17.5 KiB    14.0 KiB   -3.50 KiB    -20%     3->2" in lines
 
 
 @pytest.mark.parametrize("before, after, message", [

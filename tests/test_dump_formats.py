@@ -14,12 +14,12 @@ FORMATS = Path(__file__).parent / "fixtures" / "dump-formats"
 
 
 def _verdicts(report):
-    return sorted((f.code, f.op, f.node, f.extra) for f in report.findings)
+    return sorted((f.code, f.op, f.node, f.extra) for g in report.findings for f in g.occurrences)
 
 
 def test_without_scope_lines_the_verdicts_are_those_of_the_default_format():
-    default = lint([str(FORMATS / "default")], quiet_config())
-    plain = lint([str(FORMATS / "format1")], quiet_config())
+    default = lint([str(FORMATS / "default")], quiet_config(group=False))
+    plain = lint([str(FORMATS / "format1")], quiet_config(group=False))
     assert len(default.findings) == 8 and {f.code for f in default.findings} == {"RC003"}
     assert _verdicts(plain) == _verdicts(default)   # bytes across the layers included
     assert len({f.fingerprint for f in plain.findings}) == 8   # told apart by the weights they come from
@@ -29,10 +29,13 @@ def test_without_scope_lines_the_verdicts_are_those_of_the_default_format():
 
 
 def test_without_scope_lines_the_run_says_what_cannot_be_judged():
-    result = CliRunner().invoke(main, [str(FORMATS / "format1"), "-n", "--format", "concise"])
+    result = CliRunner().invoke(main, [str(FORMATS / "format1"), "-n", "--format", "concise", "--no-group"])
     assert result.exit_code == 1
     assert result.output.count("IR016 no scope lines") == 1 and "MS_DEV_DUMP_IR_FORMAT=1" in result.output
     assert result.output.count("RC003") == 8
+    # grouped by root cause (the layers told apart by their weights): the two casts, in layers 0–3
+    result = CliRunner().invoke(main, [str(FORMATS / "format1"), "-n", "--format", "concise"])
+    assert result.output.count("RC003") == 2 and result.output.count("layers 0–3") == 2
 
 
 def test_a_dump_without_attributes_or_types_is_not_clean():

@@ -204,7 +204,8 @@ def test_one_round_fixes_every_recompute_finding_and_frees_what_the_findings_pri
     assert run(cfg, ROUND0).exit_code == 0
     # the config the generator read for round 1 is exactly what irlint fix writes
     assert cfg.read_bytes() == (ROUND1 / "cfg.yaml").read_bytes()
-    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(ROUND0), "--format", "json", "-n"]).stdout)
+    # one finding per occurrence: each prices its own layer
+    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(ROUND0), "--format", "json", "-n", "--no-group"]).stdout)
     lint1 = CliRunner().invoke(irlint.cli.main, [str(ROUND1), "--format", "json", "-n"])
     assert lint1.exit_code == 0 and json.loads(lint1.stdout)["findings"] == []
     priced: dict = {}
@@ -228,9 +229,12 @@ def test_one_round_on_a_pipeline_and_the_per_stage_counts(tmp_path):
     assert result.exit_code == 0 and cfg.read_bytes() == (PP1 / "cfg.yaml").read_bytes()
     # every layer of both stages (0-3, 4-7) is blocked: the per-stage form covers all four of each
     assert "'feed_forward\\.w1\\.reshape': [4, 4]" in result.stderr
-    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP0), "--format", "json", "-n"]).stdout)
+    grouped = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP0), "--format", "json", "-n"]).stdout)
+    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP0), "--format", "json", "-n", "--no-group"]).stdout)
     lint1 = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP1), "--format", "json", "-n"]).stdout)
     assert lint1["findings"] == [] and len(lint0["findings"]) == 24
+    # grouped by root cause, the same 24 occurrences
+    assert len(grouped["findings"]) < 24 and grouped["summary"]["occurrences"] == 24
     # what a layer frees per micro batch is what its findings priced per micro batch
     per_layer: dict = {}
     for f in lint0["findings"]:

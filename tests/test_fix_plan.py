@@ -123,7 +123,7 @@ def test_an_op_that_carries_the_tag_itself_gets_no_key():
     # attn-transpose layer 1: merger_head_transpose %98 is tagged (its primitive says recompute:
     # Bool(1)) yet blocked with the folded Reshape %99: only the Reshape's key is asked for
     report, _ = plan_of(UNSEEN / "attn-transpose" / "21_validate_0076.ir")
-    f = next(f for f in report.findings if f.node == "%97")
+    f = next(o for g in report.findings for o in g.occurrences if o.node == "%97")
     assert dict(f.extra)["select_recompute"] == [r"attention\.reshape"]
     assert "%98 Transpose (/work/scratch/rc/gen2/llama_tiny.py:121) already carries the recompute tag: no key for it" in f.hint
 
@@ -142,3 +142,14 @@ def test_text_and_html_show_the_plan_once_at_the_top(tmp_path):
     html = page.read_text(encoding="utf-8")
     assert html.count('id="fix-plan"') == 1 and html.count('data-target="fix-plan"') == 1
     assert html.index('id="fix-plan"') < html.index("Findings, costliest first")
+
+
+@pytest.mark.parametrize("case", ["mf-pp2_dp2_mp2_irlint_fix_round0", "par-rc-mf_dp2_mp4_select_blocked"])
+def test_the_plan_is_the_same_whether_findings_are_grouped_or_not(case):
+    # a grouped finding stands for one occurrence per layer: the plan reads every layer's
+    grouped = lint([str(RECOMPUTE / case)], quiet_config())
+    config = quiet_config()
+    config.group = False
+    single = lint([str(RECOMPUTE / case)], config)
+    assert len(grouped.findings) < len(single.findings)
+    assert fix_plan(grouped.findings) == fix_plan(single.findings)

@@ -57,6 +57,9 @@ SHAPES = """(() => {
         marks: [...svg.querySelectorAll('g.chain-node > text')].map(t => t.textContent),
       })),
       snippet: (a.querySelector('.snippet pre') || {}).textContent || '',
+      headline: (a.querySelector('p.headline') || {}).textContent || '',
+      evidence: (a.querySelector('details.evidence') || {}).textContent || '',
+      evidenceOpen: !!(a.querySelector('details.evidence') || {}).open,
       location: a.querySelector('.loc').textContent,
     })),
     bars: [...document.querySelectorAll('svg.bars rect.bar')].map(r => [r.querySelector('title').textContent, box(r)[0]]),
@@ -98,15 +101,21 @@ def test_lint_report_renders_findings_chains_and_fix_snippets(browser, tmp_path,
     assert [n["kind"] for n in chain["nodes"]] == ["chain-producer", "chain-finding", "chain-step", "chain-consumer",
                                                    "chain-backward", "chain-backward"]
     # edges labelled with the tensor handed on and its bytes, and what the gather receives
-    assert {"Float32(8, 32)", "1.0 KiB", "Float32(64, 32)", "8.0 KiB", "receives 7.0 KiB"} <= set(chain["labels"])
+    assert {"Float32(8, 32)", "1.00 KiB", "Float32(64, 32)", "8.00 KiB", "receives 7.00 KiB"} <= set(chain["labels"])
     assert "in_strategy = ((1, 1), (1, 8))" in pc["snippet"]
     rc = [f for f in shown["findings"] if "s2_ffn" in f["location"]]
     for f in rc:
         (chain,) = f["chain"]
         kinds = [n["kind"] for n in chain["nodes"]]
         assert kinds[0] == "chain-finding" and "chain-blocking" in kinds and kinds[-1] == "chain-backward"
-        assert "not recomputed" in chain["marks"] and "kept for backward: 4.0 KiB" in chain["labels"]
+        assert "not recomputed" in chain["marks"] and "kept for backward: 4.00 KiB" in chain["labels"]
         assert "select_recompute:" in f["snippet"]
+    # every card: the headline first, the evidence (node ids, printed scopes) folded under it
+    by_location = {f"{e['file']}:{e['line']}": e for e in expected}
+    for f in shown["findings"]:
+        e = by_location[f["location"]]
+        assert f["headline"] == e["headline"] and len(f["headline"]) <= 160
+        assert e["evidence"][:60] in f["evidence"] and not f["evidenceOpen"]
     assert any(c.startswith("3 findings") for c in shown["cards"])
 
 
@@ -146,7 +155,7 @@ def test_diff_report_shows_fixed_findings_and_before_after_bars(browser, tmp_pat
     assert browser.console_errors() == []
     assert len(shown["findings"]) == 2 and all(f["chain"] for f in shown["findings"])
     bars = dict(shown["bars"])
-    before, after = bars["outside before: 18,432 bytes"], bars["outside after: 10,240 bytes"]
+    before, after = bars["outside before: 18.0 KiB"], bars["outside after: 10.0 KiB"]
     assert 0 < after < before
     assert "2 findings fixed" in shown["cards"]
     text = browser.evaluate("document.body.innerText")
@@ -163,7 +172,7 @@ def test_parallel_diff_charts_the_communication_per_collective_kind(browser, tmp
     assert browser.console_errors() == []
     bars = dict(shown["bars"])
     # the gather and its backward ReduceScatter are gone; mm2's AllReduce stays
-    assert bars["AllGather before: 7,168 bytes"] > 50 and bars["AllGather after: 0 bytes"] < 2
-    assert bars["ReduceScatter before: 7,168 bytes"] > 50 and bars["ReduceScatter after: 0 bytes"] < 2
-    assert 0 < bars["AllReduce after: 14,336 bytes"] < bars["AllReduce before: 17,920 bytes"]
+    assert bars["AllGather before: 7.00 KiB"] > 50 and bars["AllGather after: 0 bytes"] < 2
+    assert bars["ReduceScatter before: 7.00 KiB"] > 50 and bars["ReduceScatter after: 0 bytes"] < 2
+    assert 0 < bars["AllReduce after: 14.0 KiB"] < bars["AllReduce before: 17.5 KiB"]
     assert "31.5 kib → 14.0 kib communication received / rank / step" in shown["cards"]

@@ -59,8 +59,8 @@ def test_chain_roles_come_from_the_rules_notes():
 
 
 def test_sizes_and_fix_snippets():
-    assert [size(n) for n in (0, 896, 1024, 7168, 3 * 2**20)] == ["0 bytes", "896 bytes", "1.0 KiB", "7.0 KiB",
-                                                                 "3.0 MiB"]
+    assert [size(n) for n in (0, 896, 1024, 7168, 168960, 3 * 2**20, 1.21 * 2**30)] == [
+        "0 bytes", "896 bytes", "1.00 KiB", "7.00 KiB", "165 KiB", "3.00 MiB", "1.21 GiB"]
     from irlint.findings import Finding, Related
 
     f = Finding("PC001", "redundant-redistribution-chain", "warning", "f.ir", 77, "@g", "%3", "AllGather", "s",
@@ -99,8 +99,8 @@ def test_lint_page_charts_the_bytes_at_stake_per_layer(monkeypatch):
     # llama-recompute-modes: layer 0's blocked Mul (RC002), layer 2's Mul (RC002) and SiLU (RC001)
     monkeypatch.chdir(CORPUS)
     page = html_of("llama-recompute-modes")
-    bars = re.findall(r"<title>(layer \d+|outside) activations at stake: ([\d,]+) bytes</title>", page)
-    assert bars == [("layer 0", "5,632"), ("layer 2", "11,264")]
+    bars = re.findall(r"<title>(layer \d+|outside) activations at stake: ([\d.]+ \w+)</title>", page)
+    assert bars == [("layer 0", "5.50 KiB"), ("layer 2", "11.0 KiB")]
 
 
 def test_a_hint_naming_the_key_to_use_gets_a_snippet_one_dropping_a_key_does_not():

@@ -133,9 +133,10 @@ def test_pipeline_schedule_counts_micro_batches_in_flight(pp0, mf):
 
 def test_kept_activation_of_a_pipeline_stage_is_priced_per_micro_batch_in_flight():
     report = lint([str(PP0)], quiet_config())
-    silu = next(f for f in report.findings if f.node == "%115" and f.rule == "reshape-blocks-silu-mul-recompute")
-    assert "2,048 bytes at stake per micro batch" in silu.message
-    assert "up to 2 of its 4 micro batches in flight, so 4,096 bytes at its peak" in silu.message
+    silu = next(o for f in report.findings for o in f.occurrences
+                if o.node == "%115" and o.rule == "reshape-blocks-silu-mul-recompute")
+    assert "2.00 KiB at stake per micro batch" in silu.message
+    assert "up to 2 of its 4 micro batches in flight, so 4.00 KiB at its peak" in silu.message
     assert silu.bytes_at_stake == 4096
     assert dict(silu.extra)["micro_batches_in_flight"] == 2
 
@@ -164,7 +165,7 @@ def test_a_weight_only_op_or_a_tuple_item_is_not_a_request(tmp_path):
     text = text.replace(item, item + " cnode_attrs: {recompute: Bool(1)}")
     dump = tmp_path / "21_validate_0093.ir"
     dump.write_text(text, encoding="utf-8")
-    found = lint([str(dump)], quiet_config(extend_select=["RC004"])).findings
+    found = [o for f in lint([str(dump)], quiet_config(extend_select=["RC004"])).findings for o in f.occurrences]
     assert {f.node for f in found if f.graph.startswith("@1893")} == {"%64", "%86", "%88", "%143", "%165", "%167"}
 
 
@@ -185,7 +186,7 @@ def test_lazy_inline_findings(snapshot):
     report = lint([str(MF.parent.parent), str(PP0.parent.parent)], quiet_config())
     assert [(f.file.replace(str(CASES), "<recompute>").replace("tests/fixtures/recompute", "<recompute>"),
              f.graph[:24], f.node, f.rule, f.message, f.hint)
-            for f in report.findings] == snapshot
+            for group in report.findings for f in group.occurrences] == snapshot
 
 
 def test_the_keys_irlint_gives_free_what_its_findings_priced():
@@ -205,8 +206,7 @@ def test_the_keys_irlint_gives_free_what_its_findings_priced():
 def test_two_layers_default_scoped_problems_are_two_problems():
     # both SiLUs print "Default/SiLU-op<N>" (the op number renumbers between dumps): the identity
     # carries the layer and cells recovered from the graph instead
-    silus = [f for f in lint([str(MF)], quiet_config()).findings if f.op == "SiLU"]
+    silus = [o for f in lint([str(MF)], quiet_config()).findings for o in f.occurrences if o.op == "SiLU"]
     assert len({f.problem for f in silus}) == 2
     assert sorted(dict(enumerate(f.identity))[1] for f in silus) == [
-        "Default (layer 0: feed_forward-LlamaFeedForward/w1-Linear/activation-LlamaSiLU)",
-        "Default (layer 1: feed_forward-LlamaFeedForward/w1-Linear/activation-LlamaSiLU)"]
+        "network.model.layers.0.feed_forward.w1.activation", "network.model.layers.1.feed_forward.w1.activation"]

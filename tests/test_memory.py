@@ -399,15 +399,23 @@ def test_gpt_fixture_manifests(folder):
 
 def test_recompute_findings_state_bytes_per_layer_and_across_layers(lint_paths):
     report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"])
-    stakes = {(f.code, f.node): (f.bytes_at_stake, dict(f.extra)["bytes_at_stake_total"]) for f in report.findings
+    found = [o for f in report.findings for o in f.occurrences]   # each occurrence of a grouped finding
+    stakes = {(f.code, f.node): (f.bytes_at_stake, dict(f.extra)["bytes_at_stake_total"]) for f in found
               if f.code in ("RC001", "RC002")}
     # the gate Mul (s x ff fp16) is blocked in layers 0 and 2; the one-op SiLU cell only in layer 2
     # (one problem, one finding: the blocked Mul is RC002's alone)
     assert stakes == {("RC002", "%60"): (FF_OUT, 2 * FF_OUT), ("RC002", "%189"): (FF_OUT, 2 * FF_OUT),
                       ("RC001", "%184"): (FF_OUT, FF_OUT)}
-    mul = next(f for f in report.findings if f.node == "%60" and f.code == "RC002")
-    assert "5,632 bytes at stake in this layer, 11,264 bytes across the 2 layers" in mul.message
+    mul = next(f for f in found if f.node == "%60" and f.code == "RC002")
+    assert "5.50 KiB at stake in this layer, 11.0 KiB across the 2 layers" in mul.message
     assert mul.to_dict()["bytes_at_stake"] == FF_OUT
+    # one finding for both layers: the bytes summed, each occurrence in JSON
+    (group,) = [f for f in report.findings if f.code == "RC002"]
+    data = group.to_dict()
+    assert data["bytes_at_stake"] == 2 * FF_OUT and data["layers"] == ["0", "2"]
+    assert [(o["node"], o["layer"], o["bytes_at_stake"]) for o in data["occurrences"]] == [
+        ("%60", "0", FF_OUT), ("%189", "2", FF_OUT)]
+    assert group.headline.startswith("Mul in feed_forward, layers 0, 2: ") and "11.0 KiB kept" in group.headline
 
 
 def test_recomputed_downcast_costs_its_input_minus_its_output(lint_paths):
@@ -461,7 +469,7 @@ def test_outsized_rule_is_off_by_default(lint_paths):
     report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"])
     assert not [f for f in report.findings if f.code == "AM001"]
     report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"], extend_select=["AM001"])
-    assert len([f for f in report.findings if f.code == "AM001"]) == 3
+    assert len([o for f in report.findings for o in f.occurrences if f.code == "AM001"]) == 3
 
 
 def test_a_kept_tensor_of_unknown_size_is_named_not_guessed(ir_from_text):

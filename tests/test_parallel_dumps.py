@@ -158,7 +158,7 @@ def test_allreduce_whose_result_is_sliced_points_to_a_reduce_scatter():
     assert (f.node, f.op, extra["kinds"]) == ("%5", "AllReduce", ["allreduce-then-slice"])
     # ring AllReduce of Float32(64, 16) over 8 ranks: 2 * 7/8 * 4 KiB; a ReduceScatter half of it
     assert extra["moved_bytes"] == 2 * 7 * 64 * 16 * 4 // 8
-    assert "a ReduceScatter over the same 8 ranks would receive 3.5 KiB instead of 7.0 KiB" in f.message
+    assert "a ReduceScatter over the same 8 ranks would receive 3.50 KiB instead of 7.00 KiB" in f.message
     assert "give MatMul mm2 (net-Net) (in_strategy ((1, 8), (8, 1))) out_strategy ((8, 1),)" in f.hint
     assert extra["backward"] == ["%14", "%15"]
 
@@ -187,7 +187,7 @@ def test_expert_dispatch_by_gather_and_slice_names_enable_alltoall():
     _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-moe_gather_dispatch"))
     assert [f.node for f in found] == ["%3", "%18"]
     for f in found:
-        assert "enable_alltoall=True" in f.hint and "receiving 7.0 KiB instead of 56.0 KiB" in f.hint
+        assert "enable_alltoall=True" in f.hint and "receiving 7.00 KiB instead of 56.0 KiB" in f.hint
         assert dict(f.extra)["fix"] == {"set_auto_parallel_context": "enable_alltoall=True"}
 
 
@@ -389,8 +389,8 @@ def test_mindformers_expert_relayout_by_gather_counts_only_what_one_alltoall_wou
     found = list(RedundantRedistributionChain().check(ir))
     assert [f.node for f in found] == ["%84", "%102", "%200", "%218"]
     for f in found:
-        assert "enable_alltoall=True" in f.hint and "receiving 8.0 KiB instead of 16.0 KiB" in f.hint
-        assert "the expert-parallel re-layout itself is scheme (one AlltoAll: 8.0 KiB)" in f.message
+        assert "enable_alltoall=True" in f.hint and "receiving 8.00 KiB instead of 16.0 KiB" in f.hint
+        assert "the expert-parallel re-layout itself is scheme (one AlltoAll: 8.00 KiB)" in f.message
         assert dict(f.extra)["waste_bytes"] == 2 * (16384 - 8192)
 
 

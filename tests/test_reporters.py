@@ -175,7 +175,9 @@ def test_github_annotations(report):
     for line, f in zip(out, report.findings):
         m = pattern.match(line)
         assert m and int(m.group(1)) == f.line
-        assert "\n" not in m.group(2) and "%25" in m.group(2)
+        # the headline and the fix, escaped (no raw line break), without the evidence
+        assert "\n" not in m.group(2) and m.group(2).startswith(escape_data(f.headline))
+        assert escape_data(f.message) not in m.group(2)
 
 
 def test_junit_one_failing_testcase_per_file(tiny_rules):
@@ -197,8 +199,8 @@ def test_merged_ranks_are_named(tiny_rules, tmp_path, fmt):
     lines = render(report, fmt, ctx()).splitlines()
     assert len(lines) == len(report.findings)
     for line, f in zip(lines, report.findings):
-        message = line.split("::", 2)[2].split("%0AFix: ")[0] if fmt == "github" else line
-        assert message.endswith(f"{escape_data(f.message) if fmt == 'github' else f.message} (on ranks 0-1)")
+        message = line.split("::", 2)[2] if fmt == "github" else line
+        assert "on ranks 0–1: " in message and f.headline.split(": ")[0] in message
 
 
 def test_ranks_text():
@@ -258,11 +260,11 @@ def test_junit_does_not_fail_a_test_on_info_findings(tiny_rules):
     assert case.find("failure") is None and "TS002" in case.find("system-out").text
 
 
-def test_ranks_follow_the_message_after_one_space(tiny_rules):
+def test_ranks_are_in_the_headline(tiny_rules):
     report = lint([DUMP], Config())
-    report.findings = [f.with_(message="moves 7.0 KiB more", ranks=(0, 1, 2)) for f in report.findings[:1]]
-    assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "text", ctx())
-    assert "moves 7.0 KiB more (on ranks 0-2)" in render(report, "concise", ctx())
+    report.findings = [f.with_(cause="moves 7.0 KiB more", ranks=(0, 1, 2)) for f in report.findings[:1]]
+    assert "MatMul in network.feed_forward.w3, on ranks 0–2: moves 7.0 KiB more" in render(report, "text", ctx())
+    assert "MatMul in network.feed_forward.w3, on ranks 0–2: moves 7.0 KiB more" in render(report, "concise", ctx())
 
 
 def test_source_lines_are_those_of_the_file(tmp_path):

@@ -64,7 +64,7 @@ def test_backward_transpose_is_part_of_the_finding_not_a_finding_of_its_own():
     assert all(r.note.startswith("backward transpose") for r in backward)
     extra = dict(f.extra)
     assert extra["backward_moved_bytes"] == 7 * 2 * 64 * 4
-    assert "7.0 KiB per step in all" in f.message
+    assert "7.00 KiB per step in all" in f.message
 
 
 def test_pattern_kinds_each_flagged():

@@ -586,7 +586,7 @@ def test_mindspore_2_7_final_front_end_stage_is_found_by_its_name():
     """MindSpore 2.7.1 numbers the final front-end graph 19_validate: a folder lint judges it."""
     report = lint([str(RECOMPUTE / "ms271-attn-ffn")], quiet_config())
     assert {f.file.rsplit("/", 1)[-1] for f in report.findings} == {"19_validate_0072.ir"}
-    assert sorted((f.code, f.node) for f in report.findings) == [
+    assert sorted((o.code, o.node) for f in report.findings for o in f.occurrences) == [
         ("RC001", "%119"), ("RC001", "%33"), ("RC002", "%124"), ("RC002", "%188"), ("RC003", "%203"), ("RC003", "%241")]
 
 

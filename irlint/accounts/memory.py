@@ -24,6 +24,7 @@ from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
 from ..model import IRFile, weights_upstream
 from ..model.pipeline import backward_calls, schedules
 from ..read.values import TensorType
+from ..units import human_bytes
 
 # The stage files whose graph is final for the accounting, best first: the same choice as the
 # recompute rules (validate is the final front-end graph; CPU kernel graphs expand ops).
@@ -566,13 +567,13 @@ class Stake(NamedTuple):
     def text(self) -> str:
         per = " per micro batch" if self.micro_batches > 1 else ""
         if self.layers > 1:
-            out = (f"{self.bytes:,} bytes at stake{per} in this layer, {self.total:,} bytes across the "
+            out = (f"{human_bytes(self.bytes)} at stake{per} in this layer, {human_bytes(self.total)} across the "
                    f"{self.layers} layers with the same problem")
         else:
-            out = f"{self.bytes:,} bytes at stake{per}"
+            out = f"{human_bytes(self.bytes)} at stake{per}"
         if self.micro_batches > 1:
             out += (f"; this pipeline stage holds up to {self.in_flight} of its {self.micro_batches} micro "
-                    f"batches in flight, so {self.total * self.in_flight:,} bytes at its peak")
+                    f"batches in flight, so {human_bytes(self.total * self.in_flight)} at its peak")
         return out
 
     def extra(self) -> dict:

@@ -67,10 +67,23 @@ class _DefaultGroup(click.Group):
     def parse_args(self, ctx, args):
         if (args and args[0] not in self.commands and args[0] not in self.lazy_commands
                 and args[0] not in ("--help", "-h", "--version", "-V")):
+            self._refuse_mistyped_command(ctx, args[0])
             args = [self.default_command, *args]
         elif not args:
             args = [self.default_command]
         return super().parse_args(ctx, args)
+
+    def _refuse_mistyped_command(self, ctx, word: str) -> None:
+        """``irlint memroy x``: a first word that names no path but is close to a command is a
+        typo of the command, not a dump to lint (exit 2, with the command suggested)."""
+        import difflib
+
+        if word.startswith("-") or os.path.exists(word) or word == "-":
+            return
+        close = difflib.get_close_matches(word, [c for c in self.list_commands(ctx) if c != self.default_command],
+                                          n=1, cutoff=0.7)
+        if close:
+            _fail(f"{word}: no such file or folder, nor a command; did you mean `irlint {close[0]}`?")
 
     def format_usage(self, ctx, formatter):
         formatter.write_usage(ctx.command_path, "[OPTIONS] PATH...")
@@ -225,6 +238,8 @@ def main() -> None:
               help="Cache folder (default: cache-dir of the config, $IRLINT_CACHE_DIR, or the user cache folder).")
 @click.option("--rule-timeout", type=click.FloatRange(min=0), default=None,
               help="Seconds one rule may run on one file before it is stopped (IR011); 0: no limit. [default: 300]")
+@click.option("--no-group", is_flag=True, help="One finding per occurrence (per layer, stage file, recomputed "
+              "copy), not one per root cause.")
 @click.option("--stdin-filename", help="The name to report standard input (PATH -) under; its stage is read "
               "from it.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
@@ -237,7 +252,7 @@ def main() -> None:
 @follow_links_option
 @debug_option
 def check(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
-          jobs, no_cache, no_dedup, cache_dir, rule_timeout, stdin_filename, color, baseline_file,
+          jobs, no_cache, no_dedup, cache_dir, rule_timeout, no_group, stdin_filename, color, baseline_file,
           write_baseline_file, exit_zero, follow_links):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
 
@@ -255,6 +270,8 @@ def check(paths, fmt, output, config_file, select, extend_select, ignore, statis
         _apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir, rule_timeout)
         if no_dedup:
             config.dedup = False
+        if no_group:
+            config.group = False
         if output is None and sys.stdout is None and not show_files:   # `irlint ... >&-`
             raise InputError("standard output is closed: the report cannot be written (use -o FILE)")
         accepted = read_baseline(baseline_file) if baseline_file else None

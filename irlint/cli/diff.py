@@ -11,6 +11,7 @@ from . import _split, debug_option, follow_links_option
 from ..findings import FAILING_SEVERITIES
 from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
 from ..reporters.printable import printable_name, printable_text
+from ..units import human_bytes, percent_change
 from .memory import emit, fail
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
@@ -131,21 +132,29 @@ def exit_code(result: Diff) -> int:
 
 def _state(s: dict) -> str:
     req = s["requested"] or "not requested"
-    kept = f"kept ({s['kept_bytes']:,} bytes)" if s["kept"] else "not kept"
+    kept = f"kept ({human_bytes(s['kept_bytes'])})" if s["kept"] else "not kept"
     return f"{req}, {'applied' if s['applied'] else 'not applied'}, {kept}"
 
 
 def _change_table(w, label: str, rows: list[dict], extra: tuple | None = None) -> None:
     """Rows of ``label``, before, after and change (and ``extra``: a column's title and its text)."""
     width = max([len(label)] + [len(row[label]) for row in rows])
-    w(f"    {label:<{width}}  {'before':>12}  {'after':>12}  {'change':>12}" + (f"  {extra[0]:>7}" if extra else ""))
+    w(f"    {label:<{width}}  {'before':>10}  {'after':>10}  {'change':>10}  {'%':>6}"
+      + (f"  {extra[0]:>7}" if extra else ""))
     for row in rows:
-        w(f"    {row[label]:<{width}}  {row['before']:>12,}  {row['after']:>12,}  "
-          f"{_signed(row['after'] - row['before']):>12}" + (f"  {extra[1](row):>7}" if extra else ""))
+        w(f"    {row[label]:<{width}}  {human_bytes(row['before']):>10}  {human_bytes(row['after']):>10}  "
+          f"{_signed(row['after'] - row['before']):>10}  {percent_change(row['before'], row['after']):>6}"
+          + (f"  {extra[1](row):>7}" if extra else ""))
 
 
 def _signed(n: int) -> str:
-    return f"{n:+,}" if n else "0"
+    return ("+" if n > 0 else "") + human_bytes(n) if n else "0"
+
+
+def _change(before: int, after: int) -> str:
+    """``1.21 GiB -> 1.00 GiB (-212 MiB, -17%)``: bytes for a person, and the change in percent."""
+    return (f"{human_bytes(before)} -> {human_bytes(after)} "
+            f"({_signed(after - before)}, {percent_change(before, after)})")
 
 
 def render_text(result: Diff) -> str:
@@ -168,8 +177,8 @@ def render_text(result: Diff) -> str:
                             ("fixed?", result.unverified_fixed), ("new?", result.unverified_new)):
         for f in findings:
             where = f"{f.file}:{f.line}"
-            w(f"  {label:<9} {f.code} {f.severity:<7} {f.op} {where}")
-            w(f"            {f.message}")
+            w(f"  {label:<9} {f.code} {f.severity:<7} {where}")
+            w(f"            {f.headline}")
     for members, r in rank_groups(result.ranks):
         label = rank_label(members)
         w("")
@@ -189,8 +198,7 @@ def render_text(result: Diff) -> str:
                 more = n[f"{side}_only"] - len(listed)
                 w(f"    only {side}: " + ", ".join(_unmatched_text(x) for x in listed) + (f", … {more} more" if more > 0 else ""))
         m = r.memory
-        w(f"  activations kept for backward: {m['before_total']:,} -> {m['after_total']:,} bytes "
-          f"({_signed(m['after_total'] - m['before_total'])})")
+        w(f"  activations kept for backward: {_change(m['before_total'], m['after_total'])}")
         _change_table(w, "layer", m["layers"])
         f = r.compute
         if f:
@@ -201,9 +209,8 @@ def render_text(result: Diff) -> str:
               f"element-wise {f['before_recompute_elementwise_flops']:,} -> {f['after_recompute_elementwise_flops']:,}")
         c = r.communication
         if c and c["kinds"]:   # a single-device graph has no collective
-            w(f"  communication received per rank and step: {c['before_total']:,} -> {c['after_total']:,} bytes "
-              f"({_signed(c['after_total'] - c['before_total'])}); redistribution waste "
-              f"{c['waste_before']:,} -> {c['waste_after']:,}")
+            w(f"  communication received per rank and step: {_change(c['before_total'], c['after_total'])}; "
+              f"redistribution waste {human_bytes(c['waste_before'])} -> {human_bytes(c['waste_after'])}")
             _change_table(w, "kind", c["kinds"], ("ops", lambda k: f"{k['ops_before']}->{k['ops_after']}"))
         for title, changes, shown in (("recompute state changed (requested, applied, kept)", r.recompute, _state),
                                       ("in_strategy changed", r.strategies, lambda v: v or "none")):

@@ -13,6 +13,7 @@ from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
+from ..units import human_bytes
 
 JSON_VERSION = 1
 EXIT_ERROR = 2
@@ -144,8 +145,30 @@ def project_all(entries: list[dict], cases: list[str], layers: int, project) -> 
 
 
 def human(n: int) -> str:
-    # exact bytes: the figures are compared with hand counts and formulas
-    return f"{n:,}"
+    # the exact bytes are in --format json, for hand counts and formulas
+    return human_bytes(n)
+
+
+def largest_device(entries: list[dict]) -> dict | None:
+    """The file (a rank, a pipeline stage: one device) that keeps the most at its peak: the
+    headline figure. A sum over files would name bytes no device holds."""
+    return max(entries, key=lambda e: e["peak_kept_bytes"], default=None)
+
+
+def headline(entries: list[dict]) -> str:
+    """``Largest device: 76.6 KiB kept for backward at its peak (rank 0, 2 of 4 micro batches in
+    flight)``, for the text and HTML reports."""
+    e = largest_device(entries)
+    if e is None:
+        return ""
+    where = f"rank {e['rank']}" if e["rank"] is not None else e["file"]
+    flight = (f", {e['micro_batches_in_flight']} of {e['micro_batches']} micro batches in flight"
+              if e["micro_batches"] > 1 else "")
+    if len(entries) == 1:   # the file is named on the next line
+        return (f"Kept for backward: {human(e['peak_kept_bytes'])}" + (" at its peak" if flight else "")
+                + (f" ({flight[2:]})" if flight else ""))
+    return (f"Largest device: {human(e['peak_kept_bytes'])} kept for backward" + (" at its peak" if flight else "")
+            + f" ({where}{flight})")
 
 
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
@@ -175,6 +198,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
 
     if case:
         out.print(f"== {case}", soft_wrap=True)
+    out.print(headline(entries), soft_wrap=True)
     ranks = [e["rank"] for e in entries]
     by_rank = None not in ranks and len(set(ranks)) == len(ranks)
     label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
@@ -230,7 +254,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         if e.get("projected"):
             _render_projection(out, e["projected"], f" ({name})" if many else "")
         if e["weight_copy_bytes"]:
-            out.print(f"Not counted: {human(e['weight_copy_bytes'])} bytes that backward reads but that are computed "
+            out.print(f"Not counted: {human(e['weight_copy_bytes'])} that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
                       f"parameters, not the batch.", soft_wrap=True)
 

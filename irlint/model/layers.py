@@ -321,3 +321,20 @@ def layer_prefix(parts: tuple[str, ...]) -> tuple[str, ...] | None:
 
 def layer_of_node(ir: IRFile, k: int) -> str:
     return Places.of(ir).layer(k)[0]
+
+
+def model_path(ir: IRFile, k: int) -> tuple[str, str]:
+    """A node's resolved layer ("3", "outside", "" when nothing tells) and cell path as the weights
+    name it, class names left out and the layer the graph resolved put in
+    (``network.model.layers.3.feed_forward.w2``); the path of what recovered the place where the
+    printed scope lost it (lazy_inline's ``Default/SiLU-op0``)."""
+    p = Places.of(ir).place(k)
+    parts = scope_parts(p.scope)
+    at = next((i for i, part in enumerate(parts) if _LAYER_PART.match(part)), None)
+    above = [part.split("-", 1)[0] for part in (parts[:at] if at is not None else []) if "-" in part]
+    below = [part.split("-", 1)[0] for part in p.cells if "-" in part]
+    if p.layer.isdigit():
+        return p.layer, ".".join([*(above or ["layers"]), p.layer, *below])
+    if not parts and p.layer == OUTSIDE and not p.cells:
+        return "", ""
+    return p.layer, ".".join(part.split("-", 1)[0] for part in parts if "-" in part)

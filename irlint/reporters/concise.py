@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..findings import Report
+from ..headline import headline
 from . import RenderContext, ranks_text, rule_classes
 
 # Input problems: a file not read at all is an error, a skipped line a warning.
@@ -21,14 +22,27 @@ def ranks_note(f) -> str:
     return f" (on {ranks_text(f.ranks)})" if f.ranks else ""
 
 
+# a concise line fits an editor's problem list: the headline gives way to a long path
+LINE_MAX, MIN_HEADLINE = 200, 80
+
+
+def short_text(f) -> str:
+    """What a one-line format carries of a finding: its headline (which names the fix when the rule
+    states one in a few words), else the first line of the hint after it; never the evidence."""
+    text = f.headline
+    if not f.fix and f.hint:
+        text += " Fix: " + f.hint.split("\n", 1)[0].rstrip(":")
+    return text
+
+
 def render(report: Report, ctx: RenderContext) -> str:
     if ctx.statistics:
         names = {c.code: c.name for c in rule_classes(report, ctx)}
         return "".join(f"{count:>5}\t{code}\t{names.get(code, '')}\n" for code, count in report.by_rule().items())
     lines = []
     for f in report.findings:
-        message = f.message.replace("\n", " ") + ranks_note(f)
-        lines.append(f"{f.file}:{max(f.line, 1)}:{max(f.column, 1)}: {f.code} [{f.severity}] {message}")
+        prefix = f"{f.file}:{max(f.line, 1)}:{max(f.column, 1)}: {f.code} [{f.severity}] "
+        lines.append(prefix + headline(f, max(LINE_MAX - len(prefix), MIN_HEADLINE)))
     for d in report.diagnostics:
         lines.append(f"{d.file}:{max(d.line, 1)}:1: {d.code} [{diagnostic_severity(d.code)}] "
                      f"{d.message.replace(chr(10), ' ')}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..findings import Report
 from . import RenderContext
-from .concise import diagnostic_severity, ranks_note, suppressed_text
+from .concise import diagnostic_severity, short_text, suppressed_text
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -29,7 +29,7 @@ def command(level: str, file: str, line: int, col: int, title: str, message: str
 def render(report: Report, ctx: RenderContext) -> str:
     lines = []
     for f in report.findings:
-        message = f.message + ranks_note(f) + (f"\nFix: {f.hint}" if f.hint else "")
+        message = short_text(f)
         lines.append(command(LEVEL.get(f.severity, "warning"), f.file, f.line, f.column, f"{f.code} {f.rule}", message))
     for d in report.diagnostics:
         lines.append(command(LEVEL[diagnostic_severity(d.code)], d.file, d.line, 1, f"{d.code} {d.kind}", d.message))

@@ -7,7 +7,7 @@ from collections import Counter
 
 from ..findings import Report
 from . import RenderContext
-from .concise import diagnostic_severity, ranks_note
+from .concise import diagnostic_severity, short_text
 
 SEVERITY = {"error": "critical", "warning": "major", "info": "info"}
 
@@ -20,7 +20,7 @@ def render(report: Report, ctx: RenderContext) -> str:
         seen[f.fingerprint] += 1
         fingerprint = hashlib.sha256(f"{f.fingerprint}:{seen[f.fingerprint]}".encode()).hexdigest()[:32]
         issues.append({
-            "description": f"{f.code} {f.message}{ranks_note(f)}" + (f" Fix: {f.hint}" if f.hint else ""),
+            "description": f"{f.code} {short_text(f)}",
             "check_name": f"{f.code} {f.rule}", "fingerprint": fingerprint, "severity": SEVERITY.get(f.severity, "major"),
             "location": {"path": f.file, "lines": {"begin": max(f.line, 1)}},
         })

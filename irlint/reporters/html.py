@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..findings import Finding, Report
+from ..units import human_bytes, percent_change
 from . import RenderContext, ranks_text, rule_classes
 from .source import SourceLines
 from .svg import ChainNode, bar_chart_svg, chain_svg, legend_svg
@@ -24,14 +25,7 @@ _DROP = re.compile(r"\b(?:drop|remove)\b", re.IGNORECASE)
 BEFORE_COLOUR, AFTER_COLOUR, KEPT_COLOUR = "#adb5bd", "#1971c2", "#1971c2"
 
 
-def size(n: int | None) -> str:
-    """Bytes for a label: exact under 1 KiB, else KiB/MiB/GiB with one decimal."""
-    if n is None:
-        return "? bytes"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
+size = human_bytes   # the one byte formatter of every report (irlint.units)
 
 
 def _environment():
@@ -41,7 +35,8 @@ def _environment():
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["size"] = size
     env.filters["thousands"] = lambda n: f"{n:,}"
-    env.filters["signed"] = lambda n: f"{n:+,}" if n else "0"
+    env.filters["signed"] = lambda n: ("+" if n > 0 else "") + size(n) if n else "0"
+    env.filters["percent"] = lambda pair: percent_change(*pair)
     return env
 
 
@@ -234,9 +229,10 @@ def render(report: Report, ctx: RenderContext) -> str:
 
     per_layer: dict[str, int] = {}
     for f in findings:
-        if f.bytes_at_stake:
-            layer = layer_of(f.scope)
-            per_layer[layer] = per_layer.get(layer, 0) + f.bytes_at_stake
+        for o in f.occurrences:   # each occurrence under the layer the graph resolved
+            if o.bytes_at_stake:
+                layer = o.layer or layer_of(o.scope)
+                per_layer[layer] = per_layer.get(layer, 0) + o.bytes_at_stake
     layers = sorted(per_layer, key=lambda name: (name == "outside", int(name) if name.isdigit() else 0))
     layer_chart = bar_chart_svg([layer_name(name) for name in layers],
                                 [("activations at stake", KEPT_COLOUR, [per_layer[name] for name in layers])],
@@ -254,6 +250,8 @@ def render(report: Report, ctx: RenderContext) -> str:
 
 
 def render_memory(entries: list[dict], problems: list, counted: str) -> str:
+    from ..cli.memory import headline, largest_device
+
     files = []
     for e in entries:
         layers = e["layers"]
@@ -262,7 +260,7 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
         files.append({"e": e, "chart": _markup(chart)})
     return _environment().get_template("memory.html.j2").render(
         title="irlint memory", version=__version__, files=files, problems=problems, counted=counted,
-        total=sum(e["total_kept_bytes"] for e in entries),
+        largest=largest_device(entries), headline=headline(entries),
         ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None)) if any(
             e["rank"] is not None for e in entries) else "")
 
@@ -299,9 +297,9 @@ def render_diff(result) -> str:
     kept_after = sum(r.memory["after_total"] for r in result.ranks)
     verdict = (f"{len(failing)} new finding{'s' if len(failing) != 1 else ''}: the change made something worse"
                if failing else "No new finding")
-    verdict += (f"; {len(result.fixed)} fixed; activations kept for backward {kept_before:,} → {kept_after:,} bytes"
-                f" ({kept_after - kept_before:+,})" if kept_after != kept_before else
-                f"; {len(result.fixed)} fixed; activations kept for backward unchanged ({kept_after:,} bytes)")
+    verdict += (f"; {len(result.fixed)} fixed; activations kept for backward {size(kept_before)} → {size(kept_after)}"
+                f" ({percent_change(kept_before, kept_after)})" if kept_after != kept_before else
+                f"; {len(result.fixed)} fixed; activations kept for backward unchanged ({size(kept_after)})")
     return _environment().get_template("diff.html.j2").render(
         title="irlint diff", version=__version__, d=result, sections=sections, groups=groups, verdict=verdict,
         failing=bool(failing), legend=_markup(legend_svg()),

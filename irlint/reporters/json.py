@@ -32,7 +32,10 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
                     "diagnostics": len(report.diagnostics), "baselined": ctx.baselined,
                     "suppressed": len(report.suppressed),
                     # files checked that were read, not given another file's findings (same graph)
-                    "graphs_read": report.graphs_read},
+                    "graphs_read": report.graphs_read,
+                    # a finding grouped by root cause counts once in "findings", each occurrence here
+                    "occurrences": sum(len(f.occurrences) for f in report.findings),
+                    "unused_suppressions": [s.describe() for s in report.unused_suppressions]},
     }
 
 

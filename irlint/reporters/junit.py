@@ -9,13 +9,14 @@ from collections import defaultdict
 
 from ..findings import Report
 from . import RenderContext
+from .concise import short_text
 
 
 FAILING = ("error", "warning")   # as the exit code: info findings never fail a run
 
 
 def _line(f) -> str:
-    return f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}" + (f"\n    fix: {f.hint}" if f.hint else "")
+    return f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {short_text(f)}"
 
 
 def render(report: Report, ctx: RenderContext) -> str:

@@ -55,7 +55,7 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
         if f.scope or f.node:
             location["logicalLocations"] = [{"name": f.node or f.op, "fullyQualifiedName": f.scope or f.node,
                                              "kind": "function"}]
-        text = f.message + (f"\nFix: {f.hint}" if f.hint else "")
+        text = f.full_message + (f"\nFix: {f.hint}" if f.hint else "")
         result: dict[str, Any] = {
             "ruleId": f.code,
             "level": LEVEL.get(f.severity, "warning"),
@@ -63,7 +63,9 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
             "locations": [location],
             "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
             "properties": {"rule": f.rule, "op": f.op, "graph": f.graph, "node": f.node, "stage": f.stage,
-                           **({"ranks": list(f.ranks)} if f.ranks else {})},
+                           "headline": f.headline, "layer": f.layer, "modelPath": f.model_path,
+                           **({"ranks": list(f.ranks)} if f.ranks else {}),
+                           **({"occurrences": [o.occurrence() for o in f.members]} if f.members else {})},
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
@@ -80,9 +82,17 @@ def as_dict(report: Report, ctx: RenderContext) -> dict:
                 result["relatedLocations"].append(loc)
             if f.source:   # the model line that made the node (its source trace)
                 loc = _location(f.source[0], f.source[1])
-                loc["id"] = len(f.related)
+                loc["id"] = len(result.setdefault("relatedLocations", []))
                 loc["message"] = {"text": f"model code that made {f.node} {f.op}".rstrip()}
                 result["relatedLocations"].append(loc)
+        # one result per root cause, its other occurrences as related locations: a code-scanning
+        # alert per layer would be the 30 alerts for one mistake this grouping removes
+        for o in f.members[1:]:
+            loc = _location(o.file, o.line, o.column)
+            loc["id"] = len(result.setdefault("relatedLocations", []))
+            loc["message"] = {"text": f"also here: {o.node} {o.op}" + (f" in layer {o.layer}" if o.layer.isdigit() else "")
+                              + (f" {o.scope}" if o.scope else "")}
+            result["relatedLocations"].append(loc)
         results.append(result)
     notifications = [{
         "level": LEVEL[diagnostic_severity(d.code)],

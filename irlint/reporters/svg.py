@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
+from ..units import human_bytes
+
 NODE_W, NODE_H, GAP, ROW_GAP, PAD = 136, 48, 124, 70, 12
 V_GAP = 58          # between rows of the vertical layout
 MAX_ACROSS = 5      # longer chains are drawn top to bottom, so the page need not scroll sideways
@@ -167,7 +169,7 @@ def legend_svg() -> str:
     return "".join(out)
 
 
-def bar_chart_svg(labels: list[str], series: list[tuple[str, str, list[int]]], unit=lambda n: f"{n:,} B") -> str:
+def bar_chart_svg(labels: list[str], series: list[tuple[str, str, list[int]]], unit=human_bytes) -> str:
     """Horizontal bars, one group per label; ``series`` is (name, colour, values) (one series: a
     plain chart; two: before and after side by side)."""
     bar_h, gap, right = 16, 10, 130
@@ -192,7 +194,7 @@ def bar_chart_svg(labels: list[str], series: list[tuple[str, str, list[int]]], u
             w = inner * value / peak
             y = y0 + j * bar_h
             out.append(f'<rect class="bar" x="{left}" y="{y}" width="{max(w, 0.5):.1f}" height="{bar_h - 2}" '
-                       f'fill="{colour}"><title>{escape(label)} {escape(name)}: {value:,} bytes</title></rect>')
+                       f'fill="{colour}"><title>{escape(label)} {escape(name)}: {escape(unit(value))}</title></rect>')
             out.append(_text(left + w + 6, y + bar_h - 5, unit(value), 11, "normal", "#343a40", "start"))
     out.append("</svg>")
     return "".join(out)

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from ..findings import Report
-from . import UNLIMITED_WIDTH, RenderContext, ranks_text, rule_classes
+from . import UNLIMITED_WIDTH, RenderContext, rule_classes
 
 if TYPE_CHECKING:   # rich is imported only for colour or a terminal's width: it is a large share of a start
     from rich.console import Console
@@ -129,19 +129,20 @@ def _trimmed(text: str, ctx: RenderContext) -> str:
 
 
 def _finding(f, ctx: RenderContext) -> Grid:
-    """Labels on the left, text on the right; to a terminal long messages wrap with a hanging
-    indent and scope/chain lines are cut with '…', elsewhere every line is printed in full."""
+    """The headline, then the evidence on labelled lines: labels on the left, text on the right;
+    to a terminal long lines wrap with a hanging indent and source/scope/context lines are cut
+    with '…', elsewhere every line is printed in full."""
     grid = Grid()
     head = Cell()
     head.append(f.code, style="bold " + SEVERITY_STYLE.get(f.severity, ""))
     head.append(f" {f.severity}", style=SEVERITY_STYLE.get(f.severity, ""))
-    head.append(f"  {f.message}")
-    if f.ranks:
-        head.append(f" (on {ranks_text(f.ranks)})", style="dim")
+    head.append(f"  {f.headline}")
     grid.append((Cell(f"{f.line}:{f.column}", style="bold"), head))
     source = ctx.sources.line(f.file, f.line)
     if source:
         grid.append((Cell(f"{f.line} │", style="dim"), Cell(source, clip=True)))
+    if f.message:
+        grid.append((Cell("why", style="dim"), Cell(f.message)))
     if f.scope:
         grid.append((Cell("scope", style="dim"), Cell(f.scope, "dim", clip=True)))
     if f.source:
@@ -149,20 +150,51 @@ def _finding(f, ctx: RenderContext) -> Grid:
     # node ids restart in every subgraph: name the subgraphs once nodes of several are shown
     several = any(r.graph and r.graph != f.graph for r in f.related)
     if several and f.graph:
-        grid.append((Cell("graph", style="dim"), Cell(f"{f.node} in {f.graph}", "dim", clip=True)))
+        grid.append((Cell("graph", style="dim"), Cell(f"{f.node} in {short_graph(f.graph, ctx)}", "dim", clip=True)))
+    if f.members:
+        grid.append((Cell("seen", style="dim"), Cell(occurrences_text(f), "dim", clip=True)))
+    # the nodes around the finding: context, not a path through the graph
     for i, r in enumerate(f.related):
-        row = Cell("↳ ", clip=True)
+        row = Cell("", clip=True)
         where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
         row.append(f"{where} {r.node} {r.op}", style="bold")
         if r.graph and r.graph != f.graph:
-            row.append(f" in {r.graph}")
+            row.append(f" in {short_graph(r.graph, ctx)}")
         if r.note:
             row.append(f"  {r.note}", style="italic")
         row.append(f"  {r.scope}", style="dim")
-        grid.append((Cell("chain" if i == 0 else "", style="dim"), row))
+        grid.append((Cell("context" if i == 0 else "", style="dim"), row))
     if f.hint:
         grid.append((Cell("fix", style="green"), Cell(f.hint)))
     return grid
+
+
+GRAPH_NAME_MAX = 40
+
+
+def short_graph(name: str, ctx: RenderContext) -> str:
+    """A graph name a terminal line has room for (long generated names keep their ends); whole
+    in a file or pipe, where it can be searched for."""
+    if ctx.width is None or len(name) <= GRAPH_NAME_MAX:
+        return name
+    keep = (GRAPH_NAME_MAX - 1) // 2
+    return f"{name[:keep]}…{name[-keep:]}"
+
+
+def occurrences_text(f) -> str:
+    """Where the occurrences of a grouped finding are, in a line (each one is in JSON, SARIF and
+    ``--no-group``)."""
+    files: dict[str, list[int]] = {}
+    for o in f.members:
+        files.setdefault(o.file, []).append(o.line)
+    where = "; ".join(("" if path == f.file else f"{path} ") + f"line{'s' if len(lines) > 1 else ''} "
+                      + _lines_text(lines) for path, lines in files.items())
+    return f"{len(f.members)} occurrences: {where} (each in --format json, or --no-group)"
+
+
+def _lines_text(lines: list[int]) -> str:
+    lines = sorted(set(lines))
+    return ", ".join(map(str, lines)) if len(lines) <= 4 else f"{lines[0]}, {lines[1]} … {lines[-1]}"
 
 
 def statistics_table(report: Report, ctx: RenderContext) -> StatisticsTable:
@@ -180,7 +212,11 @@ def _summary(report: Report, ctx: RenderContext) -> list:
         blocks.append(statistics_table(report, ctx))
     n, files = len(report.findings), len({f.file for f in report.findings})
     if n:
-        text = f"Found {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+        text = f"Found {n} finding{'s' if n != 1 else ''}"
+        seen = sum(len(f.occurrences) for f in report.findings)
+        if seen != n:   # grouped by root cause
+            text += f" ({seen} occurrences)"
+        text += f" in {files} file{'s' if files != 1 else ''}"
     elif report.diagnostics:   # not a clean result: some of the input was not read
         text = "No findings in what could be read"
     else:

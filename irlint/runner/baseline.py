@@ -19,8 +19,10 @@ class BaselineError(Exception):
 
 
 def write_baseline(path: str | Path, findings: list[Finding]) -> int:
-    entries = [{"fingerprint": f.fingerprint, "code": f.code, "rule": f.rule, "file": f.file,
-                "scope": f.scope, "message": f.message} for f in findings]
+    # one entry per occurrence: a later run whose group lost or gained a layer is matched layer by layer
+    entries = [{"fingerprint": o.fingerprint, "code": o.code, "rule": o.rule, "file": o.file,
+                "scope": o.scope, "model_path": o.model_path, "message": o.message}
+               for f in findings for o in f.occurrences]
     entries.sort(key=lambda e: (e["code"], e["file"], e["scope"], e["fingerprint"]))
     data = {"irlint-baseline": FORMAT_VERSION, "findings": entries}
     import json   # only a run with a baseline pays for it
@@ -55,16 +57,25 @@ def read_baseline(path: str | Path) -> Counter:
 
 
 def new_findings(findings: list[Finding], accepted: Counter) -> list[Finding]:
-    """Findings not covered by the baseline; each baseline entry covers one finding. An entry
-    written before fingerprints left out the stage name is matched by ``staged_fingerprint``."""
+    """Findings not covered by the baseline; each baseline entry covers one occurrence, and a
+    grouped finding keeps the occurrences that are new. An entry written before fingerprints left
+    out the stage name is matched by ``staged_fingerprint``."""
     left = Counter(accepted)
     out = []
     for f in findings:
-        fp = f.fingerprint
-        if left[fp] <= 0:
-            fp = f.staged_fingerprint
-        if left[fp] > 0:
-            left[fp] -= 1
-        else:
+        new = []
+        for o in f.occurrences:
+            fp = o.fingerprint if left[o.fingerprint] > 0 else o.staged_fingerprint
+            if left[fp] > 0:
+                left[fp] -= 1
+            else:
+                new.append(o)
+        if len(new) == len(f.occurrences):
             out.append(f)
+        elif len(new) == 1:
+            out.append(new[0])
+        elif new:
+            from .group import by_root_cause
+
+            out.extend(by_root_cause(new))
     return out

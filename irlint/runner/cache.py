@@ -33,7 +33,7 @@ from .. import __version__
 from ..diagnostics import Diagnostic
 from ..findings import Finding, Related
 
-FORMAT = 2   # 1: pickles (never read: a pickle can run code)
+FORMAT = 3   # 1: pickles (never read: a pickle can run code); 2: findings without model names
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time
@@ -509,7 +509,8 @@ def _unplain(value):
     raise ValueError("not a cache value")
 
 
-_FINDING_TEXT = ("code", "rule", "severity", "graph", "node", "op", "scope", "message", "hint", "stage")
+_FINDING_TEXT = ("code", "rule", "severity", "graph", "node", "op", "scope", "message", "hint", "stage",
+                 "layer", "model_path", "cause", "fix")
 _RELATED_TEXT = ("node", "op", "scope", "graph", "note")
 
 

@@ -10,16 +10,25 @@ from collections.abc import Callable
 
 @dataclass
 class Suppression:
-    """Silence a rule (or every rule, when ``rule`` is empty) for nodes whose scope matches."""
+    """Silence a rule (or every rule, when ``rule`` is empty) for nodes whose printed scope or model
+    path matches ``scope``, or whose model path matches ``path`` (``layers.1.feed_forward``: the
+    cell path the graph resolved, which lazy_inline's short printed scopes do not show)."""
 
-    scope: str
+    scope: str = ""
     rule: str = ""
     reason: str = ""
+    path: str = ""
 
-    def matches(self, code: str, name: str, scope: str) -> bool:
+    def matches(self, code: str, name: str, scope: str, model_path: str = "") -> bool:
         if self.rule and not _selector_matches(self.rule, code, name):
             return False
-        return re.search(self.scope, scope) is not None
+        if self.scope and (re.search(self.scope, scope) or (model_path and re.search(self.scope, model_path))):
+            return True
+        return bool(self.path and model_path and re.search(self.path, model_path))
+
+    def describe(self) -> str:
+        what = f"scope {self.scope!r}" if self.scope else f"path {self.path!r}"
+        return what + (f" rule {self.rule!r}" if self.rule else "")
 
 
 @dataclass
@@ -35,6 +44,7 @@ class Config:
     jobs: int = 0            # 0: one process per core
     cache: bool = True
     dedup: bool = True       # files that hold the same graph (other ranks, repeated stages) are read once
+    group: bool = True       # one finding per root cause (irlint.runner.group); off: one per occurrence
     cache_dir: str | None = None
     plugins: bool = True
     # seconds one rule may run on one file before it is stopped and reported (IR011); 0: no limit
@@ -64,12 +74,12 @@ class Config:
                 best, value = spec, sev
         return value
 
-    def suppressed(self, code: str, name: str, scope: str) -> bool:
-        return self.suppression_for(code, name, scope) is not None
+    def suppressed(self, code: str, name: str, scope: str, model_path: str = "") -> bool:
+        return self.suppression_for(code, name, scope, model_path) is not None
 
-    def suppression_for(self, code: str, name: str, scope: str) -> Suppression | None:
+    def suppression_for(self, code: str, name: str, scope: str, model_path: str = "") -> Suppression | None:
         """The first ``[[suppress]]`` entry that silences this finding."""
-        return next((s for s in self.suppress if s.matches(code, name, scope)), None)
+        return next((s for s in self.suppress if s.matches(code, name, scope, model_path)), None)
 
     def effective_jobs(self) -> int:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
@@ -97,7 +107,7 @@ def _specificity(selector: str, code: str, name: str) -> int:
 CONFIG_FILES = ("irlint.toml", "pyproject.toml")   # first found in a folder wins
 LEVELS = ("error", "warning", "info")
 _KEYS = {"select", "extend-select", "ignore", "severity", "all-stages", "jobs", "cache", "cache-dir",
-         "suppress", "plugins", "rule-timeout", "dedup"}
+         "suppress", "plugins", "rule-timeout", "dedup", "group"}
 
 
 class ConfigError(Exception):
@@ -177,7 +187,8 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
         if level not in LEVELS:
             raise ConfigError(f"{where}: severity of {selector!r} must be one of {', '.join(LEVELS)}, not {level!r}")
     cfg.severity = dict(severity)
-    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins"), ("dedup", "dedup")):
+    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins"), ("dedup", "dedup"),
+                      ("group", "group")):
         if key in data:
             if not isinstance(data[key], bool):
                 raise ConfigError(f"{where}: '{key}' must be true or false")
@@ -207,20 +218,25 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
 def _suppression(entry, where: str) -> Suppression:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a table {{rule = \"RC001\", scope = \"regex\", reason = \"...\"}}")
-    extra = sorted(set(entry) - {"rule", "scope", "reason"})
+    extra = sorted(set(entry) - {"rule", "scope", "path", "reason"})
     if extra:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; known: rule, scope, reason")
-    scope = entry.get("scope")
-    if not isinstance(scope, str) or not scope:
-        raise ConfigError(f"{where}: 'scope' (a regular expression) is required")
-    try:
-        re.compile(scope)
-    except re.error as exc:
-        raise ConfigError(f"{where}: 'scope' is not a valid regular expression: {exc}") from None
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; known: rule, scope, path, reason")
+    if not entry.get("scope") and not entry.get("path"):
+        raise ConfigError(f"{where}: 'scope' or 'path' (a regular expression) is required")
+    for key in ("scope", "path"):
+        if key not in entry:
+            continue
+        if not isinstance(entry[key], str) or not entry[key]:
+            raise ConfigError(f"{where}: '{key}' must be a regular expression")
+        try:
+            re.compile(entry[key])
+        except re.error as exc:
+            raise ConfigError(f"{where}: '{key}' is not a valid regular expression: {exc}") from None
     for key in ("rule", "reason"):
         if not isinstance(entry.get(key, ""), str):
             raise ConfigError(f"{where}: '{key}' must be a string")
-    return Suppression(scope=scope, rule=entry.get("rule", ""), reason=entry.get("reason", ""))
+    return Suppression(scope=entry.get("scope", ""), rule=entry.get("rule", ""), reason=entry.get("reason", ""),
+                       path=entry.get("path", ""))
 
 
 def load_config(path: str | Path | None = None, starts: list[str] | None = None) -> tuple[Config, Path | None]:
@@ -307,11 +323,14 @@ def to_toml(cfg: Config, table: str = "") -> str:
         lines.append(f"cache-dir = {_toml_value(cfg.cache_dir)}")
     lines.append(f"plugins = {_toml_value(cfg.plugins)}")
     lines.append(f"dedup = {_toml_value(cfg.dedup)}")
+    lines.append(f"group = {_toml_value(cfg.group)}")
     lines.append(f"rule-timeout = {_toml_value(cfg.rule_timeout)}")
     lines += ["", f"[{sub}severity]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in sorted(cfg.severity.items())]
     for s in cfg.suppress:
-        lines += ["", f"[[{sub}suppress]]", f"rule = {_toml_value(s.rule)}", f"scope = {_toml_value(s.scope)}",
-                  f"reason = {_toml_value(s.reason)}"]
+        lines += ["", f"[[{sub}suppress]]", f"rule = {_toml_value(s.rule)}"]
+        lines += [f"scope = {_toml_value(s.scope)}"] if s.scope else []
+        lines += [f"path = {_toml_value(s.path)}"] if s.path else []
+        lines += [f"reason = {_toml_value(s.reason)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -439,7 +439,18 @@ class Diff:
 
 
 def compare_findings(before: list[Finding], after: list[Finding]) -> tuple[list, list, list]:
-    """(fixed, new, unchanged) by fingerprint, each fingerprint counted as many times as it occurs."""
+    """(fixed, new, unchanged) by fingerprint, each fingerprint counted as many times as it occurs;
+    findings grouped by root cause are compared occurrence by occurrence, then grouped again."""
+    grouped = any(f.members for f in [*before, *after])
+    if grouped:
+        from .group import by_root_cause
+
+        flat = lambda fs: [o for f in fs for o in f.occurrences]   # noqa: E731
+        return tuple(by_root_cause(part) for part in _compare(flat(before), flat(after)))
+    return _compare(before, after)
+
+
+def _compare(before: list[Finding], after: list[Finding]) -> tuple[list, list, list]:
     left = Counter(f.fingerprint for f in before)
     new, unchanged = [], []
     for f in after:

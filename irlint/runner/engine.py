@@ -905,7 +905,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
                 incomplete.add(f.path)
             for finding in findings:
                 sev = config.severity_for(finding.code, finding.rule, finding.severity)
-                silent = config.suppressed(finding.code, finding.rule, finding.scope)
+                silent = config.suppressed(finding.code, finding.rule, finding.scope, finding.model_path)
                 (silenced if silent else found).append((f, finding.with_(severity=sev)))
         # a truncated final stage must not hide what the complete earlier stages show
         todo = fallback_plan(files, rules, done, incomplete, config.all_stages) if incomplete else {}
@@ -914,10 +914,21 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}
     report.cache_hits = len(cached)
     report.findings = _group(found, {r.name: r.stages for r in rules}, incomplete)
+    if getattr(config, "group", True):
+        from .group import by_root_cause
+
+        report.findings = by_root_cause(report.findings)
+    used: set[int] = set()
     for finding in _group(silenced, {r.name: r.stages for r in rules}, incomplete):
-        entry = config.suppression_for(finding.code, finding.rule, finding.scope)
-        reason = (entry.reason or f"[[suppress]] scope {entry.scope!r}") if entry else ""
+        entry = config.suppression_for(finding.code, finding.rule, finding.scope, finding.model_path)
+        if entry is not None:
+            used.add(id(entry))
+        reason = (entry.reason or f"[[suppress]] {entry.describe()}") if entry else ""
         report.suppressed.append((finding, reason))
+    # like an unused noqa: an entry that silenced nothing has a pattern that names nothing (any more)
+    report.unused_suppressions = [s for s in config.suppress if id(s) not in used]
+    report.notes.extend(f"[[suppress]] entry {s.describe()} matched no finding in this run"
+                        for s in report.unused_suppressions if report.files)
     return report
 
 

@@ -11,7 +11,7 @@ from irlint.read.values import TYPE_ID_NAMES
 from . import examples as ex
 from .evidence import HIGH_PRECISION, LOW_PRECISION, RecomputeFacts
 from .keys import GUESS_NOTE, node_select_key
-from .report import RecomputeRule, nodes_text, place_path
+from .report import RecomputeRule, nodes_text, place_path, short_fix
 
 
 def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
@@ -119,7 +119,9 @@ class RecomputeDowncast(RecomputeRule):
                     + (GUESS_NOTE if guessed else "") + ".")
             related = [related_node(ir, down.source, f"{down.src} input kept for the recompute")]
             related += [related_node(ir, b, "not recomputed; holds the recompute back") for b in down.blocking]
+            cause = f"recomputed {down.src}->{down.dst} down-cast keeps its {down.src} input"
             finding = self.finding(ir, k, message, hint=hint, related=related,
+                                   cause=cause, fix=short_fix([key], "drop") if key else "recompute the up-cast instead",
                                    identity=(d["op"], place_path(ir, k), down.src, down.dst),
                                    extra={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)})
             yield staked(finding, stake(ir, k, downcast_cost))

@@ -9,7 +9,7 @@ from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, node_select_key
-from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note,
+from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note, short_fix,
                      where)
 from .reshape_blocks import blocked_silu_muls
 
@@ -96,6 +96,8 @@ class RecomputeNotApplied(RecomputeRule):
             cause = (f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                      f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it")
             key, guessed = node_select_key(ir, k)
+            short = "a one-op cell's output is never recomputed"
+            fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
             hint = ("Name the primitive inside the cell, not the cell: "
                     + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
                     + (GUESS_NOTE if guessed else "") + ".")
@@ -105,12 +107,15 @@ class RecomputeNotApplied(RecomputeRule):
             # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
             slices = [v for v in blocking if is_inserted_slice(ir[v])]
             needs = blocking_keys(ir, [v for v in blocking if v not in slices])
+            ops = ", ".join(dict.fromkeys(ir[v]["op"] for v in (blocking or chain)))
+            short = f"kept for backward by non-recomputed {ops}"
             hint = "Recompute the blocking op(s) between it and the backward reader as well"
             said = keys_hint(needs)
             hint += (": " + said) if said else ""
             hint += "."
             keys = [n.key for n in needs if n.key and n.needed]
             needed = {"select_recompute": keys, **fix_extra(ir, k, needs)}
+            fix = short_fix(keys)
             hint += folded_note(ir, blocking)
             if slices:
                 hint += (f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
@@ -118,6 +123,7 @@ class RecomputeNotApplied(RecomputeRule):
                          f"of the op it feeds, whose key recomputes it too.")
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
+            short, fix = "no recomputed copy, backward keeps it", "see the compile log"
             hint = "Check the compile log for recompute warnings about this op."
         message = (f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
                    f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
@@ -128,5 +134,6 @@ class RecomputeNotApplied(RecomputeRule):
         finding = self.finding(ir, k, message, hint=hint, related=related,
                                identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "memory",
-                                      "blocking": [ir[v].get("id", "") for v in blocking], **needed})
+                                      "blocking": [ir[v].get("id", "") for v in blocking], **needed},
+                               cause=short, fix=fix)
         return staked(finding, stake(ir, k, freed_by_recompute))

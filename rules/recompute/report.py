@@ -1,7 +1,7 @@
 """The base of the recompute rules and how their findings name requests and backward readers."""
 from __future__ import annotations
 
-from irlint.model.layers import Places
+from irlint.model.layers import Places, model_path
 from irlint.accounts.memory import bytes_at_stake
 from irlint.model import IRFile
 from irlint.rule import Rule
@@ -33,14 +33,21 @@ def where(ir: IRFile, k: int) -> str:
 
 
 def place_path(ir: IRFile, k: int) -> str:
-    """A node's cell path for a finding's identity: the printed one, or for a node whose scope lost
-    it (lazy_inline's ``Default/SiLU-op0``) the layer and cells recovered from the graph, so that
-    two layers' problems stay two problems across re-dumps."""
-    p = Places.of(ir).place(k)
-    printed = "/".join(cell_path(ir[k].get("scope", "")))
-    if p.cells_from not in ("copy", "gradient", "producer") and (p.layer_from == "scope" or p.layer == "outside"):
-        return printed
-    return f"{printed} (layer {p.layer}: {'/'.join(p.cells)})"
+    """A node's cell path for a finding's identity: the model path the graph resolves (layer and
+    cells, class names left out; ``irlint.model.layers.model_path``), the same whether the scope
+    prints it or lost it (lazy_inline's ``Default/SiLU-op0``), so that two layers' problems stay
+    two problems and a re-dump with or without lazy_inline, or with a class renamed, keeps them."""
+    layer, path = model_path(ir, k)
+    return path or "/".join(cell_path(ir[k].get("scope", "")))
+
+
+def short_fix(keys: list[str], verb: str = "add") -> str:
+    """A headline's fix: the select_recompute key to add (or drop), the first one when many (the
+    hint and ``extra`` list them all)."""
+    if not keys:
+        return ""
+    shown = f"'{keys[0]}'" + (f" (+{len(keys) - 1} more)" if len(keys) > 1 else "")
+    return f"select_recompute {'+' if verb == 'add' else '-'} {shown}"
 
 
 def how(request: str) -> str:

@@ -9,10 +9,11 @@ from irlint.model import IRFile
 from irlint.rule import related_node
 
 from . import examples as ex
-from .evidence import KeptRead, RecomputeFacts, cell_path
+from .evidence import KeptRead, RecomputeFacts
 from .feed_forward import FeedForward, find_feed_forwards
 from .keys import blocking_keys, fix_extra, folded_note, keys_hint, yaml_snippet
-from .report import RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, where
+from .report import (RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, short_fix,
+                     where)
 
 
 class BlockedSiluMul(NamedTuple):
@@ -114,8 +115,10 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         related += [related_node(ir, w, "MatMul w2") for w in ffn.w2]
         related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader of the saved tensor"))
                     for r in b.readers]
-        identity = (d["op"], place_path(ir, k),
-                    tuple("/".join(cell_path(ir[v].get("scope", ""))) for v in blocking))
+        identity = (d["op"], place_path(ir, k), tuple(place_path(ir, v) for v in blocking))
+        held = ", ".join(dict.fromkeys(f"{ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
+        cause = f"saves nothing, {held} not recomputed"
         finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
-                               extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs)})
+                               extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs)},
+                               cause=cause, fix=short_fix(keys))
         return staked(finding, stake(ir, k, freed_by_recompute))

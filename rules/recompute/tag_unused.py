@@ -7,7 +7,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .evidence import RecomputeFacts
 from .keys import GUESS_NOTE, inserted_by_parallel, node_select_key
-from .report import RecomputeRule, how, place_path
+from .report import RecomputeRule, how, place_path, short_fix
 
 
 class RecomputeTagUnused(RecomputeRule):
@@ -64,5 +64,7 @@ class RecomputeTagUnused(RecomputeRule):
             yield self.finding(ir, k, message, hint=hint,
                                related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
                                identity=(d["op"], place_path(ir, k)),
-                               extra={"request": req, "impact": "none"})
+                               extra={"request": req, "impact": "none"},
+                               cause="tagged for recompute, no backward op reads it",
+                               fix=short_fix([key], "drop") if key else "remove the tag")
 

@@ -20,6 +20,7 @@ from irlint.findings import Related, scope_path
 from irlint.model import IRFile, primal_attr
 from irlint.rule import related_node
 from irlint.read.values import TensorType
+from irlint.units import human_bytes
 
 COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
 SLICE_OPS = frozenset({"StridedSlice", "Slice"})
@@ -454,6 +455,13 @@ def best_fix(ir: IRFile, producer: int, consumer: int, pos: int):
 
 
 # --- wording ---------------------------------------------------------------------------------------
+def short_who(ir: IRFile, key: int | None) -> str:
+    """``who`` for a headline: the cell without its class (``MatMul (w2)``)."""
+    from irlint.findings import model_names
+
+    return model_names(who(ir, key))
+
+
 def who(ir: IRFile, key: int | None) -> str:
     """An op as the user named it: the op, its own instance name when the model gave one, the cell."""
     if key is None:
@@ -473,14 +481,7 @@ def note(ir: IRFile, key: int, text: str) -> Related:
     return related_node(ir, key, text)
 
 
-def size(n: int | None) -> str:
-    if n is None:
-        return "? bytes"
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KiB"
-    return f"{n} bytes"
+size = human_bytes   # the one byte formatter of every report (irlint.units)
 
 
 def fmt(value) -> str:

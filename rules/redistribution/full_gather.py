@@ -13,7 +13,7 @@ from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule
 
-from .evidence import (MOVING_OPS, GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, as_int, axis_of,
+from .evidence import (MOVING_OPS, GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, short_who, as_int, axis_of,
                        backward_index, backward_transpose, Chain, collect_chain, end_note, fmt, is_weight, note,
                        output_layout, received_bytes, row_parallel, scope_path, simulate, size, split_args,
                        step_text, strategy, touches_backward, transposes, used_split_outputs, who)
@@ -215,13 +215,18 @@ subgraph @main() {
         identity = ("full-gather", scope_path(ir[matmul].get("scope", "")),
                     tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
                           for g in gathers))
+        # every gathered element is used: the bytes are the cost of the scheme, not waste
         extra = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
+                 "cost_kind": "received",
                  "gathers": len(gathers), "matmul_strategy": fmt(strategy(ir, matmul)),
                  "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new), **_source(ir, matmul)},
                  "waste_bytes": moved + moved_back, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, received_bytes(ir, k) or 0) for g in gathers
                            for k in g.chain.nodes + g.backward if ir[k]["op"] in MOVING_OPS]}
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
+        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                            cause=(f"column-parallel {short_who(ir, matmul)} has {len(gathers)} "
+                                   f"activation{'s' if len(gathers) != 1 else ''} gathered whole on every rank"),
+                            fix=f"row-parallel in_strategy {fmt(new)}")
 
 
 def _full_gather(ir: IRFile, chain: Chain) -> FullGather | None:

@@ -10,7 +10,7 @@ from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule
 
-from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note,
+from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note, short_who,
                        allreduce_then_slice, backward_index, backward_transpose, best_fix, Chain, collect_chain,
                        end_note, first_in, fmt, hint_for, in_chain, is_weight, layout_expression, near_experts,
                        note, permutation, placement_text, readers, received_bytes, scope_path, simulate, size,
@@ -351,7 +351,12 @@ subgraph @main() {
             extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
         elif fix is not None and chain.hint is None:
             extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1]), **_source(ir, fix[0])}
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
+        ops = "->".join(dict.fromkeys(ir[k]["op"] for k in chain.nodes if ir[k]["op"] in MOVING_OPS)) or "re-layout"
+        cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
+        short = (f"{short_who(ir, fix[0])} in_strategy {fmt(fix[1])}" if fix is not None and chain.hint is None
+                 and moved_blocks is None else "enable_alltoall=True" if alltoall and expert is not None else "")
+        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                            cause=cause, fix=short)
 
     def _round_trip_finding(self, ir: IRFile, trip: RoundTrip) -> Finding:
         backward = backward_index(ir)
@@ -400,7 +405,9 @@ subgraph @main() {
                  "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix), **_source(ir, op)},
                  "waste_bytes": wasted, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, b) for k, b in waste]}
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra)
+        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                            cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
+                            fix=f"in_strategy {fmt(trip.fix)}")
 
     def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
         """Identical gathers of one producer output, one per consumer."""
@@ -439,7 +446,9 @@ subgraph @main() {
                      "waste": [waste_entry(ir, g, received_bytes(ir, g) or 0) for g in gathers[1:]],
                      "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
                      "producer_strategy": fmt(strategy(ir, same[0].producer))}
-            yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra)
+            yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra,
+                               cause=f"one output gathered {len(gathers)} times by identical {op}s",
+                               fix="one gather for every consumer")
 
 
 def _placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict]:

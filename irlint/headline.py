@@ -1,0 +1,122 @@
+"""A finding's headline: one sentence a person reads in one line, in the model's names.
+
+``<op> in <cell path below the layer>, <layers>[ on <ranks>]: <cause>; <cost>; fix: <fix>``
+(the cell path as select_recompute writes it, ``feed_forward.w2``; the layers and ranks of every
+occurrence of a grouped finding; the bytes summed over them). At most ``MAX`` characters: the
+cause is cut first, then the fix. Everything else (node ids, printed scopes, the chain) is evidence."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from .units import human_bytes
+
+if TYPE_CHECKING:
+    from .findings import Finding
+
+MAX = 160
+CAUSE_MIN = 30   # characters of the cause worth keeping over the fix
+_LAYER_IN_PATH = re.compile(r"(?:\A|\.)(\d+)(?:\.|\Z)")
+
+
+def spans(numbers: list[int]) -> list[str]:
+    """[0, 1, 2, 5, 7, 8] -> ['0–2', '5', '7–8']."""
+    out: list[str] = []
+    start = prev = None
+    for n in sorted(set(numbers)):
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            out.append(f"{start}–{prev}" if prev != start else str(start))
+            start = prev = n
+    if start is not None:
+        out.append(f"{start}–{prev}" if prev != start else str(start))
+    return out
+
+
+def layers_text(layers: tuple[str, ...]) -> str:
+    """('0', '1', '2', '5') -> 'layers 0–2, 5'; 'outside the layers'; '' when none is known."""
+    numbers = [int(x) for x in layers if x.isdigit()]
+    outside = any(not x.isdigit() for x in layers)
+    if not numbers:
+        return ""   # the cell path says where
+    parts = spans(numbers)
+    if len(parts) > 4:   # a scatter of layers: how many, and their range
+        text = f"{len(numbers)} layers in {min(numbers)}–{max(numbers)}"
+    else:
+        text = ("layer " if len(numbers) == 1 else "layers ") + ", ".join(parts)
+    return text + (" and outside them" if outside else "")
+
+
+def below_layer(model_path: str) -> str:
+    """``model.layers.3.feed_forward.w2`` -> ``feed_forward.w2``: the path as select_recompute
+    keys write it (the layer's own cells); the whole path outside the layers."""
+    found = list(_LAYER_IN_PATH.finditer(model_path))
+    return model_path[found[-1].end():] if found else model_path
+
+
+def what(f: Finding) -> str:
+    path = below_layer(f.model_path)
+    return f"{f.op} in {path}" if path else f.op
+
+
+def where(f: Finding) -> str:
+    """'layers 0–29 on ranks 0–3' (what the occurrences share), '' when nothing is known."""
+    text = layers_text(f.layers)
+    ranks = sorted({r for o in f.occurrences for r in o.ranks})
+    if len(ranks) > 1:
+        text += (" on " if text else "on ") + "ranks " + ", ".join(spans(ranks))
+    copies = len(f.occurrences)
+    named = len([x for x in f.layers if x.isdigit()])
+    if copies > 1 and copies != named:
+        text += f" ({copies} occurrences)" if text else f"{copies} occurrences"
+    return text
+
+
+def cost(f: Finding) -> str:
+    """Activation bytes kept (summed over the occurrences of a file: one device's), or
+    communication received for nothing per step. Occurrences in several files (pipeline stages,
+    other devices) are not summed: the largest file's figure is the one a device holds."""
+    kept: dict[str, int] = {}
+    waste: dict[str, int] = {}
+    moved = "/step received" if dict(f.extra).get("cost_kind") == "received" else "/step wasted"
+    for o in f.occurrences:
+        if o.bytes_at_stake is not None:
+            kept[o.file] = kept.get(o.file, 0) + o.bytes_at_stake
+        w = dict(o.extra).get("waste_bytes")
+        if isinstance(w, int):
+            waste[o.file] = waste.get(o.file, 0) + w
+    if kept:
+        return _per_device(kept, "kept")
+    return _per_device(waste, moved) if any(waste.values()) else ""
+
+
+def _per_device(per_file: dict[str, int], what: str) -> str:
+    text = human_bytes(max(per_file.values())) + ("" if what.startswith("/") else " ") + what
+    return f"up to {text} per device" if len(per_file) > 1 else text
+
+
+def _cut(text: str, room: int) -> str:
+    if len(text) <= room:
+        return text
+    return text[:max(room - 1, 0)].rstrip(" ,;:") + "…" if room > 1 else ""
+
+
+def headline(f: Finding, limit: int = MAX) -> str:
+    head = what(f)
+    place = where(f)
+    if place:
+        head += f", {place}"
+    cause = (f.cause or f.message.split(". ")[0]).strip().rstrip(".")
+    tail = [t for t in (cost(f), f"fix: {f.fix}" if f.fix else "") if t]
+
+    def room(parts: list[str]) -> int:
+        return limit - len(head) - 2 - sum(len(t) + 2 for t in parts)
+
+    # the cause is cut first; when that leaves it too little, the fix goes whole (the hint has it)
+    if f.fix and room(tail) < CAUSE_MIN and len(cause) > room(tail):
+        tail = tail[:-1]
+    parts = [_cut(cause, max(room(tail), 20)), *tail]
+    return _cut(f"{head}: " + "; ".join(p for p in parts if p), limit)
