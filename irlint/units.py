@@ -33,3 +33,26 @@ def percent_change(before: int, after: int) -> str:
     change = (after - before) * 100 / before
     text = f"{change:+.1f}" if abs(change) < 10 else f"{change:+.0f}"
     return text.replace(".0", "") + "%" if text.endswith(".0") else text + "%"
+
+
+_SI = ("", "k", "M", "G", "T", "P", "E")
+
+
+def human_flops(n: int | float | None) -> str:
+    """``n`` floating-point operations for a person: exact under 1,000 (``512 FLOP``), else three
+    significant figures of the largest decimal unit it reaches (``1.67 MFLOP``, ``3.34 GFLOP``)."""
+    if n is None:
+        return "? FLOP"
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n < 1000:
+        return f"{sign}{n:g} FLOP" if isinstance(n, float) else f"{sign}{n} FLOP"
+    value, unit = float(n), 0
+    while value >= 1000 and unit < len(_SI) - 1:
+        value /= 1000
+        unit += 1
+    if round(value, 2 if value < 10 else 1 if value < 100 else 0) >= 1000 and unit < len(_SI) - 1:
+        value /= 1000
+        unit += 1
+    digits = 2 if value < 10 else 1 if value < 100 else 0
+    return f"{sign}{value:.{digits}f} {_SI[unit]}FLOP"

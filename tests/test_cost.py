@@ -222,8 +222,10 @@ def test_cost_json_sums_and_the_text_table():
     assert entry["step_flops"] == sum(r["step_flops"] for r in entry["layers"])
     assert entry["communication"] is None   # one device: no collective
     text = run(CORPUS / "llama-recompute-modes").output
-    assert "1,671,168" in text and "3,342,336" in text and "1,310,720" in text
-    assert f"re-spends 1,310,720 ({100 * 1310720 / entry['step_flops']:.1f}% of the step)" in text
+    # FLOPs in decimal units, three significant figures (the exact counts are in the JSON)
+    assert "1.67 MFLOP" in text and "3.34 MFLOP" in text and "1.31 MFLOP" in text
+    assert entry["recompute_flops"] == 1310720
+    assert f"re-spends 1.31 MFLOP ({100 * 1310720 / entry['step_flops']:.1f}% of the step)" in text
     assert "cell (whole layer)" in text and "bytes saved" in text
 
 
@@ -237,7 +239,9 @@ def test_cost_shows_the_step_communication_of_irlint_comm_beside_the_flops():
     assert cost["communication"]["received_bytes"] == comm["received_bytes"] > 0
     assert cost["communication"]["forward_bytes"] == comm["forward_bytes"]
     assert cost["communication"]["backward_bytes"] == comm["backward_bytes"]
-    assert f"communication {comm['received_bytes']:,} bytes received" in run(CORPUS / "par-mindformers-llama_dp2_mp4").output
+    from irlint.units import human_bytes
+
+    assert f"communication {human_bytes(comm['received_bytes'])} received" in run(CORPUS / "par-mindformers-llama_dp2_mp4").output
 
 
 @pytest.mark.parametrize("args", [(), ("--mc2",), ("--layers", "8"), ("--mc2", "--layers", "8")])
@@ -477,7 +481,7 @@ def test_diff_shows_the_flops_and_what_recompute_re_spends_before_and_after():
     assert compute["before_recompute_elementwise_flops"] == 0
     assert compute["after_recompute_elementwise_flops"] == 2 * 16 * 64
     text = CliRunner().invoke(main, args).output
-    assert "matrix FLOPs per step: 458,752 -> 458,752 (0)" in text and "element-wise 0 -> 2,048" in text
+    assert "matrix FLOPs per step: 459 kFLOP -> 459 kFLOP (0)" in text and "element-wise 0 FLOP -> 2.05 kFLOP" in text
 
 
 # --- the formulas of the ops the tiny dumps lack: flash attention, convolutions, transposes ---------
@@ -570,3 +574,10 @@ def _json_files(*args) -> list[dict]:
     result = CliRunner().invoke(main, [*map(str, args), "--format", "json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)["files"]
+
+
+def test_flops_for_a_person_three_significant_figures_in_decimal_units():
+    from irlint.units import human_flops
+
+    assert [human_flops(n) for n in (0, 999, 1000, 1_671_168, 999_999, 2_500_000_000_000, -40_960, None)] == [
+        "0 FLOP", "999 FLOP", "1.00 kFLOP", "1.67 MFLOP", "1.00 MFLOP", "2.50 TFLOP", "-41.0 kFLOP", "? FLOP"]

@@ -12,7 +12,9 @@ from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount,
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
 from . import follow_links_option
-from .memory import EXIT_ERROR, emit, fail, final_files, human, project_all, read_finals
+from ..units import human_bytes
+from ..units import human_flops as flops
+from .memory import EXIT_ERROR, emit, fail, final_files, project_all, read_finals
 
 JSON_VERSION = 1
 LAYER_FIELDS = ("forward_flops", "backward_flops", "recompute_flops", "forward_elementwise_flops",
@@ -145,22 +147,22 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         cells = []
         for e in entries:
             row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += ([human(row["forward_flops"]), human(row["backward_flops"]), human(row["recompute_flops"]),
-                       human(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS))] if row else [""] * 4)
+            cells += ([flops(row["forward_flops"]), flops(row["backward_flops"]), flops(row["recompute_flops"]),
+                       flops(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS))] if row else [""] * 4)
         table.add_row(layer, *cells)
     table.add_row("total", *[c for e in entries for c in (
-        human(e["forward_flops"]), human(e["backward_flops"]), human(e["recompute_flops"]),
-        human(sum(e["elementwise_flops"].values())))])
+        flops(e["forward_flops"]), flops(e["backward_flops"]), flops(e["recompute_flops"]),
+        flops(sum(e["elementwise_flops"].values())))])
     out.print(table)
     for name, e in zip(label, entries):
         who = f"{name}: " if many else ""
-        out.print(f"{who}step {human(e['step_flops'])} FLOPs in matrix ops; recompute re-spends "
-                  f"{human(e['recompute_flops'])} ({share(e['recompute_flops'], e['step_flops'])} of the step); "
-                  f"element-wise {human(sum(e['elementwise_flops'].values()))}", soft_wrap=True)
+        out.print(f"{who}step {flops(e['step_flops'])} in matrix ops; recompute re-spends "
+                  f"{flops(e['recompute_flops'])} ({share(e['recompute_flops'], e['step_flops'])} of the step); "
+                  f"element-wise {flops(sum(e['elementwise_flops'].values()))}", soft_wrap=True)
         c = e["communication"]
         if c is not None:
-            out.print(f"{who}communication {human(c['received_bytes'])} bytes received per rank and step "
-                      f"(forward {human(c['forward_bytes'])}, backward {human(c['backward_bytes'])}; "
+            out.print(f"{who}communication {human_bytes(c['received_bytes'])} received per rank and step "
+                      f"(forward {human_bytes(c['forward_bytes'])}, backward {human_bytes(c['backward_bytes'])}; "
                       f"{c['collectives']} collectives, as irlint comm counts them)", soft_wrap=True)
         if e["micro_batches"] > 1:
             out.print(f"{who}a pipeline stage: the forward half runs once per micro batch ({e['micro_batches']}); "
@@ -186,9 +188,9 @@ def _recompute_table(out, e: dict, suffix: str) -> None:
         table.add_column(col, justify="left" if col in ("key or cell", "layers") else "right", overflow="fold")
     for r in e["recompute"]:
         per = r["bytes_per_gflop"]
-        table.add_row(r["key"], _layers_text(r["layers"]), str(r["copies"]), human(r["matrix_flops"]),
-                      human(r["flops"] - r["matrix_flops"]), share(r["matrix_flops"], e["step_flops"]),
-                      human(r["saved_bytes"]), "-" if per is None else f"{per:,.0f}")
+        table.add_row(r["key"], _layers_text(r["layers"]), str(r["copies"]), flops(r["matrix_flops"]),
+                      flops(r["flops"] - r["matrix_flops"]), share(r["matrix_flops"], e["step_flops"]),
+                      human_bytes(r["saved_bytes"]), "-" if per is None else f"{per:,.0f}")
     out.print(table)
     idle = [r["key"] for r in e["recompute"] if r["flops"] and not r["saved_bytes"]]
     if idle:
@@ -204,15 +206,15 @@ def _projection_table(out, p: dict, suffix: str) -> None:
     for col in ("layers", "from dumped layer", "forward", "backward", "recompute", "step"):
         table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
     for row in p["blocks"]:
-        table.add_row(row["layers"], row["from_layer"], human(row["forward_flops"]), human(row["backward_flops"]),
-                      human(row["recompute_flops"]), human(row["step_flops"]) + " per layer")
+        table.add_row(row["layers"], row["from_layer"], flops(row["forward_flops"]), flops(row["backward_flops"]),
+                      flops(row["recompute_flops"]), flops(row["step_flops"]) + " per layer")
     once = p["once"]
-    table.add_row("outside", "(once)", human(once["forward_flops"]), human(once["backward_flops"]),
-                  human(once["recompute_flops"]),
-                  human(once["forward_flops"] + once["backward_flops"] + once["recompute_flops"]))
+    table.add_row("outside", "(once)", flops(once["forward_flops"]), flops(once["backward_flops"]),
+                  flops(once["recompute_flops"]),
+                  flops(once["forward_flops"] + once["backward_flops"] + once["recompute_flops"]))
     t = p["totals"]
-    table.add_row("total (projected)", "", human(t["forward_flops"]), human(t["backward_flops"]),
-                  human(t["recompute_flops"]), human(t["step_flops"]))
+    table.add_row("total (projected)", "", flops(t["forward_flops"]), flops(t["backward_flops"]),
+                  flops(t["recompute_flops"]), flops(t["step_flops"]))
     out.print(table)
     out.print(f"Projected: recompute re-spends {share(t['recompute_flops'], t['step_flops'])} of the step "
               f"at {p['layers']} layers.", soft_wrap=True)
@@ -230,8 +232,8 @@ def _mc2_table(out, m: dict, suffix: str) -> None:
         long = "" if c["long_block"] is None else f"{c['long_block']} x {c['long_blocks']}"
         table.add_row(f"{c['matmul']} {c['matmul_op']} (line {c['line']})", f"{c['collective']} {c['collective_op']}",
                       c["pattern"], c["direction"], str(c["m"]), str(c["k"]), str(c["n"]), c["dtype"] or "?",
-                      human(c["bytes"]) if c["bytes"] is not None else "?",
-                      human(c["flops"]) if c["flops"] is not None else "?", c["bound"] or "?",
+                      human_bytes(c["bytes"]) if c["bytes"] is not None else "?",
+                      flops(c["flops"]) if c["flops"] is not None else "?", c["bound"] or "?",
                       f"{c['balance_k']:,.0f}" if c["balance_k"] is not None else "?", str(c["m0"]), long,
                       "; ".join(c["not_fusible"]))
     if m["candidates"]:

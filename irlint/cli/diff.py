@@ -11,7 +11,7 @@ from . import _split, debug_option, follow_links_option
 from ..findings import FAILING_SEVERITIES
 from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
 from ..reporters.printable import printable_name, printable_text
-from ..units import human_bytes, percent_change
+from ..units import human_bytes, human_flops, percent_change
 from .memory import emit, fail
 
 EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
@@ -202,11 +202,14 @@ def render_text(result: Diff) -> str:
         _change_table(w, "layer", m["layers"])
         f = r.compute
         if f:
-            w(f"  matrix FLOPs per step: {f['before_step_flops']:,} -> {f['after_step_flops']:,} "
-              f"({_signed(f['after_step_flops'] - f['before_step_flops'])}); recompute re-spends "
-              f"{f['before_recompute_flops']:,} -> {f['after_recompute_flops']:,} "
+            fl = human_flops
+            step_b, step_a = f["before_step_flops"], f["after_step_flops"]
+            w(f"  matrix FLOPs per step: {fl(step_b)} -> {fl(step_a)} ("
+              + (f"{'+' if step_a > step_b else ''}{fl(step_a - step_b)}, {percent_change(step_b, step_a)}" if step_a != step_b
+                 else "0")
+              + f"); recompute re-spends {fl(f['before_recompute_flops'])} -> {fl(f['after_recompute_flops'])} "
               f"({100 * f['before_recompute_share']:.1f}% -> {100 * f['after_recompute_share']:.1f}% of the step), "
-              f"element-wise {f['before_recompute_elementwise_flops']:,} -> {f['after_recompute_elementwise_flops']:,}")
+              f"element-wise {fl(f['before_recompute_elementwise_flops'])} -> {fl(f['after_recompute_elementwise_flops'])}")
         c = r.communication
         if c and c["kinds"]:   # a single-device graph has no collective
             w(f"  communication received per rank and step: {_change(c['before_total'], c['after_total'])}; "

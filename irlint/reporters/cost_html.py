@@ -4,6 +4,7 @@ communication, the projection and MC2 candidates; in the style of the ``irlint m
 from __future__ import annotations
 
 from .. import __version__
+from ..units import human_flops
 from . import ranks_text
 from .html import _environment, _markup, layer_name
 from .svg import bar_chart_svg
@@ -11,14 +12,7 @@ from .svg import bar_chart_svg
 FORWARD_COLOUR, BACKWARD_COLOUR, RECOMPUTE_COLOUR = "#1971c2", "#adb5bd", "#d9480f"
 
 
-def flops(n: int | None) -> str:
-    """FLOPs for a label: exact under a million, else M/G/T with one decimal."""
-    if n is None:
-        return "?"
-    for unit, scale in (("TFLOP", 10**12), ("GFLOP", 10**9), ("MFLOP", 10**6)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:,} FLOP"
+flops = human_flops   # the one FLOP formatter of every report (irlint.units)
 
 
 def render_cost(entries: list[dict], problems: list, counted: str) -> str:
