@@ -14,6 +14,7 @@ from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_
                        end_note, first_in, fmt, hint_for, in_chain, is_weight, layout_expression, near_experts,
                        note, permutation, placement_text, readers, received_bytes, scope_path, simulate, size,
                        step_text, strategy, strategy_source, touches_backward, who)
+from .root_cause import RootCause, grouped, root_cause
 from .round_trip import RoundTrip, round_trips
 
 
@@ -236,6 +237,8 @@ subgraph @main() {
     def check(self, ir: IRFile) -> Iterator[Finding]:
         seen: set[int] = set()
         chains: list[Chain] = []
+        # chains one config choice causes are reported once, under the cause
+        caused: dict[tuple, tuple[RootCause, list[Finding]]] = {}
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):
                 continue
@@ -246,7 +249,12 @@ subgraph @main() {
             simulate(ir, chain)
             chains.append(chain)
             if chain.wastes:
-                yield self._chain_finding(ir, chain)
+                cause = root_cause(ir, chain)
+                if cause is None:
+                    yield self._chain_finding(ir, chain)
+                else:
+                    caused.setdefault(cause.key, (cause, []))[1].append(self._chain_finding(ir, chain))
+        yield from grouped(caused, step_received_bytes(ir))
         yield from self._repeated_gathers(ir, chains)
         for trip in round_trips(ir):
             yield self._round_trip_finding(ir, trip)
