@@ -238,7 +238,7 @@ subgraph @main() {
         seen: set[int] = set()
         chains: list[Chain] = []
         # chains one config choice causes are reported once, under the cause
-        caused: dict[tuple, tuple[RootCause, list[Finding]]] = {}
+        caused: dict[tuple, list[tuple[RootCause, Finding]]] = {}
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):
                 continue
@@ -253,7 +253,7 @@ subgraph @main() {
                 if cause is None:
                     yield self._chain_finding(ir, chain)
                 else:
-                    caused.setdefault(cause.key, (cause, []))[1].append(self._chain_finding(ir, chain))
+                    caused.setdefault(cause.key, []).append((cause, self._chain_finding(ir, chain)))
         yield from grouped(caused, step_received_bytes(ir))
         yield from self._repeated_gathers(ir, chains)
         for trip in round_trips(ir):

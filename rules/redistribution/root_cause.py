@@ -9,7 +9,10 @@ from irlint.accounts.received import share
 from irlint.findings import Finding, Related
 from irlint.model import IRFile
 
-from .evidence import Chain, fmt, output_layout, scope_path, size, strategy, who
+from math import prod
+
+from .evidence import (ELEMENTWISE_OPS, Chain, devices, fmt, layout_expression, output_layout, placements,
+                       scope_path, size, strategy, who)
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class RootCause:
 
 def root_cause(ir: IRFile, chain: Chain) -> RootCause | None:
     """The cause of ``chain`` when it is one the layouts show; None for an ordinary mismatch."""
-    return batch_merge(ir, chain)
+    return batch_merge(ir, chain) or tuple_beside_layout(ir, chain)
 
 
 def _ends(ir: IRFile, chain: Chain):
@@ -76,11 +79,13 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
                                                  "parallel_config.micro_batch_num"]})
 
 
-def grouped(caused: dict[tuple, tuple[RootCause, list[Finding]]], total: int) -> Iterator[Finding]:
+def grouped(caused: dict[tuple, list[tuple[RootCause, Finding]]], total: int) -> Iterator[Finding]:
     """One finding per root cause: the first chain's anchor, every chain it causes as an occurrence
     (its nodes in ``related``, its account in ``extra["occurrences"]``), the bytes summed."""
-    for cause, found in caused.values():
-        found = sorted(found, key=lambda f: (f.graph, f.line))
+    for pairs in caused.values():
+        # the chain whose ends name the most of the fix (a Layout to copy) speaks for the cause
+        cause = max((c for c, _ in pairs), key=lambda c: len(c.fix))
+        found = sorted((f for _, f in pairs), key=lambda f: (f.graph, f.line))
         first = found[0]
         # the cause makes each chain whole: every collective of it, forward and backward, goes with it
         wasted = sum((dict(f.extra).get("moved_bytes") or 0) + (dict(f.extra).get("backward_moved_bytes") or 0)
@@ -106,3 +111,90 @@ def grouped(caused: dict[tuple, tuple[RootCause, list[Finding]]], total: int) ->
         yield first.with_(message=message, hint=cause.hint, related=tuple(related),
                           identity=("root-cause", cause.key, tuple(f.identity for f in found)),
                           extra=tuple(sorted(extra.items())))
+
+
+# MindFormers config keys that remove a cell's tuple-sharded ops (the cell class, from the scope)
+_REMOVED_BY = {"RotaryEmbedding": "use_rope_slice: False (MindFormers' default: RoPE without the slice/neg/concat)"}
+# ops whose output has the layout of their first input
+_SHAPE_KEEPING = ELEMENTWISE_OPS | {"Concat", "StridedSlice", "Neg", "Softmax", "RmsNorm", "LayerNorm", "Dropout"}
+
+
+def _tuple_placement(ir: IRFile, strat: tuple) -> tuple:
+    """Per dim ((split, rank stride),) of a tuple strategy: the devices it leaves over repeat the
+    computation on the innermost device axis, so every split sits that many ranks further apart."""
+    repeat = max(devices(ir) // max(prod(strat), 1), 1)
+    return tuple(((n, prod(strat[i + 1:]) * repeat),) if n > 1 else () for i, n in enumerate(strat))
+
+
+def _is_layout(ir: IRFile, key: int) -> bool:
+    return bool((ir[key].get("primitive_attrs") or {}).get("in_layout"))
+
+
+def _repeats(ir: IRFile, key: int) -> bool:
+    strat = strategy(ir, key)
+    return (not _is_layout(ir, key) and bool(strat) and isinstance(strat[0], tuple)
+            and devices(ir) > prod(strat[0]) and ir[key]["op"] in _SHAPE_KEEPING | {"Transpose"})
+
+
+def _in_placement(ir: IRFile, key: int, pos: int):
+    if _is_layout(ir, key):
+        placed = placements(ir, key)
+        return placed[pos] if placed and pos < len(placed) else None
+    strat = strategy(ir, key)
+    if not strat or pos >= len(strat) or not isinstance(strat[pos], tuple):
+        return None
+    return _tuple_placement(ir, tuple(strat[pos]))
+
+
+def _out_placement(ir: IRFile, key: int):
+    placed = _in_placement(ir, key, 0)
+    if placed is None:
+        return None
+    if ir[key]["op"] == "Transpose":
+        perm = (ir[key].get("args") or (None, None))[1]
+        if not (isinstance(perm, tuple) and len(perm) == len(placed)):
+            return None
+        return tuple(placed[p] for p in perm)
+    return placed if ir[key]["op"] in _SHAPE_KEEPING else None
+
+
+def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
+    """A tuple strategy that leaves devices over (they repeat its computation on the innermost
+    device axis) next to an op that places the same tensor dim, split as many ways, on another
+    device axis (a Layout naming its axes, or a full tuple): the tensor is re-laid at both edges of
+    the tuple op although both sides agree on how many blocks each dim has."""
+    if chain.producer is None or not chain.consumers:
+        return None
+    consumer, pos = chain.consumers[0]
+    produced, read = _out_placement(ir, chain.producer), _in_placement(ir, consumer, pos)
+    if produced is None or read is None or len(produced) != len(read):
+        return None
+    moved = [d for d, (a, b) in enumerate(zip(produced, read))
+             if a and b and prod(n for n, _ in a) == prod(n for n, _ in b) and a != b]
+    if not moved:
+        return None
+    deviant, other = ((consumer, chain.producer) if _repeats(ir, consumer) and not _repeats(ir, chain.producer)
+                      else (chain.producer, consumer) if _repeats(ir, chain.producer) and not _repeats(ir, consumer)
+                      else (None, None))
+    if deviant is None:
+        return None
+    cell = scope_path(ir[deviant].get("scope", "")).rsplit("/", 1)[-1]
+    cell_class = cell.rsplit("-", 1)[-1]
+    layout = next((layout_expression(ir, k, p) for k, p in ((consumer, pos), (chain.producer, 0))
+                   if _is_layout(ir, k) and layout_expression(ir, k, p)), None)
+    text = (f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
+            f"that uses {prod(strategy(ir, deviant)[0])} of {devices(ir)} devices, so its splits sit on other "
+            f"device axes than {who(ir, other)}'s (dim {', '.join(map(str, moved))}: "
+            f"{_axes(produced, moved)} vs {_axes(read, moved)}); the blocks are on other ranks and the tensor is "
+            f"gathered and sliced back at the edges of those ops, although no re-layout is needed")
+    removed = _REMOVED_BY.get(cell_class)
+    fixes = ([removed] if removed else []) + (
+        [f"give {cell_class}'s tuple-sharded ops the Layout of their neighbours ({layout})"] if layout else
+        [f"give {cell_class}'s tuple-sharded ops a Layout that places each dim on the device axis its neighbours use"])
+    fix = {"cell": cell_class, **({"config": removed.split(" (")[0]} if removed else {}),
+           **({"layout": layout} if layout else {})}
+    return RootCause("tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix)
+
+
+def _axes(placed: tuple, dims: list[int]) -> str:
+    return ", ".join(" x ".join(f"{n} ranks {stride} apart" for n, stride in placed[d]) for d in dims)
