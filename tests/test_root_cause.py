@@ -1,0 +1,81 @@
+"""Root causes of redistribution chains (issue 30) on real MindFormers 2.1.0 compiles: the chains one
+config choice makes are one PC001 finding with every chain as an occurrence, counted whole, and the
+hint names the config that removes the cause. Byte figures are the hand counts of the manifests."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import CORPUS, quiet_config
+from irlint.runner.discover import discover
+from irlint.runner.engine import lint, read_dump
+from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
+
+
+def _file(case: str, rank: int = 0):
+    (f,) = [f for group in discover([str(CORPUS / case / f"rank_{rank}")]) for f in group]
+    return read_dump(f)
+
+
+def _found(case: str, rank: int = 0):
+    return list(RedundantRedistributionChain().check(_file(case, rank)))
+
+
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_batch_merge_is_one_finding_with_every_chain(rank):
+    """dp2 x mp2 x cp2, 2 sequences per dp replica: 10 chains per layer and one before lm_head,
+    the same on ranks of every cp and mp index."""
+    (f,) = _found("par-mindformers-llama_cp2_b2", rank)
+    extra = dict(f.extra)
+    assert extra["root_cause"]["kind"] == "batch-merge"
+    assert extra["root_cause"]["fix"]["runner_config.batch_size"] == 1
+    assert extra["root_cause"]["fix"]["sequences_per_replica"] == 2
+    assert f.node == "%18" and extra["chains"] == 21
+    assert [o["node"] for o in extra["occurrences"]][:10] == ["%18", "%29", "%49", "%84", "%96", "%114",
+                                                              "%125", "%133", "%139", "%151"]
+    # hand count: 38912 bytes forward per layer, 4096 before lm_head, the same again backward
+    assert extra["waste_bytes"] == 2 * (2 * 38912 + 4096) == 163840
+    assert "runner_config.batch_size: 1" in f.hint and "gradient_accumulation_steps" in f.hint
+    assert "enable_alltoall" not in f.hint and "make the two strategies agree" not in f.hint
+    # every chain's nodes are evidence of the one finding
+    assert {o["node"] for o in extra["occurrences"]} <= {r.node for r in f.related}
+
+
+def test_batch_merge_on_several_ranks_is_one_finding_on_those_ranks():
+    report = lint([str(CORPUS / "par-mindformers-llama_cp2_b2")], quiet_config())
+    hits = [f for f in report.findings if f.code == "PC001"]
+    assert len(hits) == 1 and hits[0].ranks == (0, 1, 2)
+
+
+@pytest.mark.parametrize("case", ["par-mindformers-llama_cp2_b1", "par-mindformers-llama_sp_b1"])
+def test_one_sequence_per_replica_has_no_chain(case):
+    assert _found(case) == []
+
+
+def test_sequence_parallel_batch_merge():
+    (f,) = _found("par-mindformers-llama_seq_parallel")
+    extra = dict(f.extra)
+    assert extra["root_cause"]["kind"] == "batch-merge" and extra["chains"] == 4
+    assert extra["waste_bytes"] == 4 * 2 * 6144
+
+
+def test_rope_tuple_beside_layout_is_one_finding_with_q_and_k():
+    (f,) = _found("par-mindformers-llama_cp2_b1_rope_slice")
+    extra = dict(f.extra)
+    cause = extra["root_cause"]
+    assert cause["kind"] == "tuple-beside-layout"
+    assert cause["fix"]["cell"] == "RotaryEmbedding" and cause["fix"]["config"] == "use_rope_slice: False"
+    assert cause["fix"]["layout"] == 'layout("dp", "mp", "cp", "None") of Layout((2, 2, 2), ("dp", "cp", "mp"))'
+    # q and k, into the slice and out of the concat, 2 layers
+    assert [o["node"] for o in extra["occurrences"]] == ["%26", "%35", "%57", "%66", "%137", "%146", "%165", "%174"]
+    assert extra["waste_bytes"] == (3072 + 2048) * 2 * 2 * 2 == 40960
+    assert f.hint.startswith("use_rope_slice: False")
+    assert "batch-merge" not in f.message
+
+
+def test_gather_resplit_makes_no_claim_about_which_block():
+    """The slice's begin depends on the rank (0 on cp index 0, 16 on cp index 1 here): a message
+    about what it keeps must hold on every rank, so it says how much, never which."""
+    for rank in (0, 1, 2):
+        (f,) = _found("par-mindformers-llama_cp2_b2", rank)
+        assert "already had" not in f.message
+        assert all("already had" not in o["message"] for o in dict(f.extra)["occurrences"])
