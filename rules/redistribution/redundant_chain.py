@@ -57,6 +57,19 @@ class RedundantRedistributionChain(Rule):
           the local shape is the same at both ends. The hint names the op sharded differently
           and the ``layout(...)`` of its neighbour's ``Layout`` that removes the run.
 
+        Chains that one configuration choice makes are one finding, the chains its occurrences
+        (``extra["root_cause"]``, ``extra["occurrences"]``), counted whole, since the choice
+        removes every collective of them:
+
+        - batch merge: a 2-D MatMul on the flattened (batch·sequence, hidden) rows beside ops
+          that split batch and sequence, with more than one sequence per data-parallel replica
+          (MindFormers' Linear under context or sequence parallel): the merged rows split in
+          contiguous blocks are not the (batch, sequence) blocks, and no ``shard()`` can say
+          otherwise;
+        - tuple beside Layout: a tuple strategy that leaves devices over (they repeat on the
+          innermost device axis) next to ops that place the same dim on another device axis
+          (MindFormers' RoPE with ``use_rope_slice`` and context parallel).
+
         The finding lists the chain in order with local shapes, dtypes and the bytes each step
         receives, the bytes that survive, the producer's and consumer's ``in_strategy``, and the
         backward transpose MindSpore derived from the chain (linked by ``forward_unique_id``;
@@ -99,6 +112,10 @@ class RedundantRedistributionChain(Rule):
         emit one ReduceScatter; for a re-layout that expert parallelism needs, it points to
         ``set_auto_parallel_context(enable_alltoall=True)``; the bytes one AlltoAll would receive
         for that re-layout are scheme (expert parallelism needs it), only the rest counts as waste.
+        For a root cause the hint names the config that removes it: one sequence per replica
+        (``runner_config.batch_size: 1``, the global batch kept with gradient accumulation or
+        micro batches), or the config key that drops the tuple-sharded ops (``use_rope_slice:
+        False``) and the neighbours' ``Layout`` they could take instead.
 
     Example:
         ``par-mismatch-mm_rows8_to_cols8`` (MindSpore 2.10, 8 devices, ``21_validate``): mm1
