@@ -79,3 +79,12 @@ def test_gather_resplit_makes_no_claim_about_which_block():
         (f,) = _found("par-mindformers-llama_cp2_b2", rank)
         assert "already had" not in f.message
         assert all("already had" not in o["message"] for o in dict(f.extra)["occurrences"])
+
+
+def test_two_causes_in_one_compile_are_two_findings():
+    found = _found("par-mindformers-llama_cp2_b2_rope_slice")
+    causes = {dict(f.extra)["root_cause"]["kind"]: dict(f.extra) for f in found}
+    assert len(found) == 2 and set(causes) == {"batch-merge", "tuple-beside-layout"}
+    assert causes["batch-merge"]["chains"] == 21 and causes["batch-merge"]["waste_bytes"] == 163840
+    # 2 sequences per rank: twice the RoPE bytes of the 1-sequence compile
+    assert causes["tuple-beside-layout"]["chains"] == 8 and causes["tuple-beside-layout"]["waste_bytes"] == 2 * 40960
