@@ -255,7 +255,7 @@ subgraph @main() {
         seen: set[int] = set()
         chains: list[Chain] = []
         # chains one config choice causes are reported once, under the cause
-        caused: dict[tuple, list[tuple[RootCause, Finding]]] = {}
+        caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]] = {}
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):
                 continue
@@ -270,8 +270,8 @@ subgraph @main() {
                 if cause is None:
                     yield self._chain_finding(ir, chain)
                 else:
-                    caused.setdefault(cause.key, []).append((cause, self._chain_finding(ir, chain)))
-        yield from grouped(caused, step_received_bytes(ir))
+                    caused.setdefault(cause.key, []).append((cause, self._chain_finding(ir, chain), chain))
+        yield from grouped(ir, caused)
         yield from self._repeated_gathers(ir, chains)
         for trip in round_trips(ir):
             yield self._round_trip_finding(ir, trip)

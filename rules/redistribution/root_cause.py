@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from irlint.accounts.received import share
+from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
 from irlint.findings import Finding, Related
 from irlint.model import IRFile
 
 from math import prod
 
-from .evidence import (ELEMENTWISE_OPS, Chain, devices, fmt, layout_expression, output_layout, placements,
+from .evidence import (ELEMENTWISE_OPS, MOVING_OPS, Chain, backward_index, backward_transpose, devices, fmt, layout_expression, output_layout, placements,
                        scope_path, size, strategy, who)
 
 
@@ -36,7 +36,7 @@ def _ends(ir: IRFile, chain: Chain):
     tensor to a ≥3-D one, else None."""
     entry = chain.entry.shape if chain.entry is not None else None
     exit_ = chain.exit.shape if chain.exit is not None else None
-    if not entry or not exit_ or not chain.consumers:
+    if not entry or not exit_ or not chain.consumers or chain.producer is None:
         return None
     consumer, pos = chain.consumers[0]
     if len(entry) == 2 and len(exit_) >= 3:
@@ -60,7 +60,7 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
     flat, shaped, local, layout = ends
     if layout is None or len(layout) < 2 or len(local) != len(layout):
         return None
-    batch_split, seq_split = layout[0], layout[1]
+    seq_split = layout[1]
     per_replica = local[0]
     if not (isinstance(per_replica, int) and per_replica > 1 and seq_split > 1):
         return None
@@ -79,17 +79,22 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
                                                  "parallel_config.micro_batch_num"]})
 
 
-def grouped(caused: dict[tuple, list[tuple[RootCause, Finding]]], total: int) -> Iterator[Finding]:
+def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
     """One finding per root cause: the first chain's anchor, every chain it causes as an occurrence
     (its nodes in ``related``, its account in ``extra["occurrences"]``), the bytes summed."""
-    for pairs in caused.values():
+    total = step_received_bytes(ir)
+    backward = backward_index(ir) if caused else {}
+    for items in caused.values():
         # the chain whose ends name the most of the fix (a Layout to copy) speaks for the cause
-        cause = max((c for c, _ in pairs), key=lambda c: len(c.fix))
-        found = sorted((f for _, f in pairs), key=lambda f: (f.graph, f.line))
+        cause = max((c for c, _, _ in items), key=lambda c: len(c.fix))
+        items = sorted(items, key=lambda item: (item[1].graph, item[1].line))
+        found = [f for _, f, _ in items]
         first = found[0]
         # the cause makes each chain whole: every collective of it, forward and backward, goes with it
-        wasted = sum((dict(f.extra).get("moved_bytes") or 0) + (dict(f.extra).get("backward_moved_bytes") or 0)
-                     for f in found)
+        moving = [k for _, _, chain in items for k in chain.nodes + backward_transpose(ir, chain, backward)
+                  if ir[k]["op"] in MOVING_OPS]
+        waste = [waste_entry(ir, k, received_bytes(ir, k) or 0) for k in dict.fromkeys(moving)]
+        wasted = sum(w["bytes"] for w in waste)
         kinds = sorted({(f.op, scope_path(f.scope).rsplit("/", 1)[0]) for f in found})
         message = (f"{len(found)} redistribution chains have one root cause, {cause.kind}: {cause.text}; "
                    f"together their collectives receive {size(wasted)} per step with the backward transposes, "
@@ -107,7 +112,7 @@ def grouped(caused: dict[tuple, list[tuple[RootCause, Finding]]], total: int) ->
         extra = {"root_cause": {"kind": cause.kind, "why": cause.text, "fix": cause.fix},
                  "occurrences": occurrences, "chains": len(found), "chain_sites": len(kinds),
                  "kinds": sorted({k for f in found for k in dict(f.extra).get("kinds", ())}),
-                 "waste_bytes": wasted, "step_received_bytes": total}
+                 "waste_bytes": wasted, "waste": waste, "step_received_bytes": total}
         yield first.with_(message=message, hint=cause.hint, related=tuple(related),
                           identity=("root-cause", cause.key, tuple(f.identity for f in found)),
                           extra=tuple(sorted(extra.items())))
