@@ -6,13 +6,15 @@ from __future__ import annotations
 import pytest
 
 from conftest import CORPUS, quiet_config
+from irlint.accounts.received import received_bytes
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint, read_dump
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
 
 def _file(case: str, rank: int = 0):
-    (f,) = [f for group in discover([str(CORPUS / case / f"rank_{rank}")]) for f in group]
+    (f,) = [f for group in discover([str(CORPUS / case / f"rank_{rank}")]) for f in group
+            if f.stage.name == "validate"]
     return read_dump(f)
 
 
@@ -88,3 +90,15 @@ def test_two_causes_in_one_compile_are_two_findings():
     assert causes["batch-merge"]["chains"] == 21 and causes["batch-merge"]["waste_bytes"] == 163840
     # 2 sequences per rank: twice the RoPE bytes of the 1-sequence compile
     assert causes["tuple-beside-layout"]["chains"] == 8 and causes["tuple-beside-layout"]["waste_bytes"] == 2 * 40960
+
+
+def test_pre_cse_copies_of_step_parallel_end_are_not_findings():
+    """step_parallel_end prints one AllGather per RoPE slice (global shapes, no output type);
+    CSE merges them before 21_validate: nothing is received twice."""
+    (f,) = [f for group in discover([str(CORPUS / "par-mindformers-llama_cp2_b2_rope_slice" / "rank_0")])
+            for f in group if f.stage.name == "step_parallel_end"]
+    ir = read_dump(f)
+    gathers = [k for k in ir.nodes_by_op("AllGather") if ir[k]["id"] in ("%57", "%337")]
+    assert len(gathers) == 2 and all(not received_bytes(ir, k) for k in gathers)
+    found = list(RedundantRedistributionChain().check(ir))
+    assert not [x for x in found if "repeated-gather" in dict(x.extra).get("kinds", ())]
