@@ -102,3 +102,32 @@ def test_pre_cse_copies_of_step_parallel_end_are_not_findings():
     assert len(gathers) == 2 and all(not received_bytes(ir, k) for k in gathers)
     found = list(RedundantRedistributionChain().check(ir))
     assert not [x for x in found if "repeated-gather" in dict(x.extra).get("kinds", ())]
+
+
+class _Nodes(dict):
+    """The two ends of a chain, as the rule reads them: op, kind and in_strategy."""
+
+
+def _merge_cause(rows: int, local: tuple, add_strategy: tuple):
+    from irlint.read.values import TensorType
+    from irlint.rules.redistribution.evidence import Chain
+    from irlint.rules.redistribution.root_cause import batch_merge
+
+    ir = _Nodes({1: {"kind": "cnode", "op": "MatMul", "id": "%1", "scope": "a/wo-Linear/MatMul-op0"},
+                 2: {"kind": "cnode", "op": "Add", "id": "%2", "scope": "a/Add-op0",
+                     "primitive_attrs": {"in_strategy": (add_strategy, add_strategy)}}})
+    chain = Chain(nodes=[], producer=1, consumers=[(2, 0)],
+                  entry=TensorType("Tensor", "Float32", (rows, 64), ""),
+                  exit=TensorType("Tensor", "Float32", local, ""))
+    return batch_merge(ir, chain)
+
+
+def test_batch_merge_needs_rows_cut_inside_a_replica_and_more_than_one_sequence():
+    # 2 sequences per replica, sequence split 2, rows split 4 (dp x cp): the cause
+    assert _merge_cause(16, (2, 8, 64), (2, 2, 1)).key == ("batch-merge", 2)
+    # rows split by the batch only (whole sequences): a plain mismatch, batch_size 1 would not help
+    assert _merge_cause(32, (2, 8, 64), (2, 2, 1)) is None
+    # one sequence per replica: no cause
+    assert _merge_cause(8, (1, 8, 64), (2, 2, 1)) is None
+    # sequence not split
+    assert _merge_cause(16, (2, 16, 64), (2, 1, 1)) is None

@@ -32,8 +32,8 @@ def root_cause(ir: IRFile, chain: Chain) -> RootCause | None:
 
 
 def _ends(ir: IRFile, chain: Chain):
-    """(2-D end, ≥3-D end, local shape at the ≥3-D end, its layout) when the chain joins a 2-D
-    tensor to a ≥3-D one, else None."""
+    """(2-D end, ≥3-D end, local rows at the 2-D end, local shape at the ≥3-D end, its layout) when
+    the chain joins a 2-D tensor to a ≥3-D one, else None."""
     entry = chain.entry.shape if chain.entry is not None else None
     exit_ = chain.exit.shape if chain.exit is not None else None
     if not entry or not exit_ or not chain.consumers or chain.producer is None:
@@ -42,9 +42,9 @@ def _ends(ir: IRFile, chain: Chain):
     if len(entry) == 2 and len(exit_) >= 3:
         strat = strategy(ir, consumer)
         layout = tuple(strat[pos]) if strat and pos < len(strat) and isinstance(strat[pos], tuple) else None
-        return chain.producer, consumer, exit_, layout
+        return chain.producer, consumer, entry[0], exit_, layout
     if len(entry) >= 3 and len(exit_) == 2:
-        return consumer, chain.producer, entry, output_layout(ir, chain.producer)
+        return consumer, chain.producer, exit_[0], entry, output_layout(ir, chain.producer)
     return None
 
 
@@ -57,12 +57,17 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
     ends = _ends(ir, chain)
     if ends is None:
         return None
-    flat, shaped, local, layout = ends
+    flat, shaped, rows, local, layout = ends
     if layout is None or len(layout) < 2 or len(local) != len(layout):
         return None
-    seq_split = layout[1]
+    batch_split, seq_split = layout[0], layout[1]
     per_replica = local[0]
-    if not (isinstance(per_replica, int) and per_replica > 1 and seq_split > 1):
+    if not (isinstance(per_replica, int) and per_replica > 1 and seq_split > 1 and isinstance(rows, int) and rows):
+        return None
+    # the 2-D op must cut the merged rows finer than the batch blocks, into a replica's sequences;
+    # rows split by the batch only are whole sequences, and one sequence per replica would not help
+    merged = per_replica * batch_split * local[1] * seq_split
+    if merged % rows or merged // rows <= batch_split:
         return None
     text = (f"MatMuls on 2-D (batch·sequence, hidden) rows split them in contiguous blocks, while the ops "
             f"around them keep (batch, sequence, ...) and split both (e.g. {who(ir, flat)} and {who(ir, shaped)}, "
