@@ -820,7 +820,7 @@ def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None
         _, g = gathered.pop(dim)
         chain.wastes.append(Waste("gather-resplit", (g, key),
                                   f"{step_text(ir, key)} re-splits along dim {dim} what {step_text(ir, g)} "
-                                  f"gathered along it: the slice keeps what this rank already had"))
+                                  f"gathered along it, keeping 1/{factor} of it"))
         return
     g = max(v[1] for v in gathered.values())
     text = f"{ir[g]['op']} then {ir[key]['op']} keeps 1/{factor} along dim {dim}"

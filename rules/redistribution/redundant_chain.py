@@ -15,6 +15,7 @@ from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_
                        end_note, first_in, fmt, hint_for, in_chain, is_weight, layout_expression, near_experts,
                        note, permutation, placement_text, readers, received_bytes, scope_path, simulate, size,
                        step_text, strategy, strategy_source, touches_backward, who)
+from .root_cause import RootCause, grouped, root_cause
 from .round_trip import RoundTrip, round_trips
 
 
@@ -56,6 +57,19 @@ class RedundantRedistributionChain(Rule):
           sit on other ranks and MindSpore gathers the tensor whole and slices one block back;
           the local shape is the same at both ends. The hint names the op sharded differently
           and the ``layout(...)`` of its neighbour's ``Layout`` that removes the run.
+
+        Chains that one configuration choice makes are one finding, the chains its occurrences
+        (``extra["root_cause"]``, ``extra["occurrences"]``), counted whole, since the choice
+        removes every collective of them:
+
+        - batch merge: a 2-D MatMul on the flattened (batch·sequence, hidden) rows beside ops
+          that split batch and sequence, with more than one sequence per data-parallel replica
+          (MindFormers' Linear under context or sequence parallel): the merged rows split in
+          contiguous blocks are not the (batch, sequence) blocks, and no ``shard()`` can say
+          otherwise;
+        - tuple beside Layout: a tuple strategy that leaves devices over (they repeat on the
+          innermost device axis) next to ops that place the same dim on another device axis
+          (MindFormers' RoPE with ``use_rope_slice`` and context parallel).
 
         The finding lists the chain in order with local shapes, dtypes and the bytes each step
         receives, the bytes that survive, the producer's and consumer's ``in_strategy``, and the
@@ -99,6 +113,10 @@ class RedundantRedistributionChain(Rule):
         emit one ReduceScatter; for a re-layout that expert parallelism needs, it points to
         ``set_auto_parallel_context(enable_alltoall=True)``; the bytes one AlltoAll would receive
         for that re-layout are scheme (expert parallelism needs it), only the rest counts as waste.
+        For a root cause the hint names the config that removes it: one sequence per replica
+        (``runner_config.batch_size: 1``, the global batch kept with gradient accumulation or
+        micro batches), or the config key that drops the tuple-sharded ops (``use_rope_slice:
+        False``) and the neighbours' ``Layout`` they could take instead.
 
     Example:
         ``par-mismatch-mm_rows8_to_cols8`` (MindSpore 2.10, 8 devices, ``21_validate``): mm1
@@ -237,6 +255,8 @@ subgraph @main() {
     def check(self, ir: IRFile) -> Iterator[Finding]:
         seen: set[int] = set()
         chains: list[Chain] = []
+        # chains one config choice causes are reported once, under the cause
+        caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]] = {}
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):
                 continue
@@ -247,7 +267,12 @@ subgraph @main() {
             simulate(ir, chain)
             chains.append(chain)
             if chain.wastes:
-                yield self._chain_finding(ir, chain)
+                cause = root_cause(ir, chain)
+                if cause is None:
+                    yield self._chain_finding(ir, chain)
+                else:
+                    caused.setdefault(cause.key, []).append((cause, self._chain_finding(ir, chain), chain))
+        yield from grouped(ir, caused)
         yield from self._repeated_gathers(ir, chains)
         for trip in round_trips(ir):
             yield self._round_trip_finding(ir, trip)
@@ -426,6 +451,10 @@ subgraph @main() {
                 continue
             gathers = [c.nodes[0] for c in same]
             moved = sum(received_bytes(ir, g) or 0 for g in gathers[1:])
+            if not moved:
+                # step_parallel_end prints one gather per consumer before CSE merges them, with
+                # global shapes and no output type: nothing is received twice at run time
+                continue
             consumers = [c for ch in same for c, _ in ch.consumers]
             # the group's size, not its name: names differ from rank to rank
             message = (f"{who(ir, same[0].producer)} output {ir[gathers[0]].get('in_types', ('?',))[0]} is gathered "

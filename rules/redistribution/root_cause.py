@@ -1,0 +1,224 @@
+"""Root causes of redistribution chains: one config choice that makes many chains, recognised from
+the layouts at the chain's two ends, so the chains it causes are reported once, under the cause."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
+from irlint.findings import Finding, Related
+from irlint.model import IRFile
+
+from math import prod
+
+from .evidence import (ELEMENTWISE_OPS, MOVING_OPS, Chain, backward_index, backward_transpose, devices, fmt, layout_expression, output_layout, placements,
+                       scope_path, size, strategy, who)
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """A cause several chains share: ``key`` tells one cause from another, ``hint`` removes it."""
+
+    kind: str
+    key: tuple
+    text: str          # why the chains arise, in a sentence
+    hint: str
+    fix: dict
+
+
+def root_cause(ir: IRFile, chain: Chain) -> RootCause | None:
+    """The cause of ``chain`` when it is one the layouts show; None for an ordinary mismatch."""
+    return batch_merge(ir, chain) or tuple_beside_layout(ir, chain)
+
+
+def _ends(ir: IRFile, chain: Chain):
+    """(2-D end, ≥3-D end, local rows at the 2-D end, local shape at the ≥3-D end, its layout) when
+    the chain joins a 2-D tensor to a ≥3-D one, else None."""
+    entry = chain.entry.shape if chain.entry is not None else None
+    exit_ = chain.exit.shape if chain.exit is not None else None
+    if not entry or not exit_ or not chain.consumers or chain.producer is None:
+        return None
+    consumer, pos = chain.consumers[0]
+    if len(entry) == 2 and len(exit_) >= 3:
+        strat = strategy(ir, consumer)
+        layout = tuple(strat[pos]) if strat and pos < len(strat) and isinstance(strat[pos], tuple) else None
+        return chain.producer, consumer, entry[0], exit_, layout
+    if len(entry) >= 3 and len(exit_) == 2:
+        return consumer, chain.producer, exit_[0], entry, output_layout(ir, chain.producer)
+    return None
+
+
+def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
+    """A flattening Reshape (B, S, H) <-> (B·S, H) between a 2-D op and a ≥3-D op that splits the
+    batch and the sequence. The 2-D op splits the merged rows in contiguous blocks; the ≥3-D op's
+    (batch, sequence) blocks are contiguous rows only when each batch block holds one sequence.
+    With more than one sequence per block and a split sequence, no split of B·S equals it (it would
+    need an interleaved layout), so MindSpore gathers and slices at every such edge."""
+    ends = _ends(ir, chain)
+    if ends is None:
+        return None
+    flat, shaped, rows, local, layout = ends
+    if layout is None or len(layout) < 2 or len(local) != len(layout):
+        return None
+    batch_split, seq_split = layout[0], layout[1]
+    per_replica = local[0]
+    if not (isinstance(per_replica, int) and per_replica > 1 and seq_split > 1 and isinstance(rows, int) and rows):
+        return None
+    # the 2-D op must cut the merged rows finer than the batch blocks, into a replica's sequences;
+    # rows split by the batch only are whole sequences, and one sequence per replica would not help
+    merged = per_replica * batch_split * local[1] * seq_split
+    if merged % rows or merged // rows <= batch_split:
+        return None
+    text = (f"MatMuls on 2-D (batch·sequence, hidden) rows split them in contiguous blocks, while the ops "
+            f"around them keep (batch, sequence, ...) and split both (e.g. {who(ir, flat)} and {who(ir, shaped)}, "
+            f"layout {fmt(layout)}); each data-parallel replica holds {per_replica} sequences, so one rank's "
+            f"(batch, sequence) block is not a contiguous run of the merged rows and no shard() can make it one "
+            f"(it would need an interleaved layout)")
+    hint = (f"one sequence per data-parallel replica: runner_config.batch_size: 1 (now {per_replica} per replica), "
+            f"keeping the global batch with runner_config.gradient_accumulation_steps or parallel_config."
+            f"micro_batch_num; then each rank's block of the merged rows is its (batch, sequence) block "
+            f"and these re-layouts disappear")
+    return RootCause("batch-merge", ("batch-merge", per_replica), text, hint,
+                     {"runner_config.batch_size": 1, "sequences_per_replica": per_replica,
+                      "keep_global_batch_with": ["runner_config.gradient_accumulation_steps",
+                                                 "parallel_config.micro_batch_num"]})
+
+
+def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
+    """One finding per root cause: the first chain's anchor, every chain it causes as an occurrence
+    (its nodes in ``related``, its account in ``extra["occurrences"]``), the bytes summed."""
+    total = step_received_bytes(ir)
+    backward = backward_index(ir) if caused else {}
+    for items in caused.values():
+        # the chain whose ends name the most of the fix (a Layout to copy) speaks for the cause
+        cause = max((c for c, _, _ in items), key=lambda c: len(c.fix))
+        items = sorted(items, key=lambda item: (item[1].graph, item[1].line))
+        found = [f for _, f, _ in items]
+        first = found[0]
+        # the cause makes each chain whole: every collective of it, forward and backward, goes with it
+        moving = [k for _, _, chain in items for k in chain.nodes + backward_transpose(ir, chain, backward)
+                  if ir[k]["op"] in MOVING_OPS]
+        waste = [waste_entry(ir, k, received_bytes(ir, k) or 0) for k in dict.fromkeys(moving)]
+        wasted = sum(w["bytes"] for w in waste)
+        kinds = sorted({(f.op, scope_path(f.scope).rsplit("/", 1)[0]) for f in found})
+        message = (f"{len(found)} redistribution chains have one root cause, {cause.kind}: {cause.text}; "
+                   f"together their collectives receive {size(wasted)} per step with the backward transposes, "
+                   f"all of it gone with the cause "
+                   f"({share(wasted, total)} of the {size(total)} this step's collectives receive per rank)")
+        related: list[Related] = []
+        occurrences = []
+        for i, f in enumerate(found, 1):
+            head = f.message.split(" between ", 1)[0]
+            related.append(Related(file=f.file, line=f.line, node=f.node, op=f.op, scope=f.scope, graph=f.graph,
+                                   note=f"chain {i} of {len(found)}: {head}"))
+            related += list(f.related)
+            occurrences.append({"node": f.node, "graph": f.graph, "line": f.line, "op": f.op, "message": f.message,
+                                **dict(f.extra)})
+        extra = {"root_cause": {"kind": cause.kind, "why": cause.text, "fix": cause.fix},
+                 "occurrences": occurrences, "chains": len(found), "chain_sites": len(kinds),
+                 "kinds": sorted({k for f in found for k in dict(f.extra).get("kinds", ())}),
+                 "waste_bytes": wasted, "waste": waste, "step_received_bytes": total}
+        yield first.with_(message=message, hint=cause.hint, related=tuple(related),
+                          # the cause is the model's, not a layer's: its chains are in every layer
+                          cause=f"{_SHORT[cause.kind]} ({len(found)} chains)", layer="",
+                          fix=_short_fix(cause.fix),
+                          identity=("root-cause", cause.key, tuple(f.identity for f in found)),
+                          extra=tuple(sorted(extra.items())))
+
+
+# the headline's words for a cause, and its fix in a few words (irlint.headline)
+_SHORT = {"batch-merge": ">1 sequence per dp replica", "tuple-beside-layout": "tuple strategy beside a Layout"}
+
+
+def _short_fix(fix: dict) -> str:
+    if "runner_config.batch_size" in fix:
+        return f"runner_config.batch_size: {fix['runner_config.batch_size']} per dp replica"
+    return fix.get("config") or (f"{fix['cell']} Layout {fix['layout']}" if fix.get("layout") else
+                                 f"a Layout for {fix.get('cell', 'the cell')}")
+
+
+# MindFormers config keys that remove a cell's tuple-sharded ops (the cell class, from the scope)
+_REMOVED_BY = {"RotaryEmbedding": "use_rope_slice: False (MindFormers' default: RoPE without the slice/neg/concat)"}
+# ops whose output has the layout of their first input
+_SHAPE_KEEPING = ELEMENTWISE_OPS | {"Concat", "StridedSlice", "Neg", "Softmax", "RmsNorm", "LayerNorm", "Dropout"}
+
+
+def _tuple_placement(ir: IRFile, strat: tuple) -> tuple:
+    """Per dim ((split, rank stride),) of a tuple strategy: the devices it leaves over repeat the
+    computation on the innermost device axis, so every split sits that many ranks further apart."""
+    repeat = max(devices(ir) // max(prod(strat), 1), 1)
+    return tuple(((n, prod(strat[i + 1:]) * repeat),) if n > 1 else () for i, n in enumerate(strat))
+
+
+def _is_layout(ir: IRFile, key: int) -> bool:
+    return bool((ir[key].get("primitive_attrs") or {}).get("in_layout"))
+
+
+def _repeats(ir: IRFile, key: int) -> bool:
+    strat = strategy(ir, key)
+    return (not _is_layout(ir, key) and bool(strat) and isinstance(strat[0], tuple)
+            and devices(ir) > prod(strat[0]) and ir[key]["op"] in _SHAPE_KEEPING | {"Transpose"})
+
+
+def _in_placement(ir: IRFile, key: int, pos: int):
+    if _is_layout(ir, key):
+        placed = placements(ir, key)
+        return placed[pos] if placed and pos < len(placed) else None
+    strat = strategy(ir, key)
+    if not strat or pos >= len(strat) or not isinstance(strat[pos], tuple):
+        return None
+    return _tuple_placement(ir, tuple(strat[pos]))
+
+
+def _out_placement(ir: IRFile, key: int):
+    placed = _in_placement(ir, key, 0)
+    if placed is None:
+        return None
+    if ir[key]["op"] == "Transpose":
+        perm = (ir[key].get("args") or (None, None))[1]
+        if not (isinstance(perm, tuple) and len(perm) == len(placed)):
+            return None
+        return tuple(placed[p] for p in perm)
+    return placed if ir[key]["op"] in _SHAPE_KEEPING else None
+
+
+def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
+    """A tuple strategy that leaves devices over (they repeat its computation on the innermost
+    device axis) next to an op that places the same tensor dim, split as many ways, on another
+    device axis (a Layout naming its axes, or a full tuple): the tensor is re-laid at both edges of
+    the tuple op although both sides agree on how many blocks each dim has."""
+    if chain.producer is None or not chain.consumers:
+        return None
+    consumer, pos = chain.consumers[0]
+    produced, read = _out_placement(ir, chain.producer), _in_placement(ir, consumer, pos)
+    if produced is None or read is None or len(produced) != len(read):
+        return None
+    moved = [d for d, (a, b) in enumerate(zip(produced, read))
+             if a and b and prod(n for n, _ in a) == prod(n for n, _ in b) and a != b]
+    if not moved:
+        return None
+    deviant, other = ((consumer, chain.producer) if _repeats(ir, consumer) and not _repeats(ir, chain.producer)
+                      else (chain.producer, consumer) if _repeats(ir, chain.producer) and not _repeats(ir, consumer)
+                      else (None, None))
+    if deviant is None:
+        return None
+    cell = scope_path(ir[deviant].get("scope", "")).rsplit("/", 1)[-1]
+    cell_class = cell.rsplit("-", 1)[-1]
+    layout = next((layout_expression(ir, k, p) for k, p in ((consumer, pos), (chain.producer, 0))
+                   if _is_layout(ir, k) and layout_expression(ir, k, p)), None)
+    text = (f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
+            f"that uses {prod(strategy(ir, deviant)[0])} of {devices(ir)} devices, so its splits sit on other "
+            f"device axes than {who(ir, other)}'s (dim {', '.join(map(str, moved))}: "
+            f"{_axes(produced, moved)} vs {_axes(read, moved)}); the blocks are on other ranks and the tensor is "
+            f"gathered and sliced back at the edges of those ops, although no re-layout is needed")
+    removed = _REMOVED_BY.get(cell_class)
+    fixes = ([removed] if removed else []) + (
+        [f"give {cell_class}'s tuple-sharded ops the Layout of their neighbours ({layout})"] if layout else
+        [f"give {cell_class}'s tuple-sharded ops a Layout that places each dim on the device axis its neighbours use"])
+    fix = {"cell": cell_class, **({"config": removed.split(" (")[0]} if removed else {}),
+           **({"layout": layout} if layout else {})}
+    return RootCause("tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix)
+
+
+def _axes(placed: tuple, dims: list[int]) -> str:
+    return ", ".join(" x ".join(f"{n} ranks {stride} apart" for n, stride in placed[d]) for d in dims)
