@@ -113,7 +113,7 @@ class Finding:
         import hashlib
 
         rule, _, rest = self.fingerprint_text.partition("\x1f")
-        return hashlib.sha256(f"{rule}\x1f{self.stage}\x1f{rest}".encode("utf-8")).hexdigest()[:20]
+        return hashlib.sha256(f"{rule}\x1f{self.stage}\x1f{rest}".encode()).hexdigest()[:20]
 
     @property
     def problem(self) -> tuple:

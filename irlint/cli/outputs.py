@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..runner.discover import STDIN, DumpFile, InputError
 

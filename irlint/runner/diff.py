@@ -338,7 +338,7 @@ class SideReads:
     read: dict[tuple[str, int | None], FinalRead]   # damaged files left out: what stood in for them
 
     @classmethod
-    def of(cls, files: list[DumpFile], report: Report) -> "SideReads":
+    def of(cls, files: list[DumpFile], report: Report) -> SideReads:
         planned = final_reads(files, report.rules, report)
         unread = frozenset(r.file.path for r in planned.values() if r.damage)
         return cls(planned, final_reads(files, report.rules, report, unread) if unread else planned)
@@ -350,14 +350,14 @@ class SideReads:
     def ranks(self) -> set:
         return {rank for _, rank in self.planned}
 
-    def rekeyed(self) -> "SideReads":
+    def rekeyed(self) -> SideReads:
         """One rank per side (two files named): keys without the rank, as the files pair."""
         def strip(d: dict) -> dict:
             return {(code, None): v for (code, _), v in d.items()}
 
         return SideReads(strip(self.planned), strip(self.read))
 
-    def short(self, key: tuple, other: "SideReads") -> str:
+    def short(self, key: tuple, other: SideReads) -> str:
         """Why this side did not read the rule's final evidence for that rank ('' when it did)."""
         planned, read, theirs = self.planned.get(key), self.read.get(key), other.read.get(key)
         if planned is not None and planned.damage:
