@@ -182,7 +182,7 @@ class plugin_output:
         self.saved_stdout = sys.stdout
         sys.stdout = sys.stderr
         try:
-            self.saved_fd = os.dup(1)
+            self.saved_fd: int | None = os.dup(1)
             os.dup2(2, 1)
         except OSError:   # no standard output or error to redirect
             self.saved_fd = None

@@ -179,7 +179,7 @@ def matmul_dims(ir: IRFile, k: int) -> tuple[int, int, int, int] | None:
     """(batch, M, K, N) of a MatMul-like op from its input shapes and transpose flags; None when a
     shape is unknown."""
     d = ir[k]
-    types = d.get("in_types") or ()
+    types: list = list(d.get("in_types") or ())
     if len(types) < 2:
         return None
     a, b = _shape(types[0]), _shape(types[1])
@@ -206,7 +206,7 @@ def matmul_dims(ir: IRFile, k: int) -> tuple[int, int, int, int] | None:
 
 def _attention_flops(ir: IRFile, k: int) -> int | None:
     d = ir[k]
-    types = d.get("in_types") or ()
+    types: list = list(d.get("in_types") or ())
     if len(types) < 2:
         return None
     q, key = _shape(types[0]), _shape(types[1])
@@ -221,13 +221,13 @@ def _attention_flops(ir: IRFile, k: int) -> int | None:
 def _conv_flops(ir: IRFile, k: int) -> int | None:
     d = ir[k]
     op = d["op"]
-    types = d.get("in_types") or ()
+    types: list = list(d.get("in_types") or ())
     out = _shape(d.get("out_type"))
     if len(types) < 2:
         return None
     if op.endswith("BackpropFilter"):   # (dout, x, size) -> dw
         grad, weight = _shape(types[0]), out
-    elif op.endswith("BackpropInput") or op.endswith("Transpose"):   # (dout, w, size) -> dx
+    elif op.endswith(("BackpropInput", "Transpose")):   # (dout, w, size) -> dx
         grad, weight = _shape(types[0]), _shape(types[1])
     else:   # (x, w) -> out
         grad, weight = out, _shape(types[1])

@@ -52,17 +52,15 @@ def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = ()
     if not written:
         return
     for option, path in (reads or {}).items():
-        writer = written.get(_identity(path)) if path else None
+        read_at = _identity(path) if path else None
+        writer = written.get(read_at) if read_at is not None else None
         if writer is not None and writer != UPDATED_BY.get(option):
             raise InputError(f"{path}: is the {_option(option)} file; {_option(writer)} would overwrite it")
     inputs: dict[tuple, str] = {}
-    for f in files:
-        if f.path != STDIN:
-            inputs.setdefault(_identity(f.path), f.display)
-    for p in named:
-        if p != STDIN and os.path.isfile(p):
-            inputs.setdefault(_identity(p), p)
-    inputs.pop(None, None)
+    for path, shown in [(f.path, f.display) for f in files] + [(p, p) for p in named if os.path.isfile(p)]:
+        at = _identity(path) if path != STDIN else None
+        if at is not None:   # a stream is never an input a report could overwrite
+            inputs.setdefault(at, shown)
     for where, option in written.items():
         if where in inputs:
             target = targets[option]

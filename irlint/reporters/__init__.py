@@ -52,7 +52,7 @@ def render(report: Report, fmt: str, ctx: RenderContext | None = None) -> str:
         from .printable import PrintableSources, printable_report
 
         report = printable_report(report)
-        ctx = replace(ctx, sources=PrintableSources(ctx.sources))
+        ctx = replace(ctx, sources=PrintableSources(ctx.sources))  # type: ignore[arg-type]  # same interface as SourceLines
     return renderer(fmt)(report, ctx)
 
 

@@ -551,7 +551,8 @@ def _finding(data, display: str) -> Finding:
     if not (isinstance(identity, tuple) and isinstance(extra, tuple) and all(_is_int(r) for r in ranks)
             and (stake is None or _is_int(stake))):
         raise ValueError("finding")
-    return Finding(**{k: _text(data, k) for k in _FINDING_TEXT}, file=_file_name(data["file"], display),
+    texts: dict[str, Any] = {k: _text(data, k) for k in _FINDING_TEXT}
+    return Finding(**texts, file=_file_name(data["file"], display),
                    line=_int(data, "line"), column=_int(data, "column"), ranks=tuple(ranks), identity=identity,
                    bytes_at_stake=stake, source=source,
                    extra=extra, related=tuple(_related(r, display) for r in _list(data["related"])))
