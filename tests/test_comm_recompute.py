@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from conftest import TESTS
 from irlint.accounts.comm import account, as_dict
 from irlint.cli import main
-from irlint.read.reader import read_ir
+from irlint.runner.discover import discover
+from irlint.runner.engine import read_dump
 
 RECOMPUTE = TESTS / "fixtures" / "recompute"
 SP = RECOMPUTE / "mf-dp2_mp4_sp_comm_recompute"
@@ -27,8 +28,8 @@ SCHEMA = TESTS / "fixtures" / "schemas"
 
 
 def _ir(case):
-    (path,) = sorted((case / "rank_0").glob("21_validate_*.ir"))
-    return read_ir(str(path))
+    (f,) = discover([str(case)])[0]   # reads a .ir.gz as the commands do
+    return read_dump(f)
 
 
 def comm(*args):
