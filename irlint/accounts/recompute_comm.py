@@ -7,7 +7,10 @@ chose with a key. The key is told from the forward op the copy repeats:
 - ``select_comm_recompute``: the op re-lays out the output of a primitive carrying
   ``recompute_comm_op: Bool(1)`` (the norm whose sequence-parallel AllGather is recomputed); the key
   is that primitive's select key;
-- ``select_recompute``: the op's own select key (``irlint.rules.recompute.keys.node_select_key``,
+- ``select_recompute``: for an op the parallel pass inserted (``redistribution_op_…``), the key of the
+  tagged model primitive it re-lays out the input of (MindSpore passes that primitive's tag to the
+  ops inserted for it: a chain before wq's Reshape runs again under ``attention\\.wq\\.reshape``);
+  else the op's own select key (``irlint.rules.recompute.keys.node_select_key``,
   which a whole-cell key such as ``mlp\\.experts`` matches as a prefix);
 - ``cell``: no key can be derived; the cell scope names it.
 
@@ -80,13 +83,19 @@ def asked_by(ir: IRFile, key: int) -> tuple[str, str]:
     from ..rule import _builtin_package
 
     _builtin_package()   # irlint.rules is the top-level rules/ folder in a source checkout
-    node_select_key = import_module("irlint.rules.recompute.keys").node_select_key
+    keys = import_module("irlint.rules.recompute.keys")
+    node_select_key = keys.node_select_key
 
     source = comm_recompute_source(ir, key)
     if source is not None:
         found, _ = node_select_key(ir, source)
         if found is not None:
             return found, "select_comm_recompute"
+    if keys.inserted_by_parallel(ir, key):
+        target = tagged_reader(ir, key, keys.inserted_by_parallel)
+        found = node_select_key(ir, target)[0] if target is not None else None
+        if found is not None:
+            return found, "select_recompute"
     found, _ = node_select_key(ir, key)
     if found is not None:
         return found, "select_recompute"
@@ -110,6 +119,27 @@ def comm_recompute_source(ir: IRFile, key: int) -> int | None:
                     return p
                 if d.get("op") in _BETWEEN:
                     nxt.append(p)
+        frontier = nxt
+    return None
+
+
+def tagged_reader(ir: IRFile, key: int, inserted) -> int | None:
+    """The model primitive tagged for recompute that reads ``key``'s output through ops the parallel
+    pass inserted (the primitive whose tag MindSpore passed to them), else None."""
+    seen = {key}
+    frontier = [key]
+    for _ in range(3 * _UP_STEPS):
+        nxt = []
+        for k in frontier:
+            for c in ir.consumers(k):
+                d = ir[c]
+                if c in seen or d.get("kind") != "cnode" or ir.is_backward(c):
+                    continue
+                seen.add(c)
+                if inserted(ir, c) or d.get("op") in _BETWEEN and not (d.get("primitive_attrs") or {}).get("recompute"):
+                    nxt.append(c)
+                elif (d.get("primitive_attrs") or {}).get("recompute") is True:
+                    return c
         frontier = nxt
     return None
 
