@@ -83,6 +83,13 @@ class RedundantRedistributionChain(Rule):
         their share of what all the step's collectives receive per rank (``irlint comm`` shows
         the whole account).
 
+        A chain that recompute runs again in backward (a select key tags the model primitive after
+        it, ``attention\\.wq\\.reshape``, and MindSpore passes the tag to the ops inserted for
+        it; the copies feed the weight-gradient MatMul) is the same waste a second time: its copies
+        are priced into the forward chain ("runs twice because of key K: +N in backward",
+        ``extra["recompute"]``), never reported apart. A chain whose every reader is in backward
+        still names the bytes it keeps (its last op's output).
+
         Communication that belongs to the parallel scheme is never reported, never the node a
         finding points to and never in its bytes, even right before a wasteful run (a
         sequence-parallel ReduceScatter followed by a re-layout: the finding names it "scheme,
