@@ -6,8 +6,9 @@ dp replica, ``select_recompute: ['attention\\.wq\\.reshape']``): the batch-merge
 (attention_norm -> AllGather over cp -> ... -> wq's Reshape -> StridedSlice) carries the Reshape's tag
 and is copied into the backward half, where the copy feeds wq's weight-gradient MatMul. Hand count of
 each copy's AllGather: (1, 2, 1, 8, 64) -> (2, 2, 1, 8, 64) float32 over 2 ranks: 8192 - 4096 = 4096
-bytes, one per layer; the same model without the key (``par-mindformers-llama_cp2_b2``'s generator
-with the key added) otherwise wastes 180224 bytes per step.
+bytes, one per layer. The chains' own collectives and backward transposes waste 180224 bytes per step,
+16 KiB more than without the key (``par-mindformers-llama_cp2_b2``): the tagged wq chain is no longer
+merged with wk/wv's and gathers on its own (4096 bytes forward + 4096 backward per layer).
 """
 from __future__ import annotations
 
