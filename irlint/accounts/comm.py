@@ -13,6 +13,9 @@ of its bytes a consistent strategy would not move) or **scheme** (the communicat
 configuration needs: data- and tensor-parallel AllReduces, sequence-parallel ReduceScatter and
 AllGather, expert AlltoAll, pipeline Send/Receive, optimizer-parallel gathers, loss reductions).
 
+**Recompute** is the part of the backward bytes that recomputed copies of forward collectives
+receive again (``irlint.accounts.recompute_comm``), by the select key that asked for it.
+
 Not counted: what a collective sends, the latency of each call, communication the backend adds
 after the front-end graph (fusion and overlap passes), and loops a graph runs more than once
 (micro batches of gradient accumulation count once).
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..findings import Finding
 from .memory import OUTSIDE, layer_of, runs_in_backward
+from .recompute_comm import Rerun, by_key, reruns
 from ..model import IRFile
 # what one collective receives; part of this module's names (the rules import it alone)
 from .received import (ALLTOALL_OPS, COLLECTIVE_OPS, GATHER_OPS, KINDS, group_size,  # noqa: F401
@@ -53,6 +57,7 @@ class Collective:
     waste_bytes: int = 0
     findings: list[str] = field(default_factory=list)   # codes of the PC findings naming it
     transposes: int | None = None                       # the forward op of a backward collective
+    rerun: Rerun | None = None                          # a recomputed copy: the key that asked for it
 
     @property
     def scheme_bytes(self) -> int:
@@ -69,6 +74,7 @@ class LayerComm:
     waste_bytes: int = 0
     forward_bytes: int = 0
     backward_bytes: int = 0
+    recompute_bytes: int = 0
     collectives: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
 
@@ -92,6 +98,11 @@ class CommAccount:
     def scheme_bytes(self) -> int:
         return self.received_bytes - self.waste_bytes
 
+    @property
+    def recompute_bytes(self) -> int:
+        """Backward bytes of recomputed copies: communication a recompute key runs twice."""
+        return sum(c.received_bytes or 0 for c in self.collectives if c.rerun is not None)
+
     def layers(self) -> list[LayerComm]:
         rows: dict[str, LayerComm] = {}
         for c in self.collectives:
@@ -105,6 +116,8 @@ class CommAccount:
                 row.backward_bytes += got
             else:
                 row.forward_bytes += got
+            if c.rerun is not None:
+                row.recompute_bytes += got
             row.by_kind[c.kind] = row.by_kind.get(c.kind, 0) + got
         return sorted(rows.values(), key=lambda r: (r.layer == OUTSIDE, int(r.layer) if r.layer.isdigit() else 0))
 
@@ -146,6 +159,9 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
         out.append(Collective(key, KINDS[data["op"]], backward, layer_of(data.get("scope", "")),
                               group_size(ir, key), got, min(waste.get(key, 0), got or 0),
                               named.get(key, []), forward))
+    by_node = {c.node: c for c in out}
+    for r in reruns(ir, out):
+        by_node[r.node].rerun = r
     return CommAccount(out, list(findings))
 
 
@@ -170,10 +186,12 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
         "received_bytes": acc.received_bytes, "scheme_bytes": acc.scheme_bytes, "waste_bytes": acc.waste_bytes,
         "forward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if not c.backward),
         "backward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if c.backward),
+        "recompute_bytes": acc.recompute_bytes,
         "by_kind": [{"kind": k, **v} for k, v in acc.by_kind().items()],
         "layers": [{"layer": r.layer, "received_bytes": r.received_bytes, "scheme_bytes": r.scheme_bytes,
                     "waste_bytes": r.waste_bytes, "forward_bytes": r.forward_bytes,
-                    "backward_bytes": r.backward_bytes, "collectives": r.collectives,
+                    "backward_bytes": r.backward_bytes, "recompute_bytes": r.recompute_bytes,
+                    "collectives": r.collectives,
                     "by_kind": {k: r.by_kind[k] for k in sorted(r.by_kind, key=_kind_rank)}}
                    for r in acc.layers()],
         "collectives": [{"node": node(c.node), "graph": ir[c.node].get("graph", ""), "op": ir[c.node].get("op", ""),
@@ -182,8 +200,14 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
                          "waste_bytes": c.waste_bytes, "findings": c.findings, "transposes": node(c.transposes),
                          "transposes_graph": None if c.transposes is None else ir[c.transposes].get("graph", ""),
                          "instance": ir[c.node].get("instance") or "", "scope": ir[c.node].get("scope", ""),
-                         "line": ir[c.node].get("line", 0)}
+                         "line": ir[c.node].get("line", 0),
+                         "recompute_key": c.rerun.key if c.rerun else None,
+                         "recompute_via": c.rerun.via if c.rerun else None,
+                         "recomputes": node(c.rerun.original) if c.rerun else None,
+                         "recomputes_graph": (ir[c.rerun.original].get("graph", "")
+                                              if c.rerun and c.rerun.original is not None else None)}
                         for c in acc.collectives],
+        "recompute": by_key([c.rerun for c in acc.collectives if c.rerun is not None]),
         "findings": [{"code": f.code, "rule": f.rule, "node": f.node, "graph": f.graph, "line": f.line,
                       "waste_bytes": dict(f.extra).get("waste_bytes", 0),
                       "share": share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes)}

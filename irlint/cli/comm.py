@@ -56,7 +56,9 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                     key=lambda name: (name == OUTSIDE, int(name) if name.isdigit() else 0))
     table = Table(title="Bytes received per rank and step, per layer", title_justify="left")
     table.add_column("layer")
-    columns = ("received", "scheme", "waste", "forward", "backward")
+    columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")
+    if any(e.get("recompute_bytes") for e in entries):   # shown where a recompute key re-runs communication
+        columns += ("recompute",)
     for name in label:
         for col in columns:
             table.add_column(col + (f" ({name})" if many else ""), justify="right")
@@ -90,6 +92,8 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                         c["scope"])
         if top:
             out.print(ops)
+        if e.get("recompute"):
+            out.print(recompute_table(e, name if many else None))
         for f in e["findings"]:
             out.print(f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} of "
                       f"waste, {f['share']} of the step's communication", soft_wrap=True)
@@ -99,6 +103,20 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                           f"{c['node']} {c['op']}", soft_wrap=True)
     out.print(SCOPE_NOTE, soft_wrap=True)
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+def recompute_table(e: dict, name: str | None):
+    """The communication recompute runs again in backward, per select key."""
+    from rich.table import Table
+
+    table = Table(title=f"Re-run in backward by recompute, per key{' (' + name + ')' if name else ''} "
+                        f"(of the backward bytes): {human(e['recompute_bytes'])}", title_justify="left")
+    for col in ("key", "via", "ops", "bytes", "layers", "kinds"):
+        table.add_column(col, justify="right" if col in ("ops", "bytes") else "left", overflow="fold")
+    for row in e["recompute"]:
+        table.add_row(row["key"], row["via"], str(row["ops"]), human(row["received_bytes"]), ", ".join(row["layers"]),
+                      ", ".join(f"{k} {human(v)}" for k, v in row["by_kind"].items()))
+    return table
 
 
 @click.command("comm")

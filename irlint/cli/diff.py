@@ -215,6 +215,10 @@ def render_text(result: Diff) -> str:
             w(f"  communication received per rank and step: {_change(c['before_total'], c['after_total'])}; "
               f"redistribution waste {human_bytes(c['waste_before'])} -> {human_bytes(c['waste_after'])}")
             _change_table(w, "kind", c["kinds"], ("ops", lambda k: f"{k['ops_before']}->{k['ops_after']}"))
+            if c.get("recompute_keys"):
+                w(f"  communication recompute runs again in backward: "
+                  f"{_change(c['recompute_before'], c['recompute_after'])}")
+                _change_table(w, "key", c["recompute_keys"], ("ops", lambda k: f"{k['ops_before']}->{k['ops_after']}"))
         for title, changes, shown in (("recompute state changed (requested, applied, kept)", r.recompute, _state),
                                       ("in_strategy changed", r.strategies, lambda v: v or "none")):
             if changes:

@@ -140,6 +140,7 @@ def communication_change(before: IRFile, after: IRFile) -> dict:
     """Bytes each collective kind receives per rank and step, before -> after (the ``irlint comm``
     account), with the share the redistribution findings name as waste."""
     from ..accounts.comm import account
+    from ..accounts.recompute_comm import by_key
 
     accounts = {"before": account(before), "after": account(after)}
     kinds: dict[str, dict] = {}
@@ -150,9 +151,21 @@ def communication_change(before: IRFile, after: IRFile) -> dict:
             entry[side] = row["forward_bytes"] + row["backward_bytes"]
             entry[f"waste_{side}"] = row["waste_bytes"]
             entry[f"ops_{side}"] = row["ops"]
+    # communication a recompute key runs again in backward, per key
+    keys: dict[tuple[str, str], dict] = {}
+    for side, acc in accounts.items():
+        for rerun in by_key([c.rerun for c in acc.collectives if c.rerun is not None]):
+            entry = keys.setdefault((rerun["key"], rerun["via"]), {"key": rerun["key"], "via": rerun["via"],
+                                                                   "before": 0, "after": 0, "ops_before": 0,
+                                                                   "ops_after": 0})
+            entry[side] = rerun["received_bytes"]
+            entry[f"ops_{side}"] = rerun["ops"]
     return {"before_total": accounts["before"].received_bytes, "after_total": accounts["after"].received_bytes,
             "waste_before": accounts["before"].waste_bytes, "waste_after": accounts["after"].waste_bytes,
-            "kinds": list(kinds.values())}
+            "kinds": list(kinds.values()),
+            "recompute_before": accounts["before"].recompute_bytes,
+            "recompute_after": accounts["after"].recompute_bytes,
+            "recompute_keys": sorted(keys.values(), key=lambda k: (-max(k["before"], k["after"]), k["key"]))}
 
 
 @dataclass

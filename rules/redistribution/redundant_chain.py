@@ -15,6 +15,7 @@ from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_
                        end_note, first_in, fmt, hint_for, in_chain, is_weight, layout_expression, near_experts,
                        note, permutation, placement_text, readers, received_bytes, scope_path, simulate, size,
                        step_text, strategy, strategy_source, touches_backward, who)
+from .recomputed_chain import is_copy, kept_type, rerun_of
 from .root_cause import RootCause, grouped, root_cause
 from .round_trip import RoundTrip, round_trips
 
@@ -81,6 +82,13 @@ class RedundantRedistributionChain(Rule):
         Every finding states the bytes it wastes per step (forward and backward transpose) and
         their share of what all the step's collectives receive per rank (``irlint comm`` shows
         the whole account).
+
+        A chain that recompute runs again in backward (a select key tags the model primitive after
+        it, ``attention\\.wq\\.reshape``, and MindSpore passes the tag to the ops inserted for
+        it; the copies feed the weight-gradient MatMul) is the same waste a second time: its copies
+        are priced into the forward chain ("runs twice because of key K: +N in backward",
+        ``extra["recompute"]``), never reported apart. A chain whose every reader is in backward
+        still names the bytes it keeps (its last op's output).
 
         Communication that belongs to the parallel scheme is never reported, never the node a
         finding points to and never in its bytes, even right before a wasteful run (a
@@ -262,6 +270,8 @@ subgraph @main() {
                 continue
             chain = collect_chain(ir, key)
             seen.update(chain.nodes)
+            if is_copy(ir, chain.nodes):   # a recomputed copy: priced into its forward chain's finding
+                continue
             if chain.producer is None or is_weight(ir, chain.producer) or touches_backward(ir, chain):
                 continue
             simulate(ir, chain)
@@ -289,6 +299,9 @@ subgraph @main() {
         anchor = next((k for k in span if ir[k]["op"] in MOVING_OPS), span[0])
         consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
         survive = chain.exit.nbytes if chain.exit is not None else None
+        if survive is None:   # every reader is in backward (a weight-gradient MatMul has no strategy)
+            kept = kept_type(ir, chain.nodes)
+            survive = kept.nbytes if kept is not None else None
         transpose = backward_transpose(ir, chain, backward)
         alltoall = min((w.alltoall_bytes for w in chain.wastes if w.alltoall_bytes), default=None)
         expert = near_experts(ir, consumer, True) or near_experts(ir, chain.producer, False)
@@ -301,19 +314,25 @@ subgraph @main() {
                  for k in span + backward_transpose(ir, chain, backward, span) if ir[k]["op"] in MOVING_OPS]
         wasted = sum(b for k, b in waste if k in span)
         wasted_back = sum(b for k, b in waste if k not in span)
+        # copies recompute runs in backward: the same waste again, paid because of a select key
+        rerun = rerun_of(ir, [k for k in chain.nodes if k in span])
+        waste += rerun.copies
+        in_all = wasted + wasted_back + rerun.bytes
         moved_back = sum(received_bytes(ir, k) or 0 for k in transpose)
         if ir[anchor]["op"] in MOVING_OPS and expert_relayout:
             cost = (f"the expert-parallel re-layout itself is scheme (one AlltoAll: {size(alltoall)}), the other "
                     f"{size(wasted)} received are waste")
             if transpose:
-                cost += f"; the backward transpose wastes {size(wasted_back)} more, {size(wasted + wasted_back)} per step in all"
+                cost += f"; the backward transpose wastes {size(wasted_back)} more, {size(in_all)} per step in all"
         elif ir[anchor]["op"] in MOVING_OPS:
             cost = f"{size(wasted)} received to keep {size(survive)}"
             if transpose:
                 cost += (f"; the backward transpose ({' -> '.join(ir[k]['op'] for k in transpose)}) moves "
-                         f"{size(wasted_back)} more, {size(wasted + wasted_back)} per step in all")
+                         f"{size(wasted_back)} more, {size(in_all)} per step in all")
         else:
             cost = f"no communication, but {size(survive)} are copied to end where they started"
+        if rerun.copies:
+            cost += f"; it {rerun.text()}"
         sequence = " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
         kinds = sorted({w.kind for w in chain.wastes})
         what = "; ".join(w.text for w in chain.wastes)
@@ -328,7 +347,7 @@ subgraph @main() {
         after = "".join(f", after the scheme {step_text(ir, k, costs=True)}," for k in chain.scheme)
         total = step_received_bytes(ir)
         message = (f"redistribution chain {sequence} between {who(ir, chain.producer)}{after} and "
-                   f"{readers(ir, chain)}: {what}; {cost}; {share(wasted + wasted_back, total)} of the "
+                   f"{readers(ir, chain)}: {what}; {cost}; {share(in_all, total)} of the "
                    f"{size(total)} this step's collectives receive per rank")
         same_rank = (chain.entry is not None and chain.exit is not None
                      and len(chain.entry.shape or ()) == len(chain.exit.shape or ()))
@@ -366,8 +385,10 @@ subgraph @main() {
                  "exit": str(chain.exit) if chain.exit else None,
                  "producer_strategy": fmt(strategy(ir, chain.producer)),
                  "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None,
-                 "waste_bytes": wasted + wasted_back, "step_received_bytes": total,
+                 "waste_bytes": in_all, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, b) for k, b in waste]}
+        if rerun.copies:
+            extra["recompute"] = {"keys": rerun.keys, "bytes": rerun.bytes, "copies": [ir[c]["id"] for c, _ in rerun.copies]}
         fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
         if moved_blocks is not None:
             extra["fix"] = fix_of_blocks

@@ -13,6 +13,7 @@ from math import prod
 
 from .evidence import (ELEMENTWISE_OPS, MOVING_OPS, Chain, backward_index, backward_transpose, devices, fmt, layout_expression, output_layout, placements,
                        scope_path, size, strategy, who)
+from .recomputed_chain import Rerun, rerun_of
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,18 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
         # the cause makes each chain whole: every collective of it, forward and backward, goes with it
         moving = [k for _, _, chain in items for k in chain.nodes + backward_transpose(ir, chain, backward)
                   if ir[k]["op"] in MOVING_OPS]
+        # and the copies recompute runs again in backward, because of a select key
+        reruns = [rerun_of(ir, chain.nodes) for _, _, chain in items]
+        moving += [c for r in reruns for c, _ in r.copies]
         waste = [waste_entry(ir, k, received_bytes(ir, k) or 0) for k in dict.fromkeys(moving)]
         wasted = sum(w["bytes"] for w in waste)
+        rerun = Rerun([c for r in reruns for c in r.copies], list(dict.fromkeys(k for r in reruns for k in r.keys)))
         kinds = sorted({(f.op, scope_path(f.scope).rsplit("/", 1)[0]) for f in found})
         message = (f"{len(found)} redistribution chains have one root cause, {cause.kind}: {cause.text}; "
-                   f"together their collectives receive {size(wasted)} per step with the backward transposes, "
+                   f"together their collectives receive {size(wasted)} per step with the backward transposes"
+                   + (f" and the recomputed copies ({sum(bool(r.copies) for r in reruns)} of them "
+                         f"{rerun.text('run' if sum(bool(r.copies) for r in reruns) > 1 else 'runs')})"
+                      if rerun.copies else "") + ", "
                    f"all of it gone with the cause "
                    f"({share(wasted, total)} of the {size(total)} this step's collectives receive per rank)")
         related: list[Related] = []
@@ -118,6 +126,9 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
                  "occurrences": occurrences, "chains": len(found), "chain_sites": len(kinds),
                  "kinds": sorted({k for f in found for k in dict(f.extra).get("kinds", ())}),
                  "waste_bytes": wasted, "waste": waste, "step_received_bytes": total}
+        if rerun.copies:
+            extra["recompute"] = {"keys": rerun.keys, "bytes": rerun.bytes,
+                                  "copies": [ir[c]["id"] for c, _ in rerun.copies]}
         yield first.with_(message=message, hint=cause.hint, related=tuple(related),
                           # the cause is the model's, not a layer's: its chains are in every layer
                           cause=f"{_SHORT[cause.kind]} ({len(found)} chains)", layer="",

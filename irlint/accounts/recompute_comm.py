@@ -1,0 +1,161 @@
+"""Communication that recompute runs again in backward, by the select key that asked for it.
+
+A collective recompute copies (``duplicated: Bool(1)``, or lazy_inline's copy in the backward half
+with its forward node's ``unique_id``) receives its bytes a second time in backward: cost the user
+chose with a key. The key is told from the forward op the copy repeats:
+
+- ``select_comm_recompute``: the op re-lays out the output of a primitive carrying
+  ``recompute_comm_op: Bool(1)`` (the norm whose sequence-parallel AllGather is recomputed); the key
+  is that primitive's select key;
+- ``select_recompute``: for an op the parallel pass inserted (``redistribution_op_…``), the key of the
+  tagged model primitive it re-lays out the input of (MindSpore passes that primitive's tag to the
+  ops inserted for it: a chain before wq's Reshape runs again under ``attention\\.wq\\.reshape``);
+  else the op's own select key (``irlint.rules.recompute.keys.node_select_key``,
+  which a whole-cell key such as ``mlp\\.experts`` matches as a prefix);
+- ``cell``: no key can be derived; the cell scope names it.
+
+The bytes are the copy's, counted as every collective (``irlint.accounts.received``); they are
+already part of the account's backward bytes, not added again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..model import IRFile, primal_attr
+
+if TYPE_CHECKING:
+    from .comm import Collective
+
+# ops between a recompute_comm_op primitive and the communication inserted for its output
+_BETWEEN = frozenset({"Cast", "Reshape", "Depend", "Load", "TupleGetItem", "MakeTuple", "StridedSlice",
+                      "Split", "Concat", "Transpose", "Identity"})
+_UP_STEPS = 6
+
+
+@dataclass
+class Rerun:
+    """One collective recompute runs again in backward."""
+
+    node: int            # the copy
+    original: int | None  # the forward op it repeats
+    key: str             # the select key (or cell scope) that asked for it
+    via: str             # "select_comm_recompute", "select_recompute" or "cell"
+    layer: str
+    kind: str
+    received_bytes: int
+
+
+def reruns(ir: IRFile, collectives: list[Collective]) -> list[Rerun]:
+    """The collectives of the account that are recompute copies, each with the key that asked."""
+    out = []
+    for c in collectives:
+        if not c.backward or not ir.is_recompute_copy(c.node):
+            continue
+        original = original_of(ir, c.node)
+        key, via = asked_by(ir, original if original is not None else c.node)
+        out.append(Rerun(c.node, original, key, via, c.layer, c.kind, c.received_bytes or 0))
+    return out
+
+
+def original_of(ir: IRFile, copy: int) -> int | None:
+    """The forward node a recompute copy repeats: the undecorated node with its ``recompute_id``,
+    else with its ``unique_id``."""
+    rid = (ir[copy].get("cnode_attrs") or {}).get("recompute_id")
+    if rid is not None:
+        index = ir.__dict__.get("_recompute_originals")
+        if index is None:
+            index = ir.__dict__["_recompute_originals"] = {
+                (d.get("cnode_attrs") or {}).get("recompute_id"): k for k, d in ir.nodes.items()
+                if d.get("kind") == "cnode" and (d.get("cnode_attrs") or {}).get("recompute_id") is not None
+                and not ir.is_recompute_copy(k)}
+        if rid in index:
+            return index[rid]
+    uid = primal_attr(ir[copy], "unique_id")
+    return None if uid is None else ir.by_unique_id(str(uid))
+
+
+def asked_by(ir: IRFile, key: int) -> tuple[str, str]:
+    """(select key or cell scope, how it was asked) for a recomputed forward collective."""
+    from importlib import import_module
+
+    from ..model.layers import Places
+    from ..rule import _builtin_package
+
+    _builtin_package()   # irlint.rules is the top-level rules/ folder in a source checkout
+    keys = import_module("irlint.rules.recompute.keys")
+    node_select_key = keys.node_select_key
+
+    source = comm_recompute_source(ir, key)
+    if source is not None:
+        found, _ = node_select_key(ir, source)
+        if found is not None:
+            return found, "select_comm_recompute"
+    if keys.inserted_by_parallel(ir, key):
+        target = tagged_reader(ir, key, keys.inserted_by_parallel)
+        found = node_select_key(ir, target)[0] if target is not None else None
+        if found is not None:
+            return found, "select_recompute"
+    found, _ = node_select_key(ir, key)
+    if found is not None:
+        return found, "select_recompute"
+    return Places.of(ir).cell_scope(key) or ir[key].get("scope", ""), "cell"
+
+
+def comm_recompute_source(ir: IRFile, key: int) -> int | None:
+    """The primitive with ``recompute_comm_op: Bool(1)`` whose output ``key`` re-lays out: the first
+    one up the data inputs through re-layout and cast ops, else None."""
+    seen = {key}
+    frontier = [key]
+    for _ in range(_UP_STEPS):
+        nxt = []
+        for k in frontier:
+            for p in ir.producers(k):
+                d = ir[p]
+                if p in seen or d.get("kind") != "cnode":
+                    continue
+                seen.add(p)
+                if (d.get("primitive_attrs") or {}).get("recompute_comm_op") is True:
+                    return p
+                if d.get("op") in _BETWEEN:
+                    nxt.append(p)
+        frontier = nxt
+    return None
+
+
+def tagged_reader(ir: IRFile, key: int, inserted) -> int | None:
+    """The model primitive tagged for recompute that reads ``key``'s output through ops the parallel
+    pass inserted (the primitive whose tag MindSpore passed to them), else None."""
+    seen = {key}
+    frontier = [key]
+    for _ in range(3 * _UP_STEPS):
+        nxt = []
+        for k in frontier:
+            for c in ir.consumers(k):
+                d = ir[c]
+                if c in seen or d.get("kind") != "cnode" or ir.is_backward(c):
+                    continue
+                seen.add(c)
+                if inserted(ir, c) or d.get("op") in _BETWEEN and not (d.get("primitive_attrs") or {}).get("recompute"):
+                    nxt.append(c)
+                elif (d.get("primitive_attrs") or {}).get("recompute") is True:
+                    return c
+        frontier = nxt
+    return None
+
+
+def by_key(found: list[Rerun]) -> list[dict]:
+    """The re-runs summed per key, costliest first: key, how it was asked, ops, bytes, layers,
+    kinds."""
+    rows: dict[tuple[str, str], dict] = {}
+    for r in found:
+        row = rows.setdefault((r.key, r.via), {"key": r.key, "via": r.via, "ops": 0, "received_bytes": 0,
+                                               "layers": [], "by_kind": {}})
+        row["ops"] += 1
+        row["received_bytes"] += r.received_bytes
+        if r.layer not in row["layers"]:
+            row["layers"].append(r.layer)
+        row["by_kind"][r.kind] = row["by_kind"].get(r.kind, 0) + r.received_bytes
+    for row in rows.values():
+        row["layers"].sort(key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else 0, name))
+    return sorted(rows.values(), key=lambda row: (-row["received_bytes"], row["key"]))

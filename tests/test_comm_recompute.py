@@ -1,0 +1,114 @@
+"""Communication recompute runs again in backward (irlint/accounts/recompute_comm.py), in
+``irlint comm`` and ``irlint diff``, against hand counts on real MindFormers 2.1.0 compiles.
+
+Hand counts, from each copy's type line and group (as a forward collective is counted):
+- ``mf-dp2_mp4_sp_comm_recompute`` (sequence parallel, ``select_comm_recompute: ['.*\\.norm']``): per
+  layer one AllGather copy (2, 4, 64) -> (8, 4, 64) float16 over 4 ranks: 4096 - 1024 = 3072 bytes.
+- ``mf-moe-dp4_mp2_ep2_ffn_recompute`` (whole-cell key ``feed_forward``, the MoE cell): per layer two
+  AlltoAll copies, output (1, 2, 2, 16, 64) float32 over split_count 2: 16384 / 2 = 8192 bytes each,
+  and w2's AllReduce copy (1, 2, 32, 64) float32 over 2 ranks: 2 * 1/2 * 16384 = 16384 bytes.
+"""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from conftest import TESTS
+from irlint.accounts.comm import account, as_dict
+from irlint.cli import main
+from irlint.runner.discover import discover
+from irlint.runner.engine import read_dump
+
+RECOMPUTE = TESTS / "fixtures" / "recompute"
+SP = RECOMPUTE / "mf-dp2_mp4_sp_comm_recompute"
+MOE = RECOMPUTE / "mf-moe-dp4_mp2_ep2_ffn_recompute"
+NO_COMM_RECOMPUTE = RECOMPUTE / "mf-dp2_mp4_select_irlint_keys_folded"
+SCHEMA = TESTS / "fixtures" / "schemas"
+
+
+def _ir(case):
+    (f,) = discover([str(case)])[0]   # reads a .ir.gz as the commands do
+    return read_dump(f)
+
+
+def comm(*args):
+    return CliRunner().invoke(main, ["comm", *map(str, args)], catch_exceptions=False)
+
+
+def test_select_comm_recompute_allgather_is_priced_under_the_norms_key():
+    ir = _ir(SP)
+    data = as_dict(ir, account(ir))
+    assert data["recompute_bytes"] == 2 * 3072
+    (row,) = data["recompute"]
+    assert (row["key"], row["via"], row["ops"], row["received_bytes"], row["layers"], row["by_kind"]) == (
+        r"ffn_norm\.norm", "select_comm_recompute", 2, 6144, ["0", "1"], {"AllGather": 6144})
+    assert {r["layer"]: r["recompute_bytes"] for r in data["layers"]} == {"0": 3072, "1": 3072, "outside": 0}
+    copies = [c for c in data["collectives"] if c["recompute_key"]]
+    # each copy is a backward AllGather in the backward half, naming the forward AllGather it repeats
+    assert sorted((c["node"], c["recomputes"]) for c in copies) == [("%240", "%85"), ("%61", "%190")]
+    assert all(c["direction"] == "backward" and "◂" in c["graph"] and "▸" in c["recomputes_graph"] for c in copies)
+    # the tagged forward AllGather nothing in backward re-runs (wo's output) is no re-run
+    assert not any(c["node"] == "%74" and c["recompute_key"] for c in data["collectives"])
+
+
+def test_whole_cell_key_reruns_the_expert_alltoall_in_backward():
+    ir = _ir(MOE)
+    acc = account(ir)
+    data = as_dict(ir, acc)
+    assert data["recompute_bytes"] == 2 * (2 * 8192 + 16384)
+    rows = {r["key"]: r for r in data["recompute"]}
+    assert rows[r"feed_forward\.alltoall"]["received_bytes"] == 4 * 8192
+    assert rows[r"feed_forward\.alltoall"]["ops"] == 4
+    assert rows[r"feed_forward\.ffn\.w2\.allreduce"]["received_bytes"] == 2 * 16384
+    assert {r["via"] for r in data["recompute"]} == {"select_recompute"}
+    # the key a whole-cell key matches as a prefix: every re-run is under the MoE cell
+    assert all(k.startswith(r"feed_forward\.") for k in rows)
+    # re-run bytes are part of the backward bytes, not added again
+    assert data["received_bytes"] == data["forward_bytes"] + data["backward_bytes"]
+    assert data["recompute_bytes"] <= data["backward_bytes"]
+    assert acc.by_kind()["AlltoAll"]["backward_bytes"] >= 4 * 8192
+
+
+def test_no_recomputed_communication_gives_zero_and_no_column():
+    ir = _ir(NO_COMM_RECOMPUTE)
+    data = as_dict(ir, account(ir))
+    assert data["recompute_bytes"] == 0 and data["recompute"] == []
+    text = comm(NO_COMM_RECOMPUTE, "--top", "0").output
+    header = next(line for line in text.splitlines() if "received" in line and "backward" in line)
+    assert "recompute" not in header and "Re-run in backward" not in text
+
+
+def test_comm_text_shows_the_recompute_column_and_the_keys():
+    text = comm(MOE, "--top", "0").output
+    header = next(line for line in text.splitlines() if "received" in line and "backward" in line)
+    total = next(line for line in text.splitlines() if line.startswith("│ total"))
+    assert header.split()[-2] == "recompute" and total.split()[-3:-1] == ["64.0", "KiB"]
+    assert "Re-run in backward by recompute, per key" in text
+    assert r"feed_forward\.alltoall" in text and "AlltoAll 32.0 KiB" in text
+
+
+def test_comm_json_with_reruns_matches_its_schema():
+    import jsonschema
+
+    schema = json.loads((SCHEMA / "irlint-comm-1.json").read_text(encoding="utf-8"))
+    for case in (SP, MOE):
+        result = comm(case, "--format", "json")
+        assert result.exit_code == 0
+        jsonschema.validate(json.loads(result.output), schema)
+
+
+def test_diff_compares_recomputed_communication_per_key():
+    import jsonschema
+
+    result = CliRunner().invoke(main, ["diff", str(NO_COMM_RECOMPUTE), str(SP), "--format", "json"],
+                                catch_exceptions=False)
+    data = json.loads(result.output)
+    jsonschema.validate(data, json.loads((SCHEMA / "irlint-diff-1.json").read_text(encoding="utf-8")))
+    (rank,) = data["ranks"]
+    c = rank["communication"]
+    assert (c["recompute_before"], c["recompute_after"]) == (0, 6144)
+    assert c["recompute_keys"] == [{"key": r"ffn_norm\.norm", "via": "select_comm_recompute", "before": 0,
+                                    "after": 6144, "ops_before": 0, "ops_after": 2}]
+    text = CliRunner().invoke(main, ["diff", str(NO_COMM_RECOMPUTE), str(SP)], catch_exceptions=False).output
+    assert "communication recompute runs again in backward: 0 bytes -> 6.00 KiB" in text
