@@ -187,3 +187,47 @@ def _child_indent(block: list[str]) -> int:
         if ln.strip() and not ln.lstrip().startswith("#"):
             return len(ln) - len(ln.lstrip(" "))
     return 2
+
+
+class Depth(NamedTuple):
+    """The model that runs, as a MindFormers config gives it (``irlint cost/memory --config``)."""
+
+    layers: int        # model.model_config.num_layers (num_hidden_layers in the mcore configs)
+    stages: int        # parallel_config.pipeline_stage (1 when absent)
+
+
+def depth(text: str) -> Depth:
+    """The decoder layers and pipeline stages a MindFormers YAML config sets; YamlError when it does
+    not parse or sets no depth (an mcore config that reads it from ``pretrained_model_dir``'s
+    config.json names none: give ``--layers``)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        doc = YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise YamlError(f"is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    cfg = model.get("model_config") if isinstance(model, dict) else None
+    found = next((cfg[k] for k in ("num_layers", "num_hidden_layers") if isinstance(cfg, dict) and k in cfg), None)
+    if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+        raise YamlError("sets no model.model_config.num_layers (nor num_hidden_layers)"
+                        + ("" if found is None else f" that is a positive number (it is {found!r})")
+                        + ": give the depth with --layers")
+    par = doc.get("parallel_config")
+    stages = par.get("pipeline_stage", 1) if isinstance(par, dict) else 1
+    if stages is None:
+        stages = 1
+    if not isinstance(stages, int) or isinstance(stages, bool) or stages < 1:
+        raise YamlError(f"has parallel_config.pipeline_stage {stages!r}, not a positive number")
+    return Depth(found, stages)
+
+
+def stage_layers(layers: int, stages: int) -> list[int]:
+    """The decoder layers of each pipeline stage as MindFormers places them without an offset:
+    ``layers // stages`` each (its LayerSetting), the remainder one more each on the last stages
+    (MindFormers asks for an ``offset`` that says where they go; irlint cannot read it from the dump)."""
+    base, extra = divmod(layers, stages)
+    return [base + (1 if i >= stages - extra else 0) for i in range(stages)]
