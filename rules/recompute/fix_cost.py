@@ -2,10 +2,10 @@
 (the blocked op, the ops blocking it, and the other ops of the layer its keys tag), against the
 FLOPs of the step (``irlint.accounts.compute``: matrix and element-wise ops, forward, backward and
 the copies already made). Only those ops are priced, plus one pass over the file's computing ops
-for the step; the memory and compute accounts are not built."""
+for the step; the memory and compute accounts are not built, and a lint without a recompute finding
+does not load the compute module."""
 from __future__ import annotations
 
-from irlint.accounts.compute import kind_of, op_flops
 from irlint.model import IRFile
 from irlint.model.layers import Places
 from irlint.units import human_flops
@@ -16,6 +16,8 @@ from .keys import KeyNeed, _forward_keys
 def step_flops(ir: IRFile) -> int:
     """FLOPs of one run of the file's graph: every computing op's, matrix and element-wise (the
     sum of ``irlint cost``'s matrix and element-wise totals)."""
+    from irlint.accounts.compute import kind_of, op_flops
+
     found = ir.__dict__.get("_fix_cost_step_flops")
     if found is None:
         found = 0
@@ -44,12 +46,17 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     """``extra["fix_cost"]`` of a recompute finding on ``k``: the FLOPs its fix re-spends per step
     (matrix and element-wise apart), the step's FLOPs and the share; None when no op's shape is
     known."""
+    from irlint.accounts.compute import kind_of, op_flops   # only where a finding needs it
+
     ops = recomputed_by_fix(ir, k, blocking, needs)
     matrix = elementwise = 0
     sized = False
+    rows = []
     for v in ops:
         kind = kind_of(ir[v].get("op", ""))
         flops = op_flops(ir, v)
+        rows.append({"node": ir[v].get("id", ""), "op": ir[v].get("op", ""), "graph": ir[v].get("graph", ""),
+                     "flops": flops})
         if kind is None or flops is None:
             continue
         sized = True
@@ -62,7 +69,7 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     step = step_flops(ir)
     total = matrix + elementwise
     return {"flops": total, "matrix_flops": matrix, "elementwise_flops": elementwise, "step_flops": step,
-            "step_share": total / step if step else 0.0, "ops": [ir[v].get("id", "") for v in ops]}
+            "step_share": total / step if step else 0.0, "ops": rows}
 
 
 def share_text(part: int, whole: int) -> str:
