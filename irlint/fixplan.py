@@ -82,7 +82,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
             row["per_stage"] = [max((layer - span[0] + 1 for layer in entry["by_span"].get(span, ())), default=0)
                                 for span in stages]
         out_keys.append(row)
-    recompute = {"select_recompute": [k["key"] for k in out_keys], "keys": out_keys, "no_key": _dedup(no_key)}
+    recompute: dict = {"select_recompute": [k["key"] for k in out_keys], "keys": out_keys, "no_key": _dedup(no_key)}
     if stages:
         recompute["stages"] = [list(s) for s in stages]
         recompute["select_recompute_per_stage"] = {k["key"]: k["per_stage"] for k in out_keys}

@@ -22,7 +22,8 @@ _LAYER_IN_PATH = re.compile(r"(?:\A|\.)(\d+)(?:\.|\Z)")
 def spans(numbers: list[int]) -> list[str]:
     """[0, 1, 2, 5, 7, 8] -> ['0–2', '5', '7–8']."""
     out: list[str] = []
-    start = prev = None
+    start: int | None = None
+    prev = 0
     for n in sorted(set(numbers)):
         if start is None:
             start = prev = n

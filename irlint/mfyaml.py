@@ -74,7 +74,10 @@ def apply_plan(text: str, recompute: dict) -> Edit:
     cfg = doc["recompute_config"]
     keys = list(recompute.get("select_recompute") or [])
     per_stage = recompute.get("select_recompute_per_stage") or {}
-    added, raised, covered, notes = [], [], [], []
+    added: list[str] = []
+    raised: list[str] = []
+    covered: list[str] = []
+    notes: list[str] = []
     if not keys:
         return Edit(text, added, raised, covered, notes)
     if cfg.get("recompute") is True:

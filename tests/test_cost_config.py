@@ -79,6 +79,9 @@ def test_config_projects_as_layers_n_on_one_device(command, tmp_path):
 def test_config_gives_each_pipeline_stage_its_layers(command, tmp_path):
     cfg = variant(tmp_path, "num_layers: 40", "pipeline_stage: 2")
     out = as_json(command, PP2, "--config", cfg)
+    import jsonschema
+
+    jsonschema.validate(out, json.loads((TESTS / "fixtures" / "schemas" / f"irlint-{command}-1.json").read_text(encoding="utf-8")))
     by_rank = {f["rank"]: f["projected"] for f in out["files"]}
     assert (by_rank[0]["layers"], by_rank[4]["layers"]) == (20, 20)
     assert by_rank[0]["blocks"][0]["layers"].startswith("0-") and by_rank[4]["blocks"][0]["layers"].startswith("20-")

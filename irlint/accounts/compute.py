@@ -227,7 +227,7 @@ def _conv_flops(ir: IRFile, k: int) -> int | None:
         return None
     if op.endswith("BackpropFilter"):   # (dout, x, size) -> dw
         grad, weight = _shape(types[0]), out
-    elif op.endswith("BackpropInput") or op.endswith("Transpose"):   # (dout, w, size) -> dx
+    elif op.endswith(("BackpropInput", "Transpose")):   # (dout, w, size) -> dx
         grad, weight = _shape(types[0]), _shape(types[1])
     else:   # (x, w) -> out
         grad, weight = out, _shape(types[1])

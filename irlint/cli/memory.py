@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import NoReturn
 
 import click
 
@@ -20,7 +21,7 @@ JSON_VERSION = 1
 EXIT_ERROR = 2
 
 
-def fail(message: str):
+def fail(message: str) -> NoReturn:
     click.echo(f"irlint: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
@@ -326,7 +327,9 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))
-    entries, cases, statuses = [], [], []
+    entries: list[dict] = []
+    cases: list[str] = []
+    statuses: list[dict] = []
     for f, ir in read_finals(chosen, problems, statuses):
         entries.append(file_entry(f, ir, account(ir), top))
         cases.append(case_of(f))

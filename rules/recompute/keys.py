@@ -238,7 +238,7 @@ def folded_caller_key(ir: IRFile, v: int) -> str | None:
 
 def _forward_keys(ir: IRFile, op: str) -> dict[tuple[str, str], list[int]]:
     """(layer, key) -> the forward ops of type ``op`` a select key tags (one walk per file and op)."""
-    cache = ir.__dict__.setdefault("_recompute_keys_by_op", {})
+    cache: dict[str, dict[tuple[str, str], list[int]]] = ir.__dict__.setdefault("_recompute_keys_by_op", {})
     found = cache.get(op)
     if found is None:
         found = cache[op] = {}
@@ -405,7 +405,7 @@ def fix_extra(ir: IRFile, k: int, needs: list[KeyNeed]) -> dict:
     """The facts the run's fix plan needs from a recompute finding (``irlint.fixplan``): the
     layer, the layers of the file (the pipeline stage's share), the ops no key can tag."""
     layer = Places.of(ir).layer(k)[0]
-    out = {"layer": int(layer) if layer.isdigit() else None, "stage_layers": file_layers(ir)}
+    out: dict = {"layer": int(layer) if layer.isdigit() else None, "stage_layers": file_layers(ir)}
     unresolved = [{"node": ir[n.node].get("id", ""), "op": ir[n.node]["op"], "source": source_text(ir, n.node)}
                   for n in needs if n.key is None and n.needed]
     if unresolved:
