@@ -20,10 +20,9 @@ def step_flops(ir: IRFile) -> int:
 
     found = ir.__dict__.get("_fix_cost_step_flops")
     if found is None:
-        found = 0
-        for k in ir.cnodes():
-            if kind_of(ir[k].get("op", "")) is not None:
-                found += op_flops(ir, k) or 0
+        ir.nodes_by_op()   # the op index the rules have built already
+        computing = [op for op in (ir._by_op or {}) if kind_of(op) is not None]
+        found = sum(op_flops(ir, k) or 0 for k in ir.nodes_by_op(*computing))
         ir.__dict__["_fix_cost_step_flops"] = found
     return found
 
