@@ -6,7 +6,8 @@ with the layers whose findings need it; under a pipeline whose stages the run sh
 per-stage form (key -> number of layers per stage, counted from the first layer of each stage:
 the last blocked layer of a stage decides its count); the ops no key can tag, with their model
 line. Strategies: each op's new in_strategy as its ``shard()`` line, with the model line that
-creates the op. The contract is ``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
+creates the op. Configuration: the config keys that remove a root cause of re-layouts
+(``extra["root_cause"]["fix"]``), each marked as ``irlint fix`` writes it or only prints it. The contract is ``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     resolved: list[str] = []
     strategies: list[dict] = []
     seen_shards: set[tuple] = set()
+    config: dict[str, dict] = {}
     # a finding grouped by root cause stands for one occurrence per layer: each names its own layer
     for f in (o for g in findings for o in g.occurrences):
         extra = dict(f.extra)
@@ -48,6 +50,12 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
             for op in extra.get("no_key") or ():
                 no_key.append({**op, "file": f.file, "finding": mark(f)})
             if need:
+                resolved.append(mark(f))
+        cause = extra.get("root_cause")
+        if isinstance(cause, dict) and isinstance(cause.get("fix"), dict):
+            for change in config_changes(cause):
+                row = config.setdefault(change["key"], {**change, "findings": []})
+                row["findings"].append(mark(f))
                 resolved.append(mark(f))
         fix = extra.get("fix")
         if isinstance(fix, dict) and fix.get("in_strategy"):
@@ -81,8 +89,48 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     elif out_keys and (len(spans) > 1 or pipeline):
         recompute["per_stage_note"] = ("for MindFormers' per-stage form, lint the dumps of every pipeline stage "
                                        "together: the counts come from the layers each stage holds")
+    changes = [{**c, "findings": sorted({x for x in c["findings"] if x})} for c in config.values()]
     return {"version": PLAN_VERSION, "recompute": recompute, "strategies": _dedup(strategies, ("node", "file", "in_strategy")),
+            "config": changes,
             "resolves": sorted({x for x in resolved if x})}  # sorted: the same plan grouped or not
+
+
+# MindFormers' model options sit under model.model_config; runner_config.batch_size is a training
+# choice (it sets the global batch with dp, micro batches and gradient accumulation)
+MODEL_CONFIG = "model.model_config."
+BATCH_NOTE = ("changes the global batch (batch_size x data parallel x micro batches x gradient accumulation): "
+              "keep it with {keep}; irlint fix prints this change and does not write it, the batch is yours to choose")
+
+
+def config_changes(cause: dict) -> list[dict]:
+    """The config changes a root cause's fix names: ``{"key", "value", "cause", "why", "written_by_fix",
+    "note"}``. A model option (``use_rope_slice: False``) is written by ``irlint fix`` where the
+    config has the key under model_config; ``runner_config.batch_size`` only printed."""
+    fix = cause["fix"]
+    kind = str(cause.get("kind", ""))
+    out = []
+    if "runner_config.batch_size" in fix:
+        keep = " or ".join(fix.get("keep_global_batch_with") or ["gradient accumulation or micro batches"])
+        out.append({"key": "runner_config.batch_size", "value": fix["runner_config.batch_size"], "cause": kind,
+                    "why": "one sequence per data-parallel replica"
+                           + (f" (now {fix['sequences_per_replica']})" if fix.get("sequences_per_replica") else ""),
+                    "written_by_fix": False, "note": BATCH_NOTE.format(keep=keep)})
+    setting = fix.get("config")
+    if isinstance(setting, str) and ":" in setting:
+        name, _, raw = setting.partition(":")
+        name, raw = name.strip(), raw.strip()
+        value: object = {"True": True, "False": False}.get(raw, int(raw) if raw.lstrip("-").isdigit() else raw)
+        key = name if "." in name else MODEL_CONFIG + name
+        note = (f"or give {fix['cell']}'s tuple-sharded ops the Layout {fix['layout']}" if fix.get("layout") else "")
+        out.append({"key": key, "value": value, "cause": kind,
+                    "why": f"removes {fix.get('cell', 'the')} ops whose tuple strategy sits beside a Layout",
+                    "written_by_fix": key.startswith(MODEL_CONFIG), "note": note})
+    return out
+
+
+def yaml_value(value) -> str:
+    """A config value as MindFormers' configs spell it (True/False)."""
+    return repr(value) if isinstance(value, bool) else str(value)
 
 
 def _stages(spans: set[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
@@ -109,7 +157,7 @@ def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list
 
 def is_empty(plan: dict) -> bool:
     rc = plan["recompute"]
-    return not rc["select_recompute"] and not rc["no_key"] and not plan["strategies"]
+    return not rc["select_recompute"] and not rc["no_key"] and not plan["strategies"] and not plan.get("config")
 
 
 def plan_text(plan: dict) -> str:
@@ -133,4 +181,9 @@ def plan_text(plan: dict) -> str:
         src = s.get("source")
         where = f"{src['path']}:{src['line']}" if src else "no source trace in the dump"
         lines.append(f"{s['shard']}   # {s['node']} {s['op']} ({s['scope']}); created at {where}")
+    for c in plan.get("config") or ():
+        how = "irlint fix writes it where your config has the key" if c["written_by_fix"] else "set it yourself"
+        lines.append(f"{c['key']}: {yaml_value(c['value'])}   # {c['why']} ({c['cause']}); {how}")
+        if c["note"]:
+            lines.append(f"#   {c['note']}")
     return "\n".join(lines)

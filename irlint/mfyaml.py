@@ -1,4 +1,5 @@
-"""A fix plan's recompute keys applied to a MindFormers YAML config (``irlint fix``).
+"""A fix plan's recompute keys applied to a MindFormers YAML config (``irlint fix``), and a model
+option the plan names (``set_option``); the depth a config gives (``depth``, for cost/memory).
 
 Only the ``recompute_config`` block changes: it is read and written with ruamel.yaml's round trip
 (the user's keys, comments, order and quoting are kept) and put back in place of its own lines, so
@@ -190,3 +191,96 @@ def _child_indent(block: list[str]) -> int:
         if ln.strip() and not ln.lstrip().startswith("#"):
             return len(ln) - len(ln.lstrip(" "))
     return 2
+
+
+class Depth(NamedTuple):
+    """The model that runs, as a MindFormers config gives it (``irlint cost/memory --config``)."""
+
+    layers: int        # model.model_config.num_layers (num_hidden_layers in the mcore configs)
+    stages: int        # parallel_config.pipeline_stage (1 when absent)
+
+
+def depth(text: str) -> Depth:
+    """The decoder layers and pipeline stages a MindFormers YAML config sets; YamlError when it does
+    not parse or sets no depth (an mcore config that reads it from ``pretrained_model_dir``'s
+    config.json names none: give ``--layers``)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        doc = YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise YamlError(f"is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    cfg = model.get("model_config") if isinstance(model, dict) else None
+    found = next((cfg[k] for k in ("num_layers", "num_hidden_layers") if isinstance(cfg, dict) and k in cfg), None)
+    if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+        raise YamlError("sets no model.model_config.num_layers (nor num_hidden_layers)"
+                        + ("" if found is None else f" that is a positive number (it is {found!r})")
+                        + ": give the depth with --layers")
+    par = doc.get("parallel_config")
+    stages = par.get("pipeline_stage", 1) if isinstance(par, dict) else 1
+    if stages is None:
+        stages = 1
+    if not isinstance(stages, int) or isinstance(stages, bool) or stages < 1:
+        raise YamlError(f"has parallel_config.pipeline_stage {stages!r}, not a positive number")
+    return Depth(found, stages)
+
+
+def stage_layers(layers: int, stages: int) -> list[int]:
+    """The decoder layers of each pipeline stage as MindFormers places them without an offset:
+    ``layers // stages`` each (its LayerSetting), the remainder one more each on the last stages
+    (MindFormers asks for an ``offset`` that says where they go; irlint cannot read it from the dump)."""
+    base, extra = divmod(layers, stages)
+    return [base + (1 if i >= stages - extra else 0) for i in range(stages)]
+
+
+def set_option(text: str, path: str, value) -> tuple[str, str]:
+    """``text`` with the scalar at the dotted ``path`` (``model.model_config.use_rope_slice``) set to
+    ``value``, only where the config has that key: (new text, what was done). The value's token is
+    replaced in its line, so every other byte stays (comments, quoting, the rest of the line)."""
+    doc = load_any(text)
+    parts = path.split(".")
+    node = doc
+    for name in parts[:-1]:
+        node = node.get(name) if hasattr(node, "get") else None
+        if node is None:
+            break
+    last = parts[-1]
+    if not hasattr(node, "lc") or last not in node:
+        return text, (f"{path} is not in the config: add it yourself if your model sets it elsewhere "
+                      f"(irlint fix changes only a key the config has)")
+    current = node[last]
+    if current == value and type(current) is type(value):
+        return text, f"{path} is {current} already"
+    if isinstance(current, (dict, list)):
+        return text, f"{path} is not a single value: nothing written"
+    line, col = node.lc.value(last)
+    lines = text.splitlines(keepends=True)
+    row = lines[line]
+    token = re.match(r"""('[^']*'|"[^"]*"|[^\s#,}\]]+)""", row[col:])
+    if token is None:
+        return text, f"{path}: its value could not be found in line {line + 1}: nothing written"
+    spelled = ("True" if value else "False") if isinstance(value, bool) else str(value)
+    if isinstance(value, bool) and token.group(0) in ("true", "false"):
+        spelled = spelled.lower()
+    lines[line] = row[:col] + spelled + row[col + token.end():]
+    new = "".join(lines)
+    check = load_any(new)
+    for name in parts:
+        check = check.get(name) if hasattr(check, "get") else None
+    if check != value:   # the edit must say what was meant, or nothing is written
+        return text, f"{path}: could not be set in line {line + 1}: nothing written"
+    return new, f"{path}: {current} -> {spelled}"
+
+
+def load_any(text: str):
+    """The round-trip document, whatever its keys; YamlError when it does not parse."""
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return _yaml().load(text)
+    except YAMLError as exc:
+        raise YamlError(f"is not valid YAML: {getattr(exc, 'problem', None) or exc}") from None

@@ -45,19 +45,31 @@ def project(rows: list[dict], fields: tuple[str, ...], layers: int, first: int =
             "once": {f: sum(r.get(f) or 0 for r in once) for f in fields}, "totals": totals}
 
 
-def stage_depths(layer_sets: list[set[str]], layers: int) -> list[tuple[int, int]]:
+def stage_depths(layer_sets: list[set[str]], layers: int,
+                 per_stage: list[int] | None = None) -> list[tuple[int, int]]:
     """(projected depth, number of its first layer) of each file of one run, given the model's depth
     ``layers``: a file holding every dumped layer (data and tensor parallel ranks) gets all of them;
     the files of pipeline stages (disjoint sets of layers) share them in proportion to the layers
-    each holds, in layer order, every rank of one stage alike."""
+    each holds, in layer order, every rank of one stage alike; or, with ``per_stage`` (the layers
+    of each stage, from the config) for as many stages as the dump shows, as it says."""
     union = set().union(*layer_sets) if layer_sets else set()
     stages = sorted({frozenset(s) for s in layer_sets if s}, key=lambda s: min(int(x) for x in s))
     if len(stages) < 2 or sum(len(s) for s in stages) != len(union):
         return [(layers, 0)] * len(layer_sets)   # one stage, or overlapping sets: not a pipeline split
+    if per_stage is not None and len(per_stage) != len(stages):
+        per_stage = None
     shares: dict[frozenset, tuple[int, int]] = {}
     given = 0
     for i, s in enumerate(stages):
-        n = layers - given if i == len(stages) - 1 else round(layers * len(s) / len(union))
+        n = (per_stage[i] if per_stage is not None else
+             layers - given if i == len(stages) - 1 else round(layers * len(s) / len(union)))
         shares[s] = (n, given)
         given += n
     return [shares.get(frozenset(s), (layers, 0)) for s in layer_sets]
+
+
+def stage_count(layer_sets: list[set[str]]) -> int:
+    """How many pipeline stages the files of one run show (disjoint sets of layers), 1 for none."""
+    union = set().union(*layer_sets) if layer_sets else set()
+    stages = {frozenset(s) for s in layer_sets if s}
+    return len(stages) if len(stages) > 1 and sum(len(s) for s in stages) == len(union) else 1

@@ -12,6 +12,7 @@ from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount,
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
 from . import follow_links_option
+from .depth import config_json, config_option, config_text, resolve, stage_note
 from ..units import human_bytes
 from ..units import human_flops as flops
 from .memory import EXIT_ERROR, emit, fail, final_files, project_all, read_finals
@@ -271,8 +272,9 @@ def _layers_text(layers: list[str]) -> str:
               help="A device profile (TOML) for --mc2 instead of the default Atlas A2 one.")
 @click.option("--layers", "layers", type=click.IntRange(min=1),
               help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).")
+@config_option
 @follow_links_option
-def cost_cmd(paths, fmt, output, top, mc2, device, layers, follow_links):
+def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links):
     """FLOPs of a step per layer, from a dump file or folder: forward, backward, recomputed copies.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -288,6 +290,7 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, follow_links):
     the front-end graph, repeated micro-batches (a graph is counted once).
     """
     profile = None
+    depth = resolve(layers, config, fail)
     try:
         forget_buffers()
         if STDIN in paths:
@@ -315,17 +318,21 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, follow_links):
             entry["mc2"] = mc2_entry(ir, profile)
         entries.append(entry)
         cases.append(case_of(f))
-    if layers:
-        project_all(entries, cases, layers, project_entry)
+    note = None
+    if depth.layers:
+        project_all(entries, cases, depth.layers, project_entry, depth.per_stage)
+        note = stage_note(depth, entries, cases)
     if fmt == "json":
-        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries}, indent=1,
-                          ensure_ascii=False) + "\n"
+        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries,
+                           **config_json(depth, note)}, indent=1, ensure_ascii=False) + "\n"
     elif fmt == "html":
         from ..reporters.cost_html import render_cost
 
         text = render_cost(entries, problems, SCOPE_NOTE)
     else:
         text = render_text(entries, cases=cases) if entries else ""
+    if fmt == "text" and entries:
+        text += config_text(depth, note)
     emit(text, output)
     for d in problems:
         click.echo(f"{d.file}:{d.line}: {d.kind}: {d.message}", err=True)

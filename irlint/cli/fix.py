@@ -60,8 +60,10 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
     plan = fix_plan(report.findings)
     try:
         edit = apply_plan(text, plan["recompute"])
+        new_text, settings, by_hand = _apply_config(edit.text, plan.get("config") or [])
     except YamlError as exc:
         fail(f"{config_yaml}: {exc}")
+    edit = edit._replace(text=new_text)
     changed = edit.text != text
     if show_diff:
         if changed:
@@ -70,9 +72,35 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
     elif changed:
         _replace(config_yaml, edit.text)
     _say(config_yaml, edit, plan, changed, show_diff)
+    for line in settings:
+        click.echo(f"{config_yaml}: {'would set' if show_diff else 'set'} {line}", err=True)
+    for line in by_hand:
+        click.echo(f"{config_yaml}: {line}", err=True)
     left = bool(plan["strategies"] or plan["recompute"]["no_key"] or edit.notes and not edit.added and not edit.raised
-                and plan["recompute"]["select_recompute"])
+                and plan["recompute"]["select_recompute"]) or bool(by_hand)
     sys.exit(EXIT_LEFT if left or (show_diff and changed) else EXIT_CLEAN)
+
+
+def _apply_config(text: str, changes: list[dict]) -> tuple[str, list[str], list[str]]:
+    """The plan's config changes: a model option (use_rope_slice) set where the config has it; the
+    rest printed for the user (runner_config.batch_size changes the global batch: the user decides
+    how to keep it). (new text, what was set, what is left to do by hand)."""
+    from ..fixplan import yaml_value
+    from ..mfyaml import set_option
+
+    done, by_hand = [], []
+    for c in changes:
+        want = f"{c['key']}: {yaml_value(c['value'])}"
+        if not c["written_by_fix"]:
+            by_hand.append(f"not written, set it yourself: {want} ({c['why']}; {c['note']})")
+            continue
+        new, said = set_option(text, c["key"], c["value"])
+        if new != text:
+            done.append(said)
+            text = new
+        elif not said.endswith("already"):
+            by_hand.append(f"not written: {said}")
+    return text, done, by_hand
 
 
 def _read_config(path: str, write: bool) -> str:

@@ -8,6 +8,7 @@ from typing import NoReturn
 import click
 
 from . import follow_links_option
+from .depth import config_json, config_option, config_text, resolve, stage_note
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
@@ -131,9 +132,10 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     return found
 
 
-def project_all(entries: list[dict], cases: list[str], layers: int, project) -> None:
+def project_all(entries: list[dict], cases: list[str], layers: int, project, per_stage: list[int] | None = None) -> None:
     """Each entry's ``projected`` figures for a model of ``layers`` decoder layers; the files of the
-    pipeline stages of one run (disjoint layers) share the depth (``stage_depths``)."""
+    pipeline stages of one run (disjoint layers) share the depth (``stage_depths``; ``per_stage``:
+    as a config splits it)."""
     from ..accounts.projection import stage_depths
 
     runs: dict[str, list[dict]] = {}
@@ -141,7 +143,7 @@ def project_all(entries: list[dict], cases: list[str], layers: int, project) -> 
         runs.setdefault(case, []).append(e)
     for run in runs.values():
         sets = [{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run]
-        for e, (depth, first) in zip(run, stage_depths(sets, layers)):
+        for e, (depth, first) in zip(run, stage_depths(sets, layers, per_stage)):
             e["projected"] = project(e, depth, first)
 
 
@@ -286,8 +288,9 @@ def _render_projection(out, p: dict, suffix: str) -> None:
               help="How many of the largest kept tensors to list per file.")
 @click.option("--layers", "layers", type=click.IntRange(min=1),
               help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).")
+@config_option
 @follow_links_option
-def memory_cmd(paths, fmt, output, top, layers, follow_links):
+def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -304,6 +307,7 @@ def memory_cmd(paths, fmt, output, top, layers, follow_links):
     backward pass's own workspace, and tensors computed from weights and constants only (e.g.
     fp16 casts of weights; their total is shown apart).
     """
+    depth = resolve(layers, config, fail)
     try:
         forget_buffers()
         if STDIN in paths:
@@ -329,11 +333,13 @@ def memory_cmd(paths, fmt, output, top, layers, follow_links):
     for f, ir in read_finals(chosen, problems, statuses):
         entries.append(file_entry(f, ir, account(ir), top))
         cases.append(case_of(f))
-    if layers:
-        project_all(entries, cases, layers, project_entry)
+    note = None
+    if depth.layers:
+        project_all(entries, cases, depth.layers, project_entry, depth.per_stage)
+        note = stage_note(depth, entries, cases)
     if fmt == "json":
-        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries)},
-                          indent=1) + "\n"
+        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries),
+                           **config_json(depth, note)}, indent=1) + "\n"
     elif fmt == "html":
         from ..reporters.html import render_memory
 
@@ -342,6 +348,8 @@ def memory_cmd(paths, fmt, output, top, layers, follow_links):
         from ..reporters.printable import printable_data
 
         text = render_text(printable_data(entries), cases=[printable_name(c) for c in cases]) if entries else ""
+    if fmt == "text" and entries:
+        text += config_text(depth, note)
     emit(text, output)
     for d in problems:
         click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)

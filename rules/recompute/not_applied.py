@@ -8,6 +8,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
+from .fix_cost import fix_cost, hint_text
 from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, node_select_key
 from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note, short_fix,
                      where)
@@ -102,6 +103,7 @@ class RecomputeNotApplied(RecomputeRule):
                     + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
                     + (GUESS_NOTE if guessed else "") + ".")
             needed = {"select_recompute": [key], **fix_extra(ir, k, [])} if key else {}
+            priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
             # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
@@ -116,6 +118,7 @@ class RecomputeNotApplied(RecomputeRule):
             keys = [n.key for n in needs if n.key and n.needed]
             needed = {"select_recompute": keys, **fix_extra(ir, k, needs)}
             fix = short_fix(keys)
+            priced = fix_cost(ir, k, blocking or chain, needs)
             hint += folded_note(ir, blocking)
             if slices:
                 hint += (f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
@@ -124,7 +127,11 @@ class RecomputeNotApplied(RecomputeRule):
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             short, fix = "no recomputed copy, backward keeps it", "see the compile log"
+            priced = None
             hint = "Check the compile log for recompute warnings about this op."
+        if priced is not None:
+            needed["fix_cost"] = priced
+            hint += " " + hint_text(priced)
         message = (f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
                    f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
         direct = {r.reader for r in readers if not r.chain}

@@ -11,6 +11,7 @@ from irlint.rule import related_node
 from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts
 from .feed_forward import FeedForward, find_feed_forwards
+from .fix_cost import fix_cost, hint_text
 from .keys import blocking_keys, fix_extra, folded_note, keys_hint, yaml_snippet
 from .report import (RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, short_fix,
                      where)
@@ -108,6 +109,9 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         hint += folded_note(ir, blocking).rstrip(".")
         if keys:
             hint += ":\n" + yaml_snippet(keys)
+        priced = fix_cost(ir, k, blocking, needs)
+        if priced is not None:
+            hint += ("\n" if keys else ". ") + hint_text(priced)
         related = [related_node(ir, v, f"blocking {ir[v]['op']} ({ffn.roles.get(v, 'w1')}), not recomputed")
                    for v in blocking]
         related += [related_node(ir, ffn.w1, "MatMul w1" if ffn.w1 != ffn.w3 else "MatMul w1+w3 (fused)")]
@@ -119,6 +123,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         held = ", ".join(dict.fromkeys(f"{ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
         cause = f"saves nothing, {held} not recomputed"
         finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
-                               extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs)},
+                               extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs),
+                                      **({"fix_cost": priced} if priced is not None else {})},
                                cause=cause, fix=short_fix(keys))
         return staked(finding, stake(ir, k, freed_by_recompute))

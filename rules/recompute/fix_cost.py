@@ -1,0 +1,96 @@
+"""What a recompute fix costs in compute: the FLOPs of the forward ops the fix makes recomputed
+(the blocked op, the ops blocking it, and the other ops of the layer its keys tag), against the
+FLOPs of the step (``irlint.accounts.compute``: matrix and element-wise ops, forward, backward and
+the copies already made). Only those ops are priced, plus one pass over the file's computing ops
+for the step; the memory and compute accounts are not built, and a lint without a recompute finding
+does not load the compute module."""
+from __future__ import annotations
+
+from irlint.model import IRFile
+from irlint.model.layers import Places
+from irlint.units import human_flops
+
+from .keys import KeyNeed, _forward_keys
+
+
+def step_flops(ir: IRFile) -> int:
+    """FLOPs of one run of the file's graph: every computing op's, matrix and element-wise (the
+    sum of ``irlint cost``'s matrix and element-wise totals)."""
+    from irlint.accounts.compute import kind_of, op_flops
+
+    found = ir.__dict__.get("_fix_cost_step_flops")
+    if found is None:
+        ir.nodes_by_op()   # the op index the rules have built already
+        computing = [op for op in (ir._by_op or {}) if kind_of(op) is not None]
+        found = sum(op_flops(ir, k) or 0 for k in ir.nodes_by_op(*computing))
+        ir.__dict__["_fix_cost_step_flops"] = found
+    return found
+
+
+def recomputed_by_fix(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> list[int]:
+    """The forward ops that get a recomputed copy once the fix is in: ``k``, every blocking op, and
+    the other ops of ``k``'s layer a needed key tags (a Linear's key tags its input and output
+    Reshape alike)."""
+    ops = dict.fromkeys([k, *blocking])
+    places = Places.of(ir)
+    for n in needs:
+        if n.key and n.needed:
+            layer = places.layer(n.node)[0]
+            for v in _forward_keys(ir, ir[n.node]["op"]).get((layer, n.key), ()):
+                ops.setdefault(v)
+    return list(ops)
+
+
+def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> dict | None:
+    """``extra["fix_cost"]`` of a recompute finding on ``k``: the FLOPs its fix re-spends per step
+    (matrix and element-wise apart), the step's FLOPs and the share; None when no op's shape is
+    known."""
+    from irlint.accounts.compute import kind_of, op_flops   # only where a finding needs it
+
+    ops = recomputed_by_fix(ir, k, blocking, needs)
+    matrix = elementwise = 0
+    sized = False
+    rows = []
+    for v in ops:
+        kind = kind_of(ir[v].get("op", ""))
+        flops = op_flops(ir, v)
+        rows.append({"node": ir[v].get("id", ""), "op": ir[v].get("op", ""), "graph": ir[v].get("graph", ""),
+                     "flops": flops})
+        if kind is None or flops is None:
+            continue
+        sized = True
+        if kind == "elementwise":
+            elementwise += flops
+        else:
+            matrix += flops
+    if not sized:
+        return None
+    step = step_flops(ir)
+    total = matrix + elementwise
+    return {"flops": total, "matrix_flops": matrix, "elementwise_flops": elementwise, "step_flops": step,
+            "step_share": total / step if step else 0.0, "ops": rows}
+
+
+def share_text(part: int, whole: int) -> str:
+    if not whole or not part:
+        return "0%"
+    pct = 100 * part / whole
+    return f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
+
+
+def short_text(cost: dict) -> str:
+    """``+1.57 MFLOP/step, <0.1%`` for a headline's fix."""
+    return f"+{human_flops(cost['flops'])}/step, {share_text(cost['flops'], cost['step_flops'])}"
+
+
+def hint_text(cost: dict) -> str:
+    """The sentence of the hint that prices the fix in compute."""
+    parts = []
+    if cost["matrix_flops"]:
+        parts.append(f"{human_flops(cost['matrix_flops'])} matrix")
+    if cost["elementwise_flops"]:
+        parts.append(f"{human_flops(cost['elementwise_flops'])} element-wise, memory-bound")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return (f"The fix re-spends {human_flops(cost['flops'])} per step{detail} on {len(cost['ops'])} recomputed "
+            f"op(s) of this layer, {share_text(cost['flops'], cost['step_flops'])} of the step's "
+            f"{human_flops(cost['step_flops'])} (irlint cost).")
