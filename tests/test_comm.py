@@ -209,3 +209,36 @@ def test_mindformers_moe_account_alltoall_scheme_and_router_waste():
     assert kinds["AlltoAll"]["ops"] == 8 and kinds["AlltoAll"]["forward_bytes"] == 4 * 8192
     assert bad.waste_bytes == 2 * 12288
     assert bad.received_bytes - bad.waste_bytes - good.received_bytes == 0
+
+
+# --- the HTML page (issue 28) ------------------------------------------------------------------
+
+def test_comm_html_page_states_the_headline_share_of_waste_and_the_tables(tmp_path):
+    from irlint.cli.comm import headline
+
+    case = CORPUS / "par-mismatch-ffn_mul_disagrees_8ranks"
+    files = json.loads(run(case, "--format", "json").output)["files"]
+    counted = [e for e in files if e["read"] != "not"]
+    out = tmp_path / "page" / "comm.html"
+    result = run(case, "--format", "html", "-o", out)
+    assert result.exit_code == 0 and result.output == ""
+    html = out.read_text(encoding="utf-8")
+    assert html.lower().startswith("<!doctype html>") and "<link" not in html and "src=" not in html   # self-contained
+    busiest = max(counted, key=lambda e: e["received_bytes"])
+    share = f"{busiest['waste_bytes'] / busiest['received_bytes']:.0%}"
+    assert busiest["waste_bytes"] and f'<div class="n">{share}</div>' in html
+    assert headline(counted) in html and share in headline(counted)
+    for e in counted:   # one section per file, its findings and its kinds
+        assert e["file"] in html
+        for f in e["findings"]:
+            assert f"(line {f['line']})" in html and f["share"] in html
+    assert html.count('<tr class="total">') == len(counted)
+
+
+def test_comm_html_of_a_consistent_case_says_no_waste_and_of_a_graph_without_collectives_says_so():
+    files = json.loads(run(CORPUS / "par-fixed-layout_consistent", "--format", "json").output)["files"]
+    assert any(e.get("collectives") for e in files) and not any(e.get("waste_bytes") for e in files)
+    html = run(CORPUS / "par-fixed-layout_consistent", "--format", "html").output
+    assert '<div class="n">0%</div>' in html and "<h3>Largest collectives</h3>" in html
+    html = run(CORPUS / "s2_ffn_3d_reshape_blocks", "--format", "html").output
+    assert "No collective communication in this graph." in html

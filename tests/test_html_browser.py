@@ -176,3 +176,79 @@ def test_parallel_diff_charts_the_communication_per_collective_kind(browser, tmp
     assert bars["ReduceScatter before: 7.00 KiB"] > 50 and bars["ReduceScatter after: 0 bytes"] < 2
     assert 0 < bars["AllReduce after: 14.0 KiB"] < bars["AllReduce before: 17.5 KiB"]
     assert "31.5 kib → 14.0 kib communication received / rank / step" in shown["cards"]
+
+
+TABLES = """(() => [...document.querySelectorAll('table')].map(t => ({
+  cls: t.className,
+  head: [...t.querySelectorAll('th')].map(th => th.textContent.trim()),
+  rows: [...t.querySelectorAll('tr')].slice(1).map(tr => ({cls: tr.className,
+    cells: [...tr.querySelectorAll('td')].map(td => td.innerText.trim())})),
+  width: Math.round(t.getBoundingClientRect().width)})))()"""
+
+
+def test_memory_report_shows_the_findings_bytes_and_the_pipeline_peak(browser, tmp_path):
+    from irlint.units import human_bytes
+
+    case = TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select"
+    html, code = page(tmp_path, "pmemory.html", "memory", str(case), "--format", "html")
+    assert code == 0
+    _, raw = irlint("memory", str(case), "--format", "json")
+    files = json.loads(raw)["files"]
+    browser.open(html)
+    shown = browser.evaluate(SHAPES)
+    tables = [t for t in browser.evaluate(TABLES) if t["cls"] == "layers"]
+    assert browser.console_errors() == []
+    assert len(tables) == len(files) == 2
+    codes = sorted({c for e in files for c in e["at_stake_bytes"]})
+    assert codes   # RC002 on the blocked layers of both stages
+    for table, e in zip(tables, files):
+        assert table["head"] == ["layer", "kept bytes", "tensors", "recompute saved", *(f"{c} at stake" for c in codes)]
+        rows = {r["cells"][0]: r["cells"] for r in table["rows"]}
+        for row in e["layers"]:   # each layer's at-stake cell is its findings' bytes, blank without
+            assert rows[row["layer"]][4:] == [human_bytes(row["at_stake_bytes"][c]) if row["at_stake_bytes"].get(c)
+                                              else "" for c in codes]
+        # the figures the text report shows under the table: in flight and peak
+        assert rows["in flight"][1] == f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
+        assert rows["peak"][1] == human_bytes(e["peak_kept_bytes"])
+        assert table["width"] <= 1280
+    largest = max(files, key=lambda e: e["peak_kept_bytes"])
+    assert f"{human_bytes(largest['peak_kept_bytes']).lower()} kept for backward on the largest device, at its peak" \
+        in shown["cards"]
+    assert any(c.startswith(human_bytes(sum(largest["at_stake_bytes"].values())).lower() + " of it named by findings")
+               for c in shown["cards"])
+
+
+def test_comm_report_states_the_waste_share_and_charts_scheme_and_waste(browser, tmp_path):
+    from irlint.units import human_bytes
+
+    case = CORPUS / "par-mismatch-ffn_mul_disagrees_8ranks"
+    html, code = page(tmp_path, "comm.html", "comm", str(case), "--format", "html")
+    assert code == 0
+    _, raw = irlint("comm", str(case), "--format", "json")
+    files = [e for e in json.loads(raw)["files"] if e["read"] != "not"]
+    browser.open(html)
+    shown = browser.evaluate(SHAPES)
+    tables = browser.evaluate(TABLES)
+    assert browser.console_errors() == []
+    busiest = max(files, key=lambda e: e["received_bytes"])
+    share = f"{busiest['waste_bytes'] / busiest['received_bytes']:.0%}"
+    assert busiest["waste_bytes"] > 0
+    assert f"{share} of the busiest device's communication is redistribution waste" in shown["cards"]
+    assert (f"{human_bytes(busiest['waste_bytes'])} waste of {human_bytes(busiest['received_bytes'])} "
+            f"received per rank and step").lower() in shown["cards"]
+    # one bar per layer and series: waste bars as long as the waste (a layer without waste draws none)
+    bars = dict(shown["bars"])
+    e = files[0]
+    for row in e["layers"]:
+        name = f"layer {row['layer']}" if row["layer"].isdigit() else row["layer"]
+        scheme, waste = bars[f"{name} scheme: {human_bytes(row['scheme_bytes'])}"], \
+            bars[f"{name} waste: {human_bytes(row['waste_bytes'])}"]
+        assert (waste > 1) == (row["waste_bytes"] > 0) and (scheme > 1) == (row["scheme_bytes"] > 0)
+    layers = [t for t in tables if t["cls"] == "layers"]
+    assert len(layers) == len(files)
+    total = next(r for r in layers[0]["rows"] if r["cls"] == "total")["cells"]
+    assert total == ["total", *(human_bytes(e[f"{c}_bytes"]) for c in ("received", "scheme", "waste", "forward",
+                                                                         "backward"))]
+    waste_rows = [t for t in tables if t["cls"] == "waste"]
+    assert len(waste_rows) == sum(1 for e in files if e["findings"])
+    assert all(t["width"] <= 1280 for t in tables if t["cls"] != "collectives")

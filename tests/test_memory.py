@@ -517,3 +517,62 @@ def test_memory_of_several_cases_is_one_table_per_case():
     assert all(h.count("kept bytes (rank 0)") <= 1 for h in heads)
     assert sum("kept bytes (rank 7)" in h for h in heads) == 1          # the 8-rank case, side by side
     assert sum(h.count("kept bytes") == 1 for h in heads) == 2         # the others: one column each
+
+
+# --- the kept bytes the findings are about (issue 28) ------------------------------------------
+
+PIPELINE = TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select"
+
+
+@pytest.mark.parametrize("path", [CORPUS / "llama-recompute-modes", PIPELINE, CORPUS / "s3_ffn_3d_reshape_fixed"])
+def test_at_stake_column_is_what_a_default_lint_of_the_same_files_prices(path):
+    """Per file, layer and rule: the sum of bytes_at_stake over the lint's occurrences (--no-group)."""
+    files = json.loads(run(path, "--format", "json").output)["files"]
+    lint = CliRunner().invoke(main, [str(path), "--format", "json", "--no-group", "-n"])
+    expected: dict[tuple, int] = {}
+    for f in json.loads(lint.stdout)["findings"]:
+        if f.get("bytes_at_stake"):
+            key = (Path(f["file"]).name, f["layer"] or layer_of(f["scope"]), f["code"])
+            expected[key] = expected.get(key, 0) + f["bytes_at_stake"]
+    shown = {(Path(e["file"]).name, row["layer"], code): n
+             for e in files for row in e["layers"] for code, n in row["at_stake_bytes"].items()}
+    assert shown == expected
+    for e in files:   # the file's totals are its rows'
+        totals: dict[str, int] = {}
+        for row in e["layers"]:
+            for code, n in row["at_stake_bytes"].items():
+                totals[code] = totals.get(code, 0) + n
+        assert e["at_stake_bytes"] == totals
+    # RC002 on layers 0 and 2 of the modes case, none on the fixed FFN
+    assert bool(expected) == (path.name != "s3_ffn_3d_reshape_fixed")
+
+
+def test_at_stake_columns_in_text_and_html():
+    data = json.loads(run(CORPUS / "llama-recompute-modes", "--format", "json").output)["files"][0]
+    codes = sorted(data["at_stake_bytes"])
+    assert codes == ["RC001", "RC002"]
+    text = run(CORPUS / "llama-recompute-modes").output
+    assert all(f"{code} at stake" in text for code in codes) and "At stake:" in text
+    html = run(CORPUS / "llama-recompute-modes", "--format", "html").output
+    assert all(f'<th class="num at-stake">{code} at stake</th>' in html for code in codes)
+    # the card: the largest device's bytes named by findings
+    assert 'class="card at-stake"' in html
+    quiet = run(CORPUS / "s3_ffn_3d_reshape_fixed").output
+    assert "at stake" not in quiet and "At stake" not in quiet
+
+
+def test_memory_html_has_the_pipeline_in_flight_and_peak_figures_the_text_shows():
+    import re as _re
+
+    from irlint.units import human_bytes
+
+    files = json.loads(run(PIPELINE, "--format", "json").output)["files"]
+    html = run(PIPELINE, "--format", "html").output
+    text = run(PIPELINE).output
+    rows = _re.findall(r'<tr class="(in-flight|peak)"><td>[^<]*</td><td class="num">([^<]*)</td>', html)
+    expected = [(kind, value) for e in files for kind, value in
+                (("in-flight", f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"),
+                 ("peak", human_bytes(e["peak_kept_bytes"])))]
+    assert rows == expected and any(e["micro_batches_in_flight"] > 1 for e in files)
+    for _, value in expected:
+        assert value in text

@@ -121,7 +121,7 @@ def recompute_table(e: dict, name: str | None):
 
 @click.command("comm")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
 @click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many of the largest collectives to list per file (JSON lists them all).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
@@ -164,6 +164,10 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     if fmt == "json":
         emit(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries)},
                         indent=1, ensure_ascii=False) + "\n", output)
+    elif fmt == "html":
+        from ..reporters.comm_html import render_comm
+
+        emit(render_comm(entries, problems, SCOPE_NOTE, top), output)
     elif entries:
         from ..reporters.printable import printable_data
 

@@ -14,10 +14,12 @@ from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
 from ..runner.discover import final_files as _final_files
-from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
+from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..units import human_bytes
 
 JSON_VERSION = 1
+AT_STAKE_NOTE = ("At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
+                 "(what the fix they name would free; `irlint` on the same path lists them).")
 EXIT_ERROR = 2
 
 
@@ -91,13 +93,49 @@ def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) 
     return _final_files(files, stages)
 
 
-def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
+def findings_at_stake(f: DumpFile, ir, problems: list[Diagnostic]) -> list:
+    """What the built-in, default-enabled rules that read this same final file (the recompute
+    rules: their stages are memory's) find in ``ir`` and price in kept bytes: the findings a
+    default lint gives on it, each occurrence once (a grouped finding's bytes are this sum). A rule
+    that fails is reported as the lint reports it (IR011), and the account still comes out."""
+    from ..rule import load_rules
+    from ..runner.config import Config
+    from ..runner.engine import _run_rule
+
+    timeout = Config().rule_timeout
+    found = []
+    for cls in load_rules(plugins=False):
+        if cls.default_enabled and tuple(cls.stages) == MEMORY_STAGES:
+            found += [x for x in _run_rule(cls(), ir, f.display, problems, timeout) if x.bytes_at_stake]
+    return found
+
+
+def at_stake_by_layer(found: list) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """(layer -> rule code -> bytes, rule code -> bytes) of ``found``, by the layer the graph
+    resolved for each finding (its printed scope's when unresolved)."""
+    from ..accounts.memory import layer_of
+
+    per_layer: dict[str, dict[str, int]] = {}
+    totals: dict[str, int] = {}
+    for x in sorted(found, key=lambda x: x.code):
+        layer = x.layer or layer_of(x.scope)
+        row = per_layer.setdefault(layer, {})
+        row[x.code] = row.get(x.code, 0) + x.bytes_at_stake
+        totals[x.code] = totals.get(x.code, 0) + x.bytes_at_stake
+    return per_layer, totals
+
+
+def file_entry(f: DumpFile, ir, report: MemoryReport, top: int, found: list | None = None) -> dict:
     """One file of the JSON contract (version 1)."""
+    per_layer, at_stake = at_stake_by_layer(found or [])
     return {
         "file": f.display, "stage": ir.stage.label, "rank": f.rank,
         "total_kept_bytes": report.total_kept_bytes,
+        # at_stake_bytes (added to version 1): rule code -> the kept bytes its findings are about
         "layers": [{"layer": r.layer, "kept_bytes": r.kept_bytes, "tensors": r.tensors,
-                    "recompute_saved_bytes": r.recompute_saved_bytes} for r in report.layers()],
+                    "recompute_saved_bytes": r.recompute_saved_bytes,
+                    "at_stake_bytes": per_layer.get(r.layer, {})} for r in report.layers()],
+        "at_stake_bytes": at_stake,
         "top": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
                  "shape": list(t.type.shape) if t.type is not None and t.type.shape is not None else None,
                  "dtype": t.type.dtype if t.type is not None else None, "bytes": t.nbytes,
@@ -174,6 +212,19 @@ def headline(entries: list[dict]) -> str:
             + f" ({where}{flight})")
 
 
+def rule_codes(entries: list[dict]) -> list[str]:
+    """The rules whose findings are about some kept bytes of these files: one column each."""
+    return sorted({code for e in entries for code in e.get("at_stake_bytes", {})})
+
+
+def stake_cells(at_stake: dict[str, int], codes: list[str]) -> list[str]:
+    return [human(at_stake[code]) if at_stake.get(code) else "" for code in codes]
+
+
+def in_flight(e: dict) -> str:
+    return f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
+
+
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
     """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
     ranks side by side."""
@@ -193,6 +244,8 @@ def render_text(entries: list[dict], width: int | None = None, cases: list[str] 
             out.print()
         _render_case(out, case if len(groups) > 1 else "", group)
     out.print(SCOPE_NOTE, soft_wrap=True)
+    if rule_codes(entries):
+        out.print(AT_STAKE_NOTE, soft_wrap=True)
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
@@ -209,23 +262,29 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
     table = Table(title="Activations kept for backward, per layer", title_justify="left")
     table.add_column("layer")
     many = len(entries) > 1
+    codes = rule_codes(entries)
+    blank = ("",) * (2 + len(codes))
     for name in label:
         suffix = f" ({name})" if many else ""
         table.add_column("kept bytes" + suffix, justify="right")
         table.add_column("tensors" + suffix, justify="right")
         table.add_column("recompute saved" + suffix, justify="right")
+        for code in codes:
+            table.add_column(f"{code} at stake" + suffix, justify="right")
     for layer in layers:
         cells = []
         for e in entries:
             row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += ([human(row["kept_bytes"]), str(row["tensors"]), human(row["recompute_saved_bytes"])]
-                      if row else ["", "", ""])
+            cells += ([human(row["kept_bytes"]), str(row["tensors"]), human(row["recompute_saved_bytes"]),
+                       *stake_cells(row.get("at_stake_bytes", {}), codes)]
+                      if row else ["", *blank])
         table.add_row(layer, *cells)
-    table.add_row("total", *[c for e in entries for c in (human(e["total_kept_bytes"]), "", "")])
+    table.add_row("total", *[c for e in entries for c in (human(e["total_kept_bytes"]), "", "",
+                                                          *stake_cells(e.get("at_stake_bytes", {}), codes))])
     if any(e["micro_batches"] > 1 for e in entries):
         table.add_row("in flight", *[c for e in entries for c in (
-            (f"× {e['micro_batches_in_flight']} of {e['micro_batches']}", "", "") if e["micro_batches"] > 1 else ("", "", ""))])
-        table.add_row("peak", *[c for e in entries for c in (human(e["peak_kept_bytes"]), "", "")])
+            (in_flight(e), *blank) if e["micro_batches"] > 1 else ("", *blank))])
+        table.add_row("peak", *[c for e in entries for c in (human(e["peak_kept_bytes"]), *blank)])
     if not many:
         out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
     else:
@@ -331,7 +390,8 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     cases: list[str] = []
     statuses: list[dict] = []
     for f, ir in read_finals(chosen, problems, statuses):
-        entries.append(file_entry(f, ir, account(ir), top))
+        # the shared account: the recompute rules price their findings from the same one
+        entries.append(file_entry(f, ir, cached_account(ir), top, findings_at_stake(f, ir, problems)))
         cases.append(case_of(f))
     note = None
     if depth.layers:

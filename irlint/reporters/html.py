@@ -250,7 +250,7 @@ def render(report: Report, ctx: RenderContext) -> str:
 
 
 def render_memory(entries: list[dict], problems: list, counted: str) -> str:
-    from ..cli.memory import headline, largest_device
+    from ..cli.memory import AT_STAKE_NOTE, headline, largest_device, rule_codes
 
     files = []
     for e in entries:
@@ -260,7 +260,8 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
         files.append({"e": e, "chart": _markup(chart)})
     return _environment().get_template("memory.html.j2").render(
         title="irlint memory", version=__version__, files=files, problems=problems, counted=counted,
-        largest=largest_device(entries), headline=headline(entries),
+        largest=largest_device(entries), headline=headline(entries), codes=rule_codes(entries),
+        at_stake_note=AT_STAKE_NOTE,
         ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None)) if any(
             e["rank"] is not None for e in entries) else "")
 
