@@ -66,7 +66,7 @@ class OutputTypes:
 
     def of(self, file: str, line: int):
         from ..read.record import parse_type_line
-        from ..read.syntax import GrammarError
+        from ..read.parser import GrammarError
 
         text = self._lines.get(file, {}).get(line + 1, "")
         if not text.startswith(":"):
