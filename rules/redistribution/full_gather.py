@@ -7,16 +7,20 @@ from dataclasses import dataclass, field
 from math import prod
 from collections.abc import Iterator
 
-from irlint.accounts.received import share, step_received_bytes, waste_entry
-from irlint.findings import Finding
+from irlint.accounts.received import GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
+from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule
 
-from .evidence import (MOVING_OPS, GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, short_who, as_int, axis_of,
-                       backward_index, backward_transpose, Chain, collect_chain, end_note, fmt, is_weight, note,
-                       output_layout, received_bytes, row_parallel, scope_path, simulate, size, split_args,
-                       step_text, strategy, touches_backward, transposes, used_split_outputs, who)
+from .chain import Chain, MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS
+from .wording import as_int, fmt, note, short_who, size, who
+from .layouts import output_layout, strategy, transposes
+from .steps import axis_of, split_args, step_text, used_split_outputs
+from .fix_search import all_reduce_note, row_parallel
+from .discovery import (backward_index, backward_transpose, collect_chain, end_note, is_weight,
+                        touches_backward)
+from .simulation import simulate
 from .redundant_chain import RedundantRedistributionChain
 
 

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from irlint.accounts.received import share, step_received_bytes, waste_entry
-from irlint.findings import Finding
+from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
+from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule
 
-from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note, short_who,
-                       allreduce_then_slice, backward_index, backward_transpose, best_fix, Chain, collect_chain,
-                       end_note, first_in, fmt, hint_for, in_chain, is_weight, layout_expression, near_experts,
-                       note, permutation, placement_text, readers, received_bytes, scope_path, simulate, size,
-                       step_text, strategy, strategy_source, touches_backward, who)
+from .chain import COMM_OPS, Chain, MOVING_OPS, QUIET_IN_RELATED
+from .wording import first_in, fmt, note, placement_text, short_who, size, who
+from .layouts import layout_expression, strategy
+from .steps import step_text
+from .fix_search import all_reduce_note, best_fix, hint_for
+from .discovery import (allreduce_then_slice, backward_index, backward_transpose, collect_chain, end_note,
+                        in_chain, is_weight, near_experts, readers, strategy_source, touches_backward)
+from .simulation import permutation, simulate
 from .root_cause import RootCause, grouped, root_cause
 from .round_trip import RoundTrip, round_trips
 

@@ -6,13 +6,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, Related
+from irlint.findings import Finding, Related, scope_path
 from irlint.model import IRFile
 
 from math import prod
 
-from .evidence import (ELEMENTWISE_OPS, MOVING_OPS, Chain, backward_index, backward_transpose, devices, fmt, layout_expression, output_layout, placements,
-                       scope_path, size, strategy, who)
+from .chain import Chain, ELEMENTWISE_OPS, MOVING_OPS
+from .wording import fmt, size, who
+from .layouts import devices, layout_expression, output_layout, placements, strategy
+from .discovery import backward_index, backward_transpose
 
 
 @dataclass(frozen=True)
