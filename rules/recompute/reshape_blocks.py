@@ -120,5 +120,5 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         cause = f"saves nothing, {held} not recomputed"
         finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
                                extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs)},
-                               cause=cause, fix=short_fix(keys))
+                               cause=cause, fix=short_fix(keys), snippet=yaml_snippet(keys) if keys else "")
         return staked(finding, stake(ir, k, freed_by_recompute))

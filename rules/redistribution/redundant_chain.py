@@ -3,12 +3,13 @@ discards it, between two compute ops of the forward graph."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, scope_path
+from irlint.findings import Finding, WastedBytes, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
-from irlint.rule import Rule
+from irlint.rule import Rule, strategy_snippet
 
 from .chain import COMM_OPS, Chain, MOVING_OPS, QUIET_IN_RELATED
 from .wording import first_in, fmt, note, placement_text, short_who, size, who
@@ -139,6 +140,9 @@ class RedundantRedistributionChain(Rule):
 
     code = "PC001"
     name = "redundant-redistribution-chain"
+    waste_kinds = ("gather-then-slice", "gather-resplit", "allreduce-then-slice", "alltoall-undone",
+                   "split-concat-round-trip", "permutation-as-gather", "round-trip", "alltoall-round-trip",
+                   "gather-compute-slice", "repeated-gather")
     severity = "warning"
     summary = "A forward redistribution chain undoes itself or discards the data it moved"
     # redistribution exists from step_parallel (optimize) on; validate is the last front-end graph
@@ -358,7 +362,7 @@ subgraph @main() {
         identity = (tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
                     scope_path(ir[chain.producer].get("scope", "")),
                     tuple(scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers), tuple(kinds))
-        extra = {"kinds": kinds, "moved_bytes": chain.moved, "surviving_bytes": survive,
+        extra: dict[str, Any] = {"kinds": kinds, "moved_bytes": chain.moved, "surviving_bytes": survive,
                  "backward_moved_bytes": moved_back,
                  "steps": [{"node": ir[k]["id"], "op": ir[k]["op"], "in": str(first_in(ir, k)),
                             "out": str(ir[k].get("out_type")), "moved_bytes": received_bytes(ir, k) or 0}
@@ -383,8 +387,10 @@ subgraph @main() {
         cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
         short = (f"{short_who(ir, fix[0])} in_strategy {fmt(fix[1])}" if fix is not None and chain.hint is None
                  and moved_blocks is None else "enable_alltoall=True" if alltoall and expert is not None else "")
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
-                            cause=cause, fix=short)
+        found = self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                             cause=cause, fix=short, waste_kinds=kinds,
+                             wasted=[WastedBytes(**w) for w in extra["waste"]])
+        return found.with_(snippet=strategy_snippet(found.related, extra.get("fix")))
 
     def _round_trip_finding(self, ir: IRFile, trip: RoundTrip) -> Finding:
         backward = backward_index(ir)
@@ -425,7 +431,7 @@ subgraph @main() {
         related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
         identity = ("round-trip", kind, scope_path(ir[op].get("scope", "")), ir[op]["op"],
                     tuple(ir[k]["op"] for k in runs if ir[k]["op"] not in QUIET_IN_RELATED))
-        extra = {"kinds": [kind], "moved_bytes": sum(received_bytes(ir, k) or 0 for k in runs),
+        extra: dict[str, Any] = {"kinds": [kind], "moved_bytes": sum(received_bytes(ir, k) or 0 for k in runs),
                  "backward_moved_bytes": sum(received_bytes(ir, k) or 0 for k in transpose),
                  "backward": [ir[k]["id"] for k in transpose],
                  "op_strategy": fmt(strategy(ir, op)), "layout": fmt(trip.layout),
@@ -433,9 +439,11 @@ subgraph @main() {
                  "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix), **_source(ir, op)},
                  "waste_bytes": wasted, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, b) for k, b in waste]}
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
-                            cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
-                            fix=f"in_strategy {fmt(trip.fix)}")
+        found = self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                             cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
+                             fix=f"in_strategy {fmt(trip.fix)}", waste_kinds=[kind],
+                             wasted=[WastedBytes(**w) for w in extra["waste"]])
+        return found.with_(snippet=strategy_snippet(found.related, extra["fix"]))
 
     def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
         """Identical gathers of one producer output, one per consumer."""
@@ -473,14 +481,15 @@ subgraph @main() {
                         tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)))
             total = step_received_bytes(ir)
             message += f"; {share(moved, total)} of the {size(total)} this step's collectives receive per rank"
-            extra = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
+            extra: dict[str, Any] = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
                      "waste_bytes": moved, "step_received_bytes": total,
                      "waste": [waste_entry(ir, g, received_bytes(ir, g) or 0) for g in gathers[1:]],
                      "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
                      "producer_strategy": fmt(strategy(ir, same[0].producer))}
             yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra,
                                cause=f"one output gathered {len(gathers)} times by identical {op}s",
-                               fix="one gather for every consumer")
+                               fix="one gather for every consumer", waste_kinds=["repeated-gather"],
+                               wasted=[WastedBytes(**w) for w in extra["waste"]])
 
 
 def _placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict]:
