@@ -122,9 +122,10 @@ def _tensor_type(value: Any) -> TensorType:
     if len(value.args) == 1:
         m = _X_TYPE.match(raw)
         if m:
-            shape = tuple(int(d) for d in m.group(3).replace(" ", "").split(",") if d)
+            shape: tuple[int, ...] | None = tuple(int(d) for d in m.group(3).replace(" ", "").split(",") if d)
             return TensorType(m.group(1) or "Tensor", m.group(2), shape, raw)
     head = value.args[0]
+    dtype: str | None
     kind, dtype = (head.name, None) if isinstance(head, Call) else (str(head), None)
     if isinstance(head, Call) and head.args:
         inner = head.args[0]

@@ -164,7 +164,7 @@ def _plan(value: Any) -> Any:
     if isinstance(value, dict):
         return ("dict", [(_plan(k), _plan(v)) for k, v in value.items()])
     if isinstance(value, tuple):
-        parts = [_plan(v) for v in value]
+        parts: Any = [_plan(v) for v in value]
         return ("tuple", parts) if any(p is not None for p in parts) else None
     if isinstance(value, Call):
         parts = (_plan(value.name), _plan(value.args), [_plan(v) for _, v in value.kwargs],
@@ -234,7 +234,7 @@ def _renumbered(text: str) -> tuple[str, list[str]]:
     numbers: list[str] = []
 
     def local(m: re.Match) -> str:
-        digits = m.group(m.lastindex)
+        digits = m.group(m.lastindex or 0)
         numbers.append(digits)
         return f"{m.group()[:-len(digits)]}{len(numbers) - 1}"
 
@@ -245,7 +245,7 @@ def _relabel(value: Any, numbers: list[str]) -> Any:
     """``value`` with the blank numbered i in its strings numbered ``numbers[i]``."""
     if isinstance(value, str):
         if _has_blank(value):
-            new = _SLOT.sub(lambda m: f"{m.group()[:-len(m.group(m.lastindex))]}{numbers[int(m.group(m.lastindex))]}",
+            new = _SLOT.sub(lambda m: f"{m.group()[:-len(m.group(m.lastindex or 0))]}{numbers[int(m.group(m.lastindex or 0))]}",
                             value)
             return new if type(value) is str else type(value)(new)
         return value
@@ -468,7 +468,7 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     parts = _VOLATILE_SPLIT.split(text)
     fills = parts[1::2]
     key = (kind, "\x01".join(parts[::2]), "".join(map(_FIRST, fills)))
-    recipe = _RECIPES.get(key, _NOT_SEEN)
+    recipe: Any = _RECIPES.get(key, _NOT_SEEN)
     if recipe is None:
         return parse(text)
     if recipe is not _NOT_SEEN:

@@ -161,7 +161,7 @@ def _source(value: Any) -> str:
 
 # The token and error classes of the parsers made so far: the shipped standalone parser
 # (``standalone_parser``) and the installed Lark's (an edited checkout) each have their own.
-_TOKENS: tuple[type, ...] = ()
+_TOKENS: tuple[type[Any], ...] = ()
 _PARSE_ERRORS: tuple[type[Exception], ...] = ()
 
 

@@ -97,7 +97,7 @@ def _well_formed(strat) -> bool:
 
 
 def transposes(ir: IRFile, key: int) -> tuple[bool, bool]:
-    args = ir[key].get("args") or ()
+    args: tuple = ir[key].get("args") or ()
     attrs = ir[key].get("primitive_attrs") or {}
     ta = args[2] if len(args) > 3 and isinstance(args[2], bool) else bool(attrs.get("transpose_a", False))
     tb = args[3] if len(args) > 3 and isinstance(args[3], bool) else bool(attrs.get("transpose_b", False))
@@ -145,7 +145,7 @@ def output_layout(ir: IRFile, key: int, depth: int = 0):
 
 
 def _perm(ir: IRFile, key: int):
-    args = ir[key].get("args") or ()
+    args: tuple = ir[key].get("args") or ()
     perm = args[1] if len(args) > 1 else (ir[key].get("primitive_attrs") or {}).get("perm")
     if isinstance(perm, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in perm):
         return perm

@@ -100,7 +100,8 @@ def _reshape_kept_dims(ir: IRFile, key: int) -> dict[int, int]:
     dst = ir[key].get("out_type")
     if not src or not dst or src.shape is None or dst.shape is None:
         return {}
-    before_in, p = {}, 1
+    before_in: dict[tuple[int, int], int] = {}
+    p = 1
     for i, n in enumerate(src.shape):
         before_in.setdefault((p, n), i)
         p *= n or 0
@@ -152,7 +153,7 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
     tup = tuples.pop()
     order = []
     for item in ir.producers(tup):   # every piece, straight from the Split, in order
-        args = ir[item].get("args") or ()
+        args: tuple = ir[item].get("args") or ()
         if ir[item]["op"] != "TupleGetItem" or ir.producers(item)[:1] != [split] or len(args) < 2:
             return None
         order.append(as_int(args[1]))

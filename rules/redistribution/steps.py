@@ -18,7 +18,7 @@ def _shrunk_dims(ir: IRFile, key: int) -> list[tuple[int, int]]:
 
 
 def split_args(ir: IRFile, key: int) -> tuple[int | None, int | None]:
-    args = ir[key].get("args") or ()
+    args: tuple = ir[key].get("args") or ()
     attrs = ir[key].get("primitive_attrs") or {}
     axis = as_int(args[1]) if len(args) > 1 else as_int(attrs.get("axis"))
     outputs = as_int(args[2]) if len(args) > 2 else as_int(attrs.get("output_num"))
@@ -36,17 +36,18 @@ def _norm_dim(dim: int | None, rank: int | None) -> int | None:
 
 
 def axis_of(ir: IRFile, key: int) -> int | None:
-    args = ir[key].get("args") or ()
+    args: tuple = ir[key].get("args") or ()
     return as_int(args[1]) if len(args) > 1 else as_int((ir[key].get("primitive_attrs") or {}).get("axis"))
 
 
 def used_split_outputs(ir: IRFile, key: int) -> set[int]:
-    used = set()
+    used: set[int] = set()
     for user in ir.consumers(key):
         if ir[user]["op"] == "TupleGetItem" and ir.consumers(user):
-            args = ir[user].get("args") or ()
-            if len(args) > 1 and as_int(args[1]) is not None:
-                used.add(as_int(args[1]))
+            args: tuple = ir[user].get("args") or ()
+            index = as_int(args[1]) if len(args) > 1 else None
+            if index is not None:
+                used.add(index)
         else:
             return set(range(split_args(ir, key)[1] or 0))
     return used
