@@ -29,6 +29,33 @@ class Related:
                 "scope": self.scope, "graph": self.graph, "note": self.note}
 
 
+# The kinds of redistribution waste a finding can name (``Finding.waste_kinds``): ``irlint comm``
+# counts the bytes of the findings that name one as waste. CONTRIBUTING.md says how to add a kind.
+WASTE_KINDS = frozenset({
+    "gather-then-slice",        # a gather whose result is sliced back
+    "gather-resplit",           # a gather whose result is split again on another dim
+    "allreduce-then-slice",     # an AllReduce whose result is sliced (a ReduceScatter would do)
+    "alltoall-undone",          # an AlltoAll a later one undoes
+    "split-concat-round-trip",  # a Split whose pieces a Concat puts back together
+    "permutation-as-gather",    # a change of device axes paid as a gather
+    "round-trip",               # a re-layout and its inverse around one op
+    "alltoall-round-trip",      # the same, made of AlltoAlls
+    "gather-compute-slice",     # a gather, a compute op on every rank, then a slice
+    "repeated-gather",          # the same tensor gathered again
+    "full-gather",              # a whole activation gathered on every rank for a column-parallel MatMul
+})
+
+
+@dataclass(frozen=True, slots=True)
+class WastedBytes:
+    """Bytes one collective receives that a consistent strategy would not move."""
+
+    graph: str
+    node: str
+    op: str
+    bytes: int
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One problem a rule found at a node of a dump."""
@@ -64,6 +91,19 @@ class Finding:
     # a finding that stands for several occurrences of one root cause (irlint.runner.group): each
     # occurrence as its own finding, this one first
     members: tuple[Finding, ...] = ()
+    # redistribution waste (``irlint comm``): the kinds the finding names (WASTE_KINDS) and, per
+    # collective, the bytes a consistent strategy would not move
+    waste_kinds: tuple[str, ...] = ()
+    wasted: tuple[WastedBytes, ...] = ()
+    # the configuration that applies the fix, ready to paste (YAML, an in_strategy line); "" if none
+    snippet: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.waste_kinds) - WASTE_KINDS
+        if unknown:
+            raise ValueError(f"not a waste kind (irlint.findings.WASTE_KINDS): {', '.join(sorted(unknown))}")
+        if self.wasted and not self.waste_kinds:
+            raise ValueError("wasted bytes need the waste kind that explains them")
 
     @property
     def occurrences(self) -> tuple[Finding, ...]:
@@ -145,6 +185,10 @@ class Finding:
         if self.members:
             out["layers"] = list(self.layers)
             out["occurrences"] = [o.occurrence() for o in self.members]
+        if self.waste_kinds:
+            out["waste_kinds"] = list(self.waste_kinds)
+        if self.snippet:
+            out["snippet"] = self.snippet
         return out
 
     def occurrence(self) -> dict:

@@ -25,7 +25,7 @@ from pathlib import Path
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
-from .findings import Finding, Related
+from .findings import Finding, Related, WastedBytes
 
 if TYPE_CHECKING:
     from .model import IRFile
@@ -42,6 +42,9 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str]] = []
+    # the kinds of redistribution waste its findings may name (irlint.findings.WASTE_KINDS):
+    # ``irlint comm`` runs the built-in rules that declare some
+    waste_kinds: ClassVar[tuple[str, ...]] = ()
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
         raise NotImplementedError
@@ -53,7 +56,8 @@ class Rule:
     # --- helpers for check() ----------------------------------------------------------------------
     def finding(self, ir: IRFile, key: int, message: str, hint: str = "", related: Iterable[int | Related] = (),
                 severity: str | None = None, identity: tuple = (), extra: dict | None = None,
-                cause: str = "", fix: str = "") -> Finding:
+                cause: str = "", fix: str = "", snippet: str = "", waste_kinds: Iterable[str] = (),
+                wasted: Iterable[WastedBytes] = ()) -> Finding:
         data = ir.nodes[key]
         if not data.get("scope"):
             # a dump without scope lines (MS_DEV_DUMP_IR_FORMAT=1): the weights the node is computed
@@ -71,8 +75,19 @@ class Rule:
             op=data.get("op", ""), scope=data.get("scope", ""), message=message, hint=hint,
             related=tuple(r if isinstance(r, Related) else related_node(ir, r) for r in related),
             stage=ir.stage.label, identity=identity, extra=tuple(sorted((extra or {}).items())),
-            source=source_of(ir, key),
+            source=source_of(ir, key), snippet=snippet, waste_kinds=tuple(waste_kinds), wasted=tuple(wasted),
         )
+
+
+def strategy_snippet(related: Iterable[Related], fix: object) -> str:
+    """The in_strategy a redistribution finding proposes (``fix``: ``{"node", "in_strategy"}``) as
+    lines to paste, headed by the op it is for; "" for a fix that is not an in_strategy."""
+    if not isinstance(fix, dict) or not fix.get("in_strategy"):
+        return ""
+    target = next((r for r in related if r.node == fix.get("node")), None)
+    where = f"{target.op} {target.node}, {target.scope}" if target else str(fix.get("node"))
+    new = fix["in_strategy"]
+    return f"# {where}\nin_strategy = {new}   # e.g. ops.{target.op if target else 'Op'}().shard({new})"
 
 
 def source_of(ir: IRFile, key: int) -> tuple[str, int] | None:

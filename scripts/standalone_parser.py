@@ -27,7 +27,7 @@ MODULE = ROOT / "irlint" / "read" / "standalone_parser.py"
 _HEADER = (
     '"""irlint\'s parser of grammar/ir.lark: the standalone LALR parser Lark\'s tool generates (MPL-2.0,\n'
     "see below). Written by scripts/standalone_parser.py: do not edit; run it again after changing the\n"
-    "grammar, the parser options (irlint.read.syntax.PARSER_OPTIONS) or Lark.\n\n"
+    "grammar, the parser options (irlint.read.parser.PARSER_OPTIONS) or Lark.\n\n"
     "Apart from Lark's output: the parse table's states and symbols are numbered canonically (the file\n"
     "does not depend on the hash seed), the unused ``import pickle, zlib, base64`` is left out, Lark's\n"
     "logger (at level CRITICAL, which Lark never logs at) drops messages without importing logging,\n"
@@ -57,7 +57,7 @@ _QUIET_LOGGER = (
 
 
 def standalone_source(grammar: str) -> str:
-    from irlint.read.syntax import PARSER_OPTIONS
+    from irlint.read.parser import PARSER_OPTIONS
 
     starts = list(PARSER_OPTIONS["start"])
     chunks: list[str] = [_HEADER]
@@ -79,7 +79,7 @@ def standalone_source(grammar: str) -> str:
     # no transformer here: irlint's is given at load time
     gen_standalone(lark.Lark(grammar, **PARSER_OPTIONS), output=output)
     chunks.append(
-        "\n# What this parser was made from: irlint.read.syntax uses it only for this grammar and these options.\n"
+        "\n# What this parser was made from: irlint.read.parser uses it only for this grammar and these options.\n"
         f"GRAMMAR = {grammar!r}\n"
         f"OPTIONS = {pprint.pformat(PARSER_OPTIONS, width=120, sort_dicts=True)}\n"
     )

@@ -69,9 +69,10 @@ def _private_cache(tmp_path_factory, monkeypatch):
 def lark_parses(monkeypatch) -> Iterator[list[tuple[str, str]]]:
     """Each (text, start rule) Lark parses from now on, in order, with the reader's memo tables
     emptied (so every template is new)."""
-    from irlint.read import record, syntax
+    from irlint.read import parser as reader_parser
+    from irlint.read import record
 
-    parser = syntax._parser()
+    parser = reader_parser._parser()
     seen: list[tuple[str, str]] = []
 
     class Recording:
@@ -79,7 +80,7 @@ def lark_parses(monkeypatch) -> Iterator[list[tuple[str, str]]]:
             seen.append((text, start))
             return parser.parse(text, start=start)
 
-    monkeypatch.setattr(syntax, "_parser", lambda: Recording())
+    monkeypatch.setattr(reader_parser, "_parser", lambda: Recording())
     record.clear_memos()
     yield seen
     record.clear_memos()   # what was memoised while recording is dropped with the recorder

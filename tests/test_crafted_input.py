@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from irlint import diagnostics as D
 from irlint.cli import main
 from irlint.read.reader import read_ir
-from irlint.read.syntax import MAX_NESTING
+from irlint.read.parser import MAX_NESTING
 
 S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 VALIDATE = S2 / "21_validate_0076.ir"

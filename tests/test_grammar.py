@@ -155,7 +155,7 @@ def test_none_arguments_keep_their_positions():
     assert parse_value("(1, 2,)") == (1, 2)      # a trailing comma adds nothing
 
 
-# Whole records are memoised on their template (irlint.read.syntax.memo_by_template): records that
+# Whole records are memoised on their template (irlint.read.templates.memo_by_template): records that
 # differ only in ids, strings, key=name values and I64(N) share one parse, refilled per record.
 _RECOMPUTED = ('PrimFunc_MatMul(%{a}, %para{p}_model.layers.{l}.w, Bool(0), Bool(1)) {{instance name: matmul}} '
                'primitive_attrs: {{transpose_b: Bool(1)}} cnode_attrs: {{recompute_id: I64({r}), recompute: Bool(1)}} '
@@ -330,25 +330,25 @@ def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
 
 @pytest.mark.slow
 def test_clear_memos_empties_every_memo_of_the_reader():
-    # every lru_cache of syntax and record but the loaded parser, and every module-level table that
+    # every lru_cache of the reader's parsing modules and record but the loaded parser, and every module-level table that
     # is empty when they are imported, counts as a memo (so a new one is caught here)
     import subprocess
     import sys
     from pathlib import Path
 
-    from irlint.read import record, syntax
+    from irlint.read import parser, record, syntax, templates, tree_values
     from irlint.read.reader import read_ir
 
-    fresh = subprocess.run([sys.executable, "-c", "from irlint.read import record, syntax\n"
-                            "for m in (syntax, record):\n"
+    fresh = subprocess.run([sys.executable, "-c", "from irlint.read import parser, record, syntax, templates, tree_values\n"
+                            "for m in (syntax, templates, tree_values, parser, record):\n"
                             "    print(*[f'{m.__name__}.{k}' for k, v in vars(m).items() if type(v) is dict and not v])"],
                            capture_output=True, text=True, check=True).stdout.split()
 
     def memos() -> dict[str, int]:
         found = {}
-        for module in (syntax, record):
+        for module in (syntax, templates, tree_values, parser, record):
             for name, value in vars(module).items():
-                if hasattr(value, "cache_info") and value is not syntax._parser:
+                if hasattr(value, "cache_info") and value is not parser._parser:
                     found[f"{module.__name__}.{name}"] = value.cache_info().currsize
                 elif f"{module.__name__}.{name}" in fresh:
                     found[f"{module.__name__}.{name}"] = len(value)

@@ -7,6 +7,7 @@ import re
 from click.testing import CliRunner
 
 from conftest import CORPUS
+from irlint import Config, lint
 from irlint.cli import main
 from irlint.runner.diff import node_key
 from irlint.read.reader import read_ir
@@ -62,15 +63,23 @@ def test_sizes_and_fix_snippets():
     assert [size(n) for n in (0, 896, 1024, 7168, 168960, 3 * 2**20, 1.21 * 2**30)] == [
         "0 bytes", "896 bytes", "1.00 KiB", "7.00 KiB", "165 KiB", "3.00 MiB", "1.21 GiB"]
     from irlint.findings import Finding, Related
+    from irlint.rule import strategy_snippet
 
+    related = (Related("f.ir", 65, "%2", "MatMul", "Default/net/MatMul-op0", note="producer"),)
+    snippet = strategy_snippet(related, {"node": "%2", "in_strategy": "((1, 1), (1, 8))"})
     f = Finding("PC001", "redundant-redistribution-chain", "warning", "f.ir", 77, "@g", "%3", "AllGather", "s",
-                "m", hint="set MatMul mm1 to in_strategy ((1, 1), (1, 8))",
-                related=(Related("f.ir", 65, "%2", "MatMul", "Default/net/MatMul-op0", note="producer"),),
-                extra=(("fix", {"node": "%2", "in_strategy": "((1, 1), (1, 8))"}),))
-    what, snippet = fix_of(f)
+                "m", hint="set MatMul mm1 to in_strategy ((1, 1), (1, 8))", related=related, snippet=snippet)
+    what, shown = fix_of(f)
     assert what == f.hint
-    assert snippet.splitlines() == ["# MatMul %2, Default/net/MatMul-op0",
-                                    "in_strategy = ((1, 1), (1, 8))   # e.g. ops.MatMul().shard(((1, 1), (1, 8)))"]
+    assert shown.splitlines() == ["# MatMul %2, Default/net/MatMul-op0",
+                                  "in_strategy = ((1, 1), (1, 8))   # e.g. ops.MatMul().shard(((1, 1), (1, 8)))"]
+    # a hint that ends with its snippet shows the snippet once, in the snippet's place
+    yaml = "recompute_config:\n  select_recompute: ['w2']"
+    assert fix_of(f.with_(hint="Recompute the blocking op too:\n" + yaml, snippet=yaml)) == (
+        "Recompute the blocking op too:", yaml)
+    # the snippet is the finding's data: the page reads no hint prose for it
+    assert fix_of(f.with_(hint="drop select_recompute key 'w2'\n  (one line more)", snippet="")) == (
+        "drop select_recompute key 'w2'\n  (one line more)", "")
 
 
 def test_inserted_ops_match_whatever_hash_a_compile_gave_their_instance_name(tmp_path):
@@ -103,14 +112,14 @@ def test_lint_page_charts_the_bytes_at_stake_per_layer(monkeypatch):
     assert bars == [("layer 0", "5.50 KiB"), ("layer 2", "11.0 KiB")]
 
 
-def test_a_hint_naming_the_key_to_use_gets_a_snippet_one_dropping_a_key_does_not():
-    from irlint.findings import Finding
+def test_a_finding_naming_the_key_to_use_gets_a_snippet_one_dropping_a_key_does_not():
+    # RC001 in llama-recompute-modes names the key to use; tag_unused and downcast findings say to drop one
+    from irlint.rules.recompute.keys import keys_snippet
 
-    def hint(text):
-        return fix_of(Finding("RC001", "r", "warning", "f.ir", 1, "@g", "%1", "SiLU", "s", "m", hint=text))[1]
-
-    assert hint("Name the primitive inside the cell, not the cell: select_recompute key "
-                "'feed_forward\\.activation\\.silu'.") == (
+    assert keys_snippet(["feed_forward\\.activation\\.silu"]) == (
         "recompute_config:\n  select_recompute: ['feed_forward\\.activation\\.silu']")
-    assert hint("Remove the tag (select_recompute key 'feed_forward\\.w2\\.reshape').") == ""
-    assert hint("... or give the down-cast its own Cast primitive; drop select_recompute key 'ffn_norm\\.rcast'.") == ""
+    report = lint([str(CORPUS / "llama-recompute-modes")], Config(group=False))
+    snippets = {f.code: fix_of(f)[1] for f in report.findings}
+    assert snippets["RC001"].startswith("recompute_config:\n  select_recompute: [")
+    dropping = [f for f in report.findings if "drop select_recompute key" in f.hint or "Remove the tag" in f.hint]
+    assert all(fix_of(f)[1] == "" for f in dropping)

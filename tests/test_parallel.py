@@ -97,15 +97,15 @@ def test_progress_is_reported_per_file_in_order(probes):
 
 
 def _parsers_built() -> int:
-    from irlint.read import syntax
+    from irlint.read import parser
 
-    return syntax._parser.cache_info().currsize
+    return parser._parser.cache_info().currsize
 
 
 def test_workers_that_read_fork_with_the_parser_built():
-    from irlint.read import syntax
+    from irlint.read import parser
 
-    syntax._parser.cache_clear()
+    parser._parser.cache_clear()
     pool = engine._pool(2, reads=False)   # hashing only (a cache may answer every file): nothing built
     try:
         assert _parsers_built() == 0 and pool.submit(_parsers_built).result() == 0

@@ -179,7 +179,7 @@ def test_strategies_set_by_sharding_propagation_are_read_from_the_trailing_block
     matmuls = [k for k in ir.nodes_by_op("MatMul") if not ir.is_backward(k)]
     propagated = [k for k in matmuls if "in_strategy" not in (ir[k].get("primitive_attrs") or {})]
     assert propagated, "propagation printed some strategies only after cnode_primal_attrs"
-    from irlint.rules.redistribution.evidence import strategy
+    from irlint.rules.redistribution.layouts import strategy
     assert {strategy(ir, k) for k in matmuls} == {((1, 1), (8, 1)), ((1, 8), (1, 8))}
 
 
@@ -234,7 +234,7 @@ def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_
 
 def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
-    from irlint.rules.redistribution.evidence import strategy
+    from irlint.rules.redistribution.layouts import strategy
     text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
     ir = ir_from_text(text)
     assert ir.diagnostics == []
@@ -342,7 +342,7 @@ def test_same_split_counts_on_other_device_axes_is_a_permutation_paid_as_a_full_
         assert "gathering it whole (8x)" in f.message and "the local shape Float32(8, 16) is the same" in f.message
         # three gathers over groups of 2: (8, 16) -> (2, 16, 32) is 8x; 7/8 of 4 KiB forward, as much backward
         assert extra["waste_bytes"] == 2 * (512 + 1024 + 2048)
-    from irlint.rules.redistribution.evidence import placements
+    from irlint.rules.redistribution.layouts import placements
     (relu,) = [k for k in ir.nodes_by_op("ReLU") if not ir.is_backward(k)]
     (add1, _) = sorted((k for k in ir.nodes_by_op("Add") if not ir.is_backward(k)), key=lambda k: ir[k]["line"])
     assert placements(ir, add1)[0] == (((4, 1),), ((2, 4),))     # tp: 4 ranks 1 apart; dp: 2 ranks 4 apart

@@ -130,16 +130,16 @@ def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
     # a record's value is refilled from the parse of its template; on every real dump each new
     # template's first record must give the same value as the parse of its own pieces
     import irlint.read.record
-    import irlint.read.syntax
+    import irlint.read.templates
 
-    monkeypatch.setattr(irlint.read.syntax, "VERIFY_RECIPES", True)
-    monkeypatch.setattr(irlint.read.syntax, "RECIPE_MISMATCHES", [])
+    monkeypatch.setattr(irlint.read.templates, "VERIFY_RECIPES", True)
+    monkeypatch.setattr(irlint.read.templates, "RECIPE_MISMATCHES", [])
     irlint.read.record.clear_memos()
     try:
         for path in FIXTURE_DUMPS + _dumps(SHARED):
             read_ir(path)
-        assert len(irlint.read.syntax._RECIPES) > 1000
-        assert irlint.read.syntax.RECIPE_MISMATCHES == []
+        assert len(irlint.read.templates._RECIPES) > 1000
+        assert irlint.read.templates.RECIPE_MISMATCHES == []
     finally:
         irlint.read.record.clear_memos()   # the recipes built while checking
 

@@ -16,7 +16,7 @@ from conftest import TESTS
 from irlint.accounts.comm import account, redistribution_findings
 from irlint.runner.discover import discover
 from irlint.runner.engine import read_dump
-from irlint.rules.redistribution.evidence import collect_chain
+from irlint.rules.redistribution.discovery import collect_chain
 from irlint.rules.redistribution.recomputed_chain import is_copy, kept_type, rerun_of
 
 CASE = TESTS / "fixtures" / "recompute" / "mf-cp2_b2_select_wq_reshape"

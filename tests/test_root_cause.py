@@ -110,7 +110,7 @@ class _Nodes(dict):
 
 def _merge_cause(rows: int, local: tuple, add_strategy: tuple):
     from irlint.read.values import TensorType
-    from irlint.rules.redistribution.evidence import Chain
+    from irlint.rules.redistribution.chain import Chain
     from irlint.rules.redistribution.root_cause import batch_merge
 
     ir = _Nodes({1: {"kind": "cnode", "op": "MatMul", "id": "%1", "scope": "a/wo-Linear/MatMul-op0"},

@@ -10,7 +10,7 @@ from conftest import portable
 from irlint.runner.config import Config
 from irlint.runner.engine import lint
 from irlint.read.reader import read_ir
-from irlint.rules.redistribution import evidence
+from irlint.rules.redistribution import discovery, simulation
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
 SYNTH = Path(__file__).parent / "fixtures" / "synthetic"
@@ -175,32 +175,30 @@ def test_near_miss_split_feeds_different_compute_ops():
 def test_compute_between_two_alltoall_breaks_the_run():
     """MoE dispatch / combine: reverse dims on one group, so only the expert MatMul between them
     keeps the pair from being an undo."""
-    mod = evidence
     ir = read_ir(str(NEAR_MISSES))
     single, dispatch, combine = ir.nodes_by_op("AlltoAll")
-    assert mod._alltoall_dims(ir, combine)[:2] == mod._alltoall_dims(ir, dispatch)[1::-1]
-    assert mod._alltoall_dims(ir, combine)[2:] == mod._alltoall_dims(ir, dispatch)[2:]
-    assert mod.collect_chain(ir, dispatch).nodes == [dispatch]
-    assert mod.collect_chain(ir, combine).nodes == [combine]
+    assert simulation._alltoall_dims(ir, combine)[:2] == simulation._alltoall_dims(ir, dispatch)[1::-1]
+    assert simulation._alltoall_dims(ir, combine)[2:] == simulation._alltoall_dims(ir, dispatch)[2:]
+    assert discovery.collect_chain(ir, dispatch).nodes == [dispatch]
+    assert discovery.collect_chain(ir, combine).nodes == [combine]
     (expert,) = ir.nodes_by_op("BatchMatMul")
     # even inside one run, the walk back from combine stops at the compute op
-    assert mod._alltoall_undone(ir, {dispatch, expert, combine}, combine) is None
+    assert simulation._alltoall_undone(ir, {dispatch, expert, combine}, combine) is None
     # the lone AlltoAll before Softmax is a real layout change: its run is that one op
-    assert mod.collect_chain(ir, single).nodes == [single]
+    assert discovery.collect_chain(ir, single).nodes == [single]
 
 
 def test_reshape_that_splits_a_moved_dim_stops_the_undo():
-    mod = evidence
     ir = read_ir(str(ROUND_TRIPS))
     reshape = node(ir, "Reshape")
-    assert mod._reshape_kept_dims(ir, reshape) == {2: 2, 3: 3}
+    assert simulation._reshape_kept_dims(ir, reshape) == {2: 2, 3: 3}
     first, second = ir.nodes_by_op("AlltoAll")
     members = {first, reshape, second}
-    assert mod._alltoall_undone(ir, members, second) == first
+    assert simulation._alltoall_undone(ir, members, second) == first
     # (2, 4, 2, 16) -> (4, 2, 4, 8) cuts dim 3: the second AlltoAll no longer moves the same data
     src = ir[reshape]["in_types"][0]
     ir[reshape]["out_type"] = type(src)(src.kind, src.dtype, (4, 2, 4, 8), src.raw)
-    assert mod._alltoall_undone(ir, members, second) is None
+    assert simulation._alltoall_undone(ir, members, second) is None
 
 
 def test_snapshot_of_round_trips(snapshot):

@@ -12,7 +12,7 @@ from pathlib import Path
 import lark
 import pytest
 
-from irlint.read import grammar_file, standalone_parser, syntax
+from irlint.read import grammar_file, parser, standalone_parser, syntax, templates
 from irlint.read.reader import read_ir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,17 +35,17 @@ def _skip_unless_made_by_this_lark():
 
 @pytest.fixture
 def fresh_parser():
-    """``syntax._parser`` made again in the test (and again after it, as it was)."""
-    syntax._parser.cache_clear()
-    yield syntax._parser
-    syntax._parser.cache_clear()
+    """``parser._parser`` made again in the test (and again after it, as it was)."""
+    parser._parser.cache_clear()
+    yield parser._parser
+    parser._parser.cache_clear()
 
 
 def test_the_shipped_parser_is_that_of_the_grammar():
     # fails after an edit of grammar/ir.lark (or of the parser options) until the script is run again
     assert standalone_parser.GRAMMAR == grammar_file.grammar_text(), (
         "grammar/ir.lark changed: run python scripts/standalone_parser.py")
-    assert standalone_parser.OPTIONS == syntax.PARSER_OPTIONS, (
+    assert standalone_parser.OPTIONS == parser.PARSER_OPTIONS, (
         "PARSER_OPTIONS changed: run python scripts/standalone_parser.py")
 
 
@@ -68,7 +68,7 @@ def test_the_script_writes_the_same_file_whatever_the_hash_seed():
 
 
 def test_the_shipped_parser_needs_no_lark():
-    code = ("import sys; from irlint.read import syntax; p = syntax._parser(); "
+    code = ("import sys; from irlint.read import parser, syntax; p = parser._parser(); "
             "print(type(p).__module__, 'lark' in sys.modules, syntax.parse_attrs('{a: I64(1), b: x}'))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -79,7 +79,7 @@ def test_a_start_loads_the_shipped_parser_instead_of_building(fresh_parser, monk
     def no_build(grammar):
         raise AssertionError("built the parser although the shipped one fits")
 
-    monkeypatch.setattr(syntax, "build_parser", no_build)
+    monkeypatch.setattr(parser, "build_parser", no_build)
     assert syntax.parse_value("Tensor(shape=[2], dtype=Float32)").name == "Tensor"
     assert fresh_parser().parse("{a: I64(1)}", start="attrs") == {"a": 1}
 
@@ -94,8 +94,8 @@ def test_the_shipped_parser_does_not_depend_on_the_installed_lark(fresh_parser, 
 
 def _built(monkeypatch) -> list[str]:
     built = []
-    real = syntax.build_parser
-    monkeypatch.setattr(syntax, "build_parser", lambda grammar: built.append(grammar) or real(grammar))
+    real = parser.build_parser
+    monkeypatch.setattr(parser, "build_parser", lambda grammar: built.append(grammar) or real(grammar))
     return built
 
 
@@ -103,19 +103,19 @@ def test_an_edited_grammar_is_built_not_loaded(fresh_parser, monkeypatch):
     # an editable install after an edit of grammar/ir.lark: the shipped parser is stale
     edited = grammar_file.grammar_text().replace('STAR: "*"', 'STAR: "*" | "#"')
     assert edited != grammar_file.grammar_text()
-    monkeypatch.setattr(syntax, "grammar_text", lambda: edited)
+    monkeypatch.setattr(parser, "grammar_text", lambda: edited)
     built = _built(monkeypatch)
-    parser = fresh_parser()
-    assert type(parser) is lark.Lark
-    assert parser.parse("(a # b)", start="value") == ("a # b",)   # the edit took effect
-    assert parser.parse("{k: (a # b)}", start="attrs") == {"k": ("a # b",)}   # Lark's tokens known as such
-    with pytest.raises(syntax.GrammarError, match="column 3"):   # and its errors as errors
-        syntax._parse("a ) b", "value")
+    built_parser = fresh_parser()
+    assert type(built_parser) is lark.Lark
+    assert built_parser.parse("(a # b)", start="value") == ("a # b",)   # the edit took effect
+    assert built_parser.parse("{k: (a # b)}", start="attrs") == {"k": ("a # b",)}   # Lark's tokens known as such
+    with pytest.raises(parser.GrammarError, match="column 3"):   # and its errors as errors
+        parser._parse("a ) b", "value")
     assert built == [edited]
 
 
 def test_other_parser_options_are_built_not_loaded(fresh_parser, monkeypatch):
-    monkeypatch.setattr(syntax, "PARSER_OPTIONS", {**syntax.PARSER_OPTIONS, "maybe_placeholders": True})
+    monkeypatch.setattr(parser, "PARSER_OPTIONS", {**parser.PARSER_OPTIONS, "maybe_placeholders": True})
     built = _built(monkeypatch)
     assert fresh_parser().parse("{a: I64(1)}", start="attrs") == {"a": 1}
     assert len(built) == 1
@@ -145,7 +145,7 @@ def _pieces(monkeypatch, lark_parses) -> list[tuple[str, str]]:
     from irlint.runner.discover import discover
 
     # templates share most parses: each new one's real text is parsed too (and checked against it)
-    monkeypatch.setattr(syntax, "VERIFY_RECIPES", True)
+    monkeypatch.setattr(templates, "VERIFY_RECIPES", True)
     files, _ = discover([str(FIXTURES)])
     for f in files:
         read_ir(f.path)
@@ -154,24 +154,24 @@ def _pieces(monkeypatch, lark_parses) -> list[tuple[str, str]]:
 
 def _outcome(text: str, start: str):
     try:
-        return ["value", repr(syntax._parse(text, start))]
-    except syntax.GrammarError as exc:   # what the reader reports of a piece Lark refuses
+        return ["value", repr(parser._parse(text, start))]
+    except parser.GrammarError as exc:   # what the reader reports of a piece Lark refuses
         return ["error", str(exc), exc.column]
 
 
 # the shipped parser alone, in a fresh interpreter (no Lark imported, no Lark token or error class known)
 _SHIPPED_OUTCOMES = '''
 import json, sys
-from irlint.read import syntax
+from irlint.read import parser
 
 def outcome(text, start):
     try:
-        return ["value", repr(syntax._parse(text, start))]
-    except syntax.GrammarError as exc:
+        return ["value", repr(parser._parse(text, start))]
+    except parser.GrammarError as exc:
         return ["error", str(exc), exc.column]
 
 outcomes = [outcome(text, start) for text, start in json.load(sys.stdin)]
-assert "lark" not in sys.modules and type(syntax._parser()).__module__ == "irlint.read.standalone_parser"
+assert "lark" not in sys.modules and type(parser._parser()).__module__ == "irlint.read.standalone_parser"
 json.dump(outcomes, sys.stdout)
 '''
 
@@ -184,8 +184,8 @@ def test_shipped_and_built_parsers_agree(monkeypatch, lark_parses):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     shipped = json.loads(proc.stdout)
-    built_parser = syntax.build_parser(grammar_file.grammar_text())
-    monkeypatch.setattr(syntax, "_parser", lambda: built_parser)
+    built_parser = parser.build_parser(grammar_file.grammar_text())
+    monkeypatch.setattr(parser, "_parser", lambda: built_parser)
     built = [json.loads(json.dumps(_outcome(t, s))) for t, s in pieces]
     assert sum(o[0] == "error" for o in built[-len(_BROKEN):]) >= len(_BROKEN) - 1   # "a = = b" parses
     assert [(p, a, b) for p, a, b in zip(pieces, shipped, built) if a != b] == []

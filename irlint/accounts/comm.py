@@ -8,8 +8,8 @@ ReduceScatter its input minus its output, an AllReduce (a ring: reduce-scatter t
 apart as the rules do (``Gradients/`` scope, ``forward_unique_id``); a backward collective names
 the forward op it transposes. Layers come from the ``layers-…/N-`` scope path.
 
-Each byte is either **waste** (a redistribution finding of the PC rules names the op and how many
-of its bytes a consistent strategy would not move) or **scheme** (the communication the parallel
+Each byte is either **waste** (a redistribution finding names the op and how many of its bytes a
+consistent strategy would not move in ``Finding.wasted``, under a kind of ``Finding.waste_kinds``) or **scheme** (the communication the parallel
 configuration needs: data- and tensor-parallel AllReduces, sequence-parallel ReduceScatter and
 AllGather, expert AlltoAll, pipeline Send/Receive, optimizer-parallel gathers, loss reductions).
 
@@ -145,10 +145,10 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
     waste: dict[int, int] = {}
     named: dict[int, list[str]] = {}
     for f in findings:
-        for entry in dict(f.extra).get("waste", ()):
-            key = by_id.get((entry.get("graph", ""), entry.get("node", "")))
+        for entry in f.wasted:
+            key = by_id.get((entry.graph, entry.node))
             if key is not None:
-                waste[key] = waste.get(key, 0) + int(entry.get("bytes") or 0)
+                waste[key] = waste.get(key, 0) + entry.bytes
                 named.setdefault(key, []).append(f.code)
     out = []
     for key in sorted(ir.nodes_by_op(*COLLECTIVE_OPS), key=lambda k: (ir[k].get("line", 0), k)):
@@ -166,12 +166,12 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
 
 
 def redistribution_findings(ir: IRFile) -> list[Finding]:
-    """What the built-in redistribution rules (PC) find in ``ir``."""
+    """What the built-in rules that name redistribution waste (``Rule.waste_kinds``) find in ``ir``."""
     from ..rule import load_rules
 
     found: list[Finding] = []
     for cls in load_rules(plugins=False):
-        if cls.code.startswith("PC"):
+        if cls.waste_kinds:
             found += list(cls().check(ir))
     return found
 

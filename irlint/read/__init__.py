@@ -1,2 +1,4 @@
-"""Reading a dump: ``scanner`` cuts the text into records, ``record`` and ``syntax`` (the Lark
-grammar) parse them into ``values``, ``assemble`` builds the model, ``reader`` drives the three."""
+"""Reading a dump: ``scanner`` cuts the text into records, ``record`` and ``syntax`` parse them into
+``values`` (with the Lark grammar loaded by ``parser``, trees turned into values by ``tree_values``,
+each shape parsed once by the memo of ``templates``), ``assemble`` builds the model, ``reader``
+drives the three."""

@@ -1,6 +1,6 @@
 """Where the grammar lives: inside the installed package, or the top-level folder of a checkout.
 
-Kept apart from ``irlint.read.syntax`` so that the cache can hash the grammar without importing Lark.
+Kept apart from ``irlint.read.parser`` so that the cache can hash the grammar without importing Lark.
 """
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ MAX_UNTYPED_REPORTED = 20
 def warm() -> None:
     """What the first read of a process does whatever the file: build the parser. A process that
     forks workers to read does it once, before, for all of them."""
-    from .syntax import _parser
+    from .parser import _parser
 
     _parser()
 

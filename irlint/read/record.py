@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import syntax
-from .syntax import GrammarError, memo_by_template, parse_attrs, parse_call, parse_param, parse_types
+from . import syntax, templates, tree_values
+from .parser import GrammarError
+from .syntax import parse_attrs, parse_call, parse_param, parse_types
+from .templates import memo_by_template
 from .values import Call, GraphRef, TensorType
 
 __all__ = ["GrammarError", "NODE_LINE", "normalize_op", "parse_node", "parse_type_line", "parse_param_line"]
@@ -148,14 +150,14 @@ _WORD = object()   # a skeleton's element type: the entry's bracketed name
 
 def _shaped_entry(text: str) -> TensorType | None:
     m = _SHAPED.match(text)
-    if m is None or syntax._has_blank(text):   # (a blank's character in a text would join two skeletons)
+    if m is None or templates._has_blank(text):   # (a blank's character in a text would join two skeletons)
         return None
     chain, closing, dims, tail = m.groups("")
     at = chain.rfind("[")
     word = chain[at + 1:] if at > 0 else ""
-    if word and not (syntax.is_plain_name(word) and word.isascii()):
+    if word and not (tree_values.is_plain_name(word) and word.isascii()):
         word = ""   # not a name the grammar keeps as it is written
-    names = syntax._VOLATILE_SPLIT.split(tail)   # (a tail without names: itself)
+    names = templates._VOLATILE_SPLIT.split(tail)   # (a tail without names: itself)
     skeleton = (chain[:at + 1] if word else chain, closing, "\x01".join(names[::2]), "".join([n[0] for n in names[1::2]]))
     proto = _SKELETONS.get(skeleton, _UNSEEN)
     if proto is _UNSEEN:
@@ -247,10 +249,10 @@ def _entry_parse(text: str) -> TensorType:
 def _verified(value: TensorType, text: str) -> TensorType:
     """A type entry made from a shared parse, checked against the entry's own parse when recipes
     are verified (tests): a mismatch is recorded and the own parse returned."""
-    if syntax.VERIFY_RECIPES:
+    if templates.VERIFY_RECIPES:
         direct = _entry_parse(text)
         if direct != value:
-            syntax.RECIPE_MISMATCHES.append(("type entry", text))
+            templates.RECIPE_MISMATCHES.append(("type entry", text))
             return direct
     return value
 
@@ -297,7 +299,7 @@ def parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
     return memo_by_template("param", line, _parse_param_line)
 
 
-_PARAM_HEAD = re.compile(rf"(%{syntax._W}+)[ \t]*:[ \t]*\Z")
+_PARAM_HEAD = re.compile(rf"(%{templates._W}+)[ \t]*:[ \t]*\Z")
 _PARAM_TAILS: dict[str, bool] = {}   # what follows a parameter's type -> whether it has a default value
 
 
@@ -369,8 +371,8 @@ def clear_memos() -> None:
     """Empty every memo of the reader (syntax's template recipes and parses, and the type lines,
     type entries, skeletons and parameter tails shared here): the next read parses as if it were
     the first. For tests and timings; a lint never needs it."""
-    syntax._RECIPES.clear()
-    for cached in (syntax._parse_template, syntax._parse_marked, syntax.parse_types, syntax.parse_header):
+    templates._RECIPES.clear()
+    for cached in (templates._parse_template, templates._parse_marked, syntax.parse_types, syntax.parse_header):
         cached.cache_clear()
     for table in (_TYPE_LINES, _TYPE_ENTRIES, _SKELETONS, _PARAM_TAILS):
         table.clear()

@@ -1,6 +1,6 @@
 """irlint's parser of grammar/ir.lark: the standalone LALR parser Lark's tool generates (MPL-2.0,
 see below). Written by scripts/standalone_parser.py: do not edit; run it again after changing the
-grammar, the parser options (irlint.read.syntax.PARSER_OPTIONS) or Lark.
+grammar, the parser options (irlint.read.parser.PARSER_OPTIONS) or Lark.
 
 Apart from Lark's output: the parse table's states and symbols are numbered canonically (the file
 does not depend on the hash seed), the unused ``import pickle, zlib, base64`` is left out, Lark's
@@ -4778,7 +4778,7 @@ Reduce = 1
 def Lark_StandAlone(**kwargs):
   return Lark._load_from_dict(DATA, MEMO, **kwargs)
 
-# What this parser was made from: irlint.read.syntax uses it only for this grammar and these options.
+# What this parser was made from: irlint.read.parser uses it only for this grammar and these options.
 GRAMMAR = '// MindSpore IR text dump (anf_ir_dump), the structured parts of one record.\n//\n// The dump is line oriented; irlint\'s reader classifies lines by prefix and hands\n// these pieces to the parser:\n//   call      -- the right-hand side of a node line up to its attribute blocks:\n//                "PrimFunc_MatMul(%0, %1, Bool(0), Bool(1))", "call @g(%1)", "%0[@@g]()",\n//                "$(@g:CNode_1)(%para3_x)", "Return(%34)"\n//   attrs     -- one attribute block: "{recompute: Bool(1), recompute_id: I64(3)}"\n//   types     -- a type line: "(<Tensor[Float32], (16, 32)>, <UMonad, NoShape>) -> (<Tensor[Float32], (16, 64)>)"\n//   param     -- a graph parameter line: "%para1_x: <Tensor[Float32], (2, 8)> : [2, 8]"\n//   header    -- a subgraph header: "subgraph @g parent: [subgraph @p](%para1_x) {"\n//   value     -- any value on its own\n//\n// Values are a small generic term language: words, strings and bracketed groups that\n// juxtapose ("I64(1)", "Tensor[Float16]", "[const vector]{1, 1}", "NameSpace[Entry: \'x\']").\n// Keeping it generic is what lets unknown constructs from other MindSpore versions\n// parse: the transformer gives meaning to the forms it knows and keeps the rest as text.\n\nstart: call | attrs | types | param | header | value\n\ncall: term+\nattrs: brace\ntypes: paren (ARROW paren)?\nparam: WORD ":" term+\nheader: WORD term+ "{"\n\nvalue: term+\n\n?term: WORD\n     | STRING\n     | paren\n     | brack\n     | brace\n     | angle\n     | COLON\n     | EQUAL\n     | STAR\n\nparen: "(" seq? ")"\nbrack: "[" seq? "]"\nbrace: "{" seq? "}"\nangle: "<" seq? ">"\n\nseq: item ("," item?)*\nitem: term+\n\nARROW.2: "->"\nCOLON: ":"\nEQUAL: "="\nSTAR: "*"\nSTRING: /"(?:[^"\\\\\\n]|\\\\.)*"/ | /\'(?:[^\'\\\\\\n]|\\\\.)*\'/\n// Names carry any non-space Unicode ("▲CNode_221", "%para10_фres", "CNode_310$a", "-1", "1.5e-06").\nWORD: /[^\\s,()\\[\\]{}<>:=*"\']+/\n\n%ignore /[ \\t]+/\n'
 OPTIONS = {'lexer': 'basic',
  'maybe_placeholders': False,

@@ -20,8 +20,6 @@ COLLECTIVES = frozenset({"AllGather", "AllReduce", "ReduceScatter", "AlltoAll", 
                          "Broadcast", "Send", "Receive", "NeighborExchange", "CollectivePermute"})
 _RECEIVES = re.compile(r"receives ([\d.,]+ (?:bytes|KiB|MiB|GiB))")
 _RANK_DIR = re.compile(r"(?:^|/)rank_(\d+)/")
-_KEY_TO_ADD = re.compile(r"select_recompute key '([^']+)'")
-_DROP = re.compile(r"\b(?:drop|remove)\b", re.IGNORECASE)
 BEFORE_COLOUR, AFTER_COLOUR, KEPT_COLOUR = "#adb5bd", "#1971c2", "#1971c2"
 
 
@@ -66,7 +64,7 @@ class OutputTypes:
 
     def of(self, file: str, line: int):
         from ..read.record import parse_type_line
-        from ..read.syntax import GrammarError
+        from ..read.parser import GrammarError
 
         text = self._lines.get(file, {}).get(line + 1, "")
         if not text.startswith(":"):
@@ -141,26 +139,12 @@ def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]
 # --- the fix ---------------------------------------------------------------------------------------
 
 def fix_of(f: Finding) -> tuple[str, str]:
-    """(what to do, the snippet to paste): a hint whose lines after the first are a config
-    snippet (select_recompute), or the in_strategy a PC finding proposes."""
-    hint = f.hint.strip()
-    extra = dict(f.extra)
-    fix = extra.get("fix")
-    if isinstance(fix, dict) and fix.get("in_strategy"):
-        target = next((r for r in f.related if r.node == fix.get("node")), None)
-        where = f"{target.op} {target.node}, {target.scope}" if target else str(fix.get("node"))
-        return hint, f"# {where}\nin_strategy = {fix['in_strategy']}   # e.g. ops.{target.op if target else 'Op'}().shard({fix['in_strategy']})"
-    head, sep, rest = hint.partition("\n")
-    if sep and rest.strip():
-        return head, rest.rstrip()
-    keys = extra.get("select_recompute")
-    if not keys:
-        # a hint that names one key to use (RC001); one that says to drop or remove a key gets no snippet
-        named = _KEY_TO_ADD.search(hint)
-        keys = [named.group(1)] if named and not _DROP.search(hint) else []
-    if keys:
-        return hint, "recompute_config:\n  select_recompute: [" + ", ".join(f"'{k}'" for k in keys) + "]"
-    return hint, ""
+    """(what to do, the snippet to paste): the hint, and the finding's ``snippet``; a hint that
+    ends with its snippet (the text report shows both) is shown here without it."""
+    hint, snippet = f.hint.strip(), f.snippet.rstrip()
+    if snippet and hint.endswith(snippet):
+        return hint[:-len(snippet)].rstrip("\n"), snippet
+    return hint, snippet
 
 
 def _ranks_of(f: Finding) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 from .. import __version__
 from ..diagnostics import Diagnostic
-from ..findings import Finding, Related
+from ..findings import Finding, Related, WastedBytes
 
 FORMAT = 3   # 1: pickles (never read: a pickle can run code); 2: findings without model names
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
@@ -510,7 +510,7 @@ def _unplain(value):
 
 
 _FINDING_TEXT = ("code", "rule", "severity", "graph", "node", "op", "scope", "message", "hint", "stage",
-                 "layer", "model_path", "cause", "fix")
+                 "layer", "model_path", "cause", "fix", "snippet")
 _RELATED_TEXT = ("node", "op", "scope", "graph", "note")
 
 
@@ -528,7 +528,8 @@ def _finding_data(f: Finding, display: str) -> dict:
     data = {k: getattr(f, k) for k in _FINDING_TEXT}
     data.update(file=_file_data(f.file, display), line=f.line, column=f.column, ranks=list(f.ranks),
                 bytes_at_stake=f.bytes_at_stake, source=list(f.source) if f.source else None,
-                identity=_plain(f.identity), extra=_plain(f.extra),
+                identity=_plain(f.identity), extra=_plain(f.extra), waste_kinds=list(f.waste_kinds),
+                wasted=[[w.graph, w.node, w.op, w.bytes] for w in f.wasted],
                 related=[{**{k: getattr(r, k) for k in _RELATED_TEXT}, "file": _file_data(r.file, display),
                           "line": r.line} for r in f.related])
     for k in _FINDING_TEXT:
@@ -551,10 +552,15 @@ def _finding(data, display: str) -> Finding:
     if not (isinstance(identity, tuple) and isinstance(extra, tuple) and all(_is_int(r) for r in ranks)
             and (stake is None or _is_int(stake))):
         raise ValueError("finding")
+    kinds, wasted = _list(data["waste_kinds"]), [_list(w) for w in _list(data["wasted"])]
+    if not (all(isinstance(k, str) for k in kinds) and all(
+            len(w) == 4 and all(isinstance(x, str) for x in w[:3]) and _is_int(w[3]) for w in wasted)):
+        raise ValueError("finding")
     texts: dict[str, Any] = {k: _text(data, k) for k in _FINDING_TEXT}
     return Finding(**texts, file=_file_name(data["file"], display),
                    line=_int(data, "line"), column=_int(data, "column"), ranks=tuple(ranks), identity=identity,
-                   bytes_at_stake=stake, source=source,
+                   bytes_at_stake=stake, source=source, waste_kinds=tuple(kinds),
+                   wasted=tuple(WastedBytes(*w) for w in wasted),
                    extra=extra, related=tuple(_related(r, display) for r in _list(data["related"])))
 
 

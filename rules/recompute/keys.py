@@ -122,6 +122,11 @@ def yaml_snippet(keys: list[str]) -> str:
     return f"recompute_config:\n  select_recompute: [{quoted}]   # add to your own keys"
 
 
+def keys_snippet(keys: list[str]) -> str:
+    """The keys to use, as the lines a report shows to paste (``Finding.snippet``)."""
+    return "recompute_config:\n  select_recompute: [" + ", ".join(f"'{k}'" for k in keys) + "]"
+
+
 def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
     """The select keys of the forward primitives tagged for recompute, per layer, each with one
     node that carries it (computed once per IRFile)."""

@@ -9,7 +9,7 @@ from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .fix_cost import fix_cost, hint_text
-from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, node_select_key
+from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, keys_snippet, node_select_key
 from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note, short_fix,
                      where)
 from .reshape_blocks import blocked_silu_muls
@@ -142,5 +142,6 @@ class RecomputeNotApplied(RecomputeRule):
                                identity=(d["op"], place_path(ir, k)),
                                extra={"request": req, "impact": "memory",
                                       "blocking": [ir[v].get("id", "") for v in blocking], **needed},
-                               cause=short, fix=fix)
+                               cause=short, fix=fix,
+                               snippet=keys_snippet(needed["select_recompute"]) if needed.get("select_recompute") else "")
         return staked(finding, stake(ir, k, freed_by_recompute))

@@ -125,5 +125,5 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
                                extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs),
                                       **({"fix_cost": priced} if priced is not None else {})},
-                               cause=cause, fix=short_fix(keys))
+                               cause=cause, fix=short_fix(keys), snippet=yaml_snippet(keys) if keys else "")
         return staked(finding, stake(ir, k, freed_by_recompute))

@@ -6,17 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 from collections.abc import Iterator
+from typing import Any
 
-from irlint.accounts.received import share, step_received_bytes, waste_entry
-from irlint.findings import Finding
+from irlint.accounts.received import GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
+from irlint.findings import Finding, WastedBytes, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
-from irlint.rule import Rule
+from irlint.rule import Rule, strategy_snippet
 
-from .evidence import (MOVING_OPS, GATHER_OPS, MATMUL_OPS, QUIET_IN_RELATED, SLICE_OPS, all_reduce_note, short_who, as_int, axis_of,
-                       backward_index, backward_transpose, Chain, collect_chain, end_note, fmt, is_weight, note,
-                       output_layout, received_bytes, row_parallel, scope_path, simulate, size, split_args,
-                       step_text, strategy, touches_backward, transposes, used_split_outputs, who)
+from .chain import Chain, MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS
+from .wording import as_int, fmt, note, short_who, size, who
+from .layouts import output_layout, strategy, transposes
+from .steps import axis_of, split_args, step_text, used_split_outputs
+from .fix_search import all_reduce_note, row_parallel
+from .discovery import (backward_index, backward_transpose, collect_chain, end_note, is_weight,
+                        touches_backward)
+from .simulation import simulate
 from .redundant_chain import RedundantRedistributionChain
 
 
@@ -80,6 +85,7 @@ class StrategyMismatchFullGather(Rule):
 
     code = "PC002"
     name = "strategy-mismatch-full-gather"
+    waste_kinds = ("full-gather",)
     severity = "info"
     summary = "A column-parallel MatMul makes the parallel pass gather a whole activation on every rank"
     stages = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
@@ -216,17 +222,19 @@ subgraph @main() {
                     tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
                           for g in gathers))
         # every gathered element is used: the bytes are the cost of the scheme, not waste
-        extra = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
+        extra: dict[str, Any] = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
                  "cost_kind": "received",
                  "gathers": len(gathers), "matmul_strategy": fmt(strategy(ir, matmul)),
                  "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new), **_source(ir, matmul)},
                  "waste_bytes": moved + moved_back, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, received_bytes(ir, k) or 0) for g in gathers
                            for k in g.chain.nodes + g.backward if ir[k]["op"] in MOVING_OPS]}
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
-                            cause=(f"column-parallel {short_who(ir, matmul)} has {len(gathers)} "
-                                   f"activation{'s' if len(gathers) != 1 else ''} gathered whole on every rank"),
-                            fix=f"row-parallel in_strategy {fmt(new)}")
+        found = self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                             cause=(f"column-parallel {short_who(ir, matmul)} has {len(gathers)} "
+                                    f"activation{'s' if len(gathers) != 1 else ''} gathered whole on every rank"),
+                             fix=f"row-parallel in_strategy {fmt(new)}", waste_kinds=["full-gather"],
+                             wasted=[WastedBytes(**w) for w in extra["waste"]])
+        return found.with_(snippet=strategy_snippet(found.related, extra["fix"]))
 
 
 def _full_gather(ir: IRFile, chain: Chain) -> FullGather | None:

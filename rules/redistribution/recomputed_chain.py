@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from irlint.accounts.received import received_bytes
 from irlint.model import IRFile
 
-from .evidence import MOVING_OPS, size
+from .chain import MOVING_OPS
+from .wording import size
 
 
 @dataclass

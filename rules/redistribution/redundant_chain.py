@@ -3,18 +3,22 @@ discards it, between two compute ops of the forward graph."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from irlint.accounts.received import share, step_received_bytes, waste_entry
-from irlint.findings import Finding
+from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
+from irlint.findings import Finding, WastedBytes, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
-from irlint.rule import Rule
+from irlint.rule import Rule, strategy_snippet
 
-from .evidence import (ALLTOALL_OPS, COMM_OPS, GATHER_OPS, MOVING_OPS, QUIET_IN_RELATED, all_reduce_note, short_who,
-                       allreduce_then_slice, backward_index, backward_transpose, best_fix, Chain, collect_chain,
-                       end_note, first_in, fmt, hint_for, in_chain, is_weight, layout_expression, near_experts,
-                       note, permutation, placement_text, readers, received_bytes, scope_path, simulate, size,
-                       step_text, strategy, strategy_source, touches_backward, who)
+from .chain import COMM_OPS, Chain, MOVING_OPS, QUIET_IN_RELATED
+from .wording import first_in, fmt, note, placement_text, short_who, size, who
+from .layouts import layout_expression, strategy
+from .steps import step_text
+from .fix_search import all_reduce_note, best_fix, hint_for
+from .discovery import (allreduce_then_slice, backward_index, backward_transpose, collect_chain, end_note,
+                        in_chain, is_weight, near_experts, readers, strategy_source, touches_backward)
+from .simulation import permutation, simulate
 from .recomputed_chain import is_copy, kept_type, rerun_of
 from .root_cause import RootCause, grouped, root_cause
 from .round_trip import RoundTrip, round_trips
@@ -144,6 +148,9 @@ class RedundantRedistributionChain(Rule):
 
     code = "PC001"
     name = "redundant-redistribution-chain"
+    waste_kinds = ("gather-then-slice", "gather-resplit", "allreduce-then-slice", "alltoall-undone",
+                   "split-concat-round-trip", "permutation-as-gather", "round-trip", "alltoall-round-trip",
+                   "gather-compute-slice", "repeated-gather")
     severity = "warning"
     summary = "A forward redistribution chain undoes itself or discards the data it moved"
     # redistribution exists from step_parallel (optimize) on; validate is the last front-end graph
@@ -374,7 +381,7 @@ subgraph @main() {
         identity = (tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
                     scope_path(ir[chain.producer].get("scope", "")),
                     tuple(scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers), tuple(kinds))
-        extra = {"kinds": kinds, "moved_bytes": chain.moved, "surviving_bytes": survive,
+        extra: dict[str, Any] = {"kinds": kinds, "moved_bytes": chain.moved, "surviving_bytes": survive,
                  "backward_moved_bytes": moved_back,
                  "steps": [{"node": ir[k]["id"], "op": ir[k]["op"], "in": str(first_in(ir, k)),
                             "out": str(ir[k].get("out_type")), "moved_bytes": received_bytes(ir, k) or 0}
@@ -401,8 +408,10 @@ subgraph @main() {
         cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
         short = (f"{short_who(ir, fix[0])} in_strategy {fmt(fix[1])}" if fix is not None and chain.hint is None
                  and moved_blocks is None else "enable_alltoall=True" if alltoall and expert is not None else "")
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
-                            cause=cause, fix=short)
+        found = self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                             cause=cause, fix=short, waste_kinds=kinds,
+                             wasted=[WastedBytes(**w) for w in extra["waste"]])
+        return found.with_(snippet=strategy_snippet(found.related, extra.get("fix")))
 
     def _round_trip_finding(self, ir: IRFile, trip: RoundTrip) -> Finding:
         backward = backward_index(ir)
@@ -443,7 +452,7 @@ subgraph @main() {
         related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
         identity = ("round-trip", kind, scope_path(ir[op].get("scope", "")), ir[op]["op"],
                     tuple(ir[k]["op"] for k in runs if ir[k]["op"] not in QUIET_IN_RELATED))
-        extra = {"kinds": [kind], "moved_bytes": sum(received_bytes(ir, k) or 0 for k in runs),
+        extra: dict[str, Any] = {"kinds": [kind], "moved_bytes": sum(received_bytes(ir, k) or 0 for k in runs),
                  "backward_moved_bytes": sum(received_bytes(ir, k) or 0 for k in transpose),
                  "backward": [ir[k]["id"] for k in transpose],
                  "op_strategy": fmt(strategy(ir, op)), "layout": fmt(trip.layout),
@@ -451,9 +460,11 @@ subgraph @main() {
                  "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix), **_source(ir, op)},
                  "waste_bytes": wasted, "step_received_bytes": total,
                  "waste": [waste_entry(ir, k, b) for k, b in waste]}
-        return self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
-                            cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
-                            fix=f"in_strategy {fmt(trip.fix)}")
+        found = self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
+                             cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
+                             fix=f"in_strategy {fmt(trip.fix)}", waste_kinds=[kind],
+                             wasted=[WastedBytes(**w) for w in extra["waste"]])
+        return found.with_(snippet=strategy_snippet(found.related, extra["fix"]))
 
     def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
         """Identical gathers of one producer output, one per consumer."""
@@ -491,14 +502,15 @@ subgraph @main() {
                         tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)))
             total = step_received_bytes(ir)
             message += f"; {share(moved, total)} of the {size(total)} this step's collectives receive per rank"
-            extra = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
+            extra: dict[str, Any] = {"kinds": ["repeated-gather"], "moved_bytes": moved, "gathers": len(gathers),
                      "waste_bytes": moved, "step_received_bytes": total,
                      "waste": [waste_entry(ir, g, received_bytes(ir, g) or 0) for g in gathers[1:]],
                      "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
                      "producer_strategy": fmt(strategy(ir, same[0].producer))}
             yield self.finding(ir, gathers[1], message, hint=hint, related=related, identity=identity, extra=extra,
                                cause=f"one output gathered {len(gathers)} times by identical {op}s",
-                               fix="one gather for every consumer")
+                               fix="one gather for every consumer", waste_kinds=["repeated-gather"],
+                               wasted=[WastedBytes(**w) for w in extra["waste"]])
 
 
 def _placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict]:

@@ -6,13 +6,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, Related
+from irlint.findings import Finding, Related, WastedBytes, scope_path
 from irlint.model import IRFile
 
 from math import prod
 
-from .evidence import (ELEMENTWISE_OPS, MOVING_OPS, Chain, backward_index, backward_transpose, devices, fmt, layout_expression, output_layout, placements,
-                       scope_path, size, strategy, who)
+from .chain import Chain, ELEMENTWISE_OPS, MOVING_OPS
+from .wording import fmt, size, who
+from .layouts import devices, layout_expression, output_layout, placements, strategy
+from .discovery import backward_index, backward_transpose
 from .recomputed_chain import Rerun, rerun_of
 
 
@@ -134,7 +136,9 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
                           cause=f"{_SHORT[cause.kind]} ({len(found)} chains)", layer="",
                           fix=_short_fix(cause.fix),
                           identity=("root-cause", cause.key, tuple(f.identity for f in found)),
-                          extra=tuple(sorted(extra.items())))
+                          extra=tuple(sorted(extra.items())),
+                          waste_kinds=tuple(sorted({k for f in found for k in f.waste_kinds})),
+                          wasted=tuple(WastedBytes(**w) for w in waste), snippet="")
 
 
 # the headline's words for a cause, and its fix in a few words (irlint.headline)

@@ -17,10 +17,13 @@ from math import prod
 from typing import NamedTuple
 
 from irlint.model import IRFile
+from irlint.accounts.received import GATHER_OPS
 
-from .evidence import (ELEMENTWISE_OPS, GATHER_OPS, MATMUL_OPS, MOVING_OPS, SLICE_OPS, Chain, collect_chain,
-                       in_chain, is_weight, output_layout, reading_as_produced, simulate, strategy,
-                       touches_backward, transposes)
+from .chain import Chain, ELEMENTWISE_OPS, MATMUL_OPS, MOVING_OPS, SLICE_OPS
+from .layouts import output_layout, strategy, transposes
+from .fix_search import reading_as_produced
+from .discovery import collect_chain, in_chain, is_weight, touches_backward
+from .simulation import simulate
 
 # ops that compute each row (or element) on its own: any split of their rows gives the same result
 NORM_OPS = frozenset({"RmsNorm", "LayerNorm", "LayerNormV3", "Softmax", "Dropout", "DropoutExt", "AddRmsNorm"})

@@ -1,0 +1,207 @@
+"""The fix search: the one-op change of ``in_strategy`` that makes a producer and a consumer agree
+(``best_fix``), what it costs (``all_reduce_note``), and the hint that proposes it (``hint_for``)."""
+from __future__ import annotations
+
+from math import prod
+
+from irlint.model import IRFile, primal_attr
+
+from .chain import ELEMENTWISE_OPS, MATMUL_OPS
+from .wording import fmt, size, who
+from .layouts import _matmul_dims, _matmul_strategy, _perm, compute_consumers, compute_inputs, devices, output_layout, strategy, transposes
+
+
+def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple):
+    """The consumer's strategy with input ``pos`` read in ``layout``; a MatMul's other operand
+    follows the contracted dim, an element-wise op reads every input of that rank alike."""
+    strat = strategy(ir, consumer)
+    if strat is None or pos >= len(strat) or len(strat[pos]) != len(layout):
+        return None
+    new = [tuple(s) for s in strat]
+    op = ir[consumer]["op"]
+    if op in MATMUL_OPS and len(new) >= 2 and pos in (0, 1):
+        ta, tb = transposes(ir, consumer)
+        x, w = list(new[0]), list(new[1])
+        if pos == 0:
+            x = list(layout)
+            k = x[-2] if ta else x[-1]
+            wk, wc = (-1, -2) if tb else (-2, -1)
+            w[wk], w[wc] = k, 1
+        else:
+            w = list(layout)
+            k = w[-1] if tb else w[-2]
+            xk, xr = (-2, -1) if ta else (-1, -2)
+            x[xk], x[xr] = k, 1
+        # batch dims are split alike on both operands
+        nb = min(len(x), len(w)) - 2
+        if nb > 0:
+            batch = x[len(x) - 2 - nb:-2] if pos == 0 else w[len(w) - 2 - nb:-2]
+            x[len(x) - 2 - nb:-2], w[len(w) - 2 - nb:-2] = batch, batch
+        new[0], new[1] = tuple(x), tuple(w)
+    elif op in ELEMENTWISE_OPS:
+        new = [tuple(layout) if len(s) == len(layout) else s for s in new]
+    else:
+        new[pos] = tuple(layout)
+    return tuple(new)
+
+
+def producing(ir: IRFile, producer: int, layout: tuple):
+    """The producer's strategy that outputs ``layout``, for MatMuls, element-wise ops and Transpose."""
+    strat = strategy(ir, producer)
+    if strat is None:
+        return None
+    op = ir[producer]["op"]
+    if op in MATMUL_OPS and len(strat) >= 2 and len(layout) >= 2:
+        ta, tb = transposes(ir, producer)
+        batch, _, k, _ = _matmul_dims(strat, ta, tb)
+        if len(batch) != len(layout) - 2:
+            return None
+        rows, cols = layout[-2], layout[-1]
+        if prod(layout) * k > devices(ir):
+            k = 1
+        return _matmul_strategy(tuple(layout[:-2]), rows, k, cols, ta, tb, len(strat[1]))
+    if op in ELEMENTWISE_OPS:
+        if not any(len(s) == len(layout) for s in strat):
+            return None
+        return tuple(tuple(layout) if len(s) == len(layout) else tuple(s) for s in strat)
+    if op == "Transpose":
+        perm = _perm(ir, producer)
+        if not perm or len(perm) != len(layout):
+            return None
+        src = [1] * len(perm)
+        for j, p in enumerate(perm):
+            src[p] = layout[j]
+        return (tuple(src),)
+    return None
+
+
+def row_parallel(ir: IRFile, matmul: int, factor: int):
+    """A MatMul's strategy with ``factor`` moved onto the contracted dim of both operands (and off
+    the weight's output columns): Megatron's row-parallel form of a column-parallel layer."""
+    strat = strategy(ir, matmul)
+    if strat is None or len(strat) < 2 or ir[matmul]["op"] not in MATMUL_OPS:
+        return None
+    ta, tb = transposes(ir, matmul)
+    batch, rows, k, cols = _matmul_dims(strat, ta, tb)
+    cols = cols // factor if cols % factor == 0 else 1
+    return _matmul_strategy(batch, rows, k * factor, cols, ta, tb, len(strat[1]))
+
+
+def mismatches(ir: IRFile, keys: tuple[int, ...], changed: dict[int, tuple]) -> int:
+    """Layout disagreements on the edges of ``keys`` (into and out of each), with the strategies
+    in ``changed`` replacing the dump's. Parameters and graph inputs take any layout; an edge
+    across a rank-changing Reshape is not compared."""
+    def out_layout(k):
+        if k in changed:
+            return _layout_under(ir, k, changed[k])
+        return output_layout(ir, k)
+
+    def wanted(k, pos):
+        strat = changed.get(k) or strategy(ir, k)
+        return tuple(strat[pos]) if strat and pos < len(strat) and isinstance(strat[pos], tuple) else None
+
+    edges = set()
+    for k in keys:
+        for pos, src, reshaped in compute_inputs(ir, k):
+            if src is not None and not reshaped:
+                edges.add((src, k, pos))
+        for user, pos, reshaped in compute_consumers(ir, k):
+            if not reshaped:
+                edges.add((k, user, pos))
+    bad = 0
+    for src, dst, pos in edges:
+        has, wants = out_layout(src), wanted(dst, pos)
+        if has is not None and wants is not None and len(has) == len(wants) and has != wants:
+            bad += 1
+    return bad
+
+
+def _layout_under(ir: IRFile, key: int, strat) -> tuple | None:
+    op = ir[key]["op"]
+    if op in MATMUL_OPS and len(strat) >= 2:
+        batch, rows, _, cols = _matmul_dims(strat, *transposes(ir, key))
+        return batch + (rows, cols)
+    if op == "Transpose":
+        perm = _perm(ir, key)
+        return tuple(strat[0][p] for p in perm) if perm else None
+    return tuple(strat[0]) if strat else None
+
+
+def best_fix(ir: IRFile, producer: int, consumer: int, pos: int):
+    """The single strategy change that makes ``producer``'s output and ``consumer``'s input ``pos``
+    agree while leaving the fewest disagreements around the two ops: (op, strategy, disagreements
+    left), or None when neither side's layout rule is known."""
+    has, wants = output_layout(ir, producer), None
+    strat = strategy(ir, consumer)
+    if strat and pos < len(strat):
+        wants = tuple(strat[pos])
+    if has is None or wants is None or len(has) != len(wants) or has == wants:
+        return None
+    candidates = []
+    as_read = reading_as_produced(ir, consumer, pos, has)
+    if as_read is not None:
+        candidates.append((consumer, as_read))
+    as_wanted = producing(ir, producer, wants)
+    if as_wanted is not None:
+        candidates.append((producer, as_wanted))
+    scored = [(mismatches(ir, (producer, consumer), {op: s}), i, op, s) for i, (op, s) in enumerate(candidates)]
+    if not scored:
+        return None
+    left, _, op, s = min(scored)
+    return op, s, left
+
+
+def global_output(ir: IRFile, key: int) -> tuple | None:
+    """The whole output shape: ``origin_output_shape`` (MatMuls), else the local shape times the layout."""
+    origin = primal_attr(ir[key], "origin_output_shape")
+    if isinstance(origin, tuple) and all(isinstance(d, int) for d in origin):
+        return origin
+    out, layout = ir[key].get("out_type"), output_layout(ir, key)
+    if out is None or out.shape is None or layout is None or len(layout) != len(out.shape):
+        return None
+    return tuple(d * n for d, n in zip(out.shape, layout))
+
+
+def all_reduce_note(ir: IRFile, key: int, new) -> str:
+    """What a MatMul strategy with a split contracted dim costs: one AllReduce of its output."""
+    if ir[key]["op"] not in MATMUL_OPS or new is None or len(new) < 2:
+        return ""
+    batch, rows, k, cols = _matmul_dims(new, *transposes(ir, key))
+    whole, out = global_output(ir, key), ir[key].get("out_type")
+    if k <= 1 or whole is None or out is None or out.nbytes is None or len(whole) != len(batch) + 2:
+        return ""
+    local = tuple(d // n for d, n in zip(whole, batch + (rows, cols)))
+    nbytes = out.nbytes // max(prod(out.shape), 1) * prod(local)
+    ring = 2 * (k - 1) * nbytes // k
+    return (f"; its partial sums then take one AllReduce of the {out.dtype}{local} output over {k} ranks "
+            f"(ring: {size(ring)} per rank)")
+
+
+def hint_for(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable: bool = True) -> str:
+    p_strat = strategy(ir, producer)
+    if consumer is None:
+        return (f"check the shard strategy of {who(ir, producer)} (in_strategy {fmt(p_strat)}) and of the ops "
+                "reading its output")
+    c_strat = strategy(ir, consumer)
+    wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
+    has = output_layout(ir, producer)
+    head = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}, but "
+            f"{who(ir, producer)} (in_strategy {fmt(p_strat)}) outputs layout {fmt(has)}")
+    if has is None or wants is None or not comparable:
+        # a Reshape that changes the rank on the way: the two layouts are in different dims
+        return head + "; make the two strategies agree on this tensor's layout"
+    if has == wants:
+        return head + ("; the two strategies already agree, so the chain is pure overhead: look for what makes "
+                       "the framework see different layouts (a Reshape or out_strategy between them, or a "
+                       "different device matrix)")
+    fix = best_fix(ir, producer, consumer, pos)
+    if fix is None:
+        return head + f"; give the consumer's input {pos} the layout {fmt(has)}, or change the producer's strategy " \
+                      f"so it outputs {fmt(wants)}"
+    op, new, left = fix
+    verb = f"outputs {fmt(wants)}" if op == producer else f"reads the tensor as produced ({fmt(has)})"
+    tail = (f"; set {who(ir, op)} to in_strategy {fmt(new)}: it then {verb}, and the chain and its backward "
+            f"transpose disappear")
+    tail += (", with every other neighbour of the two ops still in agreement" if left == 0 else
+             f"; {left} other layout change{'s' if left > 1 else ''} around the two ops would remain")
+    return head + tail + all_reduce_note(ir, op, new)
