@@ -274,7 +274,7 @@ def pick_compile(files: list[DumpFile], which: int = -1) -> tuple[list[DumpFile]
     """The files of one compile per save_graphs folder (``which``: 1 the first, -1 the newest), so
     that findings, nodes and memory come from one compile; and, per folder holding several
     compiles, which one was kept. Files without a sequence number and files named directly are kept."""
-    from .engine import compiles
+    from .plan import compiles
 
     folders: dict[str, list[DumpFile]] = defaultdict(list)
     for f in files:
@@ -313,7 +313,7 @@ class FinalRead:
 def final_reads(files: list[DumpFile], rules: list, report: Report, skip: frozenset[str] = frozenset()
                 ) -> dict[tuple[str, int | None], FinalRead]:
     """(rule code, rank) -> the file the rule's evidence is final in (files in ``skip`` left out)."""
-    from .engine import INCOMPLETE, plan
+    from .plan import INCOMPLETE, plan
 
     damage = {d.file: f"{d.code} {KINDS.get(d.code, '')}".strip() for d in report.diagnostics if d.code in INCOMPLETE}
     todo = plan([f for f in files if f.path not in skip], rules)
@@ -487,7 +487,7 @@ def unverified_of(gone: list[Finding], files: list[DumpFile], mine: SideReads, t
 def diff_reports(before: Report, after: Report, before_files: list[DumpFile], after_files: list[DumpFile],
                  before_paths: list[str], after_paths: list[str], compiles: list[dict] | None = None) -> Diff:
     """Compare two lint reports and the final graphs of the files they came from."""
-    from .engine import read_dump
+    from .lint_file import read_dump
 
     fixed, new, unchanged = compare_findings(before.findings, after.findings)
     reads_b, reads_a = SideReads.of(before_files, before), SideReads.of(after_files, after)
