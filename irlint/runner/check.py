@@ -2,8 +2,8 @@
 worker processes; results in the files' order."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Union
 
 from ..diagnostics import Diagnostic
 from ..findings import Finding
@@ -17,7 +17,15 @@ from .same_graph import cached_classes, classes, shareable
 from .workers import result_of, start_pool, stop_pool
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+
+# (content hash, findings, diagnostics) of one file read: the hash is None when it must not be cached
+Outcome = tuple[str | None, list[Finding], list[Diagnostic]]
+# (index in the files, file, content hash if known) of a file the cache did not answer
+Miss = tuple[int, DumpFile, str | None]
+# check_one's arguments (the file is read here), or the worker's future
+Job = Union[tuple, "Future[Outcome]"]
 
 
 def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
@@ -31,114 +39,154 @@ def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Conf
     off; ``shared`` then receives each such file's path -> the path of the file that was read
     (or, for files the cache answers, that would have been). ``cached`` receives the paths of the
     files the cache answered."""
-    cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
-    store = LintCache(cache_dir) if cache_dir is not None else None
-    timeout = config.rule_timeout
-    results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}
-    misses: list[tuple[int, DumpFile, str | None]] = []   # (index, file, content hash)
-    for i, f in enumerate(files):
-        digest = store.known_hash(f.path) if store and not is_buffered(f.path) else None
-        hit = store.get(cache_key(store, digest, f, todo[f.path]), f.display, sample(f.path)) \
-            if digest else None
-        if hit is not None:
-            results[i] = hit
-        else:
-            misses.append((i, f, digest))
-    # standard input (or a pipe) was read into this process: it is checked here, and not cached
-    to_pool = [m for m in misses if not is_buffered(m[1].path)]
-    jobs = workers.jobs_for([f for _, f, _ in to_pool], config)
-    if jobs > 1 and not workers.picklable([todo[f.path] for _, f, _ in to_pool]):
-        jobs = 1  # rules defined where a worker cannot import them run here
-    # the pool starts once the files to read (one per class) add up to enough work for it
-    pool: ProcessPoolExecutor | None = None
-    waiting: list[tuple[int, DumpFile, str | None]] = []
+    run = _Run(files, todo, config, shared, cached)
     finished = False
-    digests = {i: digest for i, _, digest in misses}
-    rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
-    graph_at: dict[int, str] = {}   # a file -> its masked graph hash, where hashing made classes
-    uses: dict[int, int] = {}   # a file that is read -> the files that take its result
-    outcomes: dict[int, tuple[str | None, list[Finding], list[Diagnostic]]] = {}
     try:
-        futures = {}
-
-        def submit(i: int, f: DumpFile, digest: str | None) -> None:
-            nonlocal pool
-            args = (f, todo[f.path], digest, cache_dir if not is_buffered(f.path) else None, timeout)
-            if jobs <= 1 or is_buffered(f.path):
-                futures[i] = args
-            elif pool is not None:
-                futures[i] = pool.submit(check_one, *args)
-            else:
-                futures[i] = args   # here, unless a pool starts
-                waiting.append((i, f, digest))
-                if len(waiting) > 1 and sum(w[1].size for w in waiting) >= workers.PARALLEL_MIN_BYTES:
-                    pool = start_pool(jobs)
-                    for w in waiting:
-                        futures[w[0]] = pool.submit(check_one, *futures[w[0]])
-
-        # biggest first, so that one large file does not start last and run alone; with
-        # deduplication, one file per class, once hashing has made the classes
-        ordered = sorted(misses, key=lambda m: -m[1].size)
-        if getattr(config, "dedup", True) and len(misses) > 1:
-            if jobs > 1 and len(to_pool) > jobs and sum(f.size for _, f, _ in to_pool) >= same_graph.POOL_HASH_MIN_BYTES:
-                # the workers hash too, then read what hashing leaves (with a cache, maybe nothing)
-                pool = start_pool(jobs, reads=store is None)
-            for i, f, digest in classes(ordered, todo, store, results, rep_of, digests, pool, graph_at):
-                submit(i, f, digest)
-        else:
-            for i, f, digest in ordered:
-                submit(i, f, digest)
-        for rep in rep_of.values():
-            uses[rep] = uses.get(rep, 1) + 1   # itself and its members
-        # files answered by the cache share a graph as they did when the cache was filled
-        cached_rep = cached_classes(files, todo, store, results, digests, graph_at, rep_of) \
-            if store is not None and getattr(config, "dedup", True) else {}
-
-        def outcome(i: int):
-            if i in outcomes:
-                return outcomes[i]
-            job = futures[i]
-            got = check_one(*job) if isinstance(job, tuple) else result_of(job, files[i])
-            if uses.get(i):
-                outcomes[i] = got
-            return got
-
+        run.schedule()
         for i, f in enumerate(files):
-            rep = rep_of.get(i)
-            if i in results:
-                findings, diags = results[i]
-                if shared is not None and i in cached_rep:
-                    shared[f.path] = files[cached_rep[i]].path
-                if cached is not None:
-                    cached.add(f.path)
-            elif rep is not None and shareable(outcome(rep)[2]):
-                from . import dedup   # only runs whose files share a graph pay for it
-
-                _, rep_findings, rep_diags = outcome(rep)
-                findings, diags = dedup.as_member(rep_findings, rep_diags,
-                                                  (files[rep].display, files[rep].stage.label),
-                                                  (f.display, f.stage.label))
-                if shared is not None:
-                    shared[f.path] = files[rep].path
-                remember(store, f, todo, digests.get(i), findings, diags, graph_at.get(i))
-            else:
-                if rep is not None:   # its class's file could not be read whole: read on its own
-                    futures[i] = (f, todo[f.path], digests.get(i), cache_dir, timeout)
-                digest, findings, diags = outcome(i)
-                remember(store, f, todo, digest, findings, diags, graph_at.get(i))
-            for used in (i, rep):   # a class's result is kept until the last file that takes it
-                if used in uses:
-                    uses[used] -= 1
-                    if not uses[used]:
-                        outcomes.pop(used, None)
+            findings, diags = run.result(i)
             progress(config, f)
             yield f, findings, diags
         finished = True
     finally:
-        if pool is not None:
-            stop_pool(pool, wait=finished)
-        if store is not None and store.written:
-            store.prune()
+        run.close(finished)
+
+
+class _Run:
+    """One ``check_files``: what the cache answered, where each other file is read (here, or in a worker once the
+    pool starts), the classes of files that share a graph, and each class's result, kept until the last of its
+    files has taken it."""
+
+    def __init__(self, files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
+                 shared: dict[str, str] | None, cached: set[str] | None):
+        self.files, self.todo, self.shared, self.cached = files, todo, shared, cached
+        self.dedup = getattr(config, "dedup", True)
+        self.cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
+        self.store = LintCache(self.cache_dir) if self.cache_dir is not None else None
+        self.timeout = config.rule_timeout
+        self.results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}   # answered by the cache
+        self.misses: list[Miss] = []
+        for i, f in enumerate(files):
+            digest = self._known_hash(f)
+            hit = self._cache_hit(f, digest) if digest else None
+            if hit is not None:
+                self.results[i] = hit
+            else:
+                self.misses.append((i, f, digest))
+        # standard input (or a pipe) was read into this process: it is checked here, and not cached
+        self.to_pool = [m for m in self.misses if not is_buffered(m[1].path)]
+        self.jobs = workers.jobs_for([f for _, f, _ in self.to_pool], config)
+        if self.jobs > 1 and not workers.picklable([todo[f.path] for _, f, _ in self.to_pool]):
+            self.jobs = 1  # rules defined where a worker cannot import them run here
+        self.pool: ProcessPoolExecutor | None = None
+        self.waiting: list[tuple[int, DumpFile, tuple]] = []   # read here, unless a pool starts
+        self.work: dict[int, Job] = {}
+        self.digests = {i: digest for i, _, digest in self.misses}
+        self.rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
+        self.graph_at: dict[int, str] = {}   # a file -> its masked graph hash, where hashing made classes
+        self.uses: dict[int, int] = {}   # a file that is read -> the files that take its result
+        self.outcomes: dict[int, Outcome] = {}
+        self.cached_rep: dict[int, int] = {}   # a file the cache answered -> the file it shares a graph with
+
+    def _known_hash(self, f: DumpFile) -> str | None:
+        if self.store is None or is_buffered(f.path):
+            return None
+        return self.store.known_hash(f.path)
+
+    def _cache_hit(self, f: DumpFile, digest: str) -> tuple[list[Finding], list[Diagnostic]] | None:
+        assert self.store is not None
+        return self.store.get(cache_key(self.store, digest, f, self.todo[f.path]), f.display, sample(f.path))
+
+    def schedule(self) -> None:
+        """Hand out the files to read: biggest first, so that one large file does not start last and run alone;
+        with deduplication, one file per class, once hashing has made the classes."""
+        to_read: Iterable[Miss] = sorted(self.misses, key=lambda m: -m[1].size)
+        if self.dedup and len(self.misses) > 1:
+            if (self.jobs > 1 and len(self.to_pool) > self.jobs
+                    and sum(f.size for _, f, _ in self.to_pool) >= same_graph.POOL_HASH_MIN_BYTES):
+                # the workers hash too, then read what hashing leaves (with a cache, maybe nothing)
+                self.pool = start_pool(self.jobs, reads=self.store is None)
+            to_read = classes(list(to_read), self.todo, self.store, self.results, self.rep_of, self.digests,
+                              self.pool, self.graph_at)
+        for i, f, digest in to_read:
+            self._submit(i, f, digest)
+        for rep in self.rep_of.values():
+            self.uses[rep] = self.uses.get(rep, 1) + 1   # itself and its members
+        # files answered by the cache share a graph as they did when the cache was filled
+        if self.store is not None and self.dedup:
+            self.cached_rep = cached_classes(self.files, self.todo, self.store, self.results, self.digests,
+                                             self.graph_at, self.rep_of)
+
+    def _submit(self, i: int, f: DumpFile, digest: str | None) -> None:
+        """Read file ``i`` here or in a worker; the pool starts once the files to read here (one per class)
+        add up to enough work for it."""
+        args = (f, self.todo[f.path], digest, self.cache_dir if not is_buffered(f.path) else None, self.timeout)
+        if self.jobs <= 1 or is_buffered(f.path):
+            self.work[i] = args
+        elif self.pool is not None:
+            self.work[i] = self.pool.submit(check_one, *args)
+        else:
+            self.work[i] = args
+            self.waiting.append((i, f, args))
+            if len(self.waiting) > 1 and sum(w[1].size for w in self.waiting) >= workers.PARALLEL_MIN_BYTES:
+                self.pool = start_pool(self.jobs)
+                for j, _, queued in self.waiting:
+                    self.work[j] = self.pool.submit(check_one, *queued)
+
+    def result(self, i: int) -> tuple[list[Finding], list[Diagnostic]]:
+        """File ``i``'s findings and diagnostics: the cache's, its class's (given to it by ``dedup``) or its own."""
+        f, rep = self.files[i], self.rep_of.get(i)
+        if i in self.results:
+            findings, diags = self.results[i]
+            if self.shared is not None and i in self.cached_rep:
+                self.shared[f.path] = self.files[self.cached_rep[i]].path
+            if self.cached is not None:
+                self.cached.add(f.path)
+        elif rep is not None and shareable(self._outcome(rep)[2]):
+            findings, diags = self._as_member(i, rep)
+            if self.shared is not None:
+                self.shared[f.path] = self.files[rep].path
+            remember(self.store, f, self.todo, self.digests.get(i), findings, diags, self.graph_at.get(i))
+        else:
+            if rep is not None:   # its class's file could not be read whole: read on its own
+                self.work[i] = (f, self.todo[f.path], self.digests.get(i), self.cache_dir, self.timeout)
+            digest, findings, diags = self._outcome(i)
+            remember(self.store, f, self.todo, digest, findings, diags, self.graph_at.get(i))
+        self._taken(i, rep)
+        return findings, diags
+
+    def _as_member(self, i: int, rep: int) -> tuple[list[Finding], list[Diagnostic]]:
+        from . import dedup   # only runs whose files share a graph pay for it
+
+        _, rep_findings, rep_diags = self._outcome(rep)
+        member, read = self.files[i], self.files[rep]
+        return dedup.as_member(rep_findings, rep_diags, (read.display, read.stage.label),
+                               (member.display, member.stage.label))
+
+    def _outcome(self, i: int) -> Outcome:
+        """What reading file ``i`` gave (here, or in its worker); kept while other files will take it."""
+        if i in self.outcomes:
+            return self.outcomes[i]
+        job = self.work[i]
+        got = check_one(*job) if isinstance(job, tuple) else result_of(job, self.files[i])
+        if self.uses.get(i):
+            self.outcomes[i] = got
+        return got
+
+    def _taken(self, i: int, rep: int | None) -> None:
+        for used in (i, rep):   # a class's result is kept until the last file that takes it
+            if used is not None and used in self.uses:
+                self.uses[used] -= 1
+                if not self.uses[used]:
+                    self.outcomes.pop(used, None)
+
+    def close(self, finished: bool) -> None:
+        """End the workers (killed unless the run finished) and keep the cache within its size."""
+        if self.pool is not None:
+            stop_pool(self.pool, wait=finished)
+        if self.store is not None and self.store.written:
+            self.store.prune()
+
 
 def progress(config: Config, f: DumpFile) -> None:
     callback = getattr(config, "progress", None)
