@@ -18,7 +18,7 @@ import irlint.runner.same_graph as same_graph
 import irlint.runner.workers as workers
 from irlint.runner import dedup
 from irlint.cli import main
-from irlint.runner.cache import content_hash
+from irlint.runner.hashes import content_hash
 from irlint.runner.config import Config
 from irlint.runner.discover import discover_inputs
 from irlint.rule import Rule

@@ -10,7 +10,8 @@ import weakref
 from ..diagnostics import NO_ATTRIBUTES, NO_SCOPES, UNREADABLE, Diagnostic
 from ..findings import Finding
 from ..rule import Rule, _builtin_package
-from .cache import LintCache, content_hash, content_sample
+from .cache import LintCache
+from .hashes import content_hash, content_sample
 from .discover import DumpFile, damage_of, open_dump
 from .sandbox import run_rule
 

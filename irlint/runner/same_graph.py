@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..rule import Rule, _builtin_package
-from .cache import LintCache, content_hash
+from .cache import LintCache
+from .hashes import content_hash
 from .discover import DumpFile, is_buffered, open_dump
 from .lint_file import cache_key, path_free, sample
 
