@@ -390,10 +390,10 @@ class _EndlessDump:
 
 
 def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
-    from irlint.runner import discover
+    from irlint.runner import streams
     from irlint.runner.discover import InputError, Spool
 
-    monkeypatch.setattr(discover, "MAX_STREAM_BYTES", 64 << 20)
+    monkeypatch.setattr(streams, "MAX_STREAM_BYTES", 64 << 20)
     with pytest.raises(InputError, match="more than 64 MiB"):
         Spool(_EndlessDump(), "-: standard input")
     result = CliRunner().invoke(main, ["--no-cache", "-"], input=_EndlessDump().read(80 << 20))

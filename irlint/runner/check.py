@@ -11,7 +11,8 @@ from ..rule import Rule
 from . import same_graph, workers
 from .cache import LintCache, default_dir
 from .config import Config
-from .discover import DumpFile, is_buffered
+from .discover import DumpFile
+from .streams import is_buffered
 from .lint_file import cache_key, check_one, remember, sample
 from .same_graph import cached_classes, classes, shareable
 from .workers import result_of, start_pool, stop_pool

@@ -12,7 +12,8 @@ from ..findings import Finding
 from ..rule import Rule, _builtin_package
 from .cache import LintCache
 from .hashes import content_hash, content_sample
-from .discover import DumpFile, damage_of, open_dump
+from .discover import DumpFile
+from .streams import damage_of, open_dump
 from .sandbox import run_rule
 
 

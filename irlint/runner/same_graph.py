@@ -13,7 +13,8 @@ from ..diagnostics import UNREADABLE, Diagnostic
 from ..rule import Rule, _builtin_package
 from .cache import LintCache
 from .hashes import content_hash
-from .discover import DumpFile, is_buffered, open_dump
+from .discover import DumpFile
+from .streams import is_buffered, open_dump
 from .lint_file import cache_key, path_free, sample
 
 if TYPE_CHECKING:
