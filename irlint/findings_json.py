@@ -3,6 +3,8 @@ the wrong shape raises ValueError. The file an entry is about is stored as a pla
 names the file by whatever it is called in this run."""
 from __future__ import annotations
 
+from typing import Any
+
 from .diagnostics import Diagnostic
 from .findings import Finding, Related
 
@@ -83,7 +85,8 @@ def finding_from_data(data, display: str) -> Finding:
     if not (isinstance(identity, tuple) and isinstance(extra, tuple) and all(_is_int(r) for r in ranks)
             and (stake is None or _is_int(stake))):
         raise ValueError("finding")
-    return Finding(**{k: _text(data, k) for k in _FINDING_TEXT}, file=_file_name(data["file"], display),
+    texts: dict[str, Any] = {k: _text(data, k) for k in _FINDING_TEXT}
+    return Finding(**texts, file=_file_name(data["file"], display),
                    line=_int(data, "line"), column=_int(data, "column"), ranks=tuple(ranks), identity=identity,
                    bytes_at_stake=stake, source=source,
                    extra=extra, related=tuple(_related(r, display) for r in as_list(data["related"])))

@@ -86,7 +86,8 @@ def compare_findings(before: list[Finding], after: list[Finding]) -> tuple[list,
         from .group import by_root_cause
 
         flat = lambda fs: [o for f in fs for o in f.occurrences]   # noqa: E731
-        return tuple(by_root_cause(part) for part in _compare(flat(before), flat(after)))
+        fixed, new, unchanged = (by_root_cause(part) for part in _compare(flat(before), flat(after)))
+        return fixed, new, unchanged
     return _compare(before, after)
 
 
@@ -115,7 +116,8 @@ def unverified_of(gone: list[Finding], files: list[DumpFile], mine: SideReads, t
     verified only where the other side read the rule's final evidence on every rank the finding
     is on, and the finding's own file was read whole."""
     file_of = {f.display: f for f in files}
-    keep, unsure = [], []
+    keep: list[Finding] = []
+    unsure: list[Finding] = []
     for f in gone:
         ranks = (None,) if not mine.ranks() - {None} and not theirs.ranks() - {None} else (
             f.ranks or (getattr(file_of.get(f.file), "rank", None),))

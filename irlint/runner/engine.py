@@ -109,7 +109,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
 
 
 def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, ...]] | None = None,
-           incomplete: set[str] = frozenset()) -> list[Finding]:
+           incomplete: set[str] | frozenset[str] = frozenset()) -> list[Finding]:
     """One finding per problem per folder, then ranks merged. When several stage files show the
     same problem (``--all-stages``, or the stage read in place of one cut short), a file read whole
     wins (a cut file's chain may be cut too), then the rule's preferred stage, then the latest file."""

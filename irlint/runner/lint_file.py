@@ -92,7 +92,7 @@ def model_refs(ir) -> tuple[weakref.ref, ...]:
     graph = ir._graph
     if graph is None:
         return (weakref.ref(ir),)
-    for name in _cached_views(type(graph)):
+    for name in _cached_views(graph.__class__):
         graph.__dict__.pop(name, None)
     return weakref.ref(ir), weakref.ref(graph)
 

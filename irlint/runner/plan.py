@@ -28,7 +28,7 @@ def compiles(files: list[DumpFile]) -> list[list[DumpFile]]:
     sequence, so a compile's files are a run in that order, and a later compile (another graph, a
     recompile) starts again at an earlier stage or repeats one. Files without a sequence number
     (renamed copies) form one group of their own."""
-    ordered = sorted((f for f in files if f.placed and f.stage.seq is not None), key=lambda f: f.stage.seq)
+    ordered = sorted((f for f in files if f.placed and f.stage.seq is not None), key=lambda f: f.stage.seq or 0)
     groups: list[list[DumpFile]] = []
     seen: set[tuple] = set()
     last_index = -1

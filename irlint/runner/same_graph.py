@@ -73,7 +73,7 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
         return zip(files, mapper(graph_hash_of, [f.path for f in files.values()],
                                  [f.compression for f in files.values()]))
 
-    order = []
+    order: list[tuple] = []
     new: dict = {}   # content -> its first file
     if store is None:
         groups: dict[tuple, list[tuple[int, DumpFile]]] = defaultdict(list)
@@ -100,11 +100,11 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
         graph_of.update(masked(more))
         return [(i, f, digest, content_of[i]) for i, f, digest in hashed], graph_of
     unknown = [f.path for _, f, digest in hashed if digest is None]
-    stored = iter(mapper(stored_hash, unknown))
+    hashed_now = iter(mapper(stored_hash, unknown))
     for i, f, digest in hashed:
         fresh = digest is None
         if fresh:
-            digest = next(stored)
+            digest = next(hashed_now)
         if digest is None:
             order.append((i, f, None, None))
             continue
@@ -202,6 +202,7 @@ def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
     package = _builtin_package().__name__ + "."
     return {path: all(type(r).__module__.startswith(package) for r in rules) for path, rules in todo.items()}
 
+
 def cached_classes(files: list[DumpFile], todo: dict[str, list[Rule]], store: LintCache, results: dict,
                     digests: dict, graph_at: dict[int, str], rep_of: dict[int, int]) -> dict[int, int]:
     """A file answered by the cache -> the file of this run it shares its graph with (by the graph
@@ -221,10 +222,10 @@ def cached_classes(files: list[DumpFile], todo: dict[str, list[Rule]], store: Li
     for i in sorted(results):
         f = files[i]
         digest = digests.get(i) or store.known_hash(f.path)
-        graph = store.graph_by_key.get(cache_key(store, digest, f, todo[f.path])) if digest else None
-        if graph is None:
+        stored = store.graph_by_key.get(cache_key(store, digest, f, todo[f.path])) if digest else None
+        if stored is None:
             continue
-        rep = first.setdefault(class_key(i, graph), i)
+        rep = first.setdefault(class_key(i, stored), i)
         if rep != i:
             out[i] = rep
     return out
