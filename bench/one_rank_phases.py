@@ -47,9 +47,10 @@ folder, out = sys.argv[1], sys.argv[3]
 sys.argv = ["irlint", "--no-cache", "-q", folder, "-o", out]
 import irlint.cli as cli
 T1 = time.perf_counter()
-import irlint.runner.engine as engine
+import irlint.runner.check as check
+import irlint.runner.lint_file as lint_file
 for mod, name, key in ((cli, "discover_inputs", "discover"), (cli.rule_module, "load_rules", "load rules"),
-                       (engine, "_run_rule", "rules"), (cli, "render", "report"),
+                       (lint_file, "run_rule", "rules"), (cli, "render", "report"),
                        (cli, "_load_config_for", "config"), (cli, "_lint_with_progress", "lint files"),
                        (cli, "write_output", "write the report")):
     setattr(mod, name, timed(key, getattr(mod, name)))
@@ -66,15 +67,15 @@ def counting_import(*a, **k):
         if depth[0] == 0:
             acc["imports during the lint"] = acc.get("imports during the lint", 0.0) + time.perf_counter() - s
 builtins.__import__ = counting_import
-orig_check_one = engine._check_one
+orig_check_one = check.check_one
 def check_one(*a, **k):
-    # _check_one imports the reader (an import during the lint), then calls its read_ir: timed once
+    # check_one imports the reader (an import during the lint), then calls its read_ir: timed once
     import irlint.read.reader as reader
     if not getattr(reader.read_ir, "timed", False):
         reader.read_ir = timed("read", reader.read_ir)
         reader.read_ir.timed = True
     return orig_check_one(*a, **k)
-engine._check_one = check_one
+check.check_one = check_one
 try:
     cli.main()
 except SystemExit:

@@ -301,7 +301,7 @@ def test_a_rule_helper_module_change_is_a_miss(tmp_path, monkeypatch):
     # rules import shared helpers (rules/recompute/evidence.py): editing one must not serve stale findings
     import importlib
 
-    from irlint.runner import cache as cache_mod
+    from irlint.runner import hashes
 
     pkg = tmp_path / "acme_rules"
     pkg.mkdir()
@@ -310,18 +310,18 @@ def test_a_rule_helper_module_change_is_a_miss(tmp_path, monkeypatch):
     (pkg / "rule.py").write_text("from . import evidence\n\nclass Acme:\n    code = 'XX001'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     rule = importlib.import_module("acme_rules.rule").Acme()
-    monkeypatch.setattr(cache_mod, "_RULE_HASHES", {})
-    monkeypatch.setattr(cache_mod, "_TREE_HASHES", {})
-    before = cache_mod.rules_hash([rule])
+    monkeypatch.setattr(hashes, "_RULE_HASHES", {})
+    monkeypatch.setattr(hashes, "_TREE_HASHES", {})
+    before = hashes.rules_hash([rule])
     (pkg / "evidence.py").write_text("LIMIT = 2\n")
-    monkeypatch.setattr(cache_mod, "_RULE_HASHES", {})
-    monkeypatch.setattr(cache_mod, "_TREE_HASHES", {})
-    assert cache_mod.rules_hash([rule]) != before
+    monkeypatch.setattr(hashes, "_RULE_HASHES", {})
+    monkeypatch.setattr(hashes, "_TREE_HASHES", {})
+    assert hashes.rules_hash([rule]) != before
     # and a built-in rule stands for the whole built-in rules package
     from irlint.rule import load_rules
 
     builtin = next(r for r in load_rules(plugins=False) if r.code == "RC001")
-    root = cache_mod._source_root(builtin.__module__)
+    root = hashes._source_root(builtin.__module__)
     assert (root / "recompute" / "evidence.py").is_file()
 
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import irlint.cli
 import irlint.runner.discover
+import irlint.runner.workers
 from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
 from irlint.cli import main
 from irlint.runner.config import Config
@@ -592,7 +593,7 @@ def test_config_show_uses_the_layout_of_its_file_and_says_cache_and_jobs(tmp_pat
 
 
 def test_jobs_are_capped_at_the_cores_and_it_is_said(tiny_rules, monkeypatch):
-    monkeypatch.setattr(irlint.runner.engine, "_cores", lambda: 2)
+    monkeypatch.setattr(irlint.runner.workers, "_cores", lambda: 2)
     result = run(DUMP, "--jobs", "64")
     assert "capped to 2" in result.output
     assert irlint.runner.engine.capped_jobs(64) == 2 and irlint.runner.engine.capped_jobs(1) == 1

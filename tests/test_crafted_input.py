@@ -195,10 +195,11 @@ class Dies(Rule):
 # the irlint program, with a pool of workers even for small files when asked
 _PROGRAM = '''
 import sys
-import irlint.runner.engine as engine
-engine.PARALLEL_MIN_BYTES = 0
-engine._cores = lambda: 2
-engine.CHILD_GRACE_SECONDS = 1
+import irlint.runner.sandbox as sandbox
+import irlint.runner.workers as workers
+workers.PARALLEL_MIN_BYTES = 0
+workers._cores = lambda: 2
+sandbox.CHILD_GRACE_SECONDS = 1
 from irlint.cli import run
 sys.argv = ["irlint", *sys.argv[1:]]
 sys.exit(run())
@@ -389,10 +390,10 @@ class _EndlessDump:
 
 
 def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
-    from irlint.runner import discover
+    from irlint.runner import streams
     from irlint.runner.discover import InputError, Spool
 
-    monkeypatch.setattr(discover, "MAX_STREAM_BYTES", 64 << 20)
+    monkeypatch.setattr(streams, "MAX_STREAM_BYTES", 64 << 20)
     with pytest.raises(InputError, match="more than 64 MiB"):
         Spool(_EndlessDump(), "-: standard input")
     result = CliRunner().invoke(main, ["--no-cache", "-"], input=_EndlessDump().read(80 << 20))
@@ -403,6 +404,7 @@ _WORKER_KILLER = '''
 import os, sys
 sys.path.insert(0, sys.argv[1])
 import irlint.runner.engine as engine
+import irlint.runner.workers as workers
 from irlint.rule import Rule
 
 
@@ -415,8 +417,8 @@ class EndsTheWorker(Rule):
         yield
 
 
-engine.PARALLEL_MIN_BYTES = 0
-engine._cores = lambda: 2
+workers.PARALLEL_MIN_BYTES = 0
+workers._cores = lambda: 2
 engine.active_rules = lambda config: [EndsTheWorker()]
 from irlint.cli import run
 sys.argv = ["irlint", *sys.argv[2:]]

@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import irlint.runner.check as check
 import irlint.runner.engine as engine
+import irlint.runner.same_graph as same_graph
+import irlint.runner.workers as workers
 from irlint.runner import dedup
 from irlint.cli import main
+from irlint.runner.hashes import content_hash
 from irlint.runner.config import Config
 from irlint.runner.discover import discover_inputs
 from irlint.rule import Rule
@@ -140,16 +144,16 @@ def test_ranks_with_a_rank_dependent_graph_are_separate_classes(many_ranks):
 
 def test_each_class_is_read_once(many_ranks, monkeypatch):
     read: list[str] = []
-    check_one = engine._check_one
-    monkeypatch.setattr(engine, "_check_one", lambda f, *a: read.append(f.path) or check_one(f, *a))
+    check_one = check.check_one
+    monkeypatch.setattr(check, "check_one", lambda f, *a: read.append(f.path) or check_one(f, *a))
     on, shared = _per_file(sorted(many_ranks.iterdir()), True, True)
     assert sorted(read) == sorted({display for display, _, _ in on} - set(shared))
 
 
 @pytest.mark.parametrize("workers_hash", [False, True])
 def test_worker_processes_give_the_same_results(many_ranks, monkeypatch, workers_hash):
-    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(engine, "POOL_HASH_MIN_BYTES", 0 if workers_hash else 1 << 60)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(same_graph, "POOL_HASH_MIN_BYTES", 0 if workers_hash else 1 << 60)
     folders = sorted(many_ranks.iterdir())
     assert _per_file(folders, True, True, jobs=2)[0] == _per_file(folders, True, False, jobs=1)[0]
 
@@ -216,7 +220,7 @@ def test_a_rerun_is_answered_from_the_cache_for_every_member(monkeypatch, tmp_pa
     config = Config(cache=True, cache_dir=str(tmp_path / "cache"), jobs=1, plugins=False)
     first = engine.lint([str(folder)], config)
     calls = []
-    monkeypatch.setattr(engine, "_check_one", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(check, "check_one", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError))
     monkeypatch.setattr(dedup, "graph_hash", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError))
     second = engine.lint([str(folder)], config)
     assert not calls
@@ -280,9 +284,9 @@ def _ranks(tmp_path, texts):
     return [str(tmp_path / f"rank_{rank}" / VALIDATE.name) for rank in range(len(texts))]
 
 
-@pytest.mark.parametrize("piece", [4096, engine.COMPARE_BYTES])
+@pytest.mark.parametrize("piece", [4096, same_graph.COMPARE_BYTES])
 def test_files_of_one_size_share_a_graph_only_when_their_bytes_or_masked_text_agree(tmp_path, monkeypatch, piece):
-    monkeypatch.setattr(engine, "COMPARE_BYTES", piece)
+    monkeypatch.setattr(same_graph, "COMPARE_BYTES", piece)
     data = VALIDATE.read_bytes()
     at = data.rindex(b"sense_flag")
     late = data[:at] + b"sense_flaG" + data[at + 10:]   # same size, differs in its last piece only
@@ -307,7 +311,7 @@ def test_files_of_sizes_no_other_has_are_hashed_masked_only_and_still_share_a_gr
     longer = data.replace(b"compile_phase: train.1", b"compile_phase: train.12345")
     paths = _ranks(tmp_path, (data, longer, data.replace(b"Default/", b"Default/x", 1)))
     stored: list = []
-    monkeypatch.setattr(engine, "content_hash",
+    monkeypatch.setattr(same_graph, "content_hash",
                         lambda path: stored.append(path) or (_ for _ in ()).throw(AssertionError))
     on, shared = _per_file([tmp_path], False, True)
     assert shared == {paths[0]: paths[1]} and not stored   # the larger file is read
@@ -319,9 +323,9 @@ def test_a_file_of_a_size_group_is_compared_with_the_first_then_hashed(tmp_path)
     other = data.replace(b"Default/", b"Defaulx/", 1)
     paths = _ranks(tmp_path, (data, data, other, data, other, data))
     missing = str(tmp_path / "gone.ir")
-    sha = engine.content_hash(paths[2])
-    assert engine._same_or_hashed(paths[0], paths[1:3]) == [True, sha]
+    sha = content_hash(paths[2])
+    assert same_graph.same_or_hashed(paths[0], paths[1:3]) == [True, sha]
     # once two differ, the rest are hashed: a copy of the first too (its masked hash still joins them)
-    assert engine._same_or_hashed(paths[0], [paths[2], missing, paths[3], paths[4]]) == [
-        sha, None, engine.content_hash(paths[3]), sha]
-    assert engine._same_or_hashed(missing, paths[:2]) == [engine.content_hash(paths[0])] * 2
+    assert same_graph.same_or_hashed(paths[0], [paths[2], missing, paths[3], paths[4]]) == [
+        sha, None, content_hash(paths[3]), sha]
+    assert same_graph.same_or_hashed(missing, paths[:2]) == [content_hash(paths[0])] * 2

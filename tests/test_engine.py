@@ -9,6 +9,7 @@ import pytest
 from pathlib import Path
 
 import irlint.runner.engine as engine
+import irlint.runner.lint_file as lint_file
 from irlint.runner.config import Config
 from irlint.rule import Rule, load_rules
 
@@ -184,7 +185,7 @@ class _MakesCycles(_KeepsTrack):
 def _counting_collect(monkeypatch) -> list:
     calls = []
     real = gc.collect
-    monkeypatch.setattr(engine.gc, "collect", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(lint_file.gc, "collect", lambda *a: calls.append(a) or real(*a))
     return calls
 
 
@@ -298,8 +299,9 @@ sys.path.insert(0, sys.argv[1])
 import slowrule
 import irlint.cli as cli
 import irlint.runner.engine as engine
-engine.PARALLEL_MIN_BYTES = 0
-engine._cores = lambda: 4
+import irlint.runner.workers as workers
+workers.PARALLEL_MIN_BYTES = 0
+workers._cores = lambda: 4
 engine.active_rules = lambda config: [slowrule.Slow()]
 sys.argv = ["irlint", "-n", "-q", "-j", "2", "--rule-timeout", "0", *sys.argv[2:]]
 cli.main()

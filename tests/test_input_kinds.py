@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import irlint.runner.discover
+import irlint.runner.streams
 from irlint.cli import main
 from irlint.runner.discover import discover_inputs
 
@@ -187,7 +188,7 @@ def test_a_damaged_compressed_dump_is_reported(tmp_path):
 
 
 def test_zstd_without_a_reader_is_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(irlint.runner.discover, "_zstd_module", lambda: None)
+    monkeypatch.setattr(irlint.runner.streams, "_zstd_module", lambda: None)
     (tmp_path / (VALIDATE.name + ".zst")).write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
     result = run(tmp_path)
     assert result.exit_code == 2 and "zstd" in result.output
@@ -302,7 +303,7 @@ def test_standard_input_is_read_in_blocks_not_whole(monkeypatch):
     """Issue 21 item 16: a 391 MB dump took 1.37 GB on standard input, 0.99 GB as a file."""
     import io
 
-    import irlint.runner.discover as discover_module
+    import irlint.runner.streams as streams
 
     data = VALIDATE.read_bytes()
     sizes: list[int | None] = []
@@ -318,14 +319,14 @@ def test_standard_input_is_read_in_blocks_not_whole(monkeypatch):
             sizes.append(size)
             return self.stream.read(size if size is not None and size >= 0 else -1)
 
-    monkeypatch.setattr(discover_module, "SPOOL_BLOCK", 4096, raising=False)
-    discover_module.forget_buffers()
-    discover_module.read_stdin(Pipe())
+    monkeypatch.setattr(streams, "SPOOL_BLOCK", 4096, raising=False)
+    streams.forget_buffers()
+    streams.read_stdin(Pipe())
     assert sizes and all(s is not None and 0 < s <= 4096 for s in sizes)   # never "read it all"
     found = discover_inputs(["-"], "graph/21_validate_0076.ir")
     assert found.files[0].size == len(data)
-    with discover_module.open_dump("-") as a, discover_module.open_dump("-") as b:
+    with streams.open_dump("-") as a, streams.open_dump("-") as b:
         assert a.read(100) == data[:100] and b.read(50) == data[:50]   # readers of their own
         a.seek(len(data) - 10)
         assert a.read() == data[-10:] and b.read(50) == data[50:100]
-    discover_module.forget_buffers()
+    streams.forget_buffers()

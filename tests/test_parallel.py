@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import irlint.runner.engine as engine
+import irlint.runner.workers as workers
 from irlint.runner.config import Config
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint
@@ -42,7 +43,7 @@ class Validate(Rule):
 @pytest.fixture
 def probes(monkeypatch, tmp_path):
     monkeypatch.setattr(engine, "active_rules", lambda config: [RecomputedNodes(), Validate()])
-    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "cache"))
 
 
@@ -81,11 +82,11 @@ def test_parallel_lint_with_cache_equals_serial(probes, tmp_path):
 def test_one_small_file_stays_in_process(monkeypatch, tmp_path):
     monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "cache"))
     files, _ = discover([str(CORPUS / "s1_ffn_2d")])
-    assert engine._jobs_for(files[:1], Config(jobs=4)) == 1
-    assert engine._jobs_for(files, Config(jobs=4)) == 1          # a few hundred KB in all
+    assert workers.jobs_for(files[:1], Config(jobs=4)) == 1
+    assert workers.jobs_for(files, Config(jobs=4)) == 1          # a few hundred KB in all
     big = [f.__class__(**{**{s: getattr(f, s) for s in f.__slots__}, "size": 64 << 20}) for f in files[:2]]
-    assert engine._jobs_for(big, Config(jobs=4)) == 2
-    assert engine._jobs_for(big, Config(jobs=1)) == 1
+    assert workers.jobs_for(big, Config(jobs=4)) == 2
+    assert workers.jobs_for(big, Config(jobs=1)) == 1
 
 
 def test_progress_is_reported_per_file_in_order(probes):
@@ -106,14 +107,14 @@ def test_workers_that_read_fork_with_the_parser_built():
     from irlint.read import parser
 
     parser._parser.cache_clear()
-    pool = engine._pool(2, reads=False)   # hashing only (a cache may answer every file): nothing built
+    pool = workers.start_pool(2, reads=False)   # hashing only (a cache may answer every file): nothing built
     try:
         assert _parsers_built() == 0 and pool.submit(_parsers_built).result() == 0
     finally:
-        engine.stop_pool(pool, wait=True)
-    pool = engine._pool(2)
+        workers.stop_pool(pool, wait=True)
+    pool = workers.start_pool(2)
     try:
         assert _parsers_built() == 1
         assert [pool.submit(_parsers_built).result() for _ in range(4)] == [1] * 4
     finally:
-        engine.stop_pool(pool, wait=True)
+        workers.stop_pool(pool, wait=True)

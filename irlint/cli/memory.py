@@ -100,13 +100,13 @@ def findings_at_stake(f: DumpFile, ir, problems: list[Diagnostic]) -> list:
     that fails is reported as the lint reports it (IR011), and the account still comes out."""
     from ..rule import load_rules
     from ..runner.config import Config
-    from ..runner.engine import _run_rule
+    from ..runner.sandbox import run_rule
 
     timeout = Config().rule_timeout
     found = []
     for cls in load_rules(plugins=False):
         if cls.default_enabled and tuple(cls.stages) == MEMORY_STAGES:
-            found += [x for x in _run_rule(cls(), ir, f.display, problems, timeout) if x.bytes_at_stake]
+            found += [x for x in run_rule(cls(), ir, f.display, problems, timeout) if x.bytes_at_stake]
     return found
 
 

@@ -23,15 +23,15 @@ from __future__ import annotations
 import os
 import re
 import stat as stat_module
-import sys
 import time
 from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
 
-from .. import __version__
 from ..diagnostics import Diagnostic
-from ..findings import Finding, Related, WastedBytes
+from ..findings import Finding
+from ..findings_json import as_list, diagnostic_data, diagnostic_from_data, finding_data, finding_from_data
+from .hashes import rules_hash, sha256, tool_hash
 
 FORMAT = 3   # 1: pickles (never read: a pickle can run code); 2: findings without model names
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
@@ -46,7 +46,6 @@ TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
 _KINDS = ("lint", "stat")
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
 _LEFTOVER = re.compile(r"\.([0-9a-f]{64})\.[A-Za-z0-9_]+\.tmp\Z")
-_SAMPLE_BYTES = 64 * 1024
 
 
 def default_dir(configured: str | None = None) -> Path:
@@ -59,33 +58,6 @@ def default_dir(configured: str | None = None) -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("irlint"))
-
-
-def _sha256(data: bytes = b""):
-    import hashlib   # here: a lint without a cache hashes nothing, and loading OpenSSL's hashes is part of a start
-
-    return hashlib.sha256(data)
-
-
-def content_hash(path: str) -> str:
-    import hashlib
-
-    # sha256 rather than blake2b: with SHA extensions it hashes about twice as fast here
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") \
-            else _hash_stream(f)
-
-
-def content_sample(path: str) -> str:
-    """Size and the first and last 64 KiB of a file: cheap to read whatever its size, and enough to
-    tell that a cache entry was made from other content."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        h = _sha256(str(size).encode() + b"\0" + f.read(_SAMPLE_BYTES))
-        if size > _SAMPLE_BYTES:
-            f.seek(max(_SAMPLE_BYTES, size - _SAMPLE_BYTES))
-            h.update(f.read(_SAMPLE_BYTES))
-    return h.hexdigest()
 
 
 def unsafe_folder(folder: str | os.PathLike) -> str | None:
@@ -121,89 +93,6 @@ def _private_group(gid: int) -> bool:
     return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
 
 
-def _hash_stream(f) -> str:
-    h = _sha256()
-    for block in iter(lambda: f.read(1 << 20), b""):
-        h.update(block)
-    return h.hexdigest()
-
-
-_TOOL_HASH: str | None = None
-
-
-def tool_hash() -> str:
-    """irlint's version, grammar and the source of the modules that shape a result."""
-    global _TOOL_HASH
-    if _TOOL_HASH is None:
-        from ..read.grammar_file import grammar_text
-
-        h = _sha256(f"{FORMAT}:{__version__}".encode())
-        h.update(grammar_text().encode())
-        # every module of the package: a new reader module must not be left out by a list
-        package = Path(__file__).resolve().parent.parent
-        for file in sorted(package.rglob("*.py")):
-            name = file.relative_to(package).as_posix()
-            if name.startswith("rules/"):   # an installed wheel's built-in rules: hashed per rule
-                continue
-            try:
-                h.update(name.encode() + b"\0" + file.read_bytes())
-            except OSError:
-                h.update(name.encode())
-        _TOOL_HASH = h.hexdigest()
-    return _TOOL_HASH
-
-
-_RULE_HASHES: dict[type, str] = {}
-_TREE_HASHES: dict[str, str] = {}
-
-
-def _source_root(module_name: str) -> Path | None:
-    """The folder whose Python files a rule's verdicts depend on: rules share helper modules
-    (``rules/recompute/evidence.py``), so a built-in rule stands for all of ``irlint.rules`` and a
-    plugin in a package for its top-level package; a plugin that is a lone module has none."""
-    for root_name in ("irlint.rules", module_name.split(".")[0]):
-        if module_name == root_name or module_name.startswith(root_name + "."):
-            paths = getattr(sys.modules.get(root_name), "__path__", None)
-            if paths:
-                return Path(list(paths)[0])
-    return None
-
-
-def _tree_hash(root: Path) -> str:
-    key = str(root)
-    if key not in _TREE_HASHES:
-        h = _sha256()
-        for file in sorted(root.rglob("*.py")):
-            try:
-                h.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
-            except OSError:
-                h.update(str(file).encode())
-        _TREE_HASHES[key] = h.hexdigest()
-    return _TREE_HASHES[key]
-
-
-def rules_hash(rules: Iterable[Any]) -> str:
-    """The identity of a rule list: code, class and the source of each rule's module and of the
-    package it belongs to."""
-    h = _sha256()
-    for rule in rules:
-        cls = type(rule)
-        part = _RULE_HASHES.get(cls)
-        if part is None:
-            src = b""
-            try:
-                file = getattr(sys.modules[cls.__module__], "__file__", None)
-                src = Path(file).read_bytes() if file else b""
-            except (KeyError, OSError):
-                pass
-            root = _source_root(cls.__module__)
-            if root is not None:
-                src += _tree_hash(root).encode()
-            part = _sha256(f"{cls.code}:{cls.__module__}:{cls.__qualname__}:".encode() + src).hexdigest()
-            _RULE_HASHES[cls] = part
-        h.update(part.encode())
-    return h.hexdigest()
-
 
 class LintCache:
     def __init__(self, folder: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
@@ -224,7 +113,7 @@ class LintCache:
         except OSError:
             return None
         ident = f"{os.path.realpath(path)}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
-        return _sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(), st
+        return sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(), st
 
     def known_hash(self, path: str) -> str | None:
         """The content hash recorded for this exact stat of ``path``, if any."""
@@ -245,7 +134,7 @@ class LintCache:
         """Content, rules, irlint and the stage the file name gives (findings carry it): not the
         path, which the entry does not depend on."""
         ident = "\0".join((tool_hash(), digest, rules_hash(rules), stage))
-        return _sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
+        return sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------
     def get(self, key: str, display: str, sample: str | None = None
@@ -261,8 +150,8 @@ class LintCache:
         try:
             if not (isinstance(value, dict) and value.get("key") == key):
                 raise ValueError("not this entry")
-            result = ([_finding(d, display) for d in _list(value.get("findings"))],
-                      [_diagnostic(d, display) for d in _list(value.get("diagnostics"))])
+            result = ([finding_from_data(d, display) for d in as_list(value.get("findings"))],
+                      [diagnostic_from_data(d, display) for d in as_list(value.get("diagnostics"))])
         except (ValueError, TypeError, KeyError):
             _unlink(str(file))   # well-formed JSON of the wrong shape: dropped, never an error
             return None
@@ -276,8 +165,8 @@ class LintCache:
             sample: str | None = None, graph: str | None = None) -> None:
         findings, diagnostics = value
         try:
-            data = {"key": key, "sample": sample, "findings": [_finding_data(f, display) for f in findings],
-                    "diagnostics": [_diagnostic_data(d, display) for d in diagnostics]}
+            data = {"key": key, "sample": sample, "findings": [finding_data(f, display) for f in findings],
+                    "diagnostics": [diagnostic_data(d, display) for d in diagnostics]}
             if graph is not None:
                 data["graph"] = graph
         except TypeError:
@@ -474,135 +363,6 @@ def _unlink(path: str) -> None:
         pass
 
 
-# --- entries as plain JSON values -----------------------------------------------------------------
-# Finding fields that are tuples of arbitrary plain values (identity, extra) keep their types: a
-# tuple is {"t": [...]}, a dict {"d": {...}}, so a finding read back has the same fingerprint.
-_HERE = ""   # stands for the file the entry is about, whatever it is called in this run
-
-
-def _plain(value):
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise TypeError("not a finite number")
-        return value
-    if isinstance(value, tuple):
-        return {"t": [_plain(v) for v in value]}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"d": {k: _plain(v) for k, v in value.items()}}
-    raise TypeError(f"{type(value).__name__} is not a plain value")
-
-
-def _unplain(value):
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, list):
-        return [_unplain(v) for v in value]
-    if isinstance(value, dict) and len(value) == 1:
-        if isinstance(value.get("t"), list):
-            return tuple(_unplain(v) for v in value["t"])
-        if isinstance(value.get("d"), dict):
-            return {k: _unplain(v) for k, v in value["d"].items()}
-    raise ValueError("not a cache value")
-
-
-_FINDING_TEXT = ("code", "rule", "severity", "graph", "node", "op", "scope", "message", "hint", "stage",
-                 "layer", "model_path", "cause", "fix", "snippet")
-_RELATED_TEXT = ("node", "op", "scope", "graph", "note")
-
-
-def _file_data(name: str, display: str) -> str:
-    return _HERE if name == display else name
-
-
-def _file_name(stored, display: str) -> str:
-    if not isinstance(stored, str):
-        raise ValueError("file")
-    return display if stored == _HERE else stored
-
-
-def _finding_data(f: Finding, display: str) -> dict:
-    data = {k: getattr(f, k) for k in _FINDING_TEXT}
-    data.update(file=_file_data(f.file, display), line=f.line, column=f.column, ranks=list(f.ranks),
-                bytes_at_stake=f.bytes_at_stake, source=list(f.source) if f.source else None,
-                identity=_plain(f.identity), extra=_plain(f.extra), waste_kinds=list(f.waste_kinds),
-                wasted=[[w.graph, w.node, w.op, w.bytes] for w in f.wasted],
-                related=[{**{k: getattr(r, k) for k in _RELATED_TEXT}, "file": _file_data(r.file, display),
-                          "line": r.line} for r in f.related])
-    for k in _FINDING_TEXT:
-        if not isinstance(data[k], str):
-            raise TypeError(k)
-    return data
-
-
-def _finding(data, display: str) -> Finding:
-    if not isinstance(data, dict):
-        raise ValueError("finding")
-    identity, extra = _unplain(data["identity"]), _unplain(data["extra"])
-    ranks = _list(data["ranks"])
-    stake = data.get("bytes_at_stake")
-    source = data.get("source")
-    if source is not None:
-        if not (isinstance(source, list) and len(source) == 2 and isinstance(source[0], str) and _is_int(source[1])):
-            raise ValueError("finding")
-        source = (source[0], source[1])
-    if not (isinstance(identity, tuple) and isinstance(extra, tuple) and all(_is_int(r) for r in ranks)
-            and (stake is None or _is_int(stake))):
-        raise ValueError("finding")
-    kinds, wasted = _list(data["waste_kinds"]), [_list(w) for w in _list(data["wasted"])]
-    if not (all(isinstance(k, str) for k in kinds) and all(
-            len(w) == 4 and all(isinstance(x, str) for x in w[:3]) and _is_int(w[3]) for w in wasted)):
-        raise ValueError("finding")
-    texts: dict[str, Any] = {k: _text(data, k) for k in _FINDING_TEXT}
-    return Finding(**texts, file=_file_name(data["file"], display),
-                   line=_int(data, "line"), column=_int(data, "column"), ranks=tuple(ranks), identity=identity,
-                   bytes_at_stake=stake, source=source, waste_kinds=tuple(kinds),
-                   wasted=tuple(WastedBytes(*w) for w in wasted),
-                   extra=extra, related=tuple(_related(r, display) for r in _list(data["related"])))
-
-
-def _related(data, display: str) -> Related:
-    if not isinstance(data, dict):
-        raise ValueError("related")
-    return Related(**{k: _text(data, k) for k in _RELATED_TEXT}, file=_file_name(data["file"], display),
-                   line=_int(data, "line"))
-
-
-def _diagnostic_data(d: Diagnostic, display: str) -> dict:
-    return {"file": _file_data(d.file, display), "line": d.line, "code": d.code, "message": d.message,
-            "excerpt": d.excerpt}
-
-
-def _diagnostic(data, display: str) -> Diagnostic:
-    if not isinstance(data, dict):
-        raise ValueError("diagnostic")
-    return Diagnostic(_file_name(data["file"], display), _int(data, "line"), _text(data, "code"),
-                      _text(data, "message"), _text(data, "excerpt"))
-
-
-def _list(value) -> list:
-    if not isinstance(value, list):
-        raise ValueError("not a list")
-    return value
-
-
-def _text(data: dict, key: str) -> str:
-    if not isinstance(data[key], str):
-        raise ValueError(key)
-    return data[key]
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int(data: dict, key: str) -> int:
-    if not _is_int(data[key]):
-        raise ValueError(key)
-    return data[key]
 
 
 def _is_hex(text: str) -> bool:

@@ -1,44 +1,34 @@
 """Which files of the given paths are graph IR dumps, decided by their first bytes (a renamed or
-compressed dump is still one), and how to open them."""
+compressed dump is still one): walking folders, links, named paths and standard input; how to open them is
+``streams``."""
 from __future__ import annotations
 
-import io
 import os
 import re
 import stat as stat_module
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from .. import diagnostics as D
 from ..diagnostics import Diagnostic
 from ..model.stages import Stage, stage_of
+from .streams import (HEAD_BYTES, STDIN, InputError, Spool, buffers, can_decompress, compression_of, is_dump_start,
+                      kind_of, magic_head, sniff)
+# opening, for the modules that import it from here
+from .streams import damage_of, forget_buffers, is_buffered, open_dump, read_stdin  # noqa: F401
 
 # Written next to the dumps, never graph IR: skipped without opening them (a dump saved as .txt is
 # still one: those are opened).
 NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
 _RANK = re.compile(r"rank_(\d+)\Z")
-# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or what opens
-# an analyze_fail.ir (2.0-2.2: a numbered note; 2.3 and later: a banner)
-DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info"
-                        rb"|# =+\r?\n# The following shows the (?:last analyze fail|IR when the function graphs)")
-_HEAD_BYTES = 256   # an analyze_fail.ir of 2.3 and later opens with a rule of 97 "="
-STDIN = "-"
-# Compressed dumps are recognised by their magic bytes, whatever their name.
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
 
 _NOT_A_DUMP = {
     "binary": "binary content (NUL bytes): not a text IR dump",
     "empty": "empty file: not a graph IR dump",
     "text": "not a graph IR dump (it does not start with '# IR entry:')",
 }
-
-
-class InputError(Exception):
-    """A path the user named cannot be used at all (exit code 2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,266 +64,11 @@ class Discovery:
     links: list[tuple[str, str]] = field(default_factory=list)
 
 
-def is_dump_start(head: bytes) -> bool:
-    return DUMP_START.match(head.lstrip(b"\xef\xbb\xbf")) is not None
-
-
-# --- opening: plain, compressed, standard input -----------------------------------------------------
-# what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
-_DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
-# standard input and pipes (/dev/stdin, a FIFO): read once, kept here, since they cannot be read again
-_buffers: dict[str, Spool] = {}
-SPOOL_BLOCK = 8 * 1024 * 1024
-
-
-# a stream that never ends (`yes '# IR entry: @g' | irlint -`) is refused past this much
-MAX_STREAM_BYTES = 8 << 30
-
-
-class Spool:
-    """A stream that can be read only once (standard input, a pipe), copied in blocks to an
-    anonymous temporary file (no name; gone when irlint ends), so that it is read like a file:
-    in blocks, and back again for the lines a report quotes. Memory does not grow with its size."""
-
-    def __init__(self, stream: BinaryIO, what: str = "-"):
-        import tempfile
-
-        self.file = tempfile.TemporaryFile(prefix="irlint-")
-        try:
-            block = stream.read(SPOOL_BLOCK)
-            # one that does not start like a dump (/dev/zero, /dev/urandom) is read no further: its
-            # first block says what it is; one that does is copied up to MAX_STREAM_BYTES
-            more = bool(block) and (is_dump_start(block) or compression_of(block[:8]) is not None)
-            while block:
-                self.file.write(block)
-                if self.file.tell() > MAX_STREAM_BYTES:
-                    raise InputError(f"{what} holds more than {MAX_STREAM_BYTES >> 20:,} MiB: "
-                                     f"save it to a file and lint that file")
-                block = stream.read(SPOOL_BLOCK) if more else b""
-        except BaseException:
-            self.file.close()
-            raise
-        self.file.flush()
-        self.size = self.file.tell()
-
-    def head(self, n: int) -> bytes:
-        return os.pread(self.file.fileno(), n, 0)
-
-    def open(self) -> BinaryIO:
-        """A reader of its own (its own position), seekable."""
-        return io.BufferedReader(_PositionalReader(self.file.fileno(), self.size), buffer_size=1 << 20)
-
-    def close(self) -> None:
-        self.file.close()
-
-
-class _PositionalReader(io.RawIOBase):
-    """Reads a file descriptor at its own offset (pread), so that several readers share one file."""
-
-    def __init__(self, fd: int, size: int):
-        self._fd, self._size, self._pos = fd, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        data = os.pread(self._fd, len(buffer), self._pos)
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._pos = {0: offset, 1: self._pos + offset, 2: self._size + offset}[whence]
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-
-def is_buffered(path: str) -> bool:
-    return path in _buffers
-
-
-def compression_of(head: bytes) -> str | None:
-    return next((name for magic, name in _MAGIC if head.startswith(magic)), None)
-
-
-def _zstd_module():
-    """A zstd reader if one is installed (Python 3.14's compression.zstd, or the zstandard package)."""
-    try:
-        from compression import zstd  # type: ignore[import-not-found]
-        return zstd
-    except ImportError:
-        pass
-    try:
-        import zstandard  # type: ignore[import-not-found]
-        return zstandard
-    except ImportError:
-        return None
-
-
-def can_decompress(compression: str | None) -> bool:
-    return compression != "zstd" or _zstd_module() is not None
-
-
-def open_dump(path: str, compression: str | None = None) -> BinaryIO:
-    """A binary stream of the dump's text: decompressed on the fly (seekable, so source traces can
-    be read back), or the bytes read from standard input."""
-    if path in _buffers:
-        raw: BinaryIO = _buffers[path].open()
-    else:
-        raw = open(path, "rb")
-    if compression is None:
-        return raw
-    try:
-        if compression == "gzip":
-            import gzip
-            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-        elif compression == "bzip2":
-            import bz2
-            inner = bz2.BZ2File(raw, mode="rb")  # type: ignore[assignment]
-        elif compression == "xz":
-            import lzma
-            inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]
-        else:
-            module = _zstd_module()
-            if module is None:
-                raise OSError(f"{compression}-compressed: no zstd reader is installed")
-            if hasattr(module, "ZstdFile"):
-                inner = module.ZstdFile(raw, mode="rb")
-            else:   # the zstandard package: not seekable backwards, so read it whole
-                inner = io.BytesIO(module.ZstdDecompressor().stream_reader(raw).read())
-    except BaseException:
-        raw.close()
-        raise
-    return io.BufferedReader(Decompressed(inner, raw, compression), buffer_size=1 << 20)
-
-
-class Decompressed(io.RawIOBase):
-    """A decompressing stream that ends where the data is damaged or cut off (the reader then sees
-    a truncated dump and says so) instead of raising in the middle of a read; ``damage`` says why."""
-
-    # small reads: a decompressor that meets the damage loses what it decoded in that read
-    CHUNK = 64 * 1024
-
-    def __init__(self, inner, raw, compression: str):
-        self._inner, self._raw, self.compression = inner, raw, compression
-        # read1: one decompression step, so what came before the damage is returned first
-        self._read = getattr(inner, "read1", inner.read)
-        self.damage = ""      # kept for the report once met
-        self._ended = False   # until a seek: reading back before the damage still works
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._ended:
-            return 0
-        try:
-            data = self._read(min(len(buffer), self.CHUNK))
-        except _decompress_errors() as exc:
-            self.damage = self.damage or f"damaged {self.compression} data: {exc}"
-            self._ended = True
-            return 0
-        buffer[: len(data)] = data
-        return len(data)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._ended = False
-        try:
-            return self._inner.seek(offset, whence)
-        except _decompress_errors() as exc:
-            self.damage = self.damage or f"damaged {self.compression} data: {exc}"
-            self._ended = True
-            return self._inner.tell()
-
-    def tell(self) -> int:
-        return self._inner.tell()
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._raw.close()
-            super().close()
-
-
-def _decompress_errors() -> tuple[type[BaseException], ...]:
-    import lzma
-    import zlib
-
-    return _DECOMPRESS_ERRORS + (zlib.error, lzma.LZMAError)
-
-
-def damage_of(stream) -> str:
-    """Why a stream from ``open_dump`` ended early ('' when it did not)."""
-    raw = getattr(stream, "raw", None)
-    return getattr(raw, "damage", "")
-
-
-
-
-def forget_buffers() -> None:
-    """A new run (the CLI called again in one process) reads its pipes anew."""
-    for spool in _buffers.values():
-        spool.close()
-    _buffers.clear()
-
-
-def read_stdin(stream: BinaryIO | None = None) -> None:
-    """Read standard input once (it cannot be read again), in blocks, into a spool, before discovery
-    looks at it."""
-    if stream is None:
-        stream = getattr(sys.stdin, "buffer", None)
-        if stream is None:   # `irlint - <&-`
-            raise InputError("-: standard input is closed")
-    try:
-        _buffers[STDIN] = Spool(stream, "-: standard input")
-    except (OSError, ValueError) as exc:   # not readable (opened for writing), closed
-        raise InputError(f"-: cannot read standard input: {getattr(exc, 'strerror', None) or exc}") from None
-
-
-def sniff(path: str, compression: str | None = None) -> str:
-    """``dump``, ``binary``, ``empty``, ``text`` (some other text), ``unreadable``, ``damaged``
-    (a compressed file that does not decompress) or ``unsupported`` (zstd without a reader)."""
-    if not can_decompress(compression):
-        return "unsupported"
-    try:
-        with open_dump(path, compression) as f:
-            head = f.read(_HEAD_BYTES)
-            if len(head) < _HEAD_BYTES and damage_of(f):
-                return "damaged"
-    except PermissionError:
-        return "unreadable"
-    except _DECOMPRESS_ERRORS:
-        return "damaged" if compression else "unreadable"
-    return _kind_of(head)
-
-
-def _kind_of(head: bytes) -> str:
-    if is_dump_start(head):
-        return "dump"
-    if b"\x00" in head:
-        return "binary"
-    return "text" if head.strip() else "empty"
-
 
 def _read_head(path: str) -> bytes:
     with open(path, "rb") as f:
-        return f.read(_HEAD_BYTES)
+        return f.read(HEAD_BYTES)
 
-
-def _head(path: str) -> bytes:
-    if path in _buffers:
-        return _buffers[path].head(8)
-    with open(path, "rb") as f:
-        return f.read(8)
 
 
 def _display(path: Path) -> str:
@@ -397,7 +132,7 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None, follow_link
     seen_dirs: set[tuple[int, int]] = set()   # every real folder is walked once, whatever names it
     for raw in paths:
         if raw == STDIN:
-            if STDIN not in _buffers:   # an API call: the CLI reads it before the config
+            if STDIN not in buffers:   # an API call: the CLI reads it before the config
                 read_stdin()
             _add_stdin(out, files, stdin_name)
             continue
@@ -440,7 +175,7 @@ def _unusable(out: Discovery, raw: str, why: str) -> None:
 
 def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> None:
     display = printable(name) if name else "<stdin>"
-    spool = _buffers[STDIN]
+    spool = buffers[STDIN]
     compression = compression_of(spool.head(8))
     kind = sniff(STDIN, compression)
     if kind != "dump":
@@ -450,27 +185,27 @@ def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> 
 
 
 def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, st: os.stat_result) -> None:
-    if not stat_module.S_ISREG(st.st_mode) and raw not in _buffers:
+    if not stat_module.S_ISREG(st.st_mode) and raw not in buffers:
         # /dev/stdin from a pipe, a FIFO: it can be read once only
         try:
             with open(p, "rb") as f:
-                _buffers[raw] = Spool(f, raw)
+                buffers[raw] = Spool(f, raw)
         except OSError as exc:
             raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
-        st = os.stat_result((*st[:6], _buffers[raw].size, *st[7:]))
-    if raw in _buffers:
+        st = os.stat_result((*st[:6], buffers[raw].size, *st[7:]))
+    if raw in buffers:
         p = Path(raw)
     try:
-        compression = compression_of(_head(str(p)))
+        compression = compression_of(magic_head(str(p)))
     except OSError:
         compression = None   # sniff reports it
     if compression is not None and not can_decompress(compression):
         out.diagnostics.append(_not_a_dump(_display(p), "unsupported", compression))
         return
-    key = raw if raw in _buffers else str(p.resolve())
+    key = raw if raw in buffers else str(p.resolve())
     if key not in files:
         # a file named directly is always read (a wrong one is reported by the reader)
-        files[key] = DumpFile(raw if raw in _buffers else str(p), _display(p), "", _rank_of(p.resolve()), True,
+        files[key] = DumpFile(raw if raw in buffers else str(p), _display(p), "", _rank_of(p.resolve()), True,
                               stage_of(p.name),
                               st.st_size, compression)
 
@@ -530,7 +265,7 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_di
             try:
                 head = _read_head(str(fp))   # one open: the magic bytes and, uncompressed, the start
                 compression = compression_of(head[:8])
-                kind = _kind_of(head) if compression is None else sniff(str(fp), compression)
+                kind = kind_of(head) if compression is None else sniff(str(fp), compression)
             except PermissionError:
                 compression, kind = None, "unreadable"
             except OSError:
