@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from . import follow_links_option
+from .options import follow_links_option
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE

@@ -11,7 +11,7 @@ import click
 from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount, account
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
-from . import follow_links_option
+from .options import follow_links_option
 from ..units import human_bytes
 from ..units import human_flops as flops
 from .memory import EXIT_ERROR, emit, fail, final_files, project_all, read_finals

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from . import follow_links_option
+from .options import follow_links_option
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
