@@ -14,7 +14,9 @@ from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inp
 from .options import follow_links_option
 from ..units import human_bytes
 from ..units import human_flops as flops
-from .memory import EXIT_ERROR, emit, fail, final_files, project_all, read_finals
+from .exits import EXIT_ERROR, fail
+from .memory import final_files, project_all, read_finals
+from .outputs import emit
 
 JSON_VERSION = 1
 LAYER_FIELDS = ("forward_flops", "backward_flops", "recompute_flops", "forward_elementwise_flops",

@@ -12,9 +12,10 @@ from ..findings import FAILING_SEVERITIES
 from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
 from ..reporters.printable import printable_name, printable_text
 from ..units import human_bytes, human_flops, percent_change
-from .memory import emit, fail
+from .exits import EXIT_CLEAN, EXIT_ERROR, fail
+from .outputs import emit
 
-EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
+EXIT_NEW = 1   # a finding the change brought
 
 
 def _discover_side(path: str, follow_links: bool = False):

@@ -12,9 +12,9 @@ import tempfile
 import click
 
 from .options import debug_option, split_values
-from .memory import fail
+from .exits import EXIT_CLEAN, fail
 
-EXIT_CLEAN, EXIT_LEFT, EXIT_ERROR = 0, 1, 2
+EXIT_LEFT = 1   # findings the plan leaves, or --diff with a change
 
 
 @click.command("fix")
