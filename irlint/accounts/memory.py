@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 
 from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
 from ..model import IRFile
@@ -60,14 +60,14 @@ class _PlacedOnRead(KeptTensor):
 
     def __init__(self, tensor: Tensor, type: TensorType | None, ir: IRFile, node: int):
         self._ir, self._node = weakref.ref(ir), node   # weakly: the file keeps its account, no cycle
-        super().__init__(tensor, type, None)
+        super().__init__(tensor, type, None)  # type: ignore[arg-type]  # the layer: looked up on first read
 
     @property
     def layer(self) -> str:
         layer = self.__dict__["_layer"]
         if layer is None:
-            layer = self.__dict__["_layer"] = Places.of(self._ir()).layer(self._node)[0]
-            self._ir = None
+            layer = self.__dict__["_layer"] = Places.of(self._ir()).layer(self._node)[0]  # type: ignore[arg-type]  # alive: see cached_account
+            self._ir = None  # type: ignore[assignment]  # no longer needed
         return layer
 
     @layer.setter
@@ -165,6 +165,7 @@ def account(ir: IRFile) -> MemoryReport:
 
 
 def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
+    kept_tensor: Callable[[Tensor, TensorType | None, int], KeptTensor]
     if places_on_read:
         kept_tensor = lambda t, type, node: _PlacedOnRead(t, type, ir, node)  # noqa: E731
     else:

@@ -43,9 +43,10 @@ def _peers_by_pattern(ir: IRFile, op: str, asked: bool) -> dict:
     """Peer pattern -> the forward nodes of ``op`` with it (only those asked to recompute when
     ``asked``), once per file and op."""
     index = ir.__dict__.setdefault("_layer_peers", {})
-    found = index.get((op, asked))
+    found: dict[str | tuple, list[int]] | None = index.get((op, asked))
     if found is None:
-        found = index[op, asked] = {}
+        found = {}
+        index[op, asked] = found
         for k in ir.nodes_by_op(op):
             if (not asked or _asked_to_recompute(ir, k)) and not (ir.is_recompute_copy(k) or is_backward(ir, k)):
                 p = _peer_pattern(ir, k)

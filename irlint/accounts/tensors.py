@@ -15,7 +15,7 @@ class Tensor(NamedTuple):
     """One forward tensor: the node that makes it, and which output of it (None: the only one)."""
 
     node: int
-    index: int | None = None
+    index: int | None = None  # type: ignore[assignment]  # the output's number, over tuple.index
 
 
 def tensor_type(ir: IRFile, tensor: Tensor, via: int | None = None) -> TensorType | None:

@@ -67,10 +67,10 @@ def _derived_from_weights(ir: IRFile, key: int, memo: dict[int, bool]) -> bool |
     while stack:
         frame = stack[-1]
         node, ins = frame[0], frame[1]
-        value = True
+        value: bool | None = True
         while frame[2] < len(ins):
             a = ins[frame[2]]
-            known = memo.get(a)
+            known: bool | list[int] | None = memo.get(a)
             if known is None:
                 if a in on_path:
                     return None

@@ -7,6 +7,7 @@ import atexit
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from .. import __version__
 from . import options
 from .check import check_cmd
 from .exits import EXIT_CODES_HELP, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, fail
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 class _Terminated(BaseException):
@@ -129,7 +133,7 @@ def _tolerant_output() -> None:
     written as a backslash escape instead of ending the run."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # a TextIOWrapper's
         except (AttributeError, ValueError, OSError):   # closed (None), not a text stream, or unusable
             pass
 
@@ -185,7 +189,7 @@ def _may_end_now() -> bool:
 
     if sys.gettrace() is not None or sys.getprofile() is not None or sys.flags.inspect:
         return False
-    frame = sys._getframe(2)   # the caller of run()
+    frame: FrameType | None = sys._getframe(2)   # the caller of run()
     while frame is not None:
         if frame.f_code.co_name not in ("<module>", "_run_code", "_run_module_as_main"):
             return False

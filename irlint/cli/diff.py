@@ -201,16 +201,16 @@ def render_text(result: Diff) -> str:
         m = r.memory
         w(f"  activations kept for backward: {_change(m['before_total'], m['after_total'])}")
         _change_table(w, "layer", m["layers"])
-        f = r.compute
-        if f:
+        flops = r.compute
+        if flops:
             fl = human_flops
-            step_b, step_a = f["before_step_flops"], f["after_step_flops"]
+            step_b, step_a = flops["before_step_flops"], flops["after_step_flops"]
             w(f"  matrix FLOPs per step: {fl(step_b)} -> {fl(step_a)} ("
               + (f"{'+' if step_a > step_b else ''}{fl(step_a - step_b)}, {percent_change(step_b, step_a)}" if step_a != step_b
                  else "0")
-              + f"); recompute re-spends {fl(f['before_recompute_flops'])} -> {fl(f['after_recompute_flops'])} "
-              f"({100 * f['before_recompute_share']:.1f}% -> {100 * f['after_recompute_share']:.1f}% of the step), "
-              f"element-wise {fl(f['before_recompute_elementwise_flops'])} -> {fl(f['after_recompute_elementwise_flops'])}")
+              + f"); recompute re-spends {fl(flops['before_recompute_flops'])} -> {fl(flops['after_recompute_flops'])} "
+              f"({100 * flops['before_recompute_share']:.1f}% -> {100 * flops['after_recompute_share']:.1f}% of the step), "
+              f"element-wise {fl(flops['before_recompute_elementwise_flops'])} -> {fl(flops['after_recompute_elementwise_flops'])}")
         c = r.communication
         if c and c["kinds"]:   # a single-device graph has no collective
             w(f"  communication received per rank and step: {_change(c['before_total'], c['after_total'])}; "

@@ -300,7 +300,8 @@ def memory_cmd(paths, fmt, output, top, layers, follow_links):
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))
-    entries, cases, statuses = [], [], []
+    entries, cases = [], []
+    statuses: list[dict] = []
     for f, ir in read_finals(chosen, problems, statuses):
         entries.append(file_entry(f, ir, account(ir), top))
         cases.append(case_of(f))

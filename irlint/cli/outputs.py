@@ -41,7 +41,7 @@ def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = ()
     read, a file ``named`` on the command line, a file another option reads (``reads``: option
     name -> path), or the file another option writes. Call it with the targets alone before
     discovery (nothing is created for a run that is refused), then with what discovery found."""
-    written: dict[tuple, str] = {}
+    written: dict[tuple | None, str] = {}
     for option, target in targets.items():
         if not target:
             continue
@@ -58,7 +58,7 @@ def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = ()
         writer = written.get(_identity(path)) if path else None
         if writer is not None and writer != UPDATED_BY.get(option):
             raise InputError(f"{path}: is the {_option(option)} file; {_option(writer)} would overwrite it")
-    inputs: dict[tuple, str] = {}
+    inputs: dict[tuple | None, str] = {}
     for f in files:
         if f.path != STDIN:
             inputs.setdefault(_identity(f.path), f.display)

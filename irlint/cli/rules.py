@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
+from typing import Any
+
 import click
 
 from .. import rule as rule_module
@@ -24,7 +26,7 @@ def rules_cmd(fmt, config_file):
         config, _ = load_config(config_file, starts=[os.getcwd()])
     except ConfigError as exc:
         fail(str(exc))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cls in rule_module.load_rules(plugins=config.plugins):
         rows.append({"code": cls.code, "name": cls.name,
                      "severity": config.severity_for(cls.code, cls.name, cls.severity),

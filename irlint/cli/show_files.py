@@ -81,7 +81,7 @@ def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
         if f.rank is not None:
             key = (_RANK_DIR.sub(r"\1rank_*", f.folder), os.path.basename(f.path))
             by_stage.setdefault(key, {}).setdefault(same.get(f.path, f.path), []).append(f.rank)
-    for (_, name), graphs in by_stage.items():
-        if len(graphs) > 1 and sum(map(len, graphs.values())) > len(graphs):
-            split = "; ".join(ranks_text(tuple(r)) for r in sorted(graphs.values()))
-            click.echo(f"differs by rank  {name}: {len(graphs)} graphs ({split})")
+    for (_, name), ranks_of in by_stage.items():
+        if len(ranks_of) > 1 and sum(map(len, ranks_of.values())) > len(ranks_of):
+            split = "; ".join(ranks_text(tuple(r)) for r in sorted(ranks_of.values()))
+            click.echo(f"differs by rank  {name}: {len(ranks_of)} graphs ({split})")
