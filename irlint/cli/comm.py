@@ -15,7 +15,8 @@ from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, forg
 from ..reporters.printable import printable_name, printable_text
 from ..units import human_bytes as human
 from .exits import EXIT_ERROR, fail
-from .memory import final_files, json_files, read_finals
+from ..runner.discover import final_files
+from .memory import json_files, read_finals
 from .outputs import emit
 
 JSON_VERSION = 1

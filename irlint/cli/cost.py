@@ -15,7 +15,8 @@ from .options import follow_links_option
 from ..units import human_bytes
 from ..units import human_flops as flops
 from .exits import EXIT_ERROR, fail
-from .memory import final_files, project_all, read_finals
+from ..runner.discover import final_files
+from .memory import project_all, read_finals
 from .outputs import emit
 
 JSON_VERSION = 1

@@ -10,8 +10,8 @@ from .options import follow_links_option
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
-from ..runner.discover import final_files as _final_files
+from ..runner.discover import (STDIN, DumpFile, InputError, case_of, discover_inputs, final_files, forget_buffers,
+                               read_stdin)
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, account
 from ..units import human_bytes
 from .exits import EXIT_ERROR, fail
@@ -66,10 +66,6 @@ def json_files(statuses: list[dict], entries: list[dict]) -> list[dict]:
     return [status if status["read"] == "not" else {**next(counted), "read": status["read"],
                                                     "diagnostics": status["diagnostics"]}
             for status in statuses]
-
-
-def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) -> list[DumpFile]:
-    return _final_files(files, stages)
 
 
 def file_entry(f: DumpFile, ir, report: MemoryReport, top: int) -> dict:
@@ -296,7 +292,7 @@ def memory_cmd(paths, fmt, output, top, layers, follow_links):
         check_targets({"output": output}, files, paths)
     except InputError as exc:
         fail(str(exc))
-    chosen = final_files(files)
+    chosen = final_files(files, MEMORY_STAGES)
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))
