@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import irlint.cli
+import irlint.cli.app
+import irlint.cli.check
+import irlint.cli.inspect
 import irlint.runner.discover
 import irlint.runner.workers
 from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
@@ -117,7 +119,7 @@ def test_internal_error_exit_2_without_traceback(tiny_rules, monkeypatch):
     def boom(files, diagnostics, config):
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr(irlint.cli, "lint_files", boom)
+    monkeypatch.setattr(irlint.cli.check, "lint_files", boom)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 2
     assert "internal error: RuntimeError: something broke" in result.output
@@ -213,7 +215,7 @@ def test_inspect_table_keeps_whole_file_names(tiny_rules, monkeypatch):
     from rich.console import Console
 
     # a narrow terminal: the file column folds onto more lines instead of cutting the name
-    monkeypatch.setattr(irlint.cli, "_console", lambda: Console(width=70, no_color=True, highlight=False))
+    monkeypatch.setattr(irlint.cli.inspect, "console", lambda: Console(width=70, no_color=True, highlight=False))
     out = run("inspect", FOLDER).output
     cells = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert "".join(cells) == "".join(name for name in
@@ -235,9 +237,9 @@ def test_progress_bar_counts_files(tiny_rules, monkeypatch, paths, label):
     real_add_task = Progress.add_task
     monkeypatch.setattr(Progress, "add_task",
                         lambda self, description, **kw: labels.append(description) or real_add_task(self, description, **kw))
-    monkeypatch.setattr(irlint.cli, "PROGRESS_MIN_BYTES", 0)
-    monkeypatch.setattr(irlint.cli.sys.stderr, "isatty", lambda: True)
-    irlint.cli._lint_with_progress(irlint.cli.discover_inputs(paths), Config(cache=False, jobs=1), show=True)
+    monkeypatch.setattr(irlint.cli.check, "PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(irlint.cli.check.sys.stderr, "isatty", lambda: True)
+    irlint.cli.check._lint_with_progress(irlint.cli.check.discover_inputs(paths), Config(cache=False, jobs=1), show=True)
     assert labels == [label]
 
 
@@ -253,7 +255,7 @@ def test_options_reach_the_config(tiny_rules, monkeypatch):
         seen.update(jobs=config.jobs, cache=config.cache, all_stages=config.all_stages)
         return irlint.runner.engine.lint_files(files, diagnostics, config)
 
-    monkeypatch.setattr(irlint.cli, "lint_files", fake_lint)
+    monkeypatch.setattr(irlint.cli.check, "lint_files", fake_lint)
     run(DUMP, "--jobs", "3", "--no-cache", "--all-stages")
     assert seen == {"jobs": 3, "cache": False, "all_stages": True}
 
@@ -454,7 +456,7 @@ def test_a_missing_dependency_is_named_not_an_internal_error(tiny_rules, monkeyp
     def lint(*a, **kw):
         raise ModuleNotFoundError("No module named 'platformdirs'", name="platformdirs")
 
-    monkeypatch.setattr(irlint.cli, "lint_files", lint)
+    monkeypatch.setattr(irlint.cli.check, "lint_files", lint)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 2
     assert "'platformdirs' is missing" in result.output and "pip install" in result.output
@@ -527,7 +529,7 @@ def test_an_output_that_cannot_be_written_fails_before_the_lint(tiny_rules, tmp_
     blocker = tmp_path / "file"
     blocker.write_text("x")
     called = []
-    monkeypatch.setattr(irlint.cli, "lint_files", lambda *a: called.append(1))
+    monkeypatch.setattr(irlint.cli.check, "lint_files", lambda *a: called.append(1))
     result = run(DUMP, "-o", str(blocker / "out.txt"))
     assert result.exit_code == 2 and "cannot create its folder" in result.output and not called
 
@@ -536,17 +538,17 @@ def test_ctrl_c_exits_130_and_sigterm_143(tiny_rules, monkeypatch):
     def interrupted(*a):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(irlint.cli, "lint_files", interrupted)
+    monkeypatch.setattr(irlint.cli.check, "lint_files", interrupted)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 130 and "interrupted" in result.output
 
     def terminated(*a):
-        os.kill(os.getpid(), irlint.cli.signal.SIGTERM)
+        os.kill(os.getpid(), irlint.cli.app.signal.SIGTERM)
 
-    monkeypatch.setattr(irlint.cli, "lint_files", terminated)
+    monkeypatch.setattr(irlint.cli.check, "lint_files", terminated)
     result = CliRunner().invoke(main, [DUMP])
     assert result.exit_code == 143 and "terminated" in result.output
-    assert irlint.cli.signal.getsignal(irlint.cli.signal.SIGTERM) is not irlint.cli._on_sigterm
+    assert irlint.cli.app.signal.getsignal(irlint.cli.app.signal.SIGTERM) is not irlint.cli.app._on_sigterm
 
 
 def test_exit_codes_are_in_the_help_and_the_readme():

@@ -231,7 +231,8 @@ PER_NODE = [GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir",
 def test_a_node_is_priced_from_its_own_readers_as_the_whole_account_prices_it(path):
     # the recompute rules price a few nodes of a file: each from the backward readers reachable from
     # it, the same entries (bytes, readers in order) as the whole-file account, which is never built
-    from irlint.accounts.memory import is_weight_derived, kept_of, weight_derived
+    from irlint.accounts.memory import kept_of
+    from irlint.accounts.weights import is_weight_derived, weight_derived
 
     whole = read_ir(str(path))
     by_node: dict[int, list] = {}
@@ -279,7 +280,7 @@ subgraph @1_main_1() {
 def test_a_weight_copy_on_a_cycle_through_calls_is_the_whole_walks_answer(ir_from_text):
     # the recursive call's parameter takes the weight and the Cast of itself: on such a cycle the
     # whole-file walk's order decides, so the per-node answer falls back to it
-    from irlint.accounts.memory import is_weight_derived, weight_derived
+    from irlint.accounts.weights import is_weight_derived, weight_derived
 
     weights = weight_derived(ir_from_text(RECURSIVE))
     fell_back = set()

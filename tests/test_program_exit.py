@@ -73,4 +73,4 @@ def test_a_profiler_around_irlint_still_writes_its_profile(tmp_path):
     assert "RC002" in proc.stdout, proc.stderr   # (cProfile ends with 0 whatever the program's code)
     import pstats
 
-    assert any(path.endswith(os.path.join("cli", "__init__.py")) and name == "check" for path, _, name in pstats.Stats(str(profile)).stats)
+    assert any(path.endswith(os.path.join("cli", "check.py")) and name == "check_cmd" for path, _, name in pstats.Stats(str(profile)).stats)

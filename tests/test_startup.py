@@ -63,6 +63,8 @@ _NOT_IN_A_DEFAULT_LINT = (
     "networkx", "rich", "jinja2", "importlib.metadata", "json", "irlint.runner.dedup", "irlint.runner.diff",
     "lark", "hashlib", "_hashlib", "logging", "pickle",
     "irlint.cli.memory", "irlint.cli.comm", "irlint.cli.diff", "irlint.accounts.comm",
+    # every command but check is its own module, imported when used (show_files: check --show-files)
+    *(f"irlint.cli.{cmd}" for cmd in ("rules", "explain", "config", "clean", "inspect", "cost", "fix", "show_files")),
     *(f"irlint.reporters.{fmt}" for fmt in ("concise", "json", "json_lines", "sarif", "github", "gitlab",
                                              "junit", "html", "svg")),
 )

@@ -16,15 +16,14 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from collections.abc import Container, Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Container, Iterable, Iterator
 
-from ..findings import Finding
 from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
-from ..model import IRFile, weights_upstream
+from ..model import IRFile
 from ..model.pipeline import backward_calls, schedules
 from ..read.values import TensorType
-from ..units import human_bytes
+from .tensors import VIEW_OPS, Tensor, reader_inputs, sources, tensor_type
+from .weights import is_weight_derived, weight_derived
 
 # The stage files whose graph is final for the accounting, best first: the same choice as the
 # recompute rules (validate is the final front-end graph; CPU kernel graphs expand ops).
@@ -35,23 +34,10 @@ SCOPE_NOTE = ("Counted: outputs of forward ops that the backward pass reads (dir
               "counted: parameters and graph inputs, optimizer state, gradients, constants, "
               "backward workspace.")
 
-# ops whose output is (a view of) the tensor of their first input
-VIEW_OPS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten", "Depend", "Load"})
 # backward bookkeeping: they pass tensors on or order effects, they need no storage of their own
 _PLUMBING = frozenset({"MakeTuple", "TupleGetItem", "UpdateState", "Depend", "Load"})
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
-# ops whose output is new data although their inputs are constants (a pipeline stage's input)
-_DATA_SOURCES = frozenset({"Receive"})
 _TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
-_LAYER = re.compile(r"layers-[^/]*/(\d+)-")
-_WEIGHT_LAYER = re.compile(r"\.layers\.(\d+)\.")
-
-
-class Tensor(NamedTuple):
-    """One forward tensor: the node that makes it, and which output of it (None: the only one)."""
-
-    node: int
-    index: int | None = None
 
 
 @dataclass
@@ -74,14 +60,14 @@ class _PlacedOnRead(KeptTensor):
 
     def __init__(self, tensor: Tensor, type: TensorType | None, ir: IRFile, node: int):
         self._ir, self._node = weakref.ref(ir), node   # weakly: the file keeps its account, no cycle
-        super().__init__(tensor, type, None)
+        super().__init__(tensor, type, None)  # type: ignore[arg-type]  # the layer: looked up on first read
 
     @property
     def layer(self) -> str:
         layer = self.__dict__["_layer"]
         if layer is None:
-            layer = self.__dict__["_layer"] = Places.of(self._ir()).layer(self._node)[0]
-            self._ir = None
+            layer = self.__dict__["_layer"] = Places.of(self._ir()).layer(self._node)[0]  # type: ignore[arg-type]  # alive: see cached_account
+            self._ir = None  # type: ignore[assignment]  # no longer needed
         return layer
 
     @layer.setter
@@ -162,74 +148,6 @@ def is_backward(ir: IRFile, key: int) -> bool:
             or key in backward_calls(ir))
 
 
-def tensor_type(ir: IRFile, tensor: Tensor, via: int | None = None) -> TensorType | None:
-    """A tensor's type: the node's output type, or for one element of a tuple output the type of
-    the TupleGetItem that reads it."""
-    if tensor.index is None:
-        return ir[tensor.node].get("out_type")
-    return ir[via].get("out_type") if via is not None else None
-
-
-def sources(ir: IRFile, key: int) -> list[tuple[Tensor, int | None]]:
-    """The tensors whose storage the output of ``key`` is: ``key`` itself for a computing node,
-    its input's for a view; each with the TupleGetItem that selected it (for its type). Parameters
-    and constants are no tensors here; a subgraph parameter is followed to the call's argument,
-    a call's output to the callee's Return."""
-    out: dict[tuple[Tensor, int | None], None] = {}
-    seen: set[tuple[int, int | None]] = set()
-    stack: list[tuple[int, int | None, int | None]] = [(key, None, None)]  # (node, element, getitem)
-    while stack:
-        node, element, getitem = stack.pop()
-        if (node, element) in seen:
-            continue
-        seen.add((node, element))
-        d = ir[node]
-        kind = d["kind"]
-        if kind == "param":
-            stack.extend((a, element, getitem) for a in _call_arguments(ir, node))
-            continue
-        if kind == "return":
-            stack.extend((a, element, getitem) for a in ir.producers(node)[:1])
-            continue
-        if kind != "cnode":
-            continue  # constants, subgraph values
-        op = d["op"]
-        ins = ir.producers(node)
-        if op in VIEW_OPS:
-            if ins:
-                stack.append((ins[0], element, getitem))
-        elif op == "TupleGetItem":
-            index = ir[ins[1]].get("value") if len(ins) > 1 else None
-            if ins and isinstance(index, int):
-                stack.append((ins[0], index, getitem if getitem is not None else node))
-        elif op == "MakeTuple":
-            picked = ins if element is None else ins[element:element + 1]
-            stack.extend((a, None, None) for a in picked)
-        elif op == "call":
-            returns = ir.inputs_of_kind(node, "call_out")
-            if returns:
-                stack.extend((r, element, getitem) for r in returns)
-            else:
-                out[(Tensor(node, element), getitem)] = None
-        else:
-            out[(Tensor(node, element), getitem)] = None
-    return list(out)
-
-
-def _call_arguments(ir: IRFile, param: int) -> list[int]:
-    return ir.inputs_of_kind(param, "call_in")
-
-
-def _reader_inputs(ir: IRFile, key: int) -> list[int]:
-    d = ir[key]
-    ins = ir.producers(key)
-    if d["op"] in ("UpdateState",):
-        return []
-    if d["op"] in ("Depend", "Load", "TupleGetItem", "Reshape"):
-        return ins[:1]
-    return ins
-
-
 def _original_of_copies(ir: IRFile) -> dict[int, int]:
     """Recomputed copy -> the forward node it rebuilds."""
     out: dict[int, int] = {}
@@ -241,121 +159,13 @@ def _original_of_copies(ir: IRFile) -> dict[int, int]:
     return out
 
 
-def weight_derived(ir: IRFile) -> set[int]:
-    """Nodes whose output depends on weights (parameters with a default) and constants only
-    (computed once per IRFile)."""
-    cached = ir.__dict__.get("_weight_derived")
-    if cached is None:
-        cached = ir.__dict__["_weight_derived"] = _weight_derived(ir)
-    return cached
-
-
-def is_weight_derived(ir: IRFile, key: int) -> bool:
-    """``key in weight_derived(ir)``, walking only what ``key``'s answer needs (its inputs, up
-    to the first that is not from weights); the whole-file walk only when a cycle through calls is
-    met, since there the whole walk's order decides."""
-    whole = ir.__dict__.get("_weight_derived")
-    if whole is not None:
-        return key in whole
-    memo = ir.__dict__.setdefault("_weight_derived_of", {})
-    found = memo.get(key)
-    if found is None:
-        found = _derived_from_weights(ir, key, memo)
-    return found if found is not None else key in weight_derived(ir)
-
-
-def _weight_inputs(ir: IRFile, node: int) -> bool | list[int]:
-    """What decides whether ``node`` is computed from weights alone: True or False outright, or the
-    inputs whose answers it takes (a call, or a node without inputs, is then no weight copy)."""
-    d = ir[node]
-    kind = d["kind"]
-    if kind == "param":
-        # a subgraph parameter (a call's or a Partial's) is what every call passes to it
-        return _call_arguments(ir, node) or bool(d.get("has_default"))
-    if kind not in ("cnode", "return"):
-        return kind == "const"
-    if d.get("op") in _DATA_SOURCES:
-        return False   # its constant input is a buffer shape, the data comes from elsewhere
-    return _reader_inputs(ir, node) if kind == "cnode" else ir.producers(node)[:1]
-
-
-def _weight_step(ir: IRFile, node: int) -> bool | list[int]:
-    """``_weight_inputs``, with a call and a node without inputs decided (False) at once."""
-    ins = _weight_inputs(ir, node)
-    if ins is True or ins is False:
-        return ins
-    return False if ir[node].get("op") == "call" or not ins else ins
-
-
-def _derived_from_weights(ir: IRFile, key: int, memo: dict[int, bool]) -> bool | None:
-    """``key``'s answer of ``_weight_derived``, depth first through its inputs, stopping at the
-    first one not from weights; None when the walk meets a cycle (through calls)."""
-    first = _weight_step(ir, key)
-    if first is True or first is False:
-        memo[key] = first
-        return first
-    stack: list[list] = [[key, first, 0]]   # node, its inputs, how many are known to be from weights
-    on_path = {key}
-    while stack:
-        frame = stack[-1]
-        node, ins = frame[0], frame[1]
-        value = True
-        while frame[2] < len(ins):
-            a = ins[frame[2]]
-            known = memo.get(a)
-            if known is None:
-                if a in on_path:
-                    return None
-                known = _weight_step(ir, a)
-                if known is not True and known is not False:
-                    on_path.add(a)
-                    stack.append([a, known, 0])
-                    value = None
-                    break
-                memo[a] = known
-            if not known:
-                value = False
-                break
-            frame[2] += 1
-        if value is None:
-            continue   # an input to walk first
-        memo[node] = value
-        on_path.discard(node)
-        stack.pop()
-    return memo[key]
-
-
-def _weight_derived(ir: IRFile) -> set[int]:
-    memo: dict[int, bool] = {}
-    visiting: set[int] = set()
-    for start in ir.nodes:
-        stack = [start]
-        while stack:
-            node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
-            ins = _weight_inputs(ir, node)
-            if ins is True or ins is False:
-                memo[node] = ins
-                continue
-            pending = [a for a in ins if a not in memo and a not in visiting]
-            if pending and node not in visiting:
-                visiting.add(node)
-                stack.extend(pending)
-                continue
-            visiting.discard(node)
-            # an input still unresolved is on a cycle through calls: no weight copy
-            memo[node] = ir[node].get("op") != "call" and bool(ins) and all(memo.get(a, False) for a in ins)
-    return {k for k, v in memo.items() if v}
-
-
 def account(ir: IRFile) -> MemoryReport:
     """The activations ``ir`` keeps for backward, and those recompute rebuilds instead."""
     return _account(ir, places_on_read=False)
 
 
 def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
+    kept_tensor: Callable[[Tensor, TensorType | None, int], KeptTensor]
     if places_on_read:
         kept_tensor = lambda t, type, node: _PlacedOnRead(t, type, ir, node)  # noqa: E731
     else:
@@ -404,7 +214,7 @@ def _backward_reads(ir: IRFile, readers: Iterable[int], args_in: Container[int] 
         op = ir[reader]["op"]
         if op in _PLUMBING or (ir.is_recompute_copy(reader) and op in VIEW_OPS):
             continue
-        for arg in _reader_inputs(ir, reader):
+        for arg in reader_inputs(ir, reader):
             if args_in is None or arg in args_in:
                 for tensor, getitem in sources(ir, arg):
                     yield reader, tensor, getitem
@@ -494,136 +304,3 @@ def _kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
     if kept and is_weight_derived(ir, key):
         return []   # a weight copy: the account lists it apart
     return list(kept.values())
-
-
-def layer_peers(ir: IRFile, key: int) -> list[int]:
-    """The forward nodes at the same place in every decoder layer (same op, same scope with the
-    layer number and the ``recompute_`` prefix ignored; for a scope that names no cell, such as
-    lazy_inline's ``Default/SiLU-op3``, the same op, primitive and recovered cell path in another
-    layer), ``key`` included; [key] outside layers."""
-    pattern = _peer_pattern(ir, key)
-    if pattern is None:
-        return [key]
-    return sorted(_peers_by_pattern(ir, ir[key]["op"], asked=False).get(pattern, [key]))
-
-
-def _asked_peers(ir: IRFile, key: int) -> list[int]:
-    """``key`` and those of its layer peers that are asked to recompute (what ``stake`` sums over),
-    placing only the nodes of its op that are asked."""
-    pattern = _peer_pattern(ir, key)
-    if pattern is None:
-        return [key]
-    if ir.is_recompute_copy(key) or is_backward(ir, key):   # not among its own peers
-        return [p for p in layer_peers(ir, key) if p == key or _asked_to_recompute(ir, p)]
-    return sorted({key, *_peers_by_pattern(ir, ir[key]["op"], asked=True).get(pattern, ())})
-
-
-def _peers_by_pattern(ir: IRFile, op: str, asked: bool) -> dict:
-    """Peer pattern -> the forward nodes of ``op`` with it (only those asked to recompute when
-    ``asked``), once per file and op."""
-    index = ir.__dict__.setdefault("_layer_peers", {})
-    found = index.get((op, asked))
-    if found is None:
-        found = index[op, asked] = {}
-        for k in ir.nodes_by_op(op):
-            if (not asked or _asked_to_recompute(ir, k)) and not (ir.is_recompute_copy(k) or is_backward(ir, k)):
-                p = _peer_pattern(ir, k)
-                if p is not None:
-                    found.setdefault(p, []).append(k)
-    return found
-
-
-def _peer_pattern(ir: IRFile, k: int) -> str | tuple | None:
-    scope = ir[k].get("scope", "").removeprefix("recompute_")
-    if _LAYER.search(scope):
-        return _LAYER.sub(lambda m: m.group(0).replace(m.group(1), "*", 1), scope)
-    if not scope:   # a dump without scope lines: the weights it is computed from
-        names = weights_upstream(ir, k)
-        if not names or not all(_WEIGHT_LAYER.search(n) for n in names):
-            return None
-        return "weights:" + ",".join(_WEIGHT_LAYER.sub(".layers.*.", "." + n) for n in names)
-    if "-" in scope.rsplit("/", 1)[0]:
-        return None   # a named scope outside the layers
-    where = Places.of(ir).place(k)
-    return ("cells", where.cells, ir[k].get("instance")) if where.cells and where.layer != OUTSIDE else None
-
-
-def _asked_to_recompute(ir: IRFile, key: int) -> bool:
-    d = ir[key]
-    return (d.get("primitive_attrs") or {}).get("recompute") is True or (d.get("cnode_attrs") or {}).get("recompute") is True
-
-
-class Stake(NamedTuple):
-    """Bytes of kept activations a finding is about: in its own layer, and summed over the
-    layers where the same node is asked to recompute and still costs memory. In a pipeline stage
-    the figures are per micro batch, and ``in_flight`` micro batches hold them at once."""
-
-    bytes: int
-    total: int
-    layers: int
-    in_flight: int = 1
-    micro_batches: int = 1
-
-    def text(self) -> str:
-        per = " per micro batch" if self.micro_batches > 1 else ""
-        if self.layers > 1:
-            out = (f"{human_bytes(self.bytes)} at stake{per} in this layer, {human_bytes(self.total)} across the "
-                   f"{self.layers} layers with the same problem")
-        else:
-            out = f"{human_bytes(self.bytes)} at stake{per}"
-        if self.micro_batches > 1:
-            out += (f"; this pipeline stage holds up to {self.in_flight} of its {self.micro_batches} micro "
-                    f"batches in flight, so {human_bytes(self.total * self.in_flight)} at its peak")
-        return out
-
-    def extra(self) -> dict:
-        out = {"bytes_at_stake_total": self.total, "layers_with_problem": self.layers}
-        if self.micro_batches > 1:
-            out.update(micro_batches=self.micro_batches, micro_batches_in_flight=self.in_flight)
-        return out
-
-
-def stake(ir: IRFile, key: int, cost=None) -> Stake:
-    """The activation bytes a recompute finding on ``key`` is about: ``cost(ir, node)`` (default
-    ``bytes_at_stake``) here, and summed over its layer peers that are asked to recompute and
-    cost something too."""
-    # each layer's finding sums the same peers: their costs are priced once per file, not once
-    # per finding (quadratic in the layers)
-    memo = ir.__dict__.setdefault("_stake_costs", {})
-    cost = cost or bytes_at_stake
-
-    def priced(node: int) -> int:
-        found = memo.get((cost, node))
-        if found is None:
-            found = memo[cost, node] = cost(ir, node)
-        return found
-
-    own = priced(key)
-    peers = [p for p in _asked_peers(ir, key) if p == key or priced(p) > 0]
-    total = sum(priced(p) for p in peers)
-    stage = next((s for s in schedules(ir) if s.forward == ir[key]["graph"]), None)
-    if stage is None:
-        return Stake(own, total, len(peers))
-    return Stake(own, total, len(peers), stage.in_flight, stage.micro_batches)
-
-
-def downcast_cost(ir: IRFile, cast: int) -> int:
-    """What recomputing a down-cast costs: its high-precision input (kept for the copy) instead
-    of its low-precision output, when only recomputed copies read that input; 0 when backward
-    keeps the input anyway, or the types are unknown."""
-    ins = ir.producers(cast)[:1]
-    in_t = (ir[cast].get("in_types") or (None,))[0]
-    out_t = ir[cast].get("out_type")
-    if not ins or in_t is None or out_t is None or not in_t.nbytes or not out_t.nbytes:
-        return 0
-    sources_of_input = [t.node for t, _ in sources(ir, ins[0])]
-    kept = [t for s in sources_of_input for t in kept_of(ir, s)]
-    if any(not ir.is_recompute_copy(r) for t in kept for r in t.readers):
-        return 0
-    return max(0, in_t.nbytes - out_t.nbytes)
-
-
-def staked(finding: Finding, at: Stake) -> Finding:
-    """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``extra``."""
-    return finding.with_(message=f"{finding.message} ({at.text()})", bytes_at_stake=at.bytes * at.in_flight,
-                         extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())))

@@ -7,13 +7,17 @@ import sys
 
 import click
 
-from . import follow_links_option
+from .options import follow_links_option
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, forget_buffers, read_stdin
 from ..reporters.printable import printable_name, printable_text
-from .memory import EXIT_ERROR, emit, fail, final_files, human, json_files, read_finals
+from ..units import human_bytes as human
+from .exits import EXIT_ERROR, fail
+from ..runner.discover import final_files
+from .memory import json_files, read_finals
+from .outputs import emit
 
 JSON_VERSION = 1
 

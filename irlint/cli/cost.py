@@ -11,11 +11,14 @@ import click
 from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount, account
 from ..accounts.memory import OUTSIDE
 from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
-from . import follow_links_option
+from .options import follow_links_option
 from .depth import config_json, config_option, config_text, resolve, stage_note
 from ..units import human_bytes
 from ..units import human_flops as flops
-from .memory import EXIT_ERROR, emit, fail, final_files, project_all, read_finals
+from .exits import EXIT_ERROR, fail
+from ..runner.discover import final_files
+from .memory import project_all, read_finals
+from .outputs import emit
 
 JSON_VERSION = 1
 LAYER_FIELDS = ("forward_flops", "backward_flops", "recompute_flops", "forward_elementwise_flops",

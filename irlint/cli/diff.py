@@ -7,14 +7,15 @@ import sys
 
 import click
 
-from . import _split, debug_option, follow_links_option
+from .options import debug_option, follow_links_option, split_values
 from ..findings import FAILING_SEVERITIES
 from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
 from ..reporters.printable import printable_name, printable_text
 from ..units import human_bytes, human_flops, percent_change
-from .memory import emit, fail
+from .exits import EXIT_CLEAN, EXIT_ERROR, fail
+from .outputs import emit
 
-EXIT_CLEAN, EXIT_NEW, EXIT_ERROR = 0, 1, 2
+EXIT_NEW = 1   # a finding the change brought
 
 
 def _discover_side(path: str, follow_links: bool = False):
@@ -47,9 +48,9 @@ class _Unusable(Exception):
               help="Write the report to this file instead of standard output (its folder is created).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Use this irlint.toml or pyproject.toml instead of the one found upward from BEFORE.")
-@click.option("--select", multiple=True, callback=_split, help="Only these rules (as for a lint).")
-@click.option("--extend-select", multiple=True, callback=_split, help="Rules to add to the selection.")
-@click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
+@click.option("--select", multiple=True, callback=split_values, help="Only these rules (as for a lint).")
+@click.option("--extend-select", multiple=True, callback=split_values, help="Rules to add to the selection.")
+@click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder.")
 @click.option("--compile", "which_compile", type=int, default=-1, show_default=True,
@@ -75,7 +76,7 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
     2 unusable input (or input problems in either dump).
     """
     from .. import rule as rule_module
-    from . import _apply_options, _check_option_selectors, _load_config_for
+    from .options import apply_options, check_option_selectors, load_config_for
     from .outputs import check_targets, prepare_output
     from ..runner.config import ConfigError, check_selectors, shown
     from ..runner.diff import diff_reports
@@ -83,11 +84,11 @@ def diff_cmd(before, after, fmt, output, config_file, select, extend_select, ign
 
     try:
         forget_buffers()
-        config, source = _load_config_for(config_file, before)
+        config, source = load_config_for(config_file, before)
         known = rule_module.load_rules(plugins=config.plugins)
         check_selectors(config, known, config_file or (shown(source) if source else None))
-        _check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
-        _apply_options(config, select, extend_select, ignore, None, None, no_cache, cache_dir)
+        check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
+        apply_options(config, select, extend_select, ignore, None, None, no_cache, cache_dir)
         check_targets({"output": output})
         if output:
             prepare_output(output)

@@ -11,10 +11,10 @@ import tempfile
 
 import click
 
-from . import _split, debug_option
-from .memory import fail
+from .options import debug_option, split_values
+from .exits import EXIT_CLEAN, fail
 
-EXIT_CLEAN, EXIT_LEFT, EXIT_ERROR = 0, 1, 2
+EXIT_LEFT = 1   # findings the plan leaves, or --diff with a change
 
 
 @click.command("fix")
@@ -24,8 +24,8 @@ EXIT_CLEAN, EXIT_LEFT, EXIT_ERROR = 0, 1, 2
               help="Print the change as a unified diff and write nothing.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Use this irlint.toml or pyproject.toml instead of the one found upward from the first DUMP.")
-@click.option("--select", multiple=True, callback=_split, help="Only these rules (as for a lint).")
-@click.option("--ignore", multiple=True, callback=_split, help="Rules to leave out.")
+@click.option("--select", multiple=True, callback=split_values, help="Only these rules (as for a lint).")
+@click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
 @debug_option
 def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache):
@@ -133,17 +133,17 @@ def _read_config(path: str, write: bool) -> str:
 
 def _lint(dumps, config_file, select, ignore, no_cache):
     from .. import rule as rule_module
-    from . import _apply_options, _check_option_selectors, _load_config_for
+    from .options import apply_options, check_option_selectors, load_config_for
     from ..runner.config import check_selectors, shown
     from ..runner.discover import discover_inputs, forget_buffers
     from ..runner.engine import lint_files
 
     forget_buffers()
-    config, source = _load_config_for(config_file, dumps[0])
+    config, source = load_config_for(config_file, dumps[0])
     known = rule_module.load_rules(plugins=config.plugins)
     check_selectors(config, known, config_file or (shown(source) if source else None))
-    _check_option_selectors(known, select=select, extend_select=(), ignore=ignore)
-    _apply_options(config, select, (), ignore, None, None, no_cache, None)
+    check_option_selectors(known, select=select, extend_select=(), ignore=ignore)
+    apply_options(config, select, (), ignore, None, None, no_cache, None)
     found = discover_inputs(list(dumps))
     if found.empty:
         raw, why = next(iter(found.empty.items()))

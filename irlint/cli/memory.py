@@ -3,29 +3,24 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import NoReturn
 
 import click
 
-from . import follow_links_option
+from .options import follow_links_option
 from .depth import config_json, config_option, config_text, resolve, stage_note
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
-from ..runner.discover import final_files as _final_files
+from ..runner.discover import (STDIN, DumpFile, InputError, case_of, discover_inputs, final_files, forget_buffers,
+                               read_stdin)
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..units import human_bytes
+from .exits import EXIT_ERROR, fail
+from .outputs import emit
 
 JSON_VERSION = 1
 AT_STAKE_NOTE = ("At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
                  "(what the fix they name would free; `irlint` on the same path lists them).")
-EXIT_ERROR = 2
-
-
-def fail(message: str) -> NoReturn:
-    click.echo(f"irlint: {message}", err=True)
-    sys.exit(EXIT_ERROR)
 
 
 def read_finals(chosen: list[DumpFile], problems: list[Diagnostic], statuses: list[dict] | None = None):
@@ -74,23 +69,6 @@ def json_files(statuses: list[dict], entries: list[dict]) -> list[dict]:
     return [status if status["read"] == "not" else {**next(counted), "read": status["read"],
                                                     "diagnostics": status["diagnostics"]}
             for status in statuses]
-
-
-def emit(text: str, output: str | None) -> None:
-    """The report to standard output, or written to ``output`` (through a link, never onto a dump)."""
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    from ..reporters import write_output
-
-    try:
-        write_output(output, text)
-    except OSError as exc:
-        fail(f"{output}: cannot write: {exc.strerror or exc}")
-
-
-def final_files(files: list[DumpFile], stages: tuple[str, ...] = MEMORY_STAGES) -> list[DumpFile]:
-    return _final_files(files, stages)
 
 
 def findings_at_stake(f: DumpFile, ir, problems: list[Diagnostic]) -> list:
@@ -185,11 +163,6 @@ def project_all(entries: list[dict], cases: list[str], layers: int, project, per
             e["projected"] = project(e, depth, first)
 
 
-def human(n: int) -> str:
-    # the exact bytes are in --format json, for hand counts and formulas
-    return human_bytes(n)
-
-
 def largest_device(entries: list[dict]) -> dict | None:
     """The file (a rank, a pipeline stage: one device) that keeps the most at its peak: the
     headline figure. A sum over files would name bytes no device holds."""
@@ -206,9 +179,9 @@ def headline(entries: list[dict]) -> str:
     flight = (f", {e['micro_batches_in_flight']} of {e['micro_batches']} micro batches in flight"
               if e["micro_batches"] > 1 else "")
     if len(entries) == 1:   # the file is named on the next line
-        return (f"Kept for backward: {human(e['peak_kept_bytes'])}" + (" at its peak" if flight else "")
+        return (f"Kept for backward: {human_bytes(e['peak_kept_bytes'])}" + (" at its peak" if flight else "")
                 + (f" ({flight[2:]})" if flight else ""))
-    return (f"Largest device: {human(e['peak_kept_bytes'])} kept for backward" + (" at its peak" if flight else "")
+    return (f"Largest device: {human_bytes(e['peak_kept_bytes'])} kept for backward" + (" at its peak" if flight else "")
             + f" ({where}{flight})")
 
 
@@ -218,7 +191,7 @@ def rule_codes(entries: list[dict]) -> list[str]:
 
 
 def stake_cells(at_stake: dict[str, int], codes: list[str]) -> list[str]:
-    return [human(at_stake[code]) if at_stake.get(code) else "" for code in codes]
+    return [human_bytes(at_stake[code]) if at_stake.get(code) else "" for code in codes]
 
 
 def in_flight(e: dict) -> str:
@@ -275,16 +248,16 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         cells = []
         for e in entries:
             row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += ([human(row["kept_bytes"]), str(row["tensors"]), human(row["recompute_saved_bytes"]),
+            cells += ([human_bytes(row["kept_bytes"]), str(row["tensors"]), human_bytes(row["recompute_saved_bytes"]),
                        *stake_cells(row.get("at_stake_bytes", {}), codes)]
                       if row else ["", *blank])
         table.add_row(layer, *cells)
-    table.add_row("total", *[c for e in entries for c in (human(e["total_kept_bytes"]), "", "",
+    table.add_row("total", *[c for e in entries for c in (human_bytes(e["total_kept_bytes"]), "", "",
                                                           *stake_cells(e.get("at_stake_bytes", {}), codes))])
     if any(e["micro_batches"] > 1 for e in entries):
         table.add_row("in flight", *[c for e in entries for c in (
             (in_flight(e), *blank) if e["micro_batches"] > 1 else ("", *blank))])
-        table.add_row("peak", *[c for e in entries for c in (human(e["peak_kept_bytes"]), *blank)])
+        table.add_row("peak", *[c for e in entries for c in (human_bytes(e["peak_kept_bytes"]), *blank)])
     if not many:
         out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
     else:
@@ -301,7 +274,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
             top.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
         for t in e["top"]:
             shape = "(" + ", ".join(map(str, t["shape"])) + ")" if t["shape"] is not None else "?"
-            top.add_row(human(t["bytes"]), f"{t['node']} (line {t['line']})", t["op"], t["dtype"] or "?", shape,
+            top.add_row(human_bytes(t["bytes"]), f"{t['node']} (line {t['line']})", t["op"], t["dtype"] or "?", shape,
                         ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""), t["scope"])
         out.print(top)
         for u in e["unsized"]:
@@ -316,7 +289,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         if e.get("projected"):
             _render_projection(out, e["projected"], f" ({name})" if many else "")
         if e["weight_copy_bytes"]:
-            out.print(f"Not counted: {human(e['weight_copy_bytes'])} that backward reads but that are computed "
+            out.print(f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
                       f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
                       f"parameters, not the batch.", soft_wrap=True)
 
@@ -329,10 +302,10 @@ def _render_projection(out, p: dict, suffix: str) -> None:
     for col in ("layers", "from dumped layer", "kept bytes", "recompute saved"):
         table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
     for row in p["blocks"]:
-        table.add_row(row["layers"], row["from_layer"], human(row["kept_bytes"]) + " per layer",
-                      human(row["recompute_saved_bytes"]) + " per layer")
-    table.add_row("outside", "(once)", human(p["once"]["kept_bytes"]), human(p["once"]["recompute_saved_bytes"]))
-    table.add_row("total (projected)", "", human(p["totals"]["kept_bytes"]), human(p["totals"]["recompute_saved_bytes"]))
+        table.add_row(row["layers"], row["from_layer"], human_bytes(row["kept_bytes"]) + " per layer",
+                      human_bytes(row["recompute_saved_bytes"]) + " per layer")
+    table.add_row("outside", "(once)", human_bytes(p["once"]["kept_bytes"]), human_bytes(p["once"]["recompute_saved_bytes"]))
+    table.add_row("total (projected)", "", human_bytes(p["totals"]["kept_bytes"]), human_bytes(p["totals"]["recompute_saved_bytes"]))
     out.print(table)
     out.print("Projected figures repeat the dumped decoder layers in order to the given depth; rows outside the "
               "layers (embedding, head, loss) count once.", soft_wrap=True)
@@ -382,7 +355,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
         check_targets({"output": output}, files, paths)
     except InputError as exc:
         fail(str(exc))
-    chosen = final_files(files)
+    chosen = final_files(files, MEMORY_STAGES)
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
              "graph_build) found in " + ", ".join(paths))

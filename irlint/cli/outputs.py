@@ -9,7 +9,10 @@ import stat
 from pathlib import Path
 from collections.abc import Iterable
 
+import click
+
 from ..runner.discover import STDIN, DumpFile, InputError
+from .exits import fail
 
 # a file an option reads -> the option that may replace it (a baseline updated in place)
 UPDATED_BY = {"baseline": "write_baseline"}
@@ -38,7 +41,7 @@ def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = ()
     read, a file ``named`` on the command line, a file another option reads (``reads``: option
     name -> path), or the file another option writes. Call it with the targets alone before
     discovery (nothing is created for a run that is refused), then with what discovery found."""
-    written: dict[tuple, str] = {}
+    written: dict[tuple | None, str] = {}
     for option, target in targets.items():
         if not target:
             continue
@@ -83,3 +86,16 @@ def prepare_output(target: str) -> None:
         raise InputError(f"{target}: is a folder")
     if not os.access(folder, os.W_OK):
         raise InputError(f"{target}: cannot write: permission denied")
+
+
+def emit(text: str, output: str | None) -> None:
+    """The report to standard output, or written to ``output`` (through a link, never onto a dump)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    from ..reporters import write_output
+
+    try:
+        write_output(output, text)
+    except OSError as exc:
+        fail(f"{output}: cannot write: {exc.strerror or exc}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from irlint.accounts.memory import downcast_cost, stake, staked
+from irlint.accounts.stake import downcast_cost, stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
 from irlint.read.values import TYPE_ID_NAMES

@@ -33,7 +33,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from irlint.accounts.memory import is_weight_derived
+from irlint.accounts.weights import is_weight_derived
 from irlint.model import IRFile
 from irlint.model.layers import Places, layer_prefix, with_layer
 from irlint.model.pipeline import halves

@@ -1,7 +1,7 @@
 """RC001 recompute-not-applied: asked to recompute, no copy, and backward keeps the output."""
 from __future__ import annotations
 
-from irlint.accounts.memory import stake, staked
+from irlint.accounts.stake import stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
 

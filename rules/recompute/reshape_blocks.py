@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from irlint.accounts.memory import stake, staked
+from irlint.accounts.stake import stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
 

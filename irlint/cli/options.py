@@ -1,0 +1,80 @@
+"""What several commands share of their options: --debug, --follow-links, rule selectors, and the
+config a lint uses with the command-line options over it."""
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..runner.config import Config, ConfigError, check_selectors, load_config
+
+_debug = False
+
+
+def debugging() -> bool:
+    """Whether this run shows tracebacks of internal errors (--debug)."""
+    return _debug
+
+
+def reset_debug() -> None:
+    global _debug
+    _debug = False  # --debug of one run must not outlive it (tests, API users run several)
+
+
+def _set_debug(ctx, param, value):
+    global _debug
+    _debug = _debug or bool(value)
+    return value
+
+
+debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
+                            help="Show tracebacks of internal errors.")
+follow_links_option = click.option(
+    "-L", "--follow-links", is_flag=True,
+    help="Follow every link to a folder (as find -L). Without it, a link out of the named folder is followed "
+         "only when its target holds graph IR dumps or rank_N/ folders.")
+
+
+def split_values(ctx, param, values) -> list[str] | None:
+    """Repeated and comma-separated values: --select RC001,RC002 --select PC. An option given
+    with nothing in it (`--select ""`) is a usage error, as in ruff: it must not mean "the defaults"."""
+    if not values:
+        return []
+    out = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not out:
+        raise click.BadParameter("empty rule selector (give a rule code, prefix, name or ALL)")
+    return out
+
+
+def load_config_for(config_file, path):
+    """The config a lint of PATH uses: --config, else the first found upward from PATH, then from the
+    working directory (`irlint config PATH` shows the same)."""
+    return load_config(config_file, starts=[path, os.getcwd()] if path else [os.getcwd()])
+
+
+def apply_options(config: Config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir=None,
+                  rule_timeout=None) -> None:
+    """Command-line options over the config file: --select replaces the file's whole selection (as in
+    ruff), then --extend-select/--ignore add."""
+    if select:
+        config.select, config.extend_select, config.ignore = list(select), [], []
+    config.extend_select += list(extend_select)
+    config.ignore += list(ignore)
+    if all_stages:
+        config.all_stages = True
+    if jobs is not None:
+        config.jobs = jobs
+    if no_cache:
+        config.cache = False
+    if cache_dir:
+        config.cache_dir = cache_dir
+    if rule_timeout is not None:
+        config.rule_timeout = rule_timeout
+
+
+def check_option_selectors(known: list, **options) -> None:
+    for key, values in options.items():
+        try:
+            check_selectors(Config(select=list(values)), known)
+        except ConfigError as exc:   # name the option, not the config key
+            raise ConfigError(f"--{key.replace('_', '-')}{str(exc)[len('select'):]}") from None
