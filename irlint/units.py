@@ -1,5 +1,6 @@
-"""The one way irlint writes a byte count for people (text and HTML): binary units, three
-significant figures (``165 KiB``, ``1.21 GiB``). Machine formats carry the exact bytes."""
+"""The one way irlint writes a byte count (binary units) or a FLOP count (decimal units) for people
+(text and HTML): three significant figures (``165 KiB``, ``1.21 GiB``, ``3.34 GFLOP``). Machine
+formats carry the exact counts."""
 from __future__ import annotations
 
 _UNITS = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -9,21 +10,27 @@ def human_bytes(n: int | float | None) -> str:
     """``n`` bytes for a person: exact under 1 KiB (``912 bytes``), else three significant figures
     of the largest binary unit it reaches (``5.50 KiB``, ``165 KiB``, ``1.21 GiB``); ``? bytes``
     when unknown. A negative count (a change) keeps its sign."""
+    return _scaled(n, 1024, _UNITS)
+
+
+def _scaled(n: int | float | None, base: int, units: tuple[str, ...]) -> str:
+    """``n`` in the largest of ``units`` (each ``base`` times the one before) it reaches, three
+    significant figures; exact below ``base``; ``?`` when unknown; the sign of a change kept."""
     if n is None:
-        return "? bytes"
+        return f"? {units[0]}"
     sign = "-" if n < 0 else ""
     n = abs(n)
-    if n < 1024:
-        return f"{sign}{n:g} bytes" if isinstance(n, float) else f"{sign}{n} bytes"
+    if n < base:
+        return f"{sign}{n:g} {units[0]}" if isinstance(n, float) else f"{sign}{n} {units[0]}"
     value, unit = float(n), 0
-    while value >= 1024 and unit < len(_UNITS) - 1:
-        value /= 1024
+    while value >= base and unit < len(units) - 1:
+        value /= base
         unit += 1
-    if round(value, 2 if value < 10 else 1 if value < 100 else 0) >= 1024 and unit < len(_UNITS) - 1:
-        value /= 1024   # 1023.9 KiB rounds to 1024 KiB: say 1.00 MiB
+    if round(value, 2 if value < 10 else 1 if value < 100 else 0) >= base and unit < len(units) - 1:
+        value /= base   # 1023.9 KiB rounds to 1024 KiB: say 1.00 MiB
         unit += 1
     digits = 2 if value < 10 else 1 if value < 100 else 0
-    return f"{sign}{value:.{digits}f} {_UNITS[unit]}"
+    return f"{sign}{value:.{digits}f} {units[unit]}"
 
 
 def percent_change(before: int, after: int) -> str:
@@ -35,24 +42,10 @@ def percent_change(before: int, after: int) -> str:
     return text.replace(".0", "") + "%" if text.endswith(".0") else text + "%"
 
 
-_SI = ("", "k", "M", "G", "T", "P", "E")
+_SI_FLOP = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP")
 
 
 def human_flops(n: int | float | None) -> str:
     """``n`` floating-point operations for a person: exact under 1,000 (``512 FLOP``), else three
     significant figures of the largest decimal unit it reaches (``1.67 MFLOP``, ``3.34 GFLOP``)."""
-    if n is None:
-        return "? FLOP"
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    if n < 1000:
-        return f"{sign}{n:g} FLOP" if isinstance(n, float) else f"{sign}{n} FLOP"
-    value, unit = float(n), 0
-    while value >= 1000 and unit < len(_SI) - 1:
-        value /= 1000
-        unit += 1
-    if round(value, 2 if value < 10 else 1 if value < 100 else 0) >= 1000 and unit < len(_SI) - 1:
-        value /= 1000
-        unit += 1
-    digits = 2 if value < 10 else 1 if value < 100 else 0
-    return f"{sign}{value:.{digits}f} {_SI[unit]}FLOP"
+    return _scaled(n, 1000, _SI_FLOP)

@@ -11,12 +11,13 @@ from .options import follow_links_option
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..accounts.memory import OUTSIDE
-from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, forget_buffers, read_stdin
+from ..runner.discover import DumpFile
 from ..reporters.printable import printable_name, printable_text
 from ..units import human_bytes as human
 from .exits import EXIT_ERROR, fail
 from ..runner.discover import final_files
 from .memory import json_files, read_finals
+from .inputs import account_inputs
 from .outputs import emit
 
 JSON_VERSION = 1
@@ -145,21 +146,7 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     Not counted: bytes sent, communication the backend adds after the front-end graph, and
     repeated micro-batches (a graph is counted once).
     """
-    try:
-        forget_buffers()
-        if STDIN in paths:
-            read_stdin()
-        from .outputs import check_targets, prepare_output
-
-        check_targets({"output": output})
-        if output:
-            prepare_output(output)
-        # a path that cannot be used is named with the other problems; the rest is reported
-        found = discover_inputs(list(paths), follow_links=follow_links)
-        files, problems = found.files, found.diagnostics
-        check_targets({"output": output}, files, paths)
-    except InputError as exc:
-        fail(str(exc))
+    files, problems = account_inputs(paths, output, follow_links)
     chosen = final_files(files, COMM_STAGES)
     if not chosen:
         fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))

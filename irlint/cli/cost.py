@@ -10,7 +10,7 @@ import click
 
 from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount, account
 from ..accounts.memory import OUTSIDE
-from ..runner.discover import STDIN, DumpFile, InputError, case_of, discover_inputs, forget_buffers, read_stdin
+from ..runner.discover import DumpFile, case_of
 from .options import follow_links_option
 from .depth import config_json, config_option, config_text, resolve, stage_note
 from ..units import human_bytes
@@ -18,6 +18,7 @@ from ..units import human_flops as flops
 from .exits import EXIT_ERROR, fail
 from ..runner.discover import final_files
 from .memory import project_all, read_finals
+from .inputs import account_inputs
 from .outputs import emit
 
 JSON_VERSION = 1
@@ -292,25 +293,9 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
     Not counted: data movement, communication time, the optimizer, what the backend fuses after
     the front-end graph, repeated micro-batches (a graph is counted once).
     """
-    profile = None
     depth = resolve(layers, config, fail)
-    try:
-        forget_buffers()
-        if STDIN in paths:
-            read_stdin()
-        from .outputs import check_targets, prepare_output
-
-        check_targets({"output": output})
-        if output:
-            prepare_output(output)
-        if mc2 or device:
-            profile = _profile(device)
-        # a path that cannot be used is named with the other problems; the rest is reported
-        found = discover_inputs(list(paths), follow_links=follow_links)
-        files, problems = found.files, found.diagnostics
-        check_targets({"output": output}, files, paths)
-    except InputError as exc:
-        fail(str(exc))
+    profile = _profile(device) if mc2 or device else None   # a device file the run cannot use: before anything
+    files, problems = account_inputs(paths, output, follow_links)
     chosen = final_files(files, COST_STAGES)
     if not chosen:
         fail("no final-stage graph dump (" + ", ".join(COST_STAGES) + ") found in " + ", ".join(paths))

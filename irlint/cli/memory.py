@@ -11,11 +11,11 @@ from .depth import config_json, config_option, config_text, resolve, stage_note
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import (STDIN, DumpFile, InputError, case_of, discover_inputs, final_files, forget_buffers,
-                               read_stdin)
+from ..runner.discover import (DumpFile, case_of, final_files)
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..units import human_bytes
 from .exits import EXIT_ERROR, fail
+from .inputs import account_inputs
 from .outputs import emit
 
 JSON_VERSION = 1
@@ -340,21 +340,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     fp16 casts of weights; their total is shown apart).
     """
     depth = resolve(layers, config, fail)
-    try:
-        forget_buffers()
-        if STDIN in paths:
-            read_stdin()
-        from .outputs import check_targets, prepare_output
-
-        check_targets({"output": output})
-        if output:
-            prepare_output(output)
-        # a path that cannot be used is named with the other problems; the rest is reported
-        found = discover_inputs(list(paths), follow_links=follow_links)
-        files, problems = found.files, found.diagnostics
-        check_targets({"output": output}, files, paths)
-    except InputError as exc:
-        fail(str(exc))
+    files, problems = account_inputs(paths, output, follow_links)
     chosen = final_files(files, MEMORY_STAGES)
     if not chosen:
         fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
