@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .units import human_bytes, human_flops
+from .units import human_bytes, human_flops, spans
 
 if TYPE_CHECKING:
     from .findings import Finding
@@ -17,24 +17,6 @@ if TYPE_CHECKING:
 MAX = 160
 CAUSE_MIN = 30   # characters of the cause worth keeping over the fix
 _LAYER_IN_PATH = re.compile(r"(?:\A|\.)(\d+)(?:\.|\Z)")
-
-
-def spans(numbers: list[int]) -> list[str]:
-    """[0, 1, 2, 5, 7, 8] -> ['0–2', '5', '7–8']."""
-    out: list[str] = []
-    start: int | None = None
-    prev = 0
-    for n in sorted(set(numbers)):
-        if start is None:
-            start = prev = n
-        elif n == prev + 1:
-            prev = n
-        else:
-            out.append(f"{start}–{prev}" if prev != start else str(start))
-            start = prev = n
-    if start is not None:
-        out.append(f"{start}–{prev}" if prev != start else str(start))
-    return out
 
 
 def layers_text(layers: tuple[str, ...]) -> str:

@@ -49,3 +49,21 @@ def human_flops(n: int | float | None) -> str:
     """``n`` floating-point operations for a person: exact under 1,000 (``512 FLOP``), else three
     significant figures of the largest decimal unit it reaches (``1.67 MFLOP``, ``3.34 GFLOP``)."""
     return _scaled(n, 1000, _SI_FLOP)
+
+
+def spans(numbers, dash: str = "–") -> list[str]:
+    """[0, 1, 2, 5, 7, 8] -> ['0–2', '5', '7–8']: runs of consecutive numbers, each once."""
+    out: list[str] = []
+    start: int | None = None
+    prev = 0
+    for n in sorted(set(numbers)):
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            out.append(f"{start}{dash}{prev}" if prev != start else str(start))
+            start = prev = n
+    if start is not None:
+        out.append(f"{start}{dash}{prev}" if prev != start else str(start))
+    return out

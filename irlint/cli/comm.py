@@ -10,7 +10,6 @@ import click
 from .options import follow_links_option
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
-from ..accounts.memory import OUTSIDE
 from ..runner.discover import DumpFile
 from ..reporters.printable import printable_name, printable_text
 from ..units import human_bytes as human
@@ -19,6 +18,7 @@ from ..runner.discover import final_files
 from .memory import json_files, read_finals
 from .inputs import account_inputs
 from .outputs import emit
+from .tables import files_line, layer_order, plain_console, text_of
 
 JSON_VERSION = 1
 
@@ -39,26 +39,14 @@ def headline(entries: list[dict]) -> str:
 
 
 def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
-    import io
-
-    from rich.console import Console
     from rich.table import Table
 
-    from ..reporters import UNLIMITED_WIDTH
-
-    buffer = io.StringIO()
-    out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False,
-                  soft_wrap=False)
+    out, buffer = plain_console(width)
     label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
     many = len(entries) > 1
     out.print(headline(entries), soft_wrap=True)
-    if not many:
-        out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
-    else:
-        for name, e in zip(label, entries):
-            out.print(f"{name}: {e['file']} ({e['stage']})")
-    layers = sorted({row["layer"] for e in entries for row in e["layers"]},
-                    key=lambda name: (name == OUTSIDE, int(name) if name.isdigit() else 0))
+    files_line(out, label, entries)
+    layers = layer_order(entries)
     table = Table(title="Bytes received per rank and step, per layer", title_justify="left")
     table.add_column("layer")
     columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")
@@ -107,7 +95,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                 out.print(f"{e['file']}:{c['line']}: collective of unknown size, counted as 0 bytes: "
                           f"{c['node']} {c['op']}", soft_wrap=True)
     out.print(SCOPE_NOTE, soft_wrap=True)
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+    return text_of(buffer)
 
 
 def recompute_table(e: dict, name: str | None):

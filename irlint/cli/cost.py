@@ -9,7 +9,6 @@ import sys
 import click
 
 from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount, account
-from ..accounts.memory import OUTSIDE
 from ..runner.discover import DumpFile, case_of
 from .options import follow_links_option
 from .depth import config_json, config_option, config_text, resolve, stage_note
@@ -20,6 +19,7 @@ from ..runner.discover import final_files
 from .memory import project_all, read_finals
 from .inputs import account_inputs
 from .outputs import emit
+from .tables import by_case, files_line, layer_order, plain_console, text_of
 
 JSON_VERSION = 1
 LAYER_FIELDS = ("forward_flops", "backward_flops", "recompute_flops", "forward_elementwise_flops",
@@ -104,26 +104,12 @@ def mc2_entry(ir, profile) -> dict:
 # --- text -------------------------------------------------------------------------------------
 
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
-    import io
-
-    from rich.console import Console
-
-    from ..reporters import UNLIMITED_WIDTH
-
-    buffer = io.StringIO()
-    out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False,
-                  soft_wrap=False)
-    groups: dict[str, list[dict]] = {}
-    for e, case in zip(entries, cases or [""] * len(entries)):
-        groups.setdefault(case, []).append(e)
-    for i, (case, group) in enumerate(groups.items()):
-        if i:
-            out.print()
-        _render_case(out, case if len(groups) > 1 else "", group)
+    out, buffer = plain_console(width)
+    by_case(out, entries, cases, _render_case)
     out.print(SCOPE_NOTE, soft_wrap=True)
     if any(e.get("projected") for e in entries):
         out.print(PROJECTED_NOTE, soft_wrap=True)
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+    return text_of(buffer)
 
 
 def _render_case(out, case: str, entries: list[dict]) -> None:
@@ -135,13 +121,8 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
     by_rank = None not in ranks and len(set(ranks)) == len(ranks)
     label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
     many = len(entries) > 1
-    if not many:
-        out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
-    else:
-        for name, e in zip(label, entries):
-            out.print(f"{name}: {e['file']} ({e['stage']})")
-    layers = sorted({row["layer"] for e in entries for row in e["layers"]},
-                    key=lambda name: (name == OUTSIDE, int(name) if name.isdigit() else 0))
+    files_line(out, label, entries)
+    layers = layer_order(entries)
     table = Table(title="FLOPs per rank and step, per layer", title_justify="left")
     table.add_column("layer")
     columns = ("forward", "backward", "recompute", "element-wise")

@@ -17,6 +17,7 @@ from ..units import human_bytes
 from .exits import EXIT_ERROR, fail
 from .inputs import account_inputs
 from .outputs import emit
+from .tables import by_case, files_line, plain_console, text_of
 
 JSON_VERSION = 1
 AT_STAKE_NOTE = ("At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
@@ -201,25 +202,12 @@ def in_flight(e: dict) -> str:
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
     """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
     ranks side by side."""
-    import io
-
-    from rich.console import Console
-
-    from ..reporters import UNLIMITED_WIDTH
-
-    buffer = io.StringIO()
-    out = Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False, soft_wrap=False)
-    groups: dict[str, list[dict]] = {}
-    for e, case in zip(entries, cases or [""] * len(entries)):
-        groups.setdefault(case, []).append(e)
-    for i, (case, group) in enumerate(groups.items()):
-        if i:
-            out.print()
-        _render_case(out, case if len(groups) > 1 else "", group)
+    out, buffer = plain_console(width)
+    by_case(out, entries, cases, _render_case)
     out.print(SCOPE_NOTE, soft_wrap=True)
     if rule_codes(entries):
         out.print(AT_STAKE_NOTE, soft_wrap=True)
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+    return text_of(buffer)
 
 
 def _render_case(out, case: str, entries: list[dict]) -> None:
@@ -258,11 +246,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         table.add_row("in flight", *[c for e in entries for c in (
             (in_flight(e), *blank) if e["micro_batches"] > 1 else ("", *blank))])
         table.add_row("peak", *[c for e in entries for c in (human_bytes(e["peak_kept_bytes"]), *blank)])
-    if not many:
-        out.print(f"{entries[0]['file']} ({entries[0]['stage']})")
-    else:
-        for name, e in zip(label, entries):
-            out.print(f"{name}: {e['file']} ({e['stage']})")
+    files_line(out, label, entries)
     out.print(table)
     for name, e in zip(label, entries):
         if not e["layers"]:

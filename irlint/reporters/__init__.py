@@ -67,20 +67,9 @@ def rule_classes(report: Report, ctx: RenderContext) -> list:
 
 def ranks_text(ranks: tuple[int, ...]) -> str:
     """(0, 1, 2, 3, 6) -> 'ranks 0-3,6'."""
-    parts: list[str] = []
-    start: int | None = None
-    prev = 0
-    for r in sorted(ranks):
-        if start is None:
-            start = prev = r
-        elif r == prev + 1:
-            prev = r
-        else:
-            parts.append(f"{start}-{prev}" if prev != start else str(start))
-            start = prev = r
-    if start is not None:
-        parts.append(f"{start}-{prev}" if prev != start else str(start))
-    return "ranks " + ",".join(parts)
+    from ..units import spans
+
+    return "ranks " + ",".join(spans(ranks, "-"))
 
 
 def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, mode: int | None = None) -> None:
