@@ -10,7 +10,7 @@ from irlint.model import IRFile
 from irlint.model.layers import Places
 from irlint.units import human_flops
 
-from .keys import KeyNeed, _forward_keys
+from .keys import KeyNeed, tagged_in_layer
 
 
 def step_flops(ir: IRFile) -> int:
@@ -36,7 +36,7 @@ def recomputed_by_fix(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNe
     for n in needs:
         if n.key and n.needed:
             layer = places.layer(n.node)[0]
-            for v in _forward_keys(ir, ir[n.node]["op"]).get((layer, n.key), ()):
+            for v in tagged_in_layer(ir, ir[n.node]["op"], n.key, layer):
                 ops.setdefault(v)
     return list(ops)
 

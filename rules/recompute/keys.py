@@ -241,20 +241,27 @@ def folded_caller_key(ir: IRFile, v: int) -> str | None:
     return _caller_key(ir, v)
 
 
-def _forward_keys(ir: IRFile, op: str) -> dict[tuple[str, str], list[int]]:
-    """(layer, key) -> the forward ops of type ``op`` a select key tags (one walk per file and op)."""
-    cache: dict[str, dict[tuple[str, str], list[int]]] = ir.__dict__.setdefault("_recompute_keys_by_op", {})
+def _forward_keys(ir: IRFile, op: str) -> dict[str, list[int]]:
+    """key -> the forward ops of type ``op`` a select key tags (one walk per file and op). The
+    layer is not part of it: resolving every op's layer costs more than the keys, and a caller
+    asks for the layer of the few ops one key tags (``tagged_in_layer``)."""
+    cache: dict[str, dict[str, list[int]]] = ir.__dict__.setdefault("_recompute_keys_by_op", {})
     found = cache.get(op)
     if found is None:
         found = cache[op] = {}
-        places = Places.of(ir)
         for k in ir.nodes_by_op(op):
             if ir[k]["kind"] != "cnode" or ir.is_backward(k) or ir.is_recompute_copy(k):
                 continue
             key, _ = node_select_key(ir, k)
             if key is not None:
-                found.setdefault((places.layer(k)[0], key), []).append(k)
+                found.setdefault(key, []).append(k)
     return found
+
+
+def tagged_in_layer(ir: IRFile, op: str, key: str, layer: str) -> list[int]:
+    """The forward ops of type ``op`` in ``layer`` that ``key`` tags."""
+    places = Places.of(ir)
+    return [k for k in _forward_keys(ir, op).get(key, ()) if places.layer(k)[0] == layer]
 
 
 _MATMULS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
@@ -322,7 +329,7 @@ def weight_cell_key(ir: IRFile, v: int) -> str | None:
 def _also_tags(ir: IRFile, v: int, layer: str, key: str) -> str:
     """A note when ``key`` tags other forward ops of ``v``'s layer too (a cell calls one
     primitive for several ops: a Linear's ``reshape`` of its input and output)."""
-    more = [n for n in _forward_keys(ir, ir[v]["op"]).get((layer, key), []) if n != v]
+    more = [n for n in tagged_in_layer(ir, ir[v]["op"], key, layer) if n != v]
     if not more:
         return ""
     shown = ", ".join(ir.describe(n) for n in more[:3]) + (", …" if len(more) > 3 else "")
