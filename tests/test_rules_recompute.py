@@ -633,3 +633,31 @@ def test_bytes_at_stake_of_a_transpose_blocked_op_are_the_kept_transpose_output(
     f = next(f for f in check(ir, "RC001") if f.node == "%33")
     assert f.bytes_at_stake == 4 * 16 * 16 * 2
     assert dict(f.extra)["layers_with_problem"] == 2   # layer 1's bmm2 is blocked too
+
+
+def test_following_the_one_op_cell_and_reshape_hints_frees_what_the_findings_priced():
+    """aliased-scopes-l4 recompiled as the hints say (``llama_layers.py`` with the SiLU as a
+    primitive that is tagged itself, and w2's input Reshape tagged): no RC finding is left, and
+    each select layer keeps exactly the bytes RC001 and RC002 priced fewer."""
+    from irlint.accounts.memory import account
+    from irlint.runner.config import Config
+    from irlint.runner.engine import lint
+
+    base = TESTS / "fixtures" / "recompute" / "aliased-scopes-l4"
+    fixed = TESTS / "fixtures" / "recompute" / "aliased-scopes-l4_fixed"
+    before = lint([str(base)], Config(group=False))
+    after = lint([str(fixed)], Config(group=False))
+    assert not [f for f in after.findings if f.code.startswith("RC")]
+    priced: dict[str, int] = {}
+    for f in before.findings:
+        if f.code in ("RC001", "RC002"):
+            priced[f.layer] = priced.get(f.layer, 0) + (f.bytes_at_stake or 0)
+    assert sorted(priced) == ["1", "2", "3"]
+
+    def kept(folder):
+        path = folder / "21_validate_0076.ir.gz"
+        ir = read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+        return {row.layer: row.kept_bytes for row in account(ir).layers()}
+
+    old, new = kept(base), kept(fixed)
+    assert {layer: old[layer] - new[layer] for layer in priced} == priced
