@@ -16,6 +16,7 @@ Measures (each repeated, median wall time, median CPU time and the largest peak 
                                                      to rank_1..7 when the folder has fewer)
 Generated input is kept in bench/out/ (git-ignored); results go to bench/results.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,14 @@ ROOT = HERE.parent
 PARALLEL = ROOT.parent / "shared" / "corpus" / "par-mismatch-ffn_col_col"
 RANKS = 8
 # issue 12 (2-core machine, ratios within one run)
-TARGETS = {"b_over_a_max": 3.0, "c_over_a_max": 15.0, "d_mb_s_per_core_min": 60.0, "e_over_b_max": 0.1,
-           "b_peak_rss_max_mb": 1024.0, "d_peak_rss_max_x_file": 3.0}
+TARGETS = {
+    "b_over_a_max": 3.0,
+    "c_over_a_max": 15.0,
+    "d_mb_s_per_core_min": 60.0,
+    "e_over_b_max": 0.1,
+    "b_peak_rss_max_mb": 1024.0,
+    "d_peak_rss_max_x_file": 3.0,
+}
 
 
 def generate(out: Path, *args: str) -> Path:
@@ -84,8 +91,13 @@ def machine() -> dict:
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
     except OSError:
         pass
-    return {"date": dt.datetime.now().isoformat(timespec="seconds"), "nproc": os.cpu_count(),
-            "python": platform.python_version(), "cpu": cpu or platform.processor(), "platform": platform.platform()}
+    return {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "cpu": cpu or platform.processor(),
+        "platform": platform.platform(),
+    }
 
 
 def parallel_folder(source: Path, out: Path) -> Path:
@@ -108,11 +120,15 @@ def parallel_folder(source: Path, out: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", type=int, default=80, help="decoder layers of the generated folder (default 80)")
-    ap.add_argument("--big-size", default="110M",
-                    help="(d) reads the largest file; if it is smaller than this, one stage file is generated "
-                         "with enough layers to reach it (default 110M)")
-    ap.add_argument("--parallel", default=str(PARALLEL),
-                    help=f"a real multi-rank folder for (pa)-(pc) (default {PARALLEL.name})")
+    ap.add_argument(
+        "--big-size",
+        default="110M",
+        help="(d) reads the largest file; if it is smaller than this, one stage file is generated "
+        "with enough layers to reach it (default 110M)",
+    )
+    ap.add_argument(
+        "--parallel", default=str(PARALLEL), help=f"a real multi-rank folder for (pa)-(pc) (default {PARALLEL.name})"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--small", action="store_true", help="3 layers, 1 repeat, no big file: a quick check")
     ap.add_argument("--out", default=str(HERE / "out"), help="where generated input is kept (default bench/out)")
@@ -131,14 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     if not a.small:
         want = _size(a.big_size)
         if largest.stat().st_size < want:
-            bigdir = generate(out / f"big-{largest.name}-{a.big_size}", "--files", largest.name,
-                              "--target-size", a.big_size)
+            bigdir = generate(
+                out / f"big-{largest.name}-{a.big_size}", "--files", largest.name, "--target-size", a.big_size
+            )
             big = max(dump_files(bigdir), key=lambda p: p.stat().st_size)
     big_bytes = big.stat().st_size
     par = parallel_folder(Path(a.parallel), out)
     par_bytes = sum(p.stat().st_size for p in dump_files(par))
-    print(f"folder: {folder} ({len(files)} dump files, {folder_bytes / 1e6:.1f} MB); "
-          f"(d) file: {big} ({big_bytes / 1e6:.1f} MB); parallel: {par} ({par_bytes / 1e6:.1f} MB)", flush=True)
+    print(
+        f"folder: {folder} ({len(files)} dump files, {folder_bytes / 1e6:.1f} MB); "
+        f"(d) file: {big} ({big_bytes / 1e6:.1f} MB); parallel: {par} ({par_bytes / 1e6:.1f} MB)",
+        flush=True,
+    )
 
     irlint = [sys.executable, "-m", "irlint"]
     cmds = {
@@ -161,13 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         harness.compile_installed()
         for i in range(a.repeat):
             for name in cmds:
-                if name in ("b", "c", "pb", "pc"):   # cold: an empty cache; (e) follows (b) and reads what (b) wrote
+                if name in ("b", "c", "pb", "pc"):  # cold: an empty cache; (e) follows (b) and reads what (b) wrote
                     shutil.rmtree(tmp, ignore_errors=True)
                     os.makedirs(tmp, exist_ok=True)
                 wall, rss, cpu = run(cmds[name], env)
                 samples[name].append((wall, rss, cpu))
-                print(f"  run {i + 1}/{a.repeat} ({name:>2}) {wall:8.2f} s  {cpu:8.2f} s CPU  {rss:8.1f} MB peak RSS",
-                      flush=True)
+                print(
+                    f"  run {i + 1}/{a.repeat} ({name:>2}) {wall:8.2f} s  {cpu:8.2f} s CPU  {rss:8.1f} MB peak RSS",
+                    flush=True,
+                )
 
     med = {k: statistics.median(w for w, _, _ in v) for k, v in samples.items()}
     cpu = {k: statistics.median(c for _, _, c in v) for k, v in samples.items()}
@@ -194,29 +216,47 @@ def main(argv: list[str] | None = None) -> int:
         "d_peak_rss": figures["d_peak_rss_x_file"] <= TARGETS["d_peak_rss_max_x_file"],
     }
     result = {
-        "machine": machine(), "layers": a.layers, "repeat": a.repeat, "small": a.small,
+        "machine": machine(),
+        "layers": a.layers,
+        "repeat": a.repeat,
+        "small": a.small,
         "folder": {"path": str(folder), "files": len(files), "bytes": folder_bytes},
         "big_file": {"path": str(big), "bytes": big_bytes},
         "parallel": {"path": str(par), "bytes": par_bytes},
         "commands": {k: " ".join(v) for k, v in cmds.items()},
-        "median_s": med, "median_cpu_s": cpu, "peak_rss_mb": rss, "samples": samples,
-        "figures": figures, "targets": TARGETS, "met": met,
+        "median_s": med,
+        "median_cpu_s": cpu,
+        "peak_rss_mb": rss,
+        "samples": samples,
+        "figures": figures,
+        "targets": TARGETS,
+        "met": met,
     }
     Path(a.results).write_text(json.dumps(result, indent=2) + "\n")
     print()
     for k in cmds:
-        print(f"({k:>2}) {med[k]:8.2f} s median  {cpu[k]:8.2f} s CPU  {rss[k]:8.1f} MB peak RSS   {result['commands'][k]}")
+        print(
+            f"({k:>2}) {med[k]:8.2f} s median  {cpu[k]:8.2f} s CPU  {rss[k]:8.1f} MB peak RSS   {result['commands'][k]}"
+        )
     ok = lambda key: "met" if met[key] else "MISSED"  # noqa: E731
     print(f"(b)/(a) = {figures['b_over_a']:.2f}  (target <= 3)       {ok('b_over_a')}")
-    print(f"(c)/(a) = {figures['c_over_a']:.2f}  (target <= 15)      {ok('c_over_a')}  "
-          f"({figures['c_mb_s']:.1f} MB/s over the whole folder)")
-    print(f"(d)     = {figures['d_mb_s_per_core']:.1f} MB/s on one core, wall (target >= 60)  {ok('d_mb_s_per_core')};  "
-          f"{figures['d_mb_s_per_cpu_second']:.1f} MB per CPU second;  (d)/(g) = {figures['d_over_g']:.1f}")
+    print(
+        f"(c)/(a) = {figures['c_over_a']:.2f}  (target <= 15)      {ok('c_over_a')}  "
+        f"({figures['c_mb_s']:.1f} MB/s over the whole folder)"
+    )
+    print(
+        f"(d)     = {figures['d_mb_s_per_core']:.1f} MB/s on one core, wall (target >= 60)  {ok('d_mb_s_per_core')};  "
+        f"{figures['d_mb_s_per_cpu_second']:.1f} MB per CPU second;  (d)/(g) = {figures['d_over_g']:.1f}"
+    )
     print(f"(e)/(b) = {figures['e_over_b']:.3f}  (target <= 0.1)     {ok('e_over_b')}")
-    print(f"RSS (b) = {rss['b']:.0f} MB (target <= 1024)  {ok('b_peak_rss')};  "
-          f"RSS (d) = {figures['d_peak_rss_x_file']:.2f} x file (target <= 3)  {ok('d_peak_rss')}")
-    print(f"parallel: (pb)/(pa) = {figures['pb_over_pa']:.1f}, (pc)/(pa) = {figures['pc_over_pa']:.1f}, "
-          f"(pe)/(pb) = {figures['pe_over_pb']:.3f}")
+    print(
+        f"RSS (b) = {rss['b']:.0f} MB (target <= 1024)  {ok('b_peak_rss')};  "
+        f"RSS (d) = {figures['d_peak_rss_x_file']:.2f} x file (target <= 3)  {ok('d_peak_rss')}"
+    )
+    print(
+        f"parallel: (pb)/(pa) = {figures['pb_over_pa']:.1f}, (pc)/(pa) = {figures['pc_over_pa']:.1f}, "
+        f"(pe)/(pb) = {figures['pe_over_pb']:.3f}"
+    )
     print(f"written: {a.results}")
     if a.small:
         print("(--small: interpreter start-up dominates every figure; the targets are for the full run)")

@@ -7,6 +7,7 @@ sides and grep over both folders, in the same rounds (bench/harness.py).
 A diff lints both sides (each rule on its final stage file) and then reads the final graph of
 each rank once more, for the node matching and the memory account.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,11 +27,17 @@ out = tempfile.mkdtemp(prefix="irlint-diff-bench-")
 env = dict(os.environ, IRLINT_CACHE_DIR=os.path.join(out, "cache"))
 irlint, sides = args.irlint, [args.before, args.after]
 warm = [irlint, "diff", *sides, "--format", "json", "-o", f"{out}/diff-warm.json"]
-run(warm, env)   # fills the cache
+run(warm, env)  # fills the cache
 jobs = {
     "grep both": lambda: grep(sides, f"{out}/grep.txt"),
-    "lint both (cold)": lambda: run(["sh", "-c", f"'{irlint}' -n -q '{args.before}' -o '{out}/a.txt'; "
-                                                 f"'{irlint}' -n -q '{args.after}' -o '{out}/b.txt'"], env),
+    "lint both (cold)": lambda: run(
+        [
+            "sh",
+            "-c",
+            f"'{irlint}' -n -q '{args.before}' -o '{out}/a.txt'; '{irlint}' -n -q '{args.after}' -o '{out}/b.txt'",
+        ],
+        env,
+    ),
     "diff json (cold)": lambda: run([irlint, "diff", "-n", *sides, "--format", "json", "-o", f"{out}/diff.json"], env),
     "diff json (warm)": lambda: run(warm, env),
     "diff html (cold)": lambda: run([irlint, "diff", "-n", *sides, "--format", "html", "-o", f"{out}/diff.html"], env),

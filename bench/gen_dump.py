@@ -67,9 +67,7 @@ HEAD_TOKENS = re.compile(
     r"|(?P<rsub>recompute_sub_graph: U64\()(?P<rsubv>\d+)\)"
 )
 # ... and in its other (non "# In file") lines: scopes and ref_key=... names.
-ATTR_TOKENS = re.compile(
-    r"(?P<lscope>layers-CellList/)0-|(?<![A-Za-z0-9_])(?P<lparam>layers\.)0\."
-)
+ATTR_TOKENS = re.compile(r"(?P<lscope>layers-CellList/)0-|(?<![A-Za-z0-9_])(?P<lparam>layers\.)0\.")
 # Ops that only gather/plumb values: a reference to a layer-0 parameter does not
 # make them layer-0 nodes unless every parameter they read is a layer-0 one.
 PLUMBING_OPS = {"MakeTuple", "MakeList", "UpdateState", "Depend", "TupleGetItem", "call"}
@@ -104,8 +102,23 @@ def is_graph_ir(path):
 class Rec:
     """One node record (or Return) of a subgraph: line range and facts."""
 
-    __slots__ = ("start", "end", "head_end", "id", "is_ret", "refs", "params",
-                 "scope", "otype", "uid", "fuid", "op", "grad", "dup", "label")
+    __slots__ = (
+        "start",
+        "end",
+        "head_end",
+        "id",
+        "is_ret",
+        "refs",
+        "params",
+        "scope",
+        "otype",
+        "uid",
+        "fuid",
+        "op",
+        "grad",
+        "dup",
+        "label",
+    )
 
 
 class Sub:
@@ -122,8 +135,8 @@ class Dump:
             lines.pop()
         self.lines = lines
         self.subs = []
-        self.params = []          # (line index, number, layer id or None)
-        self.hdr = {}             # header key -> line index
+        self.params = []  # (line index, number, layer id or None)
+        self.hdr = {}  # header key -> line index
         self._parse()
 
     def _parse(self):
@@ -175,7 +188,7 @@ class Dump:
             for key in ("# Total params:", "Total number of nodes:", "Total number of cnodes:"):
                 if line.startswith(key):
                     self.hdr[key] = i
-        if cur is not None:          # truncated file: body never closed
+        if cur is not None:  # truncated file: body never closed
             cur.close_line = None
             self._finish_sub(cur)
 
@@ -189,12 +202,12 @@ class Dump:
             while j < r.end and not ATTR_LINE.match(lines[j]):
                 j += 1
             r.head_end = j
-            head = "\n".join(lines[r.start:r.head_end])
+            head = "\n".join(lines[r.start : r.head_end])
             if r.is_ret:
                 body = head
                 r.op = "Return"
             else:
-                body = head.split(" = ", 1)[1] if " = " in head else head[head.find(")") + 1:]
+                body = head.split(" = ", 1)[1] if " = " in head else head[head.find(")") + 1 :]
                 r.op = re.split(r"[(\s]", body, 1)[0]
             r.refs = [int(x) for x in NODE_REF.findall(body)]
             r.params = [(int(a), b) for a, b in PARA_TOKEN.findall(body)]
@@ -322,8 +335,7 @@ def _sandwich(sub):
         for ref in r.refs:
             if ref in idx:
                 cons[idx[ref]].append(n)
-    cand = {n for n, r in enumerate(recs)
-            if r.label is None and not r.is_ret and r.refs and cons.get(n)}
+    cand = {n for n, r in enumerate(recs) if r.label is None and not r.is_ret and r.refs and cons.get(n)}
     changed = True
     while changed:
         changed = False
@@ -367,8 +379,9 @@ def _sandwich(sub):
 # Planning
 # --------------------------------------------------------------------------
 class Cfg:
-    def __init__(self, n_layers, src_layers, uid_stride, uid_base, rid_stride,
-                 rsub_stride, gap, chain, keep_bwd_scope=False):
+    def __init__(
+        self, n_layers, src_layers, uid_stride, uid_base, rid_stride, rsub_stride, gap, chain, keep_bwd_scope=False
+    ):
         self.n_layers = n_layers
         self.src_layers = src_layers
         self.new_layers = list(range(src_layers, n_layers))
@@ -385,12 +398,12 @@ class SubPlan:
     """Emission order and id mapping for one subgraph."""
 
     def __init__(self):
-        self.templates = []       # record indices of layer-0 records (copied)
-        self.tset = set()         # their ids
-        self.after = {}           # record index -> list of template indices copied after it
-        self.newid = {}           # (old id, layer) -> new id; layer 0/None = original
-        self.chain = None         # (X id, Y id, Z id, anchor index of Y's segment)
-        self.n_out = 0            # records (nodes + Return) emitted
+        self.templates = []  # record indices of layer-0 records (copied)
+        self.tset = set()  # their ids
+        self.after = {}  # record index -> list of template indices copied after it
+        self.newid = {}  # (old id, layer) -> new id; layer 0/None = original
+        self.chain = None  # (X id, Y id, Z id, anchor index of Y's segment)
+        self.n_out = 0  # records (nodes + Return) emitted
         self.ok = True
 
 
@@ -473,10 +486,12 @@ def find_chain(recs, p, cfg, seg_of):
         # a forward node that uses the value (UpdateState only orders side effects)
         return fwd(c) and recs[c].op != "UpdateState"
 
-    yc = [n for n in fwd_t if recs[n].otype and any(
-        recs[c].label != 0 and data_reader(c) for c in cons[n])]
-    zc = [n for n, r in enumerate(recs) if r.label == last and r.otype and fwd(n) and any(
-        recs[c].label is None and data_reader(c) for c in cons[n])]
+    yc = [n for n in fwd_t if recs[n].otype and any(recs[c].label != 0 and data_reader(c) for c in cons[n])]
+    zc = [
+        n
+        for n, r in enumerate(recs)
+        if r.label == last and r.otype and fwd(n) and any(recs[c].label is None and data_reader(c) for c in cons[n])
+    ]
     found = []
     for x in sorted(xc):
         t = recs[x].otype
@@ -521,7 +536,7 @@ def _number(p, recs, cfg):
 def resolve_orig(p, r_label, pos, ref):
     ch = p.chain
     if ch is not None and ref == ch[2] and r_label is None and pos > ch[3]:
-        return ch[1], -1                       # last copy's Y
+        return ch[1], -1  # last copy's Y
     return ref, None
 
 
@@ -575,16 +590,17 @@ def compile_template(lines, r, keep_bwd_scope=False):
 
     for j in range(r.start, r.end):
         line = lines[j]
-        if j >= r.head_end and (line.startswith(IN_FILE) or (
-                keep_bwd_scope and "# " in line and "(Gradients/" in line)):
+        if j >= r.head_end and (
+            line.startswith(IN_FILE) or (keep_bwd_scope and "# " in line and "(Gradients/" in line)
+        ):
             lit.append(line)
             lit.append("\n")
             continue
         rx = HEAD_TOKENS if j < r.head_end else ATTR_TOKENS
         pos = 0
-        first = (j == r.start)
+        first = j == r.start
         for m in rx.finditer(line):
-            lit.append(line[pos:m.start()])
+            lit.append(line[pos : m.start()])
             g = m.groupdict()
             if g.get("para") is not None:
                 flush()
@@ -637,9 +653,9 @@ class FileCtx:
         self.dump = dump
         self.cfg = cfg
         self.plans = plans
-        self.parmap = {}          # old param number -> new
-        self.newpara = {}         # (old layer-0 param number, layer) -> new number
-        self.par_after = {}       # params-list line index -> list of (old num, layer)
+        self.parmap = {}  # old param number -> new
+        self.newpara = {}  # (old layer-0 param number, layer) -> new number
+        self.par_after = {}  # params-list line index -> list of (old num, layer)
         self.inserted = 0
         self.l0_uids = set()
         for sub in dump.subs:
@@ -667,10 +683,10 @@ class FileCtx:
             if tmpl and cfg.new_layers:
                 self.par_after[run[-1][0]] = [(e[1], k, e[0]) for k in cfg.new_layers for e in tmpl]
         c = 0
-        for (i, num, _) in params:
+        for i, num, _ in params:
             c += 1
             self.parmap[num] = c
-            for (old, k, _) in self.par_after.get(i, ()):
+            for old, k, _ in self.par_after.get(i, ()):
                 c += 1
                 self.newpara[(old, k)] = c
         self.inserted = c - len(params)
@@ -736,7 +752,7 @@ def render_orig(lines, r, n, ctx, p):
         line = lines[j]
         if j < r.head_end:
             if remap:
-                first = (j == r.start)
+                first = j == r.start
 
                 def sub_ref(m, first=first):
                     if first and m.start() == 2:
@@ -793,8 +809,7 @@ def analyse(path, cfg):
     dump = Dump(text)
     del text
     label_layers(dump)
-    has_l0 = any(r.label == 0 for s in dump.subs for r in s.recs) or any(
-        e[2] == 0 for e in dump.params)
+    has_l0 = any(r.label == 0 for s in dump.subs for r in s.recs) or any(e[2] == 0 for e in dump.params)
     if not has_l0 or not cfg.new_layers:
         return None, stats
     plans = [plan_sub(sub, cfg, stats) for sub in dump.subs]
@@ -820,7 +835,7 @@ def generate_file(src, dst, cfg):
     res, stats = analyse(src, cfg)
     os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
     if os.path.lexists(dst):
-        os.remove(dst)          # --force: never write through an old hard link
+        os.remove(dst)  # --force: never write through an old hard link
     if res is None:
         shutil.copyfile(src, dst)
         stats["bytes"] = os.path.getsize(dst)
@@ -866,13 +881,13 @@ def generate_file(src, dst, cfg):
         if key == "# Total params:":
             m = re.search(r"(\d+)\s*$", line)
             if m:
-                line = line[:m.start(1)] + str(int(m.group(1)) + ctx.inserted) + line[m.end(1):]
+                line = line[: m.start(1)] + str(int(m.group(1)) + ctx.inserted) + line[m.end(1) :]
         elif key == "Total number of cnodes:":
             m = re.search(r"(\d+)\s*$", line)
             if m:
                 old_c = int(m.group(1))
                 new_c = old_c + added
-                line = line[:m.start(1)] + str(new_c) + line[m.end(1):]
+                line = line[: m.start(1)] + str(new_c) + line[m.end(1) :]
         elif key == "Total number of nodes:":
             m = re.search(r"(\d+)\s*$", line)
             c_line = dump.hdr.get("Total number of cnodes:")
@@ -881,11 +896,11 @@ def generate_file(src, dst, cfg):
                 oc = int(mc.group(1)) if mc else 0
                 if oc > 0:
                     nn = int(round(int(m.group(1)) * (oc + added) / oc))
-                    line = line[:m.start(1)] + str(nn) + line[m.end(1):]
+                    line = line[: m.start(1)] + str(nn) + line[m.end(1) :]
         w.write(ctx.sub_para(line) + "\n")
         extra = ctx.par_after.get(i)
         if extra:
-            for (old, k, src_line) in extra:
+            for old, k, src_line in extra:
                 s = PARAM_DECL.sub("%%para%d_" % ctx.newpara[(old, k)], lines[src_line], count=1)
                 s = LAYER_PARAM.sub("layers.%d." % k, s)
                 w.write(s + "\n")
@@ -942,9 +957,9 @@ def check_file(path, max_problems=20):
                         if cur_def != expect:
                             bad(lineno, "node id %%%d, expected %%%d" % (cur_def, expect))
                         expect = cur_def + 1
-                        body = line[m.end():]
+                        body = line[m.end() :]
                         eq = body.find(" = ")
-                        body = body[eq + 3:] if eq >= 0 else body
+                        body = body[eq + 3 :] if eq >= 0 else body
                         um = UID.search(body)
                         if um:
                             uids[um.group(1)] = uids.get(um.group(1), 0) + 1
@@ -1006,8 +1021,10 @@ def check_tree(root, jobs=1):
         dup += ndup
         for pr in probs:
             print("CHECK " + pr)
-    print("check: %d graph files under %s, %d problem(s); %d unique_id value(s) shared by several nodes "
-          "in the same file (informational: the real dumps do this too)" % (len(todo), root, total, dup))
+    print(
+        "check: %d graph files under %s, %d problem(s); %d unique_id value(s) shared by several nodes "
+        "in the same file (informational: the real dumps do this too)" % (len(todo), root, total, dup)
+    )
     return total
 
 
@@ -1059,8 +1076,14 @@ def _gen_job(args):
         return generate_file(src, dst, cfg)
     except Exception as e:  # never crash: copy the file through unchanged
         shutil.copyfile(src, dst)
-        return {"warnings": ["generator failed (%s: %s); copied unchanged" % (type(e).__name__, e)],
-                "chain": [], "copies": 0, "bytes": os.path.getsize(dst), "copied": True, "secs": 0}
+        return {
+            "warnings": ["generator failed (%s: %s); copied unchanged" % (type(e).__name__, e)],
+            "chain": [],
+            "copies": 0,
+            "bytes": os.path.getsize(dst),
+            "copied": True,
+            "secs": 0,
+        }
 
 
 def _est_job(args):
@@ -1075,34 +1098,52 @@ def _est_job(args):
 def _map(fn, items, jobs):
     if jobs > 1 and len(items) > 1:
         import multiprocessing as mp
+
         with mp.get_context("fork").Pool(jobs) as pool:
             return pool.map(fn, items, chunksize=1)
     return [fn(x) for x in items]
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--input", default=DEFAULT_INPUT, help="real save_graphs folder (default %(default)s)")
     ap.add_argument("--out", help="output folder (created; must be empty or absent)")
     ap.add_argument("--layers", type=int, default=80, help="total decoder layers in the output (default 80)")
-    ap.add_argument("--files", action="append",
-                    help="stage files to emit: glob(s) relative to --input, comma-separated, repeatable "
-                         "(default: every graph IR file, actor_set/ skipped)")
+    ap.add_argument(
+        "--files",
+        action="append",
+        help="stage files to emit: glob(s) relative to --input, comma-separated, repeatable "
+        "(default: every graph IR file, actor_set/ skipped)",
+    )
     ap.add_argument("--ranks", type=int, default=1, help="write rank_0/ .. rank_{R-1}/ (default 1: no rank folders)")
-    ap.add_argument("--rank-mode", choices=("hardlink", "copy"), default="hardlink",
-                    help="how rank_1.. are made from rank_0 (default hardlink; falls back to copy)")
-    ap.add_argument("--target-size", type=parse_size,
-                    help="choose --layers so that the output (all ranks) is about this size, e.g. 1G")
+    ap.add_argument(
+        "--rank-mode",
+        choices=("hardlink", "copy"),
+        default="hardlink",
+        help="how rank_1.. are made from rank_0 (default hardlink; falls back to copy)",
+    )
+    ap.add_argument(
+        "--target-size",
+        type=parse_size,
+        help="choose --layers so that the output (all ranks) is about this size, e.g. 1G",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed for the unique_id offset of the copies (default 0)")
-    ap.add_argument("--gap", type=int, default=4,
-                    help="layer-0 nodes separated by more than this many other nodes form separate blocks, "
-                         "each followed by its own copies (default 4)")
-    ap.add_argument("--no-chain", action="store_true",
-                    help="do not chain layer K's input to layer K-1's output")
-    ap.add_argument("--keep-backward-scope", action="store_true",
-                    help="leave 'Gradients/...layers-CellList/0-...' scopes of backward copies as they are, "
-                         "as MindSpore 2.10 prints them for every layer (default: rewrite to K like forward scopes)")
+    ap.add_argument(
+        "--gap",
+        type=int,
+        default=4,
+        help="layer-0 nodes separated by more than this many other nodes form separate blocks, "
+        "each followed by its own copies (default 4)",
+    )
+    ap.add_argument("--no-chain", action="store_true", help="do not chain layer K's input to layer K-1's output")
+    ap.add_argument(
+        "--keep-backward-scope",
+        action="store_true",
+        help="leave 'Gradients/...layers-CellList/0-...' scopes of backward copies as they are, "
+        "as MindSpore 2.10 prints them for every layer (default: rewrite to K like forward scopes)",
+    )
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes (default 2)")
     ap.add_argument("--check", action="store_true", help="check every output file after writing")
     ap.add_argument("--check-only", metavar="DIR", help="only check the graph IR files under DIR")
@@ -1135,10 +1176,17 @@ def main(argv=None):
     uid_base = rng.randrange(0, 100)
 
     def make_cfg(n):
-        return Cfg(n_layers=max(n, src_layers), src_layers=src_layers,
-                   uid_stride=_stride(max_uid), uid_base=uid_base,
-                   rid_stride=_stride(max_rid), rsub_stride=_stride(max_rsub + 1),
-                   gap=a.gap, chain=not a.no_chain, keep_bwd_scope=a.keep_backward_scope)
+        return Cfg(
+            n_layers=max(n, src_layers),
+            src_layers=src_layers,
+            uid_stride=_stride(max_uid),
+            uid_base=uid_base,
+            rid_stride=_stride(max_rid),
+            rsub_stride=_stride(max_rsub + 1),
+            gap=a.gap,
+            chain=not a.no_chain,
+            keep_bwd_scope=a.keep_backward_scope,
+        )
 
     n_layers = a.layers
     if a.target_size:
@@ -1151,8 +1199,10 @@ def main(argv=None):
             n_layers = src_layers
         else:
             n_layers = src_layers + max(0, int(round((per_rank - base) / per_layer)))
-        print("target %d bytes over %d rank(s): source %d bytes + %d bytes per added layer -> %d layers"
-              % (a.target_size, a.ranks, base, per_layer, n_layers))
+        print(
+            "target %d bytes over %d rank(s): source %d bytes + %d bytes per added layer -> %d layers"
+            % (a.target_size, a.ranks, base, per_layer, n_layers)
+        )
     if n_layers <= src_layers:
         print("note: the input already has %d layer(s); nothing to add, files are copied unchanged" % src_layers)
     cfg = make_cfg(n_layers if found_layers else src_layers)
@@ -1187,13 +1237,28 @@ def main(argv=None):
                     pass
             shutil.copyfile(s, d)
     t_all = time.time() - t0
-    print("wrote %d file(s) x %d rank(s) to %s: %d layers (source has %d), %d file(s) with layer copies, "
-          "%.1f MB per rank, %.1f MB total; layer chaining in %d of %d subgraph(s) with copies; %.1fs"
-          % (len(rels), a.ranks, a.out, cfg.n_layers if found_layers else 0, found_layers, modified, total / 1e6,
-             total * a.ranks / 1e6, nchain, nsub, t_all))
+    print(
+        "wrote %d file(s) x %d rank(s) to %s: %d layers (source has %d), %d file(s) with layer copies, "
+        "%.1f MB per rank, %.1f MB total; layer chaining in %d of %d subgraph(s) with copies; %.1fs"
+        % (
+            len(rels),
+            a.ranks,
+            a.out,
+            cfg.n_layers if found_layers else 0,
+            found_layers,
+            modified,
+            total / 1e6,
+            total * a.ranks / 1e6,
+            nchain,
+            nsub,
+            t_all,
+        )
+    )
     if a.ranks > 1:
-        print("rank_1.. are %s of rank_0 (%.1fs for rank_0)" %
-              ("hard links" if a.rank_mode == "hardlink" else "copies", t_gen))
+        print(
+            "rank_1.. are %s of rank_0 (%.1fs for rank_0)"
+            % ("hard links" if a.rank_mode == "hardlink" else "copies", t_gen)
+        )
     if a.check:
         t1 = time.time()
         probs = check_tree(root0, a.jobs)

@@ -10,6 +10,7 @@ Rank r copies real rank ``r % R`` (R real ranks in --input) file for file; a sta
 lacks is taken from rank_0 (the corpus keeps a full folder for rank_0 only), so every rank has the
 full stage set. Standard library only; the same arguments give the same bytes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,15 +30,22 @@ _INSTANCE = re.compile(rb"^(subgraph instance: .* : 0x)([0-9a-fA-F]+)$", re.M)
 def process_copy(data: bytes, rng: random.Random) -> bytes:
     """``data`` as another process would print it: one compile phase per file set (a process
     compiles once), one address per subgraph instance."""
-    phase = b"." + b".".join(str(rng.randrange(10 ** (len(p) - 1), 10 ** len(p))).encode()
-                             for p in (b"1795429483071950848", b"140239953514512")) + b".0"
+    phase = (
+        b"."
+        + b".".join(
+            str(rng.randrange(10 ** (len(p) - 1), 10 ** len(p))).encode()
+            for p in (b"1795429483071950848", b"140239953514512")
+        )
+        + b".0"
+    )
     data = _PHASE.sub(lambda m: m.group(1) + phase, data)
     return _INSTANCE.sub(lambda m: m.group(1) + b"%x" % rng.randrange(0x550000000000, 0x560000000000), data)
 
 
 def ranks_of(folder: Path) -> list[Path]:
-    found = sorted((p for p in folder.iterdir() if p.is_dir() and re.fullmatch(r"rank_\d+", p.name)),
-                   key=lambda p: int(p.name[5:]))
+    found = sorted(
+        (p for p in folder.iterdir() if p.is_dir() and re.fullmatch(r"rank_\d+", p.name)), key=lambda p: int(p.name[5:])
+    )
     if not found:
         sys.exit(f"{folder}: no rank_N folders")
     return found
@@ -61,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         dest.mkdir(parents=True, exist_ok=True)
         phase_rng_state = rng.getstate()
         for name in sorted(full):
-            rng.setstate(phase_rng_state)      # the same compile phase in every file of the rank
+            rng.setstate(phase_rng_state)  # the same compile phase in every file of the rank
             rng.random()
             data = process_copy((own.get(name) or full[name]).read_bytes(), random.Random(rng.random()))
             (dest / name).write_bytes(data)

@@ -12,10 +12,11 @@ Usage (MindSpore is never a dependency of irlint; use the ms210 venv):
   MS_DEV_SAVE_GRAPHS=1 MS_DEV_SAVE_GRAPHS_PATH=/abs/out python bench/gpt_layer.py \
       --seq 16 --batch 2 --hidden 64 --heads 4 --modes none,selective,full
 """
+
 import argparse
 
-import numpy as np
 import mindspore as ms
+import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
 p = argparse.ArgumentParser()
@@ -107,8 +108,9 @@ class Attention(nn.Cell):
 
     def construct(self, x, mask):
         b, s, _ = x.shape
-        o = self.core_attention(self.heads(self.wq(x), b, s), self.heads(self.wk(x), b, s),
-                                self.heads(self.wv(x), b, s), mask)
+        o = self.core_attention(
+            self.heads(self.wq(x), b, s), self.heads(self.wk(x), b, s), self.heads(self.wv(x), b, s), mask
+        )
         o = self.reshape(self.merger_head_transpose(o, (0, 2, 1, 3)), (b, s, H))
         return self.wo(o)
 

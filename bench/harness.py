@@ -11,6 +11,7 @@
 
 Each script of bench/ is a few lines on top of this; see bench/README.md for what each measures.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,10 +33,10 @@ FIXTURES = ROOT / "tests" / "fixtures" / "corpus"
 
 @dataclass(frozen=True)
 class Sample:
-    wall: float           # seconds
-    cpu: float            # seconds, user + system
-    rss_mb: float = 0.0   # peak RSS of the largest process (0 for in-process timings)
-    code: int = 0         # exit code (0 for in-process timings)
+    wall: float  # seconds
+    cpu: float  # seconds, user + system
+    rss_mb: float = 0.0  # peak RSS of the largest process (0 for in-process timings)
+    code: int = 0  # exit code (0 for in-process timings)
 
 
 def run(argv: Sequence[str], env: dict | None = None, stdout=None) -> Sample:
@@ -77,8 +78,12 @@ def rounds(jobs: dict[str, Callable[[], Sample]], n: int, log: bool = True) -> d
 
 def summary(samples: list[Sample]) -> Sample:
     """Median wall and CPU, the largest peak RSS, the worst exit code."""
-    return Sample(statistics.median(s.wall for s in samples), statistics.median(s.cpu for s in samples),
-                  max(s.rss_mb for s in samples), max(s.code for s in samples))
+    return Sample(
+        statistics.median(s.wall for s in samples),
+        statistics.median(s.cpu for s in samples),
+        max(s.rss_mb for s in samples),
+        max(s.code for s in samples),
+    )
 
 
 def table(results: dict[str, list[Sample]], baseline: str | None = None) -> str:
@@ -88,8 +93,10 @@ def table(results: dict[str, list[Sample]], baseline: str | None = None) -> str:
     for name, samples in results.items():
         s = summary(samples)
         rss = f"{s.rss_mb:.0f} MB" if s.rss_mb else ""
-        lines.append(f"| {name} | {s.wall:.3f} s ({s.cpu:.3f}) | {rss} | {s.wall / base.wall:.2f} | "
-                     f"{s.cpu / base.cpu if base.cpu else float('nan'):.2f} |")
+        lines.append(
+            f"| {name} | {s.wall:.3f} s ({s.cpu:.3f}) | {rss} | {s.wall / base.wall:.2f} | "
+            f"{s.cpu / base.cpu if base.cpu else float('nan'):.2f} |"
+        )
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ run on a filled cache (one cache folder per install).
     python3 bench/installs_vs_grep.py --rounds 21 --warm FOLDER base=... new=...
     python3 bench/installs_vs_grep.py --warm FOLDER now=$VIRTUAL_ENV      # cold and warm of one install
 """
+
 from __future__ import annotations
 
 import argparse

@@ -6,6 +6,7 @@ Each shape replaces (or adds) one line of tests/fixtures/corpus/s2_ffn_3d_reshap
 memo tables are emptied before each read, median of 3 (bench/harness.py). grep over the 4N file
 is timed in the same run for scale.
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,10 +23,22 @@ _SILU = b"  %5(x) = PrimFunc_SiLU(%5)"
 
 # name -> (where: the prefix of the line it replaces, "#" to insert a line; the line for a size n)
 SHAPES = {
-    "type line of shapes": (b"      : ", lambda n: b"      : (<Tensor[Float32]" + b", (1)" * n
-                            + b" =>, <Tensor[Float32], (2)>) -> (<Tensor[Float32], (16, 32)>)"),
-    "type line of n entries": (b"      : ", lambda n: b"      : (" + b", ".join(b"<Tensor[Float32], (%d)>" % i for i in range(n))
-                               + b") -> (<Tensor[Float32], (16, 32)>)"),
+    "type line of shapes": (
+        b"      : ",
+        lambda n: (
+            b"      : (<Tensor[Float32]"
+            + b", (1)" * n
+            + b" =>, <Tensor[Float32], (2)>) -> (<Tensor[Float32], (16, 32)>)"
+        ),
+    ),
+    "type line of n entries": (
+        b"      : ",
+        lambda n: (
+            b"      : ("
+            + b", ".join(b"<Tensor[Float32], (%d)>" % i for i in range(n))
+            + b") -> (<Tensor[Float32], (16, 32)>)"
+        ),
+    ),
     "unclosed type line": (b"      : ", lambda n: b"      : (<Tensor[Float32], (" + b"1, " * n),
     "MakeTuple of n operands": (b"  %", lambda n: b"  %5(x) = MakeTuple(" + b", ".join([b"%0"] * n) + b")"),
     "attribute tuple": (b"  %", lambda n: _SILU + b" primitive_attrs: {k: (" + b"1, " * n + b"1)}"),
@@ -36,7 +49,10 @@ SHAPES = {
     "attribute markers": (b"  %", lambda n: _SILU + b" primitive_attrs: {" * n),
     "strategy blocks": (b"  %", lambda n: _SILU + b" primitive_attrs: {a: 1}" + b" {in_strategy: 1}" * n),
     "unbalanced call": (b"  %", lambda n: b"  %5(x) = PrimFunc_SiLU(%5" + b", (" * n),
-    "subgraph header": (b"subgraph @", lambda n: b"subgraph @g(" + b", ".join(b"%%para%d_x" % i for i in range(n)) + b") {"),
+    "subgraph header": (
+        b"subgraph @",
+        lambda n: b"subgraph @g(" + b", ".join(b"%%para%d_x" % i for i in range(n)) + b") {",
+    ),
     "parameter line": (b"%para", lambda n: b"%para1_x: <Tensor[Float32], (" + b"1, " * n + b"1)> : has_default"),
     "scope line": (b"      # Fullname", lambda n: b"      # Fullname with scope: (" + b"a/" * n),
     "comment of spaces": (b"#", lambda n: b"#a" + b" " * n + b"x"),
@@ -50,8 +66,7 @@ def dump(where: bytes, line: bytes) -> bytes:
     if where == b"#":
         return b"\n".join(lines[:1] + [line] + lines[1:])
     at = next(i for i, ln in enumerate(lines) if ln.startswith(where) and (where != b"  %" or b"SiLU" in ln))
-    return b"\n".join(lines[:at] + [line] + lines[at + 1:])
-
+    return b"\n".join(lines[:at] + [line] + lines[at + 1 :])
 
 
 def median_read(path: Path) -> float:
@@ -70,8 +85,11 @@ def main() -> None:
                 path.write_bytes(dump(where, make(k)))
                 times.append(median_read(path))
             g = summary([grep([path], Path(tmp) / "grep.txt") for _ in range(3)]).wall
-            print(f"{name:26} {len(make(4 * n)):>9} B {times[0]:>8.4f}s {times[1]:>8.4f}s {times[1] / times[0]:>6.1f} "
-                  f"{g:>8.4f}s", flush=True)
+            print(
+                f"{name:26} {len(make(4 * n)):>9} B {times[0]:>8.4f}s {times[1]:>8.4f}s {times[1] / times[0]:>6.1f} "
+                f"{g:>8.4f}s",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

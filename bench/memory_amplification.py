@@ -7,6 +7,7 @@ Each file is read (``read_ir``: parse and model, no rules) in a fresh interprete
 minus that of an interpreter that only imported the reader, divided by the file's size, is the
 amplification. grep over the same file is timed in the same run for scale (bench/harness.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from harness import CORPUS, FIXTURES, grep
 
 S2 = FIXTURES / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
 
-_MEASURE = '''
+_MEASURE = """
 import json, sys, time
 from irlint.read.reader import read_ir
 start = time.perf_counter()
@@ -31,7 +32,7 @@ else:
 # VmHWM, not ru_maxrss: the latter keeps the peak of the process this one was forked from
 peak = next(int(ln.split()[1]) * 1024 for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))
 print(json.dumps({"seconds": time.perf_counter() - start, "rss": peak, "edges": edges}))
-'''
+"""
 
 
 def measure(path: str) -> dict:
@@ -76,8 +77,11 @@ def main() -> None:
             got = measure(str(path))
             g = grep([path], Path(tmp) / "grep.txt").wall
             size = path.stat().st_size
-            print(f"{path.name[:44]:44} {size / 2**20:8.1f} {got['rss'] / 2**20:8.0f} {(got['rss'] - base) / size:7.1f} "
-                  f"{got['seconds']:7.2f} {g:7.3f}", flush=True)
+            print(
+                f"{path.name[:44]:44} {size / 2**20:8.1f} {got['rss'] / 2**20:8.0f} {(got['rss'] - base) / size:7.1f} "
+                f"{got['seconds']:7.2f} {g:7.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ the paper leaves out or sizes otherwise, and the "explained" column adds exactly
 - LayerNorm's saved statistics (mean and 1/std, fp32, (b, s, 1)) of both LayerNorms: +16*s*b.
 Each layer counts its own output (the next layer's input) instead of its input: the same 2*s*b*h.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,7 @@ from irlint.accounts.memory import account  # noqa: E402
 from irlint.read.reader import read_ir  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "memory"
-MODES = ("none", "selective", "full")   # layer i of each fixture: bench/gpt_layer.py --modes
+MODES = ("none", "selective", "full")  # layer i of each fixture: bench/gpt_layer.py --modes
 _NAME = re.compile(r"gpt-s(\d+)-b(\d+)-h(\d+)-a(\d+)\Z")
 
 
@@ -37,8 +38,10 @@ def mindspore_extra(mode: str, s: int, b: int, h: int, a: int) -> dict[str, int]
     """The terms MindSpore keeps beyond the paper's count, by name."""
     if mode == "full":
         return {}
-    extra = {"fp16 hidden dropout masks (+1 byte each)": 2 * s * b * h,
-             "LayerNorm mean and 1/std (fp32)": 2 * 2 * 4 * s * b}
+    extra = {
+        "fp16 hidden dropout masks (+1 byte each)": 2 * s * b * h,
+        "LayerNorm mean and 1/std (fp32)": 2 * 2 * 4 * s * b,
+    }
     if mode == "none":
         extra["fp16 attention dropout mask (+1 byte)"] = a * s * s * b
     return extra
@@ -56,20 +59,35 @@ def rows() -> list[dict]:
         for i, mode in enumerate(MODES):
             formula = paper(mode, s, b, h, a)
             extra = mindspore_extra(mode, s, b, h, a)
-            out.append({"case": folder.name, "mode": mode, "s": s, "b": b, "h": h, "a": a,
-                        "irlint": kept[str(i)], "paper": formula, "explained": formula + sum(extra.values()),
-                        "extra": extra})
+            out.append(
+                {
+                    "case": folder.name,
+                    "mode": mode,
+                    "s": s,
+                    "b": b,
+                    "h": h,
+                    "a": a,
+                    "irlint": kept[str(i)],
+                    "paper": formula,
+                    "explained": formula + sum(extra.values()),
+                    "extra": extra,
+                }
+            )
     return out
 
 
 def main() -> None:
-    head = f"{'s':>3} {'b':>2} {'h':>3} {'a':>2}  {'recompute':<9} {'irlint':>7} {'paper':>7} {'ratio':>6} " \
-           f"{'paper+MS terms':>14} {'ratio':>6}"
+    head = (
+        f"{'s':>3} {'b':>2} {'h':>3} {'a':>2}  {'recompute':<9} {'irlint':>7} {'paper':>7} {'ratio':>6} "
+        f"{'paper+MS terms':>14} {'ratio':>6}"
+    )
     print(head)
     for r in rows():
-        print(f"{r['s']:>3} {r['b']:>2} {r['h']:>3} {r['a']:>2}  {r['mode']:<9} {r['irlint']:>7} "
-              f"{r['paper']:>7.0f} {r['irlint'] / r['paper']:>6.3f} {r['explained']:>14.0f} "
-              f"{r['irlint'] / r['explained']:>6.3f}")
+        print(
+            f"{r['s']:>3} {r['b']:>2} {r['h']:>3} {r['a']:>2}  {r['mode']:<9} {r['irlint']:>7} "
+            f"{r['paper']:>7.0f} {r['irlint'] / r['paper']:>6.3f} {r['explained']:>14.0f} "
+            f"{r['irlint'] / r['explained']:>6.3f}"
+        )
     print("\nMindSpore terms: " + "; ".join(f"{k}" for k in mindspore_extra("none", 1, 1, 1, 1)))
 
 

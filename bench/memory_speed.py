@@ -1,5 +1,6 @@
 """The activation-memory account next to reading the dump, against grep over the file, in the same
 rounds (bench/harness.py). Run: ``python bench/memory_speed.py DUMP.ir [--rounds 3]``."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,16 @@ p.add_argument("--rounds", "--repeat", type=int, default=3)
 args = p.parse_args()
 ir = read_ir(args.dump)
 with tempfile.NamedTemporaryFile() as sink:
-    results = rounds({"grep": lambda: grep([args.dump], sink.name, "PrimFunc_"),
-                      "read_ir": lambda: timed(lambda: read_ir(args.dump)),
-                      "memory account": lambda: timed(lambda: (ir.__dict__.pop("_memory_report", None), account(ir)))},
-                     args.rounds)
+    results = rounds(
+        {
+            "grep": lambda: grep([args.dump], sink.name, "PrimFunc_"),
+            "read_ir": lambda: timed(lambda: read_ir(args.dump)),
+            "memory account": lambda: timed(lambda: (ir.__dict__.pop("_memory_report", None), account(ir))),
+        },
+        args.rounds,
+    )
 size = Path(args.dump).stat().st_size
-print(f"{args.dump}: {size / 2**20:.1f} MiB, {ir.cnode_count} cnodes, {len(account(ir).kept)} kept tensors\n"
-      + table(results))
+print(
+    f"{args.dump}: {size / 2**20:.1f} MiB, {ir.cnode_count} cnodes, {len(account(ir).kept)} kept tensors\n"
+    + table(results)
+)

@@ -10,6 +10,7 @@ rules, the report. Prints the median of each, in ms, beside the process's whole 
 adds the interpreter's own start, about 9 ms here). Hooks cost a little: read the figures as
 shares, and measure the whole command with ratios_vs_grep.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ import sys
 import time
 
 # runs inside the measured process: wraps what it times, then calls the command's main()
-_PROBE = r'''
+_PROBE = r"""
 import time
 T0 = time.perf_counter()
 import gc, json, re, sys, dataclasses
@@ -85,7 +86,7 @@ acc = {k: v * 1000 for k, v in acc.items()}
 acc["imports before the command"] = (T1 - T0) * 1000
 acc["the command"] = (T2 - T1) * 1000
 print(json.dumps(acc))
-'''
+"""
 
 
 def main() -> int:
@@ -100,8 +101,9 @@ def main() -> int:
     walls = []
     for _ in range(args.runs):
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _PROBE, args.folder, threshold, args.out],
-                              capture_output=True, text=True, cwd="/")
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE, args.folder, threshold, args.out], capture_output=True, text=True, cwd="/"
+        )
         walls.append((time.perf_counter() - start) * 1000)
         if proc.returncode != 0:
             sys.exit(proc.stderr)
@@ -109,8 +111,22 @@ def main() -> int:
             rows.setdefault(key, []).append(value)
     print(f"{args.runs} runs of {sys.executable}, medians in ms")
     print(f"{'whole process (wall)':34} {statistics.median(walls):7.1f}")
-    order = ["imports before the command", "the command", "imports during the lint", "discover", "load rules",
-             "config", "lint files", "read", "rules", "report", "write the report", "dataclasses", "regex compile", "gc"]
+    order = [
+        "imports before the command",
+        "the command",
+        "imports during the lint",
+        "discover",
+        "load rules",
+        "config",
+        "lint files",
+        "read",
+        "rules",
+        "report",
+        "write the report",
+        "dataclasses",
+        "regex compile",
+        "gc",
+    ]
     for key in order + sorted(set(rows) - set(order)):
         if key in rows:
             indent = "  " if key not in ("imports before the command", "the command") else ""

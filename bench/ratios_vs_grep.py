@@ -30,6 +30,7 @@ run) about a third faster than files that have sat in the page cache for a while
 against 0.13-0.17 s for gen16), while irlint, which reads one file, hardly changes: the ratios
 are then at their least favourable to irlint.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,20 +51,33 @@ TARGETS = {"stages": 10, "ranks": 3, "ranks-all": 15, "rank": 1.5}
 def folders(out: Path) -> dict[str, Path]:
     gen16, ranks, ranks32 = out / "gen16", out / "rank256", out / "rank32"
     if not (gen16 / "21_validate_0076.ir").exists():
-        subprocess.run([sys.executable, str(HERE / "gen_dump.py"), "--input", str(CORPUS / "full-folder-1layer"),
-                        "--layers", "16", "--out", str(gen16)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "gen_dump.py"),
+                "--input",
+                str(CORPUS / "full-folder-1layer"),
+                "--layers",
+                "16",
+                "--out",
+                str(gen16),
+            ],
+            check=True,
+        )
     for folder, n in ((ranks, 256), (ranks32, 32)):
         if not (folder / f"rank_{n - 1}").exists():
-            subprocess.run([sys.executable, str(HERE / "gen_rank_folder.py"), "--ranks", str(n), "--out", str(folder)],
-                           check=True)
+            subprocess.run(
+                [sys.executable, str(HERE / "gen_rank_folder.py"), "--ranks", str(n), "--out", str(folder)], check=True
+            )
     return {"stages": gen16, "ranks": ranks, "ranks-all": ranks, "rank": gen16, "ranks32": ranks32}
 
 
 def installed(out: Path, name: str, rev: str) -> str:
     """The irlint program of git revision ``rev`` installed from its wheel (made once per commit)."""
     repo = HERE.parent
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", rev], check=True, capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", rev], check=True, capture_output=True, text=True
+    ).stdout.strip()
     venv = out / "venvs" / name
     program = venv / "bin" / "irlint"
     stamp = venv / "commit.txt"
@@ -81,8 +95,11 @@ def installed(out: Path, name: str, rev: str) -> str:
         sys.exit(f"git archive {commit} failed")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([str(venv / "bin" / "pip"), "wheel", "-q", "--no-deps", "-w", str(tree / "dist"), str(tree)],
-                   check=True, env=env)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "wheel", "-q", "--no-deps", "-w", str(tree / "dist"), str(tree)],
+        check=True,
+        env=env,
+    )
     wheel = next((tree / "dist").glob("irlint-*.whl"))
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, env=env)
     stamp.write_text(commit)
@@ -93,13 +110,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("/work/scratch/speed"))
-    ap.add_argument("--irlint", action="append", default=[],
-                    help="NAME=COMMAND (COMMAND: the irlint program and options), repeatable")
-    ap.add_argument("--rev", action="append", default=[],
-                    help="NAME=REV: a git revision of this repository, installed from its wheel, repeatable")
+    ap.add_argument(
+        "--irlint",
+        action="append",
+        default=[],
+        help="NAME=COMMAND (COMMAND: the irlint program and options), repeatable",
+    )
+    ap.add_argument(
+        "--rev",
+        action="append",
+        default=[],
+        help="NAME=REV: a git revision of this repository, installed from its wheel, repeatable",
+    )
     ap.add_argument("--cases", default="rank,ranks,ranks-all,stages,ranks32")
-    ap.add_argument("--fresh", action="store_true",
-                    help="copy the 16-layer folder anew first: grep at its fastest (see above)")
+    ap.add_argument(
+        "--fresh", action="store_true", help="copy the 16-layer folder anew first: grep at its fastest (see above)"
+    )
     args = ap.parse_args()
     args.out = args.out.resolve()
     variants = {}
@@ -109,7 +135,7 @@ def main() -> int:
     for spec in args.irlint or ([] if args.rev else [shutil.which("irlint") or "irlint"]):
         name, _, command = spec.partition("=") if "=" in spec.split()[0] else ("irlint", "", spec)
         variants[name or "irlint"] = command.split()
-    os.chdir("/")   # python -m or a stray irlint/ in the current folder would shadow the installed one
+    os.chdir("/")  # python -m or a stray irlint/ in the current folder would shadow the installed one
     where = folders(args.out)
     if args.fresh:
         copy = args.out / "fresh" / "gen16"
@@ -130,11 +156,19 @@ def main() -> int:
                 if res.code not in (0, 1):
                     sys.exit(f"{' '.join(argv)}: exit code {res[3]}")
                 times[case][name].append(res)
-                print(f"round {r + 1} {case}: grep {times[case]['grep'][-1].wall:.2f} s, {name} {res.wall:.2f} s "
-                      f"(CPU {res.cpu:.2f} s)", file=sys.stderr, flush=True)
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, load at the end "
-          f"{os.getloadavg()[0]:.1f}; " + "; ".join(f"{n} = {' '.join(c)}" for n, c in variants.items()))
-    print("| case | irlint | folder | grep wall (CPU) | irlint wall (CPU) | peak RSS | wall ratio | CPU ratio | target |")
+                print(
+                    f"round {r + 1} {case}: grep {times[case]['grep'][-1].wall:.2f} s, {name} {res.wall:.2f} s "
+                    f"(CPU {res.cpu:.2f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, load at the end "
+        f"{os.getloadavg()[0]:.1f}; " + "; ".join(f"{n} = {' '.join(c)}" for n, c in variants.items())
+    )
+    print(
+        "| case | irlint | folder | grep wall (CPU) | irlint wall (CPU) | peak RSS | wall ratio | CPU ratio | target |"
+    )
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
     for case, name in ((c, n) for c in cases for n in variants):
         g, i = times[case]["grep"], times[case][name]
@@ -143,8 +177,10 @@ def main() -> int:
         ratios = statistics.median(b.wall / a.wall for a, b in zip(g, i))
         target = TARGETS.get(case)
         verdict = "" if target is None else f"<= {target}: {'met' if ratios <= target else 'missed'}"
-        print(f"| {case} | {name} | {where[case].name} | {gw:.2f} s ({gc:.2f}) | {iw:.2f} s ({ic:.2f}) | {rss:.0f} MB | "
-              f"{ratios:.2f} | {ic / gc:.2f} | {verdict} |")
+        print(
+            f"| {case} | {name} | {where[case].name} | {gw:.2f} s ({gc:.2f}) | {iw:.2f} s ({ic:.2f}) | {rss:.0f} MB | "
+            f"{ratios:.2f} | {ic / gc:.2f} | {verdict} |"
+        )
     return 0
 
 

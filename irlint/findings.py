@@ -1,4 +1,5 @@
 """Findings: what rules report, and the report a lint run returns."""
+
 from __future__ import annotations
 
 import re
@@ -25,25 +26,34 @@ class Related:
     note: str = ""
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "line": self.line, "node": self.node, "op": self.op,
-                "scope": self.scope, "graph": self.graph, "note": self.note}
+        return {
+            "file": self.file,
+            "line": self.line,
+            "node": self.node,
+            "op": self.op,
+            "scope": self.scope,
+            "graph": self.graph,
+            "note": self.note,
+        }
 
 
 # The kinds of redistribution waste a finding can name (``Finding.waste_kinds``): ``irlint comm``
 # counts the bytes of the findings that name one as waste. CONTRIBUTING.md says how to add a kind.
-WASTE_KINDS = frozenset({
-    "gather-then-slice",        # a gather whose result is sliced back
-    "gather-resplit",           # a gather whose result is split again on another dim
-    "allreduce-then-slice",     # an AllReduce whose result is sliced (a ReduceScatter would do)
-    "alltoall-undone",          # an AlltoAll a later one undoes
-    "split-concat-round-trip",  # a Split whose pieces a Concat puts back together
-    "permutation-as-gather",    # a change of device axes paid as a gather
-    "round-trip",               # a re-layout and its inverse around one op
-    "alltoall-round-trip",      # the same, made of AlltoAlls
-    "gather-compute-slice",     # a gather, a compute op on every rank, then a slice
-    "repeated-gather",          # the same tensor gathered again
-    "full-gather",              # a whole activation gathered on every rank for a column-parallel MatMul
-})
+WASTE_KINDS = frozenset(
+    {
+        "gather-then-slice",  # a gather whose result is sliced back
+        "gather-resplit",  # a gather whose result is split again on another dim
+        "allreduce-then-slice",  # an AllReduce whose result is sliced (a ReduceScatter would do)
+        "alltoall-undone",  # an AlltoAll a later one undoes
+        "split-concat-round-trip",  # a Split whose pieces a Concat puts back together
+        "permutation-as-gather",  # a change of device axes paid as a gather
+        "round-trip",  # a re-layout and its inverse around one op
+        "alltoall-round-trip",  # the same, made of AlltoAlls
+        "gather-compute-slice",  # a gather, a compute op on every rank, then a slice
+        "repeated-gather",  # the same tensor gathered again
+        "full-gather",  # a whole activation gathered on every rank for a column-parallel MatMul
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +139,7 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        import hashlib   # here: a lint groups by fingerprint_text, and loading OpenSSL's hashes is part of a start
+        import hashlib  # here: a lint groups by fingerprint_text, and loading OpenSSL's hashes is part of a start
 
         return hashlib.sha256(self.fingerprint_text.encode("utf-8")).hexdigest()[:20]
 
@@ -142,8 +152,11 @@ class Finding:
         # by its ops: where they sit is the printed scope again, and the identity says what matters
         where = self.model_path or model_names(scope_path(self.scope))
         parts = [self.rule, self.op, where]
-        parts += [r.op for r in self.related] if self.model_path else \
-            [f"{r.op}@{model_names(scope_path(r.scope))}" for r in self.related]
+        parts += (
+            [r.op for r in self.related]
+            if self.model_path
+            else [f"{r.op}@{model_names(scope_path(r.scope))}" for r in self.related]
+        )
         parts += [model_names(repr(x)) for x in self.identity]
         return "\x1f".join(parts)
 
@@ -166,12 +179,25 @@ class Finding:
 
     def to_dict(self) -> dict:
         out = {
-            "code": self.code, "rule": self.rule, "severity": self.severity, "file": self.file,
-            "line": self.line, "column": self.column, "graph": self.graph, "node": self.node,
-            "op": self.op, "scope": self.scope, "headline": self.headline, "message": self.full_message,
-            "evidence": self.message, "hint": self.hint, "fix": self.fix,
-            "fingerprint": self.fingerprint, "stage": self.stage,
-            "layer": self.layer, "model_path": self.model_path,
+            "code": self.code,
+            "rule": self.rule,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "graph": self.graph,
+            "node": self.node,
+            "op": self.op,
+            "scope": self.scope,
+            "headline": self.headline,
+            "message": self.full_message,
+            "evidence": self.message,
+            "hint": self.hint,
+            "fix": self.fix,
+            "fingerprint": self.fingerprint,
+            "stage": self.stage,
+            "layer": self.layer,
+            "model_path": self.model_path,
             "related": [r.to_dict() for r in self.related],
         }
         if self.ranks:
@@ -193,9 +219,16 @@ class Finding:
 
     def occurrence(self) -> dict:
         """Where one occurrence of a grouped finding is, for tools."""
-        out = {"file": self.file, "line": self.line, "node": self.node, "graph": self.graph,
-               "scope": self.scope, "layer": self.layer, "model_path": self.model_path,
-               "fingerprint": self.fingerprint}
+        out = {
+            "file": self.file,
+            "line": self.line,
+            "node": self.node,
+            "graph": self.graph,
+            "scope": self.scope,
+            "layer": self.layer,
+            "model_path": self.model_path,
+            "fingerprint": self.fingerprint,
+        }
         if self.ranks:
             out["ranks"] = list(self.ranks)
         if self.bytes_at_stake is not None:
@@ -226,8 +259,8 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    rules: list = field(default_factory=list)   # the Rule objects that ran
-    notes: list[str] = field(default_factory=list)   # about the run, not the input (e.g. a cache not used)
+    rules: list = field(default_factory=list)  # the Rule objects that ran
+    notes: list[str] = field(default_factory=list)  # about the run, not the input (e.g. a cache not used)
     # findings silenced by a [[suppress]] entry: (finding, the entry's reason), counted in every format
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
     # a checked file that holds the same graph as another -> the file that was read for both

@@ -9,6 +9,7 @@ line. Strategies: each op's new in_strategy as its ``shard()`` line, with the mo
 creates the op. Configuration: the config keys that remove a root cause of re-layouts
 (``extra["root_cause"]["fix"]``), each marked as ``irlint fix`` writes it or only prints it. The contract is ``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
 """
+
 from __future__ import annotations
 
 from .findings import Finding
@@ -20,6 +21,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     """The plan of ``findings``: ``{"version", "recompute", "strategies", "resolves"}`` (see the
     schema); empty lists where nothing is to change. Without ``fingerprints`` (the text and HTML
     reports, which show none) the lists of findings stay empty: a default lint loads no hashlib."""
+
     def mark(f: Finding) -> str:
         return f.fingerprint if fingerprints else ""
 
@@ -68,38 +70,58 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
             if once in seen_shards:
                 continue
             seen_shards.add(once)
-            strategies.append({
-                "finding": mark(f), "code": f.code, "file": f.file,
-                "node": fix.get("node"), "op": op, "scope": target.scope if target else f.scope,
-                "in_strategy": fix["in_strategy"], "shard": f"ops.{op}().shard({fix['in_strategy']})",
-                "source": fix.get("source")})
+            strategies.append(
+                {
+                    "finding": mark(f),
+                    "code": f.code,
+                    "file": f.file,
+                    "node": fix.get("node"),
+                    "op": op,
+                    "scope": target.scope if target else f.scope,
+                    "in_strategy": fix["in_strategy"],
+                    "shard": f"ops.{op}().shard({fix['in_strategy']})",
+                    "source": fix.get("source"),
+                }
+            )
     stages = _stages(spans) if len(spans) > 1 else None
     out_keys = []
     for entry in keys.values():
-        row = {"key": entry["key"], "layers": sorted(entry["layers"]),
-               "findings": sorted({x for x in entry["findings"] if x})}
+        row = {
+            "key": entry["key"],
+            "layers": sorted(entry["layers"]),
+            "findings": sorted({x for x in entry["findings"] if x}),
+        }
         if stages:
-            row["per_stage"] = [max((layer - span[0] + 1 for layer in entry["by_span"].get(span, ())), default=0)
-                                for span in stages]
+            row["per_stage"] = [
+                max((layer - span[0] + 1 for layer in entry["by_span"].get(span, ())), default=0) for span in stages
+            ]
         out_keys.append(row)
     recompute: dict = {"select_recompute": [k["key"] for k in out_keys], "keys": out_keys, "no_key": _dedup(no_key)}
     if stages:
         recompute["stages"] = [list(s) for s in stages]
         recompute["select_recompute_per_stage"] = {k["key"]: k["per_stage"] for k in out_keys}
     elif out_keys and (len(spans) > 1 or pipeline):
-        recompute["per_stage_note"] = ("for MindFormers' per-stage form, lint the dumps of every pipeline stage "
-                                       "together: the counts come from the layers each stage holds")
+        recompute["per_stage_note"] = (
+            "for MindFormers' per-stage form, lint the dumps of every pipeline stage "
+            "together: the counts come from the layers each stage holds"
+        )
     changes = [{**c, "findings": sorted({x for x in c["findings"] if x})} for c in config.values()]
-    return {"version": PLAN_VERSION, "recompute": recompute, "strategies": _dedup(strategies, ("node", "file", "in_strategy")),
-            "config": changes,
-            "resolves": sorted({x for x in resolved if x})}  # sorted: the same plan grouped or not
+    return {
+        "version": PLAN_VERSION,
+        "recompute": recompute,
+        "strategies": _dedup(strategies, ("node", "file", "in_strategy")),
+        "config": changes,
+        "resolves": sorted({x for x in resolved if x}),
+    }  # sorted: the same plan grouped or not
 
 
 # MindFormers' model options sit under model.model_config; runner_config.batch_size is a training
 # choice (it sets the global batch with dp, micro batches and gradient accumulation)
 MODEL_CONFIG = "model.model_config."
-BATCH_NOTE = ("changes the global batch (batch_size x data parallel x micro batches x gradient accumulation): "
-              "keep it with {keep}; irlint fix prints this change and does not write it, the batch is yours to choose")
+BATCH_NOTE = (
+    "changes the global batch (batch_size x data parallel x micro batches x gradient accumulation): "
+    "keep it with {keep}; irlint fix prints this change and does not write it, the batch is yours to choose"
+)
 
 
 def config_changes(cause: dict) -> list[dict]:
@@ -111,20 +133,34 @@ def config_changes(cause: dict) -> list[dict]:
     out = []
     if "runner_config.batch_size" in fix:
         keep = " or ".join(fix.get("keep_global_batch_with") or ["gradient accumulation or micro batches"])
-        out.append({"key": "runner_config.batch_size", "value": fix["runner_config.batch_size"], "cause": kind,
-                    "why": "one sequence per data-parallel replica"
-                           + (f" (now {fix['sequences_per_replica']})" if fix.get("sequences_per_replica") else ""),
-                    "written_by_fix": False, "note": BATCH_NOTE.format(keep=keep)})
+        out.append(
+            {
+                "key": "runner_config.batch_size",
+                "value": fix["runner_config.batch_size"],
+                "cause": kind,
+                "why": "one sequence per data-parallel replica"
+                + (f" (now {fix['sequences_per_replica']})" if fix.get("sequences_per_replica") else ""),
+                "written_by_fix": False,
+                "note": BATCH_NOTE.format(keep=keep),
+            }
+        )
     setting = fix.get("config")
     if isinstance(setting, str) and ":" in setting:
         name, _, raw = setting.partition(":")
         name, raw = name.strip(), raw.strip()
         value: object = {"True": True, "False": False}.get(raw, int(raw) if raw.lstrip("-").isdigit() else raw)
         key = name if "." in name else MODEL_CONFIG + name
-        note = (f"or give {fix['cell']}'s tuple-sharded ops the Layout {fix['layout']}" if fix.get("layout") else "")
-        out.append({"key": key, "value": value, "cause": kind,
-                    "why": f"removes {fix.get('cell', 'the')} ops whose tuple strategy sits beside a Layout",
-                    "written_by_fix": key.startswith(MODEL_CONFIG), "note": note})
+        note = f"or give {fix['cell']}'s tuple-sharded ops the Layout {fix['layout']}" if fix.get("layout") else ""
+        out.append(
+            {
+                "key": key,
+                "value": value,
+                "cause": kind,
+                "why": f"removes {fix.get('cell', 'the')} ops whose tuple strategy sits beside a Layout",
+                "written_by_fix": key.startswith(MODEL_CONFIG),
+                "note": note,
+            }
+        )
     return out
 
 
@@ -169,10 +205,16 @@ def plan_text(plan: dict) -> str:
         lines.append("recompute_config:   # add to your own keys (irlint fix CONFIG.yaml DUMP... does it)")
         lines.append("  select_recompute: [" + ", ".join(f"'{k}'" for k in rc["select_recompute"]) + "]")
         if rc.get("select_recompute_per_stage"):
-            lines.append("  # or, per pipeline stage (layers " + ", ".join(f"{s[0]}-{s[-1]}" for s in rc["stages"])
-                         + "): key -> number of layers from each stage's first")
-            lines.append("  # select_recompute: {" + ", ".join(
-                f"'{k}': {v}" for k, v in rc["select_recompute_per_stage"].items()) + "}")
+            lines.append(
+                "  # or, per pipeline stage (layers "
+                + ", ".join(f"{s[0]}-{s[-1]}" for s in rc["stages"])
+                + "): key -> number of layers from each stage's first"
+            )
+            lines.append(
+                "  # select_recompute: {"
+                + ", ".join(f"'{k}': {v}" for k, v in rc["select_recompute_per_stage"].items())
+                + "}"
+            )
         if rc.get("per_stage_note"):
             lines.append("  # " + rc["per_stage_note"])
     for op in rc["no_key"]:

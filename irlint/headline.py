@@ -4,6 +4,7 @@
 (the cell path as select_recompute writes it, ``feed_forward.w2``; the layers and ranks of every
 occurrence of a grouped finding; the bytes summed over them). At most ``MAX`` characters: the
 cause is cut first, then the fix. Everything else (node ids, printed scopes, the chain) is evidence."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from .findings import Finding
 
 MAX = 160
-CAUSE_MIN = 30   # characters of the cause worth keeping over the fix
+CAUSE_MIN = 30  # characters of the cause worth keeping over the fix
 _LAYER_IN_PATH = re.compile(r"(?:\A|\.)(\d+)(?:\.|\Z)")
 
 
@@ -24,9 +25,9 @@ def layers_text(layers: tuple[str, ...]) -> str:
     numbers = [int(x) for x in layers if x.isdigit()]
     outside = any(not x.isdigit() for x in layers)
     if not numbers:
-        return ""   # the cell path says where
+        return ""  # the cell path says where
     parts = spans(numbers)
-    if len(parts) > 4:   # a scatter of layers: how many, and their range
+    if len(parts) > 4:  # a scatter of layers: how many, and their range
         text = f"{len(numbers)} layers in {min(numbers)}–{max(numbers)}"
     else:
         text = ("layer " if len(numbers) == 1 else "layers ") + ", ".join(parts)
@@ -37,7 +38,7 @@ def below_layer(model_path: str) -> str:
     """``model.layers.3.feed_forward.w2`` -> ``feed_forward.w2``: the path as select_recompute
     keys write it (the layer's own cells); the whole path outside the layers."""
     found = list(_LAYER_IN_PATH.finditer(model_path))
-    return model_path[found[-1].end():] if found else model_path
+    return model_path[found[-1].end() :] if found else model_path
 
 
 def what(f: Finding) -> str:
@@ -100,7 +101,7 @@ def _per_device(per_file: dict[str, int], what: str) -> str:
 def _cut(text: str, room: int) -> str:
     if len(text) <= room:
         return text
-    return text[:max(room - 1, 0)].rstrip(" ,;:") + "…" if room > 1 else ""
+    return text[: max(room - 1, 0)].rstrip(" ,;:") + "…" if room > 1 else ""
 
 
 def headline(f: Finding, limit: int = MAX) -> str:

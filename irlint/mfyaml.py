@@ -7,6 +7,7 @@ every other line of the file stays byte for byte what it was, and a file that ne
 returned unchanged. ``select_recompute`` in its three forms: a list of keys, a dict of key -> True
 or per-stage layer counts (``[n_stage0, n_stage1, …]``), or a bool.
 """
+
 from __future__ import annotations
 
 import io
@@ -19,11 +20,11 @@ class YamlError(Exception):
 
 
 class Edit(NamedTuple):
-    text: str               # the new file text (the old one when nothing changed)
-    added: list[str]        # keys added
-    raised: list[str]       # per-stage counts raised: "key: [1, 1] -> [2, 2]"
-    covered: list[str]      # plan keys one of the user's patterns already matches: "key (by pattern)"
-    notes: list[str]        # what was not done, and why
+    text: str  # the new file text (the old one when nothing changed)
+    added: list[str]  # keys added
+    raised: list[str]  # per-stage counts raised: "key: [1, 1] -> [2, 2]"
+    covered: list[str]  # plan keys one of the user's patterns already matches: "key (by pattern)"
+    notes: list[str]  # what was not done, and why
 
 
 def _yaml():
@@ -31,7 +32,7 @@ def _yaml():
 
     y = YAML(typ="rt")
     y.preserve_quotes = True
-    y.width = 4096   # never re-wrap a long line
+    y.width = 4096  # never re-wrap a long line
     return y
 
 
@@ -48,7 +49,9 @@ def load(text: str):
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise YamlError(f"is not valid YAML{where}: {problem}") from None
     if not hasattr(doc, "get") or not hasattr(doc.get("recompute_config"), "get"):
-        raise YamlError("has no recompute_config mapping (MindFormers' recompute settings): nothing to apply the keys to")
+        raise YamlError(
+            "has no recompute_config mapping (MindFormers' recompute settings): nothing to apply the keys to"
+        )
     return doc
 
 
@@ -84,11 +87,14 @@ def apply_plan(text: str, recompute: dict) -> Edit:
         notes.append("recompute: True recomputes every layer in full; the select keys are added for when it is off")
     current = cfg.get("select_recompute")
     if current is True:
-        notes.append("select_recompute: True uses MindFormers' own default keys; irlint does not know that list "
-                     "for your model, so it does not replace it: write it as a list with the keys "
-                     + ", ".join(f"'{k}'" for k in keys) + " added")
+        notes.append(
+            "select_recompute: True uses MindFormers' own default keys; irlint does not know that list "
+            "for your model, so it does not replace it: write it as a list with the keys "
+            + ", ".join(f"'{k}'" for k in keys)
+            + " added"
+        )
         return Edit(text, added, raised, covered, notes)
-    if hasattr(current, "items"):        # dict form: key -> True or per-stage counts
+    if hasattr(current, "items"):  # dict form: key -> True or per-stage counts
         for key in keys:
             have = covering(key, list(current.keys()))
             want = per_stage.get(key)
@@ -106,13 +112,15 @@ def apply_plan(text: str, recompute: dict) -> Edit:
                     raised.append(f"{have}: {before} -> {new}")
                     continue
             elif want and isinstance(value, list):
-                notes.append(f"'{have}' has counts {list(value)} for another number of stages than the dump's "
-                             f"{len(want)}; the dump needs {want}")
+                notes.append(
+                    f"'{have}' has counts {list(value)} for another number of stages than the dump's "
+                    f"{len(want)}; the dump needs {want}"
+                )
             covered.append(f"{key} (by '{have}')")
     else:
         from ruamel.yaml.comments import CommentedSeq
 
-        if not isinstance(current, list):   # missing, False or None: a new list
+        if not isinstance(current, list):  # missing, False or None: a new list
             current = _flow([])
             cfg["select_recompute"] = current
         for key in keys:
@@ -123,8 +131,10 @@ def apply_plan(text: str, recompute: dict) -> Edit:
             current.append(_quoted(key, current) if isinstance(current, CommentedSeq) else key)
             added.append(key)
         if per_stage and any(per_stage.values()):
-            notes.append("the flat list applies the keys to every layer; MindFormers' per-stage form would be "
-                         "{" + ", ".join(f"'{k}': {v}" for k, v in per_stage.items()) + "}")
+            notes.append(
+                "the flat list applies the keys to every layer; MindFormers' per-stage form would be "
+                "{" + ", ".join(f"'{k}': {v}" for k, v in per_stage.items()) + "}"
+            )
     if not added and not raised:
         return Edit(text, added, raised, covered, notes)
     return Edit(_splice(text, doc), added, raised, covered, notes)
@@ -144,7 +154,8 @@ def _quoted(key: str, seq):
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
     if any(isinstance(x, DoubleQuotedScalarString) for x in seq) and not any(
-            isinstance(x, SingleQuotedScalarString) for x in seq):
+        isinstance(x, SingleQuotedScalarString) for x in seq
+    ):
         return DoubleQuotedScalarString(key)
     return SingleQuotedScalarString(key)
 
@@ -159,18 +170,22 @@ def _splice(text: str, doc) -> str:
     start = next(i for i, ln in enumerate(lines) if ln.startswith("recompute_config:"))
     end = next((i for i in range(start + 1, len(lines)) if _TOP_KEY.match(lines[i])), len(lines))
     # the comment and blank lines right before the next top-level key stay where they are
-    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")) \
-            and not lines[end - 1].startswith(" "):
+    while (
+        end > start + 1
+        and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#"))
+        and not lines[end - 1].startswith(" ")
+    ):
         end -= 1
-    indent = _child_indent(lines[start + 1:end])
+    indent = _child_indent(lines[start + 1 : end])
     from ruamel.yaml.comments import CommentedMap
 
     y = _yaml()
     y.indent(mapping=indent, sequence=indent + 2, offset=indent)
     if len(re.findall(r":\s+(?:True|False)\b", text)) >= len(re.findall(r":\s+(?:true|false)\b", text)):
         # ruamel writes every bool as true/false; MindFormers' configs spell them True/False
-        y.representer.add_representer(bool, lambda r, d: r.represent_scalar("tag:yaml.org,2002:bool",
-                                                                         "True" if d else "False"))
+        y.representer.add_representer(
+            bool, lambda r, d: r.represent_scalar("tag:yaml.org,2002:bool", "True" if d else "False")
+        )
     block = CommentedMap()
     block["recompute_config"] = doc["recompute_config"]
     out = io.StringIO()
@@ -196,8 +211,8 @@ def _child_indent(block: list[str]) -> int:
 class Depth(NamedTuple):
     """The model that runs, as a MindFormers config gives it (``irlint cost/memory --config``)."""
 
-    layers: int        # model.model_config.num_layers (num_hidden_layers in the mcore configs)
-    stages: int        # parallel_config.pipeline_stage (1 when absent)
+    layers: int  # model.model_config.num_layers (num_hidden_layers in the mcore configs)
+    stages: int  # parallel_config.pipeline_stage (1 when absent)
 
 
 def depth(text: str) -> Depth:
@@ -217,9 +232,11 @@ def depth(text: str) -> Depth:
     cfg = model.get("model_config") if isinstance(model, dict) else None
     found = next((cfg[k] for k in ("num_layers", "num_hidden_layers") if isinstance(cfg, dict) and k in cfg), None)
     if not isinstance(found, int) or isinstance(found, bool) or found < 1:
-        raise YamlError("sets no model.model_config.num_layers (nor num_hidden_layers)"
-                        + ("" if found is None else f" that is a positive number (it is {found!r})")
-                        + ": give the depth with --layers")
+        raise YamlError(
+            "sets no model.model_config.num_layers (nor num_hidden_layers)"
+            + ("" if found is None else f" that is a positive number (it is {found!r})")
+            + ": give the depth with --layers"
+        )
     par = doc.get("parallel_config")
     stages = par.get("pipeline_stage", 1) if isinstance(par, dict) else 1
     if stages is None:
@@ -250,8 +267,10 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
             break
     last = parts[-1]
     if not hasattr(node, "lc") or last not in node:
-        return text, (f"{path} is not in the config: add it yourself if your model sets it elsewhere "
-                      f"(irlint fix changes only a key the config has)")
+        return text, (
+            f"{path} is not in the config: add it yourself if your model sets it elsewhere "
+            f"(irlint fix changes only a key the config has)"
+        )
     current = node[last]
     if current == value and type(current) is type(value):
         return text, f"{path} is {current} already"
@@ -266,12 +285,12 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
     spelled = ("True" if value else "False") if isinstance(value, bool) else str(value)
     if isinstance(value, bool) and token.group(0) in ("true", "false"):
         spelled = spelled.lower()
-    lines[line] = row[:col] + spelled + row[col + token.end():]
+    lines[line] = row[:col] + spelled + row[col + token.end() :]
     new = "".join(lines)
     check = load_any(new)
     for name in parts:
         check = check.get(name) if hasattr(check, "get") else None
-    if check != value:   # the edit must say what was meant, or nothing is written
+    if check != value:  # the edit must say what was meant, or nothing is written
         return text, f"{path}: could not be set in line {line + 1}: nothing written"
     return new, f"{path}: {current} -> {spelled}"
 

@@ -11,6 +11,7 @@ A rule is a small class::
         VALID = [...]; INVALID = [...]  # IR snippets the test suite runs
         def check(self, ir): yield self.finding(ir, key, "message", hint="...")
 """
+
 from __future__ import annotations
 
 import importlib
@@ -20,9 +21,9 @@ import os
 import pkgutil
 import re
 import sys
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
 from .findings import Finding, Related, WastedBytes
@@ -38,7 +39,7 @@ class Rule:
     name: ClassVar[str] = ""
     severity: ClassVar[str] = "warning"
     summary: ClassVar[str] = ""
-    stages: ClassVar[tuple[str, ...]] = ()   # empty: every file
+    stages: ClassVar[tuple[str, ...]] = ()  # empty: every file
     default_enabled: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str]] = []
@@ -54,10 +55,22 @@ class Rule:
         return inspect.cleandoc(cls.__doc__ or cls.summary)
 
     # --- helpers for check() ----------------------------------------------------------------------
-    def finding(self, ir: IRFile, key: int, message: str, hint: str = "", related: Iterable[int | Related] = (),
-                severity: str | None = None, identity: tuple = (), extra: dict | None = None,
-                cause: str = "", fix: str = "", snippet: str = "", waste_kinds: Iterable[str] = (),
-                wasted: Iterable[WastedBytes] = ()) -> Finding:
+    def finding(
+        self,
+        ir: IRFile,
+        key: int,
+        message: str,
+        hint: str = "",
+        related: Iterable[int | Related] = (),
+        severity: str | None = None,
+        identity: tuple = (),
+        extra: dict | None = None,
+        cause: str = "",
+        fix: str = "",
+        snippet: str = "",
+        waste_kinds: Iterable[str] = (),
+        wasted: Iterable[WastedBytes] = (),
+    ) -> Finding:
         data = ir.nodes[key]
         if not data.get("scope"):
             # a dump without scope lines (MS_DEV_DUMP_IR_FORMAT=1): the weights the node is computed
@@ -69,13 +82,29 @@ class Rule:
 
         layer, path = model_path(ir, key)
         return Finding(
-            layer=layer, model_path=path, cause=cause or self.summary, fix=fix,
-            code=self.code, rule=self.name, severity=severity or self.severity, file=ir.path,
-            line=data.get("line", 0), graph=data.get("graph", ""), node=data.get("id", ""),
-            op=data.get("op", ""), scope=data.get("scope", ""), message=message, hint=hint,
+            layer=layer,
+            model_path=path,
+            cause=cause or self.summary,
+            fix=fix,
+            code=self.code,
+            rule=self.name,
+            severity=severity or self.severity,
+            file=ir.path,
+            line=data.get("line", 0),
+            graph=data.get("graph", ""),
+            node=data.get("id", ""),
+            op=data.get("op", ""),
+            scope=data.get("scope", ""),
+            message=message,
+            hint=hint,
             related=tuple(r if isinstance(r, Related) else related_node(ir, r) for r in related),
-            stage=ir.stage.label, identity=identity, extra=tuple(sorted((extra or {}).items())),
-            source=source_of(ir, key), snippet=snippet, waste_kinds=tuple(waste_kinds), wasted=tuple(wasted),
+            stage=ir.stage.label,
+            identity=identity,
+            extra=tuple(sorted((extra or {}).items())),
+            source=source_of(ir, key),
+            snippet=snippet,
+            waste_kinds=tuple(waste_kinds),
+            wasted=tuple(wasted),
         )
 
 
@@ -98,8 +127,15 @@ def source_of(ir: IRFile, key: int) -> tuple[str, int] | None:
 
 def related_node(ir: IRFile, key: int, note: str = "") -> Related:
     data = ir.nodes[key]
-    return Related(file=ir.path, line=data.get("line", 0), node=data.get("id", ""), op=data.get("op", ""),
-                   scope=data.get("scope", ""), graph=data.get("graph", ""), note=note)
+    return Related(
+        file=ir.path,
+        line=data.get("line", 0),
+        node=data.get("id", ""),
+        op=data.get("op", ""),
+        scope=data.get("scope", ""),
+        graph=data.get("graph", ""),
+        note=note,
+    )
 
 
 def entry_points(group: str):
@@ -126,7 +162,7 @@ def _may_declare(group: str) -> bool:
     for entry in sys.path:
         root = entry or "."
         if os.path.isfile(root):
-            return True   # a zip (or egg file) of packages
+            return True  # a zip (or egg file) of packages
         if not os.path.isdir(root):
             continue
         try:
@@ -154,8 +190,9 @@ def _builtin_package():
     except ModuleNotFoundError:
         folder = Path(__file__).resolve().parent.parent / "rules"
         spec = importlib.util.spec_from_file_location(
-            "irlint.rules", folder / "__init__.py", submodule_search_locations=[str(folder)])
-        assert spec is not None and spec.loader is not None   # a path always has a spec
+            "irlint.rules", folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        assert spec is not None and spec.loader is not None  # a path always has a spec
         module = importlib.util.module_from_spec(spec)
         sys.modules["irlint.rules"] = module
         spec.loader.exec_module(module)
@@ -163,9 +200,15 @@ def _builtin_package():
 
 
 def _rules_in(module) -> list[type[Rule]]:
-    return [obj for obj in vars(module).values()
-            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.code
-            and obj.__module__ == module.__name__]
+    return [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, Rule)
+        and obj is not Rule
+        and obj.code
+        and obj.__module__ == module.__name__
+    ]
 
 
 # rules loaded from the entry-point group: the engine runs them in a process of their own
@@ -182,8 +225,10 @@ def _invalid_plugin_rule(cls: type[Rule]) -> str:
         return f"has severity {cls.severity!r}: it must be one of {', '.join(SEVERITIES)}"
     stages = cls.stages
     if isinstance(stages, str) or not isinstance(stages, (tuple, list)) or not all(isinstance(s, str) for s in stages):
-        return (f"has stages {stages!r}: it must be a tuple of stage names such as ('validate',)"
-                f"{' (a str is not one)' if isinstance(stages, str) else ''}")
+        return (
+            f"has stages {stages!r}: it must be a tuple of stage names such as ('validate',)"
+            f"{' (a str is not one)' if isinstance(stages, str) else ''}"
+        )
     return ""
 
 
@@ -199,7 +244,7 @@ class plugin_output:
         try:
             self.saved_fd: int | None = os.dup(1)
             os.dup2(2, 1)
-        except OSError:   # no standard output or error to redirect
+        except OSError:  # no standard output or error to redirect
             self.saved_fd = None
         return self
 
@@ -260,6 +305,8 @@ def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]
                 PLUGIN_RULES.add(cls)
                 other = found.setdefault(cls.code, cls)
                 if other is not cls:
-                    problems.append(f"rule plugin {ep.name!r}: {cls.__name__} uses code {cls.code}, "
-                                    f"which {other.__module__}.{other.__name__} already has; it was not loaded")
+                    problems.append(
+                        f"rule plugin {ep.name!r}: {cls.__name__} uses code {cls.code}, "
+                        f"which {other.__module__}.{other.__name__} already has; it was not loaded"
+                    )
     return tuple(sorted(found.values(), key=lambda c: c.code)), tuple(problems)

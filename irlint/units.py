@@ -1,6 +1,7 @@
 """The one way irlint writes a byte count (binary units) or a FLOP count (decimal units) for people
 (text and HTML): three significant figures (``165 KiB``, ``1.21 GiB``, ``3.34 GFLOP``). Machine
 formats carry the exact counts."""
+
 from __future__ import annotations
 
 _UNITS = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -27,7 +28,7 @@ def _scaled(n: int | float | None, base: int, units: tuple[str, ...]) -> str:
         value /= base
         unit += 1
     if round(value, 2 if value < 10 else 1 if value < 100 else 0) >= base and unit < len(units) - 1:
-        value /= base   # 1023.9 KiB rounds to 1024 KiB: say 1.00 MiB
+        value /= base  # 1023.9 KiB rounds to 1024 KiB: say 1.00 MiB
         unit += 1
     digits = 2 if value < 10 else 1 if value < 100 else 0
     return f"{sign}{value:.{digits}f} {units[unit]}"

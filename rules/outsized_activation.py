@@ -1,4 +1,5 @@
 """Activation-memory rule (AM): a kept activation out of proportion to its layer."""
+
 from __future__ import annotations
 
 from irlint.accounts.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
@@ -35,22 +36,30 @@ subgraph @g() {{
 
 
 # llama-recompute-modes 21_validate (llama_tiny.py): the softmax is computed and kept in fp32
-SOFTMAX_FP32_KEPT = _snippet("Float32", """\
+SOFTMAX_FP32_KEPT = _snippet(
+    "Float32",
+    """\
   %0(equiv_56_prob) = PrimFunc_Softmax(%para1_score, (I64(-1))) {instance name: softmax} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "43385"}
       : (<Tensor[Float32], (1, 4, 16, 16)>, <Tuple[Int64], TupleShape(NoShape), elements_use_flags={[const vector]{1}}>) -> (<Tensor[Float32], (1, 4, 16, 16)>)
-      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/Softmax-op0)""", """\
+      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/Softmax-op0)""",
+    """\
   %1(CNode_2127) = PrimFunc_SoftmaxBackward(%para2_dy, %0, I64(-1)) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {forward_node_name: "Softmax_43385", forward_unique_id: "43385"}
       : (<Tensor[Float32], (1, 4, 16, 16)>, <Tensor[Float32], (1, 4, 16, 16)>, <Int64, NoShape>) -> (<Tensor[Float32], (1, 4, 16, 16)>)
-      # Fullname with scope: (Gradients/Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/Grad_Softmax/SoftmaxBackward-op3)""")
+      # Fullname with scope: (Gradients/Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/Grad_Softmax/SoftmaxBackward-op3)""",
+)
 
 # gpt-s16-b2-h64-a4 21_validate (bench/gpt_layer.py; batch cut to 1): the softmax kept in fp16
-SOFTMAX_FP16_KEPT = _snippet("Float16", """\
+SOFTMAX_FP16_KEPT = _snippet(
+    "Float16",
+    """\
   %0(equiv_108_CNode_854) = PrimFunc_Softmax(%para1_score, (I64(-1))) {instance name: softmax} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "16060"}
       : (<Tensor[Float16], (1, 4, 16, 16)>, <Tuple[Int64], TupleShape(NoShape), elements_use_flags={[const vector]{1}}>) -> (<Tensor[Float16], (1, 4, 16, 16)>)
-      # Fullname with scope: (Default/network-GPT/layers-CellList/0-GPTLayer/attention-Attention/core_attention-CoreAttention/Softmax-op0)""", """\
+      # Fullname with scope: (Default/network-GPT/layers-CellList/0-GPTLayer/attention-Attention/core_attention-CoreAttention/Softmax-op0)""",
+    """\
   %1(CNode_1071) = PrimFunc_SoftmaxBackward(%para2_dy, %0, I64(-1)) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {forward_node_name: "Softmax_16060", forward_unique_id: "16060"}
       : (<Tensor[Float16], (1, 4, 16, 16)>, <Tensor[Float16], (1, 4, 16, 16)>, <Int64, NoShape>) -> (<Tensor[Float16], (1, 4, 16, 16)>)
-      # Fullname with scope: (Gradients/Default/network-GPT/layers-CellList/0-GPTLayer/attention-Attention/core_attention-CoreAttention/Grad_Softmax/SoftmaxBackward-op2)""")
+      # Fullname with scope: (Gradients/Default/network-GPT/layers-CellList/0-GPTLayer/attention-Attention/core_attention-CoreAttention/Grad_Softmax/SoftmaxBackward-op2)""",
+)
 
 
 def is_sequence_squared(ir: IRFile, t: KeptTensor) -> bool:
@@ -58,8 +67,13 @@ def is_sequence_squared(ir: IRFile, t: KeptTensor) -> bool:
     Transpose output is the head split of Q/K/V, (b, heads, seq, head_dim), square only when
     head_dim happens to equal seq."""
     shape = t.type.shape if t.type is not None else None
-    return (bool(shape) and len(shape) >= 3 and shape[-1] == shape[-2] and shape[-1] > 1
-            and ir[t.tensor.node].get("op") != "Transpose")
+    return (
+        bool(shape)
+        and len(shape) >= 3
+        and shape[-1] == shape[-2]
+        and shape[-1] > 1
+        and ir[t.tensor.node].get("op") != "Transpose"
+    )
 
 
 class OutsizedKeptActivation(Rule):
@@ -121,18 +135,35 @@ class OutsizedKeptActivation(Rule):
                 continue
             d = ir[t.tensor.node]
             what = f"{d['op']} output" if t.tensor.index is None else f"{d['op']} output {t.tensor.index}"
-            why = (f"an attention-score shaped (seq x seq) tensor kept in {t.type.dtype}" if squared else
-                   f"more than {self.max_layer_share:.0%} of the layer")
-            message = (f"{what} {t.type} ({human_bytes(t.nbytes)}, {share:.0%} of the {human_bytes(layer.kept_bytes)} "
-                       f"layer {t.layer} keeps for backward) is {why}; read by "
-                       + ", ".join(f"backward {ir.describe(r)}" for r in t.readers[:3]))
-            hint = ("Use flash attention (FlashAttentionScore keeps no seq x seq tensor), recompute this op "
-                    "(select_recompute on its primitive), or compute it in fp16/bf16." if squared else
-                    "Recompute this op or the ops around it (select_recompute), or lower its dtype.")
-            short = (f"keeps a seq x seq {t.type.dtype} tensor for backward, {share:.0%} of the layer" if squared else
-                     f"one kept tensor is {share:.0%} of the layer's activations")
-            yield self.finding(ir, t.tensor.node, message, hint=hint, cause=short,
-                               fix="flash attention, recompute or fp16/bf16" if squared else "recompute it or lower its dtype",
-                               related=[related_node(ir, r, "backward reader") for r in t.readers[:3]],
-                               identity=(d["op"], t.tensor.index, "seq2" if squared else "share"),
-                               extra={"layer": t.layer, "share": round(share, 4)}).with_(bytes_at_stake=t.nbytes)
+            why = (
+                f"an attention-score shaped (seq x seq) tensor kept in {t.type.dtype}"
+                if squared
+                else f"more than {self.max_layer_share:.0%} of the layer"
+            )
+            message = (
+                f"{what} {t.type} ({human_bytes(t.nbytes)}, {share:.0%} of the {human_bytes(layer.kept_bytes)} "
+                f"layer {t.layer} keeps for backward) is {why}; read by "
+                + ", ".join(f"backward {ir.describe(r)}" for r in t.readers[:3])
+            )
+            hint = (
+                "Use flash attention (FlashAttentionScore keeps no seq x seq tensor), recompute this op "
+                "(select_recompute on its primitive), or compute it in fp16/bf16."
+                if squared
+                else "Recompute this op or the ops around it (select_recompute), or lower its dtype."
+            )
+            short = (
+                f"keeps a seq x seq {t.type.dtype} tensor for backward, {share:.0%} of the layer"
+                if squared
+                else f"one kept tensor is {share:.0%} of the layer's activations"
+            )
+            yield self.finding(
+                ir,
+                t.tensor.node,
+                message,
+                hint=hint,
+                cause=short,
+                fix="flash attention, recompute or fp16/bf16" if squared else "recompute it or lower its dtype",
+                related=[related_node(ir, r, "backward reader") for r in t.readers[:3]],
+                identity=(d["op"], t.tensor.index, "seq2" if squared else "share"),
+                extra={"layer": t.layer, "share": round(share, 4)},
+            ).with_(bytes_at_stake=t.nbytes)

@@ -1,6 +1,7 @@
 """A tiny client of the Chrome DevTools Protocol over ``--remote-debugging-pipe`` (headless
 Chromium reads commands on fd 3 and answers on fd 4, NUL-separated JSON): no websocket library,
 no network, no browser download. Used by the browser test and by ``scripts/screenshots.py``."""
+
 from __future__ import annotations
 
 import base64
@@ -36,20 +37,37 @@ class Browser:
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
 
-        def plumbing():   # in the child: the protocol's pipes on fds 3 and 4, kept across exec
-            r, w = os.dup(to_child_r), os.dup(from_child_w)   # out of the way of 3 and 4 first
+        def plumbing():  # in the child: the protocol's pipes on fds 3 and 4, kept across exec
+            r, w = os.dup(to_child_r), os.dup(from_child_w)  # out of the way of 3 and 4 first
             os.dup2(r, 3)
             os.dup2(w, 4)
             os.set_inheritable(3, True)
             os.set_inheritable(4, True)
 
         self.proc = subprocess.Popen(
-            [executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
-             "--disable-extensions", "--disable-background-networking", "--disable-sync", "--mute-audio",
-             "--disable-dev-shm-usage", f"--user-data-dir={self._profile}", f"--window-size={width},{height}",
-             "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=plumbing, close_fds=False)
+            [
+                executable,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "--disable-sync",
+                "--mute-audio",
+                "--disable-dev-shm-usage",
+                f"--user-data-dir={self._profile}",
+                f"--window-size={width},{height}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=plumbing,
+            close_fds=False,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._buffer = b""
@@ -60,14 +78,16 @@ class Browser:
         self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
             self.call(domain)
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
 
     # --- the protocol ---------------------------------------------------------------------------
     def _send(self, message: dict) -> None:
         data = json.dumps(message).encode() + b"\0"
         while data:
-            data = data[os.write(self._to_child, data):]
+            data = data[os.write(self._to_child, data) :]
 
     def _receive(self, deadline: float) -> dict:
         import select
@@ -116,7 +136,7 @@ class Browser:
         self.events.clear()
         self.call("Page.navigate", {"url": Path(path).resolve().as_uri()})
         self.wait_for("Page.loadEventFired")
-        self.evaluate("1")   # events of the load arrive before this answer
+        self.evaluate("1")  # events of the load arrive before this answer
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression in the page (a promise is awaited)."""
@@ -134,7 +154,9 @@ class Browser:
                 d = p["exceptionDetails"]
                 out.append(f"exception: {d.get('exception', {}).get('description') or d.get('text')}")
             elif e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                out.append("console.error: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p["args"]))
+                out.append(
+                    "console.error: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p["args"])
+                )
             elif e["method"] == "Log.entryAdded" and p["entry"].get("level") == "error":
                 out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}".strip())
         return out
@@ -145,8 +167,9 @@ class Browser:
             metrics = self.call("Page.getLayoutMetrics")
             size = metrics.get("cssContentSize") or metrics["contentSize"]
             height = size["height"] if clip_height is None else min(size["height"], clip_height)
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": height, "scale": 1})
+            params.update(
+                captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": size["width"], "height": height, "scale": 1}
+            )
         data = self.call("Page.captureScreenshot", params)["data"]
         Path(path).write_bytes(base64.b64decode(data))
 

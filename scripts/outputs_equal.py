@@ -8,6 +8,7 @@ Per case: `irlint --all-stages --format json`, `irlint memory --format json` and
 (standard output, standard error and exit code), run with the irlint of this interpreter, without the cache.
 Paths are given relative to the repository, so two worktrees give the same bytes.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -43,10 +44,10 @@ def outputs(out: Path) -> None:
     for case in cases():
         name = shown(case).replace("../", "").replace("/", "__")
         for kind, args in COMMANDS.items():
-            done = subprocess.run([sys.executable, "-m", "irlint", *args, shown(case)], cwd=REPO,
-                                  capture_output=True)
+            done = subprocess.run([sys.executable, "-m", "irlint", *args, shown(case)], cwd=REPO, capture_output=True)
             (out / f"{name}.{kind}.json").write_bytes(
-                done.stdout + b"\n--- stderr ---\n" + done.stderr + f"\n--- exit {done.returncode}\n".encode())
+                done.stdout + b"\n--- stderr ---\n" + done.stderr + f"\n--- exit {done.returncode}\n".encode()
+            )
 
 
 def main(argv: list[str]) -> int:
@@ -61,8 +62,11 @@ def main(argv: list[str]) -> int:
     new = Path(str(old).rstrip("/") + ".now")
     outputs(new)
     names = sorted({p.name for p in old.iterdir()} | {p.name for p in new.iterdir()})
-    differ = [n for n in names if not (old / n).is_file() or not (new / n).is_file()
-              or (old / n).read_bytes() != (new / n).read_bytes()]
+    differ = [
+        n
+        for n in names
+        if not (old / n).is_file() or not (new / n).is_file() or (old / n).read_bytes() != (new / n).read_bytes()
+    ]
     for n in differ:
         print(f"differs: {n}  (diff {old / n} {new / n})")
     print(f"{len(names) - len(differ)} of {len(names)} outputs byte-equal")

@@ -6,6 +6,7 @@ Chromium (the README shows them). Re-run after changing the report:
 
 Needs irlint installed (``pip install -e .``) and ``chromium`` on PATH (Debian: apt-get install chromium).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,10 +26,14 @@ OUT = ROOT / "docs" / "screenshots"
 PAGES = [
     ("lint-parallel.png", ["par-mismatch-mm_rows8_to_cols8", "--format", "html"], 1180),
     ("diff-recompute.png", ["diff", "s2_ffn_3d_reshape_blocks", "s3_ffn_3d_reshape_fixed", "--format", "html"], 1420),
-    ("diff-parallel.png", ["diff", "par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8", "--format", "html"], 1250),
+    (
+        "diff-parallel.png",
+        ["diff", "par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8", "--format", "html"],
+        1250,
+    ),
     ("comm-parallel.png", ["comm", "par-mismatch-ffn_mul_disagrees_8ranks/rank_0", "--format", "html"], 1250),
 ]
-NO_CACHE = {"comm", "memory"}   # commands that keep no lint cache (no -n)
+NO_CACHE = {"comm", "memory"}  # commands that keep no lint cache (no -n)
 
 
 def main() -> int:
@@ -44,7 +49,9 @@ def main() -> int:
             html = work / png.replace(".png", ".html")
             # from the corpus folder, so the page shows short paths; -n: no cache
             no_cache = [] if irlint_args[0] in NO_CACHE else ["-n"]
-            done = subprocess.run([sys.executable, "-m", "irlint", *irlint_args, *no_cache, "-o", str(html)], cwd=CORPUS)
+            done = subprocess.run(
+                [sys.executable, "-m", "irlint", *irlint_args, *no_cache, "-o", str(html)], cwd=CORPUS
+            )
             if done.returncode not in (0, 1):
                 print(f"irlint {' '.join(irlint_args)}: exit {done.returncode}", file=sys.stderr)
                 return 1
@@ -54,8 +61,10 @@ def main() -> int:
                 print(f"{html}: console errors: {errors}", file=sys.stderr)
                 return 1
             browser.screenshot(OUT / png, clip_height=height)
-            print(f"{OUT.relative_to(ROOT) / png}: {(OUT / png).stat().st_size:,} bytes"
-                  + (f" (from {html})" if args.keep else ""))
+            print(
+                f"{OUT.relative_to(ROOT) / png}: {(OUT / png).stat().st_size:,} bytes"
+                + (f" (from {html})" if args.keep else "")
+            )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -9,6 +9,7 @@ caching: 20 ms a start). irlint uses the shipped parser only when the grammar te
 stored in it are those it reads; otherwise it builds the parser with the installed Lark as before.
 The generated module is under the MPL-2.0, as Lark's standalone tool states in its header.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,8 @@ _UNUSED_IMPORT = "import pickle, zlib, base64"
 # everything behaves the same without importing logging (3 ms a lint), nor adding a second handler
 # to the "lark" logger of an installed Lark
 _LOGGER = (
-    'import logging\n', 'logger: logging.Logger = logging.getLogger("lark")\n'
+    "import logging\n",
+    'logger: logging.Logger = logging.getLogger("lark")\n'
     "logger.addHandler(logging.StreamHandler())\n##\n\n##\n\nlogger.setLevel(logging.CRITICAL)\n",
 )
 _QUIET_LOGGER = (
@@ -67,7 +69,7 @@ def standalone_source(grammar: str) -> str:
             chunks.append("\n")
             return
         (arg,) = args
-        if isinstance(arg, dict):   # DATA, then MEMO
+        if isinstance(arg, dict):  # DATA, then MEMO
             if "options" in arg and "parser" in arg:
                 # as Lark.save does: options given again at load time (the transformer) are left out
                 arg["options"] = {k: v for k, v in arg["options"].items() if k not in _LOAD_ALLOWED_OPTIONS}
@@ -107,7 +109,7 @@ def _canonical(table: dict, starts: list[str]) -> dict:
         seen.add(state)
         order.append(state)
         for token, (action, arg) in sorted(table["states"][state].items(), key=lambda kv: name[kv[0]]):
-            if action == 0:   # a shift (or goto): arg is the next state
+            if action == 0:  # a shift (or goto): arg is the next state
                 todo.append(arg)
     if len(order) != len(table["states"]):
         raise SystemExit("some LALR states are not reachable from a start state: unexpected table layout")

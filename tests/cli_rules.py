@@ -1,11 +1,12 @@
 """Two small rules for the CLI/reporter tests, so those tests pin the output formats whatever the
 real rules find. Installed with the ``tiny_rules`` fixture (tests import it from here)."""
+
 from __future__ import annotations
 
 import pytest
 
-import irlint.runner.engine
 import irlint.rule
+import irlint.runner.engine
 from irlint.rule import Rule
 
 FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
@@ -35,9 +36,13 @@ class ForwardMatMul(Rule):
                 continue
             out = ir[key].get("out_type")
             shape = "x".join(map(str, out.shape)) if out is not None and out.shape else "?"
-            yield self.finding(ir, key, f"MatMul gives {shape}, with a comma, 100% and a: colon",
-                               hint="Nothing to do: this is a test rule.",
-                               related=list(ir.consumers(key))[:2])
+            yield self.finding(
+                ir,
+                key,
+                f"MatMul gives {shape}, with a comma, 100% and a: colon",
+                hint="Nothing to do: this is a test rule.",
+                related=list(ir.consumers(key))[:2],
+            )
 
 
 class EveryReturn(Rule):

@@ -1,4 +1,5 @@
 """Shared test fixtures: the corpus fixture folders and helpers to read or lint IR text."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from irlint.read.reader import read_ir
 from irlint.runner.config import Config
 from irlint.runner.engine import lint
-from irlint.read.reader import read_ir
 
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "fixtures" / "corpus"
@@ -19,8 +20,9 @@ SHARED_CORPUS = TESTS.parent.parent / "shared" / "corpus"
 def portable(finding: dict, root: Path) -> dict:
     """A finding's dict with file paths relative to ``root``, so that a snapshot does not depend on
     where the checkout is."""
+
     def rel(path: str) -> str:
-        return Path(os.path.relpath(path, root)).as_posix()   # "../unseen/x" for a sibling folder
+        return Path(os.path.relpath(path, root)).as_posix()  # "../unseen/x" for a sibling folder
 
     finding["file"] = rel(finding["file"])
     for r in finding["related"]:
@@ -37,10 +39,12 @@ def corpus() -> Path:
 @pytest.fixture
 def ir_from_text(tmp_path):
     """Write IR text to a file named like a stage dump and read it (``read_ir``)."""
+
     def make(text: str, name: str = "21_validate_0076.ir"):
         path = tmp_path / name
         path.write_text(text, encoding="utf-8")
         return read_ir(str(path))
+
     return make
 
 
@@ -56,6 +60,7 @@ def quiet_config(**kw) -> Config:
 def lint_paths():
     def run(paths, **kw):
         return lint([str(p) for p in paths], quiet_config(**kw))
+
     return run
 
 
@@ -83,4 +88,4 @@ def lark_parses(monkeypatch) -> Iterator[list[tuple[str, str]]]:
     monkeypatch.setattr(reader_parser, "_parser", lambda: Recording())
     record.clear_memos()
     yield seen
-    record.clear_memos()   # what was memoised while recording is dropped with the recorder
+    record.clear_memos()  # what was memoised while recording is dropped with the recorder

@@ -1,4 +1,5 @@
 """Baselines and the fingerprints they rest on: a re-dump of the same model must match."""
+
 from __future__ import annotations
 
 import json
@@ -8,11 +9,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from cli_rules import DUMP, tiny_rules  # noqa: F401 - fixture
+
 from irlint import Config, lint
-from irlint.runner.baseline import BaselineError, new_findings, read_baseline, write_baseline
 from irlint.rule import load_rules
+from irlint.runner.baseline import BaselineError, new_findings, read_baseline, write_baseline
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 
@@ -85,11 +86,14 @@ def test_baseline_matches_a_redumped_folder(tiny_rules, tmp_path):
     assert new_findings(lint([str(new)], Config()).findings, read_baseline(path)) == []
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{", "invalid JSON"),
-    ('{"findings": "x"}', "not an irlint baseline"),
-    ('{"findings": [{"code": "TS001"}]}', "needs a 'fingerprint'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{", "invalid JSON"),
+        ('{"findings": "x"}', "not an irlint baseline"),
+        ('{"findings": [{"code": "TS001"}]}', "needs a 'fingerprint'"),
+    ],
+)
 def test_bad_baseline(tmp_path, content, message):
     path = tmp_path / "b.json"
     path.write_text(content)

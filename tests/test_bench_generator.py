@@ -1,4 +1,5 @@
 """A generated N-layer folder has the findings of its source, once per layer: none lost, none added."""
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,11 @@ pytestmark = pytest.mark.skipif(not GEN.exists(), reason="bench/gen_dump.py is n
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen") / f"dump{LAYERS}"
-    subprocess.run([sys.executable, str(GEN), "--input", str(SOURCE), "--layers", str(LAYERS), "--out", str(out),
-                    "--jobs", "1"], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(GEN), "--input", str(SOURCE), "--layers", str(LAYERS), "--out", str(out), "--jobs", "1"],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 

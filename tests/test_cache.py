@@ -1,4 +1,5 @@
 """The lint cache: hits for unchanged input, misses for any change, never in the way."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import irlint.runner.engine as engine
+from irlint.findings import Finding, Related
+from irlint.rule import Rule
 from irlint.runner.cache import LintCache, default_dir
 from irlint.runner.config import Config
 from irlint.runner.engine import lint
-from irlint.findings import Finding, Related
-from irlint.rule import Rule
 
 CASE = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 DUMP = "opt_pass_19_add_recomputation_0033.ir"
@@ -88,7 +89,7 @@ def test_second_run_comes_from_the_cache(rules, dump, tmp_path):
     assert _entries(cache)
     second = _lint(dump, cache)
     assert second == first
-    assert RecomputedNodes.checked == [str(dump)]   # not run again
+    assert RecomputedNodes.checked == [str(dump)]  # not run again
 
 
 def test_content_change_is_a_miss_even_with_same_size_and_mtime(rules, dump, tmp_path):
@@ -136,11 +137,11 @@ def test_no_cache_writes_nothing(rules, dump, tmp_path):
 
 def test_bad_input_is_never_cached(rules, dump, tmp_path):
     data = dump.read_bytes()
-    dump.write_bytes(data[: len(data) // 2])      # a dump cut off mid-way
+    dump.write_bytes(data[: len(data) // 2])  # a dump cut off mid-way
     cache = tmp_path / "cache"
     first = _lint(dump, cache)
     second = _lint(dump, cache)
-    assert first == second and first[1]           # same diagnostics, read again each time
+    assert first == second and first[1]  # same diagnostics, read again each time
     assert _entries(cache) == []
     assert len(RecomputedNodes.checked) == 2
 
@@ -154,7 +155,7 @@ def test_corrupt_entries_are_ignored_and_replaced(rules, dump, tmp_path):
         p.write_bytes([b"", b"\x80\x05garbage", b"not a pickle at all"][i % 3])
     assert _lint(dump, cache) == first
     assert len(RecomputedNodes.checked) == 2
-    assert _lint(dump, cache) == first          # rewritten entries are good again
+    assert _lint(dump, cache) == first  # rewritten entries are good again
     assert len(RecomputedNodes.checked) == 2
 
 
@@ -200,16 +201,29 @@ def test_temporary_files_of_a_killed_run_are_removed(tmp_path):
     fresh.write_text("{")
     os.utime(old, (1_000_000, 1_000_000))
     store.prune()
-    assert not old.exists() and fresh.exists() and entry.exists()   # a fresh one may be another run's
+    assert not old.exists() and fresh.exists() and entry.exists()  # a fresh one may be another run's
     assert store.clear() == (2, 0) and not fresh.exists() and not entry.exists()
 
 
 def _finding(**kw) -> Finding:
-    base = dict(code="RC001", rule="r", severity="warning", file="d.ir", line=3, graph="@g", node="%1", op="Mul",
-                scope="Default/a/Mul-op1", message="m", hint="h", stage="validate",
-                related=(Related("d.ir", 4, "%2", "Add", "Default/b"), Related("other.ir", 5, "%3", "Cast", "x")),
-                identity=("a", 1, (2.5, None, True), ["l"]), extra=(("shape", (1, 2)), ("note", {"k": [1]})),
-                bytes_at_stake=4096)
+    base = dict(
+        code="RC001",
+        rule="r",
+        severity="warning",
+        file="d.ir",
+        line=3,
+        graph="@g",
+        node="%1",
+        op="Mul",
+        scope="Default/a/Mul-op1",
+        message="m",
+        hint="h",
+        stage="validate",
+        related=(Related("d.ir", 4, "%2", "Add", "Default/b"), Related("other.ir", 5, "%3", "Cast", "x")),
+        identity=("a", 1, (2.5, None, True), ["l"]),
+        extra=(("shape", (1, 2)), ("note", {"k": [1]})),
+        bytes_at_stake=4096,
+    )
     base.update(kw)
     return Finding(**base)
 
@@ -219,7 +233,7 @@ def test_an_entry_is_plain_json_and_round_trips_with_its_fingerprint(tmp_path):
     f = _finding()
     store.put("ab" * 32, ([f], []), "d.ir")
     text = store._file("lint", "ab" * 32).read_text()
-    assert json.loads(text)["findings"][0]["file"] == ""          # the file's own name is not stored
+    assert json.loads(text)["findings"][0]["file"] == ""  # the file's own name is not stored
     back = store.get("ab" * 32, "renamed/d.ir")[0][0]
     assert back.file == "renamed/d.ir" and back.related[0].file == "renamed/d.ir"
     assert back.related[1].file == "other.ir"
@@ -240,7 +254,7 @@ def test_a_pickle_planted_in_the_cache_never_runs(rules, dump, tmp_path):
         p.write_bytes(pickle.dumps(Payload()))
     assert _lint(dump, cache) == first
     assert not marker.exists()
-    assert len(RecomputedNodes.checked) == 2     # the entries were misses
+    assert len(RecomputedNodes.checked) == 2  # the entries were misses
 
 
 @pytest.mark.parametrize("entry", [["notalist", 5], {"key": "?", "findings": "notalist"}, "a" * 64, None, 42])
@@ -254,7 +268,7 @@ def test_a_well_formed_entry_of_the_wrong_shape_is_dropped(rules, dump, tmp_path
         p.write_text(json.dumps(shaped))
     assert _lint(dump, cache) == first
     assert len(RecomputedNodes.checked) == 2
-    assert _lint(dump, cache) == first           # replaced by a good entry: later runs are hits
+    assert _lint(dump, cache) == first  # replaced by a good entry: later runs are hits
     assert len(RecomputedNodes.checked) == 2
 
 
@@ -263,7 +277,7 @@ def test_the_same_dump_from_another_working_directory_is_a_hit(rules, dump, tmp_
     absolute, _ = _lint(dump, cache)
     monkeypatch.chdir(dump.parent.parent)
     relative, _ = _lint(Path(dump.parent.name) / dump.name, cache)
-    assert len(RecomputedNodes.checked) == 1     # the key is the content, not the path as typed
+    assert len(RecomputedNodes.checked) == 1  # the key is the content, not the path as typed
     assert [f["file"] for f in relative] == [str(Path(dump.parent.name) / dump.name)] * len(absolute)
 
 
@@ -336,8 +350,12 @@ def _clean(folder):
 
 def test_clean_leaves_a_folder_that_is_not_a_cache_alone(tmp_path):
     victim = tmp_path / "victim"
-    planted = {victim / "p/tools/lint/rules/custom_rule.py": "x", victim / "p/data/stat/2024/results.csv": "y",
-               victim / "docs/.draft.tmp": "z", victim / "v3/lint/ab" / ("ab" * 32): "{}"}
+    planted = {
+        victim / "p/tools/lint/rules/custom_rule.py": "x",
+        victim / "p/data/stat/2024/results.csv": "y",
+        victim / "docs/.draft.tmp": "z",
+        victim / "v3/lint/ab" / ("ab" * 32): "{}",
+    }
     for path, text in planted.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -352,10 +370,13 @@ def test_clean_removes_only_entries_in_the_layout_and_content_irlint_writes(rule
     entries = _entries(cache)
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     lint_entry = next(p for p in entries if p.parent.parent.name == "lint")
-    foreign = {cache / "notes.txt": "mine", lint_entry.parent / "README": "mine",
-               cache / "v3/lint/zz" / ("ab" * 32): "{}",                      # not under its key's folder
-               lint_entry.parent / ("ab" * 32): json.dumps({"key": "x"}),    # an entry name, other content
-               cache / "v3/lint/data/stat/x.csv": "1,2"}
+    foreign = {
+        cache / "notes.txt": "mine",
+        lint_entry.parent / "README": "mine",
+        cache / "v3/lint/zz" / ("ab" * 32): "{}",  # not under its key's folder
+        lint_entry.parent / ("ab" * 32): json.dumps({"key": "x"}),  # an entry name, other content
+        cache / "v3/lint/data/stat/x.csv": "1,2",
+    }
     for path, text in foreign.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -370,7 +391,7 @@ def test_a_cleaned_cache_leaves_no_file_and_a_second_clean_is_fine(rules, dump, 
     cache = tmp_path / "cache"
     _lint(dump, cache)
     assert _clean(cache).exit_code == 0
-    assert not [p for p in cache.rglob("*") if p.is_file()]   # the tag too
+    assert not [p for p in cache.rglob("*") if p.is_file()]  # the tag too
     again = _clean(cache)
     assert again.exit_code == 0 and "nothing to remove" in again.output
 
@@ -380,7 +401,7 @@ def test_a_forged_stat_entry_never_gives_a_dump_another_contents_results(rules, 
     found, _ = _lint(dump, cache)
     assert found
     (tmp_path / "other").mkdir()
-    clean_dump = tmp_path / "other" / dump.name   # same stage, other content
+    clean_dump = tmp_path / "other" / dump.name  # same stage, other content
     clean_dump.write_bytes(dump.read_bytes().replace(b"recompute: Bool(1)", b"recompute: Bool(0)"))
     os.utime(clean_dump, ns=(0, dump.stat().st_mtime_ns))
     assert _lint(clean_dump, cache)[0] == []
@@ -408,8 +429,8 @@ def test_a_cache_folder_other_users_can_write_is_not_used(rules, dump, tmp_path,
     result = CliRunner().invoke(main, [str(dump), "--cache-dir", str(cache), "-j", "1"])
     assert result.exit_code == 0 or result.exit_code == 1
     assert result.output.count("not used") == 1 and "writable by other users" in result.output
-    assert len(RecomputedNodes.checked) == 2     # linted, not answered from that folder
-    assert {p: p.stat().st_mtime_ns for p in _entries(cache)} == before   # nor written to
+    assert len(RecomputedNodes.checked) == 2  # linted, not answered from that folder
+    assert {p: p.stat().st_mtime_ns for p in _entries(cache)} == before  # nor written to
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
@@ -431,7 +452,7 @@ def test_a_folder_writable_only_by_the_users_own_group_is_used(rules, dump, tmp_
     cache = tmp_path / "cache"
     _lint(dump, cache)
     os.chmod(cache, 0o770)
-    monkeypatch.setattr(cache_module, "_private_group", lambda gid: True)   # umask 002, one group per user
+    monkeypatch.setattr(cache_module, "_private_group", lambda gid: True)  # umask 002, one group per user
     assert cache_module.unsafe_folder(cache) is None
     monkeypatch.setattr(cache_module, "_private_group", lambda gid: False)
     assert "writable by other users" in cache_module.unsafe_folder(cache)
@@ -441,7 +462,7 @@ def test_clean_does_not_follow_links_out_of_the_cache(rules, dump, tmp_path):
     cache = tmp_path / "cache"
     _lint(dump, cache)
     elsewhere = tmp_path / "elsewhere"
-    shutil.copytree(cache / "v3", elsewhere)   # entries in irlint's layout, but not in this cache
+    shutil.copytree(cache / "v3", elsewhere)  # entries in irlint's layout, but not in this cache
     kept = _entries(elsewhere)
     (cache / "v3" / "other").symlink_to(elsewhere / "lint")
     shutil.rmtree(cache / "v3" / "stat")

@@ -1,4 +1,5 @@
 """The command line: exit codes, options, subcommands, the editor regexp from the README."""
+
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
 from click.testing import CliRunner
 
 import irlint.cli.app
@@ -15,7 +17,6 @@ import irlint.cli.check
 import irlint.cli.inspect
 import irlint.runner.discover
 import irlint.runner.workers
-from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
 from irlint.cli import main
 from irlint.runner.config import Config
 
@@ -34,19 +35,19 @@ def test_findings_exit_1(tiny_rules):
 
 
 def test_clean_exit_0(tiny_rules):
-    result = run("fixtures/corpus/full-folder-1layer/00_bootstrap_0000.ir")   # no MatMul in it
+    result = run("fixtures/corpus/full-folder-1layer/00_bootstrap_0000.ir")  # no MatMul in it
     assert result.exit_code == 0, result.output
     assert "No findings (1 file checked)" in result.output
 
 
 def test_no_rule_selected_exit_2(tiny_rules):
-    result = run(DUMP, "--ignore", "TS001")   # TS002 is off by default
+    result = run(DUMP, "--ignore", "TS001")  # TS002 is off by default
     assert result.exit_code == 2, result.output
     assert "nothing checked: no rule is selected" in result.output
 
 
 def test_info_findings_alone_exit_0(tiny_rules, tmp_path):
-    result = run(DUMP, "--select", "TS002")   # TS002 is an info rule
+    result = run(DUMP, "--select", "TS002")  # TS002 is an info rule
     assert result.exit_code == 0, result.output
     assert "a return" in result.output and "Found" in result.output
     cfg = tmp_path / "irlint.toml"
@@ -99,7 +100,7 @@ def test_damaged_dump_is_still_linted_but_exits_2(tiny_rules, tmp_path, damage):
     assert result.exit_code == 2, result.output
     assert re.search(r":\d+:1: IR0\d\d \[", result.output)
     assert "Traceback" not in result.output
-    if damage != "truncated":   # the rest of the dump was linted
+    if damage != "truncated":  # the rest of the dump was linted
         assert re.search(r": TS001 \[", result.output)
 
 
@@ -108,8 +109,9 @@ def test_unreadable_folder_exit_2(tiny_rules, tmp_path, monkeypatch):
     locked = tmp_path / "locked"
     shutil.copytree(FOLDER, locked)
     real_access = os.access
-    monkeypatch.setattr(irlint.runner.discover.os, "access",
-                        lambda p, mode: False if Path(p) == locked else real_access(p, mode))
+    monkeypatch.setattr(
+        irlint.runner.discover.os, "access", lambda p, mode: False if Path(p) == locked else real_access(p, mode)
+    )
     result = run(str(locked))
     assert result.exit_code == 2
     assert "permission denied" in result.output
@@ -155,28 +157,34 @@ def test_invalid_config_exit_2(tiny_rules, tmp_path):
 
 
 # --- options --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("args, codes", [
-    ([], {"TS001"}),
-    (["--select", "TS002"], {"TS002"}),
-    (["--select", "every-return,forward-matmul"], {"TS001", "TS002"}),
-    (["--select", "TS", "--ignore", "forward-matmul"], {"TS002"}),
-    (["--extend-select", "TS002"], {"TS001", "TS002"}),
-    (["--extend-select", "TS002", "--ignore", "TS0"], {"TS002"}),  # the more specific selector wins
-    (["--ignore", "TS0"], set()),
-])
+@pytest.mark.parametrize(
+    "args, codes",
+    [
+        ([], {"TS001"}),
+        (["--select", "TS002"], {"TS002"}),
+        (["--select", "every-return,forward-matmul"], {"TS001", "TS002"}),
+        (["--select", "TS", "--ignore", "forward-matmul"], {"TS002"}),
+        (["--extend-select", "TS002"], {"TS001", "TS002"}),
+        (["--extend-select", "TS002", "--ignore", "TS0"], {"TS002"}),  # the more specific selector wins
+        (["--ignore", "TS0"], set()),
+    ],
+)
 def test_selection(tiny_rules, args, codes):
     result = run(DUMP, "--format", "json", *args)
     assert {f["code"] for f in json.loads(result.stdout)["findings"]} == codes
     assert result.exit_code == 2 if not codes else result.exit_code in (0, 1)
 
 
-@pytest.mark.parametrize("file, args, codes", [
-    ('ignore = ["TS001"]', ["--select", "TS001"], {"TS001"}),         # --select beats the file's ignore
-    ('extend-select = ["TS002"]', ["--select", "TS001"], {"TS001"}),  # ... and its extend-select
-    ('select = ["TS002"]', ["--select", "TS001"], {"TS001"}),
-    ('select = ["TS002"]', ["--select", "TS", "--ignore", "TS002"], {"TS001"}),
-    ('ignore = ["TS001"]', ["--extend-select", "TS002"], {"TS002"}),  # without --select the file applies
-])
+@pytest.mark.parametrize(
+    "file, args, codes",
+    [
+        ('ignore = ["TS001"]', ["--select", "TS001"], {"TS001"}),  # --select beats the file's ignore
+        ('extend-select = ["TS002"]', ["--select", "TS001"], {"TS001"}),  # ... and its extend-select
+        ('select = ["TS002"]', ["--select", "TS001"], {"TS001"}),
+        ('select = ["TS002"]', ["--select", "TS", "--ignore", "TS002"], {"TS001"}),
+        ('ignore = ["TS001"]', ["--extend-select", "TS002"], {"TS002"}),  # without --select the file applies
+    ],
+)
 def test_select_option_replaces_the_config_selection(tiny_rules, tmp_path, file, args, codes):
     cfg = tmp_path / "irlint.toml"
     cfg.write_text(file + "\n")
@@ -202,7 +210,7 @@ def test_text_has_no_colour_when_piped_or_no_color(tiny_rules):
 def test_text_to_a_file_or_pipe_is_not_cut(tiny_rules, tmp_path):
     report = tmp_path / "report.txt"
     run(DUMP, "-o", str(report))
-    for text in (report.read_text(encoding="utf-8"), run(DUMP).output):   # CliRunner: not a TTY
+    for text in (report.read_text(encoding="utf-8"), run(DUMP).output):  # CliRunner: not a TTY
         scopes = re.findall(r"(?:context|        ) \d+ %\d+ \w+  (\S+)", text)
         assert len(scopes) == 4 and all(s.endswith("-op0") or s.endswith("-op1") for s in scopes)
         assert max(len(line) for line in text.splitlines()) > 120
@@ -210,7 +218,7 @@ def test_text_to_a_file_or_pipe_is_not_cut(tiny_rules, tmp_path):
 
 def test_inspect_table_keeps_whole_file_names(tiny_rules, monkeypatch):
     names = sorted(str(p) for p in Path(FOLDER).glob("*.ir"))
-    out = run("inspect", FOLDER).output   # not a TTY: as wide as needed
+    out = run("inspect", FOLDER).output  # not a TTY: as wide as needed
     assert all(name in out for name in names)
     from rich.console import Console
 
@@ -218,9 +226,10 @@ def test_inspect_table_keeps_whole_file_names(tiny_rules, monkeypatch):
     monkeypatch.setattr(irlint.cli.inspect, "console", lambda: Console(width=70, no_color=True, highlight=False))
     out = run("inspect", FOLDER).output
     cells = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
-    assert "".join(cells) == "".join(name for name in
-                                     [r["file"] for r in map(json.loads, run("inspect", FOLDER, "--format",
-                                                                               "json").output.splitlines())])
+    assert "".join(cells) == "".join(
+        name
+        for name in [r["file"] for r in map(json.loads, run("inspect", FOLDER, "--format", "json").output.splitlines())]
+    )
 
 
 def test_statistics(tiny_rules, snapshot):
@@ -235,11 +244,16 @@ def test_progress_bar_counts_files(tiny_rules, monkeypatch, paths, label):
 
     labels = []
     real_add_task = Progress.add_task
-    monkeypatch.setattr(Progress, "add_task",
-                        lambda self, description, **kw: labels.append(description) or real_add_task(self, description, **kw))
+    monkeypatch.setattr(
+        Progress,
+        "add_task",
+        lambda self, description, **kw: labels.append(description) or real_add_task(self, description, **kw),
+    )
     monkeypatch.setattr(irlint.cli.check, "PROGRESS_MIN_BYTES", 0)
     monkeypatch.setattr(irlint.cli.check.sys.stderr, "isatty", lambda: True)
-    irlint.cli.check._lint_with_progress(irlint.cli.check.discover_inputs(paths), Config(cache=False, jobs=1), show=True)
+    irlint.cli.check._lint_with_progress(
+        irlint.cli.check.discover_inputs(paths), Config(cache=False, jobs=1), show=True
+    )
     assert labels == [label]
 
 
@@ -287,8 +301,9 @@ def test_baseline_round_trip(tiny_rules, tmp_path):
     assert result.exit_code == 0, result.output
     assert "3 known findings hidden by the baseline" in result.output
     # a new problem (here: a newly enabled rule) fails again, and only it is reported
-    result = run(DUMP, "--baseline", str(baseline), "--extend-select", "TS002", "--format", "json",
-                 "--config", str(warn))
+    result = run(
+        DUMP, "--baseline", str(baseline), "--extend-select", "TS002", "--format", "json", "--config", str(warn)
+    )
     assert result.exit_code == 1
     assert {f["code"] for f in json.loads(result.output)["findings"]} == {"TS002"}
 
@@ -322,7 +337,7 @@ def test_readme_problem_matcher_matches_concise(tiny_rules, tmp_path):
 # --- subcommands ----------------------------------------------------------------------------------
 def test_help_shows_how_to_lint_and_the_lint_options(tiny_rules):
     out = run("--help", prog_name="irlint").output
-    flat = " ".join(out.split())   # click re-wraps the text to the terminal
+    flat = " ".join(out.split())  # click re-wraps the text to the terminal
     assert "Usage: irlint [OPTIONS] PATH..." in flat and "runs the `check` command" in flat
     assert "write `irlint check rules`" in flat and "`irlint check --help`" in flat
     for option in ("--format", "--select", "--baseline", "--exit-zero", "--output"):
@@ -336,15 +351,17 @@ def test_check_names_a_path_that_looks_like_a_command(tiny_rules, tmp_path, monk
     monkeypatch.chdir(tmp_path)
     result = run("check", "rules", "--format", "concise")
     assert result.exit_code == 1 and result.output.startswith("rules/21_validate_0076.ir:")
-    assert "forward-matmul" in run("rules").output   # without check: the command
+    assert "forward-matmul" in run("rules").output  # without check: the command
 
 
 def test_rules_table_and_json(tiny_rules):
     out = run("rules").output
     assert "TS001" in out and "forward-matmul" in out and "off" in out
     rows = json.loads(run("rules", "--format", "json").output)
-    assert [(r["code"], r["default"], r["severity"]) for r in rows] == [("TS001", True, "warning"),
-                                                                       ("TS002", False, "info")]
+    assert [(r["code"], r["default"], r["severity"]) for r in rows] == [
+        ("TS001", True, "warning"),
+        ("TS002", False, "info"),
+    ]
 
 
 @pytest.mark.parametrize("name", ["TS001", "ts001", "forward-matmul"])
@@ -361,7 +378,9 @@ def test_explain_unknown_exit_2(tiny_rules):
 
 
 def test_config_show(tiny_rules, tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text('[tool.irlint]\nignore = ["TS001"]\n[tool.irlint.severity]\nTS002 = "error"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.irlint]\nignore = ["TS001"]\n[tool.irlint.severity]\nTS002 = "error"\n'
+    )
     monkeypatch.chdir(tmp_path)
     out = run("config", "--show").output
     assert out.startswith(f"# from {tmp_path / 'pyproject.toml'}")
@@ -374,7 +393,8 @@ def test_config_found_upward_from_path(tiny_rules, tmp_path):
     shutil.copy(DUMP, dumps)
     (tmp_path / "irlint.toml").write_text(
         'extend-select = ["TS002"]\nseverity = { forward-matmul = "error" }\n'
-        '[[suppress]]\nrule = "TS001"\nscope = "w3-Linear"\nreason = "known, tracked elsewhere"\n')
+        '[[suppress]]\nrule = "TS001"\nscope = "w3-Linear"\nreason = "known, tracked elsewhere"\n'
+    )
     data = json.loads(run(str(dumps), "--format", "json").output)
     matmuls = [f for f in data["findings"] if f["code"] == "TS001"]
     assert len(matmuls) == 2 and all(f["severity"] == "error" and "w3-Linear" not in f["scope"] for f in matmuls)
@@ -412,8 +432,9 @@ def test_unlistable_folder_is_no_internal_error(tiny_rules, tmp_path, monkeypatc
         return real_stat(self, *a, **kw)
 
     monkeypatch.setattr(Path, "stat", stat)
-    monkeypatch.setattr(irlint.runner.discover.os, "access",
-                        lambda p, mode: False if Path(p) == locked else real_access(p, mode))
+    monkeypatch.setattr(
+        irlint.runner.discover.os, "access", lambda p, mode: False if Path(p) == locked else real_access(p, mode)
+    )
     result = CliRunner().invoke(main, [a.format(locked=locked) for a in args])
     assert "internal error" not in result.output, result.output
     if args[0] == "config":
@@ -430,7 +451,7 @@ def test_config_of_a_path_is_what_its_lint_uses(tiny_rules, tmp_path, monkeypatc
     (cwd / "irlint.toml").write_text('ignore = ["TS001"]\n')
     monkeypatch.chdir(cwd)
     assert run("config", str(elsewhere)).output.strip() == f"from {cwd / 'irlint.toml'}"
-    result = run(str(elsewhere), "--format", "json")   # the cwd's ignore applied: no rule left
+    result = run(str(elsewhere), "--format", "json")  # the cwd's ignore applied: no rule left
     assert result.exit_code == 2 and "no rule is selected" in result.output
     (elsewhere / "irlint.toml").write_text('extend-select = ["TS002"]\n')
     assert run("config", str(elsewhere)).output.strip() == f"from {elsewhere / 'irlint.toml'}"
@@ -583,7 +604,9 @@ def test_rules_with_a_broken_plugin_exits_2_and_names_it(monkeypatch):
 
 
 def test_config_show_uses_the_layout_of_its_file_and_says_cache_and_jobs(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text('[tool.irlint]\nselect = ["RC"]\n[tool.irlint.severity]\nRC002 = "error"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.irlint]\nselect = ["RC"]\n[tool.irlint.severity]\nRC002 = "error"\n'
+    )
     monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "cachehere"))
     result = CliRunner().invoke(main, ["config", str(tmp_path), "--show"])
     assert result.exit_code == 0
@@ -628,10 +651,16 @@ def test_show_files_says_what_is_read_and_why(tiny_rules, tmp_path):
     assert any(ln.startswith("skip") and "opt_pass_19" in ln for ln in lines)
 
 
-@pytest.mark.parametrize("env, flag, colored", [
-    ({}, [], False), ({"FORCE_COLOR": "1"}, [], True), ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, [], False),
-    ({}, ["--color", "always"], True), ({"FORCE_COLOR": "1"}, ["--color", "never"], False),
-])
+@pytest.mark.parametrize(
+    "env, flag, colored",
+    [
+        ({}, [], False),
+        ({"FORCE_COLOR": "1"}, [], True),
+        ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, [], False),
+        ({}, ["--color", "always"], True),
+        ({"FORCE_COLOR": "1"}, ["--color", "never"], False),
+    ],
+)
 def test_color_option_and_force_color(tiny_rules, monkeypatch, env, flag, colored):
     for key in ("FORCE_COLOR", "NO_COLOR"):
         monkeypatch.delenv(key, raising=False)
@@ -698,8 +727,22 @@ def test_output_to_standard_output_by_name_writes_to_the_stream(tmp_path, target
     out = tmp_path / "captured.txt"
     with open(out, "w") as stream:
         before = os.fstat(stream.fileno()).st_ino
-        done = subprocess.run([sys.executable, "-m", "irlint", str(Path(__file__).parent / DUMP), "--format",
-                               "concise", "-n", "-o", target], stdout=stream, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "irlint",
+                str(Path(__file__).parent / DUMP),
+                "--format",
+                "concise",
+                "-n",
+                "-o",
+                target,
+            ],
+            stdout=stream,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     assert done.returncode == 1, done.stderr
     assert out.stat().st_ino == before and "RC002" in out.read_text()
     assert os.path.islink("/dev/stdout")

@@ -5,6 +5,7 @@ Each figure is derived from the generator's shapes: a ring AllReduce over n rank
 2·(n-1)/n of its input, an AllGather its output minus its input, a ReduceScatter its input minus
 its output, a Receive its output.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import CORPUS, SHARED_CORPUS, TESTS
-from irlint.cli import main
+
 from irlint.accounts.comm import account, as_dict, received_bytes, redistribution_findings
-from irlint.runner.discover import discover
+from irlint.cli import main
 from irlint.read.reader import read_ir
+from irlint.runner.discover import discover
 
 F32 = 4
 SCHEMA = TESTS / "fixtures" / "schemas" / "irlint-comm-1.json"
@@ -38,13 +39,14 @@ def by_node(acc, ir):
 
 # --- the model ---------------------------------------------------------------------------------
 
+
 def test_consistent_sequence_parallel_net_has_no_waste_and_the_wrong_one_the_pc_total():
     """Same net, one strategy apart (the ReLU after w2): the wrong one's scheme is the consistent
     one's whole communication, the rest is exactly what the PC findings name."""
     good = account(read_ir(str(_only("par-fixed-sp_then_rows"))))
     ir = read_ir(str(_only("par-mismatch-sp_then_cols")))
     bad = account(ir)
-    seq = 64 * 32 * F32 * 7 // 8    # an (8, 32) <-> (64, 32) gather or scatter over 8 ranks: 7168
+    seq = 64 * 32 * F32 * 7 // 8  # an (8, 32) <-> (64, 32) gather or scatter over 8 ranks: 7168
     # SP AllGather %3, SP ReduceScatter %12 and their transposes; loss AllReduce of a scalar
     # (2·7/8·4 = 7); the norm weight's gradient AllReduce (2·7/8·128 = 224)
     assert good.waste_bytes == 0
@@ -71,8 +73,8 @@ def test_allreduce_that_is_sliced_wastes_what_a_reduce_scatter_would_not_move():
     whole = 64 * 16 * F32
     ring, scatter = 2 * whole * 7 // 8, whole * 7 // 8
     assert nodes["%5"].received_bytes == ring and nodes["%5"].waste_bytes == ring - scatter
-    assert nodes["%15"].waste_bytes == ring - scatter     # its gradforward AllReduce
-    assert nodes["%9"].waste_bytes == 0                    # the loss AllReduce
+    assert nodes["%15"].waste_bytes == ring - scatter  # its gradforward AllReduce
+    assert nodes["%9"].waste_bytes == 0  # the loss AllReduce
     (f,) = acc.findings
     assert dict(f.extra)["waste_bytes"] == acc.waste_bytes == 2 * (ring - scatter)
 
@@ -82,7 +84,7 @@ def test_full_gather_of_pc002_is_counted_as_waste():
     acc = account(ir)
     (f,) = acc.findings
     assert f.code == "PC002"
-    gathered = 64 * 64 * F32 * 7 // 8   # (64, 8) -> (512, 8) forward, its ReduceScatter backward
+    gathered = 64 * 64 * F32 * 7 // 8  # (64, 8) -> (512, 8) forward, its ReduceScatter backward
     assert acc.waste_bytes == dict(f.extra)["waste_bytes"] == 2 * gathered
 
 
@@ -106,9 +108,10 @@ def _par_files() -> list:
 
 def test_every_finding_byte_is_counted_once_and_consistent_cases_have_no_waste():
     from irlint.runner.engine import read_dump
+
     files = _par_files()
     assert len(files) >= 20
-    for f in files:   # the MindFormers MoE dumps are gzip-compressed
+    for f in files:  # the MindFormers MoE dumps are gzip-compressed
         path, ir = f.path, read_dump(f)
         assert ir.diagnostics == [], path
         acc = account(ir)
@@ -127,6 +130,7 @@ def test_account_takes_the_findings_it_is_given():
 
 # --- the command ---------------------------------------------------------------------------------
 
+
 def test_comm_json_contract():
     data = json.loads(run(CORPUS / "par-mismatch-sp_then_cols", "--format", "json").output)
     assert data["version"] == 1
@@ -137,14 +141,23 @@ def test_comm_json_contract():
     assert [r["layer"] for r in entry["layers"]] == ["outside"]
     assert [k["kind"] for k in entry["by_kind"]] == ["AllGather", "ReduceScatter", "AllReduce"]
     assert [(f["code"], f["node"], f["waste_bytes"], f["share"]) for f in entry["findings"]] == [
-        ("PC001", "%13", 14336, "24.9%"), ("PC001", "%16", 14336, "24.9%")]
+        ("PC001", "%13", 14336, "24.9%"),
+        ("PC001", "%16", 14336, "24.9%"),
+    ]
     (rs,) = [c for c in entry["collectives"] if c["node"] == "%12"]
     assert (rs["kind"], rs["direction"], rs["group_size"], rs["waste_bytes"]) == ("ReduceScatter", "forward", 8, 0)
 
 
-@pytest.mark.parametrize("case", ["par-mismatch-sp_then_cols", "par-mindformers-llama_pp2_mp4",
-                                  "par-mindformers-llama_dp2_mp4_wrong_w2", "par-mismatch-moe_gather_dispatch",
-                                  "par-fixed-moe_alltoall_dispatch"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "par-mismatch-sp_then_cols",
+        "par-mindformers-llama_pp2_mp4",
+        "par-mindformers-llama_dp2_mp4_wrong_w2",
+        "par-mismatch-moe_gather_dispatch",
+        "par-fixed-moe_alltoall_dispatch",
+    ],
+)
 def test_comm_json_matches_its_schema(case):
     import jsonschema
 
@@ -154,7 +167,7 @@ def test_comm_json_matches_its_schema(case):
 
 
 def test_comm_json_snapshot_of_a_consistent_and_a_wrong_case(snapshot, monkeypatch):
-    monkeypatch.chdir(CORPUS)   # paths are shown relative to the working directory
+    monkeypatch.chdir(CORPUS)  # paths are shown relative to the working directory
     for case in ("par-fixed-sp_then_rows", "par-mismatch-sp_then_cols"):
         result = run(case, "--format", "json")
         assert result.exit_code == 0
@@ -191,7 +204,7 @@ def test_comm_without_final_stage_fails_cleanly(tmp_path):
 def test_account_as_plain_data_for_other_commands():
     ir = read_ir(str(_only("par-fixed-sp_then_rows")))
     data = as_dict(ir, account(ir))
-    json.dumps(data)   # plain data, nothing else
+    json.dumps(data)  # plain data, nothing else
     assert data["waste_bytes"] == 0 and data["received_bytes"] == 4 * 7168 + 7 + 224
 
 
@@ -213,6 +226,7 @@ def test_mindformers_moe_account_alltoall_scheme_and_router_waste():
 
 # --- the HTML page (issue 28) ------------------------------------------------------------------
 
+
 def test_comm_html_page_states_the_headline_share_of_waste_and_the_tables(tmp_path):
     from irlint.cli.comm import headline
 
@@ -223,12 +237,12 @@ def test_comm_html_page_states_the_headline_share_of_waste_and_the_tables(tmp_pa
     result = run(case, "--format", "html", "-o", out)
     assert result.exit_code == 0 and result.output == ""
     html = out.read_text(encoding="utf-8")
-    assert html.lower().startswith("<!doctype html>") and "<link" not in html and "src=" not in html   # self-contained
+    assert html.lower().startswith("<!doctype html>") and "<link" not in html and "src=" not in html  # self-contained
     busiest = max(counted, key=lambda e: e["received_bytes"])
     share = f"{busiest['waste_bytes'] / busiest['received_bytes']:.0%}"
     assert busiest["waste_bytes"] and f'<div class="n">{share}</div>' in html
     assert headline(counted) in html and share in headline(counted)
-    for e in counted:   # one section per file, its findings and its kinds
+    for e in counted:  # one section per file, its findings and its kinds
         assert e["file"] in html
         for f in e["findings"]:
             assert f"(line {f['line']})" in html and f["share"] in html

@@ -8,13 +8,14 @@ Hand counts, from each copy's type line and group (as a forward collective is co
   AlltoAll copies, output (1, 2, 2, 16, 64) float32 over split_count 2: 16384 / 2 = 8192 bytes each,
   and w2's AllReduce copy (1, 2, 32, 64) float32 over 2 ranks: 2 * 1/2 * 16384 = 16384 bytes.
 """
+
 from __future__ import annotations
 
 import json
 
 from click.testing import CliRunner
-
 from conftest import TESTS
+
 from irlint.accounts.comm import account, as_dict
 from irlint.cli import main
 from irlint.runner.discover import discover
@@ -28,7 +29,7 @@ SCHEMA = TESTS / "fixtures" / "schemas"
 
 
 def _ir(case):
-    (f,) = discover([str(case)])[0]   # reads a .ir.gz as the commands do
+    (f,) = discover([str(case)])[0]  # reads a .ir.gz as the commands do
     return read_dump(f)
 
 
@@ -42,7 +43,13 @@ def test_select_comm_recompute_allgather_is_priced_under_the_norms_key():
     assert data["recompute_bytes"] == 2 * 3072
     (row,) = data["recompute"]
     assert (row["key"], row["via"], row["ops"], row["received_bytes"], row["layers"], row["by_kind"]) == (
-        r"ffn_norm\.norm", "select_comm_recompute", 2, 6144, ["0", "1"], {"AllGather": 6144})
+        r"ffn_norm\.norm",
+        "select_comm_recompute",
+        2,
+        6144,
+        ["0", "1"],
+        {"AllGather": 6144},
+    )
     assert {r["layer"]: r["recompute_bytes"] for r in data["layers"]} == {"0": 3072, "1": 3072, "outside": 0}
     copies = [c for c in data["collectives"] if c["recompute_key"]]
     # each copy is a backward AllGather in the backward half, naming the forward AllGather it repeats
@@ -101,14 +108,23 @@ def test_comm_json_with_reruns_matches_its_schema():
 def test_diff_compares_recomputed_communication_per_key():
     import jsonschema
 
-    result = CliRunner().invoke(main, ["diff", str(NO_COMM_RECOMPUTE), str(SP), "--format", "json"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        main, ["diff", str(NO_COMM_RECOMPUTE), str(SP), "--format", "json"], catch_exceptions=False
+    )
     data = json.loads(result.output)
     jsonschema.validate(data, json.loads((SCHEMA / "irlint-diff-1.json").read_text(encoding="utf-8")))
     (rank,) = data["ranks"]
     c = rank["communication"]
     assert (c["recompute_before"], c["recompute_after"]) == (0, 6144)
-    assert c["recompute_keys"] == [{"key": r"ffn_norm\.norm", "via": "select_comm_recompute", "before": 0,
-                                    "after": 6144, "ops_before": 0, "ops_after": 2}]
+    assert c["recompute_keys"] == [
+        {
+            "key": r"ffn_norm\.norm",
+            "via": "select_comm_recompute",
+            "before": 0,
+            "after": 6144,
+            "ops_before": 0,
+            "ops_after": 2,
+        }
+    ]
     text = CliRunner().invoke(main, ["diff", str(NO_COMM_RECOMPUTE), str(SP)], catch_exceptions=False).output
     assert "communication recompute runs again in backward: 0 bytes -> 6.00 KiB" in text

@@ -1,20 +1,36 @@
 """Configuration files: discovery, validation, and the TOML that `config --show` prints."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from irlint.runner.config import (Config, ConfigError, check_selectors, config_from_dict, find_config, load_config,
-                           settings_in, to_toml)
+from irlint.runner.config import (
+    Config,
+    ConfigError,
+    check_selectors,
+    config_from_dict,
+    find_config,
+    load_config,
+    settings_in,
+    to_toml,
+)
 
 
 def test_keys_map_to_config():
-    cfg = config_from_dict({
-        "select": ["RC"], "extend-select": ["PC001"], "ignore": ["RC004"], "severity": {"RC002": "error"},
-        "all-stages": True, "jobs": 4, "cache": False,
-        "suppress": [{"rule": "PC001", "scope": "embedding-", "reason": "on purpose"}],
-    })
+    cfg = config_from_dict(
+        {
+            "select": ["RC"],
+            "extend-select": ["PC001"],
+            "ignore": ["RC004"],
+            "severity": {"RC002": "error"},
+            "all-stages": True,
+            "jobs": 4,
+            "cache": False,
+            "suppress": [{"rule": "PC001", "scope": "embedding-", "reason": "on purpose"}],
+        }
+    )
     assert cfg.select == ["RC"] and cfg.extend_select == ["PC001"] and cfg.ignore == ["RC004"]
     assert cfg.severity_for("RC002", "x", "warning") == "error"
     assert cfg.all_stages and cfg.jobs == 4 and not cfg.cache
@@ -22,21 +38,27 @@ def test_keys_map_to_config():
     assert not cfg.suppressed("RC001", "recompute-not-applied", "Default/network-x/embedding-Embedding/Gather")
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"selct": ["RC"]}, "unknown key(s) 'selct'"),
-    ({"select": [1]}, "'select' must be an array"),
-    ({"select": "RC"}, "'select' must be an array of rule codes, prefixes or names (select = [\"RC\"]), not a string"),
-    ({"ignore": "RC004"}, "'ignore' must be an array"),
-    ({"severity": {"RC001": "fatal"}}, "must be one of error, warning, info"),
-    ({"severity": "error"}, "'severity' must be a table"),
-    ({"jobs": -1}, "'jobs' must be a whole number"),
-    ({"jobs": True}, "'jobs' must be a whole number"),
-    ({"cache": "yes"}, "'cache' must be true or false"),
-    ({"suppress": [{"rule": "RC001"}]}, "'scope' or 'path' (a regular expression) is required"),
-    ({"suppress": [{"scope": "a("}]}, "not a valid regular expression"),
-    ({"suppress": [{"scope": "a", "why": "x"}]}, "unknown key(s) 'why'"),
-    ({"suppress": {"scope": "a"}}, "must be an array of tables {rule = \"RC001\", scope"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"selct": ["RC"]}, "unknown key(s) 'selct'"),
+        ({"select": [1]}, "'select' must be an array"),
+        (
+            {"select": "RC"},
+            "'select' must be an array of rule codes, prefixes or names (select = [\"RC\"]), not a string",
+        ),
+        ({"ignore": "RC004"}, "'ignore' must be an array"),
+        ({"severity": {"RC001": "fatal"}}, "must be one of error, warning, info"),
+        ({"severity": "error"}, "'severity' must be a table"),
+        ({"jobs": -1}, "'jobs' must be a whole number"),
+        ({"jobs": True}, "'jobs' must be a whole number"),
+        ({"cache": "yes"}, "'cache' must be true or false"),
+        ({"suppress": [{"rule": "RC001"}]}, "'scope' or 'path' (a regular expression) is required"),
+        ({"suppress": [{"scope": "a("}]}, "not a valid regular expression"),
+        ({"suppress": [{"scope": "a", "why": "x"}]}, "unknown key(s) 'why'"),
+        ({"suppress": {"scope": "a"}}, 'must be an array of tables {rule = "RC001", scope'),
+    ],
+)
 def test_invalid(data, message):
     with pytest.raises(ConfigError) as err:
         config_from_dict(data, "irlint.toml")
@@ -53,14 +75,14 @@ def test_discovery_upward_and_precedence(tmp_path):
     deep = tmp_path / "a" / "b" / "graph"
     deep.mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text('[tool.irlint]\nselect = ["PC"]\n')
-    (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "x"\n')   # no [tool.irlint]: passed over
+    (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "x"\n')  # no [tool.irlint]: passed over
     assert find_config([str(deep)]) == tmp_path / "pyproject.toml"
     (tmp_path / "a" / "b" / "irlint.toml").write_text('select = ["RC"]\n')
     cfg, source = load_config(starts=[str(deep)])
     assert source == tmp_path / "a" / "b" / "irlint.toml" and cfg.select == ["RC"]
     (deep / "pyproject.toml").write_text('[tool.irlint]\nignore = ["RC004"]\n')
     (deep / "irlint.toml").write_text('ignore = ["RC003"]\n')
-    assert load_config(starts=[str(deep)])[0].ignore == ["RC003"]   # irlint.toml wins in one folder
+    assert load_config(starts=[str(deep)])[0].ignore == ["RC003"]  # irlint.toml wins in one folder
 
 
 def test_first_path_then_working_directory(tmp_path):
@@ -86,9 +108,15 @@ def test_defaults_without_a_file(tmp_path):
 
 
 def test_to_toml_round_trip(tmp_path):
-    cfg = config_from_dict({"select": ["RC", "PC001"], "ignore": ["recompute-tag-unused"],
-                            "severity": {"RC002": "error", "recompute-downcast": "info"}, "jobs": 2,
-                            "suppress": [{"rule": "PC001", "scope": 'a\\.b "quoted"', "reason": "ünïcode"}]})
+    cfg = config_from_dict(
+        {
+            "select": ["RC", "PC001"],
+            "ignore": ["recompute-tag-unused"],
+            "severity": {"RC002": "error", "recompute-downcast": "info"},
+            "jobs": 2,
+            "suppress": [{"rule": "PC001", "scope": 'a\\.b "quoted"', "reason": "ünïcode"}],
+        }
+    )
     path = tmp_path / "irlint.toml"
     path.write_text(to_toml(cfg), encoding="utf-8")
     assert settings_in(path) is not None
@@ -129,14 +157,20 @@ class _Rule:
     code, name = "RC001", "recompute-not-applied"
 
 
-@pytest.mark.parametrize("data, source, message", [
-    ({"select": ["QQ"]}, "pyproject.toml", "pyproject.toml: [tool.irlint] select: unknown rule selector 'QQ'"),
-    ({"extend-select": ["RC", "QQ"]}, "irlint.toml", "irlint.toml: extend-select: unknown rule selector 'QQ'"),
-    ({"ignore": ["QQ"]}, "a/irlint.toml", "a/irlint.toml: ignore: unknown rule selector 'QQ'"),
-    ({"severity": {"QQ": "error"}}, "irlint.toml", "irlint.toml: severity: unknown rule selector 'QQ'"),
-    ({"suppress": [{"scope": "x"}, {"rule": "QQ", "scope": "x"}]}, "pyproject.toml",
-     "pyproject.toml: [tool.irlint] suppress[1].rule: unknown rule selector 'QQ'"),
-])
+@pytest.mark.parametrize(
+    "data, source, message",
+    [
+        ({"select": ["QQ"]}, "pyproject.toml", "pyproject.toml: [tool.irlint] select: unknown rule selector 'QQ'"),
+        ({"extend-select": ["RC", "QQ"]}, "irlint.toml", "irlint.toml: extend-select: unknown rule selector 'QQ'"),
+        ({"ignore": ["QQ"]}, "a/irlint.toml", "a/irlint.toml: ignore: unknown rule selector 'QQ'"),
+        ({"severity": {"QQ": "error"}}, "irlint.toml", "irlint.toml: severity: unknown rule selector 'QQ'"),
+        (
+            {"suppress": [{"scope": "x"}, {"rule": "QQ", "scope": "x"}]},
+            "pyproject.toml",
+            "pyproject.toml: [tool.irlint] suppress[1].rule: unknown rule selector 'QQ'",
+        ),
+    ],
+)
 def test_unknown_selector_names_file_and_key(data, source, message):
     with pytest.raises(ConfigError) as err:
         check_selectors(config_from_dict(data, source), [_Rule], source)
@@ -144,5 +178,10 @@ def test_unknown_selector_names_file_and_key(data, source, message):
 
 
 def test_known_selectors_pass():
-    check_selectors(config_from_dict({"select": ["ALL", "RC", "recompute-not-applied"], "ignore": ["rc001"],
-                                      "suppress": [{"scope": "x"}]}), [_Rule], "irlint.toml")
+    check_selectors(
+        config_from_dict(
+            {"select": ["ALL", "RC", "recompute-not-applied"], "ignore": ["rc001"], "suppress": [{"scope": "x"}]}
+        ),
+        [_Rule],
+        "irlint.toml",
+    )

@@ -1,5 +1,6 @@
 """CONTRIBUTING.md, followed as written: the files and names it points to exist, and its toy rule,
 installed from the document's own code blocks as a plugin, is listed, explained and reported."""
+
 from __future__ import annotations
 
 import glob
@@ -15,8 +16,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "CONTRIBUTING.md"
 FIXTURE = REPO / "tests" / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
-_PATH = re.compile(r"`((?:\.\./shared/|irlint/|rules/|tests/|grammar/|scripts/|bench/|\.ci/)[^`\s]*"
-                   r"|[A-Z]+\.md|pyproject\.toml)`")
+_PATH = re.compile(
+    r"`((?:\.\./shared/|irlint/|rules/|tests/|grammar/|scripts/|bench/|\.ci/)[^`\s]*"
+    r"|[A-Z]+\.md|pyproject\.toml)`"
+)
 _NAME = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:\(|`)")
 
 
@@ -27,8 +30,9 @@ def _prose() -> str:
 
 def _toy_files() -> dict[str, str]:
     """The code blocks the document marks as the toy rule's files: name -> text."""
-    return dict(re.findall(r"<!-- toy-rule: (\S+) -->\n```\w*\n(.*?)^```", DOC.read_text(encoding="utf-8"),
-                           flags=re.S | re.M))
+    return dict(
+        re.findall(r"<!-- toy-rule: (\S+) -->\n```\w*\n(.*?)^```", DOC.read_text(encoding="utf-8"), flags=re.S | re.M)
+    )
 
 
 def _exists(path: str) -> bool:
@@ -58,7 +62,7 @@ def test_the_default_run_runs_the_slow_tests_too():
     # the README's command is the whole suite: `slow` only lets a developer leave tests out
     try:
         import tomllib
-    except ModuleNotFoundError:   # Python 3.10
+    except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
 
     options = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
@@ -90,8 +94,9 @@ def test_the_toy_rule_of_the_document_is_installed_and_reports(tmp_path, ir_from
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
 
     def irlint(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "irlint", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "irlint", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
 
     assert "XT001" in irlint("rules").stdout
     assert "every SiLU of the forward graph" in irlint("explain", "XT001").stdout

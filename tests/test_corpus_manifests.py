@@ -11,6 +11,7 @@ are not asserted. Entries with ``hint_contains`` also pin text the matched findi
 ``select_recompute`` key). Entries marked ``severity: benign`` describe a tag without effect, which irlint
 reports as ``recompute-tag-unused`` (RC004, info) and not as ``recompute-not-applied``.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,15 +19,15 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
-
 from conftest import CORPUS, SHARED_CORPUS, quiet_config
-from irlint.runner.engine import lint
+
 from irlint.findings import Finding
+from irlint.runner.engine import lint
 
 BENIGN_RULE = "recompute-tag-unused"
 
-UNSEEN = CORPUS.parent / "unseen"   # real dumps of runs the rules were not written against
-RECOMPUTE = CORPUS.parent / "recompute"   # real dumps made for one recompute judgement each
+UNSEEN = CORPUS.parent / "unseen"  # real dumps of runs the rules were not written against
+RECOMPUTE = CORPUS.parent / "recompute"  # real dumps made for one recompute judgement each
 
 
 def _roots() -> list[Path]:
@@ -74,8 +75,11 @@ def _on_entry(f: Finding, entry: dict, related: bool = False) -> bool:
             return True
         # an expected chain reported as an occurrence of its root cause's finding (FINDINGS-parallel:
         # "with match_related: true, a finding on any chain node matches")
-        return related and bool(entry.get("match_related")) and any(
-            r.node == entry["node"] and (graph is None or r.graph == graph) for r in f.related)
+        return (
+            related
+            and bool(entry.get("match_related"))
+            and any(r.node == entry["node"] and (graph is None or r.graph == graph) for r in f.related)
+        )
     needle = entry.get("scope_contains", "")
     return needle in f.scope or any(needle in r.scope for r in f.related)
 
@@ -91,12 +95,14 @@ def test_expected_finding_is_reported(case, entry):
     found = _findings(_target(case, entry))
     rules = _rules_of(entry)
     hits = [f for f in found if f.rule in rules and _on_entry(f, entry, related=True)]
-    assert hits, (f"{entry.get('file', case.name)}: no {sorted(rules)} finding on "
-                  f"{entry.get('node') or entry.get('scope_contains')}; got "
-                  f"{[(f.rule, f.node, f.scope) for f in found]}")
+    assert hits, (
+        f"{entry.get('file', case.name)}: no {sorted(rules)} finding on "
+        f"{entry.get('node') or entry.get('scope_contains')}; got "
+        f"{[(f.rule, f.node, f.scope) for f in found]}"
+    )
     if entry.get("severity") == "benign":
         assert not [f for f in found if f.rule == "recompute-not-applied" and _on_entry(f, entry)]
-    if "hint_contains" in entry:   # e.g. the select_recompute key the fix needs
+    if "hint_contains" in entry:  # e.g. the select_recompute key the fix needs
         assert any(entry["hint_contains"] in f.hint for f in hits), [f.hint for f in hits]
 
 
@@ -107,8 +113,9 @@ def test_true_negative_is_not_reported(case, entry):
     assert bad == [], [(f.rule, f.node, f.scope, f.message) for f in bad]
 
 
-@pytest.mark.parametrize("root", [r for r in _roots() if (r / "full-folder-1layer").is_dir()],
-                         ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    "root", [r for r in _roots() if (r / "full-folder-1layer").is_dir()], ids=lambda p: p.parent.name
+)
 def test_folder_reports_reshape_blocks_once(root):
     folder = root / "full-folder-1layer"
     report = lint([str(folder)], quiet_config())

@@ -4,6 +4,7 @@ The model's configuration is read from the generator that made the dumps
 (``fixtures/corpus-gen/llama_tiny.py``, a copy of ``shared/corpus-gen/llama_tiny.py``) and the
 arguments its MANIFEST names, never from the dump: the dump only decides which ops run.
 """
+
 from __future__ import annotations
 
 import ast
@@ -14,8 +15,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import CORPUS, SHARED_CORPUS, TESTS
+
 from irlint.accounts.compute import account, op_flops
 from irlint.model import weights_upstream
 from irlint.read.reader import read_ir
@@ -37,27 +38,35 @@ def generator_config(made_by: str) -> SimpleNamespace:
                 if kw.arg == "default":
                     defaults[flag.lstrip("-")] = ast.literal_eval(kw.value)
     argv = shlex.split(made_by)[1:]
-    given = {argv[i].lstrip("-"): argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")
-             and not argv[i + 1].startswith("--")}
-    args = SimpleNamespace(hidden=int(given.get("hidden", defaults["hidden"])),
-                           seq=int(given.get("seq", defaults["seq"])), modes=given["modes"])
+    given = {
+        argv[i].lstrip("-"): argv[i + 1]
+        for i in range(len(argv) - 1)
+        if argv[i].startswith("--") and not argv[i + 1].startswith("--")
+    }
+    args = SimpleNamespace(
+        hidden=int(given.get("hidden", defaults["hidden"])),
+        seq=int(given.get("seq", defaults["seq"])),
+        modes=given["modes"],
+    )
     names = values = batch = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) \
-                and [getattr(t, "id", "") for t in node.targets[0].elts][:4] == ["H", "HEADS", "FF", "SEQ"]:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Tuple)
+            and [getattr(t, "id", "") for t in node.targets[0].elts][:4] == ["H", "HEADS", "FF", "SEQ"]
+        ):
             names = [t.id for t in node.targets[0].elts]
             values = eval(compile(ast.Expression(node.value), "gen", "eval"), {"args": args})
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "tokens":
             shape = next(n for n in ast.walk(node.value) if isinstance(n, ast.Tuple))
             batch = ast.literal_eval(shape.elts[0])
     config = dict(zip(names, values))
-    return SimpleNamespace(b=batch, s=config["SEQ"], h=config["H"], f=config["FF"],
-                           layers=len(args.modes.split(",")))
+    return SimpleNamespace(b=batch, s=config["SEQ"], h=config["H"], f=config["FF"], layers=len(args.modes.split(",")))
 
 
 def transformer_forward_flops(c: SimpleNamespace) -> int:
     """q/k/v/o and the SwiGLU projections, plus the two attention products (QKᵀ and PV)."""
-    return 2 * c.b * c.s * c.h * (4 * c.h + 3 * c.f) + 4 * c.b * c.s ** 2 * c.h
+    return 2 * c.b * c.s * c.h * (4 * c.h + 3 * c.f) + 4 * c.b * c.s**2 * c.h
 
 
 def _case(name: str) -> Path:
@@ -84,7 +93,7 @@ def test_forward_matmul_flops_per_layer_are_the_transformer_count(case):
     assert sorted(per_layer, key=int) == [str(i) for i in range(config.layers)]
     for layer, row in per_layer.items():
         assert row["forward"] == expected, (layer, row)
-        assert row["backward"] == 2 * expected, (layer, row)   # dX and dW of every product
+        assert row["backward"] == 2 * expected, (layer, row)  # dX and dW of every product
 
 
 @pytest.mark.parametrize("case", LLAMA_CASES)
@@ -104,7 +113,7 @@ def test_the_whole_layer_copy_re_spends_the_forward_minus_the_last_projection():
     acc = account(read_ir(str(_case("llama-recompute-modes") / "21_validate_0076.ir")))
     layers = {r.layer: r for r in acc.layers()}
     assert layers["3"].recompute_flops == transformer_forward_flops(c) - 2 * c.b * c.s * c.f * c.h
-    assert all(layers[str(i)].recompute_flops == 0 for i in range(3))   # select recompute copies no product
+    assert all(layers[str(i)].recompute_flops == 0 for i in range(3))  # select recompute copies no product
     assert acc.total("recompute") == layers["3"].recompute_flops
     assert acc.recompute_share == layers["3"].recompute_flops / acc.step_flops
 
@@ -176,9 +185,13 @@ def test_the_sharded_ffn_against_its_own_graph_before_the_parallel_pass():
     # local one: every forward MatMul's FLOPs there are its FLOPs here times its sharding
     before = read_ir(str(next(FFN_DP2_MP4.glob("step_parallel_begin_*.ir"))))
     after = read_ir(str(next(FFN_DP2_MP4.glob("21_validate_*.ir"))))
-    def forward_matmuls(ir):   # by the weight each reads (the scopes before the pass name no Linear)
-        return {next(n for n in weights_upstream(ir, o.node) if n.endswith(".weight")): o
-                for o in account(ir, keys=False).ops if o.kind == "matmul" and o.direction == "forward"}
+
+    def forward_matmuls(ir):  # by the weight each reads (the scopes before the pass name no Linear)
+        return {
+            next(n for n in weights_upstream(ir, o.node) if n.endswith(".weight")): o
+            for o in account(ir, keys=False).ops
+            if o.kind == "matmul" and o.direction == "forward"
+        }
 
     single, local = forward_matmuls(before), forward_matmuls(after)
     assert sorted(single) == sorted(local) == ["net.w1.weight", "net.w2.weight", "net.w3.weight"]
@@ -188,7 +201,10 @@ def test_the_sharded_ffn_against_its_own_graph_before_the_parallel_pass():
         assert o.flops * shards(strategy, tb) == single[cell].flops, cell
     # w1, w3: ((2, 1), (4, 1)) -> 8 shards; w2: ((2, 4), (1, 4)) -> 8 shards, 4 of them partial sums
     assert {cell: single[cell].flops // local[cell].flops for cell in local} == {
-        "net.w1.weight": 8, "net.w2.weight": 8, "net.w3.weight": 8}
+        "net.w1.weight": 8,
+        "net.w2.weight": 8,
+        "net.w3.weight": 8,
+    }
 
 
 # --- irlint cost ------------------------------------------------------------------------------------
@@ -204,9 +220,14 @@ def run(*args):
     return CliRunner().invoke(main, ["cost", *map(str, args)])
 
 
-@pytest.mark.parametrize("args", [(CORPUS / "llama-recompute-modes",),
-                                  (CORPUS / "par-mindformers-llama_dp2_mp4", "--mc2", "--layers", "8"),
-                                  (CORPUS / "par-mindformers-llama_pp2_mp4", "--mc2")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (CORPUS / "llama-recompute-modes",),
+        (CORPUS / "par-mindformers-llama_dp2_mp4", "--mc2", "--layers", "8"),
+        (CORPUS / "par-mindformers-llama_pp2_mp4", "--mc2"),
+    ],
+)
 def test_cost_json_matches_its_schema(args):
     import jsonschema
 
@@ -220,7 +241,7 @@ def test_cost_json_sums_and_the_text_table():
     entry = data["files"][0]
     assert entry["step_flops"] == entry["forward_flops"] + entry["backward_flops"] + entry["recompute_flops"]
     assert entry["step_flops"] == sum(r["step_flops"] for r in entry["layers"])
-    assert entry["communication"] is None   # one device: no collective
+    assert entry["communication"] is None  # one device: no collective
     text = run(CORPUS / "llama-recompute-modes").output
     # FLOPs in decimal units, three significant figures (the exact counts are in the JSON)
     assert "1.67 MFLOP" in text and "3.34 MFLOP" in text and "1.31 MFLOP" in text
@@ -230,18 +251,23 @@ def test_cost_json_sums_and_the_text_table():
 
 
 def test_cost_shows_the_step_communication_of_irlint_comm_beside_the_flops():
-    from irlint.cli import main
     from click.testing import CliRunner
 
+    from irlint.cli import main
+
     cost = json.loads(run(CORPUS / "par-mindformers-llama_dp2_mp4", "--format", "json").output)["files"][0]
-    comm = json.loads(CliRunner().invoke(main, ["comm", "--format", "json",
-                                                str(CORPUS / "par-mindformers-llama_dp2_mp4")]).output)["files"][0]
+    comm = json.loads(
+        CliRunner().invoke(main, ["comm", "--format", "json", str(CORPUS / "par-mindformers-llama_dp2_mp4")]).output
+    )["files"][0]
     assert cost["communication"]["received_bytes"] == comm["received_bytes"] > 0
     assert cost["communication"]["forward_bytes"] == comm["forward_bytes"]
     assert cost["communication"]["backward_bytes"] == comm["backward_bytes"]
     from irlint.units import human_bytes
 
-    assert f"communication {human_bytes(comm['received_bytes'])} received" in run(CORPUS / "par-mindformers-llama_dp2_mp4").output
+    assert (
+        f"communication {human_bytes(comm['received_bytes'])} received"
+        in run(CORPUS / "par-mindformers-llama_dp2_mp4").output
+    )
 
 
 @pytest.mark.parametrize("args", [(), ("--mc2",), ("--layers", "8"), ("--mc2", "--layers", "8")])
@@ -252,7 +278,7 @@ def test_cost_html_page_with_and_without_the_options(tmp_path, args):
     page = out.read_text(encoding="utf-8")
     assert ("MC2 candidates under" in page) == ("--mc2" in args)
     assert ("Projected to 8 decoder layers" in page) == ("--layers" in args)
-    assert "248,480 bytes received per rank and step" in page   # the step's communication
+    assert "248,480 bytes received per rank and step" in page  # the step's communication
 
 
 def test_cost_html_page(tmp_path):
@@ -262,14 +288,18 @@ def test_cost_html_page(tmp_path):
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!doctype html>") and "<svg" in page and "What each recompute buys" in page
     assert "Projected to 8 decoder layers" in page and "http" not in page.split("<body", 1)[1].replace(
-        "http://www.w3.org/2000/svg", "")
+        "http://www.w3.org/2000/svg", ""
+    )
 
 
 def test_cost_errors_are_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "device.toml"
     bad.write_text("[peak_flops]\nFloat16 = 'fast'\n[bandwidth]\ndefault = 1e9\n")
-    for args in ((CORPUS / "llama-2d", "--mc2", "--device", bad), (CORPUS / "llama-2d", "--device", tmp_path / "none.toml"),
-                 (tmp_path,)):
+    for args in (
+        (CORPUS / "llama-2d", "--mc2", "--device", bad),
+        (CORPUS / "llama-2d", "--device", tmp_path / "none.toml"),
+        (tmp_path,),
+    ):
         result = run(*args)
         assert result.exit_code == 2 and "Traceback" not in result.output, result.output
         assert result.output.startswith("irlint: ")
@@ -279,15 +309,18 @@ def test_a_lint_does_not_load_the_cost_command():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom irlint.cli import main\n"
-            f"CliRunner().invoke(main, ['-q', '--no-cache', {str(CORPUS / 'llama-2d')!r}])\n"
-            "print([m for m in sys.modules if m.startswith(('irlint.cli.cost', 'irlint.accounts.compute', "
-            "'irlint.accounts.mc2', 'irlint.accounts.projection', 'irlint.reporters.cost_html'))])")
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom irlint.cli import main\n"
+        f"CliRunner().invoke(main, ['-q', '--no-cache', {str(CORPUS / 'llama-2d')!r}])\n"
+        "print([m for m in sys.modules if m.startswith(('irlint.cli.cost', 'irlint.accounts.compute', "
+        "'irlint.accounts.mc2', 'irlint.accounts.projection', 'irlint.reporters.cost_html'))])"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "[]", proc.stderr
 
 
 # --- MC2 ------------------------------------------------------------------------------------------
+
 
 def test_short_block_on_the_mc2_case_study_shape():
     # CANN's MC2 case (Matmul + AllReduce, M 4096, N 8192, K 4096, half): a = 4 GiB / (K·N) = 128,
@@ -333,10 +366,13 @@ def test_mc2_pairs_of_the_megatron_ffn_counted_by_hand():
     from irlint.accounts.mc2 import candidates, fusion_state
 
     ir = read_ir(str(FFN_VALIDATE))
-    found = [(ir[c.matmul]["id"], ir[c.collective]["id"], c.pattern, c.direction, c.group_size)
-             for c in candidates(ir)]
-    assert found == [("%8", "%9", "MatmulAllReduce", "forward", 4), ("%19", "%20", "MatmulAllReduce", "backward", 2),
-                     ("%25", "%26", "MatmulAllReduce", "backward", 2), ("%30", "%31", "MatmulAllReduce", "backward", 2)]
+    found = [(ir[c.matmul]["id"], ir[c.collective]["id"], c.pattern, c.direction, c.group_size) for c in candidates(ir)]
+    assert found == [
+        ("%8", "%9", "MatmulAllReduce", "forward", 4),
+        ("%19", "%20", "MatmulAllReduce", "backward", 2),
+        ("%25", "%26", "MatmulAllReduce", "backward", 2),
+        ("%30", "%31", "MatmulAllReduce", "backward", 2),
+    ]
     first = candidates(ir)[0]
     # x (64, 32) -> (32, 32) per rank after dp 2; w2 (32, 64) split (1, 4) -> K 16; output (32, 32) fp32
     assert (first.m, first.k, first.n, first.dtype) == (32, 16, 32, "Float32")
@@ -353,14 +389,31 @@ def test_mc2_pairs_of_the_mindformers_llama_counted_by_hand():
 
     ir = read_ir(str(MF_DP2_MP4))
     found = candidates(ir)
-    weight = lambda c: (ir[c.matmul].get("primitive_attrs") or {}).get("mirror_user_id") or \
-        (ir[ir.forward_of(c.matmul)].get("primitive_attrs") or {}).get("mirror_user_id")   # noqa: E731
+    weight = lambda c: (
+        (ir[c.matmul].get("primitive_attrs") or {}).get("mirror_user_id")
+        or (ir[ir.forward_of(c.matmul)].get("primitive_attrs") or {}).get("mirror_user_id")
+    )  # noqa: E731
     forward = sorted(weight(c) for c in found if c.direction == "forward")
     backward = sorted(weight(c) for c in found if c.direction == "backward")
-    assert forward == sorted(f"model.layers.{i}.{w}.weight" for i in (0, 1) for w in ("attention.wo", "feed_forward.w2"))
-    assert backward == sorted(["lm_head.weight"] + [f"model.layers.{i}.{w}.weight" for i in (0, 1) for w in (
-        "attention.wq", "attention.wk", "attention.wv", "attention.wo", "feed_forward.w1", "feed_forward.w2",
-        "feed_forward.w3")])
+    assert forward == sorted(
+        f"model.layers.{i}.{w}.weight" for i in (0, 1) for w in ("attention.wo", "feed_forward.w2")
+    )
+    assert backward == sorted(
+        ["lm_head.weight"]
+        + [
+            f"model.layers.{i}.{w}.weight"
+            for i in (0, 1)
+            for w in (
+                "attention.wq",
+                "attention.wk",
+                "attention.wv",
+                "attention.wo",
+                "feed_forward.w1",
+                "feed_forward.w2",
+                "feed_forward.w3",
+            )
+        ]
+    )
     assert all(c.pattern == "MatmulAllReduce" for c in found)
     assert [c.group_size for c in found if weight(c) == "lm_head.weight"] == [8]
 
@@ -392,9 +445,25 @@ def depths(tmp_path_factory):
     out = {}
     for n in (2, 80):
         folder = tmp_path_factory.mktemp(f"layers{n}") / "graph"
-        subprocess.run([sys.executable, str(GEN), "--input", str(CORPUS / "full-folder-1layer"), "--layers", str(n),
-                        "--files", "*validate*", "--out", str(folder), "--jobs", "1"], check=True, capture_output=True,
-                       timeout=300)
+        subprocess.run(
+            [
+                sys.executable,
+                str(GEN),
+                "--input",
+                str(CORPUS / "full-folder-1layer"),
+                "--layers",
+                str(n),
+                "--files",
+                "*validate*",
+                "--out",
+                str(folder),
+                "--jobs",
+                "1",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         out[n] = folder
     return out
 
@@ -416,9 +485,17 @@ def test_cost_projected_from_2_layers_is_the_80_layer_dump_read_directly(depths)
     layers = [r for r in direct["layers"] if r["layer"].isdigit()]
     assert len(layers) == 80
     for block in projected["blocks"]:
-        for r in layers[int(block["layers"].split("-")[0]):int(block["layers"].split("-")[-1]) + 1]:
-            assert all(r[f] == block[f] for f in ("forward_flops", "backward_flops", "recompute_flops",
-                                                   "forward_elementwise_flops", "recompute_elementwise_flops"))
+        for r in layers[int(block["layers"].split("-")[0]) : int(block["layers"].split("-")[-1]) + 1]:
+            assert all(
+                r[f] == block[f]
+                for f in (
+                    "forward_flops",
+                    "backward_flops",
+                    "recompute_flops",
+                    "forward_elementwise_flops",
+                    "recompute_elementwise_flops",
+                )
+            )
     for f in ("forward_flops", "backward_flops", "recompute_flops", "step_flops"):
         assert projected["totals"][f] == direct[f], f
     # element-wise backward ops outside the layers (gradient sums of the residual stream and of the
@@ -426,7 +503,8 @@ def test_cost_projected_from_2_layers_is_the_80_layer_dump_read_directly(depths)
     outside = next(r for r in direct["layers"] if r["layer"] == "outside")
     assert projected["once"]["forward_elementwise_flops"] == outside["forward_elementwise_flops"]
     assert projected["totals"]["backward_elementwise_flops"] - projected["once"]["backward_elementwise_flops"] == sum(
-        r["backward_elementwise_flops"] for r in layers)
+        r["backward_elementwise_flops"] for r in layers
+    )
 
 
 def test_memory_projected_from_2_layers_is_the_80_layer_dump_read_directly(depths):
@@ -475,7 +553,7 @@ def test_diff_shows_the_flops_and_what_recompute_re_spends_before_and_after():
     args = ["diff", str(CORPUS / "s2_ffn_3d_reshape_blocks"), str(CORPUS / "s3_ffn_3d_reshape_fixed")]
     out = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).output)
     compute = out["ranks"][0]["compute"]
-    one = 2 * 16 * 32 * 64            # one (16, 32) x (32, 64) product
+    one = 2 * 16 * 32 * 64  # one (16, 32) x (32, 64) product
     # forward w1, w3, w2; backward dX and dW of each, but no dX of w1 and w3 (x is a graph input)
     assert compute["before_step_flops"] == compute["after_step_flops"] == 3 * one + 6 * one - 2 * one
     assert compute["before_recompute_elementwise_flops"] == 0
@@ -530,22 +608,28 @@ def test_flops_of_attention_convolution_transposed_matmul_and_element_wise_ops(i
     ir = ir_from_text(OPS_IR)
     flops = {ir[k]["op"]: op_flops(ir, k) for k in ir.cnodes()}
     b, sq, skv, h = 2, 16, 32, 64
-    assert flops["FlashAttentionScore"] == 4 * b * sq * skv * h            # QKᵀ and PV
+    assert flops["FlashAttentionScore"] == 4 * b * sq * skv * h  # QKᵀ and PV
     assert flops["FlashAttentionScoreGrad"] == 2 * 4 * b * sq * skv * h
-    assert flops["Conv2D"] == 2 * (8 * 5 * 8 * 8) * (3 * 3 * 3)            # every output: 27 multiply-adds
+    assert flops["Conv2D"] == 2 * (8 * 5 * 8 * 8) * (3 * 3 * 3)  # every output: 27 multiply-adds
     assert flops["Conv2DBackpropFilter"] == flops["Conv2D"]
-    assert flops["MatMul"] == 2 * 7 * 12 * 7                                # transpose_a: (12, 7)ᵀ x (12, 7)
+    assert flops["MatMul"] == 2 * 7 * 12 * 7  # transpose_a: (12, 7)ᵀ x (12, 7)
     assert flops["Add"] == 7 * 7 and flops["Reshape"] == 0 and flops["MakeTuple"] == 0
     kinds = {ir[o.node]["op"]: o.kind for o in account(ir).ops}
-    assert kinds == {"FlashAttentionScore": "attention", "FlashAttentionScoreGrad": "attention", "Conv2D": "conv",
-                     "Conv2DBackpropFilter": "conv", "MatMul": "matmul", "Add": "elementwise"}
+    assert kinds == {
+        "FlashAttentionScore": "attention",
+        "FlashAttentionScoreGrad": "attention",
+        "Conv2D": "conv",
+        "Conv2DBackpropFilter": "conv",
+        "MatMul": "matmul",
+        "Add": "elementwise",
+    }
 
 
 def test_what_a_dump_can_tell_of_mc2_fusion(ir_from_text):
     from irlint.accounts.mc2 import fusion_state
 
     folder = CORPUS / "llama-recompute-modes"
-    assert fusion_state(read_ir(str(folder / "21_validate_0076.ir"))) == "unknown"   # the backend fuses later
+    assert fusion_state(read_ir(str(folder / "21_validate_0076.ir"))) == "unknown"  # the backend fuses later
     assert fusion_state(read_ir(str(folder / "graph_build_0_0094.ir"))) == "not fused"
     fused = OPS_IR.replace("= PrimFunc_MatMul(", "= MatmulAllReduce(")
     assert fusion_state(ir_from_text(fused, "graph_build_0_0094.ir")) == "fused"
@@ -558,7 +642,7 @@ def test_pipeline_stages_share_the_projected_depth():
     sets = [{"0"}] * 4 + [{"1"}] * 4
     assert stage_depths(sets, 80) == [(40, 0)] * 4 + [(40, 40)] * 4
     assert stage_depths([{"0", "1"}, {"2"}], 7) == [(5, 0), (2, 5)]
-    assert stage_depths([{"0", "1"}, {"0", "1"}], 7) == [(7, 0), (7, 0)]   # dp/mp ranks: the whole depth
+    assert stage_depths([{"0", "1"}, {"0", "1"}], 7) == [(7, 0), (7, 0)]  # dp/mp ranks: the whole depth
     # the MindFormers Llama over 2 pipeline stages (rank 0: layer 0; rank 4: layer 1 and the head)
     files = _json_files("cost", CORPUS / "par-mindformers-llama_pp2_mp4", "--layers", "80")
     blocks = {f["rank"]: [(b["layers"], b["from_layer"]) for b in f["projected"]["blocks"]] for f in files}
@@ -580,4 +664,12 @@ def test_flops_for_a_person_three_significant_figures_in_decimal_units():
     from irlint.units import human_flops
 
     assert [human_flops(n) for n in (0, 999, 1000, 1_671_168, 999_999, 2_500_000_000_000, -40_960, None)] == [
-        "0 FLOP", "999 FLOP", "1.00 kFLOP", "1.67 MFLOP", "1.00 MFLOP", "2.50 TFLOP", "-41.0 kFLOP", "? FLOP"]
+        "0 FLOP",
+        "999 FLOP",
+        "1.00 kFLOP",
+        "1.67 MFLOP",
+        "1.00 MFLOP",
+        "2.50 TFLOP",
+        "-41.0 kFLOP",
+        "? FLOP",
+    ]

@@ -1,21 +1,22 @@
 """``irlint cost/memory --config CONFIG.yaml`` (issue 33, item 2): the depth and pipeline stages read
 from a MindFormers config (tests/fixtures/mindformers-configs, copied from the 2.1.0 wheel) instead
 of --layers."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 from click.testing import CliRunner
+from conftest import CORPUS, SHARED_CORPUS, TESTS
 
 import irlint.cli
-from conftest import CORPUS, SHARED_CORPUS, TESTS
 from irlint.accounts.projection import stage_depths
 from irlint.mfyaml import YamlError, depth, stage_layers
 
 CONFIGS = TESTS / "fixtures" / "mindformers-configs"
-GLM4 = CONFIGS / "finetune_glm4_9b.yaml"           # num_layers: 40, pipeline_stage: 4
-PP2 = SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select"   # ranks 0 (layers 0-1) and 4 (layers 2-3)
+GLM4 = CONFIGS / "finetune_glm4_9b.yaml"  # num_layers: 40, pipeline_stage: 4
+PP2 = SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select"  # ranks 0 (layers 0-1) and 4 (layers 2-3)
 ONE = CORPUS / "llama-recompute-modes"
 
 
@@ -34,8 +35,10 @@ def variant(tmp_path, layers: str, stages: str) -> str:
     text = GLM4.read_text(encoding="utf-8")
     assert "    num_layers: 40\n" in text and "  pipeline_stage: 4\n" in text
     path = tmp_path / "cfg.yaml"
-    path.write_text(text.replace("    num_layers: 40\n", f"    {layers}\n").replace(
-        "  pipeline_stage: 4\n", f"  {stages}\n"), encoding="utf-8")
+    path.write_text(
+        text.replace("    num_layers: 40\n", f"    {layers}\n").replace("  pipeline_stage: 4\n", f"  {stages}\n"),
+        encoding="utf-8",
+    )
     return str(path)
 
 
@@ -59,9 +62,9 @@ def test_mindformers_splits_the_layers_evenly_the_remainder_on_the_last_stages()
 
 def test_the_config_split_replaces_the_proportional_one():
     sets = [{"0", "1", "2"}, {"3"}]
-    assert stage_depths(sets, 8) == [(6, 0), (2, 6)]              # as the dump holds them
-    assert stage_depths(sets, 8, [4, 4]) == [(4, 0), (4, 4)]      # as the config places them
-    assert stage_depths(sets, 8, [2, 3, 3]) == [(6, 0), (2, 6)]   # another number of stages: the dump's
+    assert stage_depths(sets, 8) == [(6, 0), (2, 6)]  # as the dump holds them
+    assert stage_depths(sets, 8, [4, 4]) == [(4, 0), (4, 4)]  # as the config places them
+    assert stage_depths(sets, 8, [2, 3, 3]) == [(6, 0), (2, 6)]  # another number of stages: the dump's
 
 
 @pytest.mark.parametrize("command", ["cost", "memory"])
@@ -81,7 +84,9 @@ def test_config_gives_each_pipeline_stage_its_layers(command, tmp_path):
     out = as_json(command, PP2, "--config", cfg)
     import jsonschema
 
-    jsonschema.validate(out, json.loads((TESTS / "fixtures" / "schemas" / f"irlint-{command}-1.json").read_text(encoding="utf-8")))
+    jsonschema.validate(
+        out, json.loads((TESTS / "fixtures" / "schemas" / f"irlint-{command}-1.json").read_text(encoding="utf-8"))
+    )
     by_rank = {f["rank"]: f["projected"] for f in out["files"]}
     assert (by_rank[0]["layers"], by_rank[4]["layers"]) == (20, 20)
     assert by_rank[0]["blocks"][0]["layers"].startswith("0-") and by_rank[4]["blocks"][0]["layers"].startswith("20-")
@@ -100,10 +105,12 @@ def test_a_config_with_another_number_of_stages_is_said(tmp_path):
 def test_bad_configs_exit_2_with_one_line(command, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("model: [unclosed\n", encoding="utf-8")
-    cases = [(["--config", str(CONFIGS / "finetune_qwen3.yaml")], "num_layers"),
-             (["--config", str(broken)], "not valid YAML"),
-             (["--config", str(tmp_path / "missing.yaml")], "cannot read"),
-             (["--config", str(GLM4), "--layers", "8"], "not both")]
+    cases = [
+        (["--config", str(CONFIGS / "finetune_qwen3.yaml")], "num_layers"),
+        (["--config", str(broken)], "not valid YAML"),
+        (["--config", str(tmp_path / "missing.yaml")], "cannot read"),
+        (["--config", str(GLM4), "--layers", "8"], "not both"),
+    ]
     for args, said in cases:
         result = run(command, ONE, *args)
         assert result.exit_code == 2, (args, result.output)

@@ -1,11 +1,12 @@
 """Crafted input: no recursion, quadratic time, memory blow-up, escaping links, undecodable names,
 or a dying rule process turns into an internal error, a hang or a silent pass."""
+
 from __future__ import annotations
 
 import json
-import time
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,8 @@ from click.testing import CliRunner
 
 from irlint import diagnostics as D
 from irlint.cli import main
-from irlint.read.reader import read_ir
 from irlint.read.parser import MAX_NESTING
+from irlint.read.reader import read_ir
 
 S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 VALIDATE = S2 / "21_validate_0076.ir"
@@ -85,7 +86,7 @@ def test_deep_nesting_skips_the_piece_with_a_diagnostic(tmp_path, where, depth):
 
 @pytest.mark.parametrize("where", WHERE)
 def test_nesting_up_to_the_limit_is_read_and_linted(tmp_path, where):
-    data, _ = _deepen(where, MAX_NESTING - 3)   # the enclosing record adds up to three levels
+    data, _ = _deepen(where, MAX_NESTING - 3)  # the enclosing record adds up to three levels
     (tmp_path / "21_validate_0076.ir").write_bytes(data)
     assert read_ir(str(tmp_path / "21_validate_0076.ir")).diagnostics == []
     result = run(str(tmp_path), "--format", "json")
@@ -100,7 +101,7 @@ def test_a_deeply_nested_dump_does_not_abort_the_folder(tmp_path):
     shutil.copytree(S2, tmp_path / "b")
     result = run(str(tmp_path), "--format", "json")
     assert "internal error" not in result.output
-    assert result.exit_code == 2, result.output   # an input problem
+    assert result.exit_code == 2, result.output  # an input problem
     report = json.loads(result.output)
     assert {Path(f["file"]).parent.name for f in report["findings"]} >= {"b"}
     assert any(d["line"] == line and d["code"] == D.BAD_RECORD for d in report["diagnostics"])
@@ -110,6 +111,7 @@ def test_a_deeply_nested_dump_does_not_abort_the_folder(tmp_path):
 def _forget_parses() -> None:
     """Empty the memo tables, so that each timed read parses again."""
     from irlint.read.record import clear_memos
+
     clear_memos()
 
 
@@ -132,10 +134,21 @@ def _grows_linearly(make, n: int, read) -> tuple[float, float]:
 # Lines a dump could hold, each of which once took time quadratic in its length; the size N.
 CRAFTED_LINES = {
     # a type entry with many "(1)" groups and no shape at its end: _SHAPED tried each "(" (issue 21)
-    "type line of shapes": (b"      : ", lambda n: b"      : (<Tensor[Float32]" + b", (1)" * n
-                            + b" =>, <Tensor[Float32], (2)>) -> (<Tensor[Float32], (16, 32)>)", 8000),
+    "type line of shapes": (
+        b"      : ",
+        lambda n: (
+            b"      : (<Tensor[Float32]"
+            + b", (1)" * n
+            + b" =>, <Tensor[Float32], (2)>) -> (<Tensor[Float32], (16, 32)>)"
+        ),
+        8000,
+    ),
     # an unclosed string with escaped quotes: the template regex rescanned from every quote
-    "escaped quotes": (b"  %", lambda n: b"  %5(x) = PrimFunc_SiLU(%5) primitive_attrs: {k: " + b'"\\' * n + b"}", 2500),
+    "escaped quotes": (
+        b"  %",
+        lambda n: b"  %5(x) = PrimFunc_SiLU(%5) primitive_attrs: {k: " + b'"\\' * n + b"}",
+        2500,
+    ),
     # a comment line of spaces: the key regex tried every split of them between key and padding
     "comment of spaces": (b"# ", lambda n: b"#a" + b" " * n + b"x", 20000),
 }
@@ -151,17 +164,17 @@ def test_a_crafted_line_is_read_in_linear_time(tmp_path, name):
     def dump(k: int) -> Path:
         path = tmp_path / f"{k}" / "21_validate_0076.ir"
         path.parent.mkdir()
-        path.write_bytes(b"\n".join(lines[:at] + [make(k)] + lines[at + (prefix != b"# "):]))
+        path.write_bytes(b"\n".join(lines[:at] + [make(k)] + lines[at + (prefix != b"# ") :]))
         return path
 
     small, large = _grows_linearly(dump, n, lambda p: read_ir(str(p)))
-    assert large < 9 * small + 0.05, (small, large)   # 4x for linear work; quadratic would be 16x
+    assert large < 9 * small + 0.05, (small, large)  # 4x for linear work; quadratic would be 16x
 
 
 def test_a_crafted_trace_line_is_matched_in_linear_time():
     from irlint.rules.recompute.keys import attribute_from_trace
 
-    def trace(n: int) -> list[str]:   # a trace line of many ":1, 1~1/" and no closing "/"
+    def trace(n: int) -> list[str]:  # a trace line of many ":1, 1~1/" and no closing "/"
         return ["# In file " + ":1, 1~1/" * n + "x"]
 
     small, large = _grows_linearly(trace, 5000, attribute_from_trace)
@@ -193,7 +206,7 @@ class Dies(Rule):
 '''
 
 # the irlint program, with a pool of workers even for small files when asked
-_PROGRAM = '''
+_PROGRAM = """
 import sys
 import irlint.runner.sandbox as sandbox
 import irlint.runner.workers as workers
@@ -203,7 +216,7 @@ sandbox.CHILD_GRACE_SECONDS = 1
 from irlint.cli import run
 sys.argv = ["irlint", *sys.argv[1:]]
 sys.exit(run())
-'''
+"""
 
 
 def _install_dying_plugin(site: Path) -> None:
@@ -228,15 +241,32 @@ def test_a_rule_whose_process_dies_is_an_error_naming_the_rule(tmp_path, how, jo
     (tmp_path / "irlint_program.py").write_text(_PROGRAM)
     report = tmp_path / "report.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path]), "HOW": how}
-    proc = subprocess.run([sys.executable, str(tmp_path / "irlint_program.py"), "--no-cache", "-j", jobs,
-                           "--rule-timeout", "1", "--format", "json", "-o", str(report),
-                           str(VALIDATE), str(S2 / "graph_build_0_0094.ir")],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(tmp_path / "irlint_program.py"),
+            "--no-cache",
+            "-j",
+            jobs,
+            "--rule-timeout",
+            "1",
+            "--format",
+            "json",
+            "-o",
+            str(report),
+            str(VALIDATE),
+            str(S2 / "graph_build_0_0094.ir"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     data = json.loads(report.read_text())
     failed = [d for d in data["diagnostics"] if d["code"] == D.RULE_FAILED]
     assert len(failed) == 2 and all("XD001 (ends-its-process)" in d["message"] for d in failed), failed
-    assert {f["code"] for f in data["findings"]} >= {"RC002"}   # the other rules' findings are kept
+    assert {f["code"] for f in data["findings"]} >= {"RC002"}  # the other rules' findings are kept
 
 
 # --- 10: links out of the named folder -----------------------------------------------------------------
@@ -249,12 +279,13 @@ def test_links_out_of_the_named_folder_are_not_followed(tmp_path):
     shutil.copy(VALIDATE, tmp_path / "elsewhere" / "21_validate_0076.ir")
     (named / "up").symlink_to("..", target_is_directory=True)
     (named / "rank_0" / "other").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
-    (named / "again").symlink_to("rank_0", target_is_directory=True)   # inside: followed, read once
+    (named / "again").symlink_to("rank_0", target_is_directory=True)  # inside: followed, read once
     (named / "rank_0" / "self").symlink_to(".", target_is_directory=True)
     files, diags = discover([str(named)])
     # a link out of the named folder is followed when its target holds dumps (issue 31), not to ".."
-    assert sorted(Path(f.path).name for f in files) == sorted([*(p.name for p in S2.glob("*.ir")),
-                                                               "21_validate_0076.ir"])
+    assert sorted(Path(f.path).name for f in files) == sorted(
+        [*(p.name for p in S2.glob("*.ir")), "21_validate_0076.ir"]
+    )
     assert all(str(named) in f.path for f in files)
     assert sorted((Path(d.file).name, d.code) for d in diags) == [("up", D.UNREADABLE)]
     assert "holds no graph IR dump" in diags[0].message and "-L/--follow-links" in diags[0].message
@@ -269,9 +300,13 @@ def test_a_link_to_the_root_folder_is_not_walked(tmp_path):
 
     shutil.copytree(S2, tmp_path / "graph")
     (tmp_path / "graph" / "root").symlink_to("/", target_is_directory=True)
-    proc = subprocess.run([sys.executable, "-m", "irlint", "--no-cache", "--show-files", str(tmp_path / "graph")],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2, proc.stdout + proc.stderr   # not everything named was read
+    proc = subprocess.run(
+        [sys.executable, "-m", "irlint", "--no-cache", "--show-files", str(tmp_path / "graph")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # not everything named was read
     lines = proc.stdout.splitlines()
     assert len([ln for ln in lines if ln.startswith(("read", "skip"))]) == len(list(S2.glob("*.ir")))
     assert any("root" in ln and "a link to /," in ln for ln in lines), lines
@@ -283,8 +318,14 @@ def _program(*args, env=None, preexec_fn=None, cwd=None):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "irlint", *args], capture_output=True, timeout=120, cwd=cwd,
-                          env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
+    return subprocess.run(
+        [sys.executable, "-m", "irlint", *args],
+        capture_output=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        preexec_fn=preexec_fn,
+    )
 
 
 def _strings(value):
@@ -315,14 +356,16 @@ def test_a_folder_name_that_is_not_utf8_is_reported_in_every_format(tmp_path, fm
     proc = _program(str(folder), "--format", fmt, "-o", str(out), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert proc.returncode == 1, proc.stderr
     assert b"internal error" not in proc.stderr
-    text = out.read_bytes().decode("utf-8")   # a valid UTF-8 report
+    text = out.read_bytes().decode("utf-8")  # a valid UTF-8 report
     if fmt.startswith("json") or fmt in ("sarif", "gitlab"):
         documents = [json.loads(ln) for ln in text.splitlines()] if fmt == "json-lines" else [json.loads(text)]
         # the name, its byte written as a backslash escape
-        assert any("rank_\\xff" in value or "rank_%5Cxff" in value for value in _strings(documents))   # %5C: SARIF's URIs
+        assert any(
+            "rank_\\xff" in value or "rank_%5Cxff" in value for value in _strings(documents)
+        )  # %5C: SARIF's URIs
     else:
         assert "rank_\\xff" in text
-    piped = _program("--no-cache", str(folder), "--format", fmt)   # to a pipe
+    piped = _program("--no-cache", str(folder), "--format", fmt)  # to a pipe
     assert piped.returncode == 1 and b"internal error" not in piped.stderr
     assert b"rank_\\" in piped.stdout or b"rank_%5C" in piped.stdout
 
@@ -332,7 +375,9 @@ def test_an_output_encoding_without_the_report_characters(tmp_path):
     proc = _program("--no-cache", str(folder), env={"PYTHONIOENCODING": "latin-1"})
     assert proc.returncode == 1, proc.stderr
     assert b"internal error" not in proc.stderr and b"RC002" in proc.stdout
-    named = _program("--no-cache", "-", "--stdin-filename", "r\u00e9sum\u00e9_\u2603.ir", env={"PYTHONIOENCODING": "ascii"})
+    named = _program(
+        "--no-cache", "-", "--stdin-filename", "r\u00e9sum\u00e9_\u2603.ir", env={"PYTHONIOENCODING": "ascii"}
+    )
     assert named.returncode == 2 and b"internal error" not in named.stderr
 
 
@@ -367,7 +412,7 @@ def test_records_of_many_repeated_operands_take_memory_in_proportion(tmp_path):
     finally:
         tracemalloc.stop()
     assert ir.graph.number_of_edges() == read_ir(str(VALIDATE)).graph.number_of_edges() + 3 * operands
-    assert peak < 90 * len(data), peak / len(data)   # 134x before: a template, a dict per edge, a Ref per operand
+    assert peak < 90 * len(data), peak / len(data)  # 134x before: a template, a dict per edge, a Ref per operand
 
 
 def test_a_named_character_device_is_not_read_to_its_end(tmp_path):
@@ -400,7 +445,7 @@ def test_an_endless_stream_is_refused_at_the_cap(monkeypatch):
     assert result.exit_code == 2 and "more than 64 MiB" in result.output
 
 
-_WORKER_KILLER = '''
+_WORKER_KILLER = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
 import irlint.runner.engine as engine
@@ -423,7 +468,7 @@ engine.active_rules = lambda config: [EndsTheWorker()]
 from irlint.cli import run
 sys.argv = ["irlint", *sys.argv[2:]]
 sys.exit(run())
-'''
+"""
 
 
 def test_a_worker_process_that_dies_is_reported_per_file(tmp_path):
@@ -431,9 +476,23 @@ def test_a_worker_process_that_dies_is_reported_per_file(tmp_path):
     import sys
 
     (tmp_path / "program.py").write_text(_WORKER_KILLER)
-    proc = subprocess.run([sys.executable, str(tmp_path / "program.py"), str(tmp_path), "--no-cache", "-j", "2",
-                           "--format", "json", str(VALIDATE), str(S2 / "graph_build_0_0094.ir")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(tmp_path / "program.py"),
+            str(tmp_path),
+            "--no-cache",
+            "-j",
+            "2",
+            "--format",
+            "json",
+            str(VALIDATE),
+            str(S2 / "graph_build_0_0094.ir"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "internal error" not in proc.stderr
     diags = json.loads(proc.stdout)["diagnostics"]
@@ -447,7 +506,7 @@ def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
     lines = _lines()
     at = _first(lines, b"}")
     junk = 200_000
-    data = b"\n".join(lines[:at + 1] + [b"x"] * junk + lines[at + 1:])
+    data = b"\n".join(lines[: at + 1] + [b"x"] * junk + lines[at + 1 :])
     path = tmp_path / "21_validate_0076.ir"
     path.write_bytes(data)
 
@@ -458,13 +517,13 @@ def test_a_flood_of_junk_lines_is_one_diagnostic_and_little_memory(tmp_path):
         finally:
             tracemalloc.stop()
 
-    read_ir(str(path))   # imports done
+    read_ir(str(path))  # imports done
     ir, peak = peak_of(path)
-    plain = peak_of(VALIDATE)[1]   # the reader's own block buffer and the model
+    plain = peak_of(VALIDATE)[1]  # the reader's own block buffer and the model
     assert [(d.line, d.code) for d in ir.diagnostics] == [(at + 2, D.UNKNOWN_LINE)]
     assert f"{junk} consecutive lines skipped" in ir.diagnostics[0].message
     extra = len(data) - len(VALIDATE.read_bytes())
-    assert peak - plain < 10 * extra, (peak - plain) / extra   # a diagnostic per line until the end: 85x
+    assert peak - plain < 10 * extra, (peak - plain) / extra  # a diagnostic per line until the end: 85x
 
 
 @pytest.mark.slow
@@ -476,7 +535,7 @@ def test_a_record_of_many_equal_constants_makes_one_node_per_value(tmp_path):
     path = tmp_path / "21_validate_0076.ir"
     path.write_bytes(b"\n".join(lines[:at] + [record] + lines[at:]))
     ir, whole = read_ir(str(path)), read_ir(str(VALIDATE))
-    assert ir.graph.number_of_nodes() == whole.graph.number_of_nodes() + 1 + 3   # the MakeTuple, 3 values
+    assert ir.graph.number_of_nodes() == whole.graph.number_of_nodes() + 1 + 3  # the MakeTuple, 3 values
     tuple_key = next(k for k, d in ir.graph.nodes(data=True) if d.get("id") == "%9000")
     into = sorted((key, ir.graph.nodes[u]["value"]) for u, _, key in ir.graph.in_edges(tuple_key, keys=True))
     assert len(into) == 3 * operands and into[:3] == [(0, 1), (1, 2.5), (2, True)]

@@ -1,5 +1,6 @@
 """Files that hold the same graph are read once: every member still gets the findings and diagnostics
 it would get read on its own, under its own name, stage, rank and line numbers."""
+
 from __future__ import annotations
 
 import io
@@ -11,19 +12,18 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import CORPUS, SHARED_CORPUS
 
 import irlint.runner.check as check
 import irlint.runner.engine as engine
 import irlint.runner.same_graph as same_graph
 import irlint.runner.workers as workers
-from irlint.runner import dedup
 from irlint.cli import main
-from irlint.runner.hashes import content_hash
+from irlint.rule import Rule
+from irlint.runner import dedup
 from irlint.runner.config import Config
 from irlint.runner.discover import discover_inputs
-from irlint.rule import Rule
-
-from conftest import CORPUS, SHARED_CORPUS
+from irlint.runner.hashes import content_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 GEN = ROOT / "bench" / "gen_rank_folder.py"
@@ -38,8 +38,10 @@ def _per_file(paths, all_stages: bool, dedup_on: bool, jobs: int = 1):
     todo = engine.plan(found.files, engine.active_rules(config), all_stages)
     shared: dict[str, str] = {}
     files = [f for f in found.files if f.path in todo]
-    out = [(f.display, [x.to_dict() for x in fs], [d.to_dict() for d in ds])
-           for f, fs, ds in engine.check_files(files, todo, config, shared)]
+    out = [
+        (f.display, [x.to_dict() for x in fs], [d.to_dict() for d in ds])
+        for f, fs, ds in engine.check_files(files, todo, config, shared)
+    ]
     return out, shared
 
 
@@ -55,17 +57,23 @@ def _prints(data: bytes) -> str:
 # --- what is masked ------------------------------------------------------------------------------------
 def test_only_process_specific_values_are_masked_and_no_line_moves():
     text = VALIDATE.read_bytes()
-    other = text.replace(b"compile_phase: train.", b"compile_phase: train.9999999") \
-                .replace(b": 0x", b": 0xabcdef12", 1).replace(b"Total number of nodes: ", b"Total number of nodes: 7")
+    other = (
+        text.replace(b"compile_phase: train.", b"compile_phase: train.9999999")
+        .replace(b": 0x", b": 0xabcdef12", 1)
+        .replace(b"Total number of nodes: ", b"Total number of nodes: 7")
+    )
     assert other != text and _prints(other) == _prints(text)
     masked = dedup.MASKED.sub(dedup._mask, b"\n" + text)
-    assert masked.count(b"\n") == text.count(b"\n") + 1   # values are masked within their line
+    assert masked.count(b"\n") == text.count(b"\n") + 1  # values are masked within their line
     assert masked.count(b"#") - text.count(b"#") == len(dedup.MASKED.findall(b"\n" + text)) >= 3
     # anything else is another graph: a node line, the cnode total, a masked line's name, an added line
-    for changed in (text.replace(b"AllGather(", b"AllReduce(", 1),
-                    text.replace(b"Total number of cnodes: ", b"Total number of cnodes: 1"),
-                    text.replace(b"compile_phase: train.", b"compile_phase_x: train.", 1),
-                    text.replace(b"\n", b"\n\n", 1), text + b"\n"):
+    for changed in (
+        text.replace(b"AllGather(", b"AllReduce(", 1),
+        text.replace(b"Total number of cnodes: ", b"Total number of cnodes: 1"),
+        text.replace(b"compile_phase: train.", b"compile_phase_x: train.", 1),
+        text.replace(b"\n", b"\n\n", 1),
+        text + b"\n",
+    ):
         assert _prints(changed) != _prints(text)
 
 
@@ -103,8 +111,11 @@ def many_ranks(tmp_path_factory):
     (sub-groups of 4) ranks differ in group names and rank lists, so they are not all one graph."""
     out = tmp_path_factory.mktemp("ranks")
     for case in ("par-mismatch-ffn_col_col", "par-mismatch-ffn_mul_disagrees_8ranks"):
-        subprocess.run([sys.executable, str(GEN), "--input", str(CORPUS / case), "--ranks", "24",
-                        "--out", str(out / case)], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, str(GEN), "--input", str(CORPUS / case), "--ranks", "24", "--out", str(out / case)],
+            check=True,
+            capture_output=True,
+        )
     return out
 
 
@@ -116,7 +127,7 @@ def test_a_generated_many_rank_folder_gives_every_rank_its_own_findings(many_ran
     on, shared = _per_file(folders, all_stages, True)
     off, _ = _per_file(folders, all_stages, False)
     assert on == off
-    assert len(on) - len(shared) <= len(on) / 4   # far fewer graphs read than files checked
+    assert len(on) - len(shared) <= len(on) / 4  # far fewer graphs read than files checked
     # every rank's findings name its own file, at the lines of its own file
     files = {display for display, findings, _ in on if findings}
     assert any("rank_23" in name for name in files) and any("rank_0" in name for name in files)
@@ -137,7 +148,7 @@ def test_ranks_with_a_rank_dependent_graph_are_separate_classes(many_ranks):
     reps = {shared.get(p, p) for p in (str(folder / f"rank_{r}" / "21_validate_0082.ir") for r in range(24))}
     # rank r shares the graph of rank r % 8 at most: group names and slice offsets differ otherwise
     assert 1 < len(reps) <= 8
-    for member, rep in shared.items():   # a class is content with the process's values masked, nothing else
+    for member, rep in shared.items():  # a class is content with the process's values masked, nothing else
         assert _prints(Path(member).read_bytes()) == _prints(Path(rep).read_bytes())
         assert int(Path(member).parent.name[5:]) % 8 == int(Path(rep).parent.name[5:]) % 8
 
@@ -191,8 +202,9 @@ def test_built_in_rules_share_results_across_stages_with_each_stage_named(tmp_pa
     on, shared = _per_file([folder], True, True)
     off, _ = _per_file([folder], True, False)
     assert on == off
-    assert shared.get(str(validate)) == str(folder / "20_copy_of_validate_0075.ir") or \
-        shared.get(str(folder / "20_copy_of_validate_0075.ir")) == str(validate)
+    assert shared.get(str(validate)) == str(folder / "20_copy_of_validate_0075.ir") or shared.get(
+        str(folder / "20_copy_of_validate_0075.ir")
+    ) == str(validate)
     stages = {f["stage"] for display, findings, _ in on if "copy_of" in display for f in findings}
     assert stages == {"copy_of_validate"} or stages == {"20_copy_of_validate"}
 
@@ -214,7 +226,7 @@ def test_summary_and_show_files_say_how_many_graphs_were_read_and_which_ranks_sh
 
 def test_a_rerun_is_answered_from_the_cache_for_every_member(monkeypatch, tmp_path, many_ranks):
     folder = many_ranks / "par-mismatch-ffn_col_col"
-    for path in folder.rglob("*.ir"):   # an old mtime: the cache trusts a stat only once it cannot change
+    for path in folder.rglob("*.ir"):  # an old mtime: the cache trusts a stat only once it cannot change
         st = path.stat()
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
     config = Config(cache=True, cache_dir=str(tmp_path / "cache"), jobs=1, plugins=False)
@@ -248,8 +260,10 @@ def test_show_files_names_a_stage_file_whose_graph_differs_by_rank(many_ranks):
     shown = runner.invoke(main, ["check", "--show-files", str(folder)]).output
     # sub-groups of 4: group names and slice offsets differ, the copies of one real rank do not
     assert "differs by rank  21_validate_0082.ir: 8 graphs (ranks 0,8,16; ranks 1,9,17;" in shown
-    assert "differs by rank" not in runner.invoke(main, ["check", "--show-files",
-                                                         str(many_ranks / "par-mismatch-ffn_col_col")]).output
+    assert (
+        "differs by rank"
+        not in runner.invoke(main, ["check", "--show-files", str(many_ranks / "par-mismatch-ffn_col_col")]).output
+    )
 
 
 def test_bytes_seen_before_are_not_hashed_again_masked(tmp_path, monkeypatch):
@@ -289,7 +303,7 @@ def test_files_of_one_size_share_a_graph_only_when_their_bytes_or_masked_text_ag
     monkeypatch.setattr(same_graph, "COMPARE_BYTES", piece)
     data = VALIDATE.read_bytes()
     at = data.rindex(b"sense_flag")
-    late = data[:at] + b"sense_flaG" + data[at + 10:]   # same size, differs in its last piece only
+    late = data[:at] + b"sense_flaG" + data[at + 10 :]  # same size, differs in its last piece only
     early = data.replace(b"Default/", b"Defaulx/", 1)
     phase = data.replace(b"compile_phase: train.1", b"compile_phase: train.2")
     assert len({len(t) for t in (data, late, early, phase)}) == 1 and len({data, late, early, phase}) == 4
@@ -298,8 +312,13 @@ def test_files_of_one_size_share_a_graph_only_when_their_bytes_or_masked_text_ag
     graph_hash = dedup.graph_hash
     monkeypatch.setattr(dedup, "graph_hash", lambda stream: masked.append(stream) or graph_hash(stream))
     on, shared = _per_file([tmp_path], False, True)
-    assert shared == {paths[2]: paths[0], paths[4]: paths[1], paths[5]: paths[0], paths[6]: paths[3],
-                      paths[7]: paths[0]}
+    assert shared == {
+        paths[2]: paths[0],
+        paths[4]: paths[1],
+        paths[5]: paths[0],
+        paths[6]: paths[3],
+        paths[7]: paths[0],
+    }
     # each content once, and the last copy of the first again: hashed, not compared, once two differed
     assert len(masked) == 5
     off, _ = _per_file([tmp_path], False, False)
@@ -311,10 +330,11 @@ def test_files_of_sizes_no_other_has_are_hashed_masked_only_and_still_share_a_gr
     longer = data.replace(b"compile_phase: train.1", b"compile_phase: train.12345")
     paths = _ranks(tmp_path, (data, longer, data.replace(b"Default/", b"Default/x", 1)))
     stored: list = []
-    monkeypatch.setattr(same_graph, "content_hash",
-                        lambda path: stored.append(path) or (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(
+        same_graph, "content_hash", lambda path: stored.append(path) or (_ for _ in ()).throw(AssertionError)
+    )
     on, shared = _per_file([tmp_path], False, True)
-    assert shared == {paths[0]: paths[1]} and not stored   # the larger file is read
+    assert shared == {paths[0]: paths[1]} and not stored  # the larger file is read
     assert on == _per_file([tmp_path], False, False)[0]
 
 
@@ -327,5 +347,9 @@ def test_a_file_of_a_size_group_is_compared_with_the_first_then_hashed(tmp_path)
     assert same_graph.same_or_hashed(paths[0], paths[1:3]) == [True, sha]
     # once two differ, the rest are hashed: a copy of the first too (its masked hash still joins them)
     assert same_graph.same_or_hashed(paths[0], [paths[2], missing, paths[3], paths[4]]) == [
-        sha, None, content_hash(paths[3]), sha]
+        sha,
+        None,
+        content_hash(paths[3]),
+        sha,
+    ]
     assert same_graph.same_or_hashed(missing, paths[:2]) == [content_hash(paths[0])] * 2

@@ -1,6 +1,7 @@
 """``irlint diff BEFORE AFTER`` on real pairs of dumps: findings fixed / new / unchanged by
 fingerprint, nodes matched across recompiles, kept bytes per layer, recompute and in_strategy
 changes, the JSON contract, exit codes."""
+
 from __future__ import annotations
 
 import json
@@ -9,14 +10,14 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import CORPUS
+
 from irlint.cli import main
-from irlint.runner.diff import match_nodes
 from irlint.read.reader import read_ir
+from irlint.runner.diff import match_nodes
 
 F32 = 4
-FFN_SILU = FFN_MUL = 16 * 64 * F32   # (16, 64) fp32: what recomputing SiLU and Mul frees in s3
+FFN_SILU = FFN_MUL = 16 * 64 * F32  # (16, 64) fp32: what recomputing SiLU and Mul frees in s3
 
 
 def diff(*args, cwd=CORPUS, monkeypatch=None):
@@ -37,8 +38,15 @@ def test_s2_to_s3_fixes_both_rc002_drops_the_kept_bytes_and_recomputes_the_resha
     assert out["new"] == [] and out["unchanged"] == []
     (rank,) = out["ranks"]
     assert rank["memory"]["before_total"] - rank["memory"]["after_total"] == FFN_SILU + FFN_MUL
-    assert rank["memory"]["layers"] == [{"layer": "outside", "before": 18432, "after": 18432 - FFN_SILU - FFN_MUL,
-                                         "tensors_before": 5, "tensors_after": 3}]
+    assert rank["memory"]["layers"] == [
+        {
+            "layer": "outside",
+            "before": 18432,
+            "after": 18432 - FFN_SILU - FFN_MUL,
+            "tensors_before": 5,
+            "tensors_after": 3,
+        }
+    ]
     changed = {(c["op"], c["scope"].rsplit("/", 2)[-2]): c for c in rank["recompute_changed"]}
     # the guide's fix: the two Reshapes next to SiLU and Mul are now recomputed
     for reshape in (("Reshape", "w1-Linear"), ("Reshape", "w2-Linear")):
@@ -65,7 +73,8 @@ def test_parallel_pair_where_one_strategy_changes(monkeypatch, snapshot):
     (rank,) = out["ranks"]
     assert rank["rank"] == 0
     assert [(c["instance"], c["before"], c["after"]) for c in rank["in_strategy_changed"]] == [
-        ("mm1", "((8, 1), (1, 1))", "((1, 1), (1, 8))")]
+        ("mm1", "((8, 1), (1, 1))", "((1, 1), (1, 8))")
+    ]
     # the redistribution ops and their backward transpose exist only before
     only_before = sorted(n["op"] for n in rank["nodes"]["before_only_nodes"])
     assert {"AllGather", "StridedSlice", "StridedSliceGrad", "ReduceScatter"} <= set(only_before)
@@ -102,7 +111,7 @@ def test_nodes_are_matched_by_what_survives_a_recompile_never_by_their_number(tm
     before, after = read_ir(str(src)), read_ir(str(other))
     match = match_nodes(before, after)
     assert not match.before_only and not match.after_only
-    assert not match.unique_ids_stable   # shifted ids name other nodes: position among equals decides
+    assert not match.unique_ids_stable  # shifted ids name other nodes: position among equals decides
     for b, a in match.pairs:
         assert (before[b]["op"], before[b]["scope"]) == (after[a]["op"], after[a]["scope"])
         assert int(after[a]["id"][1:]) == int(before[b]["id"][1:]) + 7
@@ -151,10 +160,13 @@ def test_text_report_names_what_changed(monkeypatch):
     assert "    AllReduce        17.5 KiB    14.0 KiB   -3.50 KiB    -20%     3->2" in lines
 
 
-@pytest.mark.parametrize("before, after, message", [
-    ("no-such-folder", "s2_ffn_3d_reshape_blocks", "no such file or folder"),
-    ("s2_ffn_3d_reshape_blocks", "../schemas", "no graph IR dumps"),
-])
+@pytest.mark.parametrize(
+    "before, after, message",
+    [
+        ("no-such-folder", "s2_ffn_3d_reshape_blocks", "no such file or folder"),
+        ("s2_ffn_3d_reshape_blocks", "../schemas", "no graph IR dumps"),
+    ],
+)
 def test_unusable_input_exits_2_with_a_message(monkeypatch, before, after, message):
     result = diff(before, after, monkeypatch=monkeypatch)
     assert result.exit_code == 2 and message in result.stderr
@@ -164,9 +176,15 @@ def test_unusable_input_exits_2_with_a_message(monkeypatch, before, after, messa
 def test_damaged_dump_exits_2_but_still_reports(tmp_path, monkeypatch):
     src = (CORPUS / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir").read_bytes()
     bad = tmp_path / "21_validate_0076.ir"
-    bad.write_bytes(src[: len(src) * 2 // 3])   # cut mid-graph
-    result = diff(CORPUS / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir", bad, "--format", "json",
-                  monkeypatch=monkeypatch, cwd=tmp_path)
+    bad.write_bytes(src[: len(src) * 2 // 3])  # cut mid-graph
+    result = diff(
+        CORPUS / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir",
+        bad,
+        "--format",
+        "json",
+        monkeypatch=monkeypatch,
+        cwd=tmp_path,
+    )
     assert result.exit_code == 2
     out = json.loads(result.stdout)
     assert out["diagnostics"] and out["ranks"]
@@ -180,7 +198,8 @@ def test_mindformers_llama_where_w2_turns_column_parallel(monkeypatch):
     assert [(f["code"], f["severity"]) for f in out["new"]] == [("PC002", "info")] and out["fixed"] == []
     (rank,) = out["ranks"]
     assert [(c["op"], c["scope"].rsplit("/", 2)[-2], c["before"], c["after"]) for c in rank["in_strategy_changed"]] == [
-        ("MatMul", "w2-Linear", "((2, 4), (1, 4))", "((2, 1), (4, 1))")]
+        ("MatMul", "w2-Linear", "((2, 4), (1, 4))", "((2, 1), (4, 1))")
+    ]
     assert rank["nodes"]["matched"] > 400
     assert {n["op"] for n in rank["nodes"]["after_only_nodes"]} >= {"AllGather", "Split", "Concat"}
 
@@ -193,22 +212,26 @@ def test_same_script_compiled_by_mindspore_2_9_and_2_10_differs_only_in_numberin
     assert out["fixed"] == out["new"] == [] and [f["code"] for f in out["unchanged"]] == ["RC002", "RC002"]
     (rank,) = out["ranks"]
     assert (rank["before"]["stage"], rank["after"]["stage"]) == ("validate", "validate")
-    assert rank["before"]["file"].endswith("20_validate_0075.ir") and rank["after"]["file"].endswith("21_validate_0076.ir")
+    assert rank["before"]["file"].endswith("20_validate_0075.ir") and rank["after"]["file"].endswith(
+        "21_validate_0076.ir"
+    )
     assert rank["stages"] == {"paired": 5, "before_only": [], "after_only": []}
     assert rank["nodes"]["before_only"] == rank["nodes"]["after_only"] == 0 and rank["nodes"]["matched"] == 35
     assert rank["memory"]["before_total"] == rank["memory"]["after_total"]
     assert rank["recompute_changed"] == rank["in_strategy_changed"] == []
 
 
-@pytest.mark.parametrize("before, after", [
-    ("s2_ffn_3d_reshape_blocks", "s3_ffn_3d_reshape_fixed"),
-    ("par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8"),
-    ("par-mismatch-ffn_col_col", "par-mismatch-ffn_mul_disagrees_8ranks"),
-    ("par-mindformers-llama_dp2_mp4", "par-mindformers-llama_dp2_mp4_wrong_w2"),
-])
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("s2_ffn_3d_reshape_blocks", "s3_ffn_3d_reshape_fixed"),
+        ("par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8"),
+        ("par-mismatch-ffn_col_col", "par-mismatch-ffn_mul_disagrees_8ranks"),
+        ("par-mindformers-llama_dp2_mp4", "par-mindformers-llama_dp2_mp4_wrong_w2"),
+    ],
+)
 def test_diff_json_matches_its_schema(monkeypatch, before, after):
     import jsonschema
-
     from conftest import TESTS
 
     schema = json.loads((TESTS / "fixtures" / "schemas" / "irlint-diff-1.json").read_text(encoding="utf-8"))
@@ -232,8 +255,9 @@ def test_backward_nodes_sharing_a_forward_id_pair_in_dump_order():
     match = match_nodes(before, after)
     assert match.unique_ids_stable and not match.before_only and not match.after_only
     assert all(before[b]["line"] == after[a]["line"] for b, a in match.pairs)
-    assert match.by_unique_id == sum(1 for k in before.cnodes()
-                                     if {"unique_id", "forward_unique_id"} & set(before[k].get("primal_attrs") or {}))
+    assert match.by_unique_id == sum(
+        1 for k in before.cnodes() if {"unique_id", "forward_unique_id"} & set(before[k].get("primal_attrs") or {})
+    )
 
 
 def test_communication_per_collective_kind_before_and_after(monkeypatch):

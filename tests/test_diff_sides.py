@@ -2,6 +2,7 @@
 file where its rule's evidence is final (truncated, missing: an earlier stage was read instead); the
 same problem read from that earlier stage matches; a folder holding two compiles is compared
 compile to compile (issue 31, items 3 and 4)."""
+
 from __future__ import annotations
 
 import json
@@ -100,8 +101,10 @@ def test_a_baseline_written_before_the_fingerprint_left_out_the_stage_still_matc
     from irlint.runner.engine import lint
 
     findings = lint([str(S2)], Config(cache=False)).findings
-    old = [hashlib.sha256("\x1f".join([f.rule, f.stage, *f.fingerprint_text.split("\x1f")[1:]]).encode())
-           .hexdigest()[:20] for f in findings]
+    old = [
+        hashlib.sha256("\x1f".join([f.rule, f.stage, *f.fingerprint_text.split("\x1f")[1:]]).encode()).hexdigest()[:20]
+        for f in findings
+    ]
     baseline = tmp_path / "old.json"
     baseline.write_text(json.dumps({"irlint-baseline": 1, "findings": [{"fingerprint": fp} for fp in old]}))
     result = run("-n", S2, "--baseline", baseline, "--format", "json")

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from irlint.runner.discover import InputError, discover
 from irlint.model.stages import BACKEND, FRONTEND, OPT_PASS, OTHER, stage_of
+from irlint.runner.discover import InputError, discover
 
 FULL = Path(__file__).parent / "fixtures" / "corpus" / "full-folder-1layer"
 
@@ -13,7 +13,7 @@ FULL = Path(__file__).parent / "fixtures" / "corpus" / "full-folder-1layer"
 def test_folder_walk_keeps_graph_ir_and_skips_actor_sets():
     files, diags = discover([str(FULL)])
     names = sorted(Path(f.path).name for f in files)
-    assert "trace_code_graph_0095" in names          # graph IR without the .ir suffix
+    assert "trace_code_graph_0095" in names  # graph IR without the .ir suffix
     assert "MANIFEST.json" not in names
     assert not any("actor_set" in f.path for f in files)
     assert diags == []
@@ -39,17 +39,20 @@ def test_rank_folders_are_recognised(tmp_path):
     assert sorted(f.rank for f in files) == [0, 1]
 
 
-@pytest.mark.parametrize("name, family, stage, seq", [
-    ("21_validate_0076.ir", FRONTEND, "validate", 76),
-    ("31_validate_0035.ir", FRONTEND, "validate", 35),
-    ("opt_pass_19_add_recomputation_0033.ir", OPT_PASS, "add_recomputation", 33),
-    ("23_add_recomputation_0027.ir", FRONTEND, "add_recomputation", 27),
-    ("hwopt_common_final_graph_0_0091.ir", BACKEND, "hwopt_common_final_graph_0", 91),
-    ("graph_build_0_0094.ir", BACKEND, "graph_build", 94),
-    ("trace_code_graph_0095", BACKEND, "trace_code_graph", 95),
-    ("after_opt_7___main___Net_construct_125_0013.ir", OTHER, "after_opt_7___main___Net_construct_125", 13),
-    ("07_parallel-infer-symbol_0008.ir", FRONTEND, "parallel-infer-symbol", 8),
-])
+@pytest.mark.parametrize(
+    "name, family, stage, seq",
+    [
+        ("21_validate_0076.ir", FRONTEND, "validate", 76),
+        ("31_validate_0035.ir", FRONTEND, "validate", 35),
+        ("opt_pass_19_add_recomputation_0033.ir", OPT_PASS, "add_recomputation", 33),
+        ("23_add_recomputation_0027.ir", FRONTEND, "add_recomputation", 27),
+        ("hwopt_common_final_graph_0_0091.ir", BACKEND, "hwopt_common_final_graph_0", 91),
+        ("graph_build_0_0094.ir", BACKEND, "graph_build", 94),
+        ("trace_code_graph_0095", BACKEND, "trace_code_graph", 95),
+        ("after_opt_7___main___Net_construct_125_0013.ir", OTHER, "after_opt_7___main___Net_construct_125", 13),
+        ("07_parallel-infer-symbol_0008.ir", FRONTEND, "parallel-infer-symbol", 8),
+    ],
+)
 def test_stage_from_file_name(name, family, stage, seq):
     s = stage_of(name)
     assert (s.family, s.name, s.seq) == (family, stage, seq)
@@ -89,6 +92,6 @@ def test_one_dump_reached_several_ways_is_found_once(tmp_path):
     assert diags == [] and [Path(f.path).name for f in files] == ["21_validate_0076.ir"]
     other = tmp_path / "other"
     other.mkdir()
-    shutil.copy(FULL / "21_validate_0076.ir", other / "21_validate_0076.ir")   # a copy is another file
+    shutil.copy(FULL / "21_validate_0076.ir", other / "21_validate_0076.ir")  # a copy is another file
     files, _ = discover([str(real), str(other)])
     assert [f.folder for f in files] == [str(real), str(other)]

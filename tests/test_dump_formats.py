@@ -1,12 +1,13 @@
 """Dumps written with MS_DEV_DUMP_IR_FORMAT (issue 21 item 6): the same verdicts where the evidence is
 there, a note on what cannot be judged, and a dump without attributes is not passed as clean."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from conftest import quiet_config
+
 from irlint.cli import main
 from irlint.runner.engine import lint
 
@@ -21,8 +22,8 @@ def test_without_scope_lines_the_verdicts_are_those_of_the_default_format():
     default = lint([str(FORMATS / "default")], quiet_config(group=False))
     plain = lint([str(FORMATS / "format1")], quiet_config(group=False))
     assert len(default.findings) == 8 and {f.code for f in default.findings} == {"RC003"}
-    assert _verdicts(plain) == _verdicts(default)   # bytes across the layers included
-    assert len({f.fingerprint for f in plain.findings}) == 8   # told apart by the weights they come from
+    assert _verdicts(plain) == _verdicts(default)  # bytes across the layers included
+    assert len({f.fingerprint for f in plain.findings}) == 8  # told apart by the weights they come from
     assert not plain.diagnostics
     assert any("IR016" in note and "layer" in note for note in plain.notes)
     assert all("()" not in f.message for f in plain.findings)

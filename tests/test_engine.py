@@ -1,17 +1,18 @@
 """The lint run: stage choice per rule, one finding per problem per folder, broken rules."""
+
 from __future__ import annotations
 
 import gc
 import shutil
 import weakref
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 import irlint.runner.engine as engine
 import irlint.runner.lint_file as lint_file
-from irlint.runner.config import Config
 from irlint.rule import Rule, load_rules
+from irlint.runner.config import Config
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 S2 = CORPUS / "s2_ffn_3d_reshape_blocks"
@@ -82,33 +83,39 @@ def test_a_broken_plugin_is_reported_and_a_clashing_code_is_refused(monkeypatch)
         code = "RC001"
         name = "my-clash"
 
-    monkeypatch.setattr(rule_module, "entry_points",
-                        lambda group: [_EntryPoint("broken", ImportError("boom")), _EntryPoint("clash", Clash)])
+    monkeypatch.setattr(
+        rule_module,
+        "entry_points",
+        lambda group: [_EntryPoint("broken", ImportError("boom")), _EntryPoint("clash", Clash)],
+    )
     rule_module._load_rules.cache_clear()
     try:
         # a one-op recompute cell: the built-in RC001 has a finding there
-        report = engine.lint([str(CORPUS / "ffn-jit-grad" / "31_validate_0035.ir")],
-                             Config(cache=False, jobs=1, plugins=True))
+        report = engine.lint(
+            [str(CORPUS / "ffn-jit-grad" / "31_validate_0035.ir")], Config(cache=False, jobs=1, plugins=True)
+        )
     finally:
         rule_module._load_rules.cache_clear()
     problems = [d for d in report.diagnostics if d.code == "IR012"]
     assert len(problems) == 2
     assert "broken" in problems[0].message and "boom" in problems[0].message
     assert "RC001" in problems[1].message
-    assert {f.code for f in report.findings} >= {"RC001"}   # the built-in RC001 still ran
+    assert {f.code for f in report.findings} >= {"RC001"}  # the built-in RC001 still ran
 
 
 def test_all_stages_keeps_each_problem_in_the_rules_preferred_stage():
     default = engine.lint([str(S2)], _config()).findings
     every = engine.lint([str(S2)], _config(all_stages=True)).findings
-    assert [(f.code, Path(f.file).name, f.node) for f in every] == [(f.code, Path(f.file).name, f.node) for f in default]
+    assert [(f.code, Path(f.file).name, f.node) for f in every] == [
+        (f.code, Path(f.file).name, f.node) for f in default
+    ]
 
 
 def test_a_damaged_ir_file_in_a_folder_is_reported_not_skipped(tmp_path):
     folder = tmp_path / "graph"
     shutil.copytree(S2, folder)
     (folder / "21_validate_0076.ir").write_bytes(bytes(range(256)) * 8)
-    (folder / "notes.txt").write_text("not a dump")            # other files stay quiet
+    (folder / "notes.txt").write_text("not a dump")  # other files stay quiet
     report = engine.lint([str(folder)], _config())
     assert [(Path(d.file).name, d.code) for d in report.diagnostics] == [("21_validate_0076.ir", "IR009")]
 
@@ -119,7 +126,9 @@ def test_all_stages_reports_a_problem_once_even_when_its_chain_differs_between_s
     folder = CORPUS / "llama-recompute-modes"
     default = engine.lint([str(folder)], _config()).findings
     every = engine.lint([str(folder)], _config(all_stages=True)).findings
-    assert [(f.code, Path(f.file).name, f.node) for f in every] == [(f.code, Path(f.file).name, f.node) for f in default]
+    assert [(f.code, Path(f.file).name, f.node) for f in every] == [
+        (f.code, Path(f.file).name, f.node) for f in default
+    ]
     assert len({f.problem for f in every}) == len(every)
 
 
@@ -160,6 +169,7 @@ def _with(monkeypatch, *extra):
 class _KeepsTrack(Rule):
     """Reads the graph's edges as rules do (networkx caches that view on the graph, and the view
     refers back to it) and keeps a weak reference to every model it checked."""
+
     code = "XX995"
     name = "keeps-track"
     summary = "remembers the models it saw"
@@ -169,7 +179,7 @@ class _KeepsTrack(Rule):
     def check(self, ir):
         list(ir.graph.out_edges)
         if self.cycle:
-            ir.graph.graph["file"] = ir   # a plugin's reference cycle through the model
+            ir.graph.graph["file"] = ir  # a plugin's reference cycle through the model
         self.seen.append(weakref.ref(ir))
         return
         yield  # pragma: no cover
@@ -193,7 +203,7 @@ def test_each_model_is_freed_after_its_file_without_a_full_collection(monkeypatc
     _with(monkeypatch, _KeepsTrack)
     _KeepsTrack.seen.clear()
     calls = _counting_collect(monkeypatch)
-    gc.disable()   # only reference counting may free the models here
+    gc.disable()  # only reference counting may free the models here
     try:
         engine.lint([str(S2)], _config(all_stages=True))
     finally:
@@ -207,7 +217,7 @@ def test_a_model_a_rule_left_in_a_cycle_is_collected_before_the_next_file(monkey
     _with(monkeypatch, _MakesCycles)
     _MakesCycles.seen.clear()
     calls = _counting_collect(monkeypatch)
-    gc.disable()   # only the engine's own collection may free them
+    gc.disable()  # only the engine's own collection may free them
     try:
         engine.lint([str(S2)], _config(all_stages=True))
     finally:
@@ -221,14 +231,14 @@ def test_a_rule_that_yields_something_else_than_a_finding(monkeypatch):
     report = engine.lint([str(S2 / "21_validate_0076.ir")], _config())
     assert [d.code for d in report.diagnostics] == ["IR011"]
     assert "XX997" in report.diagnostics[0].message and "str 'x'" in report.diagnostics[0].message
-    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
+    assert "RC002" in {f.code for f in report.findings}  # the built-in rules still ran
 
 
 def test_a_rule_that_raises_system_exit(monkeypatch):
     _with(monkeypatch, _Exits)
     report = engine.lint([str(S2 / "21_validate_0076.ir")], _config())
     assert [d.code for d in report.diagnostics] == ["IR011"] and "SystemExit" in report.diagnostics[0].message
-    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
+    assert "RC002" in {f.code for f in report.findings}  # the built-in rules still ran
 
 
 def test_a_plugin_that_exits_at_import(monkeypatch):
@@ -257,7 +267,7 @@ def test_a_rule_that_hangs_is_stopped_at_the_time_limit(monkeypatch):
     report = engine.lint([str(S2 / "21_validate_0076.ir")], _config(rule_timeout=0.5))
     assert time.monotonic() - start < 10
     assert [d.code for d in report.diagnostics] == ["IR011"] and "rule-timeout" in report.diagnostics[0].message
-    assert "RC002" in {f.code for f in report.findings}   # the built-in rules still ran
+    assert "RC002" in {f.code for f in report.findings}  # the built-in rules still ran
 
 
 # --- the API checks what the CLI checks ----------------------------------------------------------------
@@ -266,12 +276,15 @@ def test_the_api_takes_one_path_as_a_string():
     assert one.findings and one.files == engine.lint([str(S2)], _config()).files
 
 
-@pytest.mark.parametrize("config, message", [
-    (dict(select=["QQ"]), "unknown rule selector 'QQ'"),
-    (dict(severity={"RC001": "fatal"}), "one of error, warning, info"),
-    (dict(select="RC"), "must be a list"),
-    (dict(jobs=-1), "jobs"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (dict(select=["QQ"]), "unknown rule selector 'QQ'"),
+        (dict(severity={"RC001": "fatal"}), "one of error, warning, info"),
+        (dict(select="RC"), "must be a list"),
+        (dict(jobs=-1), "jobs"),
+    ],
+)
 def test_the_api_validates_its_config(config, message):
     from irlint.runner.config import ConfigError
 
@@ -279,7 +292,7 @@ def test_the_api_validates_its_config(config, message):
         engine.lint([str(S2)], Config(**{"cache": False, "plugins": False, **config}))
 
 
-_SLOW_RULE = '''
+_SLOW_RULE = """
 import os, time
 from irlint.rule import Rule
 
@@ -291,9 +304,9 @@ class Slow(Rule):
         open(os.path.join(os.environ["PIDS"], str(os.getpid())), "w").close()
         time.sleep(120)
         yield from ()
-'''
+"""
 
-_RUN_CLI = '''
+_RUN_CLI = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import slowrule
@@ -305,7 +318,7 @@ workers._cores = lambda: 4
 engine.active_rules = lambda config: [slowrule.Slow()]
 sys.argv = ["irlint", "-n", "-q", "-j", "2", "--rule-timeout", "0", *sys.argv[2:]]
 cli.main()
-'''
+"""
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
@@ -321,8 +334,11 @@ def test_ending_irlint_ends_the_worker_processes(tmp_path, sig):
     pids = tmp_path / "pids"
     pids.mkdir()
     files = [str(S2 / "21_validate_0076.ir"), str(S2 / "graph_build_0_0094.ir")]
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "run.py"), str(tmp_path), *files],
-                            env={**os.environ, "PIDS": str(pids)}, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "run.py"), str(tmp_path), *files],
+        env={**os.environ, "PIDS": str(pids)},
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
@@ -342,5 +358,5 @@ def test_ending_irlint_ends_the_worker_processes(tmp_path, sig):
         status = Path(f"/proc/{pid}/status")
         if status.exists() and "zombie" not in status.read_text():
             survivors.append(pid)
-            os.kill(pid, signal.SIGKILL)   # a failing run must not leave them behind either
+            os.kill(pid, signal.SIGKILL)  # a failing run must not leave them behind either
     assert not survivors, f"workers {survivors} outlived irlint"

@@ -1,4 +1,5 @@
 """``irlint fix CONFIG.yaml DUMP...`` on real MindFormers 2.1.0 configs (tests/fixtures/mindformers-configs)."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,9 @@ import stat
 
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED_CORPUS, TESTS
 
 import irlint.cli
-from conftest import SHARED_CORPUS, TESTS
 from irlint.mfyaml import apply_plan
 
 CONFIGS = TESTS / "fixtures" / "mindformers-configs"
@@ -66,12 +67,14 @@ def test_list_form_keeps_the_users_keys_comments_and_quoting_and_adds_only_what_
     assert result.exit_code == 0, result.stderr
     text = path.read_text(encoding="utf-8")
     line = next(ln for ln in text.splitlines() if "select_recompute:" in ln)
-    assert line.replace("]  #", "] #") == ("  select_recompute: ['feed_forward\\.mul', \"feed_forward\\\\.w1\\\\.activation\\\\.silu\", "
-                    "'attention\\.merger_head_transpose', 'attention\\.reshape', 'feed_forward\\.w1\\.reshape', "
-                    "'feed_forward\\.w2\\.reshape'] # user's list")
+    assert line.replace("]  #", "] #") == (
+        "  select_recompute: ['feed_forward\\.mul', \"feed_forward\\\\.w1\\\\.activation\\\\.silu\", "
+        "'attention\\.merger_head_transpose', 'attention\\.reshape', 'feed_forward\\.w1\\.reshape', "
+        "'feed_forward\\.w2\\.reshape'] # user's list"
+    )
     assert "  # the SiLU/Mul keys (MindFormers' Llama defaults)\n" in text
     assert stat.S_IMODE(os.stat(path).st_mode) == mode
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]   # no temporary file left
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left
     # a second run has nothing to add: every key is matched by the file's own
     again = run(path, MF)
     assert again.exit_code == 0 and path.read_text(encoding="utf-8") == text
@@ -109,12 +112,13 @@ def test_strategy_changes_are_printed_with_the_model_line_not_written(tmp_path):
     path = copy(tmp_path, "qwen3_select_list.yaml")
     before = path.read_bytes()
     result = run(path, SHARED_CORPUS / "par-mismatch-ffn_col_col")
-    assert result.exit_code == 1   # left to do by hand
+    assert result.exit_code == 1  # left to do by hand
     assert path.read_bytes() == before
     assert "/home/user/llm/parallel/mismatch/gen.py:60: ops.MatMul().shard(((1, 8), (1, 8)))" in result.stderr
 
 
 # --- bad input: clear message, exit 2, nothing written ----------------------------------------------
+
 
 def _unchanged(path, before):
     return path.read_bytes() == before
@@ -159,7 +163,9 @@ def test_a_read_only_config_even_as_root(tmp_path, monkeypatch):
     path = copy(tmp_path, "qwen3_select_list.yaml")
     before = path.read_bytes()
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda p, m, **kw: False if str(p) == str(path) and m & os.W_OK else real_access(p, m, **kw))
+    monkeypatch.setattr(
+        os, "access", lambda p, m, **kw: False if str(p) == str(path) and m & os.W_OK else real_access(p, m, **kw)
+    )
     result = run(path, MF)
     assert result.exit_code == 2 and "read-only" in result.stderr and _unchanged(path, before)
 
@@ -170,7 +176,7 @@ def test_one_of_the_dumps_given_as_the_config(tmp_path):
     before = dump.read_bytes()
     result = run(dump, MF)
     assert result.exit_code == 2 and "graph dump" in result.stderr and _unchanged(dump, before)
-    linked = tmp_path / "cfg.yaml"   # the same file under a config's name
+    linked = tmp_path / "cfg.yaml"  # the same file under a config's name
     os.link(dump, linked)
     result = run(linked, tmp_path)
     assert result.exit_code == 2 and "one of the dumps" in result.stderr and dump.read_bytes() == before
@@ -205,7 +211,9 @@ def test_one_round_fixes_every_recompute_finding_and_frees_what_the_findings_pri
     # the config the generator read for round 1 is exactly what irlint fix writes
     assert cfg.read_bytes() == (ROUND1 / "cfg.yaml").read_bytes()
     # one finding per occurrence: each prices its own layer
-    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(ROUND0), "--format", "json", "-n", "--no-group"]).stdout)
+    lint0 = json.loads(
+        CliRunner().invoke(irlint.cli.main, [str(ROUND0), "--format", "json", "-n", "--no-group"]).stdout
+    )
     lint1 = CliRunner().invoke(irlint.cli.main, [str(ROUND1), "--format", "json", "-n"])
     assert lint1.exit_code == 0 and json.loads(lint1.stdout)["findings"] == []
     priced: dict = {}
@@ -242,4 +250,6 @@ def test_one_round_on_a_pipeline_and_the_per_stage_counts(tmp_path):
         per_layer[str(f["extra"]["layer"])] += f["bytes_at_stake"] // f["extra"]["micro_batches_in_flight"]
     for rank, layers in (("rank_0", "0123"), ("rank_4", "4567")):
         before, after = _kept(PP0 / rank), _kept(PP1 / rank)
-        assert {layer: before[layer] - after[layer] for layer in layers} == {layer: per_layer[layer] for layer in layers}
+        assert {layer: before[layer] - after[layer] for layer in layers} == {
+            layer: per_layer[layer] for layer in layers
+        }

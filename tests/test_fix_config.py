@@ -2,6 +2,7 @@
 real MindFormers 2.1.0 context-parallel compiles, in the plan (JSON, text, HTML), and what
 ``irlint fix`` does with them: ``use_rope_slice: False`` written where the config has the key,
 ``runner_config.batch_size`` only printed (it changes the global batch)."""
+
 from __future__ import annotations
 
 import json
@@ -10,18 +11,18 @@ import shutil
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from conftest import CORPUS, TESTS, quiet_config
 
 import irlint.cli
-from conftest import CORPUS, TESTS, quiet_config
 from irlint.fixplan import fix_plan, plan_text
 from irlint.runner.engine import lint
 
 SCHEMA = json.loads((TESTS / "fixtures" / "schemas" / "irlint-fix-plan-1.json").read_text(encoding="utf-8"))
 GLM4 = TESTS / "fixtures" / "mindformers-configs" / "finetune_glm4_9b.yaml"
-BOTH = CORPUS / "par-mindformers-llama_cp2_b2_rope_slice"     # batch merge and RoPE's tuple strategy
-BATCH = CORPUS / "par-mindformers-llama_cp2_b2"               # batch merge only
-ROPE = CORPUS / "par-mindformers-llama_cp2_b1_rope_slice"     # RoPE only
-NONE = CORPUS / "par-mindformers-llama_cp2_b1"                # neither
+BOTH = CORPUS / "par-mindformers-llama_cp2_b2_rope_slice"  # batch merge and RoPE's tuple strategy
+BATCH = CORPUS / "par-mindformers-llama_cp2_b2"  # batch merge only
+ROPE = CORPUS / "par-mindformers-llama_cp2_b1_rope_slice"  # RoPE only
+NONE = CORPUS / "par-mindformers-llama_cp2_b1"  # neither
 
 
 def plan_of(path):
@@ -30,12 +31,15 @@ def plan_of(path):
     return plan
 
 
-@pytest.mark.parametrize("case, keys", [
-    (BOTH, {"runner_config.batch_size", "model.model_config.use_rope_slice"}),
-    (BATCH, {"runner_config.batch_size"}),
-    (ROPE, {"model.model_config.use_rope_slice"}),
-    (NONE, set()),
-])
+@pytest.mark.parametrize(
+    "case, keys",
+    [
+        (BOTH, {"runner_config.batch_size", "model.model_config.use_rope_slice"}),
+        (BATCH, {"runner_config.batch_size"}),
+        (ROPE, {"model.model_config.use_rope_slice"}),
+        (NONE, set()),
+    ],
+)
 def test_each_root_cause_brings_its_config_key_once(case, keys):
     plan = plan_of(case)
     assert {c["key"] for c in plan["config"]} == keys
@@ -59,7 +63,7 @@ def test_the_plan_block_shows_the_config_lines_in_text_and_html(tmp_path):
     page = tmp_path / "r.html"
     CliRunner().invoke(irlint.cli.main, [str(BOTH), "-n", "--format", "html", "-o", str(page)])
     html = page.read_text(encoding="utf-8")
-    plan = html[html.index('id="fix-plan"'):]
+    plan = html[html.index('id="fix-plan"') :]
     assert "model.model_config.use_rope_slice: False" in plan and "runner_config.batch_size: 1" in plan
     assert plan_text(plan_of(NONE)) == ""
 
@@ -68,7 +72,9 @@ def with_rope_slice(tmp_path) -> tuple:
     """The shipped GLM4 config with ``use_rope_slice: True`` under model_config (one line added)."""
     text = GLM4.read_text(encoding="utf-8")
     assert "    num_layers: 40\n" in text
-    text = text.replace("    num_layers: 40\n", "    num_layers: 40\n    use_rope_slice: True   # RoPE by slice/neg/concat\n")
+    text = text.replace(
+        "    num_layers: 40\n", "    num_layers: 40\n    use_rope_slice: True   # RoPE by slice/neg/concat\n"
+    )
     path = tmp_path / "cfg.yaml"
     path.write_text(text, encoding="utf-8")
     return path, text
@@ -94,7 +100,7 @@ def test_fix_writes_use_rope_slice_and_only_prints_batch_size(tmp_path):
     assert done.exit_code == 1, done.output
     after = path.read_text(encoding="utf-8")
     assert after == before.replace("use_rope_slice: True   #", "use_rope_slice: False   #")
-    assert "  batch_size: 1" in after   # runner_config untouched (it was 1 in the shipped config already)
+    assert "  batch_size: 1" in after  # runner_config untouched (it was 1 in the shipped config already)
     # applied once: nothing more to write for the RoPE cause
     again = fix(path, ROPE, "--diff")
     assert again.exit_code == 0 and again.stdout == "", again.output
@@ -116,5 +122,8 @@ def test_set_option_keeps_every_other_byte_and_the_spelling():
     text = "model:\n  model_config:\n    use_rope_slice: true  # x\n    other: 1\nrunner_config:\n  batch_size: 2\n"
     new, said = set_option(text, "model.model_config.use_rope_slice", False)
     assert new == text.replace("true  # x", "false  # x") and "-> false" in said
-    assert set_option(new, "model.model_config.use_rope_slice", False) == (new, "model.model_config.use_rope_slice is False already")
-    assert set_option(text, "model.model_config", False)[0] == text   # a mapping is never replaced
+    assert set_option(new, "model.model_config.use_rope_slice", False) == (
+        new,
+        "model.model_config.use_rope_slice is False already",
+    )
+    assert set_option(text, "model.model_config", False)[0] == text  # a mapping is never replaced

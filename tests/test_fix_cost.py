@@ -1,15 +1,16 @@
 """What a recompute fix costs in compute (issue 33, item 4): RC001/RC002 state the FLOPs the ops
 their fix makes recomputed re-spend per step, against the step's FLOPs; checked against real
 recompiles made by acting on irlint's own fix (round 0 -> round 1) and on the s2 -> s3 pair."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 from click.testing import CliRunner
+from conftest import CORPUS, TESTS
 
 import irlint.cli
-from conftest import CORPUS, TESTS
 from irlint.headline import MAX
 from irlint.runner.config import Config
 from irlint.runner.engine import lint
@@ -26,9 +27,13 @@ def key(file: str) -> str:
 def cost_json(path) -> dict:
     """{file: (recompute FLOPs, step FLOPs)}, matrix and element-wise, as irlint cost counts them."""
     out = json.loads(CliRunner().invoke(irlint.cli.main, ["cost", str(path), "--format", "json"]).output)
-    return {key(e["file"]): (e["recompute_flops"] + e["elementwise_flops"]["recompute"],
-                                          e["step_flops"] + sum(e["elementwise_flops"].values()))
-            for e in out["files"]}
+    return {
+        key(e["file"]): (
+            e["recompute_flops"] + e["elementwise_flops"]["recompute"],
+            e["step_flops"] + sum(e["elementwise_flops"].values()),
+        )
+        for e in out["files"]
+    }
 
 
 def fix_costs(path) -> dict:
@@ -50,11 +55,14 @@ def fix_costs(path) -> dict:
     return {"ops": ops, "steps": steps}
 
 
-@pytest.mark.parametrize("before, after", [
-    (CORPUS / "s2_ffn_3d_reshape_blocks", CORPUS / "s3_ffn_3d_reshape_fixed"),
-    (RECOMPUTE / "mf-dp2_mp4_irlint_fix_round0", RECOMPUTE / "mf-dp2_mp4_irlint_fix_round1"),
-    (RECOMPUTE / "mf-pp2_dp2_mp2_irlint_fix_round0", RECOMPUTE / "mf-pp2_dp2_mp2_irlint_fix_round1"),
-])
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (CORPUS / "s2_ffn_3d_reshape_blocks", CORPUS / "s3_ffn_3d_reshape_fixed"),
+        (RECOMPUTE / "mf-dp2_mp4_irlint_fix_round0", RECOMPUTE / "mf-dp2_mp4_irlint_fix_round1"),
+        (RECOMPUTE / "mf-pp2_dp2_mp2_irlint_fix_round0", RECOMPUTE / "mf-pp2_dp2_mp2_irlint_fix_round1"),
+    ],
+)
 def test_the_fix_costs_what_the_recompile_re_spends(before, after):
     # the compile made with the fix re-spends in its recomputed copies exactly the FLOPs the
     # findings priced: the copies of the ops they named, no more, no less
@@ -91,7 +99,7 @@ def test_the_headline_states_the_fix_cost_summed_over_layers_within_its_length()
         from irlint.units import human_flops
 
         assert f"(+{human_flops(total)}/step, " in f.headline, f.headline
-        assert len(f.occurrences) > 1   # grouped over the layers: the sum, not one layer's
+        assert len(f.occurrences) > 1  # grouped over the layers: the sum, not one layer's
 
 
 def test_the_price_goes_before_the_fix_when_the_line_is_full():
@@ -99,10 +107,22 @@ def test_the_price_goes_before_the_fix_when_the_line_is_full():
     from irlint.headline import headline
 
     extra = (("fix_cost", {"flops": 5_000_000, "step_flops": 10**9}),)
-    f = Finding(code="RC002", rule="r", severity="warning", file="a.ir", line=1, node="%1", op="Mul",
-                scope="", graph="g", message="m", cause="c" * 120,
-                model_path="model.layers.0." + ".".join(["a_rather_long_cell_name"] * 2), fix="select_recompute + 'feed_forward\\.w2\\.reshape'",
-                extra=extra)
+    f = Finding(
+        code="RC002",
+        rule="r",
+        severity="warning",
+        file="a.ir",
+        line=1,
+        node="%1",
+        op="Mul",
+        scope="",
+        graph="g",
+        message="m",
+        cause="c" * 120,
+        model_path="model.layers.0." + ".".join(["a_rather_long_cell_name"] * 2),
+        fix="select_recompute + 'feed_forward\\.w2\\.reshape'",
+        extra=extra,
+    )
     line = headline(f)
     assert len(line) <= MAX and "fix: select_recompute" in line and "/step" not in line
     short = f.with_(cause="short cause")

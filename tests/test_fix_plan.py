@@ -1,5 +1,6 @@
 """The run's fix plan (issue 29): keys built only from each dump's own names, to add to the
 user's; per-stage counts under a pipeline; strategy changes with the model line."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,10 @@ import re
 
 import jsonschema
 import pytest
-
 from conftest import CORPUS, SHARED_CORPUS, TESTS, quiet_config
-from irlint.runner.engine import lint
+
 from irlint.fixplan import fix_plan, plan_text
+from irlint.runner.engine import lint
 
 RECOMPUTE = TESTS / "fixtures" / "recompute"
 UNSEEN = TESTS / "fixtures" / "unseen"
@@ -28,13 +29,16 @@ def test_mindformers_llama_gets_every_key_of_the_run_once_and_only_keys_to_add()
     _, plan = plan_of(RECOMPUTE / "par-rc-mf_dp2_mp4_select_blocked")
     # the user's own keys (feed_forward\.mul, feed_forward\.w1\.activation\.silu) are never repeated
     assert plan["recompute"]["select_recompute"] == [
-        r"attention\.merger_head_transpose", r"attention\.reshape", r"feed_forward\.w1\.reshape",
-        r"feed_forward\.w2\.reshape"]
+        r"attention\.merger_head_transpose",
+        r"attention\.reshape",
+        r"feed_forward\.w1\.reshape",
+        r"feed_forward\.w2\.reshape",
+    ]
     # the folded merge-heads + wo Reshape: the attention's key, not wo's, which never tags it
     assert r"attention\.wo\.reshape" not in plan_text(plan)
     by_key = {k["key"]: k for k in plan["recompute"]["keys"]}
     assert by_key[r"feed_forward\.w1\.reshape"]["layers"] == [0, 1]
-    assert "select_recompute_per_stage" not in plan["recompute"]   # no pipeline
+    assert "select_recompute_per_stage" not in plan["recompute"]  # no pipeline
 
 
 def test_round_one_dump_asks_only_for_the_folded_reshape_key():
@@ -49,8 +53,10 @@ def test_pipeline_per_stage_counts_come_from_the_blocked_layers_of_each_stage():
     _, plan = plan_of(SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select")
     rc = plan["recompute"]
     assert rc["stages"] == [[0, 1], [2, 3]]
-    assert rc["select_recompute_per_stage"] == {r"feed_forward\.w1\.reshape": [2, 2],
-                                                r"feed_forward\.w2\.reshape": [2, 2]}
+    assert rc["select_recompute_per_stage"] == {
+        r"feed_forward\.w1\.reshape": [2, 2],
+        r"feed_forward\.w2\.reshape": [2, 2],
+    }
     assert "per pipeline stage" in plan_text(plan)
 
 
@@ -63,7 +69,7 @@ def test_one_stage_of_a_pipeline_gives_no_per_stage_counts_it_cannot_know():
 def test_llama_legacy_and_glm_keys_are_their_own_cell_names():
     _, llama = plan_of(CORPUS / "llama-recompute-modes" / "21_validate_0076.ir")
     assert r"feed_forward\.w2\.reshape" in llama["recompute"]["select_recompute"]
-    assert r"feed_forward\.activation\.silu" in llama["recompute"]["select_recompute"]   # one-op cell
+    assert r"feed_forward\.activation\.silu" in llama["recompute"]["select_recompute"]  # one-op cell
     _, glm = plan_of(RECOMPUTE / "mf-glm2-select")
     keys = glm["recompute"]["select_recompute"]
     assert r"mlp\.dense_4h_to_h\.reshape" in keys
@@ -77,7 +83,9 @@ def test_no_cell_names_keys_from_the_weights_or_none_with_the_op_and_its_line():
     # w2's input Reshape: the MatMul after it reads feed_forward.w2.weight
     assert rc["select_recompute"] == [r"feed_forward\.w2\.reshape"]
     # the Reshape between SiLU and Mul is next to no weight: named, with its model line, no key
-    assert [(o["node"], o["op"], o["source"]) for o in rc["no_key"]] == [("%7", "Reshape", "/home/user/llm/llm_common.py:52")]
+    assert [(o["node"], o["op"], o["source"]) for o in rc["no_key"]] == [
+        ("%7", "Reshape", "/home/user/llm/llm_common.py:52")
+    ]
     assert "no select_recompute key can be derived for %7 Reshape" in plan_text(plan)
 
 
@@ -87,13 +95,25 @@ _SCOPE_CELLS = re.compile(r"(?:^|/)([A-Za-z_][\w]*)-[A-Za-z_]\w*")
 def _cells_below_layer(scope: str) -> str:
     parts = scope.split("/")
     idx = max((i for i, p in enumerate(parts) if re.match(r"\d+-", p)), default=-1)
-    return ".".join(p.split("-", 1)[0] for p in parts[idx + 1:] if "-" in p and not re.search(r"-op\d+$", p))
+    return ".".join(p.split("-", 1)[0] for p in parts[idx + 1 :] if "-" in p and not re.search(r"-op\d+$", p))
 
 
-CASES = [RECOMPUTE / d for d in ("par-rc-mf_dp2_mp4_select_blocked", "mf-dp2_mp4_select_irlint_keys",
-                                  "mf-glm2-select", "par-rc-pp2_dp2_mp2_micro4_select")]
-CASES += [CORPUS / "llama-recompute-modes", CORPUS / "s2_ffn_3d_reshape_blocks", UNSEEN / "attn-transpose",
-          UNSEEN / "glm-fused", UNSEEN / "qwen-select"]
+CASES = [
+    RECOMPUTE / d
+    for d in (
+        "par-rc-mf_dp2_mp4_select_blocked",
+        "mf-dp2_mp4_select_irlint_keys",
+        "mf-glm2-select",
+        "par-rc-pp2_dp2_mp2_micro4_select",
+    )
+]
+CASES += [
+    CORPUS / "llama-recompute-modes",
+    CORPUS / "s2_ffn_3d_reshape_blocks",
+    UNSEEN / "attn-transpose",
+    UNSEEN / "glm-fused",
+    UNSEEN / "qwen-select",
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
@@ -125,7 +145,10 @@ def test_an_op_that_carries_the_tag_itself_gets_no_key():
     report, _ = plan_of(UNSEEN / "attn-transpose" / "21_validate_0076.ir")
     f = next(o for g in report.findings for o in g.occurrences if o.node == "%97")
     assert dict(f.extra)["select_recompute"] == [r"attention\.reshape"]
-    assert "%98 Transpose (/work/scratch/rc/gen2/llama_tiny.py:121) already carries the recompute tag: no key for it" in f.hint
+    assert (
+        "%98 Transpose (/work/scratch/rc/gen2/llama_tiny.py:121) already carries the recompute tag: no key for it"
+        in f.hint
+    )
 
 
 def test_text_and_html_show_the_plan_once_at_the_top(tmp_path):

@@ -1,11 +1,20 @@
 """One test per construct of the text format, each from a real line of the corpus."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from irlint.read.syntax import GrammarError, parse_attrs, parse_call, parse_header, parse_param, parse_types, parse_value
+from irlint.read.syntax import (
+    GrammarError,
+    parse_attrs,
+    parse_call,
+    parse_header,
+    parse_param,
+    parse_types,
+    parse_value,
+)
 from irlint.read.values import Call, FreeVar, GraphRef, Ref
 
 
@@ -69,8 +78,10 @@ def test_scalar_kinds():
 
 
 def test_tensor_constant_spanning_lines_joined():
-    text = ("PrimFunc_MaskedFill(Tensor(shape=[16, 1], dtype=Float32, value= [[ 1.00000000e+00] "
-            "[ 1.00000000e+00] ... [ 1.00000000e+00]]), %400, Tensor(shape=[], dtype=Float32, value=0))")
+    text = (
+        "PrimFunc_MaskedFill(Tensor(shape=[16, 1], dtype=Float32, value= [[ 1.00000000e+00] "
+        "[ 1.00000000e+00] ... [ 1.00000000e+00]]), %400, Tensor(shape=[], dtype=Float32, value=0))"
+    )
     _, args = parse_call(text)
     assert isinstance(args[0], Call) and args[0].name == "Tensor"
     assert args[0].kw("shape") == [16, 1] and args[0].kw("dtype") == "Float32"
@@ -78,15 +89,22 @@ def test_tensor_constant_spanning_lines_joined():
 
 
 def test_attribute_blocks():
-    assert parse_attrs("{recompute_sub_graph: U64(0), recompute_id: I64(1), duplicated: Bool(1), "
-                       "need_cse_after_recompute: Bool(1)}") == {
-        "recompute_sub_graph": 0, "recompute_id": 1, "duplicated": True, "need_cse_after_recompute": True}
+    assert parse_attrs(
+        "{recompute_sub_graph: U64(0), recompute_id: I64(1), duplicated: Bool(1), need_cse_after_recompute: Bool(1)}"
+    ) == {"recompute_sub_graph": 0, "recompute_id": 1, "duplicated": True, "need_cse_after_recompute": True}
     assert parse_attrs('{forward_node_name: "ReduceMean_6043", forward_unique_id: "6043"}') == {
-        "forward_node_name": "ReduceMean_6043", "forward_unique_id": "6043"}
-    assert parse_attrs("{IsFeatureMapOutput: Bool(1), IsFeatureMapInputList: (0, 1)}")["IsFeatureMapInputList"] == (0, 1)
+        "forward_node_name": "ReduceMean_6043",
+        "forward_unique_id": "6043",
+    }
+    assert parse_attrs("{IsFeatureMapOutput: Bool(1), IsFeatureMapInputList: (0, 1)}")["IsFeatureMapInputList"] == (
+        0,
+        1,
+    )
     assert parse_attrs("{in_strategy: ((1, 1), (8, 1))}") == {"in_strategy": ((1, 1), (8, 1))}
     assert parse_attrs("{input_names: [x, dst_type], output_names: [output]}") == {
-        "input_names": ["x", "dst_type"], "output_names": ["output"]}
+        "input_names": ["x", "dst_type"],
+        "output_names": ["output"],
+    }
 
 
 def test_attribute_templates_do_not_leak_between_calls():
@@ -96,13 +114,17 @@ def test_attribute_templates_do_not_leak_between_calls():
 
 
 def test_type_line_with_tuple_and_ref_types():
-    ins, outs = parse_types("(<Tensor[Float32], (2, 8, 32)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), "
-                            "elements_use_flags={[const vector]{1, 1}}>) -> (<Tensor[Float32], (16, 32)>)")
+    ins, outs = parse_types(
+        "(<Tensor[Float32], (2, 8, 32)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape), "
+        "elements_use_flags={[const vector]{1, 1}}>) -> (<Tensor[Float32], (16, 32)>)"
+    )
     assert (ins[0].kind, ins[0].dtype, ins[0].shape) == ("Tensor", "Float32", (2, 8, 32))
     assert ins[1].kind == "Tuple" and ins[1].shape is None
     assert outs[0].shape == (16, 32) and outs[0].nbytes == 16 * 32 * 4
-    ins, _ = parse_types("(<Ref[Tensor[Float16]], (512, 4096), ref_key=model.w, is_parameter>, <UMonad, NoShape>) "
-                         "-> (<Tensor[Float16], (512, 4096)>)")
+    ins, _ = parse_types(
+        "(<Ref[Tensor[Float16]], (512, 4096), ref_key=model.w, is_parameter>, <UMonad, NoShape>) "
+        "-> (<Tensor[Float16], (512, 4096)>)"
+    )
     assert (ins[0].kind, ins[0].dtype, ins[0].shape) == ("Ref", "Float16", (512, 4096))
     assert ins[1].kind == "UMonad"
 
@@ -113,7 +135,9 @@ def test_return_type_line_has_no_arrow():
 
 
 def test_kernel_graph_format_and_object_type_lines():
-    ins, outs = parse_types("(<Float32xDefaultFormat[const vector]{16, 1}>) -> (<Float32xDefaultFormat[const vector]{16, 1}>)")
+    ins, outs = parse_types(
+        "(<Float32xDefaultFormat[const vector]{16, 1}>) -> (<Float32xDefaultFormat[const vector]{16, 1}>)"
+    )
     assert len(ins) == 1 and len(outs) == 1
     ins, outs = parse_types("(Tensor, Tuple) -> (Tensor)")
     assert [t.kind for t in ins] == ["Tensor", "Tuple"]
@@ -125,7 +149,8 @@ def test_parameter_lines_front_end_and_kernel_graph():
     name, fields = parse_param(
         "%para2_model.tok_embeddings.embedding_table: <Ref[Tensor[Float32]], (128, 64), "
         "ref_key=model.tok_embeddings.embedding_table, is_parameter, is_inplace>  :  has_default  :  "
-        "<UnknownxDefaultFormat[const vector]{128, 64}>  :  IsWeight: true")
+        "<UnknownxDefaultFormat[const vector]{128, 64}>  :  IsWeight: true"
+    )
     assert name == "%para2_model.tok_embeddings.embedding_table" and "has_default" in fields
     assert parse_param("%para1_args: <null>")[0] == "%para1_args"
 
@@ -133,7 +158,8 @@ def test_parameter_lines_front_end_and_kernel_graph():
 def test_subgraph_headers():
     assert parse_header("subgraph @kernel_graph0() {") == ("@kernel_graph0", None, ())
     name, parent, params = parse_header(
-        "subgraph @27_5↓_nll_loss_89 parent: [subgraph @26_4↓_nll_loss_110](%para153_фloss, %para154_фsmooth_loss) {")
+        "subgraph @27_5↓_nll_loss_89 parent: [subgraph @26_4↓_nll_loss_110](%para153_фloss, %para154_фsmooth_loss) {"
+    )
     assert name == "@27_5↓_nll_loss_89" and parent == "@26_4↓_nll_loss_110"
     assert params == (Ref("%para153_фloss"), Ref("%para154_фsmooth_loss"))
 
@@ -152,14 +178,16 @@ def test_broken_calls_raise_grammar_errors(text):
 def test_none_arguments_keep_their_positions():
     _, args = parse_call("PrimFunc_SumExt(%3, None, Bool(0), None)")
     assert args == (Ref("%3"), None, False, None)
-    assert parse_value("(1, 2,)") == (1, 2)      # a trailing comma adds nothing
+    assert parse_value("(1, 2,)") == (1, 2)  # a trailing comma adds nothing
 
 
 # Whole records are memoised on their template (irlint.read.templates.memo_by_template): records that
 # differ only in ids, strings, key=name values and I64(N) share one parse, refilled per record.
-_RECOMPUTED = ('PrimFunc_MatMul(%{a}, %para{p}_model.layers.{l}.w, Bool(0), Bool(1)) {{instance name: matmul}} '
-               'primitive_attrs: {{transpose_b: Bool(1)}} cnode_attrs: {{recompute_id: I64({r}), recompute: Bool(1)}} '
-               'cnode_primal_attrs: {{unique_id: "{u}"}}')
+_RECOMPUTED = (
+    "PrimFunc_MatMul(%{a}, %para{p}_model.layers.{l}.w, Bool(0), Bool(1)) {{instance name: matmul}} "
+    "primitive_attrs: {{transpose_b: Bool(1)}} cnode_attrs: {{recompute_id: I64({r}), recompute: Bool(1)}} "
+    'cnode_primal_attrs: {{unique_id: "{u}"}}'
+)
 
 
 def test_records_of_one_template_get_their_own_values():
@@ -194,8 +222,9 @@ def test_type_lines_with_parameter_names_keep_their_own_names():
     from irlint.read.record import parse_type_line
 
     for name in ("model.layers.0.attention.wq.weight", "model.layers.9.attention.wq.weight"):
-        ins, out = parse_type_line(f"(<Ref[Tensor[Float32]], (16, 16), ref_key={name}>, <UMonad, NoShape>) "
-                                   "-> (<Tensor[Float32], (16, 16)>)")
+        ins, out = parse_type_line(
+            f"(<Ref[Tensor[Float32]], (16, 16), ref_key={name}>, <UMonad, NoShape>) -> (<Tensor[Float32], (16, 16)>)"
+        )
         assert ins[0].kind == "Ref" and ins[0].dtype == "Float32" and ins[0].shape == (16, 16)
         assert f"ref_key={name}" in ins[0].raw and out.shape == (16, 16)
 
@@ -204,23 +233,35 @@ def test_type_entries_that_differ_in_their_shape_get_their_own_shape():
     from irlint.read.record import parse_type_line
 
     for dims, shape in [("1, 4096", (1, 4096)), ("8, 2", (8, 2)), ("-1, 3", (-1, 3)), ("7", (7,)), ("", ())]:
-        ins, out = parse_type_line(f"(<Tensor[Float16], ({dims})>, <Tensor[Int32], ({dims})>) -> (<Tensor[Float16], ({dims})>)")
+        ins, out = parse_type_line(
+            f"(<Tensor[Float16], ({dims})>, <Tensor[Int32], ({dims})>) -> (<Tensor[Float16], ({dims})>)"
+        )
         assert [(t.kind, t.dtype, t.shape, t.raw) for t in ins] == [
-            ("Tensor", "Float16", shape, f"<Tensor[Float16], ({dims})>"), ("Tensor", "Int32", shape, f"<Tensor[Int32], ({dims})>")]
+            ("Tensor", "Float16", shape, f"<Tensor[Float16], ({dims})>"),
+            ("Tensor", "Int32", shape, f"<Tensor[Int32], ({dims})>"),
+        ]
         assert out.shape == shape and out.nbytes == (None if -1 in shape else 2 * math.prod(shape))
 
 
 def test_type_entries_that_differ_in_shape_element_type_and_names_are_parsed_once(lark_parses):
     from irlint.read.record import parse_param_line, parse_type_line
 
-    for dtype, dims, name in [("Float32", "128, 16", "w.a"), ("Float16", "16", "w.b"), ("Int32", "", "w.c"),
-                              ("BFloat16", "-1, 8, 4", "model.layers.0.w")]:
+    for dtype, dims, name in [
+        ("Float32", "128, 16", "w.a"),
+        ("Float16", "16", "w.b"),
+        ("Int32", "", "w.c"),
+        ("BFloat16", "-1, 8, 4", "model.layers.0.w"),
+    ]:
         entry = f"<Ref[Tensor[{dtype}]], ({dims}), ref_key={name}, is_parameter>"
         ins, out = parse_type_line(f"({entry}, <UMonad, NoShape>) -> (<Tensor[{dtype}], ({dims})>)")
         shape = tuple(int(d) for d in dims.split(", ")) if dims else ()
         # the parse prints the keyword last
         assert (ins[0].kind, ins[0].dtype, ins[0].shape, ins[0].raw) == (
-            "Ref", dtype, shape, f"<Ref[Tensor[{dtype}]], ({dims}), is_parameter, ref_key={name}>")
+            "Ref",
+            dtype,
+            shape,
+            f"<Ref[Tensor[{dtype}]], ({dims}), is_parameter, ref_key={name}>",
+        )
         assert (out.kind, out.dtype, out.shape, out.raw) == ("Tensor", dtype, shape, f"<Tensor[{dtype}], ({dims})>")
         # a parameter's type is such an entry too
         assert parse_param_line(f"%para1_{name}: {entry}  :  has_default") == (f"%para1_{name}", ins[0], True)
@@ -239,24 +280,28 @@ def test_record_whose_only_block_is_the_strategy():
     callee, args, raw_op, op, blocks = parse_node(line)
     assert op == "MakeTuple" and [str(a) for a in args] == ["%15", "%16"]
     assert blocks == {"parallel_info": {"in_strategy": ((2, 4, 1, 1), (2, 4, 1, 1))}}
-    with_attrs = parse_node("MakeTuple(%15, %16) cnode_attrs: {need_cse_after_recompute: Bool(1)} "
-                            "{in_strategy: ((2, 4), (2, 4))}")[4]
+    with_attrs = parse_node(
+        "MakeTuple(%15, %16) cnode_attrs: {need_cse_after_recompute: Bool(1)} {in_strategy: ((2, 4), (2, 4))}"
+    )[4]
     assert with_attrs["parallel_info"] == {"in_strategy": ((2, 4), (2, 4))}
     assert with_attrs["cnode_attrs"] == {"need_cse_after_recompute": True}
 
 
-@pytest.mark.parametrize("text", [
-    # a callee the grammar keeps as text: a keyword whose value holds strings, inside brackets
-    'Unknown Kind[attr=["output"], other: "x"](%1)',
-    'Unknown Kind[attr=("a", %2)](%1)',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a callee the grammar keeps as text: a keyword whose value holds strings, inside brackets
+        'Unknown Kind[attr=["output"], other: "x"](%1)',
+        'Unknown Kind[attr=("a", %2)](%1)',
+    ],
+)
 def test_callee_text_is_the_same_from_a_template_and_from_its_own_parse(text):
     # a record's template blanks its strings (NUL-numbered placeholders); written back with repr,
     # the placeholders were escaped and never filled back ('\\x000' in the op)
     from irlint.read.record import _parse_node, parse_node
 
     direct = _parse_node(text)
-    for _ in range(3):   # first of its template, recipe compiled, recipe run
+    for _ in range(3):  # first of its template, recipe compiled, recipe run
         memoised = parse_node(text)
         assert memoised == direct
         assert "\x00" not in memoised[2] and "\\x00" not in memoised[2]
@@ -266,13 +311,19 @@ def test_primitive_printed_with_its_class():
     # MindSpore 2.0 analyze_fail.ir: "DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[attributes](..)"
     from irlint.read.record import parse_node
 
-    text = ('DoSignaturePrimitive::S-Prim-BiasAdd{prim_type=1}[output_names=["output"], format="NCHW", '
-            'input_names=["x", "b"], data_format="NCHW"](%1, %para2_bias)')
+    text = (
+        'DoSignaturePrimitive::S-Prim-BiasAdd{prim_type=1}[output_names=["output"], format="NCHW", '
+        'input_names=["x", "b"], data_format="NCHW"](%1, %para2_bias)'
+    )
     for _ in range(2):
         callee, args, raw_op, op, blocks = parse_node(text)
         assert op == "BiasAdd" and args == (Ref("%1"), Ref("%para2_bias"))
-        assert blocks["primitive_attrs"] == {"output_names": ["output"], "format": "NCHW",
-                                             "input_names": ["x", "b"], "data_format": "NCHW"}
+        assert blocks["primitive_attrs"] == {
+            "output_names": ["output"],
+            "format": "NCHW",
+            "input_names": ["x", "b"],
+            "data_format": "NCHW",
+        }
     assert parse_node("Primitive::Return{prim_type=1}(%1)")[3] == "Return"
 
 
@@ -286,23 +337,28 @@ def test_pieces_of_record_shapes_are_parsed_once(lark_parses):
     assert [(a[2], a[1], a[4]) for a in (one, two, three)] == [
         ("PrimFunc_Mul", (Ref("%1"), Ref("%2")), {"cnode_primal_attrs": {"unique_id": "41"}}),
         ("PrimFunc_Add", (Ref("%3"), Ref("%4"), Ref("%5")), {"cnode_primal_attrs": {"unique_id": "42"}}),
-        ("PrimFunc_Sub", (Ref("%6"), Ref("%7")), {"cnode_primal_attrs": {"unique_id": "43"}})]
+        ("PrimFunc_Sub", (Ref("%6"), Ref("%7")), {"cnode_primal_attrs": {"unique_id": "43"}}),
+    ]
     # arguments are parsed one by one: a node reference once for the three calls, a scalar once more
     four = parse_node('PrimFunc_Cast(%8, I64(43)) cnode_primal_attrs: {unique_id: "44"}')
     assert four[1] == (Ref("%8"), 43) and type(four[1][1]) is int
-    assert sorted(lark_parses) == sorted([("F(%\x000)", "call"), ("F(\x020)", "call"), ('{unique_id: "\x000"}', "attrs")])
+    assert sorted(lark_parses) == sorted(
+        [("F(%\x000)", "call"), ("F(\x020)", "call"), ('{unique_id: "\x000"}', "attrs")]
+    )
 
 
 def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(lark_parses):
     from irlint.read.record import parse_type_line
 
     for dims in ("8, 128", "1, 8", "16", "-1, 3"):
-        ins, out = parse_type_line(f"(<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>) "
-                                   f"-> (<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>)")
+        ins, out = parse_type_line(
+            f"(<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>) "
+            f"-> (<Tuple[Tensor[Float32]*2], TupleShape(({dims}), ({dims}))>)"
+        )
         # the parse prints "*" back as a space: the text of the first, with these numbers
         raw = f"<Tuple[Tensor[Float32] 2], TupleShape(({dims}), ({dims}))>"
         assert [(t.kind, t.dtype, t.shape, t.raw) for t in (*ins, out)] == [("Tuple", None, None, raw)] * 2
-    assert len(lark_parses) == 2   # tuples of two numbers, of one number
+    assert len(lark_parses) == 2  # tuples of two numbers, of one number
     # a scalar is a value, not a number of a shape: printed back as the parse prints it
     ins, _ = parse_type_line("(<Tuple[Float32], TupleShape(F32(2))>) -> (<None>)")
     assert ins[0].raw == "<Tuple[Float32], TupleShape(2.0)>"
@@ -313,8 +369,11 @@ def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
     from irlint.read.record import parse_node
     from irlint.read.syntax import parse_header
 
-    for g, outer, name in [("@12_f_3", "@1_main_2", "para7_x"), ("@@13_g_4", "@2_ℵmain_5", "para8_фy.w"),
-                           ("@14_h", "@3_m", "CNode_9")]:
+    for g, outer, name in [
+        ("@12_f_3", "@1_main_2", "para7_x"),
+        ("@@13_g_4", "@2_ℵmain_5", "para8_фy.w"),
+        ("@14_h", "@3_m", "CNode_9"),
+    ]:
         callee, args, raw_op, op, _ = parse_node(f"call {g}(%1, $({outer}:{name}), {g})")
         assert (callee, raw_op, op) == (GraphRef(g), f"call {g}", "call")
         assert args == (Ref("%1"), FreeVar(outer, name), GraphRef(g))
@@ -322,7 +381,10 @@ def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
         callee, args, raw_op, op, _ = parse_node(f"$({outer}:{name})(%2)")
         assert (callee, args, raw_op, op) == (FreeVar(outer, name), (Ref("%2"),), f"$({outer}:{name})", "call")
         assert parse_header(f"subgraph {g} parent: [subgraph {outer}](%para1_a, %para2_b) {{") == (
-            g, outer, ("%para1_a", "%para2_b"))
+            g,
+            outer,
+            ("%para1_a", "%para2_b"),
+        )
     assert sorted(start for _, start in lark_parses) == ["call", "call", "header"]
     # a name that would not stay a string is not blanked: its own parse
     assert parse_node("F($(@1_m:1.50))")[1] == (FreeVar("@1_m", "1.5"),)
@@ -339,10 +401,18 @@ def test_clear_memos_empties_every_memo_of_the_reader():
     from irlint.read import parser, record, syntax, templates, tree_values
     from irlint.read.reader import read_ir
 
-    fresh = subprocess.run([sys.executable, "-c", "from irlint.read import parser, record, syntax, templates, tree_values\n"
-                            "for m in (syntax, templates, tree_values, parser, record):\n"
-                            "    print(*[f'{m.__name__}.{k}' for k, v in vars(m).items() if type(v) is dict and not v])"],
-                           capture_output=True, text=True, check=True).stdout.split()
+    fresh = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from irlint.read import parser, record, syntax, templates, tree_values\n"
+            "for m in (syntax, templates, tree_values, parser, record):\n"
+            "    print(*[f'{m.__name__}.{k}' for k, v in vars(m).items() if type(v) is dict and not v])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
 
     def memos() -> dict[str, int]:
         found = {}
@@ -358,6 +428,6 @@ def test_clear_memos_empties_every_memo_of_the_reader():
     for path in sorted(fixtures.glob("corpus/*/*.ir")) + sorted(fixtures.glob("corpus/par-*/**/*.ir"))[:20]:
         read_ir(str(path))
     full = memos()
-    assert len(full) >= 9 and all(full.values()), full   # each memo was in use
+    assert len(full) >= 9 and all(full.values()), full  # each memo was in use
     record.clear_memos()
     assert memos() == dict.fromkeys(full, 0)

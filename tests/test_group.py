@@ -1,5 +1,6 @@
 """One problem, one finding, one line (issue 28): findings grouped by root cause, a headline in the
 model's names first, suppressions and baselines by model path, one byte formatter."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import TESTS, quiet_config
+
 from irlint.cli import main
-from irlint.runner.engine import lint
 from irlint.headline import MAX, layers_text
 from irlint.runner.config import Suppression
+from irlint.runner.engine import lint
 from irlint.units import human_bytes, percent_change
 
 CASES = TESTS / "fixtures" / "recompute"
@@ -31,7 +32,15 @@ def run(*args):
 # --- units -----------------------------------------------------------------------------------------
 def test_one_byte_formatter_binary_units_three_significant_figures():
     assert [human_bytes(n) for n in (0, 912, 1024, 5632, 168960, 1048575, int(1.21 * 2**30), 70 * 2**40)] == [
-        "0 bytes", "912 bytes", "1.00 KiB", "5.50 KiB", "165 KiB", "1.00 MiB", "1.21 GiB", "70.0 TiB"]
+        "0 bytes",
+        "912 bytes",
+        "1.00 KiB",
+        "5.50 KiB",
+        "165 KiB",
+        "1.00 MiB",
+        "1.21 GiB",
+        "70.0 TiB",
+    ]
     assert human_bytes(-512) == "-512 bytes" and human_bytes(None) == "? bytes"
     assert [percent_change(*p) for p in ((1536, 1024), (100, 103), (0, 5), (7, 7))] == ["-33%", "+3%", "new", "+0%"]
 
@@ -48,8 +57,20 @@ def test_layers_are_named_as_spans():
 def folder32(tmp_path_factory):
     """The issue's 32-layer folder: llama-recompute-modes with its layers copied (bench/gen_dump.py)."""
     out = tmp_path_factory.mktemp("gen32") / "g32"
-    subprocess.run([sys.executable, str(TESTS.parent / "bench" / "gen_dump.py"), "--input", str(MODES),
-                    "--layers", "32", "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(TESTS.parent / "bench" / "gen_dump.py"),
+            "--input",
+            str(MODES),
+            "--layers",
+            "32",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -63,8 +84,9 @@ def test_a_32_layer_folder_reports_each_problem_once(folder32):
     data = json.loads(run("--format", "json", str(folder32)).output)
     assert len(data["findings"]) == 2 and data["summary"]["occurrences"] == 31
     rc002 = next(f for f in data["findings"] if f["code"] == "RC002")
-    assert len(rc002["occurrences"]) == 30 and rc002["bytes_at_stake"] == sum(o["bytes_at_stake"]
-                                                                              for o in rc002["occurrences"])
+    assert len(rc002["occurrences"]) == 30 and rc002["bytes_at_stake"] == sum(
+        o["bytes_at_stake"] for o in rc002["occurrences"]
+    )
     assert [o["layer"] for o in rc002["occurrences"]] == ["0", "2", *map(str, range(4, 32))]
     assert len({(o["file"], o["line"], o["node"]) for o in rc002["occurrences"]}) == 30
     # --no-group: one per occurrence, as before
@@ -94,7 +116,7 @@ def test_sarif_one_result_per_root_cause_with_every_occurrence(folder32):
 def test_text_context_is_labelled_not_drawn_as_a_path(folder32):
     text = run(str(folder32)).output
     assert "↳" not in text and re.search(r"^\s+context \d+ %\d+ ", text, re.MULTILINE)
-    assert re.search(r"^\s+why Mul is tagged for recompute", text, re.MULTILINE)   # the evidence, labelled
+    assert re.search(r"^\s+why Mul is tagged for recompute", text, re.MULTILINE)  # the evidence, labelled
 
 
 def _cases() -> list[Path]:
@@ -124,10 +146,22 @@ def test_recomputed_copy_in_backward_is_one_finding_whose_cost_counts_both():
     from irlint.runner.group import by_root_cause
 
     def pc(scope, line, waste, layer):
-        return Finding("PC001", "redundant-redistribution-chain", "warning", "f.ir", line, "@g", f"%{line}",
-                       "AllGather", scope, "m", identity=(("AllGather",), scope.rsplit("/", 1)[0]),
-                       extra=(("waste_bytes", waste),), layer=layer,
-                       model_path=f"network.model.layers.{layer}.attention")
+        return Finding(
+            "PC001",
+            "redundant-redistribution-chain",
+            "warning",
+            "f.ir",
+            line,
+            "@g",
+            f"%{line}",
+            "AllGather",
+            scope,
+            "m",
+            identity=(("AllGather",), scope.rsplit("/", 1)[0]),
+            extra=(("waste_bytes", waste),),
+            layer=layer,
+            model_path=f"network.model.layers.{layer}.attention",
+        )
 
     forward = pc("Default/network-N/model-M/layers-CellList/0-L/attention-A/AllGather-op0", 10, 4096, "0")
     copy = pc("recompute_Default/network-N/model-M/layers-CellList/0-L/attention-A/AllGather-op3", 90, 4096, "0")
@@ -142,14 +176,20 @@ def test_findings_carry_layer_and_model_path():
     report = lint([str(MF)], quiet_config(group=False))
     assert {(f.layer, f.model_path) for f in report.findings if f.op == "SiLU"} == {
         ("0", "network.model.layers.0.feed_forward.w1.activation"),
-        ("1", "network.model.layers.1.feed_forward.w1.activation")}
+        ("1", "network.model.layers.1.feed_forward.w1.activation"),
+    }
     # lazy_inline: the printed scope names no cell (Default/SiLU-op0)
     assert all(re.fullmatch(r"Default/SiLU-op\d+", f.scope) for f in report.findings if f.op == "SiLU")
 
 
 def test_suppression_by_model_path_on_a_lazy_inline_dump():
-    config = quiet_config(group=False, suppress=[Suppression(path=r"layers\.1\.feed_forward", reason="known"),
-                                                 Suppression(scope="layers-CellList/7-", reason="stale")])
+    config = quiet_config(
+        group=False,
+        suppress=[
+            Suppression(path=r"layers\.1\.feed_forward", reason="known"),
+            Suppression(scope="layers-CellList/7-", reason="stale"),
+        ],
+    )
     report = lint([str(MF)], config)
     silenced = {(f.layer, f.model_path.rsplit(".layers.", 1)[1]) for f, _ in report.suppressed}
     assert silenced == {("1", "1.feed_forward.w1.activation"), ("1", "1.feed_forward")}
@@ -164,8 +204,9 @@ def test_suppression_by_model_path_on_a_lazy_inline_dump():
 def test_unused_suppression_is_reported_by_the_cli(tmp_path):
     config = tmp_path / "irlint.toml"
     config.write_text('[[suppress]]\npath = "layers\\\\.9\\\\.nothing"\n')
-    result = CliRunner().invoke(main, ["--config", str(config), "--no-cache", "--format", "json",
-                                         str(MF)], catch_exceptions=False)
+    result = CliRunner().invoke(
+        main, ["--config", str(config), "--no-cache", "--format", "json", str(MF)], catch_exceptions=False
+    )
     assert "[[suppress]] entry path 'layers\\\\.9\\\\.nothing' matched no finding" in result.stderr
     assert json.loads(result.stdout)["summary"]["unused_suppressions"] == ["path 'layers\\\\.9\\\\.nothing'"]
 
@@ -174,7 +215,7 @@ def test_html_per_layer_chart_uses_the_resolved_layer(tmp_path):
     out = tmp_path / "r.html"
     run("--format", "html", "-o", str(out), str(MF))
     page = out.read_text(encoding="utf-8")
-    chart = page[page.index("per layer"):]
+    chart = page[page.index("per layer") :]
     assert "layer 0" in chart and "layer 1" in chart and ">outside<" not in chart
 
 
@@ -185,8 +226,9 @@ def test_baseline_and_diff_survive_a_class_rename(tmp_path):
     renamed.parent.mkdir()
     text = MF.read_text(encoding="utf-8")
     assert "feed_forward-LlamaFeedForward" in text
-    renamed.write_text(text.replace("LlamaFeedForward", "FeedForward").replace("LLamaAttention", "Attention"),
-                       encoding="utf-8")
+    renamed.write_text(
+        text.replace("LlamaFeedForward", "FeedForward").replace("LLamaAttention", "Attention"), encoding="utf-8"
+    )
     baseline = tmp_path / "b.json"
     assert run(str(MF), "--write-baseline", str(baseline)).exit_code == 0
     result = run(str(renamed), "--baseline", str(baseline), "--format", "json")
@@ -226,13 +268,17 @@ def test_memory_headline_is_per_device_and_the_html_has_the_pipeline_figures(tmp
     pipeline = CASES / "par-rc-pp2_dp2_mp2_micro4_select"
     text = CliRunner().invoke(main, ["memory", str(pipeline)], catch_exceptions=False).output
     # two pipeline stages live on two devices: the largest one, not their sum
-    assert text.splitlines()[0] == ("Largest device: 76.6 KiB kept for backward at its peak "
-                                    "(rank 0, 2 of 4 micro batches in flight)")
+    assert text.splitlines()[0] == (
+        "Largest device: 76.6 KiB kept for backward at its peak (rank 0, 2 of 4 micro batches in flight)"
+    )
     out = tmp_path / "m.html"
     CliRunner().invoke(main, ["memory", str(pipeline), "--format", "html", "-o", str(out)], catch_exceptions=False)
     page = out.read_text(encoding="utf-8")
     assert "Largest device: 76.6 KiB kept for backward at its peak" in page
-    assert "2 of 4 micro batches in flight, peak 76.6 KiB" in page and "1 of 4 micro batches in flight, peak 60.5 KiB" in page
+    assert (
+        "2 of 4 micro batches in flight, peak 76.6 KiB" in page
+        and "1 of 4 micro batches in flight, peak 60.5 KiB" in page
+    )
     assert "all files" not in page
 
 

@@ -1,6 +1,7 @@
 """The HTML reports in a real browser: headless Chromium (Debian's ``chromium``) driven over the
 DevTools protocol (``scripts/chromium_cdp.py``). Skipped when no chromium is installed, except in
 CI (``CI`` set), where a missing browser fails the run."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import CORPUS, TESTS
+
 from irlint.cli import main
 
 sys.path.insert(0, str(TESTS.parent / "scripts"))
@@ -25,7 +26,9 @@ def browser():
     if find_chromium() is None:
         if IN_CI:
             pytest.fail("chromium is not installed, and CI must run the browser test (.ci/run installs it)")
-        pytest.skip("chromium is not installed (apt-get install chromium): the HTML reports are not checked in a browser")
+        pytest.skip(
+            "chromium is not installed (apt-get install chromium): the HTML reports are not checked in a browser"
+        )
     with Browser(width=1280, height=900) as b:
         yield b
 
@@ -92,14 +95,26 @@ def test_lint_report_renders_findings_chains_and_fix_snippets(browser, tmp_path,
         (chain,) = f["chain"]
         assert chain["size"][0] > 300 and chain["size"][1] > 50
         assert all(n["size"][0] > 100 and n["size"][1] > 30 for n in chain["nodes"])
-        assert chain["edges"] == len(chain["nodes"]) - 1   # one arrow into every node but the first
+        assert chain["edges"] == len(chain["nodes"]) - 1  # one arrow into every node but the first
     pc = next(f for f in shown["findings"] if "par-mismatch" in f["location"])
     (chain,) = pc["chain"]
     # producer -> AllGather -> StridedSlice -> consumer, and the backward transpose under it
-    assert [n["op"] for n in chain["nodes"]] == ["MatMul", "AllGather", "StridedSlice", "ReLU",
-                                                 "StridedSliceGrad", "ReduceScatter"]
-    assert [n["kind"] for n in chain["nodes"]] == ["chain-producer", "chain-finding", "chain-step", "chain-consumer",
-                                                   "chain-backward", "chain-backward"]
+    assert [n["op"] for n in chain["nodes"]] == [
+        "MatMul",
+        "AllGather",
+        "StridedSlice",
+        "ReLU",
+        "StridedSliceGrad",
+        "ReduceScatter",
+    ]
+    assert [n["kind"] for n in chain["nodes"]] == [
+        "chain-producer",
+        "chain-finding",
+        "chain-step",
+        "chain-consumer",
+        "chain-backward",
+        "chain-backward",
+    ]
     # edges labelled with the tensor handed on and its bytes, and what the gather receives
     assert {"Float32(8, 32)", "1.00 KiB", "Float32(64, 32)", "8.00 KiB", "receives 7.00 KiB"} <= set(chain["labels"])
     assert "in_strategy = ((1, 1), (1, 8))" in pc["snippet"]
@@ -123,8 +138,10 @@ def test_copy_button_and_print(browser, tmp_path, monkeypatch):
     monkeypatch.chdir(CORPUS)
     html, _ = page(tmp_path, "lint.html", "s2_ffn_3d_reshape_blocks", "--format", "html", "-n")
     browser.open(html)
-    label = browser.evaluate("new Promise(done => { const b = document.querySelector('button.copy'); b.click();"
-                             " setTimeout(() => done(b.textContent), 500); })")
+    label = browser.evaluate(
+        "new Promise(done => { const b = document.querySelector('button.copy'); b.click();"
+        " setTimeout(() => done(b.textContent), 500); })"
+    )
     assert label in ("copied", "selected: Ctrl+C")
     assert browser.evaluate("window.getSelection().toString()").startswith("recompute_config:") or label == "copied"
     pdf = browser.call("Page.printToPDF", {"printBackground": True})["data"]
@@ -147,8 +164,9 @@ def test_memory_report_draws_one_bar_per_layer(browser, tmp_path):
 
 def test_diff_report_shows_fixed_findings_and_before_after_bars(browser, tmp_path, monkeypatch):
     monkeypatch.chdir(CORPUS)
-    html, code = page(tmp_path, "diff.html", "diff", "s2_ffn_3d_reshape_blocks", "s3_ffn_3d_reshape_fixed",
-                      "--format", "html", "-n")
+    html, code = page(
+        tmp_path, "diff.html", "diff", "s2_ffn_3d_reshape_blocks", "s3_ffn_3d_reshape_fixed", "--format", "html", "-n"
+    )
     assert code == 0
     browser.open(html)
     shown = browser.evaluate(SHAPES)
@@ -164,8 +182,16 @@ def test_diff_report_shows_fixed_findings_and_before_after_bars(browser, tmp_pat
 
 def test_parallel_diff_charts_the_communication_per_collective_kind(browser, tmp_path, monkeypatch):
     monkeypatch.chdir(CORPUS)
-    html, code = page(tmp_path, "pdiff.html", "diff", "par-mismatch-mm_rows8_to_cols8", "par-fixed-mm_col_row_mp8",
-                      "--format", "html", "-n")
+    html, code = page(
+        tmp_path,
+        "pdiff.html",
+        "diff",
+        "par-mismatch-mm_rows8_to_cols8",
+        "par-fixed-mm_col_row_mp8",
+        "--format",
+        "html",
+        "-n",
+    )
     assert code == 0
     browser.open(html)
     shown = browser.evaluate(SHAPES)
@@ -200,22 +226,27 @@ def test_memory_report_shows_the_findings_bytes_and_the_pipeline_peak(browser, t
     assert browser.console_errors() == []
     assert len(tables) == len(files) == 2
     codes = sorted({c for e in files for c in e["at_stake_bytes"]})
-    assert codes   # RC002 on the blocked layers of both stages
+    assert codes  # RC002 on the blocked layers of both stages
     for table, e in zip(tables, files):
         assert table["head"] == ["layer", "kept bytes", "tensors", "recompute saved", *(f"{c} at stake" for c in codes)]
         rows = {r["cells"][0]: r["cells"] for r in table["rows"]}
-        for row in e["layers"]:   # each layer's at-stake cell is its findings' bytes, blank without
-            assert rows[row["layer"]][4:] == [human_bytes(row["at_stake_bytes"][c]) if row["at_stake_bytes"].get(c)
-                                              else "" for c in codes]
+        for row in e["layers"]:  # each layer's at-stake cell is its findings' bytes, blank without
+            assert rows[row["layer"]][4:] == [
+                human_bytes(row["at_stake_bytes"][c]) if row["at_stake_bytes"].get(c) else "" for c in codes
+            ]
         # the figures the text report shows under the table: in flight and peak
         assert rows["in flight"][1] == f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
         assert rows["peak"][1] == human_bytes(e["peak_kept_bytes"])
         assert table["width"] <= 1280
     largest = max(files, key=lambda e: e["peak_kept_bytes"])
-    assert f"{human_bytes(largest['peak_kept_bytes']).lower()} kept for backward on the largest device, at its peak" \
+    assert (
+        f"{human_bytes(largest['peak_kept_bytes']).lower()} kept for backward on the largest device, at its peak"
         in shown["cards"]
-    assert any(c.startswith(human_bytes(sum(largest["at_stake_bytes"].values())).lower() + " of it named by findings")
-               for c in shown["cards"])
+    )
+    assert any(
+        c.startswith(human_bytes(sum(largest["at_stake_bytes"].values())).lower() + " of it named by findings")
+        for c in shown["cards"]
+    )
 
 
 def test_comm_report_states_the_waste_share_and_charts_scheme_and_waste(browser, tmp_path):
@@ -234,21 +265,27 @@ def test_comm_report_states_the_waste_share_and_charts_scheme_and_waste(browser,
     share = f"{busiest['waste_bytes'] / busiest['received_bytes']:.0%}"
     assert busiest["waste_bytes"] > 0
     assert f"{share} of the busiest device's communication is redistribution waste" in shown["cards"]
-    assert (f"{human_bytes(busiest['waste_bytes'])} waste of {human_bytes(busiest['received_bytes'])} "
-            f"received per rank and step").lower() in shown["cards"]
+    assert (
+        f"{human_bytes(busiest['waste_bytes'])} waste of {human_bytes(busiest['received_bytes'])} "
+        f"received per rank and step"
+    ).lower() in shown["cards"]
     # one bar per layer and series: waste bars as long as the waste (a layer without waste draws none)
     bars = dict(shown["bars"])
     e = files[0]
     for row in e["layers"]:
         name = f"layer {row['layer']}" if row["layer"].isdigit() else row["layer"]
-        scheme, waste = bars[f"{name} scheme: {human_bytes(row['scheme_bytes'])}"], \
-            bars[f"{name} waste: {human_bytes(row['waste_bytes'])}"]
+        scheme, waste = (
+            bars[f"{name} scheme: {human_bytes(row['scheme_bytes'])}"],
+            bars[f"{name} waste: {human_bytes(row['waste_bytes'])}"],
+        )
         assert (waste > 1) == (row["waste_bytes"] > 0) and (scheme > 1) == (row["scheme_bytes"] > 0)
     layers = [t for t in tables if t["cls"] == "layers"]
     assert len(layers) == len(files)
     total = next(r for r in layers[0]["rows"] if r["cls"] == "total")["cells"]
-    assert total == ["total", *(human_bytes(e[f"{c}_bytes"]) for c in ("received", "scheme", "waste", "forward",
-                                                                         "backward"))]
+    assert total == [
+        "total",
+        *(human_bytes(e[f"{c}_bytes"]) for c in ("received", "scheme", "waste", "forward", "backward")),
+    ]
     waste_rows = [t for t in tables if t["cls"] == "waste"]
     assert len(waste_rows) == sum(1 for e in files if e["findings"])
     assert all(t["width"] <= 1280 for t in tables if t["cls"] != "collectives")

@@ -1,5 +1,6 @@
 """Issue 31: nothing lost, nothing claimed that was not read (the input side: cut and damaged
 dumps, control bytes, what plugins may do to the report)."""
+
 from __future__ import annotations
 
 import json
@@ -75,15 +76,19 @@ def test_a_nul_in_an_op_name_is_a_diagnostic_not_another_op(tmp_path):
 
 
 def test_every_control_byte_position_in_a_record_is_reported(tmp_path):
-    for sep in (b"\n", b"\r\n"):   # read as whole records, and line by line (a copied dump)
-        for j in (_AT, _AT + 1, _AT + 2):   # node, type and scope line
+    for sep in (b"\n", b"\r\n"):  # read as whole records, and line by line (a copied dump)
+        for j in (_AT, _AT + 1, _AT + 2):  # node, type and scope line
             for k in range(0, len(_LINES[j]), 5):
                 for byte in (0x00, 0x1B, 0x0B, 0x08, 0x1F):
                     lines = list(_LINES)
-                    lines[j] = lines[j][:k] + bytes([byte]) + lines[j][k + 1:]
+                    lines[j] = lines[j][:k] + bytes([byte]) + lines[j][k + 1 :]
                     ir = _read_with(tmp_path, lines, sep)
-                    assert any(d.line <= j + 1 and d.code in (D.BAD_RECORD, D.UNKNOWN_LINE) and
-                               (d.line == j + 1 or "consecutive" in d.message) for d in ir.diagnostics), (j, k, byte)
+                    assert any(
+                        d.line <= j + 1
+                        and d.code in (D.BAD_RECORD, D.UNKNOWN_LINE)
+                        and (d.line == j + 1 or "consecutive" in d.message)
+                        for d in ir.diagnostics
+                    ), (j, k, byte)
 
 
 def test_tabs_and_control_bytes_in_source_traces_are_not_damage(tmp_path):
@@ -95,7 +100,7 @@ def test_tabs_and_control_bytes_in_source_traces_are_not_damage(tmp_path):
 
 
 def test_a_record_without_its_type_line_is_a_diagnostic(tmp_path):
-    lines = _LINES[:_AT + 1] + _LINES[_AT + 2:]
+    lines = _LINES[: _AT + 1] + _LINES[_AT + 2 :]
     ir = _read_with(tmp_path, lines)
     assert [(d.line, d.code) for d in ir.diagnostics] == [(_AT + 1, D.BAD_RECORD)]
     assert "type line" in ir.diagnostics[0].message
@@ -105,7 +110,7 @@ def test_a_record_cut_inside_its_attribute_blocks_is_a_diagnostic(tmp_path):
     line = _LINES[_AT]
     for k in range(line.index(b"{instance"), len(line) - 1, 3):
         # the cut line, then the next record (its type and scope lines are gone with the cut)
-        ir = _read_with(tmp_path, _LINES[:_AT] + [line[:k]] + _LINES[_AT + 3:])
+        ir = _read_with(tmp_path, _LINES[:_AT] + [line[:k]] + _LINES[_AT + 3 :])
         assert any(d.line == _AT + 1 and d.code == D.BAD_RECORD for d in ir.diagnostics), (k, ir.diagnostics)
 
 
@@ -168,8 +173,18 @@ def test_a_carriage_return_in_a_message_is_not_printed(tmp_path):
     from irlint.findings import Finding, Report
     from irlint.reporters import render
 
-    finding = Finding(code="X001", rule="x", severity="warning", file="f\r.ir", line=3, graph="@g", node="%1",
-                      op="Mul", scope="s", message="fine\roverwritten\x1b[1A")
+    finding = Finding(
+        code="X001",
+        rule="x",
+        severity="warning",
+        file="f\r.ir",
+        line=3,
+        graph="@g",
+        node="%1",
+        op="Mul",
+        scope="s",
+        message="fine\roverwritten\x1b[1A",
+    )
     for fmt in ("concise", "text", "junit", "github"):
         out = render(Report(findings=[finding], files=["f\r.ir"]), fmt)
         assert "\r" not in out and "\x1b" not in out, fmt
@@ -232,8 +247,14 @@ def _irlint(tmp_path, site: Path, *args, env=None, timeout=120):
     import sys
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path]), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "irlint", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "irlint", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=tmp_path,
+    )
 
 
 def test_a_plugin_never_writes_to_the_report_stream(tmp_path):
@@ -241,7 +262,7 @@ def test_a_plugin_never_writes_to_the_report_stream(tmp_path):
     _install_plugin(site, "noisy_rules", _NOISY_PLUGIN)
     for jobs in ("1", "2"):
         proc = _irlint(tmp_path, site, "--no-cache", "-j", jobs, "--format", "json", BLOCKS)
-        report = json.loads(proc.stdout)   # nothing but the report
+        report = json.loads(proc.stdout)  # nothing but the report
         assert {f["code"] for f in report["findings"]} == {"RC002"}
         assert "::error::" not in proc.stdout
         assert "printed in check" in proc.stderr and "written to fd 1 in check" in proc.stderr
@@ -250,7 +271,7 @@ def test_a_plugin_never_writes_to_the_report_stream(tmp_path):
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"   # a zombie is dead, waiting to be reaped
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, waiting to be reaped
     except FileNotFoundError:
         return False
 
@@ -267,9 +288,21 @@ def test_a_plugins_forked_process_does_not_outlive_irlint_after_its_timeout(tmp_
     pid_file = tmp_path / "grandchild.pid"
     proc = None
     try:
-        proc = _irlint(tmp_path, site, "--no-cache", "-j", "1", "--rule-timeout", "1", "--format", "json",
-                       BLOCKS / "21_validate_0076.ir", env={"FORK_GRANDCHILD": str(pid_file)}, timeout=40)
-    except subprocess.TimeoutExpired:   # the grandchild kept irlint's output pipes open
+        proc = _irlint(
+            tmp_path,
+            site,
+            "--no-cache",
+            "-j",
+            "1",
+            "--rule-timeout",
+            "1",
+            "--format",
+            "json",
+            BLOCKS / "21_validate_0076.ir",
+            env={"FORK_GRANDCHILD": str(pid_file)},
+            timeout=40,
+        )
+    except subprocess.TimeoutExpired:  # the grandchild kept irlint's output pipes open
         pass
     pid = int(pid_file.read_text())
     try:
@@ -354,7 +387,7 @@ def test_memory_and_comm_json_say_which_file_was_not_read_or_read_in_part(tmp_pa
         jsonschema.validate(data, json.loads(schema.read_text(encoding="utf-8")))
         files = {Path(e["file"]).parent.name: e for e in data["files"]}
         assert files["failed"]["read"] == "not", command
-        assert not any(k.endswith("_bytes") for k in files["failed"]), files["failed"]   # not "0 bytes"
+        assert not any(k.endswith("_bytes") for k in files["failed"]), files["failed"]  # not "0 bytes"
         assert [d["code"] for d in files["failed"]["diagnostics"]] == [D.DUPLICATE_GRAPH, D.COMPILE_FAILURE]
         assert files["cut"]["read"] == "partly" and files["cut"]["diagnostics"][0]["code"] == D.TRUNCATED
         assert files[BLOCKS.name]["read"] == "whole" and files[BLOCKS.name]["diagnostics"] == []
@@ -369,13 +402,14 @@ def test_graphs_read_is_the_same_cold_and_warm_and_cache_hits_are_counted_apart(
     args = (folder, "--all-stages", "--cache-dir", tmp_path / "cache", "--format", "json")
     cold = json.loads(run(*args).stdout)
     warm = json.loads(run(*args).stdout)
-    assert cold["summary"]["graphs_read"] < cold["summary"]["files"]   # the folder repeats graphs
+    assert cold["summary"]["graphs_read"] < cold["summary"]["files"]  # the folder repeats graphs
     assert warm == cold
     config = Config(cache=True, cache_dir=str(tmp_path / "cache"), jobs=1, plugins=False, all_stages=True)
     again = lint([str(folder)], config)
     assert again.cache_hits == len(again.files) and again.graphs_read == cold["summary"]["graphs_read"]
-    fresh = lint([str(folder)], Config(cache=True, cache_dir=str(tmp_path / "other"), jobs=1, plugins=False,
-                                       all_stages=True))
+    fresh = lint(
+        [str(folder)], Config(cache=True, cache_dir=str(tmp_path / "other"), jobs=1, plugins=False, all_stages=True)
+    )
     assert fresh.cache_hits == 0 and fresh.graphs_read == again.graphs_read
 
 
@@ -407,15 +441,16 @@ def test_a_plugin_reading_the_path_never_gets_another_files_results(tmp_path, mo
     for r in range(8):
         (folder / f"rank_{r}").mkdir(parents=True)
         shutil.copy(BLOCKS / "21_validate_0076.ir", folder / f"rank_{r}" / "21_validate_0076.ir")
-        st = (folder / f"rank_{r}" / "21_validate_0076.ir").stat()   # old enough for the cache to trust
+        st = (folder / f"rank_{r}" / "21_validate_0076.ir").stat()  # old enough for the cache to trust
         os.utime(folder / f"rank_{r}" / "21_validate_0076.ir", ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
     monkeypatch.setattr(engine, "active_rules", lambda config: [_rank_probe(False)()])
     for dedup in (True, False):
         config = Config(cache=True, cache_dir=str(tmp_path / f"cache-{dedup}"), jobs=1, plugins=False, dedup=dedup)
         for _ in ("cold", "warm"):
             report = engine.lint([str(folder)], config)
-            assert [(f.code, Path(f.file).parent.name, f.ranks) for f in report.findings] == \
-                [("TST931", "rank_5", ())], (dedup, report.findings)
+            assert [(f.code, Path(f.file).parent.name, f.ranks) for f in report.findings] == [
+                ("TST931", "rank_5", ())
+            ], (dedup, report.findings)
             assert not report.shared
 
 
@@ -429,4 +464,4 @@ def test_a_plugin_declared_path_free_shares_results(tmp_path, monkeypatch):
         shutil.copy(BLOCKS / "21_validate_0076.ir", folder / f"rank_{r}" / "21_validate_0076.ir")
     monkeypatch.setattr(engine, "active_rules", lambda config: [_rank_probe(True)()])
     report = engine.lint([str(folder)], Config(cache=False, jobs=1, plugins=False))
-    assert len(report.shared) == 3   # read once: the plugin promised its findings do not depend on the path
+    assert len(report.shared) == 3  # read once: the plugin promised its findings do not depend on the path

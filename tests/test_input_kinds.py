@@ -1,5 +1,6 @@
 """Every kind of input a user's machine hands irlint: renamed, truncated, symlinked, compressed,
 unreadable, piped. None may pass as clean unread, none may crash the run."""
+
 from __future__ import annotations
 
 import bz2
@@ -24,8 +25,12 @@ VALIDATE = S2 / "21_validate_0076.ir"
 
 
 def run(*args, **kw):
-    return CliRunner().invoke(main, ["--no-cache", *map(str, args)] if args and args[0] != "inspect"
-                              else list(map(str, args)), catch_exceptions=False, **kw)
+    return CliRunner().invoke(
+        main,
+        ["--no-cache", *map(str, args)] if args and args[0] != "inspect" else list(map(str, args)),
+        catch_exceptions=False,
+        **kw,
+    )
 
 
 def lint_json(*args, **kw):
@@ -41,7 +46,7 @@ def codes(data) -> set[str]:
 def expected() -> set[str]:
     """What the folder as MindSpore named it gives."""
     code, data = lint_json(S2)
-    assert code == 1 and "RC002" in codes(data)   # the Reshape that blocks SiLU/Mul recompute
+    assert code == 1 and "RC002" in codes(data)  # the Reshape that blocks SiLU/Mul recompute
     return codes(data)
 
 
@@ -67,7 +72,7 @@ def test_a_dump_without_a_stage_in_its_name_is_read_next_to_placed_ones(tmp_path
 
 def test_files_checked_counts_only_files_read(tmp_path):
     _, data = lint_json(S2)
-    assert data["summary"]["files"] == 1          # only validate is read of the five stage files
+    assert data["summary"]["files"] == 1  # only validate is read of the five stage files
     result = run(S2)
     assert "(1 file checked)" in result.output
 
@@ -94,10 +99,10 @@ def test_a_folder_of_symlinked_dumps_and_a_symlinked_rank_folder(tmp_path, expec
     ranks = tmp_path / "ranks"
     ranks.mkdir()
     (ranks / "rank_0").symlink_to(S2, target_is_directory=True)
-    code, data = lint_json(ranks / "rank_0")   # a named link is followed
+    code, data = lint_json(ranks / "rank_0")  # a named link is followed
     assert code == 1 and codes(data) == expected
     shutil.copytree(S2, ranks / "rank_1")
-    (ranks / "rank_2").symlink_to(ranks / "rank_1", target_is_directory=True)   # a link within: followed
+    (ranks / "rank_2").symlink_to(ranks / "rank_1", target_is_directory=True)  # a link within: followed
     # a link out of the named folder to a folder of dumps is followed (issue 31: rank folders
     # linked from the nodes of a cluster)
     code, data = lint_json(ranks)
@@ -136,10 +141,13 @@ def test_a_sub_folder_that_can_be_listed_but_not_entered(tmp_path, monkeypatch, 
     assert result.exit_code == 2 and "locked" in result.output and "permission denied" in result.output
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"\x00\x01" * 50, "1 binary .ir file"),
-    (b"", "1 empty .ir file"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"\x00\x01" * 50, "1 binary .ir file"),
+        (b"", "1 empty .ir file"),
+    ],
+)
 def test_a_folder_without_a_dump_says_what_it_found(tmp_path, content, reason):
     (tmp_path / "21_validate_0076.ir").write_bytes(content)
     result = run(tmp_path)
@@ -153,7 +161,7 @@ def test_inspect_lists_an_unreadable_dump(tmp_path, monkeypatch):
     real_read_head = irlint.runner.discover._read_head
 
     def read_head(path):
-        if Path(path) == bad:   # as open() fails on a file without read permission (tests run as root)
+        if Path(path) == bad:  # as open() fails on a file without read permission (tests run as root)
             raise PermissionError(13, "Permission denied")
         return real_read_head(path)
 
@@ -196,13 +204,12 @@ def test_zstd_without_a_reader_is_named(tmp_path, monkeypatch):
 
 # --- item 15: standard input ----------------------------------------------------------------------
 def test_standard_input_with_a_display_name(expected):
-    result = run("-", "--stdin-filename", "graph/21_validate_0076.ir", "--format", "json",
-                 input=VALIDATE.read_bytes())
+    result = run("-", "--stdin-filename", "graph/21_validate_0076.ir", "--format", "json", input=VALIDATE.read_bytes())
     data = json.loads(result.stdout)
     assert result.exit_code == 1 and codes(data) == expected
     assert {f["file"] for f in data["findings"]} == {"graph/21_validate_0076.ir"}
     text = run("-", input=VALIDATE.read_bytes()).output
-    assert "<stdin>" in text and re.search(r"\d+ │ %\d+\(", text)   # dump lines shown from the buffer
+    assert "<stdin>" in text and re.search(r"\d+ │ %\d+\(", text)  # dump lines shown from the buffer
 
 
 def test_standard_input_compressed():
@@ -221,7 +228,7 @@ def test_findings_and_diagnostics_name_a_file_the_same_way(tmp_path, monkeypatch
     shutil.copytree(S2, folder)
     (folder / VALIDATE.name).write_bytes(VALIDATE.read_bytes()[:20000])
     monkeypatch.chdir(tmp_path)
-    _, out = lint_json(folder.resolve(), "--all-stages")    # typed absolute, below the working directory
+    _, out = lint_json(folder.resolve(), "--all-stages")  # typed absolute, below the working directory
     assert out["findings"] and out["diagnostics"]
     names = {f["file"] for f in out["findings"]} | {d["file"] for d in out["diagnostics"]}
     names |= {r["file"] for f in out["findings"] for r in f["related"]}
@@ -234,11 +241,16 @@ def test_dev_stdin_from_a_pipe(tmp_path):
     import sys
 
     for args in (["/dev/stdin"], ["-", "--stdin-filename", "21_validate_0076.ir"]):
-        proc = subprocess.run([sys.executable, "-m", "irlint", "--no-cache", *args, "--format", "json"],
-                              input=VALIDATE.read_bytes(), capture_output=True, cwd=tmp_path, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "irlint", "--no-cache", *args, "--format", "json"],
+            input=VALIDATE.read_bytes(),
+            capture_output=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
         assert proc.returncode == 1, proc.stderr
         assert "RC002" in codes(json.loads(proc.stdout))
-        assert not list(tmp_path.iterdir())   # nothing written but the report
+        assert not list(tmp_path.iterdir())  # nothing written but the report
 
 
 def test_the_api_report_of_a_compressed_dump_shows_its_lines(tmp_path):
@@ -276,11 +288,14 @@ def test_a_folder_whose_only_sub_folder_cannot_be_listed_says_so(tmp_path, monke
 
 
 # --- issue 21 item 17: blanks at line ends, a byte order mark, a .txt name --------------------------
-@pytest.mark.parametrize("edit", [
-    lambda data: data.replace(b"\n", b"  \n"),            # trailing spaces on every line
-    lambda data: data.replace(b"\n", b" \t\r\n"),         # and CRLF
-    lambda data: b"\xef\xbb\xbf" + data,                  # a UTF-8 byte order mark
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda data: data.replace(b"\n", b"  \n"),  # trailing spaces on every line
+        lambda data: data.replace(b"\n", b" \t\r\n"),  # and CRLF
+        lambda data: b"\xef\xbb\xbf" + data,  # a UTF-8 byte order mark
+    ],
+)
 def test_blanks_at_line_ends_and_a_byte_order_mark_read_as_the_dump(tmp_path, edit):
     dump = tmp_path / VALIDATE.name
     dump.write_bytes(edit(VALIDATE.read_bytes()))
@@ -322,11 +337,11 @@ def test_standard_input_is_read_in_blocks_not_whole(monkeypatch):
     monkeypatch.setattr(streams, "SPOOL_BLOCK", 4096, raising=False)
     streams.forget_buffers()
     streams.read_stdin(Pipe())
-    assert sizes and all(s is not None and 0 < s <= 4096 for s in sizes)   # never "read it all"
+    assert sizes and all(s is not None and 0 < s <= 4096 for s in sizes)  # never "read it all"
     found = discover_inputs(["-"], "graph/21_validate_0076.ir")
     assert found.files[0].size == len(data)
     with streams.open_dump("-") as a, streams.open_dump("-") as b:
-        assert a.read(100) == data[:100] and b.read(50) == data[:50]   # readers of their own
+        assert a.read(100) == data[:100] and b.read(50) == data[:50]  # readers of their own
         a.seek(len(data) - 10)
         assert a.read() == data[-10:] and b.read(50) == data[50:100]
     streams.forget_buffers()

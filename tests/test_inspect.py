@@ -1,4 +1,5 @@
 """``irlint inspect``: what irlint reads in each dump, pinned on real fixtures."""
+
 from __future__ import annotations
 
 import json
@@ -17,19 +18,22 @@ def in_fixtures(monkeypatch):
     monkeypatch.chdir(FIXTURES)
 
 
-@pytest.mark.parametrize("target", [
-    "corpus/s2_ffn_3d_reshape_blocks",
-    "corpus/llama-recompute-modes/graph_build_0_0094.ir",
-    "corpus/ffn-jit-grad/01_type_inference_0001.ir",
-    "corpus/full-folder-1layer",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "corpus/s2_ffn_3d_reshape_blocks",
+        "corpus/llama-recompute-modes/graph_build_0_0094.ir",
+        "corpus/ffn-jit-grad/01_type_inference_0001.ir",
+        "corpus/full-folder-1layer",
+    ],
+)
 def test_inspect_json(in_fixtures, snapshot, target):
     result = CliRunner().invoke(main, ["inspect", target, "--format", "json"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.output.splitlines()]
     for row in rows:
         header = Path(row["file"]).read_text(encoding="utf-8").split("Total number of cnodes: ", 1)[1]
-        assert row["cnodes"] == int(header.split("\n", 1)[0])   # MindSpore's own count
+        assert row["cnodes"] == int(header.split("\n", 1)[0])  # MindSpore's own count
         assert row["diagnostics"] == []
     assert rows == snapshot
 

@@ -1,5 +1,6 @@
 """One import name per module: the names from before irlint/ was split into rooms are gone
 (0.1.0 was never released), and the top-level rules/ folder is the package irlint.rules only."""
+
 from __future__ import annotations
 
 import importlib
@@ -12,8 +13,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("old", ["irlint.engine", "irlint.syntax", "irlint.memory", "irlint.memory_cli",
-                                 "irlint.reader", "irlint.config"])
+@pytest.mark.parametrize(
+    "old", ["irlint.engine", "irlint.syntax", "irlint.memory", "irlint.memory_cli", "irlint.reader", "irlint.config"]
+)
 def test_an_old_module_name_is_not_importable(old):
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(old)
@@ -21,6 +23,7 @@ def test_an_old_module_name_is_not_importable(old):
 
 def test_the_built_in_rules_have_one_name():
     import irlint.rules
+
     from irlint.rule import load_rules
 
     assert Path(irlint.rules.__file__).parent.name == "rules"
@@ -31,10 +34,27 @@ def test_the_built_in_rules_have_one_name():
 
 
 def test_no_test_bench_or_script_imports_an_old_name():
-    old = ("irlint.engine", "irlint.syntax", "irlint.record", "irlint.scanner", "irlint.values", "irlint.reader",
-           "irlint.memory", "irlint.comm", "irlint.discover", "irlint.cache", "irlint.config", "from rules")
+    old = (
+        "irlint.engine",
+        "irlint.syntax",
+        "irlint.record",
+        "irlint.scanner",
+        "irlint.values",
+        "irlint.reader",
+        "irlint.memory",
+        "irlint.comm",
+        "irlint.discover",
+        "irlint.cache",
+        "irlint.config",
+        "from rules",
+    )
     sources = [p for folder in ("irlint", "rules", "tests", "bench", "scripts") for p in (REPO / folder).rglob("*.py")]
     here = Path(__file__).resolve()
-    found = [f"{p.relative_to(REPO)}: {name}" for p in sources if p.resolve() != here
-             for name in old if f"{name}." in p.read_text(encoding="utf-8") or f"{name} " in p.read_text(encoding="utf-8")]
+    found = [
+        f"{p.relative_to(REPO)}: {name}"
+        for p in sources
+        if p.resolve() != here
+        for name in old
+        if f"{name}." in p.read_text(encoding="utf-8") or f"{name} " in p.read_text(encoding="utf-8")
+    ]
     assert found == []

@@ -4,21 +4,22 @@ MindFormers 2.1.0 LlamaForCausalLM (dp2 x mp4, select SiLU/Mul keys, no Reshape 
 Llama in two pipeline stages with 4 micro batches (layers 0 and 2 with the Reshape keys, 1 and 3
 without). The forward half is ``@…▸…``, the backward half ``@…◂…``; ``%N`` restarts per subgraph.
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import TESTS, quiet_config
-from irlint.cli import main
-from irlint.runner.engine import lint
-from irlint.model.layers import Places
+from irlint.rules.recompute import evidence, keys
+
 from irlint.accounts.memory import account
+from irlint.cli import main
+from irlint.model.layers import Places
 from irlint.model.pipeline import schedules
 from irlint.read.reader import read_ir
-from irlint.rules.recompute import evidence, keys
+from irlint.runner.engine import lint
 
 CASES = TESTS / "fixtures" / "recompute"
 MF = CASES / "par-rc-mf_dp2_mp4_select_blocked" / "rank_0" / "21_validate_0093.ir"
@@ -55,13 +56,15 @@ def test_partial_binds_each_argument_to_the_backward_half_parameter_in_order(pp0
         back = ir.subgraphs[half(ir, "◂")]
         partial = next(k for k in ir.nodes_by_op("Partial") if str(ir[k]["args"][0]) == back.name)
         args = ir.producers(partial)[1:]
-        assert 0 < len(back.params) - len(args) <= 2   # the call of the Partial passes the rest (sens, monad)
+        assert 0 < len(back.params) - len(args) <= 2  # the call of the Partial passes the rest (sens, monad)
         for i, (arg, param) in enumerate(zip(args, back.params)):
             bound = [u for u, _, kind in ir.graph.in_edges(param, data="kind") if kind == "call_in"]
             assert bound == [arg], (i, ir[param]["id"])
-    named = [(pp0[p]["id"], pp0[a]["name"]) for p, a in zip(pp0.subgraphs[half(pp0, "◂")].params,
-                                                           pp0.producers(next(iter(pp0.nodes_by_op("Partial"))))[1:])
-             if pp0[a]["kind"] == "cnode" and pp0[a]["name"].startswith("equiv_")]
+    named = [
+        (pp0[p]["id"], pp0[a]["name"])
+        for p, a in zip(pp0.subgraphs[half(pp0, "◂")].params, pp0.producers(next(iter(pp0.nodes_by_op("Partial"))))[1:])
+        if pp0[a]["kind"] == "cnode" and pp0[a]["name"].startswith("equiv_")
+    ]
     assert len(named) > 20 and all(pid.endswith("_" + name) for pid, name in named)
     param = next(p for p in pp0.subgraphs[half(pp0, "◂")].params if pp0[p]["id"] == "%para171_equiv_159_CNode_3969")
     assert [pp0[u]["id"] for u, _, kind in pp0.graph.in_edges(param, data="kind") if kind == "call_in"] == ["%116"]
@@ -75,7 +78,7 @@ def test_applied_is_a_duplicated_copy_in_the_backward_half_with_the_same_unique_
     assert "◂" in pp0[copies[0]]["graph"] and pp0[copies[0]]["primal_attrs"]["unique_id"] == "74512"
     assert "recompute_id" not in pp0[copies[0]]["cnode_attrs"]
     assert pp0.copy_of(silu1) == []
-    assert pp0.by_unique_id("74512") == silu0   # the forward node, not its copy
+    assert pp0.by_unique_id("74512") == silu0  # the forward node, not its copy
 
 
 def test_kept_for_backward_is_read_in_the_backward_half_through_the_partial(pp0):
@@ -92,7 +95,7 @@ def test_a_recomputed_copy_reading_a_forward_value_keeps_it(pp0):
     # ◂ %96 Reshape is the copy of layer 0's w2 input Reshape; the copy of the SiLU before it is
     # recomputed too, so the copies read each other, never a kept forward SiLU
     facts = evidence.RecomputeFacts.of(pp0)
-    assert facts.applied(node(pp0, "%57"))       # w1's output Reshape of layer 0, tagged by its key
+    assert facts.applied(node(pp0, "%57"))  # w1's output Reshape of layer 0, tagged by its key
     # the ffn_norm output cast of layer 0 (▸ %52 reshape input) is read by the recomputed copies:
     ffn_in = node(pp0, "%52")
     readers = [r.reader for r in evidence.kept_for_backward(pp0, pp0.producers(ffn_in)[0])]
@@ -125,16 +128,20 @@ def test_select_recompute_keys_come_from_cell_path_and_op_never_from_redistribut
 
 def test_pipeline_schedule_counts_micro_batches_in_flight(pp0, mf):
     (stage0,) = schedules(pp0)
-    assert (stage0.micro_batches, stage0.in_flight) == (4, 2)   # 1F1B on the first of 2 stages
+    assert (stage0.micro_batches, stage0.in_flight) == (4, 2)  # 1F1B on the first of 2 stages
     (stage1,) = schedules(read_ir(str(PP4)))
-    assert (stage1.micro_batches, stage1.in_flight) == (4, 1)   # the last stage: F B F B …
-    assert schedules(mf) == []                                 # one forward call: no pipeline
+    assert (stage1.micro_batches, stage1.in_flight) == (4, 1)  # the last stage: F B F B …
+    assert schedules(mf) == []  # one forward call: no pipeline
 
 
 def test_kept_activation_of_a_pipeline_stage_is_priced_per_micro_batch_in_flight():
     report = lint([str(PP0)], quiet_config())
-    silu = next(o for f in report.findings for o in f.occurrences
-                if o.node == "%115" and o.rule == "reshape-blocks-silu-mul-recompute")
+    silu = next(
+        o
+        for f in report.findings
+        for o in f.occurrences
+        if o.node == "%115" and o.rule == "reshape-blocks-silu-mul-recompute"
+    )
     assert "2.00 KiB at stake per micro batch" in silu.message
     assert "up to 2 of its 4 micro batches in flight, so 4.00 KiB at its peak" in silu.message
     assert silu.bytes_at_stake == 4096
@@ -150,7 +157,7 @@ def test_memory_accounts_lazy_inline_layers_and_weight_copies(mf):
     assert rows["0"].kept_bytes == rows["1"].kept_bytes > 8192
     # fp16 copies of the weights handed through the call and the Partial are not activations
     weights = {mf[t.tensor.node]["id"] for t in report.weight_copies}
-    assert "%182" in weights   # lm_head's weight Cast (128, 64) fp16
+    assert "%182" in weights  # lm_head's weight Cast (128, 64) fp16
     assert report.micro_batches == 1 and report.peak_kept_bytes == report.total_kept_bytes
 
 
@@ -172,7 +179,9 @@ def test_a_weight_only_op_or_a_tuple_item_is_not_a_request(tmp_path):
 def test_memory_text_of_a_pipeline_folder(snapshot):
     result = CliRunner().invoke(main, ["memory", str(PP0.parent.parent), "--top", "3"])
     assert result.exit_code == 0, result.output
-    assert result.output.replace(str(CASES), "<recompute>").replace("tests/fixtures/recompute", "<recompute>") == snapshot
+    assert (
+        result.output.replace(str(CASES), "<recompute>").replace("tests/fixtures/recompute", "<recompute>") == snapshot
+    )
 
 
 def test_memory_json_of_a_pipeline_stage_has_the_in_flight_figures():
@@ -184,9 +193,18 @@ def test_memory_json_of_a_pipeline_stage_has_the_in_flight_figures():
 
 def test_lazy_inline_findings(snapshot):
     report = lint([str(MF.parent.parent), str(PP0.parent.parent)], quiet_config())
-    assert [(f.file.replace(str(CASES), "<recompute>").replace("tests/fixtures/recompute", "<recompute>"),
-             f.graph[:24], f.node, f.rule, f.message, f.hint)
-            for group in report.findings for f in group.occurrences] == snapshot
+    assert [
+        (
+            f.file.replace(str(CASES), "<recompute>").replace("tests/fixtures/recompute", "<recompute>"),
+            f.graph[:24],
+            f.node,
+            f.rule,
+            f.message,
+            f.hint,
+        )
+        for group in report.findings
+        for f in group.occurrences
+    ] == snapshot
 
 
 def test_the_keys_irlint_gives_free_what_its_findings_priced():
@@ -194,11 +212,11 @@ def test_the_keys_irlint_gives_free_what_its_findings_priced():
     # with the folded-Reshape hint's key too: each layer's kept bytes drop by the findings' bytes
     findings = lint([str(MF)], quiet_config()).findings
     per_layer = sum(f.bytes_at_stake for f in findings) // 2
-    assert per_layer == 2048 + 2048 + 1024      # SiLU, Mul (2 x (32, 32) fp16), PV BatchMatMul
+    assert per_layer == 2048 + 2048 + 1024  # SiLU, Mul (2 x (32, 32) fp16), PV BatchMatMul
     kept = [{r.layer: r.kept_bytes for r in account(read_ir(str(p))).layers()} for p in (MF, MF_KEYS, MF_FOLDED)]
     for layer in ("0", "1"):
-        assert kept[0][layer] - kept[1][layer] == 4096         # the FeedForward keys
-        assert kept[1][layer] - kept[2][layer] == 1024         # attention\.reshape
+        assert kept[0][layer] - kept[1][layer] == 4096  # the FeedForward keys
+        assert kept[1][layer] - kept[2][layer] == 1024  # attention\.reshape
     assert kept[0]["outside"] == kept[1]["outside"] == kept[2]["outside"]
     assert [f.rule for f in lint([str(MF_FOLDED)], quiet_config()).findings] == []
 
@@ -209,4 +227,6 @@ def test_two_layers_default_scoped_problems_are_two_problems():
     silus = [o for f in lint([str(MF)], quiet_config()).findings for o in f.occurrences if o.op == "SiLU"]
     assert len({f.problem for f in silus}) == 2
     assert sorted(dict(enumerate(f.identity))[1] for f in silus) == [
-        "network.model.layers.0.feed_forward.w1.activation", "network.model.layers.1.feed_forward.w1.activation"]
+        "network.model.layers.0.feed_forward.w1.activation",
+        "network.model.layers.1.feed_forward.w1.activation",
+    ]

@@ -4,6 +4,7 @@ Every expected figure below is derived by hand from the model's configuration (t
 script that made the dump), term by term; the dump only decides which tensors MindSpore keeps,
 and the comments name them. Byte sizes: fp32 4, fp16 2, bool 1, int32 4.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import CORPUS, TESTS
-from irlint.cli import main
+
 from irlint.accounts.memory import account, bytes_at_stake, layer_of
+from irlint.cli import main
 from irlint.read.reader import read_ir
 
 GPT = TESTS / "fixtures" / "memory"
@@ -36,8 +37,8 @@ def saved(case: str, name: str = "21_validate_0076.ir") -> dict[str, int]:
 # --- the FeedForward scenarios: x (2, 8, 32) fp32, hidden 64, loss mean(ffn(x)^2) ------------------
 
 TOKENS, DIM, HIDDEN = 2 * 8, 32, 64
-FFN_W1 = FFN_W3 = FFN_SILU = FFN_MUL = TOKENS * HIDDEN * F32   # (16, 64) fp32 each
-FFN_OUT = TOKENS * DIM * F32                                     # w2 output, read by Square's backward
+FFN_W1 = FFN_W3 = FFN_SILU = FFN_MUL = TOKENS * HIDDEN * F32  # (16, 64) fp32 each
+FFN_OUT = TOKENS * DIM * F32  # w2 output, read by Square's backward
 
 
 def test_s2_keeps_silu_and_mul_because_the_reshapes_block_their_recompute():
@@ -58,47 +59,52 @@ def test_s3_recomputes_silu_and_mul_and_s2_minus_s3_is_what_the_fix_saves():
     assert kept("s3_ffn_3d_reshape_fixed") == {"outside": FFN_W1 + FFN_W3 + FFN_OUT}
     assert saved("s3_ffn_3d_reshape_fixed") == {"outside": FFN_SILU + FFN_MUL}
     # the guide's fix (recompute the Reshapes as well) saves exactly the SiLU and Mul outputs
-    assert kept("s2_ffn_3d_reshape_blocks")["outside"] - kept("s3_ffn_3d_reshape_fixed")["outside"] \
-        == FFN_SILU + FFN_MUL == 8192
+    assert (
+        kept("s2_ffn_3d_reshape_blocks")["outside"] - kept("s3_ffn_3d_reshape_fixed")["outside"]
+        == FFN_SILU + FFN_MUL
+        == 8192
+    )
 
 
 def test_s4_recomputed_downcast_keeps_its_fp32_input():
     # x (2, 8, 32) fp16 -> wi -> RMSNorm(32) -> wq (48) -> Add -> Neg -> RMSNorm(48), recompute cell
     # -> Cast fp32 -> Square -> mean.
     tokens = 16
-    wi_out = tokens * 32 * F16             # checkpoint of the recomputed up-cast
-    rsqrt = tokens * 1 * F32               # attention_norm 1/rms, (2, 8, 1)
-    norm_fp32 = tokens * 32 * F32          # x * rsqrt: kept because the down-cast after it is recomputed
-    norm_out = tokens * 32 * F16           # Mul by weight: wq's input
-    neg_out = tokens * 48 * F16            # checkpoint of the ffn_norm recompute cell
-    loss_in = tokens * 48 * F32            # Cast to fp32 before Square
+    wi_out = tokens * 32 * F16  # checkpoint of the recomputed up-cast
+    rsqrt = tokens * 1 * F32  # attention_norm 1/rms, (2, 8, 1)
+    norm_fp32 = tokens * 32 * F32  # x * rsqrt: kept because the down-cast after it is recomputed
+    norm_out = tokens * 32 * F16  # Mul by weight: wq's input
+    neg_out = tokens * 48 * F16  # checkpoint of the ffn_norm recompute cell
+    loss_in = tokens * 48 * F32  # Cast to fp32 before Square
     assert kept("s4_cast_rmsnorm") == {"outside": wi_out + rsqrt + norm_fp32 + norm_out + neg_out + loss_in}
     # recomputed: the up-cast (fp32), the down-cast (fp16), and ffn_norm's Cast, Rsqrt, down-cast
-    assert saved("s4_cast_rmsnorm") == {"outside": tokens * 32 * F32 + tokens * 32 * F16
-                                        + tokens * 48 * F32 + tokens * 1 * F32 + tokens * 48 * F16}
+    assert saved("s4_cast_rmsnorm") == {
+        "outside": tokens * 32 * F32 + tokens * 32 * F16 + tokens * 48 * F32 + tokens * 1 * F32 + tokens * 48 * F16
+    }
 
 
 # --- the tiny Llama (corpus-gen/llama_tiny.py): batch 1, fp16 compute, fp32 residual stream ---------
+
 
 def llama_layer(s: int, h: int, heads: int, ff: int, ffn_kept: int) -> int:
     """One decoder layer of llama_tiny.py (b = 1) without recompute in its attention.
     ``ffn_kept``: how many of w1, w3, SiLU and the gate Mul outputs (s x ff fp16) backward keeps."""
     norm = s * h * F32 + s * F32 + s * h * F16  # x*rsqrt (fp32), rsqrt (s, 1), down-cast (q/k/v or w1/w3 input)
-    qkv_heads = 3 * s * h * F16                 # the transposed q, k, v
-    softmax = heads * s * s * F32               # softmax in fp32 (SoftmaxBackward reads its output)
-    probs = heads * s * s * F16                 # cast to fp16 for probs x v
-    merged = s * h * F16                        # merged heads: wo's input
-    residual = s * h * F32                      # attention residual add: ffn_norm's input
-    output = s * h * F32                        # the layer output: the next norm's input
+    qkv_heads = 3 * s * h * F16  # the transposed q, k, v
+    softmax = heads * s * s * F32  # softmax in fp32 (SoftmaxBackward reads its output)
+    probs = heads * s * s * F16  # cast to fp16 for probs x v
+    merged = s * h * F16  # merged heads: wo's input
+    residual = s * h * F32  # attention residual add: ffn_norm's input
+    output = s * h * F32  # the layer output: the next norm's input
     return 2 * norm + qkv_heads + softmax + probs + merged + residual + output + ffn_kept * s * ff * F16
 
 
 def llama_outside(s: int, h: int, vocab: int) -> int:
-    embedding = s * h * F32                              # Gather output: layer 0's norm input
-    norm_out = s * h * F32 + s * F32 + s * h * F16       # final RMSNorm, as in a layer
-    loss = 3 * s * vocab * F32                           # logits cast, Exp, Sub (log-softmax)
-    loss += s * F32 + s * F32 + 1 * F32                  # ReduceMax, SumExt per row, SumExt total
-    loss += s * 1 + s * 4                                # Equal (bool) and MaskedFill (int32) of the labels
+    embedding = s * h * F32  # Gather output: layer 0's norm input
+    norm_out = s * h * F32 + s * F32 + s * h * F16  # final RMSNorm, as in a layer
+    loss = 3 * s * vocab * F32  # logits cast, Exp, Sub (log-softmax)
+    loss += s * F32 + s * F32 + 1 * F32  # ReduceMax, SumExt per row, SumExt total
+    loss += s * 1 + s * 4  # Equal (bool) and MaskedFill (int32) of the labels
     return embedding + norm_out + loss
 
 
@@ -111,23 +117,35 @@ def test_llama_recompute_modes_per_layer():
     # layer 1 select+rs: SiLU and Mul recomputed (w1, w3 kept); layer 2 select-cell: nothing
     # recomputed (w1, w3, SiLU, Mul kept); layer 3 full: only its output is kept
     assert kept("llama-recompute-modes") == {
-        "0": llama_layer(S, H, HEADS, FF, 3), "1": llama_layer(S, H, HEADS, FF, 2),
-        "2": llama_layer(S, H, HEADS, FF, 4), "3": S * H * F32, "outside": llama_outside(S, H, VOCAB)}
+        "0": llama_layer(S, H, HEADS, FF, 3),
+        "1": llama_layer(S, H, HEADS, FF, 2),
+        "2": llama_layer(S, H, HEADS, FF, 4),
+        "3": S * H * F32,
+        "outside": llama_outside(S, H, VOCAB),
+    }
     assert llama_layer(S, H, HEADS, FF, 3) == 51840
     assert saved("llama-recompute-modes") == {
-        "0": FF_OUT, "1": 2 * FF_OUT, "2": 0, "outside": 0,
+        "0": FF_OUT,
+        "1": 2 * FF_OUT,
+        "2": 0,
+        "outside": 0,
         # everything the layer would keep (SiLU included, as layer 2 shows) but its output
-        "3": llama_layer(S, H, HEADS, FF, 4) - S * H * F32}
+        "3": llama_layer(S, H, HEADS, FF, 4) - S * H * F32,
+    }
 
 
 def test_llama_2d_and_cast_layers():
-    assert kept("llama-2d") == {"0": llama_layer(S, H, HEADS, FF, 2), "1": llama_layer(S, H, HEADS, FF, 4),
-                                "outside": llama_outside(S, H, VOCAB)}
+    assert kept("llama-2d") == {
+        "0": llama_layer(S, H, HEADS, FF, 2),
+        "1": llama_layer(S, H, HEADS, FF, 4),
+        "outside": llama_outside(S, H, VOCAB),
+    }
     # cast / downcast tags on the RMSNorm casts change nothing by the validate stage: the compiler
     # folds the tagged up-casts away (layer 0), and the tagged down-casts got no copy (layer 1: no
     # "duplicated: Bool(1)" in the file), so every layer keeps what an untagged one does
-    assert kept("llama-cast") == {str(i): llama_layer(S, H, HEADS, FF, 4) for i in range(3)} \
-        | {"outside": llama_outside(S, H, VOCAB)}
+    assert kept("llama-cast") == {str(i): llama_layer(S, H, HEADS, FF, 4) for i in range(3)} | {
+        "outside": llama_outside(S, H, VOCAB)
+    }
 
 
 def test_full_folder_one_layer():
@@ -139,23 +157,34 @@ def test_full_folder_one_layer():
 
 # --- GPT layers against Korthikanti et al. 2022 -------------------------------------------------
 
+
 def gpt_layer_terms(mode: str, s: int, b: int, h: int, a: int) -> dict[str, int]:
     """What MindSpore keeps for one GPT layer of bench/gpt_layer.py (all fp16), term by term."""
     sbh, as2b, sb = s * b * h, a * s * s * b, s * b
     if mode == "full":
         return {"layer output (next layer's input)": 2 * sbh}
     terms = {
-        "LayerNorm 1 output (q/k/v input)": 2 * sbh, "LayerNorm 1 mean, 1/std (fp32)": 2 * 4 * sb,
-        "Q": 2 * sbh, "K": 2 * sbh, "V": 2 * sbh,
-        "merged heads (output projection input)": 2 * sbh, "attention output dropout mask (fp16)": 2 * sbh,
+        "LayerNorm 1 output (q/k/v input)": 2 * sbh,
+        "LayerNorm 1 mean, 1/std (fp32)": 2 * 4 * sb,
+        "Q": 2 * sbh,
+        "K": 2 * sbh,
+        "V": 2 * sbh,
+        "merged heads (output projection input)": 2 * sbh,
+        "attention output dropout mask (fp16)": 2 * sbh,
         "residual add (LayerNorm 2 input)": 2 * sbh,
-        "LayerNorm 2 output (fc1 input)": 2 * sbh, "LayerNorm 2 mean, 1/std (fp32)": 2 * 4 * sb,
-        "GeLU input": 8 * sbh, "GeLU output (fc2 input)": 8 * sbh, "MLP dropout mask (fp16)": 2 * sbh,
+        "LayerNorm 2 output (fc1 input)": 2 * sbh,
+        "LayerNorm 2 mean, 1/std (fp32)": 2 * 4 * sb,
+        "GeLU input": 8 * sbh,
+        "GeLU output (fc2 input)": 8 * sbh,
+        "MLP dropout mask (fp16)": 2 * sbh,
         "layer output (next layer's input)": 2 * sbh,
     }
     if mode == "none":  # selective recompute rebuilds these from Q, K, V
-        terms |= {"softmax output": 2 * as2b, "attention dropout mask (fp16)": 2 * as2b,
-                  "attention dropout output": 2 * as2b}
+        terms |= {
+            "softmax output": 2 * as2b,
+            "attention dropout mask (fp16)": 2 * as2b,
+            "attention dropout output": 2 * as2b,
+        }
     return terms
 
 
@@ -188,16 +217,29 @@ def test_gpt_kept_tensors_are_the_ones_backward_reads():
     ir = read_ir(str(GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir"))
     report = account(ir)
     layer0 = sorted((ir[t.tensor.node]["op"], t.tensor.index, t.nbytes) for t in report.kept if t.layer == "0")
-    assert layer0 == sorted([
-        ("LayerNorm", 0, 4096), ("LayerNorm", 1, 128), ("LayerNorm", 2, 128),   # ln1: y, mean, rstd
-        ("LayerNorm", 0, 4096), ("LayerNorm", 1, 128), ("LayerNorm", 2, 128),   # ln2
-        ("Transpose", None, 4096), ("Transpose", None, 4096), ("Transpose", None, 4096),  # Q, K, V
-        ("Transpose", None, 4096),                                               # merged heads
-        ("Softmax", None, 4096), ("Dropout", 0, 4096), ("Dropout", 1, 4096),      # probs, dropped, mask
-        ("Dropout", 1, 4096), ("Dropout", 1, 4096),                              # hidden dropout masks
-        ("Add", None, 4096), ("Add", None, 4096),                                # residual, layer output
-        ("Add", None, 16384), ("GeLU", None, 16384),                             # fc1 (bias add), GeLU
-    ])
+    assert layer0 == sorted(
+        [
+            ("LayerNorm", 0, 4096),
+            ("LayerNorm", 1, 128),
+            ("LayerNorm", 2, 128),  # ln1: y, mean, rstd
+            ("LayerNorm", 0, 4096),
+            ("LayerNorm", 1, 128),
+            ("LayerNorm", 2, 128),  # ln2
+            ("Transpose", None, 4096),
+            ("Transpose", None, 4096),
+            ("Transpose", None, 4096),  # Q, K, V
+            ("Transpose", None, 4096),  # merged heads
+            ("Softmax", None, 4096),
+            ("Dropout", 0, 4096),
+            ("Dropout", 1, 4096),  # probs, dropped, mask
+            ("Dropout", 1, 4096),
+            ("Dropout", 1, 4096),  # hidden dropout masks
+            ("Add", None, 4096),
+            ("Add", None, 4096),  # residual, layer output
+            ("Add", None, 16384),
+            ("GeLU", None, 16384),  # fc1 (bias add), GeLU
+        ]
+    )
 
 
 def test_bytes_at_stake_walks_no_layers_and_the_shared_report_gives_the_same_ones():
@@ -216,15 +258,17 @@ def test_bytes_at_stake_walks_no_layers_and_the_shared_report_gives_the_same_one
     assert rows(shared) == rows(own)
     assert {t.layer for t in shared.kept} >= {"0", "1"}
     del ir
-    assert [(t.tensor, t.layer) for t in shared.kept] == [(t.tensor, t.layer) for t in own.kept]   # outlives its file
+    assert [(t.tensor, t.layer) for t in shared.kept] == [(t.tensor, t.layer) for t in own.kept]  # outlives its file
 
 
 # one of each shape: a plain validate, a pipeline stage (lazy_inline halves and their Partial), a CPU
 # kernel graph (expanded grad ops), a function compiled with ms.grad (subgraph calls)
-PER_NODE = [GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir",
-            TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_0" / "21_validate_0091.ir",
-            CORPUS / "llama-recompute-modes" / "graph_build_0_0094.ir",
-            CORPUS / "s7_ffn_3d_function_grad" / "31_validate_0032.ir"]
+PER_NODE = [
+    GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir",
+    TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_0" / "21_validate_0091.ir",
+    CORPUS / "llama-recompute-modes" / "graph_build_0_0094.ir",
+    CORPUS / "s7_ffn_3d_function_grad" / "31_validate_0032.ir",
+]
 
 
 @pytest.mark.parametrize("path", PER_NODE, ids=lambda p: p.parent.name)
@@ -303,10 +347,11 @@ def test_bytes_at_stake_is_the_kept_output_of_a_node():
     silu = next(k for k in ir.nodes_by_op("SiLU"))
     square = next(k for k in ir.nodes_by_op("Square"))
     assert bytes_at_stake(ir, silu) == FFN_SILU
-    assert bytes_at_stake(ir, square) == 0   # the loss square's output is not read by backward
+    assert bytes_at_stake(ir, square) == 0  # the loss square's output is not read by backward
 
 
 # --- the command ------------------------------------------------------------------------------
+
 
 def run(*args):
     return CliRunner().invoke(main, ["memory", *map(str, args)], catch_exceptions=False)
@@ -329,8 +374,14 @@ def test_memory_json_contract():
     assert first["bytes"] == first["shape"][0] * first["shape"][1] * first["shape"][2] * F32
 
 
-@pytest.mark.parametrize("path", [CORPUS / "llama-recompute-modes", GPT / "gpt-s8-b4-h32-a2",
-                                  TESTS / "fixtures" / "synthetic" / "ffn_wrong_strategy_ranks_synthetic"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        CORPUS / "llama-recompute-modes",
+        GPT / "gpt-s8-b4-h32-a2",
+        TESTS / "fixtures" / "synthetic" / "ffn_wrong_strategy_ranks_synthetic",
+    ],
+)
 def test_memory_json_matches_its_schema(path):
     import jsonschema
 
@@ -346,7 +397,7 @@ def test_memory_ranks_side_by_side():
 
 
 def test_memory_text_snapshot(snapshot, monkeypatch):
-    monkeypatch.chdir(CORPUS)   # paths are shown relative to the working directory
+    monkeypatch.chdir(CORPUS)  # paths are shown relative to the working directory
     result = run("llama-recompute-modes", "--top", "5")
     assert result.exit_code == 0
     assert result.output == snapshot
@@ -359,7 +410,8 @@ def test_memory_help_says_what_is_counted():
 
 def test_memory_without_final_stage_fails_cleanly(tmp_path):
     (tmp_path / "12_pipeline_split_0013.ir").write_bytes(
-        (CORPUS / "s2_ffn_3d_reshape_blocks" / "12_pipeline_split_0013.ir").read_bytes())
+        (CORPUS / "s2_ffn_3d_reshape_blocks" / "12_pipeline_split_0013.ir").read_bytes()
+    )
     result = CliRunner().invoke(main, ["memory", str(tmp_path)])
     assert result.exit_code == 2 and "no final-stage graph dump" in result.output
     assert run(tmp_path / "missing").exit_code == 2
@@ -392,21 +444,29 @@ def test_gpt_fixture_manifests(folder):
     report = account(read_ir(str(GPT / folder / "21_validate_0076.ir")))
     rows = {row.layer: row for row in report.layers()}
     assert {k: rows[k].kept_bytes for k in manifest["expected_kept_bytes"]} == manifest["expected_kept_bytes"]
-    assert {k: rows[k].recompute_saved_bytes for k in manifest["expected_recompute_saved_bytes"]} \
-        == manifest["expected_recompute_saved_bytes"]
+    assert {k: rows[k].recompute_saved_bytes for k in manifest["expected_recompute_saved_bytes"]} == manifest[
+        "expected_recompute_saved_bytes"
+    ]
 
 
 # --- bytes at stake on the recompute findings ----------------------------------------------------
 
+
 def test_recompute_findings_state_bytes_per_layer_and_across_layers(lint_paths):
     report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"])
-    found = [o for f in report.findings for o in f.occurrences]   # each occurrence of a grouped finding
-    stakes = {(f.code, f.node): (f.bytes_at_stake, dict(f.extra)["bytes_at_stake_total"]) for f in found
-              if f.code in ("RC001", "RC002")}
+    found = [o for f in report.findings for o in f.occurrences]  # each occurrence of a grouped finding
+    stakes = {
+        (f.code, f.node): (f.bytes_at_stake, dict(f.extra)["bytes_at_stake_total"])
+        for f in found
+        if f.code in ("RC001", "RC002")
+    }
     # the gate Mul (s x ff fp16) is blocked in layers 0 and 2; the one-op SiLU cell only in layer 2
     # (one problem, one finding: the blocked Mul is RC002's alone)
-    assert stakes == {("RC002", "%60"): (FF_OUT, 2 * FF_OUT), ("RC002", "%189"): (FF_OUT, 2 * FF_OUT),
-                      ("RC001", "%184"): (FF_OUT, FF_OUT)}
+    assert stakes == {
+        ("RC002", "%60"): (FF_OUT, 2 * FF_OUT),
+        ("RC002", "%189"): (FF_OUT, 2 * FF_OUT),
+        ("RC001", "%184"): (FF_OUT, FF_OUT),
+    }
     mul = next(f for f in found if f.node == "%60" and f.code == "RC002")
     assert "5.50 KiB at stake in this layer, 11.0 KiB across the 2 layers" in mul.message
     assert mul.to_dict()["bytes_at_stake"] == FF_OUT
@@ -415,7 +475,9 @@ def test_recompute_findings_state_bytes_per_layer_and_across_layers(lint_paths):
     data = group.to_dict()
     assert data["bytes_at_stake"] == 2 * FF_OUT and data["layers"] == ["0", "2"]
     assert [(o["node"], o["layer"], o["bytes_at_stake"]) for o in data["occurrences"]] == [
-        ("%60", "0", FF_OUT), ("%189", "2", FF_OUT)]
+        ("%60", "0", FF_OUT),
+        ("%189", "2", FF_OUT),
+    ]
     assert group.headline.startswith("Mul in feed_forward, layers 0, 2: ") and "11.0 KiB kept" in group.headline
 
 
@@ -431,16 +493,30 @@ def test_text_report_puts_the_costliest_finding_first():
     from irlint.reporters import RenderContext, render
 
     def finding(line, stake):
-        return Finding(code="RC001", rule="recompute-not-applied", severity="warning", file="a.ir", line=line,
-                       graph="@g", node=f"%{line}", op="Mul", scope="s", message=f"at line {line}",
-                       bytes_at_stake=stake)
+        return Finding(
+            code="RC001",
+            rule="recompute-not-applied",
+            severity="warning",
+            file="a.ir",
+            line=line,
+            graph="@g",
+            node=f"%{line}",
+            op="Mul",
+            scope="s",
+            message=f"at line {line}",
+            bytes_at_stake=stake,
+        )
 
-    text = render(Report(findings=[finding(10, 64), finding(20, None), finding(30, 4096)], files=["a.ir"]),
-                  "text", RenderContext(width=100))
+    text = render(
+        Report(findings=[finding(10, 64), finding(20, None), finding(30, 4096)], files=["a.ir"]),
+        "text",
+        RenderContext(width=100),
+    )
     assert text.index("at line 30") < text.index("at line 10") < text.index("at line 20")
 
 
 # --- outsized-kept-activation (AM001) ----------------------------------------------------------
+
 
 def test_outsized_rule_flags_the_fp32_softmax_of_each_layer_not_recomputed():
     from irlint.rules.outsized_activation import OutsizedKeptActivation
@@ -448,8 +524,9 @@ def test_outsized_rule_flags_the_fp32_softmax_of_each_layer_not_recomputed():
     ir = read_ir(str(CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"))
     found = list(OutsizedKeptActivation().check(ir))
     # layers 0-2 keep their fp32 softmax (1, 4, 16, 16); layer 3 is fully recomputed
-    assert [(f.op, dict(f.extra)["layer"], f.bytes_at_stake) for f in found] == \
-        [("Softmax", str(i), HEADS * S * S * F32) for i in range(3)]
+    assert [(f.op, dict(f.extra)["layer"], f.bytes_at_stake) for f in found] == [
+        ("Softmax", str(i), HEADS * S * S * F32) for i in range(3)
+    ]
     assert "flash attention" in found[0].hint
 
 
@@ -457,13 +534,17 @@ def test_outsized_rule_share_of_layer():
     from irlint.rules.outsized_activation import OutsizedKeptActivation
 
     ir = read_ir(str(GPT / "gpt-s16-b2-h64-a4" / "21_validate_0076.ir"))
-    assert list(OutsizedKeptActivation().check(ir)) == []   # fp16 throughout, no tensor above 25%
+    assert list(OutsizedKeptActivation().check(ir)) == []  # fp16 throughout, no tensor above 25%
     rule = OutsizedKeptActivation()
     rule.max_layer_share = 0.15
     # GeLU input and output (8 s b h each) are 19% of layer 0 and 22% of layer 1; the fully
     # recomputed layer 2 keeps one tensor and is never judged
-    assert sorted((f.op, dict(f.extra)["layer"]) for f in rule.check(ir)) == \
-        [("Add", "0"), ("Add", "1"), ("GeLU", "0"), ("GeLU", "1")]
+    assert sorted((f.op, dict(f.extra)["layer"]) for f in rule.check(ir)) == [
+        ("Add", "0"),
+        ("Add", "1"),
+        ("GeLU", "0"),
+        ("GeLU", "1"),
+    ]
 
 
 def test_outsized_rule_is_off_by_default(lint_paths):
@@ -476,8 +557,13 @@ def test_outsized_rule_is_off_by_default(lint_paths):
 def test_a_kept_tensor_of_unknown_size_is_named_not_guessed(ir_from_text):
     from irlint.rules.outsized_activation import SOFTMAX_FP32_KEPT
 
-    ir = ir_from_text(SOFTMAX_FP32_KEPT.replace("-> (<Tensor[Float32], (1, 4, 16, 16)>)\n      # Fullname with scope: (Default",
-                                                "-> (<Tensor[Float32], (-1, 4, 16, 16)>)\n      # Fullname with scope: (Default", 1))
+    ir = ir_from_text(
+        SOFTMAX_FP32_KEPT.replace(
+            "-> (<Tensor[Float32], (1, 4, 16, 16)>)\n      # Fullname with scope: (Default",
+            "-> (<Tensor[Float32], (-1, 4, 16, 16)>)\n      # Fullname with scope: (Default",
+            1,
+        )
+    )
     report = account(ir)
     assert [ir[t.tensor.node]["op"] for t in report.unsized] == ["Softmax"]
     assert report.total_kept_bytes == 0
@@ -500,8 +586,11 @@ def test_memory_reads_compressed_dumps_and_stdin(tmp_path):
     from_stdin = json.loads(piped.output)["files"][0]
     assert plain["total_kept_bytes"] > 0
     for entry in (from_gz, from_stdin):
-        assert (entry["total_kept_bytes"], entry["layers"], entry["top"]) == \
-            (plain["total_kept_bytes"], plain["layers"], plain["top"])
+        assert (entry["total_kept_bytes"], entry["layers"], entry["top"]) == (
+            plain["total_kept_bytes"],
+            plain["layers"],
+            plain["top"],
+        )
 
 
 def test_memory_of_several_cases_is_one_table_per_case():
@@ -511,13 +600,14 @@ def test_memory_of_several_cases_is_one_table_per_case():
     assert result.exit_code == 0, result.output
     text = result.output
     assert text.count("Activations kept for backward, per layer") == 3
-    assert [line.split("/")[-2 if "rank_*" in line else -1] for line in text.splitlines()
-            if line.startswith("== ")] == sorted(cases)
+    assert [
+        line.split("/")[-2 if "rank_*" in line else -1] for line in text.splitlines() if line.startswith("== ")
+    ] == sorted(cases)
     tables = text.split("Activations kept for backward, per layer")[1:]
-    heads = [t.split("\n")[2] for t in tables]   # the column header row of each table
+    heads = [t.split("\n")[2] for t in tables]  # the column header row of each table
     assert all(h.count("kept bytes (rank 0)") <= 1 for h in heads)
-    assert sum("kept bytes (rank 7)" in h for h in heads) == 1          # the 8-rank case, side by side
-    assert sum(h.count("kept bytes") == 1 for h in heads) == 2         # the others: one column each
+    assert sum("kept bytes (rank 7)" in h for h in heads) == 1  # the 8-rank case, side by side
+    assert sum(h.count("kept bytes") == 1 for h in heads) == 2  # the others: one column each
 
 
 # --- the kept bytes the findings are about (issue 28) ------------------------------------------
@@ -535,10 +625,14 @@ def test_at_stake_column_is_what_a_default_lint_of_the_same_files_prices(path):
         if f.get("bytes_at_stake"):
             key = (Path(f["file"]).name, f["layer"] or layer_of(f["scope"]), f["code"])
             expected[key] = expected.get(key, 0) + f["bytes_at_stake"]
-    shown = {(Path(e["file"]).name, row["layer"], code): n
-             for e in files for row in e["layers"] for code, n in row["at_stake_bytes"].items()}
+    shown = {
+        (Path(e["file"]).name, row["layer"], code): n
+        for e in files
+        for row in e["layers"]
+        for code, n in row["at_stake_bytes"].items()
+    }
     assert shown == expected
-    for e in files:   # the file's totals are its rows'
+    for e in files:  # the file's totals are its rows'
         totals: dict[str, int] = {}
         for row in e["layers"]:
             for code, n in row["at_stake_bytes"].items():
@@ -571,9 +665,14 @@ def test_memory_html_has_the_pipeline_in_flight_and_peak_figures_the_text_shows(
     html = run(PIPELINE, "--format", "html").output
     text = run(PIPELINE).output
     rows = _re.findall(r'<tr class="(in-flight|peak)"><td>[^<]*</td><td class="num">([^<]*)</td>', html)
-    expected = [(kind, value) for e in files for kind, value in
-                (("in-flight", f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"),
-                 ("peak", human_bytes(e["peak_kept_bytes"])))]
+    expected = [
+        (kind, value)
+        for e in files
+        for kind, value in (
+            ("in-flight", f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"),
+            ("peak", human_bytes(e["peak_kept_bytes"])),
+        )
+    ]
     assert rows == expected and any(e["micro_batches_in_flight"] > 1 for e in files)
     for _, value in expected:
         assert value in text

@@ -1,4 +1,5 @@
 """The graph model: nodes, attributes, edges in argument order, and the helpers rules use."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,11 @@ JIT = CORPUS / "ffn-jit-grad" / "01_type_inference_0001.ir"
 
 
 def _by_id(ir, node_id, graph=None):
-    return next(k for k, d in ir.graph.nodes(data=True)
-                if d.get("id") == node_id and d["kind"] == "cnode" and (graph is None or d["graph"] == graph))
+    return next(
+        k
+        for k, d in ir.graph.nodes(data=True)
+        if d.get("id") == node_id and d["kind"] == "cnode" and (graph is None or d["graph"] == graph)
+    )
 
 
 def test_node_attributes_from_a_real_record():
@@ -24,7 +28,9 @@ def test_node_attributes_from_a_real_record():
     assert silu["primitive_attrs"] == {"recompute": True}
     assert silu["cnode_attrs"] == {"recompute": True}
     assert silu["primal_attrs"] == {"unique_id": "6527"}
-    assert silu["scope"] == "Default/network-FeedForwardNet/feed_forward-LlamaFeedForward/w1-Linear/activation-LlamaSiLU"
+    assert (
+        silu["scope"] == "Default/network-FeedForwardNet/feed_forward-LlamaFeedForward/w1-Linear/activation-LlamaSiLU"
+    )
     assert (silu["out_type"].dtype, silu["out_type"].shape) == ("Float32", (16, 64))
     assert silu["graph"] == "@112_29_1_llm_common_TrainStep_construct_222"
 
@@ -51,7 +57,7 @@ def test_consumers_and_passthrough_walk():
 
 def test_backward_nodes_and_their_forward_nodes():
     ir = read_ir(str(S2))
-    grad = _by_id(ir, "%24")          # SiLUGrad, derived from SiLU unique_id 6527
+    grad = _by_id(ir, "%24")  # SiLUGrad, derived from SiLU unique_id 6527
     assert ir.is_backward(grad) and not ir.is_backward(_by_id(ir, "%6"))
     assert ir[ir.forward_of(grad)]["id"] == "%6"
     assert ir.nodes_by_op("SiLUGrad") == [grad]
@@ -89,7 +95,7 @@ def test_every_reference_resolves_in_real_dumps():
 
 def test_a_record_spanning_lines_keeps_its_first_line_and_its_inputs():
     ir = read_ir(str(CORPUS / "llama-recompute-modes" / "graph_build_0_0094.ir"))
-    k = _by_id(ir, "%407")     # MaskedFill of a printed tensor that spans lines 5612-5619
+    k = _by_id(ir, "%407")  # MaskedFill of a printed tensor that spans lines 5612-5619
     assert ir[k]["line"] == 5612 and ir[k]["op"] == "MaskedFill"
     producers = ir.producers(k)
     assert ir[producers[1]]["id"] == "%400" and ir[producers[0]]["value"].name == "Tensor"
@@ -159,7 +165,7 @@ def test_the_networkx_graph_shares_the_models_dicts():
     g.add_edge(extra, mul, key=len(before), kind="data")
     assert ir[extra]["value"] == 1
     assert ir.producers(mul) == [*before, extra] and mul in ir.consumers(extra)
-    ir.succ[extra][mul][len(before)]["kind"] = "control"   # and the other way round
+    ir.succ[extra][mul][len(before)]["kind"] = "control"  # and the other way round
     assert list(g.in_edges(mul, keys=True, data="kind"))[-1] == (extra, mul, len(before), "control")
     assert ir.producers(mul) == before
 

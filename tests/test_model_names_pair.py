@@ -4,6 +4,7 @@ takes without its problems changing (tests/fixtures/names, made by
 select_recompute keys): MindFormers' lazy_inline form, the FFN class renamed
 (``LlamaFeedForward`` -> ``FeedForward``), lazy_inline disabled, and both. A baseline written on one
 and read on another hides every finding and leaves none fixed; ``irlint diff`` says 0 new, 0 fixed."""
+
 from __future__ import annotations
 
 import gzip
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import TESTS
+
 from irlint.cli import main
 
 NAMES = TESTS / "fixtures" / "names"

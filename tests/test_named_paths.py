@@ -1,6 +1,7 @@
 """The paths a user names: a folder named twice or with its sub-folder is read once; a path that
 cannot be used is an input problem in the report, and the rest is linted; a folder of links to rank
 folders elsewhere (a cluster collected from nodes) is read (issue 31, items 5, 6 and 17)."""
+
 from __future__ import annotations
 
 import json
@@ -109,8 +110,7 @@ def cluster(tmp_path, monkeypatch) -> Path:
         shutil.copytree(PAR / "rank_0", tmp_path / f"node{rank}" / "graph")
     (tmp_path / "cluster").mkdir()
     for rank in (0, 1):
-        (tmp_path / "cluster" / f"rank_{rank}").symlink_to(tmp_path / f"node{rank}" / "graph",
-                                                         target_is_directory=True)
+        (tmp_path / "cluster" / f"rank_{rank}").symlink_to(tmp_path / f"node{rank}" / "graph", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     return tmp_path / "cluster"
 
@@ -127,8 +127,8 @@ def test_a_cluster_folder_of_links_to_rank_folders_is_read(cluster):
 
 
 def test_links_are_followed_once_and_cycles_end(cluster):
-    (cluster / "rank_2").symlink_to(cluster.parent / "node0" / "graph", target_is_directory=True)   # again
-    (cluster.parent / "node1" / "graph" / "back").symlink_to(cluster, target_is_directory=True)   # a cycle
+    (cluster / "rank_2").symlink_to(cluster.parent / "node0" / "graph", target_is_directory=True)  # again
+    (cluster.parent / "node1" / "graph" / "back").symlink_to(cluster, target_is_directory=True)  # a cycle
     found = discover_inputs(["cluster"])
     reals = [os.path.realpath(f.path) for f in found.files]
     per_rank = len(list((PAR / "rank_0").iterdir()))
@@ -149,7 +149,7 @@ def test_a_link_to_a_folder_without_dumps_is_named_with_how_to_read_it(cluster, 
     assert problems == [("cluster/home", "IR001"), ("cluster/root", "IR001")]
     for d in data["diagnostics"]:
         assert "irlint cluster/*" in d["message"] and "-L/--follow-links" in d["message"]
-    (cluster / "root").unlink()   # -L follows every link: not one to the whole file system
+    (cluster / "root").unlink()  # -L follows every link: not one to the whole file system
     code, data = lint_json("cluster", "-L", "--select", "PC")
     assert data["summary"]["files"] == 3 and not any(d["file"] == "cluster/home" for d in data["diagnostics"])
 

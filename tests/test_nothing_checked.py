@@ -1,5 +1,6 @@
 """A clean result means "read and clean" (issue 21): renamed dumps are read, a run that checked
 nothing says why and exits 2, and each compile of a folder is linted."""
+
 from __future__ import annotations
 
 import shutil
@@ -9,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from irlint.cli import main
-from irlint.runner.discover import discover
 from irlint.model.stages import stage_of
+from irlint.runner.discover import discover
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
-WITH_FINDINGS = CORPUS / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"   # two RC002
+WITH_FINDINGS = CORPUS / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"  # two RC002
 CLEAN = CORPUS / "s3_ffn_3d_reshape_fixed" / "21_validate_0076.ir"
 
 
@@ -21,9 +22,17 @@ def run(*args):
     return CliRunner().invoke(main, [*map(str, args), "-n", "--format", "concise"])
 
 
-@pytest.mark.parametrize("name", ["result_21_validate_0076.ir", "myrun-21_validate_0076.ir",
-                                  "21_validate_0076.backup.ir", "rank0_21_validate_0076.IR",
-                                  "21_validate_0076.ir.txt", "21_validate_0076.txt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "result_21_validate_0076.ir",
+        "myrun-21_validate_0076.ir",
+        "21_validate_0076.backup.ir",
+        "rank0_21_validate_0076.IR",
+        "21_validate_0076.ir.txt",
+        "21_validate_0076.txt",
+    ],
+)
 def test_a_renamed_dump_in_a_folder_is_read_as_its_stage(tmp_path, name):
     assert stage_of(name).name == "validate" and stage_of(name).seq == 76
     shutil.copy(WITH_FINDINGS, tmp_path / name)
@@ -52,7 +61,7 @@ def test_no_selected_rule_is_not_clean(tmp_path):
 
 def test_each_compile_of_a_folder_is_linted(tmp_path):
     shutil.copy(WITH_FINDINGS, tmp_path / "21_validate_0076.ir")
-    shutil.copy(CLEAN, tmp_path / "21_validate_0150.ir")   # a later compile of the same process
+    shutil.copy(CLEAN, tmp_path / "21_validate_0150.ir")  # a later compile of the same process
     result = run(tmp_path)
     assert result.exit_code == 1, result.output
     assert result.output.count("21_validate_0076.ir") == 2 and "0150" not in result.output
@@ -66,10 +75,17 @@ def test_compiles_are_told_apart_by_stage_order():
     from irlint.runner.engine import compiles
 
     files, _ = discover([str(CORPUS / "llama-recompute-modes")])
-    assert len(compiles(files)) == 1   # one compile: front-end stages, then the backend's
-    names = ["00_parse_0000.ir", "21_validate_0076.ir", "graph_build_0_0079.ir", "graph_build_1_0080.ir",
-             "00_parse_0081.ir",
-             "06_add_attr_0090.ir", "21_validate_0150.ir", "21_validate_0160.ir"]
+    assert len(compiles(files)) == 1  # one compile: front-end stages, then the backend's
+    names = [
+        "00_parse_0000.ir",
+        "21_validate_0076.ir",
+        "graph_build_0_0079.ir",
+        "graph_build_1_0080.ir",
+        "00_parse_0081.ir",
+        "06_add_attr_0090.ir",
+        "21_validate_0150.ir",
+        "21_validate_0160.ir",
+    ]
 
     class F:
         def __init__(self, name):
@@ -89,7 +105,7 @@ def test_show_files_says_why_an_earlier_stage_is_skipped():
 
 @pytest.mark.parametrize("name", ["rank_0_graph.ir", "net_1_model.ir", "graph.ir", "my_2_runs.ir"])
 def test_a_name_without_a_stage_file_in_it_is_read_by_every_rule(name):
-    assert not stage_of(name).known   # numbers inside a name are no stage without MindSpore's sequence
+    assert not stage_of(name).known  # numbers inside a name are no stage without MindSpore's sequence
 
 
 def test_a_renamed_dump_of_unknown_stage_in_a_folder_is_read_by_every_rule(tmp_path):

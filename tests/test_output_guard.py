@@ -1,6 +1,7 @@
 """Every command that writes a file (lint -o, --write-baseline, memory -o, diff -o) shares one guard:
 it never writes onto a dump it reads (named, through a link, or another stage file of the folder),
 onto the baseline it reads, or twice onto one file (issue 31, items 1 and 14)."""
+
 from __future__ import annotations
 
 import shutil

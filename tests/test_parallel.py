@@ -1,4 +1,5 @@
 """Reading in worker processes gives exactly what reading in-process gives."""
+
 from __future__ import annotations
 
 import os
@@ -8,10 +9,10 @@ import pytest
 
 import irlint.runner.engine as engine
 import irlint.runner.workers as workers
+from irlint.rule import Rule
 from irlint.runner.config import Config
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint
-from irlint.rule import Rule
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 
@@ -83,7 +84,7 @@ def test_one_small_file_stays_in_process(monkeypatch, tmp_path):
     monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path / "cache"))
     files, _ = discover([str(CORPUS / "s1_ffn_2d")])
     assert workers.jobs_for(files[:1], Config(jobs=4)) == 1
-    assert workers.jobs_for(files, Config(jobs=4)) == 1          # a few hundred KB in all
+    assert workers.jobs_for(files, Config(jobs=4)) == 1  # a few hundred KB in all
     big = [f.__class__(**{**{s: getattr(f, s) for s in f.__slots__}, "size": 64 << 20}) for f in files[:2]]
     assert workers.jobs_for(big, Config(jobs=4)) == 2
     assert workers.jobs_for(big, Config(jobs=1)) == 1
@@ -107,7 +108,7 @@ def test_workers_that_read_fork_with_the_parser_built():
     from irlint.read import parser
 
     parser._parser.cache_clear()
-    pool = workers.start_pool(2, reads=False)   # hashing only (a cache may answer every file): nothing built
+    pool = workers.start_pool(2, reads=False)  # hashing only (a cache may answer every file): nothing built
     try:
         assert _parsers_built() == 0 and pool.submit(_parsers_built).result() == 0
     finally:

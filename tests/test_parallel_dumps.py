@@ -1,18 +1,19 @@
 """Real semi_auto_parallel dumps (MindSpore 2.10, 8 devices): read whole, redundant chains
 (PC001) and full gathers (PC002) found with the content the user needs, scheme communication
 silent, identical chains of rank_N/ folders reported once."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from conftest import CORPUS, SHARED_CORPUS, portable, quiet_config
+from irlint.rules.redistribution.full_gather import StrategyMismatchFullGather
+from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
+
+from irlint.read.reader import read_ir
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint
-from irlint.read.reader import read_ir
-from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
-from irlint.rules.redistribution.full_gather import StrategyMismatchFullGather
 
 ROWS_TO_COLS = CORPUS / "par-mismatch-mm_rows8_to_cols8" / "rank_0" / "21_validate_0082.ir"
 COL_ROW = CORPUS / "par-fixed-mm_col_row_mp8"
@@ -29,10 +30,11 @@ def _par_dumps() -> list:
 @pytest.mark.slow
 def test_every_parallel_dump_reads_whole():
     from irlint.runner.engine import read_dump
+
     dumps = _par_dumps()
-    assert len(dumps) >= 30   # the fixtures alone hold 30 par-* files
+    assert len(dumps) >= 30  # the fixtures alone hold 30 par-* files
     bad = []
-    for f in dumps:   # the MindFormers MoE dumps are gzip-compressed
+    for f in dumps:  # the MindFormers MoE dumps are gzip-compressed
         path, ir = f.path, read_dump(f)
         if ir.diagnostics or ir.header.get("total_cnodes") != ir.cnode_count:
             bad.append((path, ir.cnode_count, ir.header.get("total_cnodes"), [str(d) for d in ir.diagnostics[:2]]))
@@ -46,13 +48,15 @@ def _check(rule, path: Path):
 
 # --- PC001 on the rows -> columns chain -----------------------------------------------------------
 
+
 def test_rows_to_cols_chain_in_order_with_bytes_and_its_backward_transpose():
     ir, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
     extra = dict(f.extra)
     assert (f.node, f.op) == ("%3", "AllGather")
     assert [(s["node"], s["op"], s["in"], s["out"], s["moved_bytes"]) for s in extra["steps"]] == [
         ("%3", "AllGather", "Float32(8, 32)", "Float32(64, 32)", 7 * 8 * 32 * 4),
-        ("%4", "StridedSlice", "Float32(64, 32)", "Float32(64, 4)", 0)]
+        ("%4", "StridedSlice", "Float32(64, 32)", "Float32(64, 4)", 0),
+    ]
     assert extra["surviving_bytes"] == 64 * 4 * 4
     # StridedSliceGrad pads back, the ReduceScatter named after the AllGather moves the same 7/8 again
     assert extra["backward"] == ["%15", "%16"]
@@ -67,8 +71,11 @@ def test_rows_to_cols_hint_changes_the_producer_not_the_relu():
     _, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
     assert "set MatMul mm1 (net-TwoMatMul) to in_strategy ((1, 1), (1, 8))" in f.hint
     assert "every other neighbour of the two ops still in agreement" in f.hint
-    assert dict(f.extra)["fix"] == {"node": "%2", "in_strategy": "((1, 1), (1, 8))",
-                                    "source": {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 48}}
+    assert dict(f.extra)["fix"] == {
+        "node": "%2",
+        "in_strategy": "((1, 1), (1, 8))",
+        "source": {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 48},
+    }
     fixed = read_ir(str(COL_ROW / "rank_0" / "21_validate_0082.ir"))
     (mm1,) = [k for k in fixed.nodes_by_op("MatMul") if fixed[k].get("instance") == "mm1"]
     assert fixed[mm1]["primitive_attrs"]["in_strategy"] == ((1, 1), (1, 8))
@@ -83,11 +90,12 @@ def test_scheme_communication_of_the_fixed_strategy_is_silent():
 
 # --- ranks ------------------------------------------------------------------------------------------
 
+
 def test_chains_of_eight_ranks_with_different_groups_and_offsets_are_reported_once():
     ranks = {r: read_ir(str(MUL_8RANKS / f"rank_{r}" / "21_validate_0082.ir")) for r in (0, 5)}
     groups = {r: {ir[k]["primitive_attrs"]["group"] for k in ir.nodes_by_op("AllGather")} for r, ir in ranks.items()}
     begins = {r: [ir[k]["args"][1] for k in ir.nodes_by_op("StridedSlice")] for r, ir in ranks.items()}
-    assert groups[0].isdisjoint(groups[5]) and begins[0] != begins[5]   # the ranks do differ
+    assert groups[0].isdisjoint(groups[5]) and begins[0] != begins[5]  # the ranks do differ
     report = lint([str(MUL_8RANKS)], quiet_config())
     pc = [f for f in report.findings if f.code.startswith("PC")]
     assert [(f.code, f.node, f.ranks) for f in pc] == [("PC001", n, tuple(range(8))) for n in ("%4", "%18", "%29")]
@@ -109,12 +117,16 @@ def test_col_col_folder_gives_one_full_gather_finding_on_ranks_0_to_7():
 
 # --- PC002 ------------------------------------------------------------------------------------------
 
+
 def test_full_gather_before_column_parallel_w2():
     ir, (f,) = _check(StrategyMismatchFullGather(), COL_COL / "rank_0" / "21_validate_0082.ir")
     extra = dict(f.extra)
     assert f.severity == "info"
-    assert extra["fix"] == {"node": "%19", "in_strategy": "((1, 8), (1, 8))",
-                            "source": {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 60}}
+    assert extra["fix"] == {
+        "node": "%19",
+        "in_strategy": "((1, 8), (1, 8))",
+        "source": {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 60},
+    }
     assert extra["moved_bytes"] == 7 * 64 * 8 * 4 and extra["gathered_bytes"] == 64 * 64 * 4
     assert extra["backward_moved_bytes"] == 7 * 64 * 8 * 4
     # the AllReduce a row-parallel w2 needs moves, on a ring, what the gather moves
@@ -138,7 +150,11 @@ def test_both_gathers_of_a_column_parallel_wo_are_one_finding():
 
 def test_snapshot_of_findings_on_real_parallel_fixtures(snapshot):
     found = []
-    for path in (ROWS_TO_COLS, MUL_8RANKS / "rank_0" / "21_validate_0082.ir", COL_COL / "rank_0" / "21_validate_0082.ir"):
+    for path in (
+        ROWS_TO_COLS,
+        MUL_8RANKS / "rank_0" / "21_validate_0082.ir",
+        COL_COL / "rank_0" / "21_validate_0082.ir",
+    ):
         ir = read_ir(str(path))
         for rule in (RedundantRedistributionChain(), StrategyMismatchFullGather()):
             found += [portable(f.to_dict(), CORPUS) for f in rule.check(ir)]
@@ -146,6 +162,7 @@ def test_snapshot_of_findings_on_real_parallel_fixtures(snapshot):
 
 
 # --- the dumps made for issue 9 (tests/fixtures/corpus-gen/par_extra_gen.py) ---------------------
+
 
 def _only(case: str) -> Path:
     (path,) = sorted((CORPUS / case / "rank_0").glob("21_validate_*.ir"))
@@ -180,6 +197,7 @@ def test_strategies_set_by_sharding_propagation_are_read_from_the_trailing_block
     propagated = [k for k in matmuls if "in_strategy" not in (ir[k].get("primitive_attrs") or {})]
     assert propagated, "propagation printed some strategies only after cnode_primal_attrs"
     from irlint.rules.redistribution.layouts import strategy
+
     assert {strategy(ir, k) for k in matmuls} == {((1, 1), (8, 1)), ((1, 8), (1, 8))}
 
 
@@ -206,7 +224,9 @@ def test_mindformers_pipeline_stages_read_whole_and_stay_silent():
         assert ir.diagnostics == [] and ir.header["total_cnodes"] == ir.cnode_count
         assert any("▸" in g for g in ir.subgraphs) and any("◂" in g for g in ir.subgraphs)
         assert ir.nodes_by_op("Send") and ir.nodes_by_op("Receive")
-        assert [k for k in ir.nodes_by_op("AllReduce") if ir[k].get("instance") == "grad_mirror_MirrorMicroStepOperator"]
+        assert [
+            k for k in ir.nodes_by_op("AllReduce") if ir[k].get("instance") == "grad_mirror_MirrorMicroStepOperator"
+        ]
     report = lint([str(folder)], quiet_config())
     assert [f for f in report.findings if f.code.startswith("PC")] == []
 
@@ -235,18 +255,20 @@ def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_
 def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
     from irlint.rules.redistribution.layouts import strategy
+
     text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
     ir = ir_from_text(text)
     assert ir.diagnostics == []
     (mm1,) = ir.nodes_by_op("MatMul")
     assert strategy(ir, mm1) is None
-    (f,) = RedundantRedistributionChain().check(ir)   # the chain is still found, the hint is generic
+    (f,) = RedundantRedistributionChain().check(ir)  # the chain is still found, the hint is generic
     assert "in_strategy ?" in f.hint
 
 
 def test_related_nodes_of_a_backward_subgraph_say_their_graph():
     """Node ids restart in every subgraph: the ◂ backward half's %31 is not the ▸ forward half's."""
     from irlint.reporters import render
+
     folder = CORPUS / "par-mindformers-llama_dp2_mp4_wrong_w2"
     report = lint([str(folder)], quiet_config())
     (f,) = [f for f in report.findings if f.code == "PC002"]
@@ -259,12 +281,13 @@ def test_related_nodes_of_a_backward_subgraph_say_their_graph():
     for r in back:
         assert f"{r.node} {r.op} in {r.graph}" in text
     forward = [r for r in f.related if r.graph == f.graph]
-    assert forward and all(f"{r.node} {r.op}  " in text for r in forward)   # same graph: not repeated
+    assert forward and all(f"{r.node} {r.op}  " in text for r in forward)  # same graph: not repeated
     sarif = render(report, "sarif")
     assert all(f"{r.node} {r.op} in {r.graph}" in sarif for r in f.related)
 
 
 # --- the dumps made for issue 18 (tests/fixtures/corpus-gen/par_comm_gen.py) ---------------------
+
 
 def test_scheme_reduce_scatter_before_a_wasteful_relayout_is_neither_anchor_nor_waste():
     """mm2's sequence-parallel ReduceScatter %12 hands rows on; the ReLU reads columns. The waste
@@ -298,8 +321,8 @@ def test_gather_before_a_replicated_router_and_slice_after_it_is_one_round_trip(
     assert (f.node, f.op, extra["kinds"]) == ("%3", "AllGather", ["gather-compute-slice"])
     assert extra["discarded_compute"] == "7/8" and extra["layout"] == "(8, 1)"
     assert {k: v for k, v in extra["fix"].items() if k != "source"} == {"node": "%5", "in_strategy": "((8, 1), (1, 1))"}
-    assert extra["fix"]["source"]["line"] == 72   # the model line that creates the op to change
-    gathered = 7 * 8 * 32 * 4   # (8, 32) -> (64, 32), and its ReduceScatter %16 in backward
+    assert extra["fix"]["source"]["line"] == 72  # the model line that creates the op to change
+    gathered = 7 * 8 * 32 * 4  # (8, 32) -> (64, 32), and its ReduceScatter %16 in backward
     assert [(w["node"], w["bytes"]) for w in extra["waste"]] == [("%3", gathered), ("%16", gathered)]
     assert "7/8 of its compute is thrown away" in f.message
 
@@ -308,7 +331,7 @@ def test_slice_before_a_relu_gathered_straight_back_is_one_round_trip():
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-slice_relu_gather"))
     extra = dict(f.extra)
     assert (f.node, extra["kinds"]) == ("%4", ["round-trip"])
-    assert [r.node for r in f.related[:3]] == ["%1", "%2", "%3"]   # producer, slice, the ReLU
+    assert [r.node for r in f.related[:3]] == ["%1", "%2", "%3"]  # producer, slice, the ReLU
     assert "set ReLU (net-Net) to in_strategy ((1, 1),)" in f.hint
     assert extra["waste_bytes"] == 2 * 7 * 8 * 32 * 4
 
@@ -318,7 +341,7 @@ def test_alltoall_undone_by_the_inverse_alltoall_after_a_relu_is_one_round_trip(
     extra = dict(f.extra)
     assert (f.node, f.op, extra["kinds"]) == ("%2", "AlltoAll", ["alltoall-round-trip"])
     assert extra["backward"] == ["%15", "%17"]
-    assert extra["waste_bytes"] == 4 * (64 * 8 * 4 * 7 // 8)   # two AlltoAll forward, two backward
+    assert extra["waste_bytes"] == 4 * (64 * 8 * 4 * 7 // 8)  # two AlltoAll forward, two backward
     assert "set ReLU (net-Net) to in_strategy ((1, 8),)" in f.hint
 
 
@@ -332,21 +355,24 @@ def test_same_split_counts_on_other_device_axes_is_a_permutation_paid_as_a_full_
     """add1 and add2 use layout("tp", "dp"); the ReLU between them the tuple (4, 2): same counts,
     other ranks. The hint names the ReLU and the Layout, never 'the strategies already agree'."""
     ir, found = _check(RedundantRedistributionChain(), _only("par-mismatch-layout_permutation"))
-    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [("%5", ["permutation-as-gather"]),
-                                                                   ("%20", ["permutation-as-gather"])]
+    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
+        ("%5", ["permutation-as-gather"]),
+        ("%20", ["permutation-as-gather"]),
+    ]
     for f in found:
         extra = dict(f.extra)
         assert extra["fix"] == {"node": "%18", "in_layout": 'layout("tp", "dp") of Layout((2, 4), ("dp", "tp"))'}
-        assert 'ReLU (net-Net) (in_strategy ((4, 2),)) places its blocks differently' in f.hint
+        assert "ReLU (net-Net) (in_strategy ((4, 2),)) places its blocks differently" in f.hint
         assert 'in_strategy=(layout("tp", "dp"),)' in f.hint and "already agree" not in f.hint
         assert "gathering it whole (8x)" in f.message and "the local shape Float32(8, 16) is the same" in f.message
         # three gathers over groups of 2: (8, 16) -> (2, 16, 32) is 8x; 7/8 of 4 KiB forward, as much backward
         assert extra["waste_bytes"] == 2 * (512 + 1024 + 2048)
     from irlint.rules.redistribution.layouts import placements
+
     (relu,) = [k for k in ir.nodes_by_op("ReLU") if not ir.is_backward(k)]
     (add1, _) = sorted((k for k in ir.nodes_by_op("Add") if not ir.is_backward(k)), key=lambda k: ir[k]["line"])
-    assert placements(ir, add1)[0] == (((4, 1),), ((2, 4),))     # tp: 4 ranks 1 apart; dp: 2 ranks 4 apart
-    assert placements(ir, relu)[0] == (((4, 2),), ((2, 1),))     # a tuple: dim 0 on the outer axis
+    assert placements(ir, add1)[0] == (((4, 1),), ((2, 4),))  # tp: 4 ranks 1 apart; dp: 2 ranks 4 apart
+    assert placements(ir, relu)[0] == (((4, 2),), ((2, 1),))  # a tuple: dim 0 on the outer axis
 
 
 def test_the_consistent_layout_net_has_no_finding():
@@ -356,9 +382,11 @@ def test_the_consistent_layout_net_has_no_finding():
 
 # --- MindFormers 2.1.0 MoE (tests/fixtures/corpus-gen/par_mf_moe_gen.py, gzip-compressed dumps) --
 
+
 def _mf_moe(case: str):
     from irlint.runner.discover import discover
     from irlint.runner.engine import read_dump
+
     (f,) = discover([str(CORPUS / case)])[0]
     return read_dump(f)
 
@@ -375,10 +403,15 @@ def test_mindformers_router_with_a_replicated_strategy_wastes_its_gather_and_com
     ir = _mf_moe("par-mismatch-mf_moe_router_replicated")
     (f,) = RedundantRedistributionChain().check(ir)
     extra = dict(f.extra)
-    assert (f.node, f.op, extra["kinds"], extra["discarded_compute"]) == ("%57", "AllGather", ["gather-compute-slice"], "3/4")
+    assert (f.node, f.op, extra["kinds"], extra["discarded_compute"]) == (
+        "%57",
+        "AllGather",
+        ["gather-compute-slice"],
+        "3/4",
+    )
     assert "0-LLamaDecodeLayer/feed_forward-MoEV2/router-Router/dense-Dense" in f.scope and "▸" in f.graph
     assert "set MatMul (dense-Dense) to in_strategy ((4, 1), (1, 1))" in f.hint
-    assert "RmsNorm" in f.message   # the op that made the layout, not the TupleGetItem after it
+    assert "RmsNorm" in f.message  # the op that made the layout, not the TupleGetItem after it
     # (1, 16, 64) -> (4, 16, 64) fp32 over 4 ranks: 3/4 of 16 KiB, and the ReduceScatter in the ◂ half
     assert extra["waste_bytes"] == 2 * 12288
     assert all("◂" in r.graph for r in f.related if r.note.startswith("backward transpose"))
@@ -414,6 +447,6 @@ def test_mindformers_sequence_parallel_reduce_scatter_is_scheme_and_the_relayout
     for occurrence in extra["occurrences"]:
         assert occurrence["scheme"] and set(occurrence["scheme"]) <= scatters
         assert not {w["node"] for w in occurrence["waste"]} & scatters
-        assert occurrence["waste_bytes"] == 2 * 6144   # the gather over 4 ranks, and its ReduceScatter in backward
-    assert "enable_alltoall" not in f.hint   # no experts here
+        assert occurrence["waste_bytes"] == 2 * 6144  # the gather over 4 ranks, and its ReduceScatter in backward
+    assert "enable_alltoall" not in f.hint  # no experts here
     assert extra["waste_bytes"] == 4 * 2 * 6144

@@ -1,5 +1,6 @@
 """The irlint program ends without the interpreter's teardown (``cli.run``), and loses nothing by it:
 the report, the exit code, exit handlers, running threads, a profiler around it."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 VALIDATE = S2 / "21_validate_0076.ir"
 
 # irlint called the way the console script calls it, with something left for the end of the process
-_PROGRAM = '''
+_PROGRAM = """
 import atexit, sys, threading, time
 from pathlib import Path
 out = Path(sys.argv[1])
@@ -30,16 +31,17 @@ atexit.register(lambda: (out / "atexit-ran").write_text("ran"))
 sys.argv = ["irlint", *sys.argv[2:]]
 from irlint.cli import run
 sys.exit(run())
-'''
+"""
 
 
 def _irlint(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "irlint", "--no-cache", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "irlint", "--no-cache", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def test_the_program_reports_as_the_command_does(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)   # where the program runs: files are shown relative to it
+    monkeypatch.chdir(tmp_path)  # where the program runs: files are shown relative to it
     expected = CliRunner().invoke(main, ["--no-cache", str(VALIDATE), "--format", "json"])
     proc = _irlint(str(VALIDATE), "--format", "json", cwd=tmp_path)
     assert proc.returncode == expected.exit_code == 1, proc.stderr
@@ -68,9 +70,17 @@ def test_exit_handlers_run_and_threads_are_waited_for(tmp_path):
 
 def test_a_profiler_around_irlint_still_writes_its_profile(tmp_path):
     profile = tmp_path / "irlint.prof"
-    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "irlint", "--no-cache", "-q",
-                           str(VALIDATE)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert "RC002" in proc.stdout, proc.stderr   # (cProfile ends with 0 whatever the program's code)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "irlint", "--no-cache", "-q", str(VALIDATE)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert "RC002" in proc.stdout, proc.stderr  # (cProfile ends with 0 whatever the program's code)
     import pstats
 
-    assert any(path.endswith(os.path.join("cli", "check.py")) and name == "check_cmd" for path, _, name in pstats.Stats(str(profile)).stats)
+    assert any(
+        path.endswith(os.path.join("cli", "check.py")) and name == "check_cmd"
+        for path, _, name in pstats.Stats(str(profile)).stats
+    )

@@ -1,12 +1,13 @@
 """Every real dump reads completely: no diagnostics, and the CNode count MindSpore printed."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from irlint.runner.discover import discover
 from irlint.read.reader import read_ir
+from irlint.runner.discover import discover
 
 FIXTURES = Path(__file__).parent / "fixtures" / "corpus"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -31,8 +32,9 @@ def test_fixture_corpus_is_there():
 @pytest.mark.parametrize("path", FIXTURE_DUMPS, ids=lambda p: str(Path(p).relative_to(FIXTURES.parent)))
 def test_fixture_dump_reads_completely(path):
     from irlint.runner.engine import read_dump
+
     (found,) = discover([path])[0]
-    ir = read_dump(found)   # compressed fixtures (the MindFormers MoE dumps) are read as they are
+    ir = read_dump(found)  # compressed fixtures (the MindFormers MoE dumps) are read as they are
     assert [d.to_dict() for d in ir.diagnostics] == []
     assert ir.header["total_cnodes"] == ir.cnode_count
     assert len(ir.subgraphs) == ir.header["total_subgraphs"]
@@ -53,8 +55,14 @@ def test_shared_corpus_reads_completely():
 
 def _model(ir) -> tuple:
     g = ir.graph
-    return (repr(list(g.nodes(data=True))), repr(list(g.edges(keys=True, data=True))),
-            [d.to_dict() for d in ir.diagnostics], ir.traces, ir.header, ir.attrs)
+    return (
+        repr(list(g.nodes(data=True))),
+        repr(list(g.edges(keys=True, data=True))),
+        [d.to_dict() for d in ir.diagnostics],
+        ir.traces,
+        ir.header,
+        ir.attrs,
+    )
 
 
 @pytest.mark.parametrize("name", ["llama-cast/21_validate_0076.ir", "s2_ffn_3d_reshape_blocks/21_validate_0076.ir"])
@@ -113,8 +121,11 @@ def test_unbalanced_node_lines_read_as_their_lines_one_by_one(tmp_path, monkeypa
     import irlint.read.scanner
 
     lines = (FIXTURES / "llama-cast/21_validate_0076.ir").read_bytes().splitlines(keepends=True)
-    named = [i for i, ln in enumerate(lines) if ln.startswith(b"  %") and b"{instance name: " in ln
-             and lines[i + 1].startswith(b"      : ")]
+    named = [
+        i
+        for i, ln in enumerate(lines)
+        if ln.startswith(b"  %") and b"{instance name: " in ln and lines[i + 1].startswith(b"      : ")
+    ]
     lines[named[0]] = lines[named[0]].replace(b"{instance name: ", b"{instance name: half(", 1)
     lines[named[1]] = lines[named[1]].replace(b") {instance name: ", b" {instance name: ", 1)  # no grammar reads it
     path = tmp_path / "21_validate_0076.ir"
@@ -141,7 +152,7 @@ def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
         assert len(irlint.read.templates._RECIPES) > 1000
         assert irlint.read.templates.RECIPE_MISMATCHES == []
     finally:
-        irlint.read.record.clear_memos()   # the recipes built while checking
+        irlint.read.record.clear_memos()  # the recipes built while checking
 
 
 def _type_lines(paths: list[str]) -> set[str]:
@@ -166,4 +177,4 @@ def test_type_lines_read_entry_by_entry_equal_the_whole_line_parse(root):
         if fast is not None:
             flat += 1
             assert repr(fast) == repr(record._parse_type_line(body)), body
-    assert flat > 1000   # nearly every type line is flat
+    assert flat > 1000  # nearly every type line is flat

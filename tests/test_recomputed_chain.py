@@ -10,14 +10,16 @@ bytes, one per layer. The chains' own collectives and backward transposes waste 
 16 KiB more than without the key (``par-mindformers-llama_cp2_b2``): the tagged wq chain is no longer
 merged with wk/wv's and gathers on its own (4096 bytes forward + 4096 backward per layer).
 """
+
 from __future__ import annotations
 
 from conftest import TESTS
+from irlint.rules.redistribution.discovery import collect_chain
+from irlint.rules.redistribution.recomputed_chain import is_copy, kept_type, rerun_of
+
 from irlint.accounts.comm import account, redistribution_findings
 from irlint.runner.discover import discover
 from irlint.runner.engine import read_dump
-from irlint.rules.redistribution.discovery import collect_chain
-from irlint.rules.redistribution.recomputed_chain import is_copy, kept_type, rerun_of
 
 CASE = TESTS / "fixtures" / "recompute" / "mf-cp2_b2_select_wq_reshape"
 
@@ -61,8 +63,8 @@ def test_copy_chain_reads_as_a_copy_and_still_has_bytes_kept():
     ir = _ir()
     chain = collect_chain(ir, _node(ir, "%378", "◂"))
     assert is_copy(ir, chain.nodes)
-    assert chain.consumers == []            # its reader, wq's weight-gradient MatMul, is backward
-    kept = kept_type(ir, chain.nodes)        # the StridedSlice's (16, 64) float32
+    assert chain.consumers == []  # its reader, wq's weight-gradient MatMul, is backward
+    kept = kept_type(ir, chain.nodes)  # the StridedSlice's (16, 64) float32
     assert kept is not None and kept.nbytes == 16 * 64 * 4
     forward = collect_chain(ir, _node(ir, "%18", "▸"))
     assert not is_copy(ir, forward.nodes)

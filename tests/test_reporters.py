@@ -1,4 +1,5 @@
 """Every output format pinned (syrupy) on a real dump, plus the contracts each format promises."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from cli_rules import DUMP, FOLDER, tiny_rules  # noqa: F401 - fixture
+
 from irlint import Config, lint
 from irlint.reporters import FORMATS, RenderContext, ranks_text, render
 from irlint.reporters.github import escape_data, escape_property
@@ -58,7 +59,7 @@ def test_text_shows_the_dump_line_and_the_chain(report):
 def test_text_without_a_width_prints_full_lines(report):
     """To a file or a pipe: scopes and chain lines whole, so a scope can be copied into a suppression."""
     lines = [line.strip() for line in render(report, "text", RenderContext()).splitlines()]
-    assert not any(line.endswith("…") for line in lines if "│" not in line)   # only dump lines are clipped
+    assert not any(line.endswith("…") for line in lines if "│" not in line)  # only dump lines are clipped
     for f in report.findings:
         assert f"scope {f.scope}" in lines
         for r in f.related:
@@ -80,8 +81,22 @@ def test_json_contract(report):
     assert data["version"] == 1
     assert set(data) >= {"version", "findings", "diagnostics", "summary"}
     assert data["summary"] == {**data["summary"], "files": 1, "findings": 3, "by_rule": {"TS001": 3}}
-    keys = {"code", "rule", "severity", "file", "line", "column", "graph", "node", "op", "scope", "message",
-            "hint", "fingerprint", "related"}
+    keys = {
+        "code",
+        "rule",
+        "severity",
+        "file",
+        "line",
+        "column",
+        "graph",
+        "node",
+        "op",
+        "scope",
+        "message",
+        "hint",
+        "fingerprint",
+        "related",
+    }
     for f in data["findings"]:
         assert keys <= set(f)
         for r in f["related"]:
@@ -93,7 +108,7 @@ def test_readme_lists_every_json_key(tiny_rules, tmp_path):
         shutil.copytree(FOLDER, tmp_path / f"rank_{rank}")
     (tmp_path / "rank_0" / "broken.ir").write_text("garbage\n")
     data = json.loads(render(lint([str(tmp_path)], Config()), "json", ctx()))
-    keys = set(data) | set(data["tool"]) | set(data["summary"]) | {"extra"}   # extra: rule-specific, none here
+    keys = set(data) | set(data["tool"]) | set(data["summary"]) | {"extra"}  # extra: rule-specific, none here
     for f in data["findings"]:
         keys |= set(f) | {k for r in f["related"] for k in r}
     keys |= {k for d in data["diagnostics"] for k in d}
@@ -115,11 +130,13 @@ def test_sarif_validates_and_carries_rules_chain_fingerprints(report):
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
     assert rules["TS001"]["name"] == "forward-matmul"
     assert "How to fix" in rules["TS001"]["help"]["text"]
-    assert [r["partialFingerprints"]["irlintFingerprint/v2"] for r in run["results"]] == \
-        [f.fingerprint for f in report.findings]
+    assert [r["partialFingerprints"]["irlintFingerprint/v2"] for r in run["results"]] == [
+        f.fingerprint for f in report.findings
+    ]
     chain = run["results"][1]["relatedLocations"]
-    assert [loc["physicalLocation"]["region"]["startLine"] for loc in chain] == \
-        [r.line for r in report.findings[1].related] + [report.findings[1].source[1]]
+    assert [loc["physicalLocation"]["region"]["startLine"] for loc in chain] == [
+        r.line for r in report.findings[1].related
+    ] + [report.findings[1].source[1]]
     # the last related location is the model line the node's source trace names
     assert chain[-1]["physicalLocation"]["artifactLocation"]["uri"].endswith("/llm_common.py")
     assert chain[-1]["message"]["text"].startswith("model code that made ")
@@ -150,17 +167,20 @@ def test_sarif_uris_are_percent_encoded(tiny_rules, tmp_path, monkeypatch):
     shutil.copy(DUMP, folder)
     monkeypatch.chdir(tmp_path)
     encoded = "%E6%A8%A1%E5%9E%8B%20%E5%9B%BE/graph%20%C3%A9/21_validate_0076.ir"
-    far = tmp_path / "a" / "b" / "c"   # a file well outside the working directory is named absolutely
+    far = tmp_path / "a" / "b" / "c"  # a file well outside the working directory is named absolutely
     far.mkdir(parents=True)
-    for where, path, expected in ((tmp_path, "模型 图/graph é/21_validate_0076.ir", encoded),
-                                  (tmp_path, str(folder / "21_validate_0076.ir"), encoded),
-                                  (far, str(folder / "21_validate_0076.ir"), tmp_path.as_uri() + "/" + encoded)):
+    for where, path, expected in (
+        (tmp_path, "模型 图/graph é/21_validate_0076.ir", encoded),
+        (tmp_path, str(folder / "21_validate_0076.ir"), encoded),
+        (far, str(folder / "21_validate_0076.ir"), tmp_path.as_uri() + "/" + encoded),
+    ):
         monkeypatch.chdir(where)
         data = json.loads(render(lint([path], Config()), "sarif", ctx()))
         _sarif_validator().validate(data)
         results = data["runs"][0]["results"]
-        assert results and {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-                            for r in results} == {expected}
+        assert results and {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results} == {
+            expected
+        }
 
 
 def test_github_escaping():
@@ -253,7 +273,7 @@ def test_junit_does_not_fail_a_test_on_info_findings(tiny_rules):
     from irlint.cli import main
 
     result = CliRunner().invoke(main, [DUMP, "--select", "TS002", "--format", "junit", "-n"])
-    assert result.exit_code == 0   # TS002 is an info rule
+    assert result.exit_code == 0  # TS002 is an info rule
     root = ET.fromstring(result.stdout)
     assert root.get("failures") == "0"
     case = root.find("testsuite/testcase")

@@ -1,4 +1,5 @@
 """Bad input never raises: it becomes a diagnostic with file and line, and the rest is read."""
+
 from __future__ import annotations
 
 import re
@@ -55,7 +56,10 @@ def test_junk_lines_are_reported_at_their_line_and_skipped(tmp_path):
             out.append(junk[k])
         out.append(ln)
     ir = read_ir(_write(tmp_path, b"".join(out)))
-    assert [(d.line, d.code) for d in ir.diagnostics] == [(expected[0][0], D.UNKNOWN_LINE), (expected[1][0], D.BAD_RECORD)]
+    assert [(d.line, d.code) for d in ir.diagnostics] == [
+        (expected[0][0], D.UNKNOWN_LINE),
+        (expected[1][0], D.BAD_RECORD),
+    ]
     assert ir.cnode_count == ir.header["total_cnodes"]
 
 
@@ -124,14 +128,14 @@ def test_random_bytes_inside_a_dump_give_one_diagnostic_per_run_of_bad_lines(tmp
     d = ir.diagnostics[0]
     assert d.line == at + 1 and d.code == D.UNKNOWN_LINE
     assert f"{n} consecutive lines" in d.message and f"lines {at + 1}-{at + n}" in d.message
-    assert ir.cnode_count == ir.header["total_cnodes"]   # the records around the noise are read
+    assert ir.cnode_count == ir.header["total_cnodes"]  # the records around the noise are read
 
 
 def test_separate_bad_lines_stay_separate_diagnostics(tmp_path):
     lines = CASE.read_bytes().splitlines(keepends=True)
     node_lines = [i for i, ln in enumerate(lines) if ln.startswith(b"  %")]
     out = list(lines)
-    for i in (node_lines[8], node_lines[4]):   # two runs of two lines each, far apart
+    for i in (node_lines[8], node_lines[4]):  # two runs of two lines each, far apart
         out[i:i] = [b"@@@ garbage one\n", b"@@@ garbage two\n"]
     ir = read_ir(_write(tmp_path, b"".join(out)))
     first, second = node_lines[4] + 1, node_lines[8] + 3

@@ -1,20 +1,20 @@
 """Root causes of redistribution chains (issue 30) on real MindFormers 2.1.0 compiles: the chains one
 config choice makes are one PC001 finding with every chain as an occurrence, counted whole, and the
 hint names the config that removes the cause. Byte figures are the hand counts of the manifests."""
+
 from __future__ import annotations
 
 import pytest
-
 from conftest import CORPUS, quiet_config
+from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
+
 from irlint.accounts.received import received_bytes
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint, read_dump
-from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
 
 def _file(case: str, rank: int = 0):
-    (f,) = [f for group in discover([str(CORPUS / case / f"rank_{rank}")]) for f in group
-            if f.stage.name == "validate"]
+    (f,) = [f for group in discover([str(CORPUS / case / f"rank_{rank}")]) for f in group if f.stage.name == "validate"]
     return read_dump(f)
 
 
@@ -32,8 +32,18 @@ def test_batch_merge_is_one_finding_with_every_chain(rank):
     assert extra["root_cause"]["fix"]["runner_config.batch_size"] == 1
     assert extra["root_cause"]["fix"]["sequences_per_replica"] == 2
     assert f.node == "%18" and extra["chains"] == 21
-    assert [o["node"] for o in extra["occurrences"]][:10] == ["%18", "%29", "%49", "%84", "%96", "%114",
-                                                              "%125", "%133", "%139", "%151"]
+    assert [o["node"] for o in extra["occurrences"]][:10] == [
+        "%18",
+        "%29",
+        "%49",
+        "%84",
+        "%96",
+        "%114",
+        "%125",
+        "%133",
+        "%139",
+        "%151",
+    ]
     # hand count: 38912 bytes forward per layer, 4096 before lm_head, the same again backward
     assert extra["waste_bytes"] == 2 * (2 * 38912 + 4096) == 163840
     assert "runner_config.batch_size: 1" in f.hint and "gradient_accumulation_steps" in f.hint
@@ -95,8 +105,12 @@ def test_two_causes_in_one_compile_are_two_findings():
 def test_pre_cse_copies_of_step_parallel_end_are_not_findings():
     """step_parallel_end prints one AllGather per RoPE slice (global shapes, no output type);
     CSE merges them before 21_validate: nothing is received twice."""
-    (f,) = [f for group in discover([str(CORPUS / "par-mindformers-llama_cp2_b2_rope_slice" / "rank_0")])
-            for f in group if f.stage.name == "step_parallel_end"]
+    (f,) = [
+        f
+        for group in discover([str(CORPUS / "par-mindformers-llama_cp2_b2_rope_slice" / "rank_0")])
+        for f in group
+        if f.stage.name == "step_parallel_end"
+    ]
     ir = read_dump(f)
     gathers = [k for k in ir.nodes_by_op("AllGather") if ir[k]["id"] in ("%57", "%337")]
     assert len(gathers) == 2 and all(not received_bytes(ir, k) for k in gathers)
@@ -109,16 +123,30 @@ class _Nodes(dict):
 
 
 def _merge_cause(rows: int, local: tuple, add_strategy: tuple):
-    from irlint.read.values import TensorType
     from irlint.rules.redistribution.chain import Chain
     from irlint.rules.redistribution.root_cause import batch_merge
 
-    ir = _Nodes({1: {"kind": "cnode", "op": "MatMul", "id": "%1", "scope": "a/wo-Linear/MatMul-op0"},
-                 2: {"kind": "cnode", "op": "Add", "id": "%2", "scope": "a/Add-op0",
-                     "primitive_attrs": {"in_strategy": (add_strategy, add_strategy)}}})
-    chain = Chain(nodes=[], producer=1, consumers=[(2, 0)],
-                  entry=TensorType("Tensor", "Float32", (rows, 64), ""),
-                  exit=TensorType("Tensor", "Float32", local, ""))
+    from irlint.read.values import TensorType
+
+    ir = _Nodes(
+        {
+            1: {"kind": "cnode", "op": "MatMul", "id": "%1", "scope": "a/wo-Linear/MatMul-op0"},
+            2: {
+                "kind": "cnode",
+                "op": "Add",
+                "id": "%2",
+                "scope": "a/Add-op0",
+                "primitive_attrs": {"in_strategy": (add_strategy, add_strategy)},
+            },
+        }
+    )
+    chain = Chain(
+        nodes=[],
+        producer=1,
+        consumers=[(2, 0)],
+        entry=TensorType("Tensor", "Float32", (rows, 64), ""),
+        exit=TensorType("Tensor", "Float32", local, ""),
+    )
     return batch_merge(ir, chain)
 
 

@@ -1,17 +1,18 @@
 """PC001 redundant-redistribution-chain on the synthetic parallel dumps (tests/fixtures/synthetic,
 written by make_parallel_fixtures.py in the real text format)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from conftest import portable
-from irlint.runner.config import Config
-from irlint.runner.engine import lint
-from irlint.read.reader import read_ir
 from irlint.rules.redistribution import discovery, simulation
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
+
+from irlint.read.reader import read_ir
+from irlint.runner.config import Config
+from irlint.runner.engine import lint
 
 SYNTH = Path(__file__).parent / "fixtures" / "synthetic"
 WRONG = SYNTH / "ffn_wrong_strategy_synthetic"
@@ -76,8 +77,10 @@ def test_pattern_kinds_each_flagged():
     assert dict(resplit.extra)["surviving_bytes"] == 2 * 64 * 2
     (twice,) = kinds["repeated-gather"]
     assert dict(twice.extra)["gathers"] == 2
-    assert {r.scope.rsplit("/", 2)[-2] for r in twice.related if r.note.startswith("consumer")} == \
-        {"wq-Linear", "wk-Linear"}
+    assert {r.scope.rsplit("/", 2)[-2] for r in twice.related if r.note.startswith("consumer")} == {
+        "wq-Linear",
+        "wk-Linear",
+    }
 
 
 def test_corrected_strategy_and_scheme_communication_are_silent():

@@ -1,5 +1,6 @@
 """Boundary tests of the recompute rules (RC001-RC004) on real MindSpore 2.10 dumps, plus
 snapshots of their findings."""
+
 from __future__ import annotations
 
 import gzip
@@ -7,14 +8,14 @@ import io
 
 import pytest
 from click.testing import CliRunner
+from conftest import CORPUS, TESTS, portable, quiet_config
+from irlint.rules.recompute import downcast, evidence, feed_forward, keys
 
 import irlint.cli
-from conftest import CORPUS, TESTS, portable, quiet_config
-from irlint.runner.engine import lint
 from irlint.accounts.memory import bytes_at_stake
 from irlint.read.reader import read_ir
 from irlint.rule import load_rules
-from irlint.rules.recompute import downcast, evidence, feed_forward, keys
+from irlint.runner.engine import lint
 
 RULES = {cls.code: cls for cls in load_rules(plugins=False) if cls.code.startswith("RC")}
 
@@ -43,8 +44,9 @@ def test_decision_is_read_from_content_in_pipeline_order(name):
     """Every file from add_recomputation on shows the decision; none before it does."""
     ir = read("full-folder-1layer", name)
     facts = evidence.RecomputeFacts.of(ir)
-    after = (ir.stage.family == "opt_pass" and ir.stage.index >= 19) or \
-            (ir.stage.family == "frontend" and ir.stage.index >= 13)
+    after = (ir.stage.family == "opt_pass" and ir.stage.index >= 19) or (
+        ir.stage.family == "frontend" and ir.stage.index >= 13
+    )
     assert facts.decided is after
 
 
@@ -56,7 +58,7 @@ def test_tag_before_the_recompute_pass_is_not_judged():
     assert check(before) == []
     after = read("s7_ffn_3d_function_grad", "23_add_recomputation_0024.ir")
     assert by(check(after), "RC002") == [("%6", "SiLU"), ("%8", "Mul")]
-    assert by(check(after), "RC001") == []   # one problem, one finding: RC002 has them
+    assert by(check(after), "RC001") == []  # one problem, one finding: RC002 has them
 
 
 def test_jit_grad_stage_names_pick_the_final_front_end_graph():
@@ -67,6 +69,7 @@ def test_jit_grad_stage_names_pick_the_final_front_end_graph():
 
 
 # --- RC001 / RC004 ---------------------------------------------------------------------------------
+
 
 def test_applied_recompute_is_silent_and_copies_are_found():
     ir = read("s1_ffn_2d", "21_validate_0076.ir")
@@ -123,13 +126,20 @@ def test_one_op_cell_is_found_where_forward_scopes_print_layer_0():
     path = TESTS / "fixtures" / "recompute" / "aliased-scopes-l4" / "21_validate_0076.ir.gz"
     ir = read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
     facts = evidence.RecomputeFacts.of(ir)
-    silus = {ir[k]["id"]: k for k in ir.cnodes() if ir[k]["op"] == "SiLU" and not ir.is_backward(k)
-             and not ir.is_recompute_copy(k)}
-    assert all("/0-DecoderLayer/" in ir[k]["scope"] for k in silus.values())   # the printed alias
+    silus = {
+        ir[k]["id"]: k
+        for k in ir.cnodes()
+        if ir[k]["op"] == "SiLU" and not ir.is_backward(k) and not ir.is_recompute_copy(k)
+    }
+    assert all("/0-DecoderLayer/" in ir[k]["scope"] for k in silus.values())  # the printed alias
     assert {i: facts.cell_path_of(k)[4] for i, k in silus.items()} == {
-        "%55": "0-DecoderLayer", "%119": "1-DecoderLayer", "%183": "2-DecoderLayer", "%247": "3-DecoderLayer"}
+        "%55": "0-DecoderLayer",
+        "%119": "1-DecoderLayer",
+        "%183": "2-DecoderLayer",
+        "%247": "3-DecoderLayer",
+    }
     found = {f.node: f for f in check(ir, "RC001") if f.op == "SiLU"}
-    assert sorted(found) == ["%119", "%183", "%247"]   # layer 0's SiLU was recomputed with its layer
+    assert sorted(found) == ["%119", "%183", "%247"]  # layer 0's SiLU was recomputed with its layer
     for layer, node in (("1", "%119"), ("2", "%183"), ("3", "%247")):
         f = found[node]
         assert dict(f.extra)["request"] == "one-op-cell"
@@ -157,13 +167,16 @@ def test_lazy_inline_one_op_cell_is_marked_only_by_need_cse_and_the_scope_prefix
     assert [ir[v]["op"] for v in read.chain] == ["Depend"]
     # the other uncopied recompute_ ops of the forward half belong to multi-op cells: no request
     others = [k for k in facts.tagged() if ir[k]["scope"].startswith("recompute_") and ir[k]["op"] != "SiLU"]
-    assert others and all(facts.request(k) is None for k in others if not (ir[k].get("primitive_attrs") or {}).get("recompute"))
+    assert others and all(
+        facts.request(k) is None for k in others if not (ir[k].get("primitive_attrs") or {}).get("recompute")
+    )
 
 
 def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshape_key():
     """GLM's SwiGLU Mul keeps the hidden dimension whole; the row-parallel dense_4h_to_h reads it split,
     so a StridedSlice {redistribution_op_...} sits between the Mul and the Partial: it blocks, has no key
     of its own, and takes the tag of the Linear's Reshape (the fixed compile copies all three)."""
+
     def lint_fixture(name):
         path = TESTS / "fixtures" / "recompute" / name / "rank_0" / "21_validate_0093.ir.gz"
         return read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
@@ -180,6 +193,7 @@ def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshap
 
 
 # --- RC002 -------------------------------------------------------------------------------------------
+
 
 def test_recomputed_reshapes_silence_rc002():
     assert check(read("s3_ffn_3d_reshape_fixed", "21_validate_0076.ir")) == []
@@ -225,7 +239,7 @@ def test_rc002_steps_over_backend_casts_around_fp16_matmuls(name):
     for ffn in ffns:
         casts = [v for v in ffn.roles if ir[v]["op"] == "Cast"]
         assert casts and all(_is_backend_cast(ir, c) for c in casts)
-        assert ir[ffn.silu]["op"] == "Mul"   # SiLU expanded into x * Sigmoid(x)
+        assert ir[ffn.silu]["op"] == "Mul"  # SiLU expanded into x * Sigmoid(x)
     found = check(ir, "RC002")
     layers = sorted(f.scope.split("layers-CellList/")[1].split("-")[0] for f in found)
     assert layers == ["0", "2"]
@@ -244,7 +258,7 @@ def test_rc002_steps_over_model_casts_around_a_linear():
     ir = read("llama-recompute-modes", "graph_build_0_0094.ir")
     for k in ir.nodes_by_op("Cast"):
         attrs = ir[k].get("primitive_attrs") or {}
-        if attrs.get("is_backend_cast") is True:   # a new dict: parsed values may be shared
+        if attrs.get("is_backend_cast") is True:  # a new dict: parsed values may be shared
             ir[k]["primitive_attrs"] = {**attrs, "is_backend_cast": False}
     ffns = feed_forward.find_feed_forwards(ir, evidence.RecomputeFacts.of(ir))
     assert len(ffns) == 4 and not any(_is_backend_cast(ir, c) for f in ffns for c in f.roles)
@@ -280,8 +294,10 @@ FORWARD_CANDIDATE_TRACE = [
     "# In file /tmp/unseen/gen/llama_tiny.py:229, 15~88/        return self.loss(self.reshape(logits, (-1, VOCAB)), self.reshape(labels, (-1,)))/",
     "# In file /tmp/unseen/gen/llama_tiny.py:229, 15~24/        return self.loss(self.reshape(logits, (-1, VOCAB)), self.reshape(labels, (-1,)))/",
 ]
-SHARED_LINE = ("# In file /home/user/llm/llm_common.py:52, 15~41/        return self.reshape(x, out_shape)/"
-               "<~~This line of code can be shared by multiple nodes, and may be duplicated./")
+SHARED_LINE = (
+    "# In file /home/user/llm/llm_common.py:52, 15~41/        return self.reshape(x, out_shape)/"
+    "<~~This line of code can be shared by multiple nodes, and may be duplicated./"
+)
 
 
 def _is_backend_cast(ir, k):
@@ -332,8 +348,11 @@ def test_merged_instance_name_gives_way_to_the_trace():
 @pytest.mark.parametrize("case", ["qwen-select", "mix6"])
 def test_trace_agrees_with_the_instance_name_of_tagged_primitives(case):
     ir = read_ir(str(UNSEEN / case / "21_validate_0076.ir"))
-    tagged = [k for k in ir.cnodes() if (ir[k].get("primitive_attrs") or {}).get("recompute") is True
-              and not ir.is_recompute_copy(k)]
+    tagged = [
+        k
+        for k in ir.cnodes()
+        if (ir[k].get("primitive_attrs") or {}).get("recompute") is True and not ir.is_recompute_copy(k)
+    ]
     named = [(ir[k]["instance"], keys.attribute_from_trace(ir.trace(k))) for k in tagged]
     named = [(inst, attr) for inst, attr in named if attr is not None]
     assert len(named) >= 4
@@ -344,8 +363,11 @@ def test_before_the_merge_every_self_call_is_the_instance_name():
     """06_add_attr: no primitive is merged yet, so the printed instance name is the attribute the
     cell assigned; the trace must name the same one (this pins the 0-based start column)."""
     ir = read_ir(str(UNSEEN / "qwen-select" / "06_add_attr_0007.ir"))
-    pairs = [(ir[k]["instance"], keys.attribute_from_trace(ir.trace(k))) for k in ir.cnodes()
-             if ir[k].get("instance") and "/model-Model/" in ir[k].get("scope", "")]
+    pairs = [
+        (ir[k]["instance"], keys.attribute_from_trace(ir.trace(k)))
+        for k in ir.cnodes()
+        if ir[k].get("instance") and "/model-Model/" in ir[k].get("scope", "")
+    ]
     pairs = [(inst, attr) for inst, attr in pairs if attr is not None]
     assert len(pairs) >= 100
     assert [p for p in pairs if p[0] != p[1]] == []
@@ -356,8 +378,12 @@ def test_key_is_the_same_before_and_after_the_merge():
     after = read_ir(str(UNSEEN / "qwen-select" / "21_validate_0076.ir"))
 
     def reshape_keys(ir):
-        return {ir[k]["scope"]: (ir[k]["instance"], keys.node_select_key(ir, k)) for k in ir.nodes_by_op("Reshape")
-                if ir[k].get("scope", "").endswith("down_proj-Linear/Reshape-op0") and not ir.is_backward(k)}
+        return {
+            ir[k]["scope"]: (ir[k]["instance"], keys.node_select_key(ir, k))
+            for k in ir.nodes_by_op("Reshape")
+            if ir[k].get("scope", "").endswith("down_proj-Linear/Reshape-op0") and not ir.is_backward(k)
+        }
+
     b, a = reshape_keys(before), reshape_keys(after)
     assert b and set(b) <= set(a)
     # the select+rs layer's Reshape is tagged and keeps its name; the others print reshape_flat
@@ -382,26 +408,29 @@ def test_without_trace_the_instance_name_is_used_and_the_hint_says_it_is_a_guess
     assert dict(found[0].extra)["select_recompute"] == [r"mlp\.down_proj\.reshape_flat"]
     assert "no source trace" in found[0].hint and "no source trace" not in with_trace[0].hint
     assert dict(with_trace[0].extra)["select_recompute"] == [r"mlp\.down_proj\.reshape"]
-    assert [f for f in check(ir, "RC001") if f.node == "%60"] == []   # RC002's alone
+    assert [f for f in check(ir, "RC001") if f.node == "%60"] == []  # RC002's alone
 
 
 def test_untagged_primitive_without_instance_name_uses_the_op(ir_from_text):
-    snippet = RULES["RC002"].INVALID[0]   # s7 31_validate trimmed: no traces, no cell names
+    snippet = RULES["RC002"].INVALID[0]  # s7 31_validate trimmed: no traces, no cell names
     ir = ir_from_text(snippet.replace(" {instance name: reshape}", ""))
     k = _node(ir, "%5", "Reshape")
     assert keys.primitive_name(ir, k) == ("reshape", True)
-    assert keys.node_select_key(ir, k) == (None, False)   # Default/Reshape-op9: no cell names
+    assert keys.node_select_key(ir, k) == (None, False)  # Default/Reshape-op9: no cell names
 
 
 # --- backward readers ------------------------------------------------------------------------------
+
 
 def test_backward_reader_is_named_by_the_forward_node_it_differentiates():
     """%675's scope says lm_head's Grad_MatMul, but its forward_unique_id is layer 0's down_proj
     MatMul %64: the message names that, the related node keeps MindSpore's scope."""
     ir = read_ir(str(UNSEEN / "qwen-select" / "21_validate_0076.ir"))
     f = next(f for f in check(ir, "RC002") if f.node == "%60")
-    assert ("backward %675 MatMul (gradient of %64 MatMul in Default/network-CausalLM/model-Model/"
-            "layers-CellList/0-DecoderLayer/mlp-FeedForward/down_proj-Linear) reads") in f.message
+    assert (
+        "backward %675 MatMul (gradient of %64 MatMul in Default/network-CausalLM/model-Model/"
+        "layers-CellList/0-DecoderLayer/mlp-FeedForward/down_proj-Linear) reads"
+    ) in f.message
     reader = next(r for r in f.related if r.node == "%675")
     assert reader.scope.startswith("Gradients/Default/network-CausalLM/lm_head-Linear/Grad_MatMul/")
     assert reader.note == "backward reader of the saved tensor; gradient of %64 MatMul"
@@ -422,6 +451,7 @@ def test_fingerprints_ignore_ids_and_scope_syntax_but_tell_layers_apart():
 
 
 # --- RC003 -------------------------------------------------------------------------------------------
+
 
 def test_downcast_flagged_upcast_and_weight_casts_not():
     cast = check(read("llama-cast", "21_validate_0076.ir"), "RC003")
@@ -480,7 +510,7 @@ def test_transpose_after_a_tagged_batchmatmul_blocks_it_and_every_blocking_op_is
     kept = evidence.kept_for_backward(ir, bmm)
     assert [(ir[r.reader]["id"], [ir[v]["id"] for v in r.chain]) for r in kept] == [("%655", ["%34", "%35"])]
     found = [f for f in check(ir) if f.node == "%33"]
-    assert [f.code for f in found] == ["RC001"]   # memory at stake, not the info-level unused tag
+    assert [f.code for f in found] == ["RC001"]  # memory at stake, not the info-level unused tag
     f = found[0]
     assert "%34 Transpose" in f.message and "%35 Reshape" in f.message and "%655 MatMul" in f.message
     assert dict(f.extra)["blocking"] == ["%34", "%35"]
@@ -549,7 +579,7 @@ def test_sigmoid_expansion_fed_by_two_backend_casts_of_one_matmul():
     assert ir[sig]["op"] == "Sigmoid" and ir.producers(sig)[0] != x
     assert all(_is_backend_cast(ir, c) for c in (x, ir.producers(sig)[0]))
     assert ir[silu.w1]["id"] == "%69"
-    assert len(ffns) == 2 and check(ir) == []   # the 2-D FeedForward's recompute applied
+    assert len(ffns) == 2 and check(ir) == []  # the 2-D FeedForward's recompute applied
 
 
 def test_downcast_is_judged_only_when_recomputed_or_held_back():
@@ -587,7 +617,13 @@ def test_mindspore_2_7_final_front_end_stage_is_found_by_its_name():
     report = lint([str(RECOMPUTE / "ms271-attn-ffn")], quiet_config())
     assert {f.file.rsplit("/", 1)[-1] for f in report.findings} == {"19_validate_0072.ir"}
     assert sorted((o.code, o.node) for f in report.findings for o in f.occurrences) == [
-        ("RC001", "%119"), ("RC001", "%33"), ("RC002", "%124"), ("RC002", "%188"), ("RC003", "%203"), ("RC003", "%241")]
+        ("RC001", "%119"),
+        ("RC001", "%33"),
+        ("RC002", "%124"),
+        ("RC002", "%188"),
+        ("RC003", "%203"),
+        ("RC003", "%241"),
+    ]
 
 
 def test_explain_documents_blocking_ops_and_one_op_cells():
@@ -603,21 +639,32 @@ def test_a_folded_untagged_reshape_under_an_already_set_key_is_explained():
     ir = read_ir(str(UNSEEN / "attn-transpose" / "21_validate_0076.ir"))
     hints = {f.node: f.hint for f in check(ir, "RC001")}
     # the shapes prove the fold (4-D in, 2-D out): the caller's key, and why wo's does not tag it
-    assert "%99 Reshape" in hints["%97"] and "'attention\\.reshape' tags it, 'attention\\.wo\\.reshape' does not" in hints["%97"]
-    assert "already set" not in hints["%33"]   # layer 0 sets neither key: a key of layer 1 does not count
+    assert (
+        "%99 Reshape" in hints["%97"]
+        and "'attention\\.reshape' tags it, 'attention\\.wo\\.reshape' does not" in hints["%97"]
+    )
+    assert "already set" not in hints["%33"]  # layer 0 sets neither key: a key of layer 1 does not count
 
 
-@pytest.mark.parametrize("path", [UNSEEN / "attn-transpose" / "21_validate_0076.ir",
-                                  TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_select_irlint_keys_folded" / "rank_0"
-                                  / "21_validate_0093.ir"], ids=lambda p: p.parts[-2])
+@pytest.mark.parametrize(
+    "path",
+    [
+        UNSEEN / "attn-transpose" / "21_validate_0076.ir",
+        TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_select_irlint_keys_folded" / "rank_0" / "21_validate_0093.ir",
+    ],
+    ids=lambda p: p.parts[-2],
+)
 def test_a_tagged_key_is_looked_up_among_the_nodes_whose_cells_can_make_it(path):
     # folded_note asks for one (layer, key) per blocking op: the same node as the whole index of
     # tagged keys gives (found or not), naming only the tagged nodes whose printed cells start the key
     other = read_ir(str(path))
     whole = keys.tagged_keys(other)
     places = keys.Places.of(other)
-    asked = {(places.layer(k)[0], keys.node_select_key(other, k)[0]) for k in other.nodes_by_op("Reshape", "Transpose")
-             if not other.is_backward(k) and not other.is_recompute_copy(k)}
+    asked = {
+        (places.layer(k)[0], keys.node_select_key(other, k)[0])
+        for k in other.nodes_by_op("Reshape", "Transpose")
+        if not other.is_backward(k) and not other.is_recompute_copy(k)
+    }
     assert len(asked) > 4 and any(q in whole for q in asked) and any(q not in whole for q in asked)
     ir = read_ir(str(path))
     for layer, key in sorted(asked | set(whole), key=str):
@@ -632,7 +679,7 @@ def test_bytes_at_stake_of_a_transpose_blocked_op_are_the_kept_transpose_output(
     assert (bytes_at_stake(ir, bmm), bytes_at_stake(ir, transpose)) == (0, 4 * 16 * 16 * 2)
     f = next(f for f in check(ir, "RC001") if f.node == "%33")
     assert f.bytes_at_stake == 4 * 16 * 16 * 2
-    assert dict(f.extra)["layers_with_problem"] == 2   # layer 1's bmm2 is blocked too
+    assert dict(f.extra)["layers_with_problem"] == 2  # layer 1's bmm2 is blocked too
 
 
 def test_following_the_one_op_cell_and_reshape_hints_frees_what_the_findings_priced():

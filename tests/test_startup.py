@@ -1,4 +1,5 @@
 """What a lint loads: a run pays only for the modules its work needs (start-up is most of a small lint)."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ S2 = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks"
 VALIDATE = S2 / "21_validate_0076.ir"
 
 # a lint in a fresh interpreter; prints its exit code, its report and the modules it loaded
-_LINT = '''
+_LINT = """
 import sys
 from click.testing import CliRunner
 from irlint.cli import main
@@ -18,12 +19,13 @@ result = CliRunner().invoke(main, sys.argv[1:])
 modules = sorted(sys.modules)
 import json
 print(json.dumps({"code": result.exit_code, "output": result.output, "modules": modules}))
-'''
+"""
 
 
 def _lint(*args) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _LINT, "--no-cache", *args], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _LINT, "--no-cache", *args], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -32,14 +34,14 @@ def test_a_clean_quiet_lint_prints_nothing_and_loads_no_rich():
     run = _lint("-q", "--select", "PC001", str(VALIDATE))
     assert run["code"] == 0 and run["output"] == ""
     assert "rich" not in run["modules"]
-    assert "irlint.cli.memory" not in run["modules"]   # the `memory` command's module
-    assert "irlint.read.reader" in run["modules"]   # it did read the dump
+    assert "irlint.cli.memory" not in run["modules"]  # the `memory` command's module
+    assert "irlint.read.reader" in run["modules"]  # it did read the dump
 
 
 def test_a_lint_with_findings_renders_with_rich_only_for_colour():
     run = _lint("-q", str(VALIDATE))
     assert run["code"] == 1 and "RC002" in run["output"]
-    assert "rich" not in run["modules"]   # to a pipe or file: plain text, as rich would print it
+    assert "rich" not in run["modules"]  # to a pipe or file: plain text, as rich would print it
     run = _lint("-q", "--color", "always", str(VALIDATE))
     assert run["code"] == 1 and "\x1b[" in run["output"]
     assert "rich" in run["modules"]
@@ -60,19 +62,34 @@ def test_a_lint_never_loads_networkx():
 # communication account (the rules need only ``irlint.accounts.received``), Lark (the shipped standalone
 # parser needs none of it, nor its logging and pickle), the hashes of the cache and of fingerprints
 _NOT_IN_A_DEFAULT_LINT = (
-    "networkx", "rich", "jinja2", "importlib.metadata", "json", "irlint.runner.dedup", "irlint.runner.diff",
-    "lark", "hashlib", "_hashlib", "logging", "pickle",
-    "irlint.cli.memory", "irlint.cli.comm", "irlint.cli.diff", "irlint.accounts.comm",
+    "networkx",
+    "rich",
+    "jinja2",
+    "importlib.metadata",
+    "json",
+    "irlint.runner.dedup",
+    "irlint.runner.diff",
+    "lark",
+    "hashlib",
+    "_hashlib",
+    "logging",
+    "pickle",
+    "irlint.cli.memory",
+    "irlint.cli.comm",
+    "irlint.cli.diff",
+    "irlint.accounts.comm",
     # every command but check is its own module, imported when used (show_files: check --show-files)
     *(f"irlint.cli.{cmd}" for cmd in ("rules", "explain", "config", "clean", "inspect", "cost", "fix", "show_files")),
-    *(f"irlint.reporters.{fmt}" for fmt in ("concise", "json", "json_lines", "sarif", "github", "gitlab",
-                                             "junit", "html", "svg")),
+    *(
+        f"irlint.reporters.{fmt}"
+        for fmt in ("concise", "json", "json_lines", "sarif", "github", "gitlab", "junit", "html", "svg")
+    ),
 )
 
 
 def test_a_default_lint_of_a_folder_loads_only_what_it_uses(tmp_path):
     out = tmp_path / "report.txt"
-    run = _lint("-q", "-o", str(out), str(S2))   # --no-cache: json is the cache's
+    run = _lint("-q", "-o", str(out), str(S2))  # --no-cache: json is the cache's
     assert run["code"] == 1 and "RC002" in out.read_text()
     assert "irlint.reporters.text" in run["modules"] and "irlint.read.reader" in run["modules"]
     assert [m for m in _NOT_IN_A_DEFAULT_LINT if m in run["modules"]] == []
@@ -82,15 +99,21 @@ def test_the_irlint_program_writes_a_report_without_tempfile(tmp_path):
     # as the console script runs (click's test runner itself loads tempfile): the report is still
     # replaced atomically, through a temporary file of its own
     out = tmp_path / "report.txt"
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: print(' '.join(sorted(sys.modules)), file=sys.stderr))\n"
-            "from irlint.cli import run\n"
-            "sys.argv = ['irlint', *sys.argv[1:]]\n"
-            "run()\n")
-    proc = subprocess.run([sys.executable, "-c", code, "--no-cache", "-q", "-o", str(out), str(S2)],
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(' '.join(sorted(sys.modules)), file=sys.stderr))\n"
+        "from irlint.cli import run\n"
+        "sys.argv = ['irlint', *sys.argv[1:]]\n"
+        "run()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "--no-cache", "-q", "-o", str(out), str(S2)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "RC002" in out.read_text()
-    assert [p.name for p in tmp_path.iterdir()] == ["report.txt"]   # no temporary file left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["report.txt"]  # no temporary file left behind
     modules = proc.stderr.splitlines()[-1].split()
     assert "irlint.read.reader" in modules
     assert [m for m in (*_NOT_IN_A_DEFAULT_LINT, "tempfile", "shutil") if m in modules] == []
@@ -110,7 +133,7 @@ def test_stage_names_as_mindspore_writes_them_need_no_suffix_patterns():
     assert stages.stage_of("rank0_21_validate_0076.ir.gz").name == "validate"
     assert stages.stage_of("opt_pass_19_add_recomputation_0033.ir").name == "add_recomputation"
     assert stages._with_suffix.cache_info().currsize == 0
-    assert stages.stage_of("21_validate_0076.backup.ir").name == "validate"   # a copy's suffix
+    assert stages.stage_of("21_validate_0076.backup.ir").name == "validate"  # a copy's suffix
     assert stages._with_suffix.cache_info().currsize == 1
 
 
@@ -148,7 +171,9 @@ def _install_plugin(site: Path) -> None:
     info = site / "xp_rules-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: xp-rules\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[console_scripts]\nxp = xp_rules:main\n\n[irlint.rules]\nevery-return = xp_rules\n")
+    (info / "entry_points.txt").write_text(
+        "[console_scripts]\nxp = xp_rules:main\n\n[irlint.rules]\nevery-return = xp_rules\n"
+    )
 
 
 def test_a_plugin_installed_on_sys_path_is_loaded(tmp_path, monkeypatch):
@@ -173,7 +198,7 @@ def test_where_no_distribution_declares_rules_none_is_looked_up(tmp_path, monkey
     other = site / "other-2.0.dist-info"
     other.mkdir()
     (other / "entry_points.txt").write_text("[console_scripts]\nirlint.rules = other:main\n")
-    (site / "single-1.0.egg-info").write_text("Metadata-Version: 1.1\n")   # an egg-info file, no folder
+    (site / "single-1.0.egg-info").write_text("Metadata-Version: 1.1\n")  # an egg-info file, no folder
     monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
     assert not _may_declare("irlint.rules")
     egg = tmp_path / "xp_rules-1.0-py3.11.egg"
@@ -182,13 +207,15 @@ def test_where_no_distribution_declares_rules_none_is_looked_up(tmp_path, monkey
     monkeypatch.setattr(sys, "path", [str(site), str(egg)])
     assert _may_declare("irlint.rules")
     archive = tmp_path / "packages.zip"
-    archive.write_bytes(b"PK\x05\x06" + bytes(18))   # a zip on sys.path could hold anything
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))  # a zip on sys.path could hold anything
     monkeypatch.setattr(sys, "path", [str(site), str(archive)])
     assert _may_declare("irlint.rules")
 
 
 def test_a_lint_loads_importlib_metadata_only_for_possible_plugins():
-    code = ("import sys\nfrom irlint import rule\nrule.load_rules()\n"
-            "print(('importlib.metadata' in sys.modules) == rule._may_declare('irlint.rules'))")
+    code = (
+        "import sys\nfrom irlint import rule\nrule.load_rules()\n"
+        "print(('importlib.metadata' in sys.modules) == rule._may_declare('irlint.rules'))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "True", proc.stderr

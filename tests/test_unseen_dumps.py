@@ -5,6 +5,7 @@ its MANIFEST.json) and a manifest in the corpus dialect, written from the config
 by hand against the dump. tests/test_corpus_manifests.py checks their entries and
 tests/test_reader_corpus.py reads their files; this module checks that they are complete.
 """
+
 from __future__ import annotations
 
 import json

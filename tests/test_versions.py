@@ -1,6 +1,7 @@
 """Dumps of MindSpore versions 1.1 - 2.7 as the MindSpore documentation publishes them (graph dumps
 and the analyze_fail.ir of failed compiles), read whole: every node with what its version prints
 (see fixtures/versions/README.md)."""
+
 from __future__ import annotations
 
 import json
@@ -83,7 +84,7 @@ def test_1x_header_types_and_lowercase_return(name):
     assert ir.subgraphs["@6_5_1_construct_wrapper.15"].attrs == {"check_set_strategy_valid_once_only": "1"}
     g = "@6_5_1_construct_wrapper.15"
     key, mul = _node(ir, g, "%1")
-    assert (mul["op"], mul["name"], mul["scope"]) == ("Mul", "[CNode]10", "")   # 1.x prints no scope line
+    assert (mul["op"], mul["name"], mul["scope"]) == ("Mul", "[CNode]10", "")  # 1.x prints no scope line
     assert mul["args"] == (Ref("%0"), Ref("%para2_y"))
     assert _producer_ids(ir, key) == ["%0", "%para2_y"]
     assert mul["primitive_attrs"] == {"output_names": ["output"], "input_names": ["x", "y"]}
@@ -111,7 +112,9 @@ def test_1_6_instance_names_calls_and_parentless_subgraphs():
     assert call["op"] == "call" and call["name"] == "[CNode]5"
     callee = [u for u, _, kind in ir.graph.in_edges(key, data="kind") if kind == "callee"]
     assert [ir.graph.nodes[u]["graph"] for u in callee] == ["@3_func.23"]
-    assert [ir.graph.nodes[u]["id"] for u, _, kind in ir.graph.in_edges(key, data="kind") if kind == "call_out"] == ["Return"]
+    assert [ir.graph.nodes[u]["id"] for u, _, kind in ir.graph.in_edges(key, data="kind") if kind == "call_out"] == [
+        "Return"
+    ]
 
 
 def test_2_0_scope_lines_and_order_listing():
@@ -147,7 +150,7 @@ def test_2_1_analyze_fail_ir():
     g = "@__main___Net_construct.1"
     assert list(ir.subgraphs) == [g]
     key, call = _node(ir, g, "%3")
-    assert call["op"] == "call" and call["scope"] == "Default"   # "#scope: (Default)"
+    assert call["op"] == "call" and call["scope"] == "Default"  # "#scope: (Default)"
     assert _producer_ids(ir, key) == ["%1", "%1", "%2"]
     assert call["out_type"].kind == "null"
     key, depend = _node(ir, g, "%6")
@@ -180,7 +183,7 @@ def test_inspect_and_json_run(name):
     assert row["cnodes"] == COUNTS[name][1] and [d["code"] for d in row["diagnostics"]] == expected
     linted = CliRunner().invoke(main, [path, "--format", "json", "--no-cache"])
     assert linted.exit_code in ((2,) if expected else (0, 1)), linted.output
-    report = json.loads(linted.stdout)   # a note on standard error for dumps without scope lines
+    report = json.loads(linted.stdout)  # a note on standard error for dumps without scope lines
     assert [d["code"] for d in report["diagnostics"]] == expected and report["summary"]["files"] == 1
 
 
@@ -198,8 +201,11 @@ def test_2_7_analyze_fail_message_and_evaluation_stack():
     assert marked == [(48, "@__main___Net_construct_8", "%1"), (96, "@__main___Net_construct_8#2", "%7")]
     compile_failure = ir.diagnostics[-1]
     assert compile_failure.code == "IR013" and compile_failure.line == 96
-    assert '("The parameters number of the function is 2, but the number of provided arguments is 3.")' \
-        in compile_failure.message and "%7 call in @__main___Net_construct_8#2" in compile_failure.message
+    assert (
+        '("The parameters number of the function is 2, but the number of provided arguments is 3.")'
+        in compile_failure.message
+        and "%7 call in @__main___Net_construct_8#2" in compile_failure.message
+    )
 
 
 def test_inspect_prints_the_message_of_a_failed_compile():
@@ -212,8 +218,11 @@ def test_inspect_prints_the_message_of_a_failed_compile():
     assert row["failure"]["message"].startswith("-----") and row["failure"]["stack"] == "2"
     assert [(s["line"], s["node"]) for s in row["failure"]["evaluation_stack"]] == [(48, "%1"), (96, "%7")]
     # 2.0-2.2 print no message: the failure is still said, with the failing node
-    row = json.loads(CliRunner().invoke(main, ["inspect", str(VERSIONS / "2.0_analyze_fail.ir"), "--format", "json"]
-                                        ).output.splitlines()[0])
+    row = json.loads(
+        CliRunner()
+        .invoke(main, ["inspect", str(VERSIONS / "2.0_analyze_fail.ir"), "--format", "json"])
+        .output.splitlines()[0]
+    )
     assert row["failure"]["message"] == "" and row["failure"]["evaluation_stack"][-1]["line"] == 45
 
 
@@ -245,8 +254,11 @@ def test_the_same_graph_name_three_times(tmp_path):
     path = tmp_path / "analyze_fail.ir"
     path.write_text(text[:end] + text[start:end] + text[end:], encoding="utf-8")
     ir = read_ir(str(path))
-    assert list(ir.subgraphs)[:3] == ["@__main___Net_construct_6", "@__main___Net_construct_6#2",
-                                      "@__main___Net_construct_6#3"]
+    assert list(ir.subgraphs)[:3] == [
+        "@__main___Net_construct_6",
+        "@__main___Net_construct_6#2",
+        "@__main___Net_construct_6#3",
+    ]
     assert [d.code for d in ir.diagnostics] == ["IR014", "IR014", "IR013"]
     assert ir.cnode_count == 24 + 8
 
@@ -258,12 +270,12 @@ def test_2_0_analyze_fail_split_headers_class_primitives_and_types():
     assert [ir[k]["id"] for k in wrapper.params] == ["%para1_x", "%para2_y"]
     scalar = TensorType("Tensor", "Float32", (), "<Tensor[Float32], ()>")
     assert ir[wrapper.params[1]]["out_type"] == scalar
-    ret_key, ret = _node(ir, "@Default_wrapper.8", "Return")   # "Primitive::Return{prim_type=1}(%1)"
+    ret_key, ret = _node(ir, "@Default_wrapper.8", "Return")  # "Primitive::Return{prim_type=1}(%1)"
     assert ret["op"] == "Return" and _producer_ids(ir, ret_key) == ["%1"] and ret["scope"] == "Default"
-    key, sub = _node(ir, "@Default.7", "%1")   # "DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[..](..)"
+    key, sub = _node(ir, "@Default.7", "%1")  # "DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[..](..)"
     assert sub["op"] == "Sub" and sub["primitive_attrs"] == {"output_names": ["output"], "input_names": ["x", "y"]}
     assert sub["args"] == (Ref("%para3_x"), 1) and _producer_ids(ir, key) == ["%para3_x", ""]
-    assert sub["in_types"][0] == scalar and sub["out_type"] == scalar   # ":(<T>, <T>) -> (<T>)"
+    assert sub["in_types"][0] == scalar and sub["out_type"] == scalar  # ":(<T>, <T>) -> (<T>)"
     _, mul = _node(ir, "@Default.7", "%4")
     assert mul["op"] == "Mul" and mul["out_type"].kind == "null"
 
@@ -280,8 +292,10 @@ def test_2_0_analyze_fail_header_with_parent_and_defaults():
     assert ir.failure.failed_at == [_node(ir, "@Default_wrapper.1", "%1")[0], key]
 
 
-@pytest.mark.parametrize("name, graph", [("2.1_validate.ir", "@20_1___main___Net_construct.295"),
-                                         ("2.3_execute.ir", "@19_1___main___Net_construct_304")])
+@pytest.mark.parametrize(
+    "name, graph",
+    [("2.1_validate.ir", "@20_1___main___Net_construct.295"), ("2.3_execute.ir", "@19_1___main___Net_construct_304")],
+)
 def test_a_switch_result_called_is_linked_to_the_switch_and_both_branches(name, graph):
     # "%6 = %5[@FuncUnion(@true_branch, @false_branch)]()": %5 is the Switch
     import networkx as nx
@@ -292,14 +306,17 @@ def test_a_switch_result_called_is_linked_to_the_switch_and_both_branches(name, 
     assert call["op"] == "call" and switch["op"] == "Switch"
     branches = sorted(n for n in ir.subgraphs if n != graph)
     incoming = sorted((kind, ir[u]["kind"], ir[u]["graph"]) for u, _, kind in ir.graph.in_edges(call_key, data="kind"))
-    assert incoming == sorted([("callee", "cnode", graph)] + [("callee", "subgraph", b) for b in branches]
-                              + [("call_out", "return", b) for b in branches])
+    assert incoming == sorted(
+        [("callee", "cnode", graph)]
+        + [("callee", "subgraph", b) for b in branches]
+        + [("call_out", "return", b) for b in branches]
+    )
     assert [u for u, _, kind in ir.graph.in_edges(call_key, data="kind") if kind == "callee"][0] == switch_key
     ret_key, _ = _node(ir, graph, "Return")
     reached = {(ir[a]["graph"], ir[a]["op"]) for a in nx.ancestors(ir.graph, ret_key)}
     assert {(graph, "Switch"), (graph, "Partial"), (branches[0], "Div"), (branches[0], "Mul")} <= reached
     assert {(b, "Return") for b in branches} <= reached
-    assert ir.producers(call_key) == []   # no data inputs: the edges above are not data
+    assert ir.producers(call_key) == []  # no data inputs: the edges above are not data
 
 
 def test_a_called_value_passes_its_arguments_to_the_last_parameters(tmp_path):
@@ -313,7 +330,9 @@ def test_a_called_value_passes_its_arguments_to_the_last_parameters(tmp_path):
         "subgraph @main(%para3_x, %para4_y) {\n"
         "  %0(p) = Partial(@g, %para3_x)\n      : (<Func, NoShape>, <Tensor[Float32], ()>) -> (<Func, NoShape>)\n"
         "  %1(c) = %0[@@g](%para4_y)\n      : (<Tensor[Float32], ()>) -> (<Tensor[Float32], ()>)\n"
-        "  Return(%1)\n      : (<Tensor[Float32], ()>)\n}\n", encoding="utf-8")
+        "  Return(%1)\n      : (<Tensor[Float32], ()>)\n}\n",
+        encoding="utf-8",
+    )
     ir = read_ir(str(path))
     assert ir.diagnostics == []
     call_key, _ = _node(ir, "@main", "%1")
@@ -353,7 +372,10 @@ def test_strategy_line_with_the_type_line_glued_after_it(tmp_path):
         "subgraph @1_construct_wrapper.298() {\n"
         "  %0(x) = Load(%para1_x, U)\n      : (<Tensor[Float32], (32, 64)>, <UMonad>) -> (<Tensor[Float32], (32, 64)>)\n"
         "  %1(w) = Load(%para2_dense1.weight, U)\n      : (<Ref[Tensor(F32)], (64, 16)>, <UMonad>) -> (<Tensor[Float32], (64, 16)>)\n"
-        + _SHARDING_PAGE_LINES + "  Return(%5)\n      : (<Tensor[Float32], (32, 16)>)\n}\n", encoding="utf-8")
+        + _SHARDING_PAGE_LINES
+        + "  Return(%5)\n      : (<Tensor[Float32], (32, 16)>)\n}\n",
+        encoding="utf-8",
+    )
     ir = read_ir(str(path))
     assert ir.diagnostics == [] and ir.cnode_count == 7
     g = "@1_construct_wrapper.298"
@@ -374,8 +396,10 @@ def test_rules_do_not_run_on_a_compile_failure(tmp_path):
     # the same graphs, once as a stage dump (findings) and once after an analyze_fail.ir banner
     dump = Path(__file__).parent / "fixtures" / "corpus" / "s2_ffn_3d_reshape_blocks" / "21_validate_0076.ir"
     text = dump.read_text(encoding="utf-8")
-    banner = ("# " + "=" * 95 + "\n# The following shows the IR when the function graphs evaluation fails to help "
-              "locate the problem.\n# " + "=" * 95 + "\n\n")
+    banner = (
+        "# " + "=" * 95 + "\n# The following shows the IR when the function graphs evaluation fails to help "
+        "locate the problem.\n# " + "=" * 95 + "\n\n"
+    )
     failed = tmp_path / "analyze_fail.ir"
     failed.write_text(banner + text, encoding="utf-8")
     plain = CliRunner().invoke(main, [str(dump), "--format", "json", "--no-cache"])
@@ -389,8 +413,9 @@ def test_rules_do_not_run_on_a_compile_failure(tmp_path):
 
 def test_a_message_without_the_graph_banner_ends_at_the_graphs(tmp_path):
     text = (VERSIONS / "2.7_analyze_fail.ir").read_text(encoding="utf-8")
-    cut = text.replace("# The following shows the IR when the function graphs evaluation fails to help locate the "
-                       "problem.\n", "")
+    cut = text.replace(
+        "# The following shows the IR when the function graphs evaluation fails to help locate the problem.\n", ""
+    )
     path = tmp_path / "analyze_fail.ir"
     path.write_text(cut, encoding="utf-8")
     ir = read_ir(str(path))
@@ -403,10 +428,13 @@ def test_a_message_without_the_graph_banner_ends_at_the_graphs(tmp_path):
 
 def test_a_split_subgraph_header_that_never_closes(tmp_path):
     path = tmp_path / "analyze_fail.ir"
-    path.write_text("# 1.This file shows the parsed IR info when graph evaluating failed to help find the problem.\n"
-                    "subgraph @g(\n        %para1_x : <Tensor[Float32], ()>\n"
-                    "  %1(a) = Neg(%para1_x)\n      :(<Tensor[Float32], ()>) -> (<Tensor[Float32], ()>)\n"
-                    "  Primitive::Return{prim_type=1}(%1)\n      :(<Tensor[Float32], ()>)\n}\n", encoding="utf-8")
+    path.write_text(
+        "# 1.This file shows the parsed IR info when graph evaluating failed to help find the problem.\n"
+        "subgraph @g(\n        %para1_x : <Tensor[Float32], ()>\n"
+        "  %1(a) = Neg(%para1_x)\n      :(<Tensor[Float32], ()>) -> (<Tensor[Float32], ()>)\n"
+        "  Primitive::Return{prim_type=1}(%1)\n      :(<Tensor[Float32], ()>)\n}\n",
+        encoding="utf-8",
+    )
     ir = read_ir(str(path))
     assert [(d.code, d.line) for d in ir.diagnostics] == [("IR005", 2), ("IR013", 1)]
     assert [ir[k]["id"] for k in ir.subgraphs["@g"].params] == ["%para1_x"]

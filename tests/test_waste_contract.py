@@ -1,18 +1,24 @@
 """The contract between the redistribution rules and ``irlint comm``: a finding names its waste in
 typed fields (``waste_kinds``, ``wasted``), the account reads those and nothing else, and the fix
 to paste is the finding's ``snippet``."""
+
 from __future__ import annotations
 
 import pytest
-
 from conftest import CORPUS
+
 from irlint.accounts.comm import account, redistribution_findings
 from irlint.findings import WASTE_KINDS, Finding, WastedBytes
 from irlint.read.reader import read_ir
 from irlint.rule import load_rules
 
-CASES = ["par-mismatch-sp_then_cols", "par-mismatch-gate_gather_slice", "par-mismatch-ffn_col_col",
-         "par-mismatch-allreduce_then_rows", "par-mismatch-layout_permutation"]
+CASES = [
+    "par-mismatch-sp_then_cols",
+    "par-mismatch-gate_gather_slice",
+    "par-mismatch-ffn_col_col",
+    "par-mismatch-allreduce_then_rows",
+    "par-mismatch-layout_permutation",
+]
 
 
 def _ir(case: str):
@@ -29,7 +35,8 @@ def test_each_finding_names_its_waste_in_typed_fields(case):
         extra = dict(f.extra)
         assert f.waste_kinds and set(f.waste_kinds) <= WASTE_KINDS
         assert [(w.graph, w.node, w.op, w.bytes) for w in f.wasted] == [
-            (e["graph"], e["node"], e["op"], e["bytes"]) for e in extra["waste"]]
+            (e["graph"], e["node"], e["op"], e["bytes"]) for e in extra["waste"]
+        ]
         fix = extra.get("fix")
         if isinstance(fix, dict) and fix.get("in_strategy"):
             assert f"in_strategy = {fix['in_strategy']}" in f.snippet

@@ -20,26 +20,39 @@ Not counted: what a collective sends, the latency of each call, communication th
 after the front-end graph (fusion and overlap passes), and loops a graph runs more than once
 (micro batches of gradient accumulation count once).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..findings import Finding
-from .memory import OUTSIDE, layer_of, runs_in_backward
-from .recompute_comm import Rerun, by_key, reruns
 from ..model import IRFile
+from .memory import OUTSIDE, layer_of, runs_in_backward
+
 # what one collective receives; part of this module's names (the rules import it alone)
-from .received import (ALLTOALL_OPS, COLLECTIVE_OPS, GATHER_OPS, KINDS, group_size,  # noqa: F401
-                       received_bytes, share, step_received_bytes, waste_entry)
+from .received import (  # noqa: F401
+    ALLTOALL_OPS,
+    COLLECTIVE_OPS,
+    GATHER_OPS,
+    KINDS,
+    group_size,
+    received_bytes,
+    share,
+    step_received_bytes,
+    waste_entry,
+)
+from .recompute_comm import Rerun, by_key, reruns
 
 # The stage files whose graph is final for the accounting, best first: the files the PC rules read.
 COMM_STAGES = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
 
-SCOPE_NOTE = ("Counted: bytes each collective receives per rank, once per execution of the step's graph, "
-              "from local shapes (ring AllReduce 2(n-1)/n, AllGather output minus input, ReduceScatter input "
-              "minus output, AlltoAll (n-1)/n, Receive its output). Waste: the bytes the redistribution "
-              "findings (PC) name; scheme: the rest. Not counted: bytes sent, backend-inserted communication, "
-              "repeated micro-batches.")
+SCOPE_NOTE = (
+    "Counted: bytes each collective receives per rank, once per execution of the step's graph, "
+    "from local shapes (ring AllReduce 2(n-1)/n, AllGather output minus input, ReduceScatter input "
+    "minus output, AlltoAll (n-1)/n, Receive its output). Waste: the bytes the redistribution "
+    "findings (PC) name; scheme: the rest. Not counted: bytes sent, backend-inserted communication, "
+    "repeated micro-batches."
+)
 
 KIND_ORDER = ("AllGather", "ReduceScatter", "AllReduce", "AlltoAll", "Send/Receive", "Broadcast")
 
@@ -55,9 +68,9 @@ class Collective:
     group_size: int | None
     received_bytes: int | None
     waste_bytes: int = 0
-    findings: list[str] = field(default_factory=list)   # codes of the PC findings naming it
-    transposes: int | None = None                       # the forward op of a backward collective
-    rerun: Rerun | None = None                          # a recomputed copy: the key that asked for it
+    findings: list[str] = field(default_factory=list)  # codes of the PC findings naming it
+    transposes: int | None = None  # the forward op of a backward collective
+    rerun: Rerun | None = None  # a recomputed copy: the key that asked for it
 
     @property
     def scheme_bytes(self) -> int:
@@ -84,7 +97,7 @@ class CommAccount:
     """A dump's collectives and the redistribution findings that name their waste."""
 
     collectives: list[Collective]
-    findings: list[Finding]       # the redistribution findings whose bytes are the waste
+    findings: list[Finding]  # the redistribution findings whose bytes are the waste
 
     @property
     def received_bytes(self) -> int:
@@ -156,9 +169,19 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
         got = received_bytes(ir, key)
         backward = runs_in_backward(ir, key)
         forward = ir.forward_of(key) if backward else None
-        out.append(Collective(key, KINDS[data["op"]], backward, layer_of(data.get("scope", "")),
-                              group_size(ir, key), got, min(waste.get(key, 0), got or 0),
-                              named.get(key, []), forward))
+        out.append(
+            Collective(
+                key,
+                KINDS[data["op"]],
+                backward,
+                layer_of(data.get("scope", "")),
+                group_size(ir, key),
+                got,
+                min(waste.get(key, 0), got or 0),
+                named.get(key, []),
+                forward,
+            )
+        )
     by_node = {c.node: c for c in out}
     for r in reruns(ir, out):
         by_node[r.node].rerun = r
@@ -179,39 +202,71 @@ def redistribution_findings(ir: IRFile) -> list[Finding]:
 def as_dict(ir: IRFile, acc: CommAccount) -> dict:
     """The account as plain data: the per-file part of ``irlint comm --format json`` (version 1),
     without the file's name, stage and rank."""
+
     def node(key: int | None) -> str | None:
         return None if key is None else ir[key].get("id", "")
 
     return {
-        "received_bytes": acc.received_bytes, "scheme_bytes": acc.scheme_bytes, "waste_bytes": acc.waste_bytes,
+        "received_bytes": acc.received_bytes,
+        "scheme_bytes": acc.scheme_bytes,
+        "waste_bytes": acc.waste_bytes,
         "forward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if not c.backward),
         "backward_bytes": sum(c.received_bytes or 0 for c in acc.collectives if c.backward),
         "recompute_bytes": acc.recompute_bytes,
         "by_kind": [{"kind": k, **v} for k, v in acc.by_kind().items()],
-        "layers": [{"layer": r.layer, "received_bytes": r.received_bytes, "scheme_bytes": r.scheme_bytes,
-                    "waste_bytes": r.waste_bytes, "forward_bytes": r.forward_bytes,
-                    "backward_bytes": r.backward_bytes, "recompute_bytes": r.recompute_bytes,
-                    "collectives": r.collectives,
-                    "by_kind": {k: r.by_kind[k] for k in sorted(r.by_kind, key=_kind_rank)}}
-                   for r in acc.layers()],
-        "collectives": [{"node": node(c.node), "graph": ir[c.node].get("graph", ""), "op": ir[c.node].get("op", ""),
-                         "kind": c.kind, "direction": "backward" if c.backward else "forward", "layer": c.layer,
-                         "group_size": c.group_size, "received_bytes": c.received_bytes,
-                         "waste_bytes": c.waste_bytes, "findings": c.findings, "transposes": node(c.transposes),
-                         "transposes_graph": None if c.transposes is None else ir[c.transposes].get("graph", ""),
-                         "instance": ir[c.node].get("instance") or "", "scope": ir[c.node].get("scope", ""),
-                         "line": ir[c.node].get("line", 0),
-                         "recompute_key": c.rerun.key if c.rerun else None,
-                         "recompute_via": c.rerun.via if c.rerun else None,
-                         "recomputes": node(c.rerun.original) if c.rerun else None,
-                         "recomputes_graph": (ir[c.rerun.original].get("graph", "")
-                                              if c.rerun and c.rerun.original is not None else None)}
-                        for c in acc.collectives],
+        "layers": [
+            {
+                "layer": r.layer,
+                "received_bytes": r.received_bytes,
+                "scheme_bytes": r.scheme_bytes,
+                "waste_bytes": r.waste_bytes,
+                "forward_bytes": r.forward_bytes,
+                "backward_bytes": r.backward_bytes,
+                "recompute_bytes": r.recompute_bytes,
+                "collectives": r.collectives,
+                "by_kind": {k: r.by_kind[k] for k in sorted(r.by_kind, key=_kind_rank)},
+            }
+            for r in acc.layers()
+        ],
+        "collectives": [
+            {
+                "node": node(c.node),
+                "graph": ir[c.node].get("graph", ""),
+                "op": ir[c.node].get("op", ""),
+                "kind": c.kind,
+                "direction": "backward" if c.backward else "forward",
+                "layer": c.layer,
+                "group_size": c.group_size,
+                "received_bytes": c.received_bytes,
+                "waste_bytes": c.waste_bytes,
+                "findings": c.findings,
+                "transposes": node(c.transposes),
+                "transposes_graph": None if c.transposes is None else ir[c.transposes].get("graph", ""),
+                "instance": ir[c.node].get("instance") or "",
+                "scope": ir[c.node].get("scope", ""),
+                "line": ir[c.node].get("line", 0),
+                "recompute_key": c.rerun.key if c.rerun else None,
+                "recompute_via": c.rerun.via if c.rerun else None,
+                "recomputes": node(c.rerun.original) if c.rerun else None,
+                "recomputes_graph": (
+                    ir[c.rerun.original].get("graph", "") if c.rerun and c.rerun.original is not None else None
+                ),
+            }
+            for c in acc.collectives
+        ],
         "recompute": by_key([c.rerun for c in acc.collectives if c.rerun is not None]),
-        "findings": [{"code": f.code, "rule": f.rule, "node": f.node, "graph": f.graph, "line": f.line,
-                      "waste_bytes": dict(f.extra).get("waste_bytes", 0),
-                      "share": share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes)}
-                     for f in acc.findings],
+        "findings": [
+            {
+                "code": f.code,
+                "rule": f.rule,
+                "node": f.node,
+                "graph": f.graph,
+                "line": f.line,
+                "waste_bytes": dict(f.extra).get("waste_bytes", 0),
+                "share": share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes),
+            }
+            for f in acc.findings
+        ],
     }
 
 

@@ -21,6 +21,7 @@ the optimizer's update, what the backend adds or fuses after the front-end graph
 flash-attention backward kernel recomputes inside itself; a graph that runs once per micro batch
 (a pipeline stage) is counted once.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,31 +35,123 @@ from .memory import _original_of_copies, cached_account, is_backward
 # (the copies of the recompute pass exist there).
 COST_STAGES = ("validate", "cse_after_recomputation", "add_recomputation", "graph_build")
 
-SCOPE_NOTE = ("Counted: floating-point operations per rank and execution of the step's graph, from local "
-              "shapes: MatMul/BatchMatMul 2·M·K·N, flash attention 4·B·N·Sq·Skv·D (its backward twice that), "
-              "convolutions 2·out·(kernel elements); element-wise ops and reductions one per element, shown "
-              "apart. Not counted: data movement, communication, the optimizer, backend fusion, repeated "
-              "micro-batches.")
+SCOPE_NOTE = (
+    "Counted: floating-point operations per rank and execution of the step's graph, from local "
+    "shapes: MatMul/BatchMatMul 2·M·K·N, flash attention 4·B·N·Sq·Skv·D (its backward twice that), "
+    "convolutions 2·out·(kernel elements); element-wise ops and reductions one per element, shown "
+    "apart. Not counted: data movement, communication, the optimizer, backend fusion, repeated "
+    "micro-batches."
+)
 
-MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "MatMulV2", "BatchMatMulV2",
-                        "Dense", "Matmul", "BatchMatmul"})
+MATMUL_OPS = frozenset(
+    {
+        "MatMul",
+        "BatchMatMul",
+        "MatMulExt",
+        "BatchMatMulExt",
+        "MatMulV2",
+        "BatchMatMulV2",
+        "Dense",
+        "Matmul",
+        "BatchMatmul",
+    }
+)
 ATTENTION_OPS = frozenset({"FlashAttentionScore", "FlashAttentionScoreGrad"})
-CONV_OPS = frozenset({"Conv2D", "Conv3D", "Conv1D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
-                      "Conv3DBackpropInput", "Conv3DBackpropFilter", "Conv2DTranspose", "Conv3DTranspose",
-                      "Convolution", "ConvolutionGrad"})
+CONV_OPS = frozenset(
+    {
+        "Conv2D",
+        "Conv3D",
+        "Conv1D",
+        "Conv2DBackpropInput",
+        "Conv2DBackpropFilter",
+        "Conv3DBackpropInput",
+        "Conv3DBackpropFilter",
+        "Conv2DTranspose",
+        "Conv3DTranspose",
+        "Convolution",
+        "ConvolutionGrad",
+    }
+)
 # arithmetic on every element (their gradients included: names ending in Grad below)
-ELEMENTWISE_OPS = frozenset({
-    "Add", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Square",
-    "Pow", "Maximum", "Minimum", "Abs", "Reciprocal", "AddN", "AddExt", "SubExt", "Muls", "Adds",
-    "SiLU", "GeLU", "FastGeLU", "ReLU", "Sigmoid", "Tanh", "Erf", "Softmax", "LogSoftmax",
-    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "MeanExt", "SumExt",
-    "RmsNorm", "LayerNorm", "LayerNormV3", "AddRmsNorm", "Dropout", "DropoutExt", "Select", "Equal",
-    "Less", "Greater", "LessEqual", "GreaterEqual", "NotEqual", "LogicalAnd", "LogicalOr", "LogicalNot",
-    "SwiGlu", "Swiglu", "RotaryPositionEmbedding", "ApplyRotaryPosEmb", "BiasAdd", "SquaredDifference",
-    "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "CrossEntropy",
-})
-_NOT_ELEMENTWISE_GRADS = frozenset({"StridedSliceGrad", "GatherDGradV2", "GatherDGrad", "UnsortedSegmentSumGrad",
-                                    "EmbeddingGrad", "SliceGrad", "ReshapeGrad", "TransposeGrad", "CastGrad"})
+ELEMENTWISE_OPS = frozenset(
+    {
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "RealDiv",
+        "DivNoNan",
+        "Neg",
+        "Exp",
+        "Log",
+        "Sqrt",
+        "Rsqrt",
+        "Square",
+        "Pow",
+        "Maximum",
+        "Minimum",
+        "Abs",
+        "Reciprocal",
+        "AddN",
+        "AddExt",
+        "SubExt",
+        "Muls",
+        "Adds",
+        "SiLU",
+        "GeLU",
+        "FastGeLU",
+        "ReLU",
+        "Sigmoid",
+        "Tanh",
+        "Erf",
+        "Softmax",
+        "LogSoftmax",
+        "ReduceMean",
+        "ReduceSum",
+        "ReduceMax",
+        "ReduceMin",
+        "MeanExt",
+        "SumExt",
+        "RmsNorm",
+        "LayerNorm",
+        "LayerNormV3",
+        "AddRmsNorm",
+        "Dropout",
+        "DropoutExt",
+        "Select",
+        "Equal",
+        "Less",
+        "Greater",
+        "LessEqual",
+        "GreaterEqual",
+        "NotEqual",
+        "LogicalAnd",
+        "LogicalOr",
+        "LogicalNot",
+        "SwiGlu",
+        "Swiglu",
+        "RotaryPositionEmbedding",
+        "ApplyRotaryPosEmb",
+        "BiasAdd",
+        "SquaredDifference",
+        "SoftmaxCrossEntropyWithLogits",
+        "SparseSoftmaxCrossEntropyWithLogits",
+        "CrossEntropy",
+    }
+)
+_NOT_ELEMENTWISE_GRADS = frozenset(
+    {
+        "StridedSliceGrad",
+        "GatherDGradV2",
+        "GatherDGrad",
+        "UnsortedSegmentSumGrad",
+        "EmbeddingGrad",
+        "SliceGrad",
+        "ReshapeGrad",
+        "TransposeGrad",
+        "CastGrad",
+    }
+)
 # where the sequence length sits in a flash-attention key, per input_layout
 _FA_SEQ_AXIS = {"BSH": 1, "BNSD": 2, "SBH": 0, "BSND": 1}
 
@@ -71,11 +164,11 @@ class OpCost:
     """One op that computes: its FLOPs, what kind and direction it is, its layer."""
 
     node: int
-    kind: str              # one of KINDS
-    direction: str         # one of DIRECTIONS
+    kind: str  # one of KINDS
+    direction: str  # one of DIRECTIONS
     layer: str
-    flops: int | None      # None: the type line gives no shape
-    original: int | None = None   # the forward op a recomputed copy rebuilds, or a backward op differentiates
+    flops: int | None  # None: the type line gives no shape
+    original: int | None = None  # the forward op a recomputed copy rebuilds, or a backward op differentiates
 
     @property
     def matrix(self) -> bool:
@@ -93,7 +186,7 @@ class LayerCost:
     forward_elementwise_flops: int = 0
     backward_elementwise_flops: int = 0
     recompute_elementwise_flops: int = 0
-    by_kind: dict[str, int] = field(default_factory=dict)   # matrix kinds, every direction
+    by_kind: dict[str, int] = field(default_factory=dict)  # matrix kinds, every direction
 
     @property
     def step_flops(self) -> int:
@@ -107,10 +200,10 @@ class RecomputeCost:
 
     key: str
     layers: list[str]
-    copies: int               # recomputed ops (views and casts included)
-    flops: int                # matrix and element-wise FLOPs of the copies
+    copies: int  # recomputed ops (views and casts included)
+    flops: int  # matrix and element-wise FLOPs of the copies
     matrix_flops: int
-    saved_bytes: int          # tensors backward reads as these copies instead of keeping them
+    saved_bytes: int  # tensors backward reads as these copies instead of keeping them
 
     @property
     def bytes_per_gflop(self) -> float | None:
@@ -126,8 +219,9 @@ class CostAccount:
     micro_batches: int = 1
 
     def total(self, direction: str | None = None, matrix: bool = True) -> int:
-        return sum(o.flops or 0 for o in self.ops if o.matrix == matrix
-                   and (direction is None or o.direction == direction))
+        return sum(
+            o.flops or 0 for o in self.ops if o.matrix == matrix and (direction is None or o.direction == direction)
+        )
 
     @property
     def step_flops(self) -> int:
@@ -157,6 +251,7 @@ class CostAccount:
 
 # --- FLOPs of one op ---------------------------------------------------------------------------
 
+
 def _shape(t) -> tuple[int, ...] | None:
     if t is None or t.shape is None or not all(isinstance(d, int) and d >= 0 for d in t.shape):
         return None
@@ -185,7 +280,7 @@ def matmul_dims(ir: IRFile, k: int) -> tuple[int, int, int, int] | None:
     a, b = _shape(types[0]), _shape(types[1])
     if not a or not b:
         return None
-    if d["op"] == "Dense":   # y = x·Wᵀ (+ bias)
+    if d["op"] == "Dense":  # y = x·Wᵀ (+ bias)
         ta, tb = False, True
     else:
         ta = _flag(ir, k, 2, "transpose_a", "transpose_x1")
@@ -214,7 +309,7 @@ def _attention_flops(ir: IRFile, k: int) -> int | None:
     axis = _FA_SEQ_AXIS.get(layout)
     if q is None or key is None or axis is None or len(key) <= axis:
         return None
-    forward = 4 * prod(q) * key[axis]   # QKᵀ and PV: 2·(B·N·Sq·D)·Skv each
+    forward = 4 * prod(q) * key[axis]  # QKᵀ and PV: 2·(B·N·Sq·D)·Skv each
     return 2 * forward if d["op"].endswith("Grad") else forward
 
 
@@ -225,11 +320,11 @@ def _conv_flops(ir: IRFile, k: int) -> int | None:
     out = _shape(d.get("out_type"))
     if len(types) < 2:
         return None
-    if op.endswith("BackpropFilter"):   # (dout, x, size) -> dw
+    if op.endswith("BackpropFilter"):  # (dout, x, size) -> dw
         grad, weight = _shape(types[0]), out
-    elif op.endswith(("BackpropInput", "Transpose")):   # (dout, w, size) -> dx
+    elif op.endswith(("BackpropInput", "Transpose")):  # (dout, w, size) -> dx
         grad, weight = _shape(types[0]), _shape(types[1])
-    else:   # (x, w) -> out
+    else:  # (x, w) -> out
         grad, weight = out, _shape(types[1])
     if grad is None or weight is None or len(weight) < 2:
         return None
@@ -238,8 +333,9 @@ def _conv_flops(ir: IRFile, k: int) -> int | None:
 
 def _elementwise_flops(ir: IRFile, k: int) -> int | None:
     d = ir[k]
-    shapes = [_shape(t) for t in (*(d.get("in_types") or ()), d.get("out_type"))
-              if t is not None and t.kind == "Tensor"]
+    shapes = [
+        _shape(t) for t in (*(d.get("in_types") or ()), d.get("out_type")) if t is not None and t.kind == "Tensor"
+    ]
     sizes = [prod(s) for s in shapes if s is not None]
     return max(sizes) if sizes else None
 
@@ -274,6 +370,7 @@ def op_flops(ir: IRFile, k: int) -> int | None:
 
 
 # --- the account -------------------------------------------------------------------------------
+
 
 def direction_of(ir: IRFile, k: int) -> str:
     if ir.is_recompute_copy(k):
@@ -356,7 +453,7 @@ def recompute_costs(ir: IRFile, acc: CostAccount, originals: dict[int, int] | No
         flops = (o.flops or 0) if o is not None else 0
         members.append((source, layer_of_node(ir, source), flops, flops if o is not None and o.matrix else 0, True))
         seen.add(source)
-    for o in priced.values():   # a computing copy whose forward op is not found
+    for o in priced.values():  # a computing copy whose forward op is not found
         members.append((o.node, o.layer, o.flops or 0, (o.flops or 0) if o.matrix else 0, True))
     for node, nbytes in saved_by_node.items():
         if node not in seen and nbytes:

@@ -21,6 +21,7 @@ of one server; AllGatherMatmul also needs ``transpose_a`` false and the gathered
 MatmulReduceScatter a MatMul read by nothing else. A front-end dump (validate) cannot show the
 fusion; a backend graph (``graph_build``, ``hwopt_*``) shows the fused ops by name.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,12 +31,20 @@ from ..model import IRFile
 from .compute import MATMUL_OPS, direction_of, matmul_dims, op_flops
 from .received import GATHER_OPS, group_size, received_bytes
 
-GIB, MIB = 2 ** 30, 2 ** 20
+GIB, MIB = 2**30, 2**20
 SHORT_BLOCK_CAP = 384
 LONG_BLOCK_ALIGN = 128
 CONTENTION = 1.15
-FUSED_OPS = frozenset({"MatmulAllReduce", "MatMulAllReduce", "MatmulReduceScatter", "AllGatherMatmul",
-                       "QuantBatchMatmulAllReduce", "MatmulAllReduceAddRmsNorm"})
+FUSED_OPS = frozenset(
+    {
+        "MatmulAllReduce",
+        "MatMulAllReduce",
+        "MatmulReduceScatter",
+        "AllGatherMatmul",
+        "QuantBatchMatmulAllReduce",
+        "MatmulAllReduceAddRmsNorm",
+    }
+)
 _REDUCING = frozenset({"AllReduce", "ReduceScatter"})
 _FUSIBLE_DTYPES = frozenset({"Float16", "BFloat16"})
 
@@ -70,8 +79,11 @@ class Profile:
         return self.peak_flops.get(dtype or "") or self.peak_flops.get("default")
 
     def link(self, group: int | None) -> float | None:
-        return self.bandwidth.get(str(group)) if group is not None and str(group) in self.bandwidth \
+        return (
+            self.bandwidth.get(str(group))
+            if group is not None and str(group) in self.bandwidth
             else self.bandwidth.get("default")
+        )
 
 
 class ProfileError(ValueError):
@@ -88,8 +100,10 @@ def load_profile(text: str | None = None) -> Profile:
         raise ProfileError(f"not a TOML device profile: {exc}") from None
     peak, bandwidth = data.get("peak_flops"), data.get("bandwidth")
     if not isinstance(peak, dict) or not isinstance(bandwidth, dict) or not peak or not bandwidth:
-        raise ProfileError("a device profile needs [peak_flops] (FLOPS per dtype) and [bandwidth] "
-                           "(bytes per second per group size, or default)")
+        raise ProfileError(
+            "a device profile needs [peak_flops] (FLOPS per dtype) and [bandwidth] "
+            "(bytes per second per group size, or default)"
+        )
     for table in (peak, bandwidth, data.get("cost_model") or {}):
         for key, value in table.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
@@ -97,9 +111,13 @@ def load_profile(text: str | None = None) -> Profile:
     model = data.get("cost_model")
     if model is not None and not {"mm_per_flop", "mm_fixed", "comm_per_byte", "comm_fixed"} <= set(model):
         raise ProfileError("device profile: [cost_model] needs mm_per_flop, mm_fixed, comm_per_byte, comm_fixed")
-    return Profile(str(data.get("name", "device")), {k: float(v) for k, v in peak.items()},
-                   {str(k): float(v) for k, v in bandwidth.items()},
-                   {k: float(v) for k, v in model.items()} if model else None, str(data.get("source", "")))
+    return Profile(
+        str(data.get("name", "device")),
+        {k: float(v) for k, v in peak.items()},
+        {str(k): float(v) for k, v in bandwidth.items()},
+        {k: float(v) for k, v in model.items()} if model else None,
+        str(data.get("source", "")),
+    )
 
 
 def short_block(m: int, k: int, n: int) -> int:
@@ -128,7 +146,7 @@ def long_blocks(m: int, k: int, n: int, row_bytes: float, m0: int, model: dict[s
 class Candidate:
     matmul: int
     collective: int
-    pattern: str             # MatmulAllReduce, MatmulReduceScatter or AllGatherMatmul
+    pattern: str  # MatmulAllReduce, MatmulReduceScatter or AllGatherMatmul
     direction: str
     m: int
     k: int
@@ -140,11 +158,11 @@ class Candidate:
     matmul_seconds: float | None = None
     comm_seconds: float | None = None
     bound: str | None = None
-    balance_k: float | None = None   # the K at which MatMul and communication take as long
+    balance_k: float | None = None  # the K at which MatMul and communication take as long
     m0: int = 0
     long_block: int | None = None
     long_blocks: int | None = None
-    not_fusible: list[str] = field(default_factory=list)   # conditions of MindSpore's pass it misses
+    not_fusible: list[str] = field(default_factory=list)  # conditions of MindSpore's pass it misses
 
 
 def candidates(ir: IRFile, profile: Profile | None = None) -> list[Candidate]:
@@ -153,8 +171,11 @@ def candidates(ir: IRFile, profile: Profile | None = None) -> list[Candidate]:
     profile = profile or load_profile()
     out = []
     for mm in ir.nodes_by_op(*MATMUL_OPS):
-        pairs = [(c, "MatmulAllReduce" if ir[c]["op"] == "AllReduce" else "MatmulReduceScatter")
-                 for c in ir.consumers(mm) if ir[c]["kind"] == "cnode" and ir[c]["op"] in _REDUCING]
+        pairs = [
+            (c, "MatmulAllReduce" if ir[c]["op"] == "AllReduce" else "MatmulReduceScatter")
+            for c in ir.consumers(mm)
+            if ir[c]["kind"] == "cnode" and ir[c]["op"] in _REDUCING
+        ]
         ins = ir.producers(mm)[:2]
         pairs += [(g, "AllGatherMatmul") for g in ins if ir[g]["kind"] == "cnode" and ir[g]["op"] in GATHER_OPS]
         if not pairs:
@@ -166,8 +187,19 @@ def candidates(ir: IRFile, profile: Profile | None = None) -> list[Candidate]:
         types = ir[mm].get("in_types") or ()
         dtype = types[0].dtype if types else None
         for coll, pattern in pairs:
-            c = Candidate(mm, coll, pattern, direction_of(ir, mm), batch * m, k, n, dtype,
-                          received_bytes(ir, coll), op_flops(ir, mm), group_size(ir, coll))
+            c = Candidate(
+                mm,
+                coll,
+                pattern,
+                direction_of(ir, mm),
+                batch * m,
+                k,
+                n,
+                dtype,
+                received_bytes(ir, coll),
+                op_flops(ir, mm),
+                group_size(ir, coll),
+            )
             _price(c, profile, ir)
             c.not_fusible = _misses(ir, mm, coll, c, ins)
             out.append(c)
@@ -196,8 +228,9 @@ def _misses(ir: IRFile, mm: int, coll: int, c: Candidate, ins: list[int]) -> lis
         out.append(f"{ir[mm]['op']} is not a MatMul")
     if c.dtype not in _FUSIBLE_DTYPES:
         out.append(f"{c.dtype or 'unknown dtype'} (float16 or bfloat16 only)")
-    ranks = (ir[coll].get("primitive_attrs") or {}).get("rank_list") or \
-        (ir[coll].get("primitive_attrs") or {}).get("group_rank_ids")
+    ranks = (ir[coll].get("primitive_attrs") or {}).get("rank_list") or (ir[coll].get("primitive_attrs") or {}).get(
+        "group_rank_ids"
+    )
     if isinstance(ranks, tuple) and ranks:
         r = sorted(ranks)
         if not (len(r) == 8 and r[0] % 8 == 0 and r == list(range(r[0], r[0] + 8))):
@@ -228,11 +261,15 @@ def fusion_state(ir: IRFile) -> str:
 
 FUSION_NOTE = {
     "fused": "The graph holds fused MC2 ops: fusion is on for some pairs (compute_communicate_fusion_level).",
-    "not fused": ("This backend graph holds no fused MC2 op: the pairs run serially "
-                  "(compute_communicate_fusion_level is 0, or the pass's conditions are not met)."),
-    "unknown": ("A front-end graph cannot show MC2 fusion: MindSpore's Ascend backend fuses the pairs after it "
-                "(context parameter compute_communicate_fusion_level: 1 forward, 2 backward, 3 both); "
-                "a backend dump (graph_build, hwopt_*) shows the fused ops by name."),
+    "not fused": (
+        "This backend graph holds no fused MC2 op: the pairs run serially "
+        "(compute_communicate_fusion_level is 0, or the pass's conditions are not met)."
+    ),
+    "unknown": (
+        "A front-end graph cannot show MC2 fusion: MindSpore's Ascend backend fuses the pairs after it "
+        "(context parameter compute_communicate_fusion_level: 1 forward, 2 backward, 3 both); "
+        "a backend dump (graph_build, hwopt_*) shows the fused ops by name."
+    ),
 }
 
 
@@ -240,11 +277,31 @@ def as_dict(ir: IRFile, found: list[Candidate]) -> list[dict]:
     def node(k: int) -> str:
         return ir[k].get("id", "")
 
-    return [{"matmul": node(c.matmul), "matmul_op": ir[c.matmul]["op"], "collective": node(c.collective),
-             "collective_op": ir[c.collective]["op"], "pattern": c.pattern, "direction": c.direction,
-             "m": c.m, "k": c.k, "n": c.n, "dtype": c.dtype, "bytes": c.bytes, "flops": c.flops,
-             "group_size": c.group_size, "matmul_seconds": c.matmul_seconds, "comm_seconds": c.comm_seconds,
-             "bound": c.bound, "balance_k": c.balance_k, "m0": c.m0, "long_block": c.long_block,
-             "long_blocks": c.long_blocks, "not_fusible": c.not_fusible,
-             "line": ir[c.matmul].get("line", 0), "scope": ir[c.matmul].get("scope", "")}
-            for c in found]
+    return [
+        {
+            "matmul": node(c.matmul),
+            "matmul_op": ir[c.matmul]["op"],
+            "collective": node(c.collective),
+            "collective_op": ir[c.collective]["op"],
+            "pattern": c.pattern,
+            "direction": c.direction,
+            "m": c.m,
+            "k": c.k,
+            "n": c.n,
+            "dtype": c.dtype,
+            "bytes": c.bytes,
+            "flops": c.flops,
+            "group_size": c.group_size,
+            "matmul_seconds": c.matmul_seconds,
+            "comm_seconds": c.comm_seconds,
+            "bound": c.bound,
+            "balance_k": c.balance_k,
+            "m0": c.m0,
+            "long_block": c.long_block,
+            "long_blocks": c.long_blocks,
+            "not_fusible": c.not_fusible,
+            "line": ir[c.matmul].get("line", 0),
+            "scope": ir[c.matmul].get("scope", ""),
+        }
+        for c in found
+    ]

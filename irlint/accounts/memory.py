@@ -11,15 +11,16 @@ inputs are the checkpoints recompute keeps. A tensor whose copy backward reads i
 Not counted: parameters (weights, and graph inputs such as the batch), optimizer state,
 gradients, constants, and workspace or temporary buffers of the backward pass itself.
 """
+
 from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import dataclass, field
 from collections.abc import Callable, Container, Iterable, Iterator
+from dataclasses import dataclass, field
 
-from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
 from ..model import IRFile
+from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
 from ..model.pipeline import backward_calls, schedules
 from ..read.values import TensorType
 from .tensors import VIEW_OPS, Tensor, reader_inputs, sources, tensor_type
@@ -29,10 +30,12 @@ from .weights import is_weight_derived, weight_derived
 # recompute rules (validate is the final front-end graph; CPU kernel graphs expand ops).
 MEMORY_STAGES = ("validate", "cse_after_recomputation", "add_recomputation", "graph_build")
 
-SCOPE_NOTE = ("Counted: outputs of forward ops that the backward pass reads (directly or through "
-              "views that share the tensor), once per tensor, without what was recomputed. Not "
-              "counted: parameters and graph inputs, optimizer state, gradients, constants, "
-              "backward workspace.")
+SCOPE_NOTE = (
+    "Counted: outputs of forward ops that the backward pass reads (directly or through "
+    "views that share the tensor), once per tensor, without what was recomputed. Not "
+    "counted: parameters and graph inputs, optimizer state, gradients, constants, "
+    "backward workspace."
+)
 
 # backward bookkeeping: they pass tensors on or order effects, they need no storage of their own
 _PLUMBING = frozenset({"MakeTuple", "TupleGetItem", "UpdateState", "Depend", "Load"})
@@ -59,7 +62,7 @@ class _PlacedOnRead(KeptTensor):
     account's time, and the recompute rules ask the account only for bytes."""
 
     def __init__(self, tensor: Tensor, type: TensorType | None, ir: IRFile, node: int):
-        self._ir, self._node = weakref.ref(ir), node   # weakly: the file keeps its account, no cycle
+        self._ir, self._node = weakref.ref(ir), node  # weakly: the file keeps its account, no cycle
         super().__init__(tensor, type, None)  # type: ignore[arg-type]  # the layer: looked up on first read
 
     @property
@@ -90,7 +93,7 @@ class MemoryReport:
     """A dump's kept activations, what recompute saves, and the pipeline's micro batches."""
 
     kept: list[KeptTensor]
-    saved: list[KeptTensor]   # tensors backward reads as recomputed copies instead
+    saved: list[KeptTensor]  # tensors backward reads as recomputed copies instead
     # kept tensors computed from weights and constants only (fp16 copies of weights): they scale
     # with the parameters, not with the batch, so they are shown apart and not counted
     weight_copies: list[KeptTensor] = field(default_factory=list)
@@ -98,7 +101,7 @@ class MemoryReport:
     # are in flight at most; tensors of that forward half exist once per micro batch in flight
     micro_batches: int = 1
     in_flight: int = 1
-    per_micro_batch: frozenset = frozenset()   # nodes of the forward half
+    per_micro_batch: frozenset = frozenset()  # nodes of the forward half
 
     @property
     def total_kept_bytes(self) -> int:
@@ -144,8 +147,7 @@ def runs_in_backward(ir: IRFile, key: int) -> bool:
 def is_backward(ir: IRFile, key: int) -> bool:
     # CPU kernel graphs expand grad ops under "Expand/_SiLUGrad/..." with no Gradients scope; a
     # call of lazy_inline's backward half (the Partial the forward half returns) is backward too
-    return (ir.is_backward(key) or bool(_EXPANDED_GRAD.match(ir[key].get("scope", "")))
-            or key in backward_calls(ir))
+    return ir.is_backward(key) or bool(_EXPANDED_GRAD.match(ir[key].get("scope", ""))) or key in backward_calls(ir)
 
 
 def _original_of_copies(ir: IRFile) -> dict[int, int]:
@@ -203,8 +205,9 @@ def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
     return report
 
 
-def _backward_reads(ir: IRFile, readers: Iterable[int], args_in: Container[int] | None = None
-                    ) -> Iterator[tuple[int, Tensor, int | None]]:
+def _backward_reads(
+    ir: IRFile, readers: Iterable[int], args_in: Container[int] | None = None
+) -> Iterator[tuple[int, Tensor, int | None]]:
     """(reader, tensor, the TupleGetItem that selected it) for each tensor a backward reader reads, readers in the given
     order (only through the arguments in ``args_in`` when given). A view or tuple op passes its input
     on: its consumer is the reader."""
@@ -267,7 +270,7 @@ def kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
 
 def _kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
     if ir[key]["kind"] != "cnode" or runs_in_backward(ir, key):
-        return []   # no tensor of the account, or one backward makes itself
+        return []  # no tensor of the account, or one backward makes itself
     # the nodes whose tensor may be key's: those ``sources`` walks back to key through
     nodes, succ = ir.nodes, ir.succ
     through = {key}
@@ -289,8 +292,12 @@ def _kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
             if any(e.get("kind") == wanted for e in keyed.values()):
                 through.add(s)
                 stack.append(s)
-    readers = {r for n in through for r, keyed in succ[n].items()
-               if nodes[r]["kind"] == "cnode" and any(e.get("kind") == "data" for e in keyed.values())}
+    readers = {
+        r
+        for n in through
+        for r, keyed in succ[n].items()
+        if nodes[r]["kind"] == "cnode" and any(e.get("kind") == "data" for e in keyed.values())
+    }
     kept: dict[Tensor, KeptTensor] = {}
     # as ``_account``, for the readers that may read key's tensors
     for reader, tensor, getitem in _backward_reads(ir, sorted(readers), through):
@@ -302,5 +309,5 @@ def _kept_of(ir: IRFile, key: int) -> list[KeptTensor]:
         if reader not in entry.readers:
             entry.readers.append(reader)
     if kept and is_weight_derived(ir, key):
-        return []   # a weight copy: the account lists it apart
+        return []  # a weight copy: the account lists it apart
     return list(kept.values())

@@ -7,6 +7,7 @@ so a dump whose layers differ, e.g. recomputed or not, keeps their proportion an
 outside the decoder layers (embedding, final norm, head, loss) are counted once. The files of the
 pipeline stages of one run share N in proportion to the layers each holds (``stage_depths``).
 """
+
 from __future__ import annotations
 
 
@@ -15,7 +16,7 @@ def layer_blocks(dumped: list[str], layers: int) -> list[tuple[int, int, str]]:
     d = len(dumped)
     out = []
     for i, name in enumerate(dumped):
-        first = -(-i * layers // d)          # ceil(i·N/D): the first j with j·D // N == i
+        first = -(-i * layers // d)  # ceil(i·N/D): the first j with j·D // N == i
         last = -(-(i + 1) * layers // d) - 1
         if last >= first:
             out.append((first, last, name))
@@ -37,16 +38,27 @@ def project(rows: list[dict], fields: tuple[str, ...], layers: int, first: int =
         count = last - start + 1
         row = by_name[name]
         start, last = start + first, last + first
-        blocks.append({"layers": f"{start}-{last}" if last > start else str(start), "count": count,
-                       "from_layer": name, **{f: row.get(f) or 0 for f in fields}})
+        blocks.append(
+            {
+                "layers": f"{start}-{last}" if last > start else str(start),
+                "count": count,
+                "from_layer": name,
+                **{f: row.get(f) or 0 for f in fields},
+            }
+        )
         for f in fields:
             totals[f] += count * (row.get(f) or 0)
-    return {"projected": True, "layers": layers, "dumped_layers": len(dumped), "blocks": blocks,
-            "once": {f: sum(r.get(f) or 0 for r in once) for f in fields}, "totals": totals}
+    return {
+        "projected": True,
+        "layers": layers,
+        "dumped_layers": len(dumped),
+        "blocks": blocks,
+        "once": {f: sum(r.get(f) or 0 for r in once) for f in fields},
+        "totals": totals,
+    }
 
 
-def stage_depths(layer_sets: list[set[str]], layers: int,
-                 per_stage: list[int] | None = None) -> list[tuple[int, int]]:
+def stage_depths(layer_sets: list[set[str]], layers: int, per_stage: list[int] | None = None) -> list[tuple[int, int]]:
     """(projected depth, number of its first layer) of each file of one run, given the model's depth
     ``layers``: a file holding every dumped layer (data and tensor parallel ranks) gets all of them;
     the files of pipeline stages (disjoint sets of layers) share them in proportion to the layers
@@ -55,14 +67,19 @@ def stage_depths(layer_sets: list[set[str]], layers: int,
     union = set().union(*layer_sets) if layer_sets else set()
     stages = sorted({frozenset(s) for s in layer_sets if s}, key=lambda s: min(int(x) for x in s))
     if len(stages) < 2 or sum(len(s) for s in stages) != len(union):
-        return [(layers, 0)] * len(layer_sets)   # one stage, or overlapping sets: not a pipeline split
+        return [(layers, 0)] * len(layer_sets)  # one stage, or overlapping sets: not a pipeline split
     if per_stage is not None and len(per_stage) != len(stages):
         per_stage = None
     shares: dict[frozenset, tuple[int, int]] = {}
     given = 0
     for i, s in enumerate(stages):
-        n = (per_stage[i] if per_stage is not None else
-             layers - given if i == len(stages) - 1 else round(layers * len(s) / len(union)))
+        n = (
+            per_stage[i]
+            if per_stage is not None
+            else layers - given
+            if i == len(stages) - 1
+            else round(layers * len(s) / len(union))
+        )
         shares[s] = (n, given)
         given += n
     return [shares.get(frozenset(s), (layers, 0)) for s in layer_sets]

@@ -1,6 +1,7 @@
 """What one collective receives per rank and step (``irlint.accounts.comm`` says how it is counted):
 the part of the communication accounting the redistribution rules use, without the account's
 report classes."""
+
 from __future__ import annotations
 
 import re
@@ -9,9 +10,15 @@ from ..model import IRFile
 
 GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
 ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
-KINDS = {**dict.fromkeys(GATHER_OPS, "AllGather"), **dict.fromkeys(ALLTOALL_OPS, "AlltoAll"),
-         "ReduceScatter": "ReduceScatter", "AllReduce": "AllReduce", "Send": "Send/Receive",
-         "Receive": "Send/Receive", "Broadcast": "Broadcast"}
+KINDS = {
+    **dict.fromkeys(GATHER_OPS, "AllGather"),
+    **dict.fromkeys(ALLTOALL_OPS, "AlltoAll"),
+    "ReduceScatter": "ReduceScatter",
+    "AllReduce": "AllReduce",
+    "Send": "Send/Receive",
+    "Receive": "Send/Receive",
+    "Broadcast": "Broadcast",
+}
 COLLECTIVE_OPS = frozenset(KINDS)
 _GROUP_SIZE = re.compile(r"^(\d+)-")
 
@@ -51,10 +58,10 @@ def received_bytes(ir: IRFile, key: int) -> int | None:
         return dst.nbytes * (count - 1) // count
     if op == "ReduceScatter":
         return max(src.nbytes - dst.nbytes, 0)
-    if op == "AllReduce":   # a ring: reduce-scatter, then all-gather, of the whole tensor
+    if op == "AllReduce":  # a ring: reduce-scatter, then all-gather, of the whole tensor
         n = group_size(ir, key) or 1
         return 2 * (n - 1) * src.nbytes // n
-    n = group_size(ir, key) or 1   # Broadcast: every rank but the root receives the tensor
+    n = group_size(ir, key) or 1  # Broadcast: every rank but the root receives the tensor
     return dst.nbytes * (n - 1) // n
 
 
@@ -76,8 +83,12 @@ def share(part: int, whole: int) -> str:
 
 def waste_entry(ir: IRFile, key: int, nbytes: int) -> dict:
     """How a finding names the bytes of one collective a consistent strategy would not move."""
-    return {"graph": ir[key].get("graph", ""), "node": ir[key].get("id", ""), "op": ir[key].get("op", ""),
-            "bytes": nbytes}
+    return {
+        "graph": ir[key].get("graph", ""),
+        "node": ir[key].get("id", ""),
+        "op": ir[key].get("op", ""),
+        "bytes": nbytes,
+    }
 
 
 def _int(value) -> int | None:

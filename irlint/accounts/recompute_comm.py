@@ -17,6 +17,7 @@ chose with a key. The key is told from the forward op the copy repeats:
 The bytes are the copy's, counted as every collective (``irlint.accounts.received``); they are
 already part of the account's backward bytes, not added again.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,21 @@ if TYPE_CHECKING:
     from .comm import Collective
 
 # ops between a recompute_comm_op primitive and the communication inserted for its output
-_BETWEEN = frozenset({"Cast", "Reshape", "Depend", "Load", "TupleGetItem", "MakeTuple", "StridedSlice",
-                      "Split", "Concat", "Transpose", "Identity"})
+_BETWEEN = frozenset(
+    {
+        "Cast",
+        "Reshape",
+        "Depend",
+        "Load",
+        "TupleGetItem",
+        "MakeTuple",
+        "StridedSlice",
+        "Split",
+        "Concat",
+        "Transpose",
+        "Identity",
+    }
+)
 _UP_STEPS = 6
 
 
@@ -37,10 +51,10 @@ _UP_STEPS = 6
 class Rerun:
     """One collective recompute runs again in backward."""
 
-    node: int            # the copy
+    node: int  # the copy
     original: int | None  # the forward op it repeats
-    key: str             # the select key (or cell scope) that asked for it
-    via: str             # "select_comm_recompute", "select_recompute" or "cell"
+    key: str  # the select key (or cell scope) that asked for it
+    via: str  # "select_comm_recompute", "select_recompute" or "cell"
     layer: str
     kind: str
     received_bytes: int
@@ -66,9 +80,12 @@ def original_of(ir: IRFile, copy: int) -> int | None:
         index = ir.__dict__.get("_recompute_originals")
         if index is None:
             index = ir.__dict__["_recompute_originals"] = {
-                (d.get("cnode_attrs") or {}).get("recompute_id"): k for k, d in ir.nodes.items()
-                if d.get("kind") == "cnode" and (d.get("cnode_attrs") or {}).get("recompute_id") is not None
-                and not ir.is_recompute_copy(k)}
+                (d.get("cnode_attrs") or {}).get("recompute_id"): k
+                for k, d in ir.nodes.items()
+                if d.get("kind") == "cnode"
+                and (d.get("cnode_attrs") or {}).get("recompute_id") is not None
+                and not ir.is_recompute_copy(k)
+            }
         if rid in index:
             return index[rid]
     uid = primal_attr(ir[copy], "unique_id")
@@ -82,7 +99,7 @@ def asked_by(ir: IRFile, key: int) -> tuple[str, str]:
     from ..model.layers import Places
     from ..rule import _builtin_package
 
-    _builtin_package()   # irlint.rules is the top-level rules/ folder in a source checkout
+    _builtin_package()  # irlint.rules is the top-level rules/ folder in a source checkout
     keys = import_module("irlint.rules.recompute.keys")
     node_select_key = keys.node_select_key
 
@@ -149,8 +166,9 @@ def by_key(found: list[Rerun]) -> list[dict]:
     kinds."""
     rows: dict[tuple[str, str], dict] = {}
     for r in found:
-        row = rows.setdefault((r.key, r.via), {"key": r.key, "via": r.via, "ops": 0, "received_bytes": 0,
-                                               "layers": [], "by_kind": {}})
+        row = rows.setdefault(
+            (r.key, r.via), {"key": r.key, "via": r.via, "ops": 0, "received_bytes": 0, "layers": [], "by_kind": {}}
+        )
         row["ops"] += 1
         row["received_bytes"] += r.received_bytes
         if r.layer not in row["layers"]:

@@ -1,5 +1,6 @@
 """The rules' costing of a recompute finding: the activation bytes at stake on a node (``Stake``),
 summed over its peers in the other decoder layers, and stated on the finding."""
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,7 @@ def _asked_peers(ir: IRFile, key: int) -> list[int]:
     pattern = _peer_pattern(ir, key)
     if pattern is None:
         return [key]
-    if ir.is_recompute_copy(key) or is_backward(ir, key):   # not among its own peers
+    if ir.is_recompute_copy(key) or is_backward(ir, key):  # not among its own peers
         return [p for p in layer_peers(ir, key) if p == key or _asked_to_recompute(ir, p)]
     return sorted({key, *_peers_by_pattern(ir, ir[key]["op"], asked=True).get(pattern, ())})
 
@@ -59,20 +60,22 @@ def _peer_pattern(ir: IRFile, k: int) -> str | tuple | None:
     scope = ir[k].get("scope", "").removeprefix("recompute_")
     if _LAYER.search(scope):
         return _LAYER.sub(lambda m: m.group(0).replace(m.group(1), "*", 1), scope)
-    if not scope:   # a dump without scope lines: the weights it is computed from
+    if not scope:  # a dump without scope lines: the weights it is computed from
         names = weights_upstream(ir, k)
         if not names or not all(_WEIGHT_LAYER.search(n) for n in names):
             return None
         return "weights:" + ",".join(_WEIGHT_LAYER.sub(".layers.*.", "." + n) for n in names)
     if "-" in scope.rsplit("/", 1)[0]:
-        return None   # a named scope outside the layers
+        return None  # a named scope outside the layers
     where = Places.of(ir).place(k)
     return ("cells", where.cells, ir[k].get("instance")) if where.cells and where.layer != OUTSIDE else None
 
 
 def _asked_to_recompute(ir: IRFile, key: int) -> bool:
     d = ir[key]
-    return (d.get("primitive_attrs") or {}).get("recompute") is True or (d.get("cnode_attrs") or {}).get("recompute") is True
+    return (d.get("primitive_attrs") or {}).get("recompute") is True or (d.get("cnode_attrs") or {}).get(
+        "recompute"
+    ) is True
 
 
 class Stake(NamedTuple):
@@ -89,13 +92,17 @@ class Stake(NamedTuple):
     def text(self) -> str:
         per = " per micro batch" if self.micro_batches > 1 else ""
         if self.layers > 1:
-            out = (f"{human_bytes(self.bytes)} at stake{per} in this layer, {human_bytes(self.total)} across the "
-                   f"{self.layers} layers with the same problem")
+            out = (
+                f"{human_bytes(self.bytes)} at stake{per} in this layer, {human_bytes(self.total)} across the "
+                f"{self.layers} layers with the same problem"
+            )
         else:
             out = f"{human_bytes(self.bytes)} at stake{per}"
         if self.micro_batches > 1:
-            out += (f"; this pipeline stage holds up to {self.in_flight} of its {self.micro_batches} micro "
-                    f"batches in flight, so {human_bytes(self.total * self.in_flight)} at its peak")
+            out += (
+                f"; this pipeline stage holds up to {self.in_flight} of its {self.micro_batches} micro "
+                f"batches in flight, so {human_bytes(self.total * self.in_flight)} at its peak"
+            )
         return out
 
     def extra(self) -> dict:
@@ -147,5 +154,8 @@ def downcast_cost(ir: IRFile, cast: int) -> int:
 
 def staked(finding: Finding, at: Stake) -> Finding:
     """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``extra``."""
-    return finding.with_(message=f"{finding.message} ({at.text()})", bytes_at_stake=at.bytes * at.in_flight,
-                         extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())))
+    return finding.with_(
+        message=f"{finding.message} ({at.text()})",
+        bytes_at_stake=at.bytes * at.in_flight,
+        extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())),
+    )

@@ -1,5 +1,6 @@
 """The tensors of the memory account: which tensor's storage a node's output is (views, tuple
 elements and subgraph calls followed), its type, and which inputs a node reads."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -59,7 +60,7 @@ def sources(ir: IRFile, key: int) -> list[tuple[Tensor, int | None]]:
             if ins and isinstance(index, int):
                 stack.append((ins[0], index, getitem if getitem is not None else node))
         elif op == "MakeTuple":
-            picked = ins if element is None else ins[element:element + 1]
+            picked = ins if element is None else ins[element : element + 1]
             stack.extend((a, None, None) for a in picked)
         elif op == "call":
             returns = ir.inputs_of_kind(node, "call_out")

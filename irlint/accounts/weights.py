@@ -1,5 +1,6 @@
 """Which nodes a dump computes from weights and constants only (fp16 copies of weights): they scale
 with the parameters, not with the batch, so the memory account lists their tensors apart."""
+
 from __future__ import annotations
 
 from ..model import IRFile
@@ -43,7 +44,7 @@ def _weight_inputs(ir: IRFile, node: int) -> bool | list[int]:
     if kind not in ("cnode", "return"):
         return kind == "const"
     if d.get("op") in _DATA_SOURCES:
-        return False   # its constant input is a buffer shape, the data comes from elsewhere
+        return False  # its constant input is a buffer shape, the data comes from elsewhere
     return reader_inputs(ir, node) if kind == "cnode" else ir.producers(node)[:1]
 
 
@@ -62,7 +63,7 @@ def _derived_from_weights(ir: IRFile, key: int, memo: dict[int, bool]) -> bool |
     if first is True or first is False:
         memo[key] = first
         return first
-    stack: list[list] = [[key, first, 0]]   # node, its inputs, how many are known to be from weights
+    stack: list[list] = [[key, first, 0]]  # node, its inputs, how many are known to be from weights
     on_path = {key}
     while stack:
         frame = stack[-1]
@@ -86,7 +87,7 @@ def _derived_from_weights(ir: IRFile, key: int, memo: dict[int, bool]) -> bool |
                 break
             frame[2] += 1
         if value is None:
-            continue   # an input to walk first
+            continue  # an input to walk first
         memo[node] = value
         on_path.discard(node)
         stack.pop()

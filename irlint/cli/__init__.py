@@ -6,6 +6,7 @@ Exit codes: 0 no findings (or only info ones), 1 warning or error findings, 2 us
 checked, any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), 143
 terminated (SIGTERM).
 """
+
 from .app import main, run
 
 __all__ = ["main", "run"]

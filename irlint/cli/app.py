@@ -1,6 +1,7 @@
 """The ``irlint`` program: the command group (``irlint PATH...`` runs ``check``; every other command is
 imported only when used), the handling of signals and of errors no command caught, and the exit
 codes they end with (``irlint.cli.exits``)."""
+
 from __future__ import annotations
 
 import atexit
@@ -34,9 +35,10 @@ class _DefaultGroup(click.Group):
 
     default_command = "check"
     # name -> (module, command object): imported only when that command is used, never by a lint
-    lazy_commands = {name: (f"irlint.cli.{name}", f"{name}_cmd")
-                     for name in ("rules", "explain", "config", "clean", "inspect", "memory", "comm", "diff", "cost",
-                                  "fix")}
+    lazy_commands = {
+        name: (f"irlint.cli.{name}", f"{name}_cmd")
+        for name in ("rules", "explain", "config", "clean", "inspect", "memory", "comm", "diff", "cost", "fix")
+    }
 
     def list_commands(self, ctx):
         return sorted({*self.commands, *self.lazy_commands})
@@ -50,8 +52,12 @@ class _DefaultGroup(click.Group):
         return super().get_command(ctx, name)
 
     def parse_args(self, ctx, args):
-        if (args and args[0] not in self.commands and args[0] not in self.lazy_commands
-                and args[0] not in ("--help", "-h", "--version", "-V")):
+        if (
+            args
+            and args[0] not in self.commands
+            and args[0] not in self.lazy_commands
+            and args[0] not in ("--help", "-h", "--version", "-V")
+        ):
             self._refuse_mistyped_command(ctx, args[0])
             args = [self.default_command, *args]
         elif not args:
@@ -65,8 +71,9 @@ class _DefaultGroup(click.Group):
 
         if word.startswith("-") or os.path.exists(word) or word == "-":
             return
-        close = difflib.get_close_matches(word, [c for c in self.list_commands(ctx) if c != self.default_command],
-                                          n=1, cutoff=0.7)
+        close = difflib.get_close_matches(
+            word, [c for c in self.list_commands(ctx) if c != self.default_command], n=1, cutoff=0.7
+        )
         if close:
             fail(f"{word}: no such file or folder, nor a command; did you mean `irlint {close[0]}`?")
 
@@ -79,10 +86,14 @@ class _DefaultGroup(click.Group):
         # the lint options live on `check`; list them here too, where a new user looks first
         check_cmd = self.commands[self.default_command]
         with click.Context(check_cmd, info_name=f"{ctx.command_path} {self.default_command}", parent=ctx) as sub:
-            rows = [p.get_help_record(sub) for p in check_cmd.get_params(sub)
-                    if isinstance(p, click.Option) and p.name != "help"]
-        with formatter.section(f"Options of `{ctx.command_path} PATH...` (details: "
-                               f"`{ctx.command_path} {self.default_command} --help`)"):
+            rows = [
+                p.get_help_record(sub)
+                for p in check_cmd.get_params(sub)
+                if isinstance(p, click.Option) and p.name != "help"
+            ]
+        with formatter.section(
+            f"Options of `{ctx.command_path} PATH...` (details: `{ctx.command_path} {self.default_command} --help`)"
+        ):
             formatter.write_dl(rows)
 
     def format_epilog(self, ctx, formatter):
@@ -111,8 +122,11 @@ class _DefaultGroup(click.Group):
                 import traceback
 
                 traceback.print_exc()
-            click.echo(f"irlint: the Python package {exc.name!r} is missing: install irlint with its "
-                       f"dependencies (`pip install .` in a checkout of irlint)", err=True)
+            click.echo(
+                f"irlint: the Python package {exc.name!r} is missing: install irlint with its "
+                f"dependencies (`pip install .` in a checkout of irlint)",
+                err=True,
+            )
             ctx.exit(EXIT_ERROR)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if options.debugging():
@@ -134,7 +148,7 @@ def _tolerant_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # a TextIOWrapper's
-        except (AttributeError, ValueError, OSError):   # closed (None), not a text stream, or unusable
+        except (AttributeError, ValueError, OSError):  # closed (None), not a text stream, or unusable
             pass
 
 
@@ -189,16 +203,16 @@ def _may_end_now() -> bool:
 
     if sys.gettrace() is not None or sys.getprofile() is not None or sys.flags.inspect:
         return False
-    frame: FrameType | None = sys._getframe(2)   # the caller of run()
+    frame: FrameType | None = sys._getframe(2)  # the caller of run()
     while frame is not None:
         if frame.f_code.co_name not in ("<module>", "_run_code", "_run_module_as_main"):
             return False
         frame = frame.f_back
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        return False   # Python waits for it
+        return False  # Python waits for it
     if not _flushed():
-        return False   # a closed pipe: the usual exit reports it, with its usual status
-    atexit._run_exitfuncs()   # e.g. a plugin's, or coverage's
+        return False  # a closed pipe: the usual exit reports it, with its usual status
+    atexit._run_exitfuncs()  # e.g. a plugin's, or coverage's
     return _flushed()
 
 

@@ -1,4 +1,5 @@
 """``irlint check PATH...`` (also ``irlint PATH...``): lint dumps and report the findings."""
+
 from __future__ import annotations
 
 import sys
@@ -8,63 +9,145 @@ import click
 
 from .. import rule as rule_module
 from ..findings import FAILING_SEVERITIES
+from ..reporters import FORMATS, RenderContext, render, write_output
+from ..reporters.printable import printable_text
 from ..runner.baseline import BaselineError, new_findings, read_baseline, write_baseline
 from ..runner.config import Config, ConfigError, check_selectors, shown
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
-from ..reporters import FORMATS, RenderContext, render, write_output
-from ..reporters.printable import printable_text
 from .exits import EXIT_CLEAN, EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, fail
-from .options import (apply_options, check_option_selectors, debug_option, follow_links_option, load_config_for,
-                      split_values)
+from .options import (
+    apply_options,
+    check_option_selectors,
+    debug_option,
+    follow_links_option,
+    load_config_for,
+    split_values,
+)
 from .outputs import check_targets, prepare_output
 from .terminal import on_terminal, use_color
 
-PROGRESS_MIN_BYTES = 50 * 1024 * 1024   # about a second of reading; smaller runs need no bar
+PROGRESS_MIN_BYTES = 50 * 1024 * 1024  # about a second of reading; smaller runs need no bar
 
 
 @click.command("check", epilog=EXIT_CODES_HELP)
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--output-format", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="Output format (--format is the same option).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the report to this file instead of standard output (its folder is created).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="Use this irlint.toml or pyproject.toml instead of the one found upward from PATH.")
-@click.option("--select", multiple=True, callback=split_values, help="Only these rules (code, code prefix or name; "
-              "comma-separated or repeated). Replaces the whole selection of the config file.")
+@click.option(
+    "--output-format",
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="Output format (--format is the same option).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the report to this file instead of standard output (its folder is created).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="Use this irlint.toml or pyproject.toml instead of the one found upward from PATH.",
+)
+@click.option(
+    "--select",
+    multiple=True,
+    callback=split_values,
+    help="Only these rules (code, code prefix or name; "
+    "comma-separated or repeated). Replaces the whole selection of the config file.",
+)
 @click.option("--extend-select", multiple=True, callback=split_values, help="Rules to add to the selection.")
 @click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of the findings (text, concise).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary, no progress.")
 @click.option("--all-stages", is_flag=True, default=None, help="Read every stage file, not only those each rule needs.")
-@click.option("--show-files", is_flag=True,
-              help="List the files that would be read, their stage and rules, and why; lint nothing.")
-@click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
-              help="Files read in parallel (0: one per core; never more than the cores or the files).")
+@click.option(
+    "--show-files",
+    is_flag=True,
+    help="List the files that would be read, their stage and rules, and why; lint nothing.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Files read in parallel (0: one per core; never more than the cores or the files).",
+)
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
-@click.option("--no-dedup", is_flag=True, help="Read every file, even one that holds the same graph as another "
-              "(another rank's, a repeated stage's) apart from lines naming the process.")
-@click.option("--cache-dir", type=click.Path(file_okay=False),
-              help="Cache folder (default: cache-dir of the config, $IRLINT_CACHE_DIR, or the user cache folder).")
-@click.option("--rule-timeout", type=click.FloatRange(min=0), default=None,
-              help="Seconds one rule may run on one file before it is stopped (IR011); 0: no limit. [default: 300]")
-@click.option("--no-group", is_flag=True, help="One finding per occurrence (per layer, stage file, recomputed "
-              "copy), not one per root cause.")
-@click.option("--stdin-filename", help="The name to report standard input (PATH -) under; its stage is read "
-              "from it.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
-              help="Colour the text report (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it).")
-@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
-              help="Report only findings not recorded in this baseline file.")
-@click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
-              help="Record the current findings in this file (they are then accepted: exit 0).")
+@click.option(
+    "--no-dedup",
+    is_flag=True,
+    help="Read every file, even one that holds the same graph as another "
+    "(another rank's, a repeated stage's) apart from lines naming the process.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    help="Cache folder (default: cache-dir of the config, $IRLINT_CACHE_DIR, or the user cache folder).",
+)
+@click.option(
+    "--rule-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds one rule may run on one file before it is stopped (IR011); 0: no limit. [default: 300]",
+)
+@click.option(
+    "--no-group",
+    is_flag=True,
+    help="One finding per occurrence (per layer, stage file, recomputed copy), not one per root cause.",
+)
+@click.option("--stdin-filename", help="The name to report standard input (PATH -) under; its stage is read from it.")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the text report (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it).",
+)
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False),
+    help="Report only findings not recorded in this baseline file.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline_file",
+    type=click.Path(dir_okay=False),
+    help="Record the current findings in this file (they are then accepted: exit 0).",
+)
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @follow_links_option
 @debug_option
-def check_cmd(paths, fmt, output, config_file, select, extend_select, ignore, statistics, quiet, all_stages, show_files,
-          jobs, no_cache, no_dedup, cache_dir, rule_timeout, no_group, stdin_filename, color, baseline_file,
-          write_baseline_file, exit_zero, follow_links):
+def check_cmd(
+    paths,
+    fmt,
+    output,
+    config_file,
+    select,
+    extend_select,
+    ignore,
+    statistics,
+    quiet,
+    all_stages,
+    show_files,
+    jobs,
+    no_cache,
+    no_dedup,
+    cache_dir,
+    rule_timeout,
+    no_group,
+    stdin_filename,
+    color,
+    baseline_file,
+    write_baseline_file,
+    exit_zero,
+    follow_links,
+):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
 
     A cache of lint results (per dump file, keyed by its content, the rules and irlint's version)
@@ -83,7 +166,7 @@ def check_cmd(paths, fmt, output, config_file, select, extend_select, ignore, st
             config.dedup = False
         if no_group:
             config.group = False
-        if output is None and sys.stdout is None and not show_files:   # `irlint ... >&-`
+        if output is None and sys.stdout is None and not show_files:  # `irlint ... >&-`
             raise InputError("standard output is closed: the report cannot be written (use -o FILE)")
         accepted = read_baseline(baseline_file) if baseline_file else None
         # before the lint, not after it: a bad path must not cost a whole run
@@ -112,13 +195,18 @@ def check_cmd(paths, fmt, output, config_file, select, extend_select, ignore, st
             n = write_baseline(write_baseline_file, report.findings)
         except BaselineError as exc:
             fail(str(exc))
-        if not quiet and fmt != "text":   # the text summary says it
+        if not quiet and fmt != "text":  # the text summary says it
             click.echo(f"irlint: wrote {n} finding{'s' if n != 1 else ''} to baseline {write_baseline_file}", err=True)
         report.findings = []
     elif accepted is not None:
         report.findings = new_findings(report.findings, accepted)
-    ctx = RenderContext(rules=known, quiet=quiet, statistics=statistics, baselined=total - len(report.findings),
-                        baseline_written=write_baseline_file or None)
+    ctx = RenderContext(
+        rules=known,
+        quiet=quiet,
+        statistics=statistics,
+        baselined=total - len(report.findings),
+        baseline_written=write_baseline_file or None,
+    )
     ctx.sources.streams = {f.display: (f.path, f.compression) for f in found.files}
     if output is None and on_terminal(sys.stdout):
         import shutil
@@ -128,7 +216,7 @@ def check_cmd(paths, fmt, output, config_file, select, extend_select, ignore, st
     ctx.color = use_color(color, tty=output is None and on_terminal(sys.stdout))
     text = render(report, fmt, ctx)
     if output is None:
-        click.echo(text, nl=False, color=ctx.color)   # click would strip the colours off a pipe
+        click.echo(text, nl=False, color=ctx.color)  # click would strip the colours off a pipe
     else:
         try:
             write_output(output, text)
@@ -154,24 +242,30 @@ def _note_jobs(config: Config, found: Discovery, quiet: bool) -> None:
         return
     cores = capped_jobs(config.jobs)
     if config.jobs > cores:
-        click.echo(f"irlint: jobs = {config.jobs} capped to {cores} (one process per core; never more "
-                   f"than the files to read)", err=True)
+        click.echo(
+            f"irlint: jobs = {config.jobs} capped to {cores} (one process per core; never more than the files to read)",
+            err=True,
+        )
 
 
 def why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str:
     """Why a run checked nothing ('' when it checked something): it must not pass as clean."""
     if not rules:
-        return ("no rule is selected (the --select, --extend-select and --ignore options and the config's "
-                "select/ignore leave none; `irlint rules` lists them)")
+        return (
+            "no rule is selected (the --select, --extend-select and --ignore options and the config's "
+            "select/ignore leave none; `irlint rules` lists them)"
+        )
     if checked:
         return ""
     if not found.files:
         return "no graph IR dump was read"
     stages = sorted({f.stage.label for f in found.files})
     wanted = list(dict.fromkeys(s for r in rules for s in r.stages))
-    return (f"no selected rule reads the stage{'s' if len(stages) != 1 else ''} of the {len(found.files)} dump "
-            f"file{'s' if len(found.files) != 1 else ''} found ({', '.join(stages)}); the rules read "
-            f"{', '.join(wanted) or 'any stage'}. Name a file to run every rule on it, or use --all-stages")
+    return (
+        f"no selected rule reads the stage{'s' if len(stages) != 1 else ''} of the {len(found.files)} dump "
+        f"file{'s' if len(found.files) != 1 else ''} found ({', '.join(stages)}); the rules read "
+        f"{', '.join(wanted) or 'any stage'}. Name a file to run every rule on it, or use --all-stages"
+    )
 
 
 def _lint_with_progress(found: Discovery, config: Config, show: bool):
@@ -188,8 +282,15 @@ def _lint_with_progress(found: Discovery, config: Config, show: bool):
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("irlint"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as bar:
+    with Progress(
+        TextColumn("irlint"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(f"{len(sizes)} file{'s' if len(sizes) != 1 else ''}", total=total)
 
         def advance(display: str, size: int) -> None:

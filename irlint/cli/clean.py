@@ -1,4 +1,5 @@
 """``irlint clean``: empty the cache of lint results."""
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,10 @@ def clean_cmd(config_file, cache_dir):
     store = LintCache(folder)
     if not store.looks_like_cache():
         if any(folder.iterdir()):
-            fail(f"{folder} does not look like irlint's cache (no {TAG_NAME} written by irlint, no cache "
-                  f"entries): left alone")
+            fail(
+                f"{folder} does not look like irlint's cache (no {TAG_NAME} written by irlint, no cache "
+                f"entries): left alone"
+            )
         click.echo(f"irlint: {folder} is empty: nothing to remove", err=True)
         return
     removed, others = store.clear()

@@ -1,5 +1,6 @@
 """``irlint comm PATH``: what each layer's collectives receive per rank and step, split into the
 parallel scheme and redistribution waste, as tables or JSON."""
+
 from __future__ import annotations
 
 import json
@@ -7,16 +8,14 @@ import sys
 
 import click
 
-from .options import follow_links_option
-
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
-from ..runner.discover import DumpFile
 from ..reporters.printable import printable_name, printable_text
+from ..runner.discover import DumpFile, final_files
 from ..units import human_bytes as human
 from .exits import EXIT_ERROR, fail
-from ..runner.discover import final_files
-from .memory import json_files, read_finals
 from .inputs import account_inputs
+from .memory import json_files, read_finals
+from .options import follow_links_option
 from .outputs import emit
 from .tables import files_line, layer_order, plain_console, text_of
 
@@ -50,7 +49,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
     table = Table(title="Bytes received per rank and step, per layer", title_justify="left")
     table.add_column("layer")
     columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")
-    if any(e.get("recompute_bytes") for e in entries):   # shown where a recompute key re-runs communication
+    if any(e.get("recompute_bytes") for e in entries):  # shown where a recompute key re-runs communication
         columns += ("recompute",)
     for name in label:
         for col in columns:
@@ -59,7 +58,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
         cells = []
         for e in entries:
             row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += ([human(row[f"{c}_bytes"]) for c in columns] if row else [""] * len(columns))
+            cells += [human(row[f"{c}_bytes"]) for c in columns] if row else [""] * len(columns)
         table.add_row(layer, *cells)
     table.add_row("total", *[human(e[f"{c}_bytes"]) for e in entries for c in columns])
     out.print(table)
@@ -71,29 +70,42 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
         for col in ("kind", "ops", "forward", "backward", "waste"):
             kinds.add_column(col, justify="left" if col == "kind" else "right")
         for k in e["by_kind"]:
-            kinds.add_row(k["kind"], str(k["ops"]), human(k["forward_bytes"]), human(k["backward_bytes"]),
-                          human(k["waste_bytes"]))
+            kinds.add_row(
+                k["kind"], str(k["ops"]), human(k["forward_bytes"]), human(k["backward_bytes"]), human(k["waste_bytes"])
+            )
         out.print(kinds)
         ops = Table(title=f"Largest collectives{' (' + name + ')' if many else ''}", title_justify="left")
         for col in ("bytes", "waste", "node", "op", "group", "dir", "layer", "transposes", "scope"):
             ops.add_column(col, justify="right" if col in ("bytes", "waste", "group") else "left", overflow="fold")
         largest = sorted(e["collectives"], key=lambda c: (-(c["received_bytes"] or 0), c["line"]))[:top]
         for c in sorted(largest, key=lambda c: c["line"]):
-            ops.add_row(human(c["received_bytes"]) if c["received_bytes"] is not None else "?",
-                        human(c["waste_bytes"]) if c["waste_bytes"] else "", f"{c['node']} (line {c['line']})",
-                        c["op"], str(c["group_size"] or "?"), c["direction"], c["layer"], c["transposes"] or "",
-                        c["scope"])
+            ops.add_row(
+                human(c["received_bytes"]) if c["received_bytes"] is not None else "?",
+                human(c["waste_bytes"]) if c["waste_bytes"] else "",
+                f"{c['node']} (line {c['line']})",
+                c["op"],
+                str(c["group_size"] or "?"),
+                c["direction"],
+                c["layer"],
+                c["transposes"] or "",
+                c["scope"],
+            )
         if top:
             out.print(ops)
         if e.get("recompute"):
             out.print(recompute_table(e, name if many else None))
         for f in e["findings"]:
-            out.print(f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} of "
-                      f"waste, {f['share']} of the step's communication", soft_wrap=True)
+            out.print(
+                f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} of "
+                f"waste, {f['share']} of the step's communication",
+                soft_wrap=True,
+            )
         for c in e["collectives"]:
             if c["received_bytes"] is None:
-                out.print(f"{e['file']}:{c['line']}: collective of unknown size, counted as 0 bytes: "
-                          f"{c['node']} {c['op']}", soft_wrap=True)
+                out.print(
+                    f"{e['file']}:{c['line']}: collective of unknown size, counted as 0 bytes: {c['node']} {c['op']}",
+                    soft_wrap=True,
+                )
     out.print(SCOPE_NOTE, soft_wrap=True)
     return text_of(buffer)
 
@@ -102,23 +114,42 @@ def recompute_table(e: dict, name: str | None):
     """The communication recompute runs again in backward, per select key."""
     from rich.table import Table
 
-    table = Table(title=f"Re-run in backward by recompute, per key{' (' + name + ')' if name else ''} "
-                        f"(of the backward bytes): {human(e['recompute_bytes'])}", title_justify="left")
+    table = Table(
+        title=f"Re-run in backward by recompute, per key{' (' + name + ')' if name else ''} "
+        f"(of the backward bytes): {human(e['recompute_bytes'])}",
+        title_justify="left",
+    )
     for col in ("key", "via", "ops", "bytes", "layers", "kinds"):
         table.add_column(col, justify="right" if col in ("ops", "bytes") else "left", overflow="fold")
     for row in e["recompute"]:
-        table.add_row(row["key"], row["via"], str(row["ops"]), human(row["received_bytes"]), ", ".join(row["layers"]),
-                      ", ".join(f"{k} {human(v)}" for k, v in row["by_kind"].items()))
+        table.add_row(
+            row["key"],
+            row["via"],
+            str(row["ops"]),
+            human(row["received_bytes"]),
+            ", ".join(row["layers"]),
+            ", ".join(f"{k} {human(v)}" for k, v in row["by_kind"].items()),
+        )
     return table
 
 
 @click.command("comm")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
-@click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
-              help="How many of the largest collectives to list per file (JSON lists them all).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the report to this file instead of standard output (its folder is created).")
+@click.option(
+    "--top",
+    "top",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="How many of the largest collectives to list per file (JSON lists them all).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the report to this file instead of standard output (its folder is created).",
+)
 @follow_links_option
 def comm_cmd(paths, fmt, top, output, follow_links):
     """Communication per rank and step, per layer and kind, from a dump file or folder.
@@ -141,8 +172,15 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     statuses: list[dict] = []
     entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems, statuses)]
     if fmt == "json":
-        emit(json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries)},
-                        indent=1, ensure_ascii=False) + "\n", output)
+        emit(
+            json.dumps(
+                {"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries)},
+                indent=1,
+                ensure_ascii=False,
+            )
+            + "\n",
+            output,
+        )
     elif fmt == "html":
         from ..reporters.comm_html import render_comm
 

@@ -1,4 +1,5 @@
 """``irlint config [PATH]``: which config file a lint of PATH uses, and with --show its settings."""
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,10 @@ def config_cmd(show, config_file, path):
         table = "tool.irlint" if source is not None and Path(source).name == "pyproject.toml" else ""
         cache = str(default_dir(config.cache_dir)) if config.cache else "off"
         jobs = capped_jobs(config.effective_jobs())
-        click.echo(f"{where}\n# in effect: cache folder {cache}; up to {jobs} worker process"
-                   f"{'es' if jobs != 1 else ''}\n{to_toml(config, table)}", nl=False)
+        click.echo(
+            f"{where}\n# in effect: cache folder {cache}; up to {jobs} worker process"
+            f"{'es' if jobs != 1 else ''}\n{to_toml(config, table)}",
+            nl=False,
+        )
     else:
         click.echo(where[2:])

@@ -1,13 +1,17 @@
 """``--layers N`` / ``--config CONFIG.yaml`` of ``irlint cost`` and ``irlint memory``: the depth
 (and the pipeline stages) of the model that runs, given or read from a MindFormers YAML."""
+
 from __future__ import annotations
 
 import click
 
 config_option = click.option(
-    "--config", "config", type=click.Path(dir_okay=False),
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False),
     help="Project to the model a MindFormers YAML config describes: model.model_config.num_layers decoder "
-         "layers, parallel_config.pipeline_stage stages (instead of --layers).")
+    "layers, parallel_config.pipeline_stage stages (instead of --layers).",
+)
 
 
 class Projection:
@@ -36,8 +40,7 @@ def resolve(layers: int | None, config: str | None, fail) -> Projection:
     except YamlError as exc:
         fail(f"{config} {exc}")
     per_stage = stage_layers(found.layers, found.stages) if found.stages > 1 else None
-    info = {"path": config, "num_layers": found.layers, "pipeline_stage": found.stages,
-            "layers_per_stage": per_stage}
+    info = {"path": config, "num_layers": found.layers, "pipeline_stage": found.stages, "layers_per_stage": per_stage}
     return Projection(found.layers, per_stage, info)
 
 
@@ -51,13 +54,17 @@ def stage_note(projection: Projection, entries: list[dict], cases: list[str]) ->
     runs: dict[str, list[dict]] = {}
     for e, case in zip(entries, cases):
         runs.setdefault(case, []).append(e)
-    shown = {stage_count([{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run])
-             for run in runs.values()}
+    shown = {
+        stage_count([{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run])
+        for run in runs.values()
+    }
     wanted = len(projection.per_stage)
     if shown == {wanted}:
         return None
-    return (f"the config sets {wanted} pipeline stages ({projection.per_stage} layers each) but the dump shows "
-            f"{', '.join(map(str, sorted(shown)))}: each file is projected as the dump splits the layers")
+    return (
+        f"the config sets {wanted} pipeline stages ({projection.per_stage} layers each) but the dump shows "
+        f"{', '.join(map(str, sorted(shown)))}: each file is projected as the dump splits the layers"
+    )
 
 
 def config_json(projection: Projection, note: str | None) -> dict:
@@ -72,5 +79,9 @@ def config_text(projection: Projection, note: str | None) -> str:
     if projection.info is None:
         return ""
     i = projection.info
-    split = f", {i['pipeline_stage']} pipeline stages of {i['layers_per_stage']} layers" if i["layers_per_stage"] else ""
-    return f"Depth from {i['path']}: {i['num_layers']} decoder layers{split}." + (f" Note: {note}." if note else "") + "\n"
+    split = (
+        f", {i['pipeline_stage']} pipeline stages of {i['layers_per_stage']} layers" if i["layers_per_stage"] else ""
+    )
+    return (
+        f"Depth from {i['path']}: {i['num_layers']} decoder layers{split}." + (f" Note: {note}." if note else "") + "\n"
+    )

@@ -1,4 +1,5 @@
 """The exit codes of every command, and the one way a command stops on a problem."""
+
 from __future__ import annotations
 
 import sys
@@ -7,11 +8,13 @@ from typing import NoReturn
 import click
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130               # 128 + SIGINT, as shells report Ctrl-C
-EXIT_TERMINATED = 128 + 15           # SIGTERM
-EXIT_CODES_HELP = ("Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, nothing checked, "
-                   "any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), "
-                   "143 terminated (SIGTERM).")
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+EXIT_TERMINATED = 128 + 15  # SIGTERM
+EXIT_CODES_HELP = (
+    "Exit codes: 0 no findings (or only info ones), 1 findings, 2 usage error, nothing checked, "
+    "any input problem (IR0xx), unusable input or internal error, 130 interrupted (Ctrl-C), "
+    "143 terminated (SIGTERM)."
+)
 
 
 def fail(message: str) -> NoReturn:

@@ -1,4 +1,5 @@
 """``irlint explain RULE``: a rule's documentation, or an input problem's (IR0xx)."""
+
 from __future__ import annotations
 
 import click

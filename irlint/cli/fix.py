@@ -1,6 +1,7 @@
 """``irlint fix CONFIG.yaml DUMP...``: lint the dumps, and apply the run's fix plan to a MindFormers
 YAML config (the recompute keys); strategy changes are printed with the model line, never written
 into Python."""
+
 from __future__ import annotations
 
 import difflib
@@ -11,19 +12,22 @@ import tempfile
 
 import click
 
-from .options import debug_option, split_values
 from .exits import EXIT_CLEAN, fail
+from .options import debug_option, split_values
 
-EXIT_LEFT = 1   # findings the plan leaves, or --diff with a change
+EXIT_LEFT = 1  # findings the plan leaves, or --diff with a change
 
 
 @click.command("fix")
 @click.argument("config_yaml", metavar="CONFIG.yaml")
 @click.argument("dumps", nargs=-1, required=True, metavar="DUMP...")
-@click.option("--diff", "show_diff", is_flag=True,
-              help="Print the change as a unified diff and write nothing.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="Use this irlint.toml or pyproject.toml instead of the one found upward from the first DUMP.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the change as a unified diff and write nothing.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="Use this irlint.toml or pyproject.toml instead of the one found upward from the first DUMP.",
+)
 @click.option("--select", multiple=True, callback=split_values, help="Only these rules (as for a lint).")
 @click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
@@ -67,8 +71,17 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
     changed = edit.text != text
     if show_diff:
         if changed:
-            click.echo("".join(difflib.unified_diff(text.splitlines(keepends=True), edit.text.splitlines(keepends=True),
-                                                    fromfile=config_yaml, tofile=config_yaml)), nl=False)
+            click.echo(
+                "".join(
+                    difflib.unified_diff(
+                        text.splitlines(keepends=True),
+                        edit.text.splitlines(keepends=True),
+                        fromfile=config_yaml,
+                        tofile=config_yaml,
+                    )
+                ),
+                nl=False,
+            )
     elif changed:
         _replace(config_yaml, edit.text)
     _say(config_yaml, edit, plan, changed, show_diff)
@@ -76,8 +89,14 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
         click.echo(f"{config_yaml}: {'would set' if show_diff else 'set'} {line}", err=True)
     for line in by_hand:
         click.echo(f"{config_yaml}: {line}", err=True)
-    left = bool(plan["strategies"] or plan["recompute"]["no_key"] or edit.notes and not edit.added and not edit.raised
-                and plan["recompute"]["select_recompute"]) or bool(by_hand)
+    left = bool(
+        plan["strategies"]
+        or plan["recompute"]["no_key"]
+        or edit.notes
+        and not edit.added
+        and not edit.raised
+        and plan["recompute"]["select_recompute"]
+    ) or bool(by_hand)
     sys.exit(EXIT_LEFT if left or (show_diff and changed) else EXIT_CLEAN)
 
 
@@ -106,14 +125,18 @@ def _apply_config(text: str, changes: list[dict]) -> tuple[str, list[str], list[
 def _read_config(path: str, write: bool) -> str:
     if os.path.islink(path):
         if write:
-            fail(f"{path}: is a symbolic link; irlint fix replaces only a regular file it is given "
-                 f"(give the file the link points to: {os.path.realpath(path)})")
+            fail(
+                f"{path}: is a symbolic link; irlint fix replaces only a regular file it is given "
+                f"(give the file the link points to: {os.path.realpath(path)})"
+            )
     if not os.path.exists(path):
         fail(f"{path}: no such file")
     if not os.path.isfile(path):
         fail(f"{path}: is not a regular file")
     if path.endswith((".ir", ".ir.gz", ".ir.bz2", ".ir.xz")):
-        fail(f"{path}: is a graph dump, not a MindFormers config; the config comes first: irlint fix CONFIG.yaml DUMP...")
+        fail(
+            f"{path}: is a graph dump, not a MindFormers config; the config comes first: irlint fix CONFIG.yaml DUMP..."
+        )
     if write:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.access(path, os.W_OK):
@@ -133,10 +156,10 @@ def _read_config(path: str, write: bool) -> str:
 
 def _lint(dumps, config_file, select, ignore, no_cache):
     from .. import rule as rule_module
-    from .options import apply_options, check_option_selectors, load_config_for
     from ..runner.config import check_selectors, shown
     from ..runner.discover import discover_inputs, forget_buffers
     from ..runner.engine import lint_files
+    from .options import apply_options, check_option_selectors, load_config_for
 
     forget_buffers()
     config, source = load_config_for(config_file, dumps[0])
@@ -202,10 +225,15 @@ def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
     if not changed and not plan["recompute"]["select_recompute"]:
         click.echo(f"{path}: no recompute key to add", err=True)
     for op in plan["recompute"]["no_key"]:
-        click.echo(f"{op['source']}: no select_recompute key can be derived for {op['node']} {op['op']} "
-                   f"({op['file']}): recompute it in the model code", err=True)
+        click.echo(
+            f"{op['source']}: no select_recompute key can be derived for {op['node']} {op['op']} "
+            f"({op['file']}): recompute it in the model code",
+            err=True,
+        )
     for s in plan["strategies"]:
         src = s.get("source")
         where = f"{src['path']}:{src['line']}" if src else f"{s['file']} (no source trace)"
-        click.echo(f"{where}: {s['shard']}   # {s['node']} {s['op']} ({s['scope']}): not written, change it in the model code",
-                   err=True)
+        click.echo(
+            f"{where}: {s['shard']}   # {s['node']} {s['op']} ({s['scope']}): not written, change it in the model code",
+            err=True,
+        )

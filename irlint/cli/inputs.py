@@ -1,5 +1,6 @@
 """The dumps an account command (memory, comm, cost) reads, after the output guard: one prologue
 for the three, so each reports unusable paths and refuses to write onto its inputs the same way."""
+
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic
@@ -8,8 +9,9 @@ from .exits import fail
 from .outputs import check_targets, prepare_output
 
 
-def account_inputs(paths: tuple[str, ...] | list[str], output: str | None,
-                   follow_links: bool) -> tuple[list[DumpFile], list[Diagnostic]]:
+def account_inputs(
+    paths: tuple[str, ...] | list[str], output: str | None, follow_links: bool
+) -> tuple[list[DumpFile], list[Diagnostic]]:
     """(files, input problems) of ``paths``; exits 2 on input no command could use, or when
     ``output`` is a file the run reads. A path that cannot be used is one of the problems: the
     rest is reported."""

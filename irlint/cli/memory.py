@@ -1,4 +1,5 @@
 """``irlint memory PATH``: the activations each layer keeps for backward, as a table or JSON."""
+
 from __future__ import annotations
 
 import json
@@ -6,22 +7,23 @@ import sys
 
 import click
 
-from .options import follow_links_option
-from .depth import config_json, config_option, config_text, resolve, stage_note
-
+from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import (DumpFile, case_of, final_files)
-from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
+from ..runner.discover import DumpFile, case_of, final_files
 from ..units import human_bytes
+from .depth import config_json, config_option, config_text, resolve, stage_note
 from .exits import EXIT_ERROR, fail
 from .inputs import account_inputs
+from .options import follow_links_option
 from .outputs import emit
 from .tables import by_case, files_line, plain_console, text_of
 
 JSON_VERSION = 1
-AT_STAKE_NOTE = ("At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
-                 "(what the fix they name would free; `irlint` on the same path lists them).")
+AT_STAKE_NOTE = (
+    "At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
+    "(what the fix they name would free; `irlint` on the same path lists them)."
+)
 
 
 def read_finals(chosen: list[DumpFile], problems: list[Diagnostic], statuses: list[dict] | None = None):
@@ -60,16 +62,24 @@ def read_status(f: DumpFile, ir, diagnostics: list[Diagnostic]) -> dict:
         read = "partly"
     else:
         read = "whole"
-    return {"file": f.display, "stage": ir.stage.label if ir is not None else f.stage.label, "rank": f.rank,
-            "read": read, "diagnostics": [d.to_dict() for d in diagnostics]}
+    return {
+        "file": f.display,
+        "stage": ir.stage.label if ir is not None else f.stage.label,
+        "rank": f.rank,
+        "read": read,
+        "diagnostics": [d.to_dict() for d in diagnostics],
+    }
 
 
 def json_files(statuses: list[dict], entries: list[dict]) -> list[dict]:
     """Every chosen file for a JSON report: its figures (if counted) with how it was read."""
     counted = iter(entries)
-    return [status if status["read"] == "not" else {**next(counted), "read": status["read"],
-                                                    "diagnostics": status["diagnostics"]}
-            for status in statuses]
+    return [
+        status
+        if status["read"] == "not"
+        else {**next(counted), "read": status["read"], "diagnostics": status["diagnostics"]}
+        for status in statuses
+    ]
 
 
 def findings_at_stake(f: DumpFile, ir, problems: list[Diagnostic]) -> list:
@@ -108,25 +118,46 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int, found: list | No
     """One file of the JSON contract (version 1)."""
     per_layer, at_stake = at_stake_by_layer(found or [])
     return {
-        "file": f.display, "stage": ir.stage.label, "rank": f.rank,
+        "file": f.display,
+        "stage": ir.stage.label,
+        "rank": f.rank,
         "total_kept_bytes": report.total_kept_bytes,
         # at_stake_bytes (added to version 1): rule code -> the kept bytes its findings are about
-        "layers": [{"layer": r.layer, "kept_bytes": r.kept_bytes, "tensors": r.tensors,
-                    "recompute_saved_bytes": r.recompute_saved_bytes,
-                    "at_stake_bytes": per_layer.get(r.layer, {})} for r in report.layers()],
+        "layers": [
+            {
+                "layer": r.layer,
+                "kept_bytes": r.kept_bytes,
+                "tensors": r.tensors,
+                "recompute_saved_bytes": r.recompute_saved_bytes,
+                "at_stake_bytes": per_layer.get(r.layer, {}),
+            }
+            for r in report.layers()
+        ],
         "at_stake_bytes": at_stake,
-        "top": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
-                 "shape": list(t.type.shape) if t.type is not None and t.type.shape is not None else None,
-                 "dtype": t.type.dtype if t.type is not None else None, "bytes": t.nbytes,
-                 "scope": ir[t.tensor.node].get("scope", ""),
-                 "read_by": [f"{ir[r].get('id', '')} {ir[r].get('op', '')}" for r in t.readers],
-                 "line": ir[t.tensor.node].get("line", 0)}   # added to version 1
-                for t in report.top(top)],
+        "top": [
+            {
+                "node": ir[t.tensor.node].get("id", ""),
+                "op": ir[t.tensor.node].get("op", ""),
+                "shape": list(t.type.shape) if t.type is not None and t.type.shape is not None else None,
+                "dtype": t.type.dtype if t.type is not None else None,
+                "bytes": t.nbytes,
+                "scope": ir[t.tensor.node].get("scope", ""),
+                "read_by": [f"{ir[r].get('id', '')} {ir[r].get('op', '')}" for r in t.readers],
+                "line": ir[t.tensor.node].get("line", 0),
+            }  # added to version 1
+            for t in report.top(top)
+        ],
         # added to version 1 (the contract is extended, never renamed)
         "weight_copy_bytes": sum(t.nbytes for t in report.weight_copies),
-        "unsized": [{"node": ir[t.tensor.node].get("id", ""), "op": ir[t.tensor.node].get("op", ""),
-                     "line": ir[t.tensor.node].get("line", 0), "type": t.type.raw if t.type is not None else None}
-                    for t in report.unsized],
+        "unsized": [
+            {
+                "node": ir[t.tensor.node].get("id", ""),
+                "op": ir[t.tensor.node].get("op", ""),
+                "line": ir[t.tensor.node].get("line", 0),
+                "type": t.type.raw if t.type is not None else None,
+            }
+            for t in report.unsized
+        ],
         # added to version 1: a pipeline stage (lazy_inline forward half called per micro batch);
         # the other figures are per micro batch
         "micro_batches": report.micro_batches,
@@ -149,7 +180,9 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     return found
 
 
-def project_all(entries: list[dict], cases: list[str], layers: int, project, per_stage: list[int] | None = None) -> None:
+def project_all(
+    entries: list[dict], cases: list[str], layers: int, project, per_stage: list[int] | None = None
+) -> None:
     """Each entry's ``projected`` figures for a model of ``layers`` decoder layers; the files of the
     pipeline stages of one run (disjoint layers) share the depth (``stage_depths``; ``per_stage``:
     as a config splits it)."""
@@ -177,13 +210,22 @@ def headline(entries: list[dict]) -> str:
     if e is None:
         return ""
     where = f"rank {e['rank']}" if e["rank"] is not None else e["file"]
-    flight = (f", {e['micro_batches_in_flight']} of {e['micro_batches']} micro batches in flight"
-              if e["micro_batches"] > 1 else "")
-    if len(entries) == 1:   # the file is named on the next line
-        return (f"Kept for backward: {human_bytes(e['peak_kept_bytes'])}" + (" at its peak" if flight else "")
-                + (f" ({flight[2:]})" if flight else ""))
-    return (f"Largest device: {human_bytes(e['peak_kept_bytes'])} kept for backward" + (" at its peak" if flight else "")
-            + f" ({where}{flight})")
+    flight = (
+        f", {e['micro_batches_in_flight']} of {e['micro_batches']} micro batches in flight"
+        if e["micro_batches"] > 1
+        else ""
+    )
+    if len(entries) == 1:  # the file is named on the next line
+        return (
+            f"Kept for backward: {human_bytes(e['peak_kept_bytes'])}"
+            + (" at its peak" if flight else "")
+            + (f" ({flight[2:]})" if flight else "")
+        )
+    return (
+        f"Largest device: {human_bytes(e['peak_kept_bytes'])} kept for backward"
+        + (" at its peak" if flight else "")
+        + f" ({where}{flight})"
+    )
 
 
 def rule_codes(entries: list[dict]) -> list[str]:
@@ -236,74 +278,137 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         cells = []
         for e in entries:
             row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += ([human_bytes(row["kept_bytes"]), str(row["tensors"]), human_bytes(row["recompute_saved_bytes"]),
-                       *stake_cells(row.get("at_stake_bytes", {}), codes)]
-                      if row else ["", *blank])
+            cells += (
+                [
+                    human_bytes(row["kept_bytes"]),
+                    str(row["tensors"]),
+                    human_bytes(row["recompute_saved_bytes"]),
+                    *stake_cells(row.get("at_stake_bytes", {}), codes),
+                ]
+                if row
+                else ["", *blank]
+            )
         table.add_row(layer, *cells)
-    table.add_row("total", *[c for e in entries for c in (human_bytes(e["total_kept_bytes"]), "", "",
-                                                          *stake_cells(e.get("at_stake_bytes", {}), codes))])
+    table.add_row(
+        "total",
+        *[
+            c
+            for e in entries
+            for c in (human_bytes(e["total_kept_bytes"]), "", "", *stake_cells(e.get("at_stake_bytes", {}), codes))
+        ],
+    )
     if any(e["micro_batches"] > 1 for e in entries):
-        table.add_row("in flight", *[c for e in entries for c in (
-            (in_flight(e), *blank) if e["micro_batches"] > 1 else ("", *blank))])
+        table.add_row(
+            "in flight",
+            *[c for e in entries for c in ((in_flight(e), *blank) if e["micro_batches"] > 1 else ("", *blank))],
+        )
         table.add_row("peak", *[c for e in entries for c in (human_bytes(e["peak_kept_bytes"]), *blank)])
     files_line(out, label, entries)
     out.print(table)
     for name, e in zip(label, entries):
         if not e["layers"]:
-            out.print(f"{e['file']}: no forward tensor is read by a backward op (no backward pass in this "
-                      f"graph, or a stage before autodiff): nothing is kept for backward.", soft_wrap=True)
+            out.print(
+                f"{e['file']}: no forward tensor is read by a backward op (no backward pass in this "
+                f"graph, or a stage before autodiff): nothing is kept for backward.",
+                soft_wrap=True,
+            )
             continue
         top = Table(title=f"Largest kept tensors{' (' + name + ')' if many else ''}", title_justify="left")
         for col in ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "scope"):
             top.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
         for t in e["top"]:
             shape = "(" + ", ".join(map(str, t["shape"])) + ")" if t["shape"] is not None else "?"
-            top.add_row(human_bytes(t["bytes"]), f"{t['node']} (line {t['line']})", t["op"], t["dtype"] or "?", shape,
-                        ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""), t["scope"])
+            top.add_row(
+                human_bytes(t["bytes"]),
+                f"{t['node']} (line {t['line']})",
+                t["op"],
+                t["dtype"] or "?",
+                shape,
+                ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""),
+                t["scope"],
+            )
         out.print(top)
         for u in e["unsized"]:
-            out.print(f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
-                      f"{u['node']} {u['op']} {u['type'] or '(no type line)'}", soft_wrap=True)
+            out.print(
+                f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
+                f"{u['node']} {u['op']} {u['type'] or '(no type line)'}",
+                soft_wrap=True,
+            )
         if e["micro_batches"] > 1:
-            out.print(f"{name if many else e['file']}: a pipeline stage: the forward half runs once per micro batch "
-                      f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "
-                      f"backward at once (the order of the forward and backward calls); the layer figures are per "
-                      f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
-                      soft_wrap=True)
+            out.print(
+                f"{name if many else e['file']}: a pipeline stage: the forward half runs once per micro batch "
+                f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "
+                f"backward at once (the order of the forward and backward calls); the layer figures are per "
+                f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
+                soft_wrap=True,
+            )
         if e.get("projected"):
             _render_projection(out, e["projected"], f" ({name})" if many else "")
         if e["weight_copy_bytes"]:
-            out.print(f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
-                      f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
-                      f"parameters, not the batch.", soft_wrap=True)
+            out.print(
+                f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
+                f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
+                f"parameters, not the batch.",
+                soft_wrap=True,
+            )
 
 
 def _render_projection(out, p: dict, suffix: str) -> None:
     from rich.table import Table
 
-    table = Table(title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
-                  title_justify="left")
+    table = Table(
+        title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
+        title_justify="left",
+    )
     for col in ("layers", "from dumped layer", "kept bytes", "recompute saved"):
         table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
     for row in p["blocks"]:
-        table.add_row(row["layers"], row["from_layer"], human_bytes(row["kept_bytes"]) + " per layer",
-                      human_bytes(row["recompute_saved_bytes"]) + " per layer")
-    table.add_row("outside", "(once)", human_bytes(p["once"]["kept_bytes"]), human_bytes(p["once"]["recompute_saved_bytes"]))
-    table.add_row("total (projected)", "", human_bytes(p["totals"]["kept_bytes"]), human_bytes(p["totals"]["recompute_saved_bytes"]))
+        table.add_row(
+            row["layers"],
+            row["from_layer"],
+            human_bytes(row["kept_bytes"]) + " per layer",
+            human_bytes(row["recompute_saved_bytes"]) + " per layer",
+        )
+    table.add_row(
+        "outside", "(once)", human_bytes(p["once"]["kept_bytes"]), human_bytes(p["once"]["recompute_saved_bytes"])
+    )
+    table.add_row(
+        "total (projected)",
+        "",
+        human_bytes(p["totals"]["kept_bytes"]),
+        human_bytes(p["totals"]["recompute_saved_bytes"]),
+    )
     out.print(table)
-    out.print("Projected figures repeat the dumped decoder layers in order to the given depth; rows outside the "
-              "layers (embedding, head, loss) count once.", soft_wrap=True)
+    out.print(
+        "Projected figures repeat the dumped decoder layers in order to the given depth; rows outside the "
+        "layers (embedding, head, loss) count once.",
+        soft_wrap=True,
+    )
 
 
 @click.command("memory")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the report to this file instead of standard output (its folder is created).")
-@click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True,
-              help="How many of the largest kept tensors to list per file.")
-@click.option("--layers", "layers", type=click.IntRange(min=1),
-              help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the report to this file instead of standard output (its folder is created).",
+)
+@click.option(
+    "--top",
+    "top",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="How many of the largest kept tensors to list per file.",
+)
+@click.option(
+    "--layers",
+    "layers",
+    type=click.IntRange(min=1),
+    help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).",
+)
 @config_option
 @follow_links_option
 def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
@@ -327,8 +432,10 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     files, problems = account_inputs(paths, output, follow_links)
     chosen = final_files(files, MEMORY_STAGES)
     if not chosen:
-        fail("no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
-             "graph_build) found in " + ", ".join(paths))
+        fail(
+            "no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
+            "graph_build) found in " + ", ".join(paths)
+        )
     entries: list[dict] = []
     cases: list[str] = []
     statuses: list[dict] = []
@@ -341,8 +448,18 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
         project_all(entries, cases, depth.layers, project_entry, depth.per_stage)
         note = stage_note(depth, entries, cases)
     if fmt == "json":
-        text = json.dumps({"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": json_files(statuses, entries),
-                           **config_json(depth, note)}, indent=1) + "\n"
+        text = (
+            json.dumps(
+                {
+                    "version": JSON_VERSION,
+                    "counted": SCOPE_NOTE,
+                    "files": json_files(statuses, entries),
+                    **config_json(depth, note),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     elif fmt == "html":
         from ..reporters.html import render_memory
 

@@ -1,5 +1,6 @@
 """What several commands share of their options: --debug, --follow-links, rule selectors, and the
 config a lint uses with the command-line options over it."""
+
 from __future__ import annotations
 
 import os
@@ -27,12 +28,21 @@ def _set_debug(ctx, param, value):
     return value
 
 
-debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
-                            help="Show tracebacks of internal errors.")
+debug_option = click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    callback=_set_debug,
+    is_eager=True,
+    help="Show tracebacks of internal errors.",
+)
 follow_links_option = click.option(
-    "-L", "--follow-links", is_flag=True,
+    "-L",
+    "--follow-links",
+    is_flag=True,
     help="Follow every link to a folder (as find -L). Without it, a link out of the named folder is followed "
-         "only when its target holds graph IR dumps or rank_N/ folders.")
+    "only when its target holds graph IR dumps or rank_N/ folders.",
+)
 
 
 def split_values(ctx, param, values) -> list[str] | None:
@@ -52,8 +62,9 @@ def load_config_for(config_file, path):
     return load_config(config_file, starts=[path, os.getcwd()] if path else [os.getcwd()])
 
 
-def apply_options(config: Config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir=None,
-                  rule_timeout=None) -> None:
+def apply_options(
+    config: Config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir=None, rule_timeout=None
+) -> None:
     """Command-line options over the config file: --select replaces the file's whole selection (as in
     ruff), then --extend-select/--ignore add."""
     if select:
@@ -76,5 +87,5 @@ def check_option_selectors(known: list, **options) -> None:
     for key, values in options.items():
         try:
             check_selectors(Config(select=list(values)), known)
-        except ConfigError as exc:   # name the option, not the config key
-            raise ConfigError(f"--{key.replace('_', '-')}{str(exc)[len('select'):]}") from None
+        except ConfigError as exc:  # name the option, not the config key
+            raise ConfigError(f"--{key.replace('_', '-')}{str(exc)[len('select') :]}") from None

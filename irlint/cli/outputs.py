@@ -2,12 +2,13 @@
 before any dump is read. A file is never written onto a dump the run reads (named, through a link,
 a hard link, or another stage file of a folder read), onto a file the run reads (``--baseline``),
 or by two options at once."""
+
 from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 
 import click
 
@@ -35,8 +36,12 @@ def _identity(path: str) -> tuple | None:
     return ("inode", st.st_dev, st.st_ino)
 
 
-def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = (), named: Iterable[str] = (),
-                  reads: dict[str, str | None] | None = None) -> None:
+def check_targets(
+    targets: dict[str, str | None],
+    files: Iterable[DumpFile] = (),
+    named: Iterable[str] = (),
+    reads: dict[str, str | None] | None = None,
+) -> None:
     """Raise InputError when a file to write (option name -> path) is one of the dump ``files``
     read, a file ``named`` on the command line, a file another option reads (``reads``: option
     name -> path), or the file another option writes. Call it with the targets alone before
@@ -49,8 +54,10 @@ def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = ()
         if where is None:
             continue
         if where in written:
-            raise InputError(f"{target}: named by both {_option(written[where])} and {_option(option)}: "
-                             f"one would overwrite the other; name two files")
+            raise InputError(
+                f"{target}: named by both {_option(written[where])} and {_option(option)}: "
+                f"one would overwrite the other; name two files"
+            )
         written[where] = option
     if not written:
         return
@@ -62,19 +69,20 @@ def check_targets(targets: dict[str, str | None], files: Iterable[DumpFile] = ()
     inputs: dict[tuple, str] = {}
     for path, shown in [(f.path, f.display) for f in files] + [(p, p) for p in named if os.path.isfile(p)]:
         at = _identity(path) if path != STDIN else None
-        if at is not None:   # a stream is never an input a report could overwrite
+        if at is not None:  # a stream is never an input a report could overwrite
             inputs.setdefault(at, shown)
     for where, option in written.items():
         if where in inputs:
             target = targets[option]
-            raise InputError(f"{target}: is an input of this run ({inputs[where]}); {_option(option)} "
-                             f"would overwrite it")
+            raise InputError(
+                f"{target}: is an input of this run ({inputs[where]}); {_option(option)} would overwrite it"
+            )
 
 
 def prepare_output(target: str) -> None:
     """Create the folder of an output file (as ruff does) and fail now if it cannot be."""
     if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
-        if not os.access(target, os.W_OK):   # a device or FIFO: written to as it is
+        if not os.access(target, os.W_OK):  # a device or FIFO: written to as it is
             raise InputError(f"{target}: cannot write: permission denied")
         return
     folder = Path(os.path.realpath(target)).parent

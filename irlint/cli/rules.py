@@ -1,9 +1,9 @@
 """``irlint rules``: the rules, their severity and whether they are on, as a table or JSON."""
+
 from __future__ import annotations
 
 import os
 import sys
-
 from typing import Any
 
 import click
@@ -28,11 +28,17 @@ def rules_cmd(fmt, config_file):
         fail(str(exc))
     rows: list[dict[str, Any]] = []
     for cls in rule_module.load_rules(plugins=config.plugins):
-        rows.append({"code": cls.code, "name": cls.name,
-                     "severity": config.severity_for(cls.code, cls.name, cls.severity),
-                     "default": bool(cls.default_enabled),
-                     "enabled": config.rule_enabled(cls.code, cls.name, cls.default_enabled),
-                     "summary": cls.summary, "stages": list(cls.stages)})
+        rows.append(
+            {
+                "code": cls.code,
+                "name": cls.name,
+                "severity": config.severity_for(cls.code, cls.name, cls.severity),
+                "default": bool(cls.default_enabled),
+                "enabled": config.rule_enabled(cls.code, cls.name, cls.default_enabled),
+                "summary": cls.summary,
+                "stages": list(cls.stages),
+            }
+        )
     if fmt == "json":
         import json
 

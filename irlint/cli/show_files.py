@@ -1,13 +1,14 @@
 """``irlint check --show-files``: what a lint would read, each file's stage and rules, and why; nothing linted."""
+
 from __future__ import annotations
 
 import os
 
 import click
 
+from ..reporters.printable import printable_name, printable_text
 from ..runner.config import Config
 from ..runner.discover import Discovery
-from ..reporters.printable import printable_name, printable_text
 from .check import why_nothing_checked
 
 
@@ -25,11 +26,16 @@ def show_files(found: Discovery, config: Config) -> bool:
         compressed = f", {f.compression}-compressed" if f.compression else ""
         if f.path not in todo:
             readers = [r.code for r in rules if f.stage.name in r.stages or f.stage.label in r.stages]
-            later = [g for g in found.files if g.folder == f.folder and g.path in todo
-                     and any(r.code in readers for r in todo[g.path])]
+            later = [
+                g
+                for g in found.files
+                if g.folder == f.folder and g.path in todo and any(r.code in readers for r in todo[g.path])
+            ]
             if readers and later:
-                why = (f"{', '.join(readers)} read {', '.join(g.display for g in later)} instead (a stage where "
-                       f"their evidence is final, of the same compile)")
+                why = (
+                    f"{', '.join(readers)} read {', '.join(g.display for g in later)} instead (a stage where "
+                    f"their evidence is final, of the same compile)"
+                )
             else:
                 why = "no selected rule reads this stage"
             click.echo(printable_name(f"skip  {f.display}  ({stage}{compressed}): {why}"))
@@ -57,13 +63,15 @@ def show_files(found: Discovery, config: Config) -> bool:
 
 def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
     """How many graphs a lint reads, and which ranks share each graph that several files hold."""
-    from ..runner.engine import _RANK_DIR
     from ..reporters import ranks_text
+    from ..runner.engine import _RANK_DIR
 
     checked = [f for f in files if f.path in todo]
     graphs = len(checked) - len(same)
-    click.echo(f"{len(checked)} files, {graphs} distinct graph{'s' if graphs != 1 else ''} read "
-               "(files that differ only in lines naming the process are read once)")
+    click.echo(
+        f"{len(checked)} files, {graphs} distinct graph{'s' if graphs != 1 else ''} read "
+        "(files that differ only in lines naming the process are read once)"
+    )
     members: dict[str, list] = {}
     for f in checked:
         members.setdefault(same.get(f.path, f.path), []).append(f)

@@ -1,5 +1,6 @@
 """What the text reports of the account commands (memory, comm, cost) share: a plain console that
 writes to a string, one case after another, the line naming each file, layers in model order."""
+
 from __future__ import annotations
 
 import io
@@ -15,8 +16,9 @@ def plain_console(width: int | None):
     from ..reporters import UNLIMITED_WIDTH
 
     buffer = io.StringIO()
-    return Console(file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False,
-                   soft_wrap=False), buffer
+    return Console(
+        file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False, soft_wrap=False
+    ), buffer
 
 
 def text_of(buffer: io.StringIO) -> str:
@@ -46,5 +48,7 @@ def files_line(out, label: list[str], entries: list[dict]) -> None:
 
 def layer_order(entries: list[dict]) -> list[str]:
     """The layers of ``entries`` in model order, what lies outside them last."""
-    return sorted({row["layer"] for e in entries for row in e["layers"]},
-                  key=lambda name: (name == OUTSIDE, int(name) if name.isdigit() else 0))
+    return sorted(
+        {row["layer"] for e in entries for row in e["layers"]},
+        key=lambda name: (name == OUTSIDE, int(name) if name.isdigit() else 0),
+    )

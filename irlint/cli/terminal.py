@@ -1,4 +1,5 @@
 """Whether output goes to a terminal, whether it is coloured, and the console tables print on."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ from ..reporters import UNLIMITED_WIDTH
 def on_terminal(stream) -> bool:
     try:
         return stream is not None and stream.isatty()
-    except (ValueError, OSError):   # closed
+    except (ValueError, OSError):  # closed
         return False
 
 

@@ -26,12 +26,13 @@ Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1
 ``Partial(@g, a0, a1, ...)`` binds g's first parameters the same way: ``call_in`` edges from
 ``a0, a1, ...`` (lazy_inline passes the forward values its backward subgraph reads like this).
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic
@@ -71,8 +72,8 @@ class CompileFailure:
     """What an ``analyze_fail.ir`` holds besides its graphs: MindSpore writes it when type
     inference fails, with the graphs of the evaluation stack as far as they were evaluated."""
 
-    message: str = ""     # the exception text (2.3 and later print it first; 2.0-2.2 do not)
-    line: int = 0         # the line where the message starts
+    message: str = ""  # the exception text (2.3 and later print it first; 2.0-2.2 do not)
+    line: int = 0  # the line where the message starts
     stack_depth: str = ""  # "2", "3/5 (Ignored 2 internal frames)."
     # nodes marked "#------------------------> N", in stack order: the last one failed
     failed_at: list[int] = field(default_factory=list)
@@ -98,7 +99,7 @@ class IRFile:
     # trace regions: node key -> (first line, byte start, byte end); read on demand
     traces: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     source: Any = field(default=None, repr=False)  # a seekable stream read instead of path
-    failure: CompileFailure | None = None   # an analyze_fail.ir: the compile failed
+    failure: CompileFailure | None = None  # an analyze_fail.ir: the compile failed
     # "symbol engine details:" (2.10, symbolic shapes): engine name -> its relations as printed,
     # e.g. "[[1, 1], [s3<[1,inf]|=s2>, 32]] = ShapeCalcReduceSumGrad([s3<[1,inf]|=s2>, 32], [], false)";
     # a subgraph names its engine in attrs["symbol_engine"]
@@ -194,31 +195,34 @@ class IRFile:
                 u = primal_attr(data, "unique_id")
                 # a lazy_inline recompute copy carries its forward node's unique_id: the
                 # forward node is the one meant
-                if u is not None and key not in copies and (data.get("cnode_attrs") or {}).get("duplicated") is not True:
+                if (
+                    u is not None
+                    and key not in copies
+                    and (data.get("cnode_attrs") or {}).get("duplicated") is not True
+                ):
                     self._by_uid.setdefault(str(u), key)
         return self._by_uid.get(str(uid))
 
     # --- dataflow ---------------------------------------------------------------------------
     def producers(self, key: int) -> list[int]:
         """Data inputs in argument order (constants included)."""
-        edges = [(k, u) for u, keyed in self.pred[key].items() for k, d in keyed.items()
-                 if d.get("kind") == "data"]
+        edges = [(k, u) for u, keyed in self.pred[key].items() for k, d in keyed.items() if d.get("kind") == "data"]
         if len(edges) > 1:
             edges.sort(key=_first)
         return [u for _, u in edges]
 
     def consumers(self, key: int) -> list[int]:
         """Nodes that read this node's output as a data input (each once)."""
-        return [v for v, keyed in self.succ[key].items()
-                if any(d.get("kind") == "data" for d in keyed.values())]
+        return [v for v, keyed in self.succ[key].items() if any(d.get("kind") == "data" for d in keyed.values())]
 
     def inputs_of_kind(self, key: int, kind: str) -> list[int]:
         """The nodes with an edge of ``kind`` into ``key`` (``call_in``, ``call_out``, ...), one
         entry per edge, in networkx's order."""
         return [u for u, keyed in self.pred[key].items() for d in keyed.values() if d.get("kind") == kind]
 
-    def through_passthrough(self, key: int, direction: str = "down",
-                            passthrough: Iterable[str] = PASSTHROUGH_OPS) -> list[int]:
+    def through_passthrough(
+        self, key: int, direction: str = "down", passthrough: Iterable[str] = PASSTHROUGH_OPS
+    ) -> list[int]:
         """The nearest non-pass-through nodes reached from ``key``: consumers when
         ``direction`` is ``down``, producers when ``up``; walks over Reshape, Depend, Load,
         TupleGetItem, MakeTuple. Only the first input of Depend/Load/TupleGetItem carries data."""
@@ -290,9 +294,12 @@ class IRFile:
         found = self.__dict__.get("_lazy_copy_keys")
         if found is None:
             nodes = self.nodes
-            halves = {str(nodes[k]["args"][0]) for k in self.nodes_by_op("Partial")
-                      if nodes[k].get("args") and str(nodes[k]["args"][0]) in self.subgraphs}
-            if not halves:   # no backward half: no copy can be inside one (no walk of the file)
+            halves = {
+                str(nodes[k]["args"][0])
+                for k in self.nodes_by_op("Partial")
+                if nodes[k].get("args") and str(nodes[k]["args"][0]) in self.subgraphs
+            }
+            if not halves:  # no backward half: no copy can be inside one (no walk of the file)
                 self.__dict__["_lazy_copy_keys"] = found = frozenset()
                 return found
             outside: set[str] = set()
@@ -321,8 +328,12 @@ class IRFile:
             lazy = self._lazy_copies()
             # is_recompute_copy of every CNode, with its two tests inline (a method call per node
             # was most of the index's time)
-            copies = (k for k, d in self.nodes.items() if d.get("kind") == "cnode" and (
-                (d.get("cnode_attrs") or _NO_ATTRS).get("duplicated") is True or k in lazy))
+            copies = (
+                k
+                for k, d in self.nodes.items()
+                if d.get("kind") == "cnode"
+                and ((d.get("cnode_attrs") or _NO_ATTRS).get("duplicated") is True or k in lazy)
+            )
             for k in copies:
                 d = self.nodes[k]
                 rid = (d.get("cnode_attrs") or {}).get("recompute_id")

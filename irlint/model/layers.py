@@ -20,6 +20,7 @@ parameters (``model.layers.7.feed_forward.w1.weight``), passed by name into each
   communication ops. Only the part below the layer is taken from those: their layer number may be
   the reused one.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,7 @@ from . import IRFile, primal_attr
 
 OUTSIDE = "outside"
 MAX_HOPS = 16
-NEAR = 2   # hops within which the printed layer still agrees with the nearest weights
+NEAR = 2  # hops within which the printed layer still agrees with the nearest weights
 _LAYER_PART = re.compile(r"\A(\d+)-")
 _LAYER_IN_NAME = re.compile(r"\.(\d+)\.")
 _PARA_PREFIX = re.compile(r"\A%?para\d+_")
@@ -39,18 +40,17 @@ _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 # neighbourhood walk does not pass through them
 _VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
 _COMM_OPS = frozenset({"AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll"})
-_NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return",
-                             "Send", "Receive"})
+_NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return", "Send", "Receive"})
 
 
 class Place(NamedTuple):
     """Where a node is in the network: its decoder layer and the cells below it."""
 
-    layer: str                 # decoder layer number, or "outside"
-    cells: tuple[str, ...]     # cell scope parts (``name-Class``) below the layer, e.g. feed_forward-X, w1-Linear
-    scope: str                 # a full scope that names the cells (printed or recovered), else the printed one
-    layer_from: str            # "scope" or "weights"
-    cells_from: str            # "scope", "copy", "gradient", "producer" or "none"
+    layer: str  # decoder layer number, or "outside"
+    cells: tuple[str, ...]  # cell scope parts (``name-Class``) below the layer, e.g. feed_forward-X, w1-Linear
+    scope: str  # a full scope that names the cells (printed or recovered), else the printed one
+    layer_from: str  # "scope" or "weights"
+    cells_from: str  # "scope", "copy", "gradient", "producer" or "none"
 
 
 def scope_parts(scope: str) -> list[str]:
@@ -70,7 +70,7 @@ def printed_layer(scope: str) -> str | None:
     """The layer number a scope prints (``…/layers-CellList/3-DecoderLayer/…``), ``outside`` for
     a scope naming cells but no layer, None for a scope naming no cell (``Default/SiLU-op0``)."""
     parts = scope_parts(scope)
-    for p in parts:   # the outermost numbered cell: a layer's own cell lists (experts) sit inside it
+    for p in parts:  # the outermost numbered cell: a layer's own cell lists (experts) sit inside it
         m = _LAYER_PART.match(p)
         if m:
             return m.group(1)
@@ -79,7 +79,7 @@ def printed_layer(scope: str) -> str | None:
 
 def below_layer(parts: list[str]) -> tuple[str, ...]:
     numeric = [i for i, p in enumerate(parts) if _LAYER_PART.match(p)]
-    return tuple(parts[numeric[-1] + 1:]) if numeric else tuple(parts)
+    return tuple(parts[numeric[-1] + 1 :]) if numeric else tuple(parts)
 
 
 def weight_name(ir: IRFile, param: int) -> str | None:
@@ -108,7 +108,7 @@ def weight_cell(name: str) -> str:
     """The first cell attribute below the layer in a weight's name (``attention`` for
     ``model.layers.0.attention.wo.weight``), or the weight's first name outside the layers."""
     m = _LAYER_IN_NAME.search(name)
-    rest = name[m.end():] if m else name.split(".", 1)[-1] if name.count(".") > 1 else name
+    rest = name[m.end() :] if m else name.split(".", 1)[-1] if name.count(".") > 1 else name
     return rest.split(".", 1)[0]
 
 
@@ -118,12 +118,12 @@ class Places:
     def __init__(self, ir: IRFile):
         # a weak reference: the IRFile keeps this index, and a cycle would outlive the file
         self._ir = weakref.ref(ir)
-        self._near: dict[int, dict[str, int]] = {}   # node -> layer -> hops to its nearest weight
-        self._weights: dict[int, tuple[str, str] | None] = {}   # node -> layer and cell of the weight it is
+        self._near: dict[int, dict[str, int]] = {}  # node -> layer -> hops to its nearest weight
+        self._weights: dict[int, tuple[str, str] | None] = {}  # node -> layer and cell of the weight it is
         self._forward_memo: dict[int, bool] = {}
-        self._steps: dict[int, tuple[tuple, tuple]] = {}   # node -> its weights and forward neighbours
-        self._near_cells: dict[int, set[str]] = {}   # node -> those cells of the weights near it
-        self._grad_scopes: dict[str, str] | None = None   # forward unique_id -> a gradient op's scope
+        self._steps: dict[int, tuple[tuple, tuple]] = {}  # node -> its weights and forward neighbours
+        self._near_cells: dict[int, set[str]] = {}  # node -> those cells of the weights near it
+        self._grad_scopes: dict[str, str] | None = None  # forward unique_id -> a gradient op's scope
         self._places: dict[int, Place] = {}
 
     @property
@@ -139,8 +139,12 @@ class Places:
 
     def _forward(self, k: int) -> bool:
         d = self.ir[k]
-        return (d["kind"] == "cnode" and d["op"] not in _NOT_NEIGHBOURS
-                and not self.ir.is_backward(k) and not self.ir.is_recompute_copy(k))
+        return (
+            d["kind"] == "cnode"
+            and d["op"] not in _NOT_NEIGHBOURS
+            and not self.ir.is_backward(k)
+            and not self.ir.is_recompute_copy(k)
+        )
 
     def _weight(self, k: int) -> tuple[str, str] | None:
         """(layer, cell) of the weight a node is (a parameter holding or passed one), else None."""
@@ -167,7 +171,7 @@ class Places:
         and cell) and the forward ops it goes on through; the others end a walk either way."""
         ir, forward, known = self.ir, self._forward_memo, self._weights
         weights, onward = [], []
-        for n in {**ir.pred[node], **ir.succ[node]}:   # data, call and callee edges alike
+        for n in {**ir.pred[node], **ir.succ[node]}:  # data, call and callee edges alike
             if n in known:
                 weight = known[n]
             else:
@@ -204,7 +208,7 @@ class Places:
                     step = steps[node] = self._step(node)
                 weights, onward = step
                 for w, layer, cell in weights:
-                    if w != k:   # a weight seen before was nearer: nothing changes
+                    if w != k:  # a weight seen before was nearer: nothing changes
                         found.setdefault(layer, hops)
                         limit = min(limit, hops + NEAR)
                         cells.add(cell)
@@ -228,8 +232,9 @@ class Places:
             return printed, "scope"
         # a tie between a layer and the weights outside the layers (the residual stream reaches the
         # embedding's output): the layer
-        best = min((h, 1 if layer == OUTSIDE else 0, int(layer) if layer.isdigit() else 0, layer)
-                   for layer, h in near.items())
+        best = min(
+            (h, 1 if layer == OUTSIDE else 0, int(layer) if layer.isdigit() else 0, layer) for layer, h in near.items()
+        )
         return best[3], "weights"
 
     def aliased_layer(self, k: int) -> str | None:
@@ -306,7 +311,7 @@ def with_layer(parts: tuple[str, ...], layer: str) -> tuple[str, ...]:
     for i, p in enumerate(parts):
         m = _LAYER_PART.match(p)
         if m:
-            return parts[:i] + (OUTSIDE if layer == OUTSIDE else layer + p[m.end(1):],) + parts[i + 1:]
+            return parts[:i] + (OUTSIDE if layer == OUTSIDE else layer + p[m.end(1) :],) + parts[i + 1 :]
     return parts
 
 
@@ -315,7 +320,7 @@ def layer_prefix(parts: tuple[str, ...]) -> tuple[str, ...] | None:
     when they name no layer."""
     for i, p in enumerate(parts):
         if _LAYER_PART.match(p):
-            return parts[:i + 1]
+            return parts[: i + 1]
     return None
 
 

@@ -8,6 +8,7 @@ returned Partial) once per micro batch, in its 1F1B order: the activations one f
 for its backward exist once per micro batch in flight, the most forward calls whose backward has
 not run yet at any point of that order.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,11 +22,11 @@ _PARTIAL_CALLEE = re.compile(r"@Partial\((@[^,)\s]+)")
 class Schedule(NamedTuple):
     """A pipeline stage's forward half, its backward half and how many micro batches are in flight."""
 
-    forward: str        # the forward half (@…▸…)
-    backward: str       # the backward half its Partial names (@…◂…)
-    caller: str         # the subgraph that calls them
+    forward: str  # the forward half (@…▸…)
+    backward: str  # the backward half its Partial names (@…◂…)
+    caller: str  # the subgraph that calls them
     micro_batches: int  # forward calls
-    in_flight: int      # most forward calls whose backward call has not come yet (printed order)
+    in_flight: int  # most forward calls whose backward call has not come yet (printed order)
 
 
 def halves(ir: IRFile) -> dict[str, str]:
@@ -71,8 +72,9 @@ def schedules(ir: IRFile) -> list[Schedule]:
             continue
         caller = ir[calls[0]]["graph"]
         events = [(ir[c]["line"], 1) for c in calls if ir[c]["graph"] == caller]
-        events += [(ir[c]["line"], -1) for c in bwd_calls
-                   if ir[c]["graph"] == caller and bwd in ir[c].get("raw_op", "")]
+        events += [
+            (ir[c]["line"], -1) for c in bwd_calls if ir[c]["graph"] == caller and bwd in ir[c].get("raw_op", "")
+        ]
         live = peak = 0
         for _, step in sorted(events):
             live += step

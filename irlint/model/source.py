@@ -1,5 +1,6 @@
 """The model source line of a node: the innermost frame of its own source trace (``# In file
 …/llama_transformer.py:627, 12~55/…``), the line the user edits."""
+
 from __future__ import annotations
 
 import re

@@ -1,14 +1,15 @@
 """Which compile stage a dump file is, from its name (MindSpore writes one file per stage)."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import cache
 
-FRONTEND = "frontend"   # NN_name_SSSS.ir
-OPT_PASS = "opt_pass"   # opt_pass_K_name_SSSS.ir (optimizer sub-passes)
-BACKEND = "backend"     # hwopt_*, graph_build_*, graph_before_reset_id_*, trace_code_graph_*
-OTHER = "other"         # after_grad, before_lift_*, level-3 sub-pass files ...
+FRONTEND = "frontend"  # NN_name_SSSS.ir
+OPT_PASS = "opt_pass"  # opt_pass_K_name_SSSS.ir (optimizer sub-passes)
+BACKEND = "backend"  # hwopt_*, graph_build_*, graph_before_reset_id_*, trace_code_graph_*
+OTHER = "other"  # after_grad, before_lift_*, level-3 sub-pass files ...
 
 # A copied or renamed dump may lose the sequence number, gain a prefix (rank0_…, result_…, myrun-…)
 # or a suffix (….backup.ir, .IR): the stage is the part MindSpore wrote, wherever it is in the name.

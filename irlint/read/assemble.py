@@ -7,11 +7,12 @@ arguments become ``Constant`` nodes, and subgraph calls get their callee, call_i
 edges (see ``irlint.model``), also when a value holding graphs is called (``%5[@FuncUnion(@a, @b)]()``:
 each graph it may run).
 """
+
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import diagnostics as D
@@ -32,7 +33,7 @@ class Records:
     calls: list[tuple[int, str, tuple, str]] = field(default_factory=list)  # (call node, callee graph, args, graph)
     # ``Partial(@g, a0, a1, ...)``: (node, @g, bound arguments, graph); a0 binds g's first parameter
     partials: list[tuple[int, str, tuple, str]] = field(default_factory=list)
-    params: dict[str, int] = field(default_factory=dict)       # %paraN_x -> key (file-unique names)
+    params: dict[str, int] = field(default_factory=dict)  # %paraN_x -> key (file-unique names)
     graph_nodes: dict[str, int] = field(default_factory=dict)  # @g -> key of its subgraph node
     locals: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> %N -> key
     # calls of a value holding graphs, "%0[@@g](..)", "%5[@FuncUnion(@a, @b)]()": one per graph it
@@ -60,8 +61,20 @@ class Records:
         if key is None:
             key = self.new_key()
             self.graph_nodes[name] = key
-            self.nodes.append((key, {"kind": "subgraph", "graph": name, "id": name, "name": name[1:],
-                                     "line": 0, "op": "subgraph", "scope": ""}))
+            self.nodes.append(
+                (
+                    key,
+                    {
+                        "kind": "subgraph",
+                        "graph": name,
+                        "id": name,
+                        "name": name[1:],
+                        "line": 0,
+                        "op": "subgraph",
+                        "scope": "",
+                    },
+                )
+            )
         return key
 
 
@@ -90,7 +103,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
         # a record of thousands of operands (crafted: ``MakeTuple(1, 1, ...)``) makes one node per
         # distinct constant, not one per operand (a node costs a kilobyte, the operand 3 bytes)
         shared: dict | None = {} if len(args) > MANY_OPERANDS else None
-        for pos, arg in (enumerate(args) if callee is None else [*enumerate(args), (-1, callee)]):
+        for pos, arg in enumerate(args) if callee is None else [*enumerate(args), (-1, callee)]:
             kind = type(arg)
             # most arguments are a %N of the node's own subgraph, or a constant: both inline
             if kind is Ref and not arg.startswith("%p"):
@@ -111,16 +124,29 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 src = shared.get(same) if same is not None else None
                 if src is None:
                     src = rec.new_key()
-                    const_nodes.append((src, {"kind": "const", "graph": graph, "id": "", "name": "",
-                                              "line": line, "op": "Constant", "scope": "", "value": arg}))
+                    const_nodes.append(
+                        (
+                            src,
+                            {
+                                "kind": "const",
+                                "graph": graph,
+                                "id": "",
+                                "name": "",
+                                "line": line,
+                                "op": "Constant",
+                                "scope": "",
+                                "value": arg,
+                            },
+                        )
+                    )
                     if same is not None:
                         shared[same] = src
             if pos < 0:
                 edges.append((src, consumer, "callee", CALLEE_EDGE))
             else:
                 edges.append((src, consumer, pos, DATA_EDGE))
-    rec.uses.clear()   # resolved: dropped before the graph grows (a lower peak on large dumps)
-    made_by_args = len(rec.nodes)   # subgraph nodes of @g arguments come before the constants
+    rec.uses.clear()  # resolved: dropped before the graph grows (a lower peak on large dumps)
+    made_by_args = len(rec.nodes)  # subgraph nodes of @g arguments come before the constants
 
     def bind(sub, args: tuple, graph: str, first: int = 0) -> None:
         """Edges from a call's arguments into the callee's parameters ``first``, ``first + 1``, ..."""
@@ -184,7 +210,7 @@ def _add_edges(ir: IRFile, edges: list[tuple[int, int, Any, dict]]) -> None:
             out[v] = pred[v][u] = {key: data}
         elif key in keys:
             if keys[key] is not data:
-                keys[key] = {**keys[key], **data}   # never into a shared dict
+                keys[key] = {**keys[key], **data}  # never into a shared dict
         else:
             keys[key] = data
 
@@ -236,8 +262,11 @@ def check_counts(ir: IRFile, eof_line: int, diag: Callable[[int, str, str], None
     if "total_cnodes" in header and not truncated and ir.cnode_count != header["total_cnodes"]:
         diag(0, D.COUNT_MISMATCH, f"read {ir.cnode_count} cnodes, the header says {header['total_cnodes']}")
     if "total_subgraphs" in header and len(ir.subgraphs) < header["total_subgraphs"] and not truncated:
-        diag(eof_line, D.TRUNCATED,
-             f"read {len(ir.subgraphs)} of {header['total_subgraphs']} subgraphs (truncated dump?)")
+        diag(
+            eof_line,
+            D.TRUNCATED,
+            f"read {len(ir.subgraphs)} of {header['total_subgraphs']} subgraphs (truncated dump?)",
+        )
         truncated = True
     # the header names the entry graph: a file that never defines it was cut, whatever else it holds
     if ir.entry and ir.entry not in ir.subgraphs and not truncated:

@@ -1,6 +1,7 @@
 """The reader's part for ``analyze_fail.ir``, the dump of a failed compile: MindSpore's message
 between two banners, the ``#------------------------> N`` marks of the evaluation stack, and the
 IR013 diagnostic that says where evaluation failed and why no rule runs."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,8 @@ FAILURE_MESSAGE = "# The following shows the last analyze fail log message"
 FAILURE_GRAPHS = "# The following shows the IR when the function graphs evaluation fails"
 FAILURE_NOTES = ("# You can search the last -", "# Refer to https://www.mindspore.cn/search")
 FAILURE_END = "No more function graphs."
-_GRAPHS_START = (FAILURE_GRAPHS, "# IR entry", "subgraph ")   # what ends the message, at the latest
-FAILURE_OPENING = "# 1.This file shows the parsed IR info when graph evaluating failed"   # 2.0-2.2
+_GRAPHS_START = (FAILURE_GRAPHS, "# IR entry", "subgraph ")  # what ends the message, at the latest
+FAILURE_OPENING = "# 1.This file shows the parsed IR info when graph evaluating failed"  # 2.0-2.2
 _MESSAGE_FRAME = re.compile(r"-+\Z|- Caught exception:\Z|# =+\Z")
 
 
@@ -40,7 +41,7 @@ class FailureMessage:
         self.divert = None
         lines = self.message
         while lines and (not lines[-1].strip() or lines[-1].startswith("# ===")):
-            lines.pop()   # the rule of the next banner
+            lines.pop()  # the rule of the next banner
         # after the rule of the banner that opened it
         start = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.startswith("# ===")), len(lines))
         self.ir.failure.line += start
@@ -51,10 +52,15 @@ class FailureMessage:
         failure = self.ir.failure
         nodes = self.ir.nodes
         # a mark is followed by the record it marks; a mark whose record was not read names nothing
-        failure.failed_at = [key for line, key in self.marks
-                             if nodes.get(key, {}).get("kind") in ("cnode", "return") and nodes[key]["line"] > line]
-        said = next((ln.strip() for ln in failure.message.splitlines()
-                     if ln.strip() and not _MESSAGE_FRAME.match(ln.strip())), "")
+        failure.failed_at = [
+            key
+            for line, key in self.marks
+            if nodes.get(key, {}).get("kind") in ("cnode", "return") and nodes[key]["line"] > line
+        ]
+        said = next(
+            (ln.strip() for ln in failure.message.splitlines() if ln.strip() and not _MESSAGE_FRAME.match(ln.strip())),
+            "",
+        )
         parts = ["analyze_fail.ir: MindSpore could not compile this graph"]
         if said:
             parts.append(f' ("{said}")')
@@ -63,8 +69,10 @@ class FailureMessage:
             node = nodes[failure.failed_at[-1]]
             line = node["line"]
             parts.append(f"; evaluation failed at {node['id']} {node['op']} in {node['graph']}")
-        parts.append("; no rule runs on it: the rules read the graphs of later passes (autodiff, recompute, "
-                     "parallel), which a failed compile never reaches")
+        parts.append(
+            "; no rule runs on it: the rules read the graphs of later passes (autodiff, recompute, "
+            "parallel), which a failed compile never reaches"
+        )
         if failure.message:
             parts.append("; `irlint inspect` prints the whole message")
         self.diag(line, D.COMPILE_FAILURE, "".join(parts), said)

@@ -2,6 +2,7 @@
 
 Kept apart from ``irlint.read.parser`` so that the cache can hash the grammar without importing Lark.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,7 @@
 """The reader's line kinds outside a node record: file and subgraph headers, header comments of
 every MindSpore version, sections (``# Attrs``, ``subgraph attr:``), and the indented type and
 scope lines of a node."""
+
 from __future__ import annotations
 
 import re
@@ -8,17 +9,26 @@ import re
 from .. import diagnostics as D
 from .failure import FAILURE_END, FAILURE_GRAPHS, FAILURE_MESSAGE, FAILURE_NOTES, FAILURE_OPENING
 
-_KEY_VALUE = re.compile(r"([\w.\-]+) ?: ?(.*)\Z")   # 2.10 "key: value", 1.x-2.2 "key : value"
+_KEY_VALUE = re.compile(r"([\w.\-]+) ?: ?(.*)\Z")  # 2.10 "key: value", 1.x-2.2 "key : value"
 _GRAPH_FLAG = re.compile(r"([A-Za-z_]\w*): (-?\d+)\Z")  # "switch_input: 1", "indirect: 1" before "subgraph attr:"
 _ORDER_ITEM = re.compile(r"#\s+\d+: ")
 # Header comments of every version: "# IR entry: @g" (2.1+), "#IR entry      : @g" (1.x, 2.0),
 # "#Total subgraph : 3", "#attrs         :", "# order:".
-_HASH_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")   # the key before the first ":", whitespace stripped
-_HASH_KEYS = {"ir entry": "entry", "total subgraphs": "total_subgraphs", "total subgraph": "total_subgraphs",
-              "total params": "total_params", "attrs": "attrs", "order": "order", "params": "", "parameters": "",
-              "num of function graphs in stack": "stack", "num of total function graphs": "",
-              "the total of function graphs in evaluation stack": "stack",
-              "the rest function graphs are the following": ""}
+_HASH_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")  # the key before the first ":", whitespace stripped
+_HASH_KEYS = {
+    "ir entry": "entry",
+    "total subgraphs": "total_subgraphs",
+    "total subgraph": "total_subgraphs",
+    "total params": "total_params",
+    "attrs": "attrs",
+    "order": "order",
+    "params": "",
+    "parameters": "",
+    "num of function graphs in stack": "stack",
+    "num of total function graphs": "",
+    "the total of function graphs in evaluation stack": "stack",
+    "the rest function graphs are the following": "",
+}
 # analyze_fail.ir (a graph dump written when type inference fails) opens with numbered notes,
 # a "# ====" rule, and marks the failing node with "#------------------------> N".
 _NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
@@ -49,7 +59,7 @@ class LineKinds:
             return
         if line.endswith(" {") and self.sub is None and not line.startswith("subgraph "):
             self.block = line[:-2].strip()
-            if self.symbol_details:   # "SymbolEngine_<graph> {": one relation of symbolic shapes a line
+            if self.symbol_details:  # "SymbolEngine_<graph> {": one relation of symbolic shapes a line
                 self.ir.symbol_engines[self.block] = []
             return
         # 1.x prints "return(", 2.0's analyze_fail.ir "Primitive::Return{prim_type=1}("
@@ -57,7 +67,7 @@ class LineKinds:
             self.return_line(line, lineno)
             return
         if line.startswith("subgraph @"):
-            self.symbol_details = False   # the details follow the last subgraph: engine blocks end here
+            self.symbol_details = False  # the details follow the last subgraph: engine blocks end here
             self.subgraph_header(line, lineno)
             return
         if line == "}":
@@ -92,12 +102,12 @@ class LineKinds:
         if line == FAILURE_END and self.ir.failure is not None:
             return
         if current is not None and line.startswith(" {"):
-            self.current, self.current_key = current, current_key   # the record goes on
+            self.current, self.current_key = current, current_key  # the record goes on
             self.strategy_line(line, lineno)
             return
         for label, key in (("Total number of nodes:", "total_nodes"), ("Total number of cnodes:", "total_cnodes")):
             if line.startswith(label):
-                self.header_int(key, line[len(label):], line, lineno)
+                self.header_int(key, line[len(label) :], line, lineno)
                 return
         if self.section is not None:
             m = _KEY_VALUE.match(line)
@@ -123,7 +133,9 @@ class LineKinds:
         elif line.startswith("# Order:"):
             self.section = None
             self.in_order = True
-        elif line.startswith(("# Params:", "# Parameters:", "# SideEffect", "# Corresponding")) or _ORDER_ITEM.match(line):
+        elif line.startswith(("# Params:", "# Parameters:", "# SideEffect", "# Corresponding")) or _ORDER_ITEM.match(
+            line
+        ):
             self.section = None  # informational lines with nothing a rule reads
         else:
             self.other_hash_line(line, lineno)
@@ -158,7 +170,7 @@ class LineKinds:
             self.section = self.ir.attrs
         elif key == "order":
             self.in_order = True
-        elif key == "stack":   # "# The total of function graphs in evaluation stack: 3/5 (Ignored 2 internal frames)."
+        elif key == "stack":  # "# The total of function graphs in evaluation stack: 3/5 (Ignored 2 internal frames)."
             self.compile_failure(lineno).stack_depth = value.strip()
 
     def header_int(self, key: str, text: str, line: str, lineno: int) -> None:
@@ -170,7 +182,7 @@ class LineKinds:
     def comment_line(self, line: str, lineno: int) -> None:
         data = self.current
         body = line[6:]
-        if body.startswith(":"):   # 2.0's analyze_fail.ir prints ":(<T>) -> (<T>)"
+        if body.startswith(":"):  # 2.0's analyze_fail.ir prints ":(<T>) -> (<T>)"
             if data is None:
                 self.diag(lineno, D.UNKNOWN_LINE, "type line without a node; skipped", line)
                 return

@@ -1,5 +1,6 @@
 """The reader's main loop: the scanner's items (whole node records, runs of source-trace lines,
 single lines) handed to the line kinds, with the byte range of each node's trace remembered."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -9,8 +10,8 @@ from .. import diagnostics as D
 from ..runner.discover import is_dump_start
 from .scanner import RECORD_LIMIT, ControlLine, NodeRecord, TraceRun, scan
 
-MAX_RECORD_BYTES = RECORD_LIMIT      # a node record longer than this is skipped, not parsed
-MAX_CONTINUATION_LINES = 100_000     # a multi-line tensor value that never closes
+MAX_RECORD_BYTES = RECORD_LIMIT  # a node record longer than this is skipped, not parsed
+MAX_CONTINUATION_LINES = 100_000  # a multi-line tensor value that never closes
 
 NODE_COMMENT = b"      # "
 TYPE_LINE = b"      : "
@@ -29,8 +30,12 @@ class LineLoop:
             if not first.strip():
                 self.diag(1, D.NOT_IR, "empty file: not a graph IR dump")
             else:
-                self.diag(1, D.NOT_IR, "not a graph IR dump (it does not start with '# IR entry:')",
-                          first.split(b"\n", 1)[0].decode("utf-8", "replace"))
+                self.diag(
+                    1,
+                    D.NOT_IR,
+                    "not a graph IR dump (it does not start with '# IR entry:')",
+                    first.split(b"\n", 1)[0].decode("utf-8", "replace"),
+                )
             return
         f.seek(0)
         try:
@@ -41,12 +46,12 @@ class LineLoop:
 
     def loop(self, f: BinaryIO) -> None:
         traces = self.ir.traces
-        trace_start = -1       # byte offset where the open trace region starts
+        trace_start = -1  # byte offset where the open trace region starts
         trace_line = trace_end = 0
         lineno = 0
         items = scan(f)
         for item in items:
-            while True:   # runs again only for the line that ended a multi-line record
+            while True:  # runs again only for the line that ended a multi-line record
                 if type(item) is NodeRecord:
                     # the common case, a whole record at once; the same steps as its lines one by one
                     if trace_start >= 0:
@@ -78,12 +83,16 @@ class LineLoop:
                     self.control_line(raw, lineno)
                     break
                 if len(raw) >= MAX_RECORD_BYTES:
-                    self.diag(lineno, D.LINE_TOO_LONG, f"line of {len(raw) + 1:,} bytes skipped",
-                              raw[:80].decode("utf-8", "replace"))
+                    self.diag(
+                        lineno,
+                        D.LINE_TOO_LONG,
+                        f"line of {len(raw) + 1:,} bytes skipped",
+                        raw[:80].decode("utf-8", "replace"),
+                    )
                     self.current, self.current_key = None, -1
                     break
                 if raw.startswith(TYPE_LINE) and self.type_lines and self.current is not None and raw.isascii():
-                    self.type_lines += 1   # a kernel graph's second and third type lines: no rule reads them
+                    self.type_lines += 1  # a kernel graph's second and third type lines: no rule reads them
                     break
                 # trailing blanks (an editor, a copy) and a UTF-8 byte order mark carry no meaning
                 line = self.decode(raw, lineno).rstrip("\r \t")
@@ -92,7 +101,7 @@ class LineLoop:
                 if self.divert is not None and self.divert(line, lineno):
                     break
                 if line.startswith("  %"):
-                    first = lineno   # a record's line is its first line, however many it spans
+                    first = lineno  # a record's line is its first line, however many it spans
                     ended_by = None
                     if line.count("(") != line.count(")") or line.count("[") != line.count("]"):
                         line, lineno, ended_by = self.continuation(line, items, lineno)
@@ -133,7 +142,7 @@ class LineLoop:
     def node_record(self, item: NodeRecord) -> None:
         lineno, _, node, types, scope = item[:5]
         self.node_line(node.decode().rstrip(" \t"), lineno)
-        if self.current is None:   # not read: its other lines are reported as they always are
+        if self.current is None:  # not read: its other lines are reported as they always are
             for raw in types.splitlines():
                 lineno += 1
                 self.comment_line(raw.decode(), lineno)
@@ -152,15 +161,15 @@ class LineLoop:
         col = next(i for i, b in enumerate(raw) if b < 32 and b != 9 and not (b == 13 and i == len(raw) - 1))
         text = self.decode(raw, lineno)
         if raw.startswith(TYPE_LINE) and self.current is not None:
-            self.type_lines += 1   # the record has its type line; what it says was not read
+            self.type_lines += 1  # the record has its type line; what it says was not read
         elif not raw.startswith(NODE_COMMENT):
             self.current, self.current_key = None, -1
-        code = D.BAD_RECORD if raw.startswith(_RECORD_STARTS) else D.UNKNOWN_LINE   # a record's line, or junk
+        code = D.BAD_RECORD if raw.startswith(_RECORD_STARTS) else D.UNKNOWN_LINE  # a record's line, or junk
         self.diag(lineno, code, f"control byte 0x{raw[col]:02x} at column {col + 1}; line skipped", text)
 
     def check_trace_utf8(self, run: TraceRun) -> None:
         if not run.text:
-            return   # the scanner found the whole block valid
+            return  # the scanner found the whole block valid
         for i, raw in enumerate(run.text.split(b"\n")[: run.lines]):
             if not raw.isascii():
                 self.decode(raw, run.line + i)

@@ -1,5 +1,6 @@
 """Loading the parser: the standalone LALR parser shipped with irlint (or, for an edited grammar, one
 built by the installed Lark), and ``_parse``, which runs it on one piece of a record."""
+
 from __future__ import annotations
 
 import re
@@ -8,7 +9,7 @@ from typing import Any
 
 from . import tree_values
 from .grammar_file import grammar_text
-from .tree_values import _ToValues, _know
+from .tree_values import _know, _ToValues
 
 
 class GrammarError(ValueError):
@@ -84,8 +85,10 @@ def nesting(text: str) -> int:
 
 def _parse(text: str, start: str) -> Any:
     # only a text with that many opening brackets can nest that deep: counted in C
-    if (text.count("(") + text.count("[") + text.count("{") + text.count("<") > MAX_NESTING
-            and nesting(text) > MAX_NESTING):
+    if (
+        text.count("(") + text.count("[") + text.count("{") + text.count("<") > MAX_NESTING
+        and nesting(text) > MAX_NESTING
+    ):
         raise GrammarError(f"brackets nested deeper than {MAX_NESTING}")
     try:
         return _parser().parse(text, start=start)
@@ -102,6 +105,6 @@ def _describe(exc: Exception, text: str) -> str:
         return "unexpected end of record (unbalanced brackets?)"
     column = getattr(exc, "column", None)
     if isinstance(column, int) and column > 0:
-        near = text[max(0, column - 1): column + 19]
+        near = text[max(0, column - 1) : column + 19]
         return f"unexpected text at column {column}: {near!r}"
     return type(exc).__name__

@@ -11,6 +11,7 @@
 
 A line that cannot be read becomes a diagnostic and reading resumes at the next line.
 """
+
 from __future__ import annotations
 
 import gc
@@ -79,28 +80,28 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
         self.name = name
         self.rec = Records()
         self.sub: Subgraph | None = None
-        self.local: dict[str, int] = {}       # %N -> key within the open subgraph
-        self.current: dict | None = None      # the record whose comment lines follow
+        self.local: dict[str, int] = {}  # %N -> key within the open subgraph
+        self.current: dict | None = None  # the record whose comment lines follow
         self.current_key = -1
         self.type_lines = 0
-        self.section: dict | None = None      # "key: value" lines go here (# Attrs, subgraph attr)
+        self.section: dict | None = None  # "key: value" lines go here (# Attrs, subgraph attr)
         self.pending_sub_attrs: dict = {}
         self.bad_utf8 = 0
-        self.bad_run: list[Diagnostic] = []       # the open run of consecutive bad lines
-        self.block: str | None = None        # a top-level "name {" block such as "jit config {"
-        self.symbol_details = False          # after "symbol engine details:": its blocks are symbol engines
-        self.in_order = False                # the "# Order:" listing after a subgraph
+        self.bad_run: list[Diagnostic] = []  # the open run of consecutive bad lines
+        self.block: str | None = None  # a top-level "name {" block such as "jit config {"
+        self.symbol_details = False  # after "symbol engine details:": its blocks are symbol engines
+        self.in_order = False  # the "# Order:" listing after a subgraph
         self.eof_line = 0
         self.param_data: dict[int, dict] = {}  # key -> data of a parameter, for a later, typed declaration
         # while a construct of several lines is open (the message of an analyze_fail.ir, a subgraph
         # header printed one parameter per line), its method sees each line first: True, taken
         self.divert = None
         self.message: list[str] = []
-        self.marks: list[tuple[int, int]] = []   # "#-----> N" lines: (line, key of the next record)
+        self.marks: list[tuple[int, int]] = []  # "#-----> N" lines: (line, key of the next record)
         self.split_header: tuple[str, int, list[tuple[str, int]]] | None = None
-        self.open_record: tuple[int, str, bool] | None = None   # the last node record: line, text, a Return?
-        self.typed_records = 0   # nodes other than a Return with their type line
-        self.untyped_records: list[tuple[int, str]] = []   # records without a type line
+        self.open_record: tuple[int, str, bool] | None = None  # the last node record: line, text, a Return?
+        self.typed_records = 0  # nodes other than a Return with their type line
+        self.untyped_records: list[tuple[int, str]] = []  # records without a type line
 
     def diag(self, line: int, code: str, message: str, text: str = "") -> None:
         new = Diagnostic(self.name, line, code, message, excerpt(text))
@@ -126,20 +127,30 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
             if run[-1].line > run[0].line:
                 self.ir.diagnostics.append(D.line_run_diagnostic(run))
             else:
-                self.ir.diagnostics.extend(run)   # bad lines, all on one line
+                self.ir.diagnostics.extend(run)  # bad lines, all on one line
             self.bad_run = []
 
     def untyped_diagnostics(self) -> None:
         """Records without their type line in a dump that prints types: cut or damaged. (A dump
         written without types, MS_DEV_DUMP_IR_FORMAT=0, types only its Returns: IR015 says so.)"""
         untyped = self.untyped_records
-        new = [Diagnostic(self.name, lineno, D.BAD_RECORD, "node record without its type line (cut or damaged?)",
-                          excerpt(text)) for lineno, text in untyped[:MAX_UNTYPED_REPORTED]]
+        new = [
+            Diagnostic(
+                self.name, lineno, D.BAD_RECORD, "node record without its type line (cut or damaged?)", excerpt(text)
+            )
+            for lineno, text in untyped[:MAX_UNTYPED_REPORTED]
+        ]
         if len(untyped) > MAX_UNTYPED_REPORTED:
             rest = untyped[MAX_UNTYPED_REPORTED:]
-            new.append(Diagnostic(self.name, rest[0][0], D.BAD_RECORD,
-                                  f"{len(rest)} more node records without their type line (lines {rest[0][0]}-"
-                                  f"{rest[-1][0]})", excerpt(rest[0][1])))
+            new.append(
+                Diagnostic(
+                    self.name,
+                    rest[0][0],
+                    D.BAD_RECORD,
+                    f"{len(rest)} more node records without their type line (lines {rest[0][0]}-{rest[-1][0]})",
+                    excerpt(rest[0][1]),
+                )
+            )
         self.ir.diagnostics[:] = sorted(self.ir.diagnostics + new, key=lambda d: d.line)
 
     def decode(self, raw: bytes, lineno: int) -> str:
@@ -152,7 +163,7 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
             return raw.decode("utf-8", "replace")
 
     def finish(self) -> None:
-        if self.divert is not None:   # the file ends in a message or a split header
+        if self.divert is not None:  # the file ends in a message or a split header
             if self.split_header is not None:
                 self.header_line("", self.eof_line)
             else:

@@ -4,6 +4,7 @@ Each function takes the text of one record (already joined when a printed tensor
 and returns plain Python values; the Lark grammar (``irlint.read.syntax``, memoised on templates)
 parses the pieces. A piece the grammar does not accept raises ``GrammarError``.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,9 +77,9 @@ def _attr_blocks(rest: str, marks: list[tuple[int, str]]) -> dict:
                 blocks.setdefault("parallel_info", {}).update(parse_attrs(group))
         elif marker == " {instance name: ":
             close = text.rfind("}")
-            if close < 0:   # the line was cut inside the block: its other attributes are lost
+            if close < 0:  # the line was cut inside the block: its other attributes are lost
                 raise GrammarError("attribute block '{instance name: ' not closed (record cut?)", pos + 2)
-            blocks["instance"] = text[len("{instance name: "): close if close > 0 else len(text)].strip()
+            blocks["instance"] = text[len("{instance name: ") : close if close > 0 else len(text)].strip()
         else:
             label, _, body = text.partition(": ")
             first, *extra = _brace_groups(body)
@@ -121,7 +122,7 @@ def _flat_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
         outs = _FLAT_ENTRY.findall(m.group(2))
         return ins, _type_entry(outs[0])
     except GrammarError:
-        return None   # the whole line's parse reports it, with its columns
+        return None  # the whole line's parse reports it, with its columns
 
 
 def _type_entry(text: str) -> TensorType:
@@ -141,24 +142,31 @@ def _type_entry(text: str) -> TensorType:
 # with brackets, then the shape as Python prints its numbers, then items after a comma: the shape
 # is the type's second item, on its own. The lookahead checks the end once: without it every ", ("
 # would rescan the rest (quadratic).
-_SHAPED = re.compile(r"<(?=[^<>]*>\Z)(\w+(?:\[\w+)*)(\]*), \(((?:0|-?[1-9][0-9]*)(?:, (?:0|-?[1-9][0-9]*))*)?\)"
-                     r"((?:, [^<>]*)?>)\Z")
-_SKELETONS: dict[Any, tuple | None] = {}   # and _tuple_entry's
+_SHAPED = re.compile(
+    r"<(?=[^<>]*>\Z)(\w+(?:\[\w+)*)(\]*), \(((?:0|-?[1-9][0-9]*)(?:, (?:0|-?[1-9][0-9]*))*)?\)"
+    r"((?:, [^<>]*)?>)\Z"
+)
+_SKELETONS: dict[Any, tuple | None] = {}  # and _tuple_entry's
 _UNSEEN = object()
-_WORD = object()   # a skeleton's element type: the entry's bracketed name
+_WORD = object()  # a skeleton's element type: the entry's bracketed name
 
 
 def _shaped_entry(text: str) -> TensorType | None:
     m = _SHAPED.match(text)
-    if m is None or templates._has_blank(text):   # (a blank's character in a text would join two skeletons)
+    if m is None or templates._has_blank(text):  # (a blank's character in a text would join two skeletons)
         return None
     chain, closing, dims, tail = m.groups("")
     at = chain.rfind("[")
-    word = chain[at + 1:] if at > 0 else ""
+    word = chain[at + 1 :] if at > 0 else ""
     if word and not (tree_values.is_plain_name(word) and word.isascii()):
-        word = ""   # not a name the grammar keeps as it is written
-    names = templates._VOLATILE_SPLIT.split(tail)   # (a tail without names: itself)
-    skeleton = (chain[:at + 1] if word else chain, closing, "\x01".join(names[::2]), "".join([n[0] for n in names[1::2]]))
+        word = ""  # not a name the grammar keeps as it is written
+    names = templates._VOLATILE_SPLIT.split(tail)  # (a tail without names: itself)
+    skeleton = (
+        chain[: at + 1] if word else chain,
+        closing,
+        "\x01".join(names[::2]),
+        "".join([n[0] for n in names[1::2]]),
+    )
     proto = _SKELETONS.get(skeleton, _UNSEEN)
     if proto is _UNSEEN:
         proto = _shaped_proto(chain, closing, dims, tail, at, word, names[1::2])
@@ -180,10 +188,13 @@ def _shaped_proto(chain: str, closing: str, dims: str, tail: str, at: int, word:
     word_ref = f"%e{word}" if word else ""
     dims_ref = f"%s{dims.replace(', ', '_')}"
     try:
-        value = _entry_parse(f"<{chain[:at + 1]}{word_ref}{closing}, ({dims_ref}){tail}" if word
-                             else f"<{chain}{closing}, ({dims_ref}){tail}")
+        value = _entry_parse(
+            f"<{chain[: at + 1]}{word_ref}{closing}, ({dims_ref}){tail}"
+            if word
+            else f"<{chain}{closing}, ({dims_ref}){tail}"
+        )
     except GrammarError:
-        return None   # the entry's own parse reports it
+        return None  # the entry's own parse reports it
     raw, dtype = value.raw, value.dtype
     if value.shape is not None or "%" in value.kind:
         return None
@@ -229,8 +240,14 @@ def _tuple_entry(text: str) -> TensorType | None:
     proto = _SKELETONS.get(skeleton, _UNSEEN)
     if proto is _UNSEEN:
         value = _entry_parse(text)
-        kept = (value.kind == "Tuple" and type(value.kind) is str and value.dtype is None and value.shape is None
-                and type(value.raw) is str and _NUMBER_TUPLE.findall(value.raw) == _NUMBER_TUPLE.findall(text))
+        kept = (
+            value.kind == "Tuple"
+            and type(value.kind) is str
+            and value.dtype is None
+            and value.shape is None
+            and type(value.raw) is str
+            and _NUMBER_TUPLE.findall(value.raw) == _NUMBER_TUPLE.findall(text)
+        )
         if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:
             _SKELETONS[skeleton] = tuple(_NUMBER_TUPLE.split(value.raw)) if kept else None
         return value
@@ -280,13 +297,12 @@ def parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
     # entries that differ in shape or element type), the line with a stand-in type (shared by all
     # parameters); a line either part of which the grammar refuses is parsed whole (its error).
     start, end = line.find("<"), line.find(">")
-    if (0 < start < end and line.count("<") == 1 and line.count(">") == 1
-            and '"' not in line and "'" not in line):
-        head = _PARAM_HEAD.match(line, 0, start)   # the name: one word, as the grammar reads it
+    if 0 < start < end and line.count("<") == 1 and line.count(">") == 1 and '"' not in line and "'" not in line:
+        head = _PARAM_HEAD.match(line, 0, start)  # the name: one word, as the grammar reads it
         if head is not None:
             try:
-                out_type = _type_entry(line[start:end + 1])
-                tail = line[end + 1:]
+                out_type = _type_entry(line[start : end + 1])
+                tail = line[end + 1 :]
                 has_default = _PARAM_TAILS.get(tail)
                 if has_default is None:
                     has_default = memo_by_template("param", f"%p: <T>{tail}", _parse_param_line)[2]
@@ -300,7 +316,7 @@ def parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
 
 
 _PARAM_HEAD = re.compile(rf"(%{templates._W}+)[ \t]*:[ \t]*\Z")
-_PARAM_TAILS: dict[str, bool] = {}   # what follows a parameter's type -> whether it has a default value
+_PARAM_TAILS: dict[str, bool] = {}  # what follows a parameter's type -> whether it has a default value
 
 
 def _parse_param_line(line: str) -> tuple[str, TensorType | None, bool]:
@@ -339,7 +355,7 @@ def _brace_groups(text: str) -> list[str]:
         elif ch == "}" and depth:
             depth -= 1
             if depth == 0:
-                groups.append(text[start:i + 1])
+                groups.append(text[start : i + 1])
                 start = i + 1
         prev = ch
     if depth or text[start:].strip() or not groups:
@@ -348,8 +364,13 @@ def _brace_groups(text: str) -> list[str]:
 
 
 def _bracket_attrs(callee: Any) -> bool:
-    return (isinstance(callee, Call) and callee.bracket == "[" and type(callee.name) is str
-            and bool(callee.args or callee.kwargs) and all(isinstance(a, dict) for a in callee.args))
+    return (
+        isinstance(callee, Call)
+        and callee.bracket == "["
+        and type(callee.name) is str
+        and bool(callee.args or callee.kwargs)
+        and all(isinstance(a, dict) for a in callee.args)
+    )
 
 
 def _type_source(line: str) -> str:
@@ -363,7 +384,7 @@ def _type_source(line: str) -> str:
         elif c == ">":
             depth -= 1
             if depth == 0:
-                return line[start: i + 1]
+                return line[start : i + 1]
     return line[start:]
 
 

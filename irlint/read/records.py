@@ -1,6 +1,7 @@
 """The reader's records: subgraph headers (also 2.0's, one parameter a line), parameter lines,
 node records parsed with the grammar (``irlint.read.record``) into the rows ``assemble`` builds the
 model from, their type lines and 1.7-2.1's strategy lines."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,17 @@ class RecordParsing:
         if key is None:
             key = rec.new_key()
             rec.params[name] = key
-            data = {"kind": "param", "graph": self.ir.entry or "", "id": name, "name": name[1:], "line": lineno,
-                    "op": "Parameter", "scope": "", "out_type": out_type, "has_default": has_default}
+            data = {
+                "kind": "param",
+                "graph": self.ir.entry or "",
+                "id": name,
+                "name": name[1:],
+                "line": lineno,
+                "op": "Parameter",
+                "scope": "",
+                "out_type": out_type,
+                "has_default": has_default,
+            }
             rec.nodes.append((key, data))
             self.param_data[key] = data
         else:
@@ -77,8 +87,7 @@ class RecordParsing:
         self.open_subgraph(f"{head}{', '.join(types)}{stripped if closed else ') {'}", first, head, types)
         return closed
 
-    def open_subgraph(self, line: str, lineno: int, quoted: str | None = None,
-                      types: dict | None = None) -> None:
+    def open_subgraph(self, line: str, lineno: int, quoted: str | None = None, types: dict | None = None) -> None:
         try:
             name, parent, params = parse_header(line)
         except GrammarError as exc:
@@ -90,8 +99,12 @@ class RecordParsing:
             n = 2
             while f"{name}#{n}" in self.ir.subgraphs:
                 n += 1
-            self.diag(lineno, D.DUPLICATE_GRAPH, f"subgraph {name} printed again (first at line {first.line}); "
-                      f"read as {name}#{n}", quoted or line)
+            self.diag(
+                lineno,
+                D.DUPLICATE_GRAPH,
+                f"subgraph {name} printed again (first at line {first.line}); read as {name}#{n}",
+                quoted or line,
+            )
             name = f"{name}#{n}"
         sub = Subgraph(name=name, line=lineno, parent=parent, attrs=self.pending_sub_attrs)
         self.pending_sub_attrs = {}
@@ -106,8 +119,16 @@ class RecordParsing:
             if key is None:
                 key = rec.new_key()
                 rec.params[pname] = key
-                data = {"kind": "param", "graph": name, "id": pname, "name": pname[1:],
-                        "line": lineno, "op": "Parameter", "scope": "", "out_type": None}
+                data = {
+                    "kind": "param",
+                    "graph": name,
+                    "id": pname,
+                    "name": pname[1:],
+                    "line": lineno,
+                    "op": "Parameter",
+                    "scope": "",
+                    "out_type": None,
+                }
                 rec.nodes.append((key, data))
                 self.param_data[key] = data
             sub.params.append(key)
@@ -141,7 +162,7 @@ class RecordParsing:
         self.end_record()
         if self.sub is None:
             if self.split_header is not None:
-                self.header_line("", lineno)   # a split header that never closed: its nodes follow
+                self.header_line("", lineno)  # a split header that never closed: its nodes follow
             if self.sub is None:
                 self.diag(lineno, D.BAD_RECORD, "node outside a subgraph; skipped", line)
                 return
@@ -149,7 +170,7 @@ class RecordParsing:
             callee, args, raw_op, op, blocks = parse_node(rest)
         except GrammarError as exc:
             col = (exc.column or 1) + (len(line) - len(rest))
-            self.diag(lineno, D.BAD_RECORD, f"unparseable record ({exc}); skipped", line[max(0, col - 20):])
+            self.diag(lineno, D.BAD_RECORD, f"unparseable record ({exc}); skipped", line[max(0, col - 20) :])
             return
         is_return = node_id == "Return"
         rec = self.rec
@@ -189,8 +210,12 @@ class RecordParsing:
         else:
             # a value holding graphs, called: "%0[@@g](%1)", a Switch's "%5[@FuncUnion(@a, @b)]()";
             # linked to the value (below) and to each graph it may run
-            if (op == "call" and type(callee) is Call and callee.bracket == "["
-                    and isinstance(callee.name, (Ref, FreeVar))):
+            if (
+                op == "call"
+                and type(callee) is Call
+                and callee.bracket == "["
+                and isinstance(callee.name, (Ref, FreeVar))
+            ):
                 rec.value_calls.extend((key, called, args, graph) for called in _graph_refs(callee.args))
                 callee = callee.name
             rec.uses.append((args, key, graph, callee if isinstance(callee, (Ref, FreeVar)) else None, lineno))
@@ -206,7 +231,7 @@ class RecordParsing:
             lineno, line, is_return = self.open_record
             if not self.type_lines:
                 self.untyped_records.append((lineno, line))
-            elif not is_return:   # MS_DEV_DUMP_IR_FORMAT=0 types a Return only
+            elif not is_return:  # MS_DEV_DUMP_IR_FORMAT=0 types a Return only
                 self.typed_records += 1
             self.open_record = None
 
@@ -241,7 +266,7 @@ class RecordParsing:
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"strategy block: {exc}", line)
             return
-        data["parallel_info"] = {**data["parallel_info"], **block}   # the parsed dict may be shared
+        data["parallel_info"] = {**data["parallel_info"], **block}  # the parsed dict may be shared
         if rest:
             self.type_lines += 1
             if self.type_lines == 1:

@@ -13,18 +13,19 @@ lines one by one: valid UTF-8, no carriage returns, a type line after the node l
 brackets on it (else a printed tensor continues it on the next lines), and no line too long to
 parse. Otherwise its lines are handed over one by one.
 """
+
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 # A small block: a fresh process pays a page fault per 4 KiB of the buffer it first fills (so a
 # large block slows a one-file lint), and the block stays in the CPU's cache for the regex.
 BLOCK_BYTES = 256 * 1024
-RECORDS = True                   # hand over whole node records (tests compare with line by line)
-RECORD_LIMIT = 4 * 1024 * 1024   # a record this long goes line by line (the reader skips such lines)
+RECORDS = True  # hand over whole node records (tests compare with line by line)
+RECORD_LIMIT = 4 * 1024 * 1024  # a record this long goes line by line (the reader skips such lines)
 
 _TRACE_LINE = rb"(?:      # In file |      # Corresponding |# In file )[^\n]*\n"
 # The text of a structural line: no C0 control byte but a tab (a NUL or an escape in a node, type or
@@ -43,7 +44,8 @@ def _patterns(text: bytes, name: bytes) -> tuple[re.Pattern, re.Pattern]:
     records = re.compile(
         rb"(  %[0-9]+\(" + name + rb"\) = " + text + rb")\n((?:      : " + text + rb"\n)*)"
         rb"(?:      # (?:Fullname with scope|Scope): \((" + text + rb")\n)?((?:" + _TRACE_LINE + rb")*)"
-        rb"|((?:" + _TRACE_LINE + rb")+)|(" + text + rb")\n|([^\n]*)\n")
+        rb"|((?:" + _TRACE_LINE + rb")+)|(" + text + rb")\n|([^\n]*)\n"
+    )
     return lines, records
 
 
@@ -56,11 +58,11 @@ _RUN, _LINE, _CONTROL = 5, 6, 7
 class TraceRun:
     """Consecutive source-trace lines: they are read back only when a finding quotes them."""
 
-    line: int     # 1-based number of the first line
-    start: int    # byte offset of the first line
-    end: int      # byte offset just after the last line
-    lines: int    # how many lines
-    text: bytes   # the bytes, for an UTF-8 check; empty when the block was valid UTF-8
+    line: int  # 1-based number of the first line
+    start: int  # byte offset of the first line
+    end: int  # byte offset just after the last line
+    lines: int  # how many lines
+    text: bytes  # the bytes, for an UTF-8 check; empty when the block was valid UTF-8
 
 
 class ControlLine(tuple):
@@ -88,24 +90,24 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
     other line. Any line length works: a block grows until it holds a whole line."""
     block_bytes = block_bytes or BLOCK_BYTES
     lineno = 0
-    offset = 0          # file offset of buf[0]
+    offset = 0  # file offset of buf[0]
     # One buffer for every block (fresh blocks cost a page fault per 4 KiB); an unfinished line
     # is moved to its front before the next read.
     buf = bytearray(block_bytes)
-    keep = 0            # bytes of an unfinished line at buf[:keep]
+    keep = 0  # bytes of an unfinished line at buf[:keep]
     eof = False
     while not eof:
-        if len(buf) - keep < block_bytes:   # a long line: the block grows until it holds it
+        if len(buf) - keep < block_bytes:  # a long line: the block grows until it holds it
             buf.extend(bytes(block_bytes))
         with memoryview(buf) as view:
-            got = f.readinto(view[keep:keep + block_bytes])  # type: ignore[attr-defined]  # binary files have it
+            got = f.readinto(view[keep : keep + block_bytes])  # type: ignore[attr-defined]  # binary files have it
         if not got:
             eof = True
             if not keep:
                 break
-            data_end = offset + keep   # a newline added below is not the file's
+            data_end = offset + keep  # a newline added below is not the file's
             filled = cut = keep
-            if buf[keep - 1] != 10:   # the last line may lack its newline
+            if buf[keep - 1] != 10:  # the last line may lack its newline
                 buf[keep] = 10
                 filled = cut = keep + 1
         else:
@@ -113,7 +115,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             # buf[:keep] is an unfinished line: only the new bytes can hold a newline (a long line
             # read in many blocks is not searched again and again)
             cut = buf.rfind(b"\n", keep, filled) + 1
-            if cut == 0:   # no complete line yet
+            if cut == 0:  # no complete line yet
                 keep = filled
                 continue
             data_end = offset + filled
@@ -123,7 +125,7 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             pattern, run_group, line_group, control_group = _RECORD_OR_LINE, _RUN, _LINE, _CONTROL
             if strict:
                 pattern = _STRICT_RECORD_OR_LINE
-        else:   # lines one by one, so that the reader reports each bad one
+        else:  # lines one by one, so that the reader reports each bad one
             pattern, run_group, line_group, control_group = _LINE_OR_TRACE_RUN, 1, 2, 3
             if strict:
                 pattern = _STRICT_LINE_OR_TRACE_RUN
@@ -150,7 +152,8 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             # an unbalanced node line continues on the next lines, unless a type line follows it
             # (then, line by line, the record would end there too)
             plain = head_end - start < RECORD_LIMIT and (
-                types or node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]"))
+                types or node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]")
+            )
             if plain:
                 head_last = lineno + 1 + types.count(b"\n") + (scope is not None)
             else:
@@ -159,8 +162,19 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int
             n = buf.count(b"\n", head_end, end) if end > head_end else 0
             stop = min(offset + end, data_end)
             if plain:
-                yield NodeRecord((lineno + 1, offset + start, node, types, scope, head_last + 1,
-                                  offset + head_end if n else -1, stop if n else 0, head_last + n))
+                yield NodeRecord(
+                    (
+                        lineno + 1,
+                        offset + start,
+                        node,
+                        types,
+                        scope,
+                        head_last + 1,
+                        offset + head_end if n else -1,
+                        stop if n else 0,
+                        head_last + n,
+                    )
+                )
             elif n:
                 yield TraceRun(head_last + 1, offset + head_end, stop, n, b"")
             lineno = head_last + n
@@ -179,7 +193,7 @@ def _lines(buf: bytes | bytearray, start: int, end: int, lineno: int, offset: in
 
 
 def _is_utf8(buf: bytearray, end: int) -> bool:
-    if buf.isascii():   # the whole buffer, in C (what lies past end is the rest of earlier blocks)
+    if buf.isascii():  # the whole buffer, in C (what lies past end is the rest of earlier blocks)
         return True
     try:
         buf[:end].decode("utf-8")

@@ -5,6 +5,7 @@ The reader (``irlint.read.reader``) calls ``parse_call``, ``parse_attrs``, ``par
 its text in which node ids and string literals are blanked out, because real dumps repeat the
 same shapes thousands of times (one decoder layer per layer, one attribute set per op kind).
 """
+
 from __future__ import annotations
 
 import re
@@ -15,12 +16,18 @@ from . import tree_values
 from .grammar_file import grammar_text
 from .parser import GrammarError
 from .templates import _memo_parse
-from .tree_values import _Brace, _Brack, _Group, _Paren, _apply, _plain, _source, _unkey
+from .tree_values import _apply, _Brace, _Brack, _Group, _Paren, _plain, _source, _unkey
 from .values import Call, GraphRef, TensorType
 
 __all__ = [
-    "GrammarError", "grammar_text", "parse_call", "parse_attrs", "parse_types", "parse_param",
-    "parse_header", "parse_value",
+    "GrammarError",
+    "grammar_text",
+    "parse_call",
+    "parse_attrs",
+    "parse_types",
+    "parse_param",
+    "parse_header",
+    "parse_value",
 ]
 
 
@@ -34,10 +41,8 @@ def parse_call(text: str) -> tuple[list, Any]:
     if not callee:
         raise GrammarError("a call needs a callee")
     try:
-        return _callee(callee), tuple(
-            _unkey(a) for a in args
-        )
-    except RecursionError:   # values are walked recursively, as the parse itself is
+        return _callee(callee), tuple(_unkey(a) for a in args)
+    except RecursionError:  # values are walked recursively, as the parse itself is
         raise GrammarError("nesting too deep") from None
 
 
@@ -90,10 +95,10 @@ def parse_param(text: str) -> tuple[str, list]:
     return str(name), [_plain(f) if isinstance(f, _Group) else f for f in fields]
 
 
-@lru_cache(maxsize=65536)   # the value is immutable; every stage file repeats the subgraph headers
+@lru_cache(maxsize=65536)  # the value is immutable; every stage file repeats the subgraph headers
 def parse_header(text: str) -> tuple[str, str | None, tuple]:
     """``subgraph @g parent: [subgraph @p](%para1_x) {`` -> (name, parent, parameter refs)."""
-    items = _memo_parse(text, "header")   # headers differ in their names: one parse per shape
+    items = _memo_parse(text, "header")  # headers differ in their names: one parse per shape
     words = [t for t in items if not isinstance(t, (*tree_values._TOKENS, _Group))]
     groups = [t for t in items if isinstance(t, _Group)]
     if len(words) < 2 or words[0] != "subgraph" or not isinstance(words[1], GraphRef) or not groups:

@@ -45,33 +45,33 @@ list), whose template is parsed piece by piece (``_parse_piece``: a call's argum
 that the same argument in calls of other primitives is parsed once), and ``memo_by_template`` for a
 whole record, keyed on its text between the blanks and the kind of each blank.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache, partial
 from operator import itemgetter
-from collections.abc import Callable
 from typing import Any
 
 from .parser import GrammarError, _parse
 from .tree_values import _Paren, _word, is_plain_name
 from .values import Call, FreeVar, GraphRef, Ref, TensorType
 
-
 # Templates: node ids, parameter names, string literals and ``key=name`` values (``ref_key=``)
 # vary between otherwise identical pieces; the parse of the rest is shared. Each blank is
 # numbered, so that filling it back does not depend on the order the transformer builds values.
-_W = r"[^\s,()\[\]{}<>:=*\"']"      # a character of a WORD (grammar/ir.lark)
+_W = r"[^\s,()\[\]{}<>:=*\"']"  # a character of a WORD (grammar/ir.lark)
 # Every alternative starts with a literal character, so the regex engine skips to the next
 # candidate in C (faster than lookbehinds first). A ``=name`` blank keeps its "=".
 _VOLATILE = re.compile(
-    rf'%(?<!{_W}%){_W}+'                                       # %12, %para3_x: Ref words
-    r'|"(?:[^"\\\n]|\\.)*"'                                # "strings"
+    rf"%(?<!{_W}%){_W}+"  # %12, %para3_x: Ref words
+    r'|"(?:[^"\\\n]|\\.)*"'  # "strings"
     rf'|=(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*(?=\s*[,)\]}}>]|\s*\Z)'  # =name
-    rf'|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)'  # I64(981): ids differ per layer
+    rf"|I(?<!{_W}I)(?:8|16|32|64)\(-?\d+\)|U(?<!{_W}U)(?:8|16|32|64)\(-?\d+\)"  # I64(981): ids differ per layer
     # $(@g:para3_x): a free variable, blanked as a graph name and a name (a word that stays a string)
     rf'|\$(?<!{_W}\$)\(@{_W}+:(?!(?:None|(?i:inf|nan))(?!{_W}))[^\s,()\[\]{{}}<>:=*"\'%@\d+\-.]{_W}*\)'
-    rf'|@(?<!{_W}@){_W}+'                                      # @g, @@g: graph names
+    rf"|@(?<!{_W}@){_W}+"  # @g, @@g: graph names
 )
 _VOLATILE_SPLIT = re.compile(f"({_VOLATILE.pattern})")
 # A string scan can pass an escaped quote: with an unclosed string, _VOLATILE would rescan the rest
@@ -86,7 +86,7 @@ _STR_SLOT = "\x00"
 _WORD_SLOT = "\x01"
 _INT_SLOT = "\x02"
 _GRAPH_SLOT = "@\x03"
-_NAME_SLOT = "\x05"   # the name of a free variable, in $(@\x03N:\x05N): both parts of one blank
+_NAME_SLOT = "\x05"  # the name of a free variable, in $(@\x03N:\x05N): both parts of one blank
 
 
 def _template(text: str) -> tuple[str, list[str]]:
@@ -132,9 +132,9 @@ def _fill_text(text: str, fills: list[str]) -> str:
             return str(_int_value(fills[int(m.group(4))]))
         if m.group(5) is not None:
             blank = fills[int(m.group(5))]
-            return blank[2:blank.index(":")] if blank[0] == "$" else blank
+            return blank[2 : blank.index(":")] if blank[0] == "$" else blank
         blank = fills[int(m.group(6))]
-        return blank[blank.index(":") + 1:-1]
+        return blank[blank.index(":") + 1 : -1]
 
     return _SLOT.sub(fill, text)
 
@@ -146,7 +146,7 @@ _REF_PLAN, _TEXT_PLAN, _GRAPH_PLAN = "ref", "text", "graph"
 
 def _int_value(scalar: str) -> int:
     """``I64(981)`` -> 981."""
-    return int(scalar[scalar.index("(") + 1:-1])
+    return int(scalar[scalar.index("(") + 1 : -1])
 
 
 def _plan(value: Any) -> Any:
@@ -157,7 +157,7 @@ def _plan(value: Any) -> Any:
         return _GRAPH_PLAN if "\x03" in value else None
     if kind is str:
         if value[:1] == _INT_SLOT and value[1:].isdigit():
-            return ("int", int(value[1:]))   # I64(<blank>): the number itself
+            return ("int", int(value[1:]))  # I64(<blank>): the number itself
         return _TEXT_PLAN if _has_blank(value) else None
     if isinstance(value, list):
         return ("list", [_plan(v) for v in value])
@@ -167,8 +167,12 @@ def _plan(value: Any) -> Any:
         parts: Any = [_plan(v) for v in value]
         return ("tuple", parts) if any(p is not None for p in parts) else None
     if isinstance(value, Call):
-        parts = (_plan(value.name), _plan(value.args), [_plan(v) for _, v in value.kwargs],
-                 [_plan(k) for k, _ in value.kwargs])
+        parts = (
+            _plan(value.name),
+            _plan(value.args),
+            [_plan(v) for _, v in value.kwargs],
+            [_plan(k) for k, _ in value.kwargs],
+        )
         if parts[0] is None and parts[1] is None and not any(parts[2]) and not any(parts[3]):
             return None
         return ("call", parts)
@@ -201,14 +205,21 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
     if tag == "dict":
         return {_refill(k, kp, fills): _refill(v, vp, fills) for (k, v), (kp, vp) in zip(value.items(), parts)}
     if tag == "type":
-        return TensorType(_refill(value.kind, parts[0], fills), _refill(value.dtype, parts[1], fills), value.shape,
-                          _refill(value.raw, parts[2], fills))
+        return TensorType(
+            _refill(value.kind, parts[0], fills),
+            _refill(value.dtype, parts[1], fills),
+            value.shape,
+            _refill(value.raw, parts[2], fills),
+        )
     if tag == "freevar":
         return FreeVar(_refill(value.graph, parts[0], fills), _refill(value.name, parts[1], fills))
     name, args, values, keys = parts
-    return Call(_refill(value.name, name, fills), _refill(value.args, args, fills),
-                tuple((_refill(k, kp, fills), _refill(v, vp, fills))
-                      for (k, v), vp, kp in zip(value.kwargs, values, keys)), value.bracket)
+    return Call(
+        _refill(value.name, name, fills),
+        _refill(value.args, args, fills),
+        tuple((_refill(k, kp, fills), _refill(v, vp, fills)) for (k, v), vp, kp in zip(value.kwargs, values, keys)),
+        value.bracket,
+    )
 
 
 @lru_cache(maxsize=65536)
@@ -236,7 +247,7 @@ def _renumbered(text: str) -> tuple[str, list[str]]:
     def local(m: re.Match) -> str:
         digits = m.group(m.lastindex or 0)
         numbers.append(digits)
-        return f"{m.group()[:-len(digits)]}{len(numbers) - 1}"
+        return f"{m.group()[: -len(digits)]}{len(numbers) - 1}"
 
     return _SLOT.sub(local, text), numbers
 
@@ -245,8 +256,10 @@ def _relabel(value: Any, numbers: list[str]) -> Any:
     """``value`` with the blank numbered i in its strings numbered ``numbers[i]``."""
     if isinstance(value, str):
         if _has_blank(value):
-            new = _SLOT.sub(lambda m: f"{m.group()[:-len(m.group(m.lastindex or 0))]}{numbers[int(m.group(m.lastindex or 0))]}",
-                            value)
+            new = _SLOT.sub(
+                lambda m: f"{m.group()[: -len(m.group(m.lastindex or 0))]}{numbers[int(m.group(m.lastindex or 0))]}",
+                value,
+            )
             return new if type(value) is str else type(value)(new)
         return value
     kind = type(value)
@@ -257,11 +270,13 @@ def _relabel(value: Any, numbers: list[str]) -> Any:
     if isinstance(value, tuple):
         return kind([_relabel(v, numbers) for v in value])
     if kind is Call:
-        return Call(_relabel(value.name, numbers), _relabel(value.args, numbers),
-                    _relabel(value.kwargs, numbers), value.bracket)
+        return Call(
+            _relabel(value.name, numbers), _relabel(value.args, numbers), _relabel(value.kwargs, numbers), value.bracket
+        )
     if kind is TensorType:
-        return TensorType(_relabel(value.kind, numbers), _relabel(value.dtype, numbers), value.shape,
-                          _relabel(value.raw, numbers))
+        return TensorType(
+            _relabel(value.kind, numbers), _relabel(value.dtype, numbers), value.shape, _relabel(value.raw, numbers)
+        )
     if kind is FreeVar:
         return FreeVar(_relabel(value.graph, numbers), _relabel(value.name, numbers))
     return value
@@ -281,7 +296,7 @@ def _parse_piece(text: str, start: str) -> Any:
                     return [name, *_parse_marked(f"F{text[open_at:]}", start)[1:]]
                 return [name, _Paren([_parse_argument(item) for item in items])]
             except GrammarError:
-                return _parse(text, start)   # the error, with the columns of the real piece
+                return _parse(text, start)  # the error, with the columns of the real piece
     return _parse_marked(text, start)
 
 
@@ -308,10 +323,10 @@ def _call_items(text: str, open_at: int) -> list[str] | None:
             if depth <= 0:
                 if depth < 0 or m.end() != len(text) or mark != ")":
                     return None
-                items.append(text[start:m.start()].strip(" \t"))
+                items.append(text[start : m.start()].strip(" \t"))
                 return items if all(items) else None
         elif mark == "," and depth == 1:
-            items.append(text[start:m.start()].strip(" \t"))
+            items.append(text[start : m.start()].strip(" \t"))
             start = m.end()
     return None
 
@@ -374,7 +389,16 @@ def _builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
     text = source.expr(value, plan)
     if len(text) > MAX_BUILDER_SOURCE:
         return None
-    names = {"c": source.consts, "R": Ref, "G": GraphRef, "T": _fill_text, "I": _int_value, "TT": TensorType, "FV": FreeVar, "C": Call}
+    names = {
+        "c": source.consts,
+        "R": Ref,
+        "G": GraphRef,
+        "T": _fill_text,
+        "I": _int_value,
+        "TT": TensorType,
+        "FV": FreeVar,
+        "C": Call,
+    }
     try:
         return eval(f"lambda f: {text}", names)  # noqa: S307 - our own source, built from a parse
     except (SyntaxError, RecursionError, MemoryError):
@@ -400,7 +424,7 @@ class _BuilderSource:
 
     def const(self, v: Any) -> str:
         if _is_literal(v):
-            return repr(v)   # a constant of the compiled code: no lookup when the builder runs
+            return repr(v)  # a constant of the compiled code: no lookup when the builder runs
         self.consts.append(v)
         return f"c[{len(self.consts) - 1}]"
 
@@ -483,7 +507,7 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
         # most templates of a small dump occur once: compile the refill when one comes back
         recipe = _Deferred(key, shape, plan) if not VERIFY_RECIPES else _builder(shape, plan)
     if recipe is None:
-        value = parse(text)   # a GrammarError here is the real text's, with its columns
+        value = parse(text)  # a GrammarError here is the real text's, with its columns
     else:
         value = _refill(shape, plan, fills)
         if VERIFY_RECIPES:

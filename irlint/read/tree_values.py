@@ -1,5 +1,6 @@
 """Lark's trees into Python values: the callbacks the LALR parser calls inline (``_ToValues``) and the
 bracketed groups they build, which juxtaposition turns into tuples, lists, dicts and ``Call`` values."""
+
 from __future__ import annotations
 
 import re
@@ -83,8 +84,12 @@ def _plain(group: _Group) -> Any:
     if isinstance(group, _Brack):
         return [_unkey(i) for i in items]
     if isinstance(group, _Angle):
-        return Call("", tuple(_unkey(i) for i in items if not isinstance(i, _Keyword)),
-                    tuple((k, v) for k, v in (i for i in items if isinstance(i, _Keyword))), "<")
+        return Call(
+            "",
+            tuple(_unkey(i) for i in items if not isinstance(i, _Keyword)),
+            tuple((k, v) for k, v in (i for i in items if isinstance(i, _Keyword))),
+            "<",
+        )
     return tuple(_unkey(i) for i in items)
 
 
@@ -92,7 +97,7 @@ def _unkey(item: Any) -> Any:
     if isinstance(item, _KeyValue):
         return {item[0]: item[1]}
     if isinstance(item, _Keyword):
-        return f"{item[0]}={_source(item[1])}"   # as text: a repr would hide a template's blanks
+        return f"{item[0]}={_source(item[1])}"  # as text: a repr would hide a template's blanks
     if isinstance(item, _Group):
         return _plain(item)
     return item
@@ -137,7 +142,6 @@ def _juxtapose(terms: list) -> Any:
         # bare juxtaposed words: "const vector", numpy rows "1.0 2.0"
         return " ".join(str(w) for w in [acc, *words])
     return acc
-
 
 
 _CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
@@ -202,7 +206,7 @@ class _ToValues:
         for i, t in enumerate(terms):
             if isinstance(t, _TOKENS) and t.type == "COLON" and i > 0:
                 key = " ".join(str(x) for x in terms[:i])
-                rest = terms[i + 1:]
+                rest = terms[i + 1 :]
                 return _KeyValue((key, _juxtapose(rest) if rest else None))
         if len(terms) >= 3 and isinstance(terms[1], _TOKENS) and terms[1].type == "EQUAL":
             return _Keyword((str(terms[0]), _juxtapose(terms[2:])))

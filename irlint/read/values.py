@@ -1,4 +1,5 @@
 """Python values for the IR value language: what the grammar's transformer produces."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -93,16 +94,40 @@ class TensorType:
 
 
 DTYPE_BYTES = {
-    "Float64": 8, "Float32": 4, "Float16": 2, "BFloat16": 2,
-    "Int64": 8, "Int32": 4, "Int16": 2, "Int8": 1, "UInt64": 8, "UInt32": 4, "UInt16": 2,
-    "UInt8": 1, "Bool": 1, "Complex64": 8, "Complex128": 16,
+    "Float64": 8,
+    "Float32": 4,
+    "Float16": 2,
+    "BFloat16": 2,
+    "Int64": 8,
+    "Int32": 4,
+    "Int16": 2,
+    "Int8": 1,
+    "UInt64": 8,
+    "UInt32": 4,
+    "UInt16": 2,
+    "UInt8": 1,
+    "Bool": 1,
+    "Complex64": 8,
+    "Complex128": 16,
 }
 
 # MindSpore TypeId numbers as printed in ``Cast(x, I64(43))`` (mindspore/core/ir/dtype/type_id.h).
 TYPE_ID_NAMES = {
-    30: "Bool", 31: "Int", 32: "Int8", 33: "Int16", 34: "Int32", 35: "Int64", 37: "UInt8",
-    38: "UInt16", 39: "UInt32", 40: "UInt64", 41: "Float", 42: "Float16", 43: "Float32",
-    44: "Float64", 45: "BFloat16",
+    30: "Bool",
+    31: "Int",
+    32: "Int8",
+    33: "Int16",
+    34: "Int32",
+    35: "Int64",
+    37: "UInt8",
+    38: "UInt16",
+    39: "UInt32",
+    40: "UInt64",
+    41: "Float",
+    42: "Float16",
+    43: "Float32",
+    44: "Float64",
+    45: "BFloat16",
 }
 
 

@@ -1,25 +1,26 @@
 """Reporters: turn a Report into text for people, editors, CI and tools. One module per format;
 each has ``render(report, ctx) -> str`` and never reads dumps except node lines by number."""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from ..findings import Report
 from .source import SourceLines
 
 FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "html")
-UNLIMITED_WIDTH = 100_000   # rich needs a width; tables are sized to their content, so this is "no limit"
+UNLIMITED_WIDTH = 100_000  # rich needs a width; tables are sized to their content, so this is "no limit"
 
 
 @dataclass
 class RenderContext:
     """What a reporter needs besides the report: the rules, colour, width, sources."""
 
-    rules: list = field(default_factory=list)   # rule classes known to this run (SARIF metadata)
+    rules: list = field(default_factory=list)  # rule classes known to this run (SARIF metadata)
     color: bool = False
     # columns to wrap to (a terminal); None: full lines, nothing cut or wrapped (files, pipes)
     width: int | None = None
@@ -88,7 +89,7 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
         if mode is not None:
             os.chmod(tmp, mode)
         else:
-            try:   # keep the mode an existing file had (mkstemp makes 0600)
+            try:  # keep the mode an existing file had (mkstemp makes 0600)
                 os.chmod(tmp, target.stat().st_mode & 0o777)
             except FileNotFoundError:
                 os.chmod(tmp, 0o666 & ~_umask())
@@ -104,8 +105,14 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
 def _new_temporary(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
     """A new file, as ``tempfile.mkstemp`` makes it (mode 0600, created exclusively, no symbolic link
     followed), without importing tempfile (and with it shutil, random, bz2, lzma: a share of a lint's start)."""
-    flags = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-             | getattr(os, "O_BINARY", 0))
+    flags = (
+        os.O_RDWR
+        | os.O_CREAT
+        | os.O_EXCL
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_BINARY", 0)
+    )
     for _ in range(100):
         name = os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{suffix}")
         try:

@@ -2,6 +2,7 @@
 bar chart of what each layer's collectives receive (scheme and waste), the bytes by collective
 kind, the largest collectives and the findings that name the waste; in the style of the
 ``irlint memory`` page."""
+
 from __future__ import annotations
 
 from .. import __version__
@@ -23,19 +24,43 @@ def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10
     files = []
     for e in entries:
         layers = e["layers"]
-        chart = bar_chart_svg([layer_name(row["layer"]) for row in layers],
-                              [("scheme", SCHEME_COLOUR, [row["scheme_bytes"] for row in layers]),
-                               ("waste", WASTE_COLOUR, [row["waste_bytes"] for row in layers])],
-                              size) if layers else ""
+        chart = (
+            bar_chart_svg(
+                [layer_name(row["layer"]) for row in layers],
+                [
+                    ("scheme", SCHEME_COLOUR, [row["scheme_bytes"] for row in layers]),
+                    ("waste", WASTE_COLOUR, [row["waste_bytes"] for row in layers]),
+                ],
+                size,
+            )
+            if layers
+            else ""
+        )
         largest = sorted(e["collectives"], key=lambda c: (-(c["received_bytes"] or 0), c["line"]))[:top]
-        files.append({"e": e, "chart": _markup(chart), "share": waste_share(e),
-                      "largest": sorted(largest, key=lambda c: c["line"])})
+        files.append(
+            {
+                "e": e,
+                "chart": _markup(chart),
+                "share": waste_share(e),
+                "largest": sorted(largest, key=lambda c: c["line"]),
+            }
+        )
     busiest = max(entries, key=lambda e: e["received_bytes"] or 0, default=None)
-    return _environment().get_template("comm.html.j2").render(
-        title="irlint comm", version=__version__, files=files, problems=problems, counted=counted,
-        busiest=busiest, share=waste_share(busiest) if busiest else "",
-        headline=headline(entries) if entries else "",
-        ranks=ranks_label(entries))
+    return (
+        _environment()
+        .get_template("comm.html.j2")
+        .render(
+            title="irlint comm",
+            version=__version__,
+            files=files,
+            problems=problems,
+            counted=counted,
+            busiest=busiest,
+            share=waste_share(busiest) if busiest else "",
+            headline=headline(entries) if entries else "",
+            ranks=ranks_label(entries),
+        )
+    )
 
 
 def ranks_label(entries: list[dict]) -> str:

@@ -1,4 +1,5 @@
 """One line per finding, ``path:line:col: CODE [severity] message``, for editors and grep."""
+
 from __future__ import annotations
 
 from ..findings import Report
@@ -44,8 +45,9 @@ def render(report: Report, ctx: RenderContext) -> str:
         prefix = f"{f.file}:{max(f.line, 1)}:{max(f.column, 1)}: {f.code} [{f.severity}] "
         lines.append(prefix + headline(f, max(LINE_MAX - len(prefix), MIN_HEADLINE)))
     for d in report.diagnostics:
-        lines.append(f"{d.file}:{max(d.line, 1)}:1: {d.code} [{diagnostic_severity(d.code)}] "
-                     f"{d.message.replace(chr(10), ' ')}")
-    if report.suppressed and not ctx.quiet:   # not a finding line: editors' problem matchers skip it
+        lines.append(
+            f"{d.file}:{max(d.line, 1)}:1: {d.code} [{diagnostic_severity(d.code)}] {d.message.replace(chr(10), ' ')}"
+        )
+    if report.suppressed and not ctx.quiet:  # not a finding line: editors' problem matchers skip it
         lines.append(f"# {suppressed_text(len(report.suppressed))}")
     return "".join(line + "\n" for line in lines)

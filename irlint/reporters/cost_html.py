@@ -1,6 +1,7 @@
 """The HTML page of ``irlint cost``: per file, bar charts of each layer's FLOPs (forward, backward,
 recomputed copies), the recompute keys priced in bytes saved against FLOPs re-spent, the step's
 communication, the projection and MC2 candidates; in the style of the ``irlint memory`` page."""
+
 from __future__ import annotations
 
 from .. import __version__
@@ -12,24 +13,39 @@ from .svg import bar_chart_svg
 FORWARD_COLOUR, BACKWARD_COLOUR, RECOMPUTE_COLOUR = "#1971c2", "#adb5bd", "#d9480f"
 
 
-flops = human_flops   # the one FLOP formatter of every report (irlint.units)
+flops = human_flops  # the one FLOP formatter of every report (irlint.units)
 
 
 def render_cost(entries: list[dict], problems: list, counted: str) -> str:
     files = []
     for e in entries:
         layers = e["layers"]
-        chart = bar_chart_svg([layer_name(row["layer"]) for row in layers],
-                              [("forward", FORWARD_COLOUR, [row["forward_flops"] for row in layers]),
-                               ("backward", BACKWARD_COLOUR, [row["backward_flops"] for row in layers]),
-                               ("recompute", RECOMPUTE_COLOUR, [row["recompute_flops"] for row in layers])],
-                              flops) if layers else ""
+        chart = (
+            bar_chart_svg(
+                [layer_name(row["layer"]) for row in layers],
+                [
+                    ("forward", FORWARD_COLOUR, [row["forward_flops"] for row in layers]),
+                    ("backward", BACKWARD_COLOUR, [row["backward_flops"] for row in layers]),
+                    ("recompute", RECOMPUTE_COLOUR, [row["recompute_flops"] for row in layers]),
+                ],
+                flops,
+            )
+            if layers
+            else ""
+        )
         files.append({"e": e, "chart": _markup(chart)})
     env = _environment()
     env.filters["flops"] = flops
     env.filters["pct"] = lambda x: f"{100 * x:.1f}%"
     return env.get_template("cost.html.j2").render(
-        title="irlint cost", version=__version__, files=files, problems=problems, counted=counted,
-        total=sum(e["step_flops"] for e in entries), recompute=sum(e["recompute_flops"] for e in entries),
-        ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None)) if any(
-            e["rank"] is not None for e in entries) else "")
+        title="irlint cost",
+        version=__version__,
+        files=files,
+        problems=problems,
+        counted=counted,
+        total=sum(e["step_flops"] for e in entries),
+        recompute=sum(e["recompute_flops"] for e in entries),
+        ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None))
+        if any(e["rank"] is not None for e in entries)
+        else "",
+    )

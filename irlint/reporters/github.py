@@ -1,4 +1,5 @@
 """GitHub Actions workflow commands: one annotation per finding on the dump line."""
+
 from __future__ import annotations
 
 from ..findings import Report

@@ -2,6 +2,7 @@
 ``irlint diff``: a summary first, then each finding with its message, the fix as a snippet to
 copy, ``file:line``, and its chain drawn as SVG; bar charts of the bytes each layer keeps.
 Templates (Jinja2) travel in the package under ``irlint/reporters/templates``."""
+
 from __future__ import annotations
 
 import re
@@ -16,21 +17,39 @@ from .source import SourceLines
 from .svg import ChainNode, bar_chart_svg, chain_svg, legend_svg
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-COLLECTIVES = frozenset({"AllGather", "AllReduce", "ReduceScatter", "AlltoAll", "AllToAll", "AlltoAllV",
-                         "Broadcast", "Send", "Receive", "NeighborExchange", "CollectivePermute"})
+COLLECTIVES = frozenset(
+    {
+        "AllGather",
+        "AllReduce",
+        "ReduceScatter",
+        "AlltoAll",
+        "AllToAll",
+        "AlltoAllV",
+        "Broadcast",
+        "Send",
+        "Receive",
+        "NeighborExchange",
+        "CollectivePermute",
+    }
+)
 _RECEIVES = re.compile(r"receives ([\d.,]+ (?:bytes|KiB|MiB|GiB))")
 _RANK_DIR = re.compile(r"(?:^|/)rank_(\d+)/")
 BEFORE_COLOUR, AFTER_COLOUR, KEPT_COLOUR = "#adb5bd", "#1971c2", "#1971c2"
 
 
-size = human_bytes   # the one byte formatter of every report (irlint.units)
+size = human_bytes  # the one byte formatter of every report (irlint.units)
 
 
 def _environment():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["j2", "html"]),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(["j2", "html"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["size"] = size
     env.filters["thousands"] = lambda n: f"{n:,}"
     env.filters["signed"] = lambda n: ("+" if n > 0 else "") + size(n) if n else "0"
@@ -45,6 +64,7 @@ def _markup(text: str):
 
 
 # --- a finding's chain -----------------------------------------------------------------------------
+
 
 class OutputTypes:
     """The output type of a node from its type line (the line after the node's), read by number."""
@@ -63,8 +83,8 @@ class OutputTypes:
             self._lines.setdefault(file, {}).update(self.sources.whole_lines(file, numbers))
 
     def of(self, file: str, line: int):
-        from ..read.record import parse_type_line
         from ..read.parser import GrammarError
+        from ..read.record import parse_type_line
 
         text = self._lines.get(file, {}).get(line + 1, "")
         if not text.startswith(":"):
@@ -112,8 +132,14 @@ def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]
         note_text = f"receives {receives.group(1)}" if receives else ""
         if not note_text and moved.get(node_id):
             note_text = f"receives {size(moved[node_id])}"
-        return ChainNode(op=op, sub=f"{node_id} · line {line}", kind=kind, edge_label=_label(types.of(file, line)),
-                         edge_note=note_text, title=f"{op} {node_id} (line {line}) {note}\n{scope}".strip())
+        return ChainNode(
+            op=op,
+            sub=f"{node_id} · line {line}",
+            kind=kind,
+            edge_label=_label(types.of(file, line)),
+            edge_note=note_text,
+            title=f"{op} {node_id} (line {line}) {note}\n{scope}".strip(),
+        )
 
     order = {"producer": 0, "finding": 1, "step": 1, "blocking": 1, "consumer": 2}
     forward.append((order["finding"], f.line, node(f.file, f.line, f.op, f.node, "finding", "", f.scope)))
@@ -124,8 +150,13 @@ def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]
         elif role == "backward":
             backward.append(node(r.file, r.line, r.op, r.node, "backward", r.note, r.scope))
         else:
-            forward.append((order[role], r.line if r.file == f.file else f.line, node(r.file, r.line, r.op, r.node,
-                                                                                         role, r.note, r.scope)))
+            forward.append(
+                (
+                    order[role],
+                    r.line if r.file == f.file else f.line,
+                    node(r.file, r.line, r.op, r.node, role, r.note, r.scope),
+                )
+            )
     forward.sort(key=lambda x: (x[0], x[1]))
     nodes = [n for _, _, n in forward]
     kept = ""
@@ -138,12 +169,13 @@ def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]
 
 # --- the fix ---------------------------------------------------------------------------------------
 
+
 def fix_of(f: Finding) -> tuple[str, str]:
     """(what to do, the snippet to paste): the hint, and the finding's ``snippet``; a hint that
     ends with its snippet (the text report shows both) is shown here without it."""
     hint, snippet = f.hint.strip(), f.snippet.rstrip()
     if snippet and hint.endswith(snippet):
-        return hint[:-len(snippet)].rstrip("\n"), snippet
+        return hint[: -len(snippet)].rstrip("\n"), snippet
     return hint, snippet
 
 
@@ -165,9 +197,21 @@ def finding_views(findings: list[Finding], sources: SourceLines, prefix: str) ->
         uid = f"{prefix}{i + 1}"
         svg, context = chain_of(f, types, uid)
         what, snippet = fix_of(f)
-        out.append({"id": uid, "f": f, "svg": _markup(svg), "context": context, "fix": what, "snippet": snippet,
-                    "location": f"{f.file}:{f.line}", "ranks": _ranks_of(f), "source": sources.line(f.file, f.line),
-                    "memory": f.bytes_at_stake or 0, "comm": comm_bytes(f)})
+        out.append(
+            {
+                "id": uid,
+                "f": f,
+                "svg": _markup(svg),
+                "context": context,
+                "fix": what,
+                "snippet": snippet,
+                "location": f"{f.file}:{f.line}",
+                "ranks": _ranks_of(f),
+                "source": sources.line(f.file, f.line),
+                "memory": f.bytes_at_stake or 0,
+                "comm": comm_bytes(f),
+            }
+        )
     return out
 
 
@@ -178,9 +222,17 @@ def rule_rows(findings: list[Finding], rules: list) -> list[dict]:
     for code, n in sorted(counts.items()):
         cls = names.get(code)
         mine = [f for f in findings if f.code == code]
-        rows.append({"code": code, "name": cls.name if cls else mine[0].rule, "summary": cls.summary if cls else "",
-                     "count": n, "severity": mine[0].severity,
-                     "memory": sum(f.bytes_at_stake or 0 for f in mine), "comm": sum(comm_bytes(f) for f in mine)})
+        rows.append(
+            {
+                "code": code,
+                "name": cls.name if cls else mine[0].rule,
+                "summary": cls.summary if cls else "",
+                "count": n,
+                "severity": mine[0].severity,
+                "memory": sum(f.bytes_at_stake or 0 for f in mine),
+                "comm": sum(comm_bytes(f) for f in mine),
+            }
+        )
     return rows
 
 
@@ -201,36 +253,56 @@ def _costliest_first(findings: list[Finding]) -> list[Finding]:
 
 # --- the three pages -------------------------------------------------------------------------------
 
+
 def render(report: Report, ctx: RenderContext) -> str:
     findings = _costliest_first(report.findings)
     views = finding_views(findings, ctx.sources, "f")
     rows = rule_rows(findings, rule_classes(report, ctx))
     chart = ""
     if any(r["memory"] or r["comm"] for r in rows):
-        chart = bar_chart_svg([r["code"] for r in rows], [("bytes at stake", KEPT_COLOUR,
-                                                            [r["memory"] + r["comm"] for r in rows])], size)
+        chart = bar_chart_svg(
+            [r["code"] for r in rows], [("bytes at stake", KEPT_COLOUR, [r["memory"] + r["comm"] for r in rows])], size
+        )
     from ..accounts.memory import layer_of
 
     per_layer: dict[str, int] = {}
     for f in findings:
-        for o in f.occurrences:   # each occurrence under the layer the graph resolved
+        for o in f.occurrences:  # each occurrence under the layer the graph resolved
             if o.bytes_at_stake:
                 layer = o.layer or layer_of(o.scope)
                 per_layer[layer] = per_layer.get(layer, 0) + o.bytes_at_stake
     layers = sorted(per_layer, key=lambda name: (name == "outside", int(name) if name.isdigit() else 0))
-    layer_chart = bar_chart_svg([layer_name(name) for name in layers],
-                                [("activations at stake", KEPT_COLOUR, [per_layer[name] for name in layers])],
-                                size) if layers else ""
+    layer_chart = (
+        bar_chart_svg(
+            [layer_name(name) for name in layers],
+            [("activations at stake", KEPT_COLOUR, [per_layer[name] for name in layers])],
+            size,
+        )
+        if layers
+        else ""
+    )
     from ..fixplan import fix_plan, is_empty, plan_text
 
     plan = fix_plan(report.findings, fingerprints=False)
-    return _environment().get_template("lint.html.j2").render(
-        title="irlint report", version=__version__, report=report, findings=views, rules=rows,
-        fix_plan="" if is_empty(plan) else plan_text(plan),
-        layer_chart=_markup(layer_chart),
-        ranks=ranks_of_files(report.files), legend=_markup(legend_svg()), rule_chart=_markup(chart),
-        memory_total=sum(v["memory"] for v in views), comm_total=sum(v["comm"] for v in views),
-        baselined=ctx.baselined)
+    return (
+        _environment()
+        .get_template("lint.html.j2")
+        .render(
+            title="irlint report",
+            version=__version__,
+            report=report,
+            findings=views,
+            rules=rows,
+            fix_plan="" if is_empty(plan) else plan_text(plan),
+            layer_chart=_markup(layer_chart),
+            ranks=ranks_of_files(report.files),
+            legend=_markup(legend_svg()),
+            rule_chart=_markup(chart),
+            memory_total=sum(v["memory"] for v in views),
+            comm_total=sum(v["comm"] for v in views),
+            baselined=ctx.baselined,
+        )
+    )
 
 
 def render_memory(entries: list[dict], problems: list, counted: str) -> str:
@@ -239,15 +311,33 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
     files = []
     for e in entries:
         layers = e["layers"]
-        chart = bar_chart_svg([layer_name(row["layer"]) for row in layers],
-                              [("kept bytes", KEPT_COLOUR, [row["kept_bytes"] for row in layers])]) if layers else ""
+        chart = (
+            bar_chart_svg(
+                [layer_name(row["layer"]) for row in layers],
+                [("kept bytes", KEPT_COLOUR, [row["kept_bytes"] for row in layers])],
+            )
+            if layers
+            else ""
+        )
         files.append({"e": e, "chart": _markup(chart)})
-    return _environment().get_template("memory.html.j2").render(
-        title="irlint memory", version=__version__, files=files, problems=problems, counted=counted,
-        largest=largest_device(entries), headline=headline(entries), codes=rule_codes(entries),
-        at_stake_note=AT_STAKE_NOTE,
-        ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None)) if any(
-            e["rank"] is not None for e in entries) else "")
+    return (
+        _environment()
+        .get_template("memory.html.j2")
+        .render(
+            title="irlint memory",
+            version=__version__,
+            files=files,
+            problems=problems,
+            counted=counted,
+            largest=largest_device(entries),
+            headline=headline(entries),
+            codes=rule_codes(entries),
+            at_stake_note=AT_STAKE_NOTE,
+            ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None))
+            if any(e["rank"] is not None for e in entries)
+            else "",
+        )
+    )
 
 
 def render_diff(result) -> str:
@@ -256,39 +346,84 @@ def render_diff(result) -> str:
 
     sources = SourceLines()
     sections = []
-    for name, findings, prefix in (("new", result.new, "n"), ("fixed", result.fixed, "f"),
-                                   ("unchanged", result.unchanged, "u"),
-                                   ("fixed? (not verified)", result.unverified_fixed, "v"),
-                                   ("new? (not verified)", result.unverified_new, "w")):
+    for name, findings, prefix in (
+        ("new", result.new, "n"),
+        ("fixed", result.fixed, "f"),
+        ("unchanged", result.unchanged, "u"),
+        ("fixed? (not verified)", result.unverified_fixed, "v"),
+        ("new? (not verified)", result.unverified_new, "w"),
+    ):
         sections.append({"name": name, "findings": finding_views(_costliest_first(findings), sources, prefix)})
     groups = []
     for members, r in rank_groups(result.ranks):
         layers = r.memory["layers"]
-        chart = bar_chart_svg([layer_name(row["layer"]) for row in layers],
-                              [("before", BEFORE_COLOUR, [row["before"] for row in layers]),
-                               ("after", AFTER_COLOUR, [row["after"] for row in layers])]) if layers else ""
+        chart = (
+            bar_chart_svg(
+                [layer_name(row["layer"]) for row in layers],
+                [
+                    ("before", BEFORE_COLOUR, [row["before"] for row in layers]),
+                    ("after", AFTER_COLOUR, [row["after"] for row in layers]),
+                ],
+            )
+            if layers
+            else ""
+        )
         for side in ("before", "after"):
             for x in r.nodes[f"{side}_only_nodes"]:
                 x["label"] = unmatched_label(x)
         comm = r.communication
-        comm_chart = bar_chart_svg([k["kind"] for k in comm["kinds"]],
-                                   [("before", BEFORE_COLOUR, [k["before"] for k in comm["kinds"]]),
-                                    ("after", AFTER_COLOUR, [k["after"] for k in comm["kinds"]])],
-                                   size) if comm and comm["kinds"] else ""
-        groups.append({"label": rank_label(members), "alike": len(members) - 1, "r": r, "chart": _markup(chart),
-                       "comm_chart": _markup(comm_chart)})
+        comm_chart = (
+            bar_chart_svg(
+                [k["kind"] for k in comm["kinds"]],
+                [
+                    ("before", BEFORE_COLOUR, [k["before"] for k in comm["kinds"]]),
+                    ("after", AFTER_COLOUR, [k["after"] for k in comm["kinds"]]),
+                ],
+                size,
+            )
+            if comm and comm["kinds"]
+            else ""
+        )
+        groups.append(
+            {
+                "label": rank_label(members),
+                "alike": len(members) - 1,
+                "r": r,
+                "chart": _markup(chart),
+                "comm_chart": _markup(comm_chart),
+            }
+        )
     failing = [f for f in result.new if f.severity in FAILING_SEVERITIES]
     kept_before = sum(r.memory["before_total"] for r in result.ranks)
     kept_after = sum(r.memory["after_total"] for r in result.ranks)
-    verdict = (f"{len(failing)} new finding{'s' if len(failing) != 1 else ''}: the change made something worse"
-               if failing else "No new finding")
-    verdict += (f"; {len(result.fixed)} fixed; activations kept for backward {size(kept_before)} → {size(kept_after)}"
-                f" ({percent_change(kept_before, kept_after)})" if kept_after != kept_before else
-                f"; {len(result.fixed)} fixed; activations kept for backward unchanged ({size(kept_after)})")
-    return _environment().get_template("diff.html.j2").render(
-        title="irlint diff", version=__version__, d=result, sections=sections, groups=groups, verdict=verdict,
-        failing=bool(failing), legend=_markup(legend_svg()),
-        kept_before=kept_before, kept_after=kept_after,
-        comm_before=sum((r.communication or {}).get("before_total", 0) for r in result.ranks),
-        comm_after=sum((r.communication or {}).get("after_total", 0) for r in result.ranks),
-        comm_fixed=sum(comm_bytes(f) for f in result.fixed), comm_new=sum(comm_bytes(f) for f in result.new))
+    verdict = (
+        f"{len(failing)} new finding{'s' if len(failing) != 1 else ''}: the change made something worse"
+        if failing
+        else "No new finding"
+    )
+    verdict += (
+        f"; {len(result.fixed)} fixed; activations kept for backward {size(kept_before)} → {size(kept_after)}"
+        f" ({percent_change(kept_before, kept_after)})"
+        if kept_after != kept_before
+        else f"; {len(result.fixed)} fixed; activations kept for backward unchanged ({size(kept_after)})"
+    )
+    return (
+        _environment()
+        .get_template("diff.html.j2")
+        .render(
+            title="irlint diff",
+            version=__version__,
+            d=result,
+            sections=sections,
+            groups=groups,
+            verdict=verdict,
+            failing=bool(failing),
+            legend=_markup(legend_svg()),
+            kept_before=kept_before,
+            kept_after=kept_after,
+            comm_before=sum((r.communication or {}).get("before_total", 0) for r in result.ranks),
+            comm_after=sum((r.communication or {}).get("after_total", 0) for r in result.ranks),
+            comm_fixed=sum(comm_bytes(f) for f in result.fixed),
+            comm_new=sum(comm_bytes(f) for f in result.new),
+        )
+    )

@@ -1,5 +1,6 @@
 """One JSON object per line (ruff's ``json-lines``): each finding as in ``json``, then each input
 problem, then each finding a ``[[suppress]]`` entry silenced; ``type`` says which. For tools that stream or grep."""
+
 from __future__ import annotations
 
 import json

@@ -2,6 +2,7 @@
 error findings (as the exit code; info findings are listed in its ``system-out``), in error when it
 has input problems (a file not read, or lines skipped: a truncated dump must not pass as a green
 test). ``--exit-zero`` changes the exit code only: the test cases still show what was found."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -11,8 +12,7 @@ from ..findings import Report
 from . import RenderContext
 from .concise import short_text
 
-
-FAILING = ("error", "warning")   # as the exit code: info findings never fail a run
+FAILING = ("error", "warning")  # as the exit code: info findings never fail a run
 
 
 def _line(f) -> str:
@@ -21,23 +21,31 @@ def _line(f) -> str:
 
 def render(report: Report, ctx: RenderContext) -> str:
     findings: dict[str, list] = defaultdict(list)
-    notes: dict[str, list] = defaultdict(list)   # info findings: shown, but they do not fail the run
+    notes: dict[str, list] = defaultdict(list)  # info findings: shown, but they do not fail the run
     for f in report.findings:
         (findings if f.severity in FAILING else notes)[f.file].append(f)
     unreadable: dict[str, list] = defaultdict(list)
     for d in report.diagnostics:
         unreadable[d.file].append(d)
     files = list(dict.fromkeys([*report.files, *findings, *notes, *unreadable]))
-    suite = ET.Element("testsuite", name="irlint", tests=str(len(files)),
-                       failures=str(sum(1 for p in files if findings.get(p))),
-                       errors=str(sum(1 for p in files if unreadable.get(p))),
-                       skipped="0")
+    suite = ET.Element(
+        "testsuite",
+        name="irlint",
+        tests=str(len(files)),
+        failures=str(sum(1 for p in files if findings.get(p))),
+        errors=str(sum(1 for p in files if unreadable.get(p))),
+        skipped="0",
+    )
     for path in files:
         case = ET.SubElement(suite, "testcase", classname="irlint", name=path, file=path)
         if findings.get(path):
             items = findings[path]
-            failure = ET.SubElement(case, "failure", type=",".join(sorted({f.code for f in items})),
-                                    message=f"{len(items)} finding{'s' if len(items) != 1 else ''}")
+            failure = ET.SubElement(
+                case,
+                "failure",
+                type=",".join(sorted({f.code for f in items})),
+                message=f"{len(items)} finding{'s' if len(items) != 1 else ''}",
+            )
             failure.text = "\n".join(_line(f) for f in items)
         if unreadable.get(path):
             error = ET.SubElement(case, "error", type=unreadable[path][0].code, message=unreadable[path][0].message)
@@ -49,8 +57,13 @@ def render(report: Report, ctx: RenderContext) -> str:
         properties = ET.Element("properties")
         ET.SubElement(properties, "property", name="suppressed", value=str(len(report.suppressed)))
         suite.insert(0, properties)
-    root = ET.Element("testsuites", name="irlint", tests=suite.get("tests", ""), failures=suite.get("failures", ""),
-                      errors=suite.get("errors", ""))
+    root = ET.Element(
+        "testsuites",
+        name="irlint",
+        tests=suite.get("tests", ""),
+        failures=suite.get("failures", ""),
+        errors=suite.get("errors", ""),
+    )
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

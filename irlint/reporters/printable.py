@@ -8,6 +8,7 @@ editors and CI shows them as ``\\x1b``, ``\\r``, ``\\n``. irlint's own line brea
 hint stay; in a file name nothing is irlint's, and a newline is escaped too. JSON, SARIF and HTML
 escape what they must themselves.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,11 +48,24 @@ def printable_report(report: Report) -> Report:
     notes = [printable_text(n) for n in report.notes]
     suppressed = [(_printable(f), printable_text(why)) for f, why in report.suppressed]
     shared = {printable_name(k): printable_name(v) for k, v in report.shared.items()}
-    if (_same(findings, report.findings) and _same(diagnostics, report.diagnostics) and files == report.files
-            and notes == report.notes and suppressed == report.suppressed and shared == report.shared):
+    if (
+        _same(findings, report.findings)
+        and _same(diagnostics, report.diagnostics)
+        and files == report.files
+        and notes == report.notes
+        and suppressed == report.suppressed
+        and shared == report.shared
+    ):
         return report
-    return dataclasses.replace(report, findings=findings, diagnostics=diagnostics, files=files, notes=notes,
-                               suppressed=suppressed, shared=shared)
+    return dataclasses.replace(
+        report,
+        findings=findings,
+        diagnostics=diagnostics,
+        files=files,
+        notes=notes,
+        suppressed=suppressed,
+        shared=shared,
+    )
 
 
 def _same(new: list, old: list) -> bool:

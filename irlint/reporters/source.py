@@ -1,10 +1,11 @@
 """Node lines of the dumps, read by line number only for the lines a report shows."""
+
 from __future__ import annotations
 
 from collections import defaultdict
 from itertools import islice
 
-MAX_CHARS = 240   # dump lines carry full type and attribute lists; a report shows their head
+MAX_CHARS = 240  # dump lines carry full type and attribute lists; a report shows their head
 
 
 class SourceLines:
@@ -25,7 +26,7 @@ class SourceLines:
                 with self._open(path) as f:
                     for i, raw in _numbered(f, numbers):
                         got[i] = _clip(raw.decode("utf-8", "replace").rstrip("\r\n"))
-            except (OSError, EOFError, ValueError):   # gone, or a damaged compressed stream
+            except (OSError, EOFError, ValueError):  # gone, or a damaged compressed stream
                 pass
             for n in numbers:
                 got.setdefault(n, "")
@@ -35,7 +36,7 @@ class SourceLines:
 
         if name in self.streams:
             return open_dump(*self.streams[name])
-        with open(name, "rb") as f:   # a compressed dump is shown decompressed, whoever linted it
+        with open(name, "rb") as f:  # a compressed dump is shown decompressed, whoever linted it
             compression = compression_of(f.read(8))
         return open_dump(name, compression)
 
@@ -71,10 +72,10 @@ class SourceLines:
 def _numbered(f, numbers: set[int]):
     """(number, line) for the wanted line numbers (1-based) of a binary stream, in order; the lines
     between are skipped by islice, in C (a Python step per line costs more on large dumps)."""
-    at = 0   # lines read so far
+    at = 0  # lines read so far
     for number in sorted(n for n in numbers if n > 0):
         raw = next(islice(f, number - at - 1, None), None)
-        if raw is None:   # past the end
+        if raw is None:  # past the end
             return
         yield number, raw
         at = number

@@ -1,5 +1,6 @@
 """The default format for people: findings grouped by file, each with its dump line, the chain of
 related nodes and the fix; then a summary table."""
+
 from __future__ import annotations
 
 import io
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..findings import Report
 from . import UNLIMITED_WIDTH, RenderContext, rule_classes
 
-if TYPE_CHECKING:   # rich is imported only for colour or a terminal's width: it is a large share of a start
+if TYPE_CHECKING:  # rich is imported only for colour or a terminal's width: it is a large share of a start
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -21,8 +22,16 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 def console_for(ctx: RenderContext, buffer: io.StringIO) -> Console:
     from rich.console import Console
 
-    return Console(file=buffer, force_terminal=ctx.color, no_color=not ctx.color, color_system="standard"
-                   if ctx.color else None, width=ctx.width or UNLIMITED_WIDTH, highlight=False, emoji=False, soft_wrap=False)
+    return Console(
+        file=buffer,
+        force_terminal=ctx.color,
+        no_color=not ctx.color,
+        color_system="standard" if ctx.color else None,
+        width=ctx.width or UNLIMITED_WIDTH,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+    )
 
 
 class Cell:
@@ -34,7 +43,7 @@ class Cell:
     def __init__(self, text: str = "", style: str = "", clip: bool = False) -> None:
         self.parts: list[tuple[str, str]] = [(text, "")] if text else []
         self.style = style
-        self.clip = clip   # one line, cut with '…' where it does not fit (else it wraps)
+        self.clip = clip  # one line, cut with '…' where it does not fit (else it wraps)
 
     def append(self, text: str, style: str = "") -> Cell:
         self.parts.append((text, style))
@@ -66,7 +75,7 @@ class StatisticsTable(list):
 
 def render(report: Report, ctx: RenderContext) -> str:
     if ctx.quiet and not (report.findings or report.diagnostics or ctx.statistics):
-        return ""   # nothing to print
+        return ""  # nothing to print
     blocks = _blocks(report, ctx)
     if not ctx.color and ctx.width is None:
         text = plain_text(blocks)
@@ -82,7 +91,7 @@ def _blocks(report: Report, ctx: RenderContext) -> list:
     if ctx.statistics:
         if report.findings:
             blocks.append(statistics_table(report, ctx))
-        else:   # an empty table would not say it
+        else:  # an empty table would not say it
             blocks += _summary(report, ctx)
         return blocks
     ctx.sources.prefetch_findings(report.findings)
@@ -187,8 +196,10 @@ def occurrences_text(f) -> str:
     files: dict[str, list[int]] = {}
     for o in f.members:
         files.setdefault(o.file, []).append(o.line)
-    where = "; ".join(("" if path == f.file else f"{path} ") + f"line{'s' if len(lines) > 1 else ''} "
-                      + _lines_text(lines) for path, lines in files.items())
+    where = "; ".join(
+        ("" if path == f.file else f"{path} ") + f"line{'s' if len(lines) > 1 else ''} " + _lines_text(lines)
+        for path, lines in files.items()
+    )
     return f"{len(f.members)} occurrences: {where} (each in --format json, or --no-group)"
 
 
@@ -202,8 +213,9 @@ def statistics_table(report: Report, ctx: RenderContext) -> StatisticsTable:
     severities: dict[str, str] = {}
     for f in report.findings:
         severities.setdefault(f.code, f.severity)
-    return StatisticsTable((str(count), code, names.get(code, ""), severities.get(code, ""))
-                           for code, count in report.by_rule().items())
+    return StatisticsTable(
+        (str(count), code, names.get(code, ""), severities.get(code, "")) for code, count in report.by_rule().items()
+    )
 
 
 def _summary(report: Report, ctx: RenderContext) -> list:
@@ -214,23 +226,26 @@ def _summary(report: Report, ctx: RenderContext) -> list:
     if n:
         text = f"Found {n} finding{'s' if n != 1 else ''}"
         seen = sum(len(f.occurrences) for f in report.findings)
-        if seen != n:   # grouped by root cause
+        if seen != n:  # grouped by root cause
             text += f" ({seen} occurrences)"
         text += f" in {files} file{'s' if files != 1 else ''}"
-    elif report.diagnostics:   # not a clean result: some of the input was not read
+    elif report.diagnostics:  # not a clean result: some of the input was not read
         text = "No findings in what could be read"
     else:
         text = "No findings"
     text += f" ({len(report.files)} file{'s' if len(report.files) != 1 else ''} checked"
     if report.shared:
         text += f", {report.graphs_read} distinct graph{'s' if report.graphs_read != 1 else ''} read"
-    if not report.files:   # not "No findings": no rule read any file
+    if not report.files:  # not "No findings": no rule read any file
         text = "Nothing checked (no dump file was read"
     if report.diagnostics:
         text += f", {len(report.diagnostics)} input problem{'s' if len(report.diagnostics) != 1 else ''}"
-    if ctx.baseline_written is not None:   # --write-baseline: nothing hidden, all accepted
+    if ctx.baseline_written is not None:  # --write-baseline: nothing hidden, all accepted
         n = ctx.baselined
-        text = f"Wrote {n} finding{'s' if n != 1 else ''} to the baseline {ctx.baseline_written}" + text[text.index(" ("):]
+        text = (
+            f"Wrote {n} finding{'s' if n != 1 else ''} to the baseline {ctx.baseline_written}"
+            + text[text.index(" (") :]
+        )
     elif ctx.baselined:
         text += f", {ctx.baselined} known finding{'s' if ctx.baselined != 1 else ''} hidden by the baseline"
     if report.suppressed:
@@ -286,7 +301,7 @@ class _NeedsRich(Exception):
 
 # the control characters rich's Text drops (rich.control.STRIP_CONTROL_CODES)
 _DROPPED = dict.fromkeys((7, 8, 11, 12, 13))
-_LABEL_CHARS = frozenset(map(chr, range(32, 127))) | {"│"}   # one cell each
+_LABEL_CHARS = frozenset(map(chr, range(32, 127))) | {"│"}  # one cell each
 
 
 def plain_text(blocks: list) -> str | None:

@@ -4,6 +4,7 @@ A baseline stores fingerprints (which never contain node ids, line numbers or th
 so they survive a re-dump and a final stage file cut short) with a count, plus rule/file/scope so
 a person can read what was accepted.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -20,12 +21,22 @@ class BaselineError(Exception):
 
 def write_baseline(path: str | Path, findings: list[Finding]) -> int:
     # one entry per occurrence: a later run whose group lost or gained a layer is matched layer by layer
-    entries = [{"fingerprint": o.fingerprint, "code": o.code, "rule": o.rule, "file": o.file,
-                "scope": o.scope, "model_path": o.model_path, "message": o.message}
-               for f in findings for o in f.occurrences]
+    entries = [
+        {
+            "fingerprint": o.fingerprint,
+            "code": o.code,
+            "rule": o.rule,
+            "file": o.file,
+            "scope": o.scope,
+            "model_path": o.model_path,
+            "message": o.message,
+        }
+        for f in findings
+        for o in f.occurrences
+    ]
     entries.sort(key=lambda e: (e["code"], e["file"], e["scope"], e["fingerprint"]))
     data = {"irlint-baseline": FORMAT_VERSION, "findings": entries}
-    import json   # only a run with a baseline pays for it
+    import json  # only a run with a baseline pays for it
 
     from ..reporters import write_output
 

@@ -18,14 +18,15 @@ when they belong to the user. The folder holds a ``CACHEDIR.TAG``; ``irlint clea
 files in the layout irlint writes (``vN/lint|stat/XX/KEY``), with the content it writes. The
 folder is bounded in size (oldest entries go first) and can be deleted at any time.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import stat as stat_module
 import time
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from ..diagnostics import Diagnostic
@@ -33,16 +34,18 @@ from ..findings import Finding
 from ..findings_json import as_list, diagnostic_data, diagnostic_from_data, finding_data, finding_from_data
 from .hashes import rules_hash, sha256, tool_hash
 
-FORMAT = 3   # 1: pickles (never read: a pickle can run code); 2: findings without model names
-DEFAULT_MAX_BYTES = 2 * 1024 ** 3
+FORMAT = 3  # 1: pickles (never read: a pickle can run code); 2: findings without model names
+DEFAULT_MAX_BYTES = 2 * 1024**3
 ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time
 _RACY_SECONDS = 2.0
 # the Cache Directory Tagging Specification's tag: backup tools skip the folder, and it marks the
 # folder as irlint's for `irlint clean`
 TAG_NAME = "CACHEDIR.TAG"
-TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
-            "# This file is a cache directory tag created by irlint (https://bford.info/cachedir/).\n")
+TAG_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by irlint (https://bford.info/cachedir/).\n"
+)
 _KINDS = ("lint", "stat")
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
 _LEFTOVER = re.compile(r"\.([0-9a-f]{64})\.[A-Za-z0-9_]+\.tmp\Z")
@@ -71,7 +74,7 @@ def unsafe_folder(folder: str | os.PathLike) -> str | None:
         try:
             st = os.stat(path)
         except OSError:
-            continue   # created by irlint, for this user only, when first written
+            continue  # created by irlint, for this user only, when first written
         if not stat_module.S_ISDIR(st.st_mode):
             return f"{path} is not a folder"
         if st.st_uid not in (uid, 0):
@@ -91,7 +94,6 @@ def _private_group(gid: int) -> bool:
     except (ImportError, KeyError):
         return False
     return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
-
 
 
 class LintCache:
@@ -137,8 +139,7 @@ class LintCache:
         return sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
 
     # --- entries --------------------------------------------------------------------------------
-    def get(self, key: str, display: str, sample: str | None = None
-            ) -> tuple[list[Finding], list[Diagnostic]] | None:
+    def get(self, key: str, display: str, sample: str | None = None) -> tuple[list[Finding], list[Diagnostic]] | None:
         """The findings and diagnostics stored under ``key``, naming the file ``display``; with
         ``sample`` (``content_sample`` of the file), only when the entry was made from that content."""
         file = self._file("lint", key)
@@ -146,14 +147,16 @@ class LintCache:
         if value is None:
             return None
         if sample is not None and isinstance(value, dict) and value.get("sample") != sample:
-            return None   # made from other content (the stat entry that led here was wrong): a miss
+            return None  # made from other content (the stat entry that led here was wrong): a miss
         try:
             if not (isinstance(value, dict) and value.get("key") == key):
                 raise ValueError("not this entry")
-            result = ([finding_from_data(d, display) for d in as_list(value.get("findings"))],
-                      [diagnostic_from_data(d, display) for d in as_list(value.get("diagnostics"))])
+            result = (
+                [finding_from_data(d, display) for d in as_list(value.get("findings"))],
+                [diagnostic_from_data(d, display) for d in as_list(value.get("diagnostics"))],
+            )
         except (ValueError, TypeError, KeyError):
-            _unlink(str(file))   # well-formed JSON of the wrong shape: dropped, never an error
+            _unlink(str(file))  # well-formed JSON of the wrong shape: dropped, never an error
             return None
         self.hits += 1
         graph = value.get("graph")
@@ -161,28 +164,38 @@ class LintCache:
             self.graph_by_key[key] = graph
         return result
 
-    def put(self, key: str, value: tuple[list[Finding], list[Diagnostic]], display: str,
-            sample: str | None = None, graph: str | None = None) -> None:
+    def put(
+        self,
+        key: str,
+        value: tuple[list[Finding], list[Diagnostic]],
+        display: str,
+        sample: str | None = None,
+        graph: str | None = None,
+    ) -> None:
         findings, diagnostics = value
         try:
-            data = {"key": key, "sample": sample, "findings": [finding_data(f, display) for f in findings],
-                    "diagnostics": [diagnostic_data(d, display) for d in diagnostics]}
+            data = {
+                "key": key,
+                "sample": sample,
+                "findings": [finding_data(f, display) for f in findings],
+                "diagnostics": [diagnostic_data(d, display) for d in diagnostics],
+            }
             if graph is not None:
                 data["graph"] = graph
         except TypeError:
-            return   # a rule put a value JSON cannot hold in a finding: not cached
+            return  # a rule put a value JSON cannot hold in a finding: not cached
         self._store(self._file("lint", key), data)
 
     def _file(self, kind: str, key: str) -> Path:
         return self.root / kind / key[:2] / key
 
     def _load(self, file: Path) -> Any | None:
-        import json   # here: a run without a cache never loads it
+        import json  # here: a run without a cache never loads it
 
         try:
             with open(file, "rb") as f:
                 if not _own(os.fstat(f.fileno())):
-                    return None   # not written by this user: never trusted, left alone
+                    return None  # not written by this user: never trusted, left alone
                 value = json.loads(f.read())
         except FileNotFoundError:
             return None
@@ -241,7 +254,7 @@ class LintCache:
         with XX the first two characters of KEY (and ``.KEY.XXXX.tmp`` leftovers of a killed run);
         nothing else in the folder is ever touched."""
         if self.root.is_symlink():
-            return   # irlint makes real folders: a link leads out of the cache
+            return  # irlint makes real folders: a link leads out of the cache
         for kind in _KINDS:
             top = self.root / kind
             if top.is_symlink():
@@ -277,7 +290,7 @@ class LintCache:
         removed = 0
         for path, kind, key in list(self._entries(with_leftovers=True)):
             if key is not None and not _entry_content(path, kind, key):
-                continue   # named like an entry, but not what irlint writes: left alone
+                continue  # named like an entry, but not what irlint writes: left alone
             _unlink(str(path))
             removed += 1
         for kind in _KINDS:
@@ -289,7 +302,7 @@ class LintCache:
         others = sum(len(files) for _, _, files in os.walk(self.folder)) if self.folder.is_dir() else 0
         tag = self.folder / TAG_NAME
         if others == 1 and _is_tag(tag):
-            _unlink(str(tag))   # nothing of irlint's is left: the folder is no longer its cache
+            _unlink(str(tag))  # nothing of irlint's is left: the folder is no longer its cache
             others = 0
         return removed, others - (1 if _is_tag(tag) else 0)
 
@@ -351,7 +364,7 @@ def _entry_content(path: Path, kind: str, key: str) -> bool:
 
 def _rmdir(path: Path) -> None:
     try:
-        os.rmdir(path)   # only when empty
+        os.rmdir(path)  # only when empty
     except OSError:
         pass
 
@@ -361,8 +374,6 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
 
 
 def _is_hex(text: str) -> bool:

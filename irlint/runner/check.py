@@ -1,5 +1,6 @@
 """Checking the planned files: answered by the cache, or read (once per class of the same graph) here or in
 worker processes; results in the files' order."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -12,9 +13,9 @@ from . import same_graph, workers
 from .cache import LintCache, default_dir
 from .config import Config
 from .discover import DumpFile
-from .streams import is_buffered
 from .lint_file import cache_key, check_one, remember, sample
 from .same_graph import cached_classes, classes, shareable
+from .streams import is_buffered
 from .workers import result_of, start_pool, stop_pool
 
 if TYPE_CHECKING:
@@ -29,9 +30,13 @@ Miss = tuple[int, DumpFile, str | None]
 Job = Union[tuple, "Future[Outcome]"]
 
 
-def check_files(files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
-                shared: dict[str, str] | None = None, cached: set[str] | None = None
-                ) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
+def check_files(
+    files: list[DumpFile],
+    todo: dict[str, list[Rule]],
+    config: Config,
+    shared: dict[str, str] | None = None,
+    cached: set[str] | None = None,
+) -> Iterator[tuple[DumpFile, list[Finding], list[Diagnostic]]]:
     """Per file, in order: what its rules found (before severities and suppressions) and the
     diagnostics of reading it. Results come from the cache when the file, the rules and irlint
     are unchanged; otherwise the file is read and checked, in worker processes when that pays:
@@ -58,14 +63,20 @@ class _Run:
     pool starts), the classes of files that share a graph, and each class's result, kept until the last of its
     files has taken it."""
 
-    def __init__(self, files: list[DumpFile], todo: dict[str, list[Rule]], config: Config,
-                 shared: dict[str, str] | None, cached: set[str] | None):
+    def __init__(
+        self,
+        files: list[DumpFile],
+        todo: dict[str, list[Rule]],
+        config: Config,
+        shared: dict[str, str] | None,
+        cached: set[str] | None,
+    ):
         self.files, self.todo, self.shared, self.cached = files, todo, shared, cached
         self.dedup = getattr(config, "dedup", True)
         self.cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
         self.store = LintCache(self.cache_dir) if self.cache_dir is not None else None
         self.timeout = config.rule_timeout
-        self.results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}   # answered by the cache
+        self.results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}  # answered by the cache
         self.misses: list[Miss] = []
         for i, f in enumerate(files):
             digest = self._known_hash(f)
@@ -80,14 +91,14 @@ class _Run:
         if self.jobs > 1 and not workers.picklable([todo[f.path] for _, f, _ in self.to_pool]):
             self.jobs = 1  # rules defined where a worker cannot import them run here
         self.pool: ProcessPoolExecutor | None = None
-        self.waiting: list[tuple[int, DumpFile, tuple]] = []   # read here, unless a pool starts
+        self.waiting: list[tuple[int, DumpFile, tuple]] = []  # read here, unless a pool starts
         self.work: dict[int, Job] = {}
         self.digests = {i: digest for i, _, digest in self.misses}
-        self.rep_of: dict[int, int] = {}   # a file -> the file of its class that is read
-        self.graph_at: dict[int, str] = {}   # a file -> its masked graph hash, where hashing made classes
-        self.uses: dict[int, int] = {}   # a file that is read -> the files that take its result
+        self.rep_of: dict[int, int] = {}  # a file -> the file of its class that is read
+        self.graph_at: dict[int, str] = {}  # a file -> its masked graph hash, where hashing made classes
+        self.uses: dict[int, int] = {}  # a file that is read -> the files that take its result
         self.outcomes: dict[int, Outcome] = {}
-        self.cached_rep: dict[int, int] = {}   # a file the cache answered -> the file it shares a graph with
+        self.cached_rep: dict[int, int] = {}  # a file the cache answered -> the file it shares a graph with
 
     def _known_hash(self, f: DumpFile) -> str | None:
         if self.store is None or is_buffered(f.path):
@@ -103,20 +114,25 @@ class _Run:
         with deduplication, one file per class, once hashing has made the classes."""
         to_read: Iterable[Miss] = sorted(self.misses, key=lambda m: -m[1].size)
         if self.dedup and len(self.misses) > 1:
-            if (self.jobs > 1 and len(self.to_pool) > self.jobs
-                    and sum(f.size for _, f, _ in self.to_pool) >= same_graph.POOL_HASH_MIN_BYTES):
+            if (
+                self.jobs > 1
+                and len(self.to_pool) > self.jobs
+                and sum(f.size for _, f, _ in self.to_pool) >= same_graph.POOL_HASH_MIN_BYTES
+            ):
                 # the workers hash too, then read what hashing leaves (with a cache, maybe nothing)
                 self.pool = start_pool(self.jobs, reads=self.store is None)
-            to_read = classes(list(to_read), self.todo, self.store, self.results, self.rep_of, self.digests,
-                              self.pool, self.graph_at)
+            to_read = classes(
+                list(to_read), self.todo, self.store, self.results, self.rep_of, self.digests, self.pool, self.graph_at
+            )
         for i, f, digest in to_read:
             self._submit(i, f, digest)
         for rep in self.rep_of.values():
-            self.uses[rep] = self.uses.get(rep, 1) + 1   # itself and its members
+            self.uses[rep] = self.uses.get(rep, 1) + 1  # itself and its members
         # files answered by the cache share a graph as they did when the cache was filled
         if self.store is not None and self.dedup:
-            self.cached_rep = cached_classes(self.files, self.todo, self.store, self.results, self.digests,
-                                             self.graph_at, self.rep_of)
+            self.cached_rep = cached_classes(
+                self.files, self.todo, self.store, self.results, self.digests, self.graph_at, self.rep_of
+            )
 
     def _submit(self, i: int, f: DumpFile, digest: str | None) -> None:
         """Read file ``i`` here or in a worker; the pool starts once the files to read here (one per class)
@@ -149,7 +165,7 @@ class _Run:
                 self.shared[f.path] = self.files[rep].path
             remember(self.store, f, self.todo, self.digests.get(i), findings, diags, self.graph_at.get(i))
         else:
-            if rep is not None:   # its class's file could not be read whole: read on its own
+            if rep is not None:  # its class's file could not be read whole: read on its own
                 self.work[i] = (f, self.todo[f.path], self.digests.get(i), self.cache_dir, self.timeout)
             digest, findings, diags = self._outcome(i)
             remember(self.store, f, self.todo, digest, findings, diags, self.graph_at.get(i))
@@ -157,12 +173,13 @@ class _Run:
         return findings, diags
 
     def _as_member(self, i: int, rep: int) -> tuple[list[Finding], list[Diagnostic]]:
-        from . import dedup   # only runs whose files share a graph pay for it
+        from . import dedup  # only runs whose files share a graph pay for it
 
         _, rep_findings, rep_diags = self._outcome(rep)
         member, read = self.files[i], self.files[rep]
-        return dedup.as_member(rep_findings, rep_diags, (read.display, read.stage.label),
-                               (member.display, member.stage.label))
+        return dedup.as_member(
+            rep_findings, rep_diags, (read.display, read.stage.label), (member.display, member.stage.label)
+        )
 
     def _outcome(self, i: int) -> Outcome:
         """What reading file ``i`` gave (here, or in its worker); kept while other files will take it."""
@@ -175,7 +192,7 @@ class _Run:
         return got
 
     def _taken(self, i: int, rep: int | None) -> None:
-        for used in (i, rep):   # a class's result is kept until the last file that takes it
+        for used in (i, rep):  # a class's result is kept until the last file that takes it
             if used is not None and used in self.uses:
                 self.uses[used] -= 1
                 if not self.uses[used]:

@@ -1,11 +1,12 @@
 """Settings of a lint run: rule selection, severities, suppressions, stage choice."""
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 
 
 @dataclass
@@ -35,16 +36,16 @@ class Suppression:
 class Config:
     """The settings of a lint: rule selection, severities, suppressions and how it runs."""
 
-    select: list[str] = field(default_factory=list)          # empty: the default set
+    select: list[str] = field(default_factory=list)  # empty: the default set
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
-    severity: dict[str, str] = field(default_factory=dict)   # selector -> error|warning|info
+    severity: dict[str, str] = field(default_factory=dict)  # selector -> error|warning|info
     suppress: list[Suppression] = field(default_factory=list)
     all_stages: bool = False
-    jobs: int = 0            # 0: one process per core
+    jobs: int = 0  # 0: one process per core
     cache: bool = True
-    dedup: bool = True       # files that hold the same graph (other ranks, repeated stages) are read once
-    group: bool = True       # one finding per root cause (irlint.runner.group); off: one per occurrence
+    dedup: bool = True  # files that hold the same graph (other ranks, repeated stages) are read once
+    group: bool = True  # one finding per root cause (irlint.runner.group); off: one per occurrence
     cache_dir: str | None = None
     plugins: bool = True
     # seconds one rule may run on one file before it is stopped and reported (IR011); 0: no limit
@@ -104,10 +105,23 @@ def _specificity(selector: str, code: str, name: str) -> int:
 
 
 # --- configuration files ---------------------------------------------------------------------------
-CONFIG_FILES = ("irlint.toml", "pyproject.toml")   # first found in a folder wins
+CONFIG_FILES = ("irlint.toml", "pyproject.toml")  # first found in a folder wins
 LEVELS = ("error", "warning", "info")
-_KEYS = {"select", "extend-select", "ignore", "severity", "all-stages", "jobs", "cache", "cache-dir",
-         "suppress", "plugins", "rule-timeout", "dedup", "group"}
+_KEYS = {
+    "select",
+    "extend-select",
+    "ignore",
+    "severity",
+    "all-stages",
+    "jobs",
+    "cache",
+    "cache-dir",
+    "suppress",
+    "plugins",
+    "rule-timeout",
+    "dedup",
+    "group",
+}
 
 
 class ConfigError(Exception):
@@ -147,7 +161,8 @@ def find_config(starts: list[str]) -> Path | None:
             for name in CONFIG_FILES:
                 candidate = d / name
                 if _exists_as(candidate, Path.is_file) and (
-                        name != "pyproject.toml" or settings_in(candidate) is not None):
+                    name != "pyproject.toml" or settings_in(candidate) is not None
+                ):
                     return candidate
     return None
 
@@ -162,9 +177,11 @@ def _exists_as(path: Path, test) -> bool:
 
 
 def _str_list(value, key: str, where: str) -> list[str]:
-    if isinstance(value, str):   # `select = "RC"` is a likely slip for ["RC"]: say so rather than guess
-        raise ConfigError(f"{where}: '{key}' must be an array of rule codes, prefixes or names "
-                          f"({key} = [{_toml_value(value)}]), not a string")
+    if isinstance(value, str):  # `select = "RC"` is a likely slip for ["RC"]: say so rather than guess
+        raise ConfigError(
+            f"{where}: '{key}' must be an array of rule codes, prefixes or names "
+            f"({key} = [{_toml_value(value)}]), not a string"
+        )
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: '{key}' must be an array of rule codes, prefixes or names")
     return [v.strip() for v in value if v.strip()]
@@ -174,8 +191,9 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
     """Build a Config from the keys of an irlint table; every mistake is a ConfigError."""
     unknown = sorted(set(data) - _KEYS)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
-                          f"known keys: {', '.join(sorted(_KEYS))}")
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; known keys: {', '.join(sorted(_KEYS))}"
+        )
     cfg = Config()
     for key in ("select", "extend-select", "ignore"):
         if key in data:
@@ -187,8 +205,13 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
         if level not in LEVELS:
             raise ConfigError(f"{where}: severity of {selector!r} must be one of {', '.join(LEVELS)}, not {level!r}")
     cfg.severity = dict(severity)
-    for key, attr in (("all-stages", "all_stages"), ("cache", "cache"), ("plugins", "plugins"), ("dedup", "dedup"),
-                      ("group", "group")):
+    for key, attr in (
+        ("all-stages", "all_stages"),
+        ("cache", "cache"),
+        ("plugins", "plugins"),
+        ("dedup", "dedup"),
+        ("group", "group"),
+    ):
         if key in data:
             if not isinstance(data[key], bool):
                 raise ConfigError(f"{where}: '{key}' must be true or false")
@@ -208,8 +231,9 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
         cfg.cache_dir = data["cache-dir"]
     suppress = data.get("suppress", [])
     if not isinstance(suppress, list):
-        raise ConfigError(f"{where}: 'suppress' must be an array of tables "
-                          "{rule = \"RC001\", scope = \"regex\", reason = \"...\"}")
+        raise ConfigError(
+            f'{where}: \'suppress\' must be an array of tables {{rule = "RC001", scope = "regex", reason = "..."}}'
+        )
     for i, entry in enumerate(suppress):
         cfg.suppress.append(_suppression(entry, f"{where}: suppress[{i}]"))
     return cfg
@@ -217,7 +241,7 @@ def config_from_dict(data: dict, where: str = "config") -> Config:
 
 def _suppression(entry, where: str) -> Suppression:
     if not isinstance(entry, dict):
-        raise ConfigError(f"{where} must be a table {{rule = \"RC001\", scope = \"regex\", reason = \"...\"}}")
+        raise ConfigError(f'{where} must be a table {{rule = "RC001", scope = "regex", reason = "..."}}')
     extra = sorted(set(entry) - {"rule", "scope", "path", "reason"})
     if extra:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; known: rule, scope, path, reason")
@@ -235,8 +259,12 @@ def _suppression(entry, where: str) -> Suppression:
     for key in ("rule", "reason"):
         if not isinstance(entry.get(key, ""), str):
             raise ConfigError(f"{where}: '{key}' must be a string")
-    return Suppression(scope=entry.get("scope", ""), rule=entry.get("rule", ""), reason=entry.get("reason", ""),
-                       path=entry.get("path", ""))
+    return Suppression(
+        scope=entry.get("scope", ""),
+        rule=entry.get("rule", ""),
+        reason=entry.get("reason", ""),
+        path=entry.get("path", ""),
+    )
 
 
 def load_config(path: str | Path | None = None, starts: list[str] | None = None) -> tuple[Config, Path | None]:
@@ -270,9 +298,16 @@ def check_selectors(cfg: Config, known: list, source: str | Path | None = None) 
     the file and key it came from (``source``: the config file, None for command-line values)."""
     table = "[tool.irlint] " if source is not None and Path(source).name == "pyproject.toml" else ""
     where = f"{source}: {table}" if source is not None else ""
-    places = [(key, sel) for key, values in (("select", cfg.select), ("extend-select", cfg.extend_select),
-                                             ("ignore", cfg.ignore), ("severity", list(cfg.severity)))
-              for sel in values]
+    places = [
+        (key, sel)
+        for key, values in (
+            ("select", cfg.select),
+            ("extend-select", cfg.extend_select),
+            ("ignore", cfg.ignore),
+            ("severity", list(cfg.severity)),
+        )
+        for sel in values
+    ]
     places += [(f"suppress[{i}].rule", s.rule) for i, s in enumerate(cfg.suppress) if s.rule]
     for key, sel in places:
         if sel.strip().upper() != "ALL" and not any(_selector_matches(sel, c.code, c.name) for c in known):
@@ -284,8 +319,11 @@ def validate(cfg: Config, known: list) -> None:
     ConfigError rather than lint with settings that mean nothing."""
     for key in ("select", "extend_select", "ignore"):
         values = getattr(cfg, key)
-        if isinstance(values, str) or not isinstance(values, (list, tuple)) \
-                or not all(isinstance(v, str) for v in values):
+        if (
+            isinstance(values, str)
+            or not isinstance(values, (list, tuple))
+            or not all(isinstance(v, str) for v in values)
+        ):
             raise ConfigError(f"{key}: must be a list of rule codes, prefixes or names")
     if not isinstance(cfg.severity, dict):
         raise ConfigError("severity: must be a dict of rule selector -> error|warning|info")
@@ -345,7 +383,7 @@ def _toml_value(value) -> str:
         return str(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    import json   # only `irlint config` writes TOML
+    import json  # only `irlint config` writes TOML
 
     # a TOML basic string is a JSON string for the characters that matter here
     return json.dumps(str(value), ensure_ascii=False)

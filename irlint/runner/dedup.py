@@ -7,6 +7,7 @@ every other member its findings under the member's own name, stage and rank.
 
 A masked value never spans a line break, so the members of a class have the same lines at the same
 numbers: a finding's line is right in each of them."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,7 +23,8 @@ from ..findings import Finding
 MASKED = re.compile(
     rb"\n(?:(compile_phase: [A-Za-z_]+)(?:\.\d+)+"
     rb"|(subgraph (?:instance|symbol engine): [^\n]* : )0x[0-9a-fA-F]+"
-    rb"|(Total number of nodes: )\d+)(?=\r?\n)")
+    rb"|(Total number of nodes: )\d+)(?=\r?\n)"
+)
 
 # a buffer this size is reused for the whole file: a fresh block per read (and per masked copy)
 # costs more in page faults than the regex and sha256 together
@@ -39,7 +41,7 @@ def graph_hash(stream) -> str:
     raises."""
     graph = hashlib.sha256()
     first = stream.read(BLOCK)
-    if len(first) < BLOCK and not (more := stream.read(BLOCK)):   # the whole text: one piece, one update
+    if len(first) < BLOCK and not (more := stream.read(BLOCK)):  # the whole text: one piece, one update
         graph.update(MASKED.sub(_mask, b"\n" + first + b"\n")[:-1])
         return graph.hexdigest()
     # the buffer holds a newline or the last (unfinished) line of the previous piece, then a block:
@@ -50,28 +52,28 @@ def graph_hash(stream) -> str:
     buf[0] = 10
     held = 1
     readinto = getattr(stream, "readinto", None)
-    pending = [first, more] if len(first) < BLOCK else [first]   # read already
+    pending = [first, more] if len(first) < BLOCK else [first]  # read already
     try:
         while True:
             if pending:
                 block = pending.pop(0)
                 got = len(block)
-                view[held:held + got] = block
+                view[held : held + got] = block
             elif readinto is not None:
-                got = readinto(view[held:held + BLOCK]) or 0
+                got = readinto(view[held : held + BLOCK]) or 0
             else:
                 block = stream.read(BLOCK)
                 got = len(block)
-                view[held:held + got] = block
+                view[held : held + got] = block
             if not got:
-                buf[held] = 10   # the end of the text ends its last line
+                buf[held] = 10  # the end of the text ends its last line
                 _update_masked(graph, buf, view, held + 1)
                 break
             end = held + got
             cut = buf.rfind(b"\n", held, end)
             if cut < 0:
                 held = end
-                if held > BLOCK:   # no header line is this long: hashed as it is, memory stays bounded
+                if held > BLOCK:  # no header line is this long: hashed as it is, memory stays bounded
                     graph.update(view[:held])
                     held = 0
                 continue
@@ -99,14 +101,15 @@ def _update_masked(graph, buf: bytearray, view: memoryview, stop: int) -> None:
     """Hash ``buf[:stop - 1]`` with the matches of ``MASKED`` in ``buf[:stop]`` replaced."""
     pos = 0
     for m in MASKED.finditer(buf, 0, stop):
-        graph.update(view[pos:m.start()])
+        graph.update(view[pos : m.start()])
         graph.update(_mask(m))
         pos = m.end()
-    graph.update(view[pos:stop - 1])
+    graph.update(view[pos : stop - 1])
 
 
-def as_member(findings: list[Finding], diagnostics: list[Diagnostic], read_as: tuple[str, str],
-              member: tuple[str, str]) -> tuple[list[Finding], list[Diagnostic]]:
+def as_member(
+    findings: list[Finding], diagnostics: list[Diagnostic], read_as: tuple[str, str], member: tuple[str, str]
+) -> tuple[list[Finding], list[Diagnostic]]:
     """What a class's representative (``read_as``: its display name and stage label) gave, said of
     another member: findings and diagnostics under the member's name and stage."""
     (name, stage), (new_name, new_stage) = read_as, member
@@ -115,8 +118,10 @@ def as_member(findings: list[Finding], diagnostics: list[Diagnostic], read_as: t
 
     def moved(f: Finding) -> Finding:
         related = tuple(replace(r, file=new_name) if r.file == name else r for r in f.related)
-        return f.with_(file=new_name if f.file == name else f.file,
-                       stage=new_stage if f.stage == stage else f.stage, related=related)
+        return f.with_(
+            file=new_name if f.file == name else f.file,
+            stage=new_stage if f.stage == stage else f.stage,
+            related=related,
+        )
 
-    return ([moved(f) for f in findings],
-            [replace(d, file=new_name) if d.file == name else d for d in diagnostics])
+    return ([moved(f) for f in findings], [replace(d, file=new_name) if d.file == name else d for d in diagnostics])

@@ -10,6 +10,7 @@ recompile, never by ``%N``. Per rank: activation bytes kept for backward per lay
 memory`` account), ops whose recompute state or ``in_strategy`` changed, and how many nodes could
 not be matched. The ranks' comparison is ``diff_ranks``; pairing the inputs and what each side read, ``diff_inputs``.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,17 +18,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..diagnostics import UNREADABLE, Diagnostic
-from .discover import DumpFile
 from ..findings import Finding, Report
-from .diff_inputs import SideReads, incomplete_sides, pair_finals
-from .diff_inputs import CompileChoiceError, pick_compile  # noqa: F401 - the diff command's
-from .diff_ranks import HASH, RankDiff, compare_files
-from .diff_ranks import match_nodes, node_key  # noqa: F401 - part of the API
+from .diff_inputs import CompileChoiceError, SideReads, incomplete_sides, pair_finals, pick_compile  # noqa: F401 - the diff command's
+from .diff_ranks import HASH, RankDiff, compare_files, match_nodes, node_key  # noqa: F401 - part of the API
+from .discover import DumpFile
 
 JSON_VERSION = 1
 
 
 # --- the whole comparison ------------------------------------------------------------------------
+
 
 @dataclass
 class Diff:
@@ -62,16 +62,27 @@ class Diff:
         return {
             "version": JSON_VERSION,
             "tool": {"name": "irlint", "version": __version__},
-            "before": self.before, "after": self.after,
-            "summary": {"fixed": len(self.fixed), "new": len(self.new), "unchanged": len(self.unchanged),
-                        "files_before": len(self.files_before), "files_after": len(self.files_after),
-                        "kept_bytes_before": sum(r.memory["before_total"] for r in self.ranks),
-                        "kept_bytes_after": sum(r.memory["after_total"] for r in self.ranks),
-                        "diagnostics": len(self.diagnostics), "unverified_fixed": len(self.unverified_fixed),
-                        "unverified_new": len(self.unverified_new)},
-            "fixed": findings(self.fixed), "new": findings(self.new), "unchanged": findings(self.unchanged),
-            "unverified_fixed": findings(self.unverified_fixed), "unverified_new": findings(self.unverified_new),
-            "incomplete": self.incomplete, "compiles": self.compiles,
+            "before": self.before,
+            "after": self.after,
+            "summary": {
+                "fixed": len(self.fixed),
+                "new": len(self.new),
+                "unchanged": len(self.unchanged),
+                "files_before": len(self.files_before),
+                "files_after": len(self.files_after),
+                "kept_bytes_before": sum(r.memory["before_total"] for r in self.ranks),
+                "kept_bytes_after": sum(r.memory["after_total"] for r in self.ranks),
+                "diagnostics": len(self.diagnostics),
+                "unverified_fixed": len(self.unverified_fixed),
+                "unverified_new": len(self.unverified_new),
+            },
+            "fixed": findings(self.fixed),
+            "new": findings(self.new),
+            "unchanged": findings(self.unchanged),
+            "unverified_fixed": findings(self.unverified_fixed),
+            "unverified_new": findings(self.unverified_new),
+            "incomplete": self.incomplete,
+            "compiles": self.compiles,
             "ranks": [r.to_dict() for r in self.ranks],
             "notes": self.notes,
             "diagnostics": [d.to_dict() for d in self.diagnostics],
@@ -85,7 +96,7 @@ def compare_findings(before: list[Finding], after: list[Finding]) -> tuple[list,
     if grouped:
         from .group import by_root_cause
 
-        flat = lambda fs: [o for f in fs for o in f.occurrences]   # noqa: E731
+        flat = lambda fs: [o for f in fs for o in f.occurrences]  # noqa: E731
         fixed, new, unchanged = (by_root_cause(part) for part in _compare(flat(before), flat(after)))
         return fixed, new, unchanged
     return _compare(before, after)
@@ -110,8 +121,9 @@ def _compare(before: list[Finding], after: list[Finding]) -> tuple[list, list, l
     return fixed, new, unchanged
 
 
-def unverified_of(gone: list[Finding], files: list[DumpFile], mine: SideReads, theirs: SideReads
-                  ) -> tuple[list[Finding], list[Finding]]:
+def unverified_of(
+    gone: list[Finding], files: list[DumpFile], mine: SideReads, theirs: SideReads
+) -> tuple[list[Finding], list[Finding]]:
     """(verified, unverified) of the findings of one side (``mine``) that the other does not show:
     verified only where the other side read the rule's final evidence on every rank the finding
     is on, and the finding's own file was read whole."""
@@ -119,21 +131,31 @@ def unverified_of(gone: list[Finding], files: list[DumpFile], mine: SideReads, t
     keep: list[Finding] = []
     unsure: list[Finding] = []
     for f in gone:
-        ranks = (None,) if not mine.ranks() - {None} and not theirs.ranks() - {None} else (
-            f.ranks or (getattr(file_of.get(f.file), "rank", None),))
+        ranks = (
+            (None,)
+            if not mine.ranks() - {None} and not theirs.ranks() - {None}
+            else (f.ranks or (getattr(file_of.get(f.file), "rank", None),))
+        )
         cut = getattr(file_of.get(f.file), "path", None) in mine.unread
         (unsure if cut or any(theirs.short((f.code, r), mine) for r in ranks) else keep).append(f)
     return keep, unsure
 
 
-def diff_reports(before: Report, after: Report, before_files: list[DumpFile], after_files: list[DumpFile],
-                 before_paths: list[str], after_paths: list[str], compiles: list[dict] | None = None) -> Diff:
+def diff_reports(
+    before: Report,
+    after: Report,
+    before_files: list[DumpFile],
+    after_files: list[DumpFile],
+    before_paths: list[str],
+    after_paths: list[str],
+    compiles: list[dict] | None = None,
+) -> Diff:
     """Compare two lint reports and the final graphs of the files they came from."""
     from .lint_file import read_dump
 
     fixed, new, unchanged = compare_findings(before.findings, after.findings)
     reads_b, reads_a = SideReads.of(before_files, before), SideReads.of(after_files, after)
-    if len(reads_b.ranks()) <= 1 and len(reads_a.ranks()) <= 1:   # two files, or two rank-less folders
+    if len(reads_b.ranks()) <= 1 and len(reads_a.ranks()) <= 1:  # two files, or two rank-less folders
         reads_b, reads_a = reads_b.rekeyed(), reads_a.rekeyed()
     fixed, unverified_fixed = unverified_of(fixed, before_files, reads_b, reads_a)
     new, unverified_new = unverified_of(new, after_files, reads_a, reads_b)
@@ -147,10 +169,22 @@ def diff_reports(before: Report, after: Report, before_files: list[DumpFile], af
             diagnostics.append(Diagnostic(fb.display, 0, UNREADABLE, f"cannot read: {exc.strerror or exc}"))
             continue
         ranks.append(compare_files(fb, irb, fa, ira, stages, rank))
-    return Diff(before_paths, after_paths, fixed, new, unchanged, ranks, notes, diagnostics,
-                list(before.files), list(after.files), unverified_fixed, unverified_new,
-                incomplete_sides(reads_b, reads_a),
-                compiles or [])
+    return Diff(
+        before_paths,
+        after_paths,
+        fixed,
+        new,
+        unchanged,
+        ranks,
+        notes,
+        diagnostics,
+        list(before.files),
+        list(after.files),
+        unverified_fixed,
+        unverified_new,
+        incomplete_sides(reads_b, reads_a),
+        compiles or [],
+    )
 
 
 def rank_groups(ranks: list[RankDiff]) -> list[tuple[list[RankDiff], RankDiff]]:

@@ -1,30 +1,34 @@
 """``irlint diff``, its inputs: which stage files of the two sides pair, the one compile read per folder, and what
 each side could read of each rule's final evidence (a finding is fixed or new only where both sides read it)."""
+
 from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from ..diagnostics import KINDS
-from .discover import DumpFile, final_files
-from ..findings import Report
 from ..accounts.memory import MEMORY_STAGES
-
+from ..diagnostics import KINDS
+from ..findings import Report
+from .discover import DumpFile, final_files
 
 # --- pairing the inputs --------------------------------------------------------------------------
+
 
 def stage_pairing(before: list[DumpFile], after: list[DumpFile]) -> dict:
     """Stage files of one rank paired by stage name (sequence numbers shift between versions)."""
     names_b = Counter(f.stage.label for f in before)
     names_a = Counter(f.stage.label for f in after)
-    return {"paired": sum((names_b & names_a).values()),
-            "before_only": sorted((names_b - names_a).elements()),
-            "after_only": sorted((names_a - names_b).elements())}
+    return {
+        "paired": sum((names_b & names_a).values()),
+        "before_only": sorted((names_b - names_a).elements()),
+        "after_only": sorted((names_a - names_b).elements()),
+    }
 
 
-def pair_finals(before: list[DumpFile], after: list[DumpFile], unread: frozenset[str] = frozenset()
-                ) -> tuple[list[tuple], list[str]]:
+def pair_finals(
+    before: list[DumpFile], after: list[DumpFile], unread: frozenset[str] = frozenset()
+) -> tuple[list[tuple], list[str]]:
     """(rank, before final, after final, stage pairing) per rank both sides have; and a note per
     rank only one side has. Two single final files pair whatever their ranks. A file in ``unread``
     (paths of files not read whole) is a final graph only when no earlier stage can stand in."""
@@ -42,8 +46,9 @@ def pair_finals(before: list[DumpFile], after: list[DumpFile], unread: frozenset
         if b is None or a is None:
             notes.append(f"{label}: only in {'AFTER' if b is None else 'BEFORE'} ({(a or b).display}); not compared")
             continue
-        pairs.append((rank, b, a, stage_pairing([f for f in before if f.rank == rank],
-                                                 [f for f in after if f.rank == rank])))
+        pairs.append(
+            (rank, b, a, stage_pairing([f for f in before if f.rank == rank], [f for f in after if f.rank == rank]))
+        )
     return pairs, notes
 
 
@@ -51,12 +56,15 @@ def _complete_finals(files: list[DumpFile], unread: frozenset[str]) -> list[Dump
     finals = final_files(files, MEMORY_STAGES)
     if not unread & {f.path for f in finals}:
         return finals
-    stand_ins = {(f.folder, f.path if f.explicit else ""): f
-                 for f in final_files([f for f in files if f.path not in unread], MEMORY_STAGES)}
+    stand_ins = {
+        (f.folder, f.path if f.explicit else ""): f
+        for f in final_files([f for f in files if f.path not in unread], MEMORY_STAGES)
+    }
     return [stand_ins.get((f.folder, f.path if f.explicit else ""), f) for f in finals]
 
 
 # --- one compile per folder ----------------------------------------------------------------------
+
 
 class CompileChoiceError(ValueError):
     """--compile names a compile a folder does not hold."""
@@ -79,31 +87,41 @@ def pick_compile(files: list[DumpFile], which: int = -1) -> tuple[list[DumpFile]
         if len(groups) < 2:
             continue
         if not -len(groups) <= which <= len(groups) or which == 0:
-            raise CompileChoiceError(f"--compile {which}: {members[0].display.rpartition('/')[0] or folder} "
-                                     f"holds {len(groups)} compiles")
+            raise CompileChoiceError(
+                f"--compile {which}: {members[0].display.rpartition('/')[0] or folder} holds {len(groups)} compiles"
+            )
         index = which - 1 if which > 0 else len(groups) + which
         for i, group in enumerate(groups):
             if i != index:
                 dropped.update(f.path for f in group)
         kept = groups[index]
-        chosen.append({"folder": os.path.dirname(kept[0].display), "compiles": len(groups), "compared": index + 1,
-                       "first": kept[0].display, "last": kept[-1].display})
+        chosen.append(
+            {
+                "folder": os.path.dirname(kept[0].display),
+                "compiles": len(groups),
+                "compared": index + 1,
+                "first": kept[0].display,
+                "last": kept[-1].display,
+            }
+        )
     return [f for f in files if f.path not in dropped], chosen
 
 
 # --- what each side could read -------------------------------------------------------------------
+
 
 @dataclass
 class FinalRead:
     """The file a rule reads its final evidence from, for one rank of one side."""
 
     file: DumpFile
-    preference: int          # the position of its stage in the rule's stages (0: the best)
-    damage: str = ""         # the input problem that kept it from being read whole ("" when it was)
+    preference: int  # the position of its stage in the rule's stages (0: the best)
+    damage: str = ""  # the input problem that kept it from being read whole ("" when it was)
 
 
-def final_reads(files: list[DumpFile], rules: list, report: Report, skip: frozenset[str] = frozenset()
-                ) -> dict[tuple[str, int | None], FinalRead]:
+def final_reads(
+    files: list[DumpFile], rules: list, report: Report, skip: frozenset[str] = frozenset()
+) -> dict[tuple[str, int | None], FinalRead]:
     """(rule code, rank) -> the file the rule's evidence is final in (files in ``skip`` left out)."""
     from .plan import INCOMPLETE, plan
 
@@ -127,7 +145,7 @@ class SideReads:
     """What each rule of one side read, as planned and as it could be read."""
 
     planned: dict[tuple[str, int | None], FinalRead]
-    read: dict[tuple[str, int | None], FinalRead]   # damaged files left out: what stood in for them
+    read: dict[tuple[str, int | None], FinalRead]  # damaged files left out: what stood in for them
 
     @classmethod
     def of(cls, files: list[DumpFile], report: Report) -> SideReads:
@@ -144,6 +162,7 @@ class SideReads:
 
     def rekeyed(self) -> SideReads:
         """One rank per side (two files named): keys without the rank, as the files pair."""
+
         def strip(d: dict) -> dict:
             return {(code, None): v for (code, _), v in d.items()}
 
@@ -158,8 +177,7 @@ class SideReads:
         if read is None:
             return "no file of a stage it reads" if theirs is not None else ""
         if theirs is not None and read.preference > theirs.preference:
-            return (f"no {theirs.file.stage.label} file; read {read.file.display} ({read.file.stage.label}) "
-                    f"instead")
+            return f"no {theirs.file.stage.label} file; read {read.file.display} ({read.file.stage.label}) instead"
         return ""
 
 
@@ -167,13 +185,14 @@ def incomplete_sides(before: SideReads, after: SideReads) -> list[dict]:
     """Per side and rank, the rules that did not read their final evidence there, and why."""
     entries: dict[tuple, dict] = {}
     for side, mine, theirs in (("before", before, after), ("after", after, before)):
-        ranks = mine.ranks()   # a rank only one side has is a note of its own
-        keys = sorted((k for k in mine.planned.keys() | theirs.planned.keys() if k[1] in ranks),
-                      key=lambda k: (k[1] is not None, k[1] or 0, k[0]))
+        ranks = mine.ranks()  # a rank only one side has is a note of its own
+        keys = sorted(
+            (k for k in mine.planned.keys() | theirs.planned.keys() if k[1] in ranks),
+            key=lambda k: (k[1] is not None, k[1] or 0, k[0]),
+        )
         for key in keys:
             why = mine.short(key, theirs)
             if why:
-                entry = entries.setdefault((side, key[1], why), {"side": side, "rank": key[1], "why": why,
-                                                                 "rules": []})
+                entry = entries.setdefault((side, key[1], why), {"side": side, "rank": key[1], "why": why, "rules": []})
                 entry["rules"].append(key[0])
     return list(entries.values())

@@ -1,26 +1,28 @@
 """``irlint diff``, rank by rank: the final graphs of BEFORE and AFTER matched node by node (by what survives a
 recompile, never by ``%N``), and what changed on the matched ops: memory kept for backward, recompute state,
 ``in_strategy``, communication and compute."""
+
 from __future__ import annotations
 
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .discover import DumpFile
-from ..findings import scope_path
 from ..accounts.memory import cached_account, is_backward
+from ..findings import scope_path
 from ..model import IRFile
+from .discover import DumpFile
 
 # forward ops that only pass tensors on or order effects: never listed as changed
 _BOOKKEEPING = frozenset({"Load", "UpdateState", "MakeTuple", "Depend", "TupleGetItem", "call", "Return"})
 UNMATCHED_LISTED = 20
 # a hash in the instance names parallel passes give the ops they insert
 # ("redistribution_op_910280660132420711AllGather_"): it changes from compile to compile
-HASH = re.compile(r"\d{6,}")   # unmatched nodes named per side (the counts are always whole)
+HASH = re.compile(r"\d{6,}")  # unmatched nodes named per side (the counts are always whole)
 
 
 # --- node identity across recompiles -------------------------------------------------------------
+
 
 def node_key(ir: IRFile, key: int) -> tuple:
     """What identifies a CNode across two compiles of the same model: forward / backward /
@@ -77,14 +79,14 @@ def match_nodes(before: IRFile, after: IRFile) -> NodeMatch:
                 uid = _uid(before, k)
                 partners = by_uid.get(uid) if uid is not None else None
                 if partners:
-                    partner = partners.pop(0)   # equals with one id: in dump order
+                    partner = partners.pop(0)  # equals with one id: in dump order
                     out.pairs.append((k, partner))
                     out.by_unique_id += 1
                     olds.remove(k)
                     news.remove(partner)
         out.pairs.extend(zip(olds, news))
-        out.before_only.extend(olds[len(news):])
-        out.after_only.extend(news[len(olds):])
+        out.before_only.extend(olds[len(news) :])
+        out.after_only.extend(news[len(olds) :])
     out.pairs.sort(key=lambda p: before[p[0]].get("line", 0))
     out.before_only.sort(key=lambda k: before[k].get("line", 0))
     out.after_only.sort(key=lambda k: after[k].get("line", 0))
@@ -92,6 +94,7 @@ def match_nodes(before: IRFile, after: IRFile) -> NodeMatch:
 
 
 # --- what changed on a matched op ----------------------------------------------------------------
+
 
 def recompute_state(ir: IRFile, key: int) -> dict:
     """requested (how: select, cell, one-op-cell; None: not asked), applied (a recomputed copy
@@ -102,8 +105,12 @@ def recompute_state(ir: IRFile, key: int) -> dict:
 
     facts = RecomputeFacts.of(ir)
     kept = kept_output(ir, key)
-    return {"requested": facts.request(key), "applied": facts.applied(key), "kept": kept,
-            "kept_bytes": bytes_at_stake(ir, key) if kept else 0}
+    return {
+        "requested": facts.request(key),
+        "applied": facts.applied(key),
+        "kept": kept,
+        "kept_bytes": bytes_at_stake(ir, key) if kept else 0,
+    }
 
 
 def in_strategy(ir: IRFile, key: int) -> str | None:
@@ -119,8 +126,14 @@ def in_strategy(ir: IRFile, key: int) -> str | None:
 
 def _node_ref(ir: IRFile, key: int) -> dict:
     d = ir[key]
-    return {"node": d.get("id", ""), "op": d.get("op", ""), "instance": d.get("instance") or "",
-            "role": node_key(ir, key)[0], "scope": d.get("scope", ""), "line": d.get("line", 0)}
+    return {
+        "node": d.get("id", ""),
+        "op": d.get("op", ""),
+        "instance": d.get("instance") or "",
+        "role": node_key(ir, key)[0],
+        "scope": d.get("scope", ""),
+        "line": d.get("line", 0),
+    }
 
 
 def communication_change(before: IRFile, after: IRFile) -> dict:
@@ -133,8 +146,18 @@ def communication_change(before: IRFile, after: IRFile) -> dict:
     kinds: dict[str, dict] = {}
     for side, acc in accounts.items():
         for kind, row in acc.by_kind().items():
-            entry = kinds.setdefault(kind, {"kind": kind, "before": 0, "after": 0, "waste_before": 0,
-                                            "waste_after": 0, "ops_before": 0, "ops_after": 0})
+            entry = kinds.setdefault(
+                kind,
+                {
+                    "kind": kind,
+                    "before": 0,
+                    "after": 0,
+                    "waste_before": 0,
+                    "waste_after": 0,
+                    "ops_before": 0,
+                    "ops_after": 0,
+                },
+            )
             entry[side] = row["forward_bytes"] + row["backward_bytes"]
             entry[f"waste_{side}"] = row["waste_bytes"]
             entry[f"ops_{side}"] = row["ops"]
@@ -142,17 +165,22 @@ def communication_change(before: IRFile, after: IRFile) -> dict:
     keys: dict[tuple[str, str], dict] = {}
     for side, acc in accounts.items():
         for rerun in by_key([c.rerun for c in acc.collectives if c.rerun is not None]):
-            entry = keys.setdefault((rerun["key"], rerun["via"]), {"key": rerun["key"], "via": rerun["via"],
-                                                                   "before": 0, "after": 0, "ops_before": 0,
-                                                                   "ops_after": 0})
+            entry = keys.setdefault(
+                (rerun["key"], rerun["via"]),
+                {"key": rerun["key"], "via": rerun["via"], "before": 0, "after": 0, "ops_before": 0, "ops_after": 0},
+            )
             entry[side] = rerun["received_bytes"]
             entry[f"ops_{side}"] = rerun["ops"]
-    return {"before_total": accounts["before"].received_bytes, "after_total": accounts["after"].received_bytes,
-            "waste_before": accounts["before"].waste_bytes, "waste_after": accounts["after"].waste_bytes,
-            "kinds": list(kinds.values()),
-            "recompute_before": accounts["before"].recompute_bytes,
-            "recompute_after": accounts["after"].recompute_bytes,
-            "recompute_keys": sorted(keys.values(), key=lambda k: (-max(k["before"], k["after"]), k["key"]))}
+    return {
+        "before_total": accounts["before"].received_bytes,
+        "after_total": accounts["after"].received_bytes,
+        "waste_before": accounts["before"].waste_bytes,
+        "waste_after": accounts["after"].waste_bytes,
+        "kinds": list(kinds.values()),
+        "recompute_before": accounts["before"].recompute_bytes,
+        "recompute_after": accounts["after"].recompute_bytes,
+        "recompute_keys": sorted(keys.values(), key=lambda k: (-max(k["before"], k["after"]), k["key"])),
+    }
 
 
 @dataclass
@@ -168,53 +196,80 @@ class RankDiff:
     recompute: list[dict]
     strategies: list[dict]
     communication: dict = field(default_factory=dict)
-    compute: dict = field(default_factory=dict)   # FLOPs and recompute overhead (irlint cost)
+    compute: dict = field(default_factory=dict)  # FLOPs and recompute overhead (irlint cost)
 
     def to_dict(self) -> dict:
-        return {"rank": self.rank, "before": {"file": self.before.display, "stage": self.before.stage.label},
-                "after": {"file": self.after.display, "stage": self.after.stage.label},
-                "stages": self.stages, "nodes": self.nodes, "memory": self.memory,
-                "recompute_changed": self.recompute, "in_strategy_changed": self.strategies,
-                "communication": self.communication, "compute": self.compute}
+        return {
+            "rank": self.rank,
+            "before": {"file": self.before.display, "stage": self.before.stage.label},
+            "after": {"file": self.after.display, "stage": self.after.stage.label},
+            "stages": self.stages,
+            "nodes": self.nodes,
+            "memory": self.memory,
+            "recompute_changed": self.recompute,
+            "in_strategy_changed": self.strategies,
+            "communication": self.communication,
+            "compute": self.compute,
+        }
 
 
-def compare_files(before_file: DumpFile, before: IRFile, after_file: DumpFile, after: IRFile,
-                  stages: dict, rank: int | None) -> RankDiff:
+def compare_files(
+    before_file: DumpFile, before: IRFile, after_file: DumpFile, after: IRFile, stages: dict, rank: int | None
+) -> RankDiff:
     match = match_nodes(before, after)
     mem_before, mem_after = cached_account(before), cached_account(after)
     rows: dict[str, dict] = {}
     for side, report in (("before", mem_before), ("after", mem_after)):
         for layer in report.layers():
-            row = rows.setdefault(layer.layer, {"layer": layer.layer, "before": 0, "after": 0,
-                                                "tensors_before": 0, "tensors_after": 0})
+            row = rows.setdefault(
+                layer.layer, {"layer": layer.layer, "before": 0, "after": 0, "tensors_before": 0, "tensors_after": 0}
+            )
             row[side] = layer.kept_bytes
             row[f"tensors_{side}"] = layer.tensors
     order = [r.layer for r in mem_before.layers()] + [r.layer for r in mem_after.layers()]
-    layers = sorted(rows.values(), key=lambda r: (r["layer"] == "outside",
-                                                   int(r["layer"]) if r["layer"].isdigit() else 0,
-                                                   order.index(r["layer"])))
+    layers = sorted(
+        rows.values(),
+        key=lambda r: (
+            r["layer"] == "outside",
+            int(r["layer"]) if r["layer"].isdigit() else 0,
+            order.index(r["layer"]),
+        ),
+    )
     recompute, strategies = [], []
     for b, a in match.pairs:
         if before[b]["op"] in _BOOKKEEPING or node_key(before, b)[0] != "forward":
             continue
         was, now = recompute_state(before, b), recompute_state(after, a)
         if was != now:
-            recompute.append({**_node_ref(after, a), "before_line": before[b].get("line", 0),
-                              "before": was, "after": now})
+            recompute.append(
+                {**_node_ref(after, a), "before_line": before[b].get("line", 0), "before": was, "after": now}
+            )
         s_was, s_now = in_strategy(before, b), in_strategy(after, a)
         if s_was != s_now:
-            strategies.append({**_node_ref(after, a), "before_line": before[b].get("line", 0),
-                               "before": s_was, "after": s_now})
+            strategies.append(
+                {**_node_ref(after, a), "before_line": before[b].get("line", 0), "before": s_was, "after": s_now}
+            )
     nodes = {
-        "matched": len(match.pairs), "matched_by_unique_id": match.by_unique_id,
+        "matched": len(match.pairs),
+        "matched_by_unique_id": match.by_unique_id,
         "unique_ids_stable": match.unique_ids_stable,
-        "before_only": len(match.before_only), "after_only": len(match.after_only),
+        "before_only": len(match.before_only),
+        "after_only": len(match.after_only),
         "before_only_nodes": [_node_ref(before, k) for k in match.before_only[:UNMATCHED_LISTED]],
         "after_only_nodes": [_node_ref(after, k) for k in match.after_only[:UNMATCHED_LISTED]],
     }
-    memory = {"before_total": mem_before.total_kept_bytes, "after_total": mem_after.total_kept_bytes,
-              "layers": layers}
+    memory = {"before_total": mem_before.total_kept_bytes, "after_total": mem_after.total_kept_bytes, "layers": layers}
     from ..accounts.compute import change as compute_change
 
-    return RankDiff(rank, before_file, after_file, stages, nodes, memory, recompute, strategies,
-                    communication_change(before, after), compute_change(before, after))
+    return RankDiff(
+        rank,
+        before_file,
+        after_file,
+        stages,
+        nodes,
+        memory,
+        recompute,
+        strategies,
+        communication_change(before, after),
+        compute_change(before, after),
+    )

@@ -1,6 +1,7 @@
 """Which files of the given paths are graph IR dumps, decided by their first bytes (a renamed or
 compressed dump is still one): walking folders, links, named paths and standard input; how to open them is
 ``streams``."""
+
 from __future__ import annotations
 
 import os
@@ -13,10 +14,26 @@ from pathlib import Path
 from .. import diagnostics as D
 from ..diagnostics import Diagnostic
 from ..model.stages import Stage, stage_of
-from .streams import (HEAD_BYTES, STDIN, InputError, Spool, buffers, can_decompress, compression_of, is_dump_start,
-                      kind_of, magic_head, sniff)
+
 # opening, for the modules that import it from here
-from .streams import damage_of, forget_buffers, is_buffered, open_dump, read_stdin  # noqa: F401
+from .streams import (  # noqa: F401
+    HEAD_BYTES,
+    STDIN,
+    InputError,
+    Spool,
+    buffers,
+    can_decompress,
+    compression_of,
+    damage_of,
+    forget_buffers,
+    is_buffered,
+    is_dump_start,
+    kind_of,
+    magic_head,
+    open_dump,
+    read_stdin,
+    sniff,
+)
 
 # Written next to the dumps, never graph IR: skipped without opening them (a dump saved as .txt is
 # still one: those are opened).
@@ -35,14 +52,14 @@ _NOT_A_DUMP = {
 class DumpFile:
     """A dump file to lint, and where and how it was found."""
 
-    path: str           # as opened ("-": standard input)
-    display: str        # as reported (relative to the working directory when possible)
-    folder: str         # the save_graphs folder it belongs to ("" for a file named directly)
+    path: str  # as opened ("-": standard input)
+    display: str  # as reported (relative to the working directory when possible)
+    folder: str  # the save_graphs folder it belongs to ("" for a file named directly)
     rank: int | None
-    explicit: bool      # named on the command line: always linted
+    explicit: bool  # named on the command line: always linted
     stage: Stage
     size: int
-    compression: str | None = None   # gzip, bzip2, xz or zstd: decompressed while it is read
+    compression: str | None = None  # gzip, bzip2, xz or zstd: decompressed while it is read
 
     @property
     def placed(self) -> bool:
@@ -64,11 +81,9 @@ class Discovery:
     links: list[tuple[str, str]] = field(default_factory=list)
 
 
-
 def _read_head(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read(HEAD_BYTES)
-
 
 
 def _display(path: Path) -> str:
@@ -129,10 +144,10 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None, follow_link
     leading to dumps."""
     out = Discovery()
     files: dict[str, DumpFile] = {}
-    seen_dirs: set[tuple[int, int]] = set()   # every real folder is walked once, whatever names it
+    seen_dirs: set[tuple[int, int]] = set()  # every real folder is walked once, whatever names it
     for raw in paths:
         if raw == STDIN:
-            if STDIN not in buffers:   # an API call: the CLI reads it before the config
+            if STDIN not in buffers:  # an API call: the CLI reads it before the config
                 read_stdin()
             _add_stdin(out, files, stdin_name)
             continue
@@ -149,7 +164,7 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None, follow_link
         except FileNotFoundError:
             _unusable(out, raw, "no such file or folder")
             continue
-        except OSError as exc:   # e.g. inside a folder that cannot be listed
+        except OSError as exc:  # e.g. inside a folder that cannot be listed
             _unusable(out, raw, (exc.strerror or str(exc)).lower())
             continue
         except InputError as exc:
@@ -160,9 +175,14 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None, follow_link
         if not met and not any(key.startswith(real) for key in files):
             why = _why_empty(out.diagnostics[before_diags:])
             out.empty[raw] = why
-            out.diagnostics.append(Diagnostic(_display(p), 0, D.NOT_IR,
-                                              f"no graph IR dumps (*.ir written by save_graphs) found in this "
-                                              f"folder: {why}"))
+            out.diagnostics.append(
+                Diagnostic(
+                    _display(p),
+                    0,
+                    D.NOT_IR,
+                    f"no graph IR dumps (*.ir written by save_graphs) found in this folder: {why}",
+                )
+            )
     out.files = list(files.values())
     return out
 
@@ -198,25 +218,38 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
     try:
         compression = compression_of(magic_head(str(p)))
     except OSError:
-        compression = None   # sniff reports it
+        compression = None  # sniff reports it
     if compression is not None and not can_decompress(compression):
         out.diagnostics.append(_not_a_dump(_display(p), "unsupported", compression))
         return
     key = raw if raw in buffers else str(p.resolve())
     if key not in files:
         # a file named directly is always read (a wrong one is reported by the reader)
-        files[key] = DumpFile(raw if raw in buffers else str(p), _display(p), "", _rank_of(p.resolve()), True,
-                              stage_of(p.name),
-                              st.st_size, compression)
+        files[key] = DumpFile(
+            raw if raw in buffers else str(p),
+            _display(p),
+            "",
+            _rank_of(p.resolve()),
+            True,
+            stage_of(p.name),
+            st.st_size,
+            compression,
+        )
 
 
-def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_dirs: set[tuple[int, int]],
-          follow_links: bool = False) -> int:
+def _walk(
+    out: Discovery,
+    files: dict[str, DumpFile],
+    raw: str,
+    p: Path,
+    seen_dirs: set[tuple[int, int]],
+    follow_links: bool = False,
+) -> int:
     """Add the dumps under folder ``p``; how many were met (also those already found)."""
     walk_errors: list[OSError] = []
     met = 0
     top = os.path.realpath(p)
-    links: dict[str, str] = {}   # a link to a folder elsewhere, to be entered -> its target
+    links: dict[str, str] = {}  # a link to a folder elsewhere, to be entered -> its target
     # links are followed (a folder of symlinked dumps, a symlinked rank_0/ inside it, rank folders
     # linked from the nodes of a cluster); a loop is cut here, and a link to a folder outside the
     # named one that holds no dump (to "/", "up -> ..") is not entered
@@ -231,10 +264,11 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_di
             pass
         if root in links:
             out.links.append((_display(Path(root)), printable(links[root])))
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS
-                         and _enter(out, top, Path(root) / d, follow_links, links))
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIP_DIRS and _enter(out, top, Path(root) / d, follow_links, links)
+        )
         folder = Path(root)
-        real_root = None   # resolved once per folder: a file that is no link resolves into it
+        real_root = None  # resolved once per folder: a file that is no link resolves into it
         # what every file of the folder shares is worked out once (21k files in a 256-rank folder)
         shown_folder = _display(folder)
         rank = _rank_of(folder / "_")
@@ -252,18 +286,25 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_di
                 if link:
                     st = os.stat(fp)
             except FileNotFoundError:
-                if os.path.islink(fp):   # a rank linked from a node that is not mounted, say
-                    out.diagnostics.append(Diagnostic(_display(fp), 0, D.UNREADABLE,
-                                                      f"{DANGLING} {printable(os.readlink(fp))}, which does not exist"))
-                continue   # else a file removed while we walk
-            except OSError as exc:   # e.g. in a folder that can be listed but not entered
-                out.diagnostics.append(Diagnostic(_display(fp), 0, D.UNREADABLE,
-                                                  f"cannot read: {(exc.strerror or str(exc)).lower()}"))
+                if os.path.islink(fp):  # a rank linked from a node that is not mounted, say
+                    out.diagnostics.append(
+                        Diagnostic(
+                            _display(fp),
+                            0,
+                            D.UNREADABLE,
+                            f"{DANGLING} {printable(os.readlink(fp))}, which does not exist",
+                        )
+                    )
+                continue  # else a file removed while we walk
+            except OSError as exc:  # e.g. in a folder that can be listed but not entered
+                out.diagnostics.append(
+                    Diagnostic(_display(fp), 0, D.UNREADABLE, f"cannot read: {(exc.strerror or str(exc)).lower()}")
+                )
                 continue
             if not stat_module.S_ISREG(st.st_mode):
                 continue
             try:
-                head = _read_head(str(fp))   # one open: the magic bytes and, uncompressed, the start
+                head = _read_head(str(fp))  # one open: the magic bytes and, uncompressed, the start
                 compression = compression_of(head[:8])
                 kind = kind_of(head) if compression is None else sniff(str(fp), compression)
             except PermissionError:
@@ -284,13 +325,20 @@ def _walk(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, seen_di
                 key = os.path.join(real_root, name)
             if key not in files:
                 shown = name if shown_folder == "." else os.path.join(shown_folder, name)
-                files[key] = DumpFile(str(fp), shown, str(folder), rank, False,
-                                      _stage_named(name), st.st_size, compression)
+                files[key] = DumpFile(
+                    str(fp), shown, str(folder), rank, False, _stage_named(name), st.st_size, compression
+                )
     for err in walk_errors:
         if Path(err.filename or "") == p:
             raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")
-        out.diagnostics.append(Diagnostic(_display(Path(err.filename or raw)), 0, D.UNREADABLE,
-                                          f"cannot list folder: {(err.strerror or str(err)).lower()}"))
+        out.diagnostics.append(
+            Diagnostic(
+                _display(Path(err.filename or raw)),
+                0,
+                D.UNREADABLE,
+                f"cannot list folder: {(err.strerror or str(err)).lower()}",
+            )
+        )
     return met
 
 
@@ -311,11 +359,16 @@ def _enter(out: Discovery, top: str, folder: Path, follow_links: bool, links: di
     if follow_links or _holds_dumps(target):
         links[str(folder)] = target
         return True
-    out.diagnostics.append(Diagnostic(
-        _display(folder), 0, D.UNREADABLE,
-        f"{LINK_NOT_FOLLOWED} {printable(target)}, a folder outside the named one that holds no graph IR "
-        f"dump (no file in it starts like one, no rank_N/ folder); to read what the links lead to, name "
-        f"them (`irlint {_display(folder.parent)}/*`) or follow every link with -L/--follow-links"))
+    out.diagnostics.append(
+        Diagnostic(
+            _display(folder),
+            0,
+            D.UNREADABLE,
+            f"{LINK_NOT_FOLLOWED} {printable(target)}, a folder outside the named one that holds no graph IR "
+            f"dump (no file in it starts like one, no rank_N/ folder); to read what the links lead to, name "
+            f"them (`irlint {_display(folder.parent)}/*`) or follow every link with -L/--follow-links",
+        )
+    )
     return False
 
 
@@ -343,7 +396,7 @@ def _holds_dumps(folder: str) -> bool:
                 except OSError:
                     continue
                 compression = compression_of(head[:8])
-                if (is_dump_start(head) if compression is None else sniff(entry.path, compression) == "dump"):
+                if is_dump_start(head) if compression is None else sniff(entry.path, compression) == "dump":
                     return True
     except OSError:
         return False
@@ -356,9 +409,13 @@ def _not_a_dump(display: str, kind: str, compression: str | None) -> Diagnostic:
     if kind == "damaged":
         return Diagnostic(display, 0, D.UNREADABLE, f"cannot read: damaged {compression}-compressed file")
     if kind == "unsupported":
-        return Diagnostic(display, 0, D.UNREADABLE,
-                          f"{compression}-compressed: irlint reads gzip, bzip2 and xz; for zstd install the "
-                          f"'zstandard' package or decompress it (zstd -d)")
+        return Diagnostic(
+            display,
+            0,
+            D.UNREADABLE,
+            f"{compression}-compressed: irlint reads gzip, bzip2 and xz; for zstd install the "
+            f"'zstandard' package or decompress it (zstd -d)",
+        )
     prefix = f"{compression}-compressed, " if compression else ""
     return Diagnostic(display, 1, D.BINARY if kind == "binary" else D.NOT_IR, prefix + _NOT_A_DUMP[kind])
 
@@ -372,12 +429,17 @@ def _why_empty(diags: list[Diagnostic]) -> str:
         elif d.message.startswith(DANGLING):
             what = ("link that leads nowhere", "links that lead nowhere")
         elif d.message.startswith(LINK_NOT_FOLLOWED):
-            what = ("link to a folder that holds no graph IR dump (not followed)",
-                    "links to folders that hold no graph IR dump (not followed)")
+            what = (
+                "link to a folder that holds no graph IR dump (not followed)",
+                "links to folders that hold no graph IR dump (not followed)",
+            )
         elif d.code == D.UNREADABLE and "damaged" in d.message:
             what = ("damaged compressed file", "damaged compressed files")
         elif d.code == D.UNREADABLE and "compressed" in d.message:
-            what = ("zstd-compressed file (no zstd reader installed)", "zstd-compressed files (no zstd reader installed)")
+            what = (
+                "zstd-compressed file (no zstd reader installed)",
+                "zstd-compressed files (no zstd reader installed)",
+            )
         elif d.code == D.UNREADABLE:
             what = ("file that cannot be read", "files that cannot be read")
         elif d.code == D.BINARY:
@@ -388,8 +450,10 @@ def _why_empty(diags: list[Diagnostic]) -> str:
             what = (".ir file that is not a graph dump", ".ir files that are not graph dumps")
         counts[what] = counts.get(what, 0) + 1
     if not counts:
-        return ("no file in it starts like a graph dump ('# IR entry:'; files named "
-                f"{', '.join(sorted(NOT_IR_SUFFIXES))} are not opened)")
+        return (
+            "no file in it starts like a graph dump ('# IR entry:'; files named "
+            f"{', '.join(sorted(NOT_IR_SUFFIXES))} are not opened)"
+        )
     parts = [f"{n} {what[0] if n == 1 else what[1]}" for what, n in counts.items()]
     return "found only " + ", ".join(parts)
 

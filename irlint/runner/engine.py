@@ -1,6 +1,7 @@
 """A lint run: discover files, plan the stage files each rule needs (``plan``), check them (``check``: the cache,
 same-graph classes, the worker pool, one file at a time in ``lint_file``), then apply severities and suppressions and
 merge what the ranks of one folder show alike."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,13 +22,28 @@ from .same_graph import same_graphs
 from .workers import capped_jobs
 
 # the runner's API, and names the commands import from here
-__all__ = ["INCOMPLETE", "_RANK_DIR", "active_rules", "capped_jobs", "check_files", "compiles", "discover", "lint",
-           "lint_files", "plan", "read_dump", "same_graphs"]
+__all__ = [
+    "INCOMPLETE",
+    "_RANK_DIR",
+    "active_rules",
+    "capped_jobs",
+    "check_files",
+    "compiles",
+    "discover",
+    "lint",
+    "lint_files",
+    "plan",
+    "read_dump",
+    "same_graphs",
+]
 
 
 def active_rules(config: Config) -> list[Rule]:
-    return [cls() for cls in load_rules(plugins=config.plugins)
-            if config.rule_enabled(cls.code, cls.name, cls.default_enabled)]
+    return [
+        cls()
+        for cls in load_rules(plugins=config.plugins)
+        if config.rule_enabled(cls.code, cls.name, cls.default_enabled)
+    ]
 
 
 def lint(paths, config: Config | None = None, *, stdin_name: str | None = None) -> Report:
@@ -36,7 +52,7 @@ def lint(paths, config: Config | None = None, *, stdin_name: str | None = None) 
     and ``config.ConfigError`` for a setting that cannot be (an unknown rule selector, severity …)."""
     config = config or Config()
     if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]   # one path, not its characters
+        paths = [paths]  # one path, not its characters
     paths = [os.fspath(p) for p in paths]
     if not paths:
         raise InputError("no path given")
@@ -55,13 +71,12 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     if config.cache and files:
         folder = default_dir(config.cache_dir)
         why = unsafe_folder(folder)
-        if why:   # entries there could have been planted by anyone who can write it
+        if why:  # entries there could have been planted by anyone who can write it
             report.notes.append(f"cache folder {folder} not used: {why}")
             config = dataclasses.replace(config, cache=False)
     if config.plugins:
         # a plugin whose rules did not load must not let a CI run pass as if they had run
-        report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem)
-                                  for problem in plugin_problems())
+        report.diagnostics.extend(Diagnostic("<plugins>", 0, PLUGIN_FAILED, problem) for problem in plugin_problems())
     found: list[tuple[DumpFile, Finding]] = []
     silenced: list[tuple[DumpFile, Finding]] = []
     done: dict[str, list[Rule]] = {}
@@ -73,8 +88,11 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
         for f, findings, diags in check_files([by_path[p] for p in todo], todo, config, shared, cached):
             read.add(f.path)
             done.setdefault(f.path, []).extend(todo[f.path])
-            report.notes.extend(f"{d.file}: {d.code} {d.message}" for d in diags
-                                if d.code in NOTE_CODES and f"{d.file}: {d.code} {d.message}" not in report.notes)
+            report.notes.extend(
+                f"{d.file}: {d.code} {d.message}"
+                for d in diags
+                if d.code in NOTE_CODES and f"{d.file}: {d.code} {d.message}" not in report.notes
+            )
             diags = [d for d in diags if d.code not in NOTE_CODES]
             report.diagnostics.extend(diags)
             if any(d.code in INCOMPLETE for d in diags):
@@ -103,13 +121,19 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
         report.suppressed.append((finding, reason))
     # like an unused noqa: an entry that silenced nothing has a pattern that names nothing (any more)
     report.unused_suppressions = [s for s in config.suppress if id(s) not in used]
-    report.notes.extend(f"[[suppress]] entry {s.describe()} matched no finding in this run"
-                        for s in report.unused_suppressions if report.files)
+    report.notes.extend(
+        f"[[suppress]] entry {s.describe()} matched no finding in this run"
+        for s in report.unused_suppressions
+        if report.files
+    )
     return report
 
 
-def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, ...]] | None = None,
-           incomplete: set[str] | frozenset[str] = frozenset()) -> list[Finding]:
+def _group(
+    found: list[tuple[DumpFile, Finding]],
+    stages: dict[str, tuple[str, ...]] | None = None,
+    incomplete: set[str] | frozenset[str] = frozenset(),
+) -> list[Finding]:
     """One finding per problem per folder, then ranks merged. When several stage files show the
     same problem (``--all-stages``, or the stage read in place of one cut short), a file read whole
     wins (a cut file's chain may be cut too), then the rule's preferred stage, then the latest file."""
@@ -140,7 +164,7 @@ def _group(found: list[tuple[DumpFile, Finding]], stages: dict[str, tuple[str, .
         merged[key].append((f, finding))
     out = []
     for group in merged.values():
-        group.sort(key=lambda x: (x[0].rank if x[0].rank is not None else -1))
+        group.sort(key=lambda x: x[0].rank if x[0].rank is not None else -1)
         f, finding = group[0]
         ranks = tuple(sorted({g[0].rank for g in group if g[0].rank is not None}))
         out.append(finding.with_(ranks=ranks) if len(ranks) > 1 else finding)

@@ -6,11 +6,12 @@ merged before this (``engine._group``), into one occurrence that names its ranks
 The root cause is what a person fixes once: the rule, the op, its place in the model with the
 layer index taken out, and the rule's identity of the problem (the blocking ops, the chain's
 pattern) with the layer index taken out too."""
+
 from __future__ import annotations
 
 import re
 
-from ..findings import Finding, scope_path, model_names
+from ..findings import Finding, model_names, scope_path
 
 # a layer index in a dotted path (``layers.3.``), a scope (``/3-DecoderLayer``) or a text ("layer 3")
 _INDEX = re.compile(r"(?<=[./])\d+(?=[./'\-)]|\Z)|(?<=layer )\d+")
@@ -47,7 +48,6 @@ def by_root_cause(findings: list[Finding]) -> list[Finding]:
         first = members[0]
         stakes = [m.bytes_at_stake for m in members if m.bytes_at_stake is not None]
         ranks = tuple(sorted({r for m in members for r in m.ranks}))
-        out.append(first.with_(members=tuple(members), bytes_at_stake=sum(stakes) if stakes else None,
-                               ranks=ranks))
+        out.append(first.with_(members=tuple(members), bytes_at_stake=sum(stakes) if stakes else None, ranks=ranks))
     out.sort(key=lambda x: (x.file, x.line, x.code))
     return out

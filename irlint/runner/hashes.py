@@ -1,5 +1,6 @@
 """The hashes a cache entry is keyed and checked by: a file's content (sha256, and a sample of its ends), irlint
 itself (version, grammar, source) and the rules run (code, class, source of their modules)."""
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ _SAMPLE_BYTES = 64 * 1024
 
 
 def sha256(data: bytes = b""):
-    import hashlib   # here: a lint without a cache hashes nothing, and loading OpenSSL's hashes is part of a start
+    import hashlib  # here: a lint without a cache hashes nothing, and loading OpenSSL's hashes is part of a start
 
     return hashlib.sha256(data)
 
@@ -24,8 +25,7 @@ def content_hash(path: str) -> str:
 
     # sha256 rather than blake2b: with SHA extensions it hashes about twice as fast here
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") \
-            else _hash_stream(f)
+        return hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") else _hash_stream(f)
 
 
 def content_sample(path: str) -> str:
@@ -55,8 +55,7 @@ def tool_hash() -> str:
     global _TOOL_HASH
     if _TOOL_HASH is None:
         from ..read.grammar_file import grammar_text
-
-        from .cache import FORMAT   # the entries' layout: a new one starts afresh
+        from .cache import FORMAT  # the entries' layout: a new one starts afresh
 
         h = sha256(f"{FORMAT}:{__version__}".encode())
         h.update(grammar_text().encode())
@@ -64,7 +63,7 @@ def tool_hash() -> str:
         package = Path(__file__).resolve().parent.parent
         for file in sorted(package.rglob("*.py")):
             name = file.relative_to(package).as_posix()
-            if name.startswith("rules/"):   # an installed wheel's built-in rules: hashed per rule
+            if name.startswith("rules/"):  # an installed wheel's built-in rules: hashed per rule
                 continue
             try:
                 h.update(name.encode() + b"\0" + file.read_bytes())

@@ -1,5 +1,6 @@
 """Linting one file: its cached result, or read it, say what evidence it lacks, run its rules (``sandbox``) and
 free its model; the cache entry of that result. Also reading one dump whole for the commands that show it."""
+
 from __future__ import annotations
 
 import functools
@@ -11,14 +12,15 @@ from ..diagnostics import NO_ATTRIBUTES, NO_SCOPES, UNREADABLE, Diagnostic
 from ..findings import Finding
 from ..rule import Rule, _builtin_package
 from .cache import LintCache
-from .hashes import content_hash, content_sample
 from .discover import DumpFile
-from .streams import damage_of, open_dump
+from .hashes import content_hash, content_sample
 from .sandbox import run_rule
+from .streams import damage_of, open_dump
 
 
-def check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: str | None,
-               timeout: float = 0) -> tuple[str | None, list[Finding], list[Diagnostic]]:
+def check_one(
+    f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: str | None, timeout: float = 0
+) -> tuple[str | None, list[Finding], list[Diagnostic]]:
     path, display = f.path, f.display
     if cache_dir is not None and digest is None:
         try:
@@ -42,7 +44,7 @@ def check_one(f: DumpFile, rules: list[Rule], digest: str | None, cache_dir: str
         ir.stage = f.stage
         findings: list[Finding] = []
         diagnostics = list(ir.diagnostics)
-        if damage_of(stream):   # what came before the damage was read; the reader says where it ended
+        if damage_of(stream):  # what came before the damage was read; the reader says where it ended
             diagnostics.append(Diagnostic(display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
         missing = missing_evidence(ir, display)
         diagnostics.extend(missing)
@@ -70,18 +72,32 @@ def missing_evidence(ir, display: str) -> list[Diagnostic]:
     cnodes = [d for d in ir.nodes.values() if d.get("kind") == "cnode"]
     if not cnodes:
         return []
-    if not any(d.get("out_type") is not None or d.get("cnode_attrs") or d.get("primitive_attrs")
-               or d.get("primal_attrs") for d in cnodes):
-        return [Diagnostic(display, 0, NO_ATTRIBUTES,
-                           f"no attributes or types on any of its {len(cnodes)} nodes (written with "
-                           f"MS_DEV_DUMP_IR_FORMAT=0?): recompute tags, dtypes, shapes and strategies are not "
-                           f"in it, so no rule can judge it; dump again without that variable")]
+    if not any(
+        d.get("out_type") is not None or d.get("cnode_attrs") or d.get("primitive_attrs") or d.get("primal_attrs")
+        for d in cnodes
+    ):
+        return [
+            Diagnostic(
+                display,
+                0,
+                NO_ATTRIBUTES,
+                f"no attributes or types on any of its {len(cnodes)} nodes (written with "
+                f"MS_DEV_DUMP_IR_FORMAT=0?): recompute tags, dtypes, shapes and strategies are not "
+                f"in it, so no rule can judge it; dump again without that variable",
+            )
+        ]
     if not any(d.get("scope") for d in cnodes):
-        return [Diagnostic(display, 0, NO_SCOPES,
-                           "no scope lines (written with MS_DEV_DUMP_IR_FORMAT=1?): verdicts are given from "
-                           "attributes, types and parameter names (layers from the weights' names), but "
-                           "scopes, select_recompute keys in hints and Cell.recompute() cells cannot be "
-                           "given (`irlint explain IR016`)")]
+        return [
+            Diagnostic(
+                display,
+                0,
+                NO_SCOPES,
+                "no scope lines (written with MS_DEV_DUMP_IR_FORMAT=1?): verdicts are given from "
+                "attributes, types and parameter names (layers from the weights' names), but "
+                "scopes, select_recompute keys in hints and Cell.recompute() cells cannot be "
+                "given (`irlint explain IR016`)",
+            )
+        ]
     return []
 
 
@@ -99,8 +115,13 @@ def model_refs(ir) -> tuple[weakref.ref, ...]:
 
 @functools.cache
 def _cached_views(cls: type) -> tuple[str, ...]:
-    return tuple(name for klass in cls.__mro__ for name, value in vars(klass).items()
-                 if isinstance(value, functools.cached_property))
+    return tuple(
+        name
+        for klass in cls.__mro__
+        for name, value in vars(klass).items()
+        if isinstance(value, functools.cached_property)
+    )
+
 
 def path_free(rule: Rule) -> bool:
     """Whether a rule's findings on a file depend on its content only, not on ``ir.path`` (nor the
@@ -113,23 +134,32 @@ def path_free(rule: Rule) -> bool:
 
 def cache_key(store: LintCache | type[LintCache], digest: str, f: DumpFile, rules: list[Rule]) -> str:
     stage = f.stage.label
-    if not all(path_free(r) for r in rules):   # results of this file only
+    if not all(path_free(r) for r in rules):  # results of this file only
         stage += "\0" + os.path.realpath(f.path)
     return store.key(digest, rules, stage)
+
 
 def sample(path: str) -> str:
     try:
         return content_sample(path)
     except OSError:
-        return "unreadable"   # matches no entry
+        return "unreadable"  # matches no entry
 
-def remember(store: LintCache | None, f: DumpFile, todo: dict[str, list[Rule]], digest: str | None,
-              findings: list[Finding], diags: list[Diagnostic], graph: str | None = None) -> None:
+
+def remember(
+    store: LintCache | None,
+    f: DumpFile,
+    todo: dict[str, list[Rule]],
+    digest: str | None,
+    findings: list[Finding],
+    diags: list[Diagnostic],
+    graph: str | None = None,
+) -> None:
     # bad input is never cached: a run on it writes nothing but what the user named
     if store is not None and digest is not None and not diags:
         store.remember_hash(f.path, digest)
-        store.put(cache_key(store, digest, f, todo[f.path]), (findings, diags), f.display, sample(f.path),
-                  graph)
+        store.put(cache_key(store, digest, f, todo[f.path]), (findings, diags), f.display, sample(f.path), graph)
+
 
 def read_dump(f: DumpFile):
     """Read one discovered dump whole (decompressed, or from standard input) for the commands that

@@ -1,4 +1,5 @@
 """Planning a lint: which stage files each rule reads, per compile of each save_graphs folder."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -33,7 +34,7 @@ def compiles(files: list[DumpFile]) -> list[list[DumpFile]]:
     seen: set[tuple] = set()
     last_index = -1
     for f in ordered:
-        stage = (f.stage.family, f.stage.label, f.stage.index)   # graph_build_0 and _1: one compile
+        stage = (f.stage.family, f.stage.label, f.stage.index)  # graph_build_0 and _1: one compile
         index = f.stage.index if f.stage.family == FRONTEND and f.stage.index is not None else None
         if not groups or stage in seen or (index is not None and index < last_index):
             groups.append([])
@@ -75,16 +76,22 @@ def plan(files: list[DumpFile], rules: list[Rule], all_stages: bool = False) -> 
 INCOMPLETE = (TRUNCATED, UNREADABLE)
 
 
-def fallback_plan(files: list[DumpFile], rules: list[Rule], done: dict[str, list[Rule]],
-                  incomplete: set[str], all_stages: bool = False) -> dict[str, list[Rule]]:
+def fallback_plan(
+    files: list[DumpFile],
+    rules: list[Rule],
+    done: dict[str, list[Rule]],
+    incomplete: set[str],
+    all_stages: bool = False,
+) -> dict[str, list[Rule]]:
     """For the rules whose chosen file was incomplete (truncated, unreadable), the next stage file
     that holds their evidence, as if the incomplete file were not there; runs not yet done only."""
     folder_files = [f for f in files if not f.explicit and f.path not in incomplete]
     todo = plan(folder_files, rules, all_stages)
     extra: dict[str, list[Rule]] = {}
     for path, path_rules in todo.items():
-        wanted = [r for r in path_rules if r not in done.get(path, [])
-                  and any(r in done.get(p, []) for p in incomplete)]
+        wanted = [
+            r for r in path_rules if r not in done.get(path, []) and any(r in done.get(p, []) for p in incomplete)
+        ]
         if wanted:
             extra[path] = wanted
     return extra

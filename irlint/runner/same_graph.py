@@ -2,6 +2,7 @@
 read (``dedup`` gives its result to the others): files of the same bytes first (compared a piece at a time, or
 by their stored sha256 with a cache), then the graph hash of each new content with the process-specific values
 masked (``dedup.graph_hash``)."""
+
 from __future__ import annotations
 
 import threading
@@ -12,10 +13,10 @@ from typing import TYPE_CHECKING
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..rule import Rule, _builtin_package
 from .cache import LintCache
-from .hashes import content_hash
 from .discover import DumpFile
-from .streams import is_buffered, open_dump
+from .hashes import content_hash
 from .lint_file import cache_key, path_free, sample
+from .streams import is_buffered, open_dump
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -25,10 +26,16 @@ if TYPE_CHECKING:
 POOL_HASH_MIN_BYTES = 64 * 1024 * 1024
 
 
-def classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
-             store: LintCache | None, results: dict, rep_of: dict[int, int], digests: dict | None = None,
-             pool: ProcessPoolExecutor | None = None, graph_at: dict[int, str] | None = None
-             ) -> Iterator[tuple[int, DumpFile, str | None]]:
+def classes(
+    misses: list[tuple[int, DumpFile, str | None]],
+    todo: dict[str, list[Rule]],
+    store: LintCache | None,
+    results: dict,
+    rep_of: dict[int, int],
+    digests: dict | None = None,
+    pool: ProcessPoolExecutor | None = None,
+    graph_at: dict[int, str] | None = None,
+) -> Iterator[tuple[int, DumpFile, str | None]]:
     """The files to read, one per class of the same graph and the same rules (hashed by ``pool``
     when given). Files of the same bytes are found first (``_same_bytes``), and each new content
     is hashed with the process-specific values masked. Every other member of a class goes to
@@ -36,7 +43,7 @@ def classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list
     stage_free = _stage_free(todo)
     own = {path for path, rules in todo.items() if not all(path_free(r) for r in rules)}
     for m in misses:
-        if is_buffered(m[1].path) or m[1].path in own:   # read here, or a rule that reads the path
+        if is_buffered(m[1].path) or m[1].path in own:  # read here, or a rule that reads the path
             yield m
     hashed = [m for m in misses if not is_buffered(m[1].path) and m[1].path not in own]
     order, graph_of = _same_bytes(hashed, todo, store, results, digests, pool)
@@ -56,40 +63,51 @@ def classes(misses: list[tuple[int, DumpFile, str | None]], todo: dict[str, list
             yield i, f, digest
 
 
-def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, list[Rule]],
-                store: LintCache | None, results: dict, digests: dict | None,
-                pool: ProcessPoolExecutor | None) -> tuple[list[tuple], dict]:
+def _same_bytes(
+    hashed: list[tuple[int, DumpFile, str | None]],
+    todo: dict[str, list[Rule]],
+    store: LintCache | None,
+    results: dict,
+    digests: dict | None,
+    pool: ProcessPoolExecutor | None,
+) -> tuple[list[tuple], dict]:
     """(index, file, content hash, content) of each file still to check, and content -> its masked
     hash (None when it cannot be read). With a cache, a file's content is its stored sha256, the
     key the cache finds results by (into ``digests``; a file found in the cache that way is
     answered there, ``results``). Without one, no file needs that hash: a file whose size (and
     compression) no other shares is a content of its own, and the others are compared with the
     first of their size (``same_or_hashed``)."""
+
     def mapper(fn, *args):
         return pool.map(fn, *args, chunksize=max(1, min(32, len(args[0]) // 64))) if pool else map(fn, *args)
 
     def masked(files: dict) -> Iterator[tuple]:
         """(content, masked hash) for each content -> file of ``files`` (a pool starts at once)."""
-        return zip(files, mapper(graph_hash_of, [f.path for f in files.values()],
-                                 [f.compression for f in files.values()]))
+        return zip(
+            files, mapper(graph_hash_of, [f.path for f in files.values()], [f.compression for f in files.values()])
+        )
 
     order: list[tuple] = []
-    new: dict = {}   # content -> its first file
+    new: dict = {}  # content -> its first file
     if store is None:
         groups: dict[tuple, list[tuple[int, DumpFile]]] = defaultdict(list)
         for i, f, _ in hashed:
             groups[(f.size, f.compression)].append((i, f))
         # the files of a size after its first, a few at a time: each is compared with the first
-        runs = [(group[0], group[k:k + COMPARE_RUN]) for group in groups.values()
-                for k in range(1, len(group), COMPARE_RUN)]
-        same = mapper(same_or_hashed, [first.path for (_, first), _ in runs],
-                      [[f.path for _, f in run] for _, run in runs])
+        runs = [
+            (group[0], group[k : k + COMPARE_RUN])
+            for group in groups.values()
+            for k in range(1, len(group), COMPARE_RUN)
+        ]
+        same = mapper(
+            same_or_hashed, [first.path for (_, first), _ in runs], [[f.path for _, f in run] for _, run in runs]
+        )
         for group in groups.values():
             new[group[0][0]] = group[0][1]
         # the masked hashes of the firsts are computed while the other files are compared
         masked_new = masked(new)
         content_of = {i: i for i in new}
-        stored: dict[str, int] = {}   # sha256 -> the first file that has it
+        stored: dict[str, int] = {}  # sha256 -> the first file that has it
         more: dict = {}
         for ((first, _), run), got in zip(runs, same):
             for (i, f), answer in zip(run, got):
@@ -112,7 +130,7 @@ def _same_bytes(hashed: list[tuple[int, DumpFile, str | None]], todo: dict[str, 
             digests[i] = digest
         if fresh:
             hit = store.get(cache_key(store, digest, f, todo[f.path]), f.display, sample(f.path))
-            if hit is not None:   # the same bytes under a new stat (a copy, a touch)
+            if hit is not None:  # the same bytes under a new stat (a copy, a touch)
                 results[i] = hit
                 store.remember_hash(f.path, digest)
                 continue
@@ -143,7 +161,7 @@ def same_or_hashed(first: str, paths: list[str]) -> list[bool | str | None]:
                 if _equal_files(first, path, *buffers):
                     answers.append(True)
                     continue
-            except OSError:   # either file: this one is hashed on its own
+            except OSError:  # either file: this one is hashed on its own
                 pass
             differ += 1
         answers.append(stored_hash(path))
@@ -195,6 +213,7 @@ def same_graphs(files: list[DumpFile], todo: dict[str, list[Rule]]) -> dict[str,
         pass
     return {chosen[i].path: chosen[rep].path for i, rep in rep_of.items()}
 
+
 def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
     """Per path: whether its rules read the file's stage only to label findings, which
     ``dedup.as_member`` relabels. True of the built-in rules; a plugin may read ``ir.stage``, so
@@ -203,8 +222,15 @@ def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
     return {path: all(type(r).__module__.startswith(package) for r in rules) for path, rules in todo.items()}
 
 
-def cached_classes(files: list[DumpFile], todo: dict[str, list[Rule]], store: LintCache, results: dict,
-                    digests: dict, graph_at: dict[int, str], rep_of: dict[int, int]) -> dict[int, int]:
+def cached_classes(
+    files: list[DumpFile],
+    todo: dict[str, list[Rule]],
+    store: LintCache,
+    results: dict,
+    digests: dict,
+    graph_at: dict[int, str],
+    rep_of: dict[int, int],
+) -> dict[int, int]:
     """A file answered by the cache -> the file of this run it shares its graph with (by the graph
     hash stored with its entry), as a run that read them would have found: the file read for its
     class, else the first of the class."""
@@ -215,7 +241,7 @@ def cached_classes(files: list[DumpFile], todo: dict[str, list[Rule]], store: Li
         return graph, tuple(id(r) for r in todo[f.path]), "" if stage_free[f.path] else f.stage.label
 
     first: dict[tuple, int] = {}
-    for i, graph in graph_at.items():   # files read (or given a read file's result) in this run
+    for i, graph in graph_at.items():  # files read (or given a read file's result) in this run
         if i not in rep_of:
             first.setdefault(class_key(i, graph), i)
     out: dict[int, int] = {}

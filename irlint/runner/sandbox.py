@@ -1,6 +1,7 @@
 """The rule sandbox: one rule on one model, under a time limit; a plugin's rule in a forked process of its own
 (its own process group, its output kept out of the report), so that one that hangs, raises or ends its process
 becomes a diagnostic and the other rules still run. Also the signals of a worker process."""
+
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ class RuleTimeout(BaseException):
     """A rule ran past ``rule-timeout`` on one file (a BaseException: a rule's ``except Exception``
     cannot swallow it)."""
 
+
 def run_rule(rule: Rule, ir, display: str, diagnostics: list[Diagnostic], timeout: float) -> list[Finding]:
     """What one rule found; a rule that raises, exits, hangs past ``timeout`` seconds or yields
     something other than a Finding becomes an IR011 diagnostic, and the other rules still run.
@@ -30,8 +32,9 @@ def run_rule(rule: Rule, ir, display: str, diagnostics: list[Diagnostic], timeou
     else:
         found, problem = _checked(rule, ir, timeout)
     if problem:
-        diagnostics.append(Diagnostic(display, 0, RULE_FAILED,
-                                      f"rule {rule.code} ({rule.name}) failed on this file: {problem}"))
+        diagnostics.append(
+            Diagnostic(display, 0, RULE_FAILED, f"rule {rule.code} ({rule.name}) failed on this file: {problem}")
+        )
     return found
 
 
@@ -62,20 +65,20 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
     import pickle
     import select
 
-    for stream in (sys.stdout, sys.stderr):   # or the child would print the parent's pending output again
+    for stream in (sys.stdout, sys.stderr):  # or the child would print the parent's pending output again
         try:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:   # the child: whatever happens, it never returns into the parent's code
+    if pid == 0:  # the child: whatever happens, it never returns into the parent's code
         try:
-            os.setpgid(0, 0)   # a group of its own: what the rule forks is ended with it
+            os.setpgid(0, 0)  # a group of its own: what the rule forks is ended with it
             os.close(read_end)
-            worker_signals()   # ends on SIGTERM and with its parent; Ctrl-C is the parent's
+            worker_signals()  # ends on SIGTERM and with its parent; Ctrl-C is the parent's
             try:
-                with plugin_output():   # never into the report (the child's standard output is the parent's)
+                with plugin_output():  # never into the report (the child's standard output is the parent's)
                     data = pickle.dumps(_checked(rule, ir, timeout))
             except BaseException as exc:  # noqa: BLE001 - unpicklable findings, RuleTimeout past the loop
                 data = pickle.dumps(([], f"{type(exc).__name__}: {exc}"))
@@ -84,7 +87,7 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
         finally:
             os._exit(0)
     try:
-        os.setpgid(pid, pid)   # (also here: the child may not have got to it yet)
+        os.setpgid(pid, pid)  # (also here: the child may not have got to it yet)
     except OSError:
         pass
     os.close(write_end)
@@ -104,15 +107,15 @@ def _checked_in_child(rule: Rule, ir, timeout: float) -> tuple[list[Finding], st
                 chunks.append(chunk)
         ended = not killed
     finally:
-        if not ended:   # past the deadline, or Ctrl-C / SIGTERM in the parent: the child goes too
+        if not ended:  # past the deadline, or Ctrl-C / SIGTERM in the parent: the child goes too
             _kill_group(pid)
         _, status = os.waitpid(pid, 0)
-        _kill_group(pid, reaped=True)   # and anything the rule forked that is still there
+        _kill_group(pid, reaped=True)  # and anything the rule forked that is still there
     if killed:
         return [], f"did not finish within {timeout:g} s (rule-timeout); its process was killed"
     try:
         found, problem = pickle.loads(b"".join(chunks))
-    except Exception:   # noqa: BLE001 - nothing, or part of a message: the process ended mid-rule
+    except Exception:  # noqa: BLE001 - nothing, or part of a message: the process ended mid-rule
         return [], f"its process ended before the rule finished ({_exit_status(status)})"
     return found, problem
 
@@ -123,7 +126,7 @@ def _kill_group(pid: int, reaped: bool = False) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        if not reaped:   # the child had not made its group yet
+        if not reaped:  # the child had not made its group yet
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -151,8 +154,9 @@ class _time_limit:
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.armed = (seconds > 0 and hasattr(signal, "setitimer")
-                      and threading.current_thread() is threading.main_thread())
+        self.armed = (
+            seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        )
 
     def __enter__(self):
         if self.armed:
@@ -169,6 +173,7 @@ class _time_limit:
 
 def _alarm(signum, frame):
     raise RuleTimeout()
+
 
 def worker_signals() -> None:
     # a forked worker inherits the CLI's handlers: it ends on SIGTERM, and leaves Ctrl-C to the parent,
@@ -191,5 +196,5 @@ def _end_with_parent() -> None:
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-    if os.getppid() == 1:   # the parent died before prctl took effect
+    if os.getppid() == 1:  # the parent died before prctl took effect
         os._exit(1)

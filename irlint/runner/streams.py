@@ -1,5 +1,6 @@
 """Opening dump files: plain, compressed (gzip, bzip2, xz, zstd; recognised by their magic bytes, whatever their
 name) or read once into a spool (standard input, a pipe); telling a dump from other content by its first bytes."""
+
 from __future__ import annotations
 
 import io
@@ -10,9 +11,11 @@ from typing import BinaryIO
 
 # How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or what opens
 # an analyze_fail.ir (2.0-2.2: a numbered note; 2.3 and later: a banner)
-DUMP_START = re.compile(rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info"
-                        rb"|# =+\r?\n# The following shows the (?:last analyze fail|IR when the function graphs)")
-HEAD_BYTES = 256   # an analyze_fail.ir of 2.3 and later opens with a rule of 97 "="
+DUMP_START = re.compile(
+    rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info"
+    rb"|# =+\r?\n# The following shows the (?:last analyze fail|IR when the function graphs)"
+)
+HEAD_BYTES = 256  # an analyze_fail.ir of 2.3 and later opens with a rule of 97 "="
 STDIN = "-"
 # Compressed dumps are recognised by their magic bytes, whatever their name.
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
@@ -54,8 +57,9 @@ class Spool:
             while block:
                 self.file.write(block)
                 if self.file.tell() > MAX_STREAM_BYTES:
-                    raise InputError(f"{what} holds more than {MAX_STREAM_BYTES >> 20:,} MiB: "
-                                     f"save it to a file and lint that file")
+                    raise InputError(
+                        f"{what} holds more than {MAX_STREAM_BYTES >> 20:,} MiB: save it to a file and lint that file"
+                    )
                 block = stream.read(SPOOL_BLOCK) if more else b""
         except BaseException:
             self.file.close()
@@ -112,11 +116,13 @@ def _zstd_module():
     """A zstd reader if one is installed (Python 3.14's compression.zstd, or the zstandard package)."""
     try:
         from compression import zstd  # type: ignore[import-not-found]
+
         return zstd
     except ImportError:
         pass
     try:
         import zstandard  # type: ignore[import-not-found]
+
         return zstandard
     except ImportError:
         return None
@@ -138,12 +144,15 @@ def open_dump(path: str, compression: str | None = None) -> BinaryIO:
     try:
         if compression == "gzip":
             import gzip
+
             inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif compression == "bzip2":
             import bz2
+
             inner = bz2.BZ2File(raw, mode="rb")  # type: ignore[assignment]
         elif compression == "xz":
             import lzma
+
             inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]
         else:
             module = _zstd_module()
@@ -151,7 +160,7 @@ def open_dump(path: str, compression: str | None = None) -> BinaryIO:
                 raise OSError(f"{compression}-compressed: no zstd reader is installed")
             if hasattr(module, "ZstdFile"):
                 inner = module.ZstdFile(raw, mode="rb")
-            else:   # the zstandard package: not seekable backwards, so read it whole
+            else:  # the zstandard package: not seekable backwards, so read it whole
                 inner = io.BytesIO(module.ZstdDecompressor().stream_reader(raw).read())
     except BaseException:
         raw.close()
@@ -170,8 +179,8 @@ class Decompressed(io.RawIOBase):
         self._inner, self._raw, self.compression = inner, raw, compression
         # read1: one decompression step, so what came before the damage is returned first
         self._read = getattr(inner, "read1", inner.read)
-        self.damage = ""      # kept for the report once met
-        self._ended = False   # until a seek: reading back before the damage still works
+        self.damage = ""  # kept for the report once met
+        self._ended = False  # until a seek: reading back before the damage still works
 
     def readable(self) -> bool:
         return True
@@ -224,8 +233,6 @@ def damage_of(stream) -> str:
     return getattr(raw, "damage", "")
 
 
-
-
 def forget_buffers() -> None:
     """A new run (the CLI called again in one process) reads its pipes anew."""
     for spool in buffers.values():
@@ -238,11 +245,11 @@ def read_stdin(stream: BinaryIO | None = None) -> None:
     looks at it."""
     if stream is None:
         stream = getattr(sys.stdin, "buffer", None)
-        if stream is None:   # `irlint - <&-`
+        if stream is None:  # `irlint - <&-`
             raise InputError("-: standard input is closed")
     try:
         buffers[STDIN] = Spool(stream, "-: standard input")
-    except (OSError, ValueError) as exc:   # not readable (opened for writing), closed
+    except (OSError, ValueError) as exc:  # not readable (opened for writing), closed
         raise InputError(f"-: cannot read standard input: {getattr(exc, 'strerror', None) or exc}") from None
 
 

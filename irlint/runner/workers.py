@@ -1,4 +1,5 @@
 """The worker pool: how many processes a run uses, starting them (forked, with the parser built) and ending them."""
+
 from __future__ import annotations
 
 import os
@@ -55,6 +56,7 @@ def start_pool(jobs: int, reads: bool = True) -> ProcessPoolExecutor:
     ctx = multiprocessing.get_context("fork") if sys.platform == "linux" and "fork" in methods else None
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=worker_signals)
 
+
 def picklable(value) -> bool:
     import pickle
 
@@ -63,6 +65,7 @@ def picklable(value) -> bool:
     except Exception:  # noqa: BLE001 - whatever pickling raises, the value cannot cross
         return False
     return True
+
 
 def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
     """End the workers. After an error, Ctrl-C or SIGTERM, they are killed rather than waited for:
@@ -75,6 +78,7 @@ def stop_pool(pool: ProcessPoolExecutor, wait: bool) -> None:
                 pass
     pool.shutdown(wait=True, cancel_futures=True)
 
+
 def result_of(job, f: DumpFile) -> tuple[str | None, list[Finding], list[Diagnostic]]:
     from concurrent.futures.process import BrokenProcessPool
 
@@ -82,5 +86,15 @@ def result_of(job, f: DumpFile) -> tuple[str | None, list[Finding], list[Diagnos
         return job.result()
     except BrokenProcessPool:
         # a worker was killed (out of memory, a signal): every file it had not finished is named
-        return None, [], [Diagnostic(f.display, 0, UNREADABLE,
-                                     "not checked: a worker process ended unexpectedly (out of memory? killed?)")]
+        return (
+            None,
+            [],
+            [
+                Diagnostic(
+                    f.display,
+                    0,
+                    UNREADABLE,
+                    "not checked: a worker process ended unexpectedly (out of memory? killed?)",
+                )
+            ],
+        )

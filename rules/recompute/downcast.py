@@ -1,12 +1,13 @@
 """RC003 recompute-downcast: a recomputed fp32 -> fp16/bf16 Cast keeps its fp32 input alive."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from irlint.accounts.stake import downcast_cost, stake, staked
 from irlint.model import IRFile
-from irlint.rule import related_node
 from irlint.read.values import TYPE_ID_NAMES
+from irlint.rule import related_node
 
 from . import examples as ex
 from .evidence import HIGH_PRECISION, LOW_PRECISION, RecomputeFacts
@@ -33,8 +34,8 @@ class Downcast(NamedTuple):
 
     src: str
     dst: str
-    source: int                  # the activation whose high-precision output the recompute keeps
-    blocking: tuple[int, ...]    # not recomputed yet: the layout ops whose recompute would apply it
+    source: int  # the activation whose high-precision output the recompute keeps
+    blocking: tuple[int, ...]  # not recomputed yet: the layout ops whose recompute would apply it
 
 
 def costly_downcast(ir: IRFile, facts: RecomputeFacts, k: int) -> Downcast | None:
@@ -105,23 +106,38 @@ class RecomputeDowncast(RecomputeRule):
                 sizes = f" ({in_t.nbytes} bytes instead of {out_t.nbytes})"
             keeps = f"its {down.src} input {ir.describe(down.source)} alive for backward{sizes}"
             if down.blocking:
-                message = (f"Cast {down.src} -> {down.dst} is tagged for recompute; it is not recomputed only "
-                           f"because non-recomputed {nodes_text(ir, list(down.blocking))} "
-                           f"{'keeps' if len(down.blocking) == 1 else 'keep'} its output for "
-                           f"backward: once they are recomputed, recomputing the down-cast keeps {keeps}, "
-                           f"which raises memory")
+                message = (
+                    f"Cast {down.src} -> {down.dst} is tagged for recompute; it is not recomputed only "
+                    f"because non-recomputed {nodes_text(ir, list(down.blocking))} "
+                    f"{'keeps' if len(down.blocking) == 1 else 'keep'} its output for "
+                    f"backward: once they are recomputed, recomputing the down-cast keeps {keeps}, "
+                    f"which raises memory"
+                )
             else:
-                message = (f"Cast {down.src} -> {down.dst} was recomputed: recomputing a down-cast keeps "
-                           f"{keeps}, which raises memory")
+                message = (
+                    f"Cast {down.src} -> {down.dst} was recomputed: recomputing a down-cast keeps "
+                    f"{keeps}, which raises memory"
+                )
             key, guessed = node_select_key(ir, k)
-            hint = ("Recompute the up-cast before the norm instead, or give the down-cast its own "
-                    "Cast primitive without the tag" + (f"; drop select_recompute key '{key}'" if key else "")
-                    + (GUESS_NOTE if guessed else "") + ".")
+            hint = (
+                "Recompute the up-cast before the norm instead, or give the down-cast its own "
+                "Cast primitive without the tag"
+                + (f"; drop select_recompute key '{key}'" if key else "")
+                + (GUESS_NOTE if guessed else "")
+                + "."
+            )
             related = [related_node(ir, down.source, f"{down.src} input kept for the recompute")]
             related += [related_node(ir, b, "not recomputed; holds the recompute back") for b in down.blocking]
             cause = f"recomputed {down.src}->{down.dst} down-cast keeps its {down.src} input"
-            finding = self.finding(ir, k, message, hint=hint, related=related,
-                                   cause=cause, fix=short_fix([key], "drop") if key else "recompute the up-cast instead",
-                                   identity=(d["op"], place_path(ir, k), down.src, down.dst),
-                                   extra={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)})
+            finding = self.finding(
+                ir,
+                k,
+                message,
+                hint=hint,
+                related=related,
+                cause=cause,
+                fix=short_fix([key], "drop") if key else "recompute the up-cast instead",
+                identity=(d["op"], place_path(ir, k), down.src, down.dst),
+                extra={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)},
+            )
             yield staked(finding, stake(ir, k, downcast_cost))

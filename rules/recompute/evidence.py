@@ -26,6 +26,7 @@ requests: a ``TupleGetItem`` inheriting its producer's tag, and ops computed fro
 in memory, and through which non-recomputed layout ops"; other modules (e.g. a memory model) call
 it without knowing the rules.
 """
+
 from __future__ import annotations
 
 import re
@@ -62,8 +63,9 @@ _NONE: dict = {}
 
 def _marked(attrs: dict | None) -> bool:
     """cnode_attrs the recompute pass writes on a node it decided on."""
-    return bool(attrs) and (attrs.get("recompute") is True or "recompute_id" in attrs
-                            or attrs.get("duplicated") is True)
+    return bool(attrs) and (
+        attrs.get("recompute") is True or "recompute_id" in attrs or attrs.get("duplicated") is True
+    )
 
 
 def is_inserted_slice(d: dict) -> bool:
@@ -78,7 +80,7 @@ def cell_path(scope: str) -> tuple[str, ...]:
     """Scope components without the ``recompute_`` prefix and the ``Op-opN`` suffix. A cell
     compiled as a function has an empty name (``recompute_/SiLU-op1`` gives ``("",)``)."""
     if scope.startswith(CELL_PREFIX):
-        scope = scope[len(CELL_PREFIX):]
+        scope = scope[len(CELL_PREFIX) :]
     parts = scope.split("/")
     if parts and _OP_SUFFIX.match(parts[-1]):
         parts = parts[:-1]
@@ -95,13 +97,14 @@ def cell_text(path: tuple[str, ...] | None, scope: str) -> str:
 class _Cell:
     """What a cell holds of the forward pass."""
 
-    unprefixed: bool = False   # holds a forward op without the recompute_ prefix
-    ops: int = 0               # forward compute ops (no bookkeeping, no copies)
+    unprefixed: bool = False  # holds a forward op without the recompute_ prefix
+    ops: int = 0  # forward compute ops (no bookkeeping, no copies)
 
 
 class KeptRead(NamedTuple):
     """A backward node that reads a forward output, and the non-recomputed layout and
     pass-through ops in between (empty when it reads it directly)."""
+
     reader: int
     chain: tuple[int, ...]
 
@@ -141,7 +144,8 @@ class RecomputeFacts:
         # the recompute_root passes and marks only what it copied): there the stage the file is
         # named after says it; in the other form the pass marks every node it decided on
         if not any(not self.is_backward(k) for k in marked) and not (
-                self.ir.stage.name in RECOMPUTE_STAGES and halves(self.ir)):
+            self.ir.stage.name in RECOMPUTE_STAGES and halves(self.ir)
+        ):
             return False
         # backward ops follow the forward ones in a dump: looked for from the end
         return any(self.is_backward(k) for k in reversed(nodes) if nodes[k]["kind"] == "cnode")
@@ -155,7 +159,7 @@ class RecomputeFacts:
             ir = self.ir
             cells = self._cell_index = {}
             ops = []
-            judged = set()   # the printed layers holding a recompute_ op: only there can an aliased op change a verdict
+            judged = set()  # the printed layers holding a recompute_ op: only there can an aliased op change a verdict
             for k in ir.cnodes():
                 d = ir[k]
                 if self.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
@@ -180,11 +184,17 @@ class RecomputeFacts:
         op (``need_cse_after_recompute`` under a ``recompute_`` scope); ``request`` is None for
         every other node. In the file's order."""
         if self._tagged is None:
-            self._tagged = [k for k, d in self.ir.nodes.items() if d["kind"] == "cnode" and (
-                (d.get("cnode_attrs") or _NONE).get("recompute") is not None
-                or (d.get("primitive_attrs") or _NONE).get("recompute") is True
-                or (d.get("cnode_attrs") or _NONE).get("need_cse_after_recompute") is True
-                and d.get("scope", "").startswith(CELL_PREFIX))]
+            self._tagged = [
+                k
+                for k, d in self.ir.nodes.items()
+                if d["kind"] == "cnode"
+                and (
+                    (d.get("cnode_attrs") or _NONE).get("recompute") is not None
+                    or (d.get("primitive_attrs") or _NONE).get("recompute") is True
+                    or (d.get("cnode_attrs") or _NONE).get("need_cse_after_recompute") is True
+                    and d.get("scope", "").startswith(CELL_PREFIX)
+                )
+            ]
         return self._tagged
 
     # --- requested / applied ---------------------------------------------------------------
@@ -209,7 +219,7 @@ class RecomputeFacts:
         if d["kind"] != "cnode" or self.is_backward(k) or self.ir.is_recompute_copy(k):
             return None
         if d["op"] in BOOKKEEPING_OPS:
-            return None   # not the user's request: a TupleGetItem inherits its producer's tag
+            return None  # not the user's request: a TupleGetItem inherits its producer's tag
         ca = d.get("cnode_attrs") or {}
         pa = d.get("primitive_attrs") or {}
         if ca.get("recompute") is False or self._uncopied_cell_op(k, ca, pa):
@@ -229,9 +239,14 @@ class RecomputeFacts:
         """lazy_inline's form of a recompute cell's op that got no copy (its output, or every op of
         a one-op cell): no ``recompute`` attribute in the forward half, only
         ``need_cse_after_recompute: Bool(1)`` and the ``recompute_`` scope prefix."""
-        return ("recompute" not in ca and ca.get("need_cse_after_recompute") is True and pa.get("recompute") is not True
-                and self.ir[k].get("scope", "").startswith(CELL_PREFIX) and self.ir[k].get("graph") in halves(self.ir)
-                and not self.applied(k))
+        return (
+            "recompute" not in ca
+            and ca.get("need_cse_after_recompute") is True
+            and pa.get("recompute") is not True
+            and self.ir[k].get("scope", "").startswith(CELL_PREFIX)
+            and self.ir[k].get("graph") in halves(self.ir)
+            and not self.applied(k)
+        )
 
     def weight_only(self, k: int) -> bool:
         """Computed from weights and constants only: under full recompute the weight-side ops
@@ -276,7 +291,7 @@ class RecomputeFacts:
     def backward_readers(self, k: int) -> list[KeptRead]:
         """Backward nodes that read ``k``'s output, directly or through non-recomputed layout
         and pass-through ops; the walk stops at a kept cell output (``is_kept_output``)."""
-        if k not in self._readers:   # rules and the bytes-at-stake of every layer peer ask again
+        if k not in self._readers:  # rules and the bytes-at-stake of every layer peer ask again
             self._readers[k] = self._walk_to_backward(k)
         return list(self._readers[k])
 
@@ -302,8 +317,12 @@ class RecomputeFacts:
                 elif self.is_backward(c) or ir.is_recompute_copy(c):
                     # a recomputed copy runs in backward too: what it reads is kept for it
                     out.append(KeptRead(c, chain))
-                elif ((d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or is_inserted_slice(d))
-                      and not self.applied(c) and not ir.is_recompute_copy(c) and not self.is_kept_output(c)):
+                elif (
+                    (d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or is_inserted_slice(d))
+                    and not self.applied(c)
+                    and not ir.is_recompute_copy(c)
+                    and not self.is_kept_output(c)
+                ):
                     if d["op"] in FIRST_INPUT_ONLY and ir.producers(c)[:1] != [node]:
                         continue  # ordering input of Depend / monad of Load: no data flows
                     stack.append((c, chain + (c,)))
@@ -312,8 +331,9 @@ class RecomputeFacts:
     def blocking_chain(self, reads: list[KeptRead]) -> list[int]:
         """The layout ops and inserted slices (not pass-through ops) in the chains of ``reads``, each once."""
         ir = self.ir
-        return list(dict.fromkeys(v for r in reads for v in r.chain
-                                  if ir[v]["op"] in LAYOUT_OPS or is_inserted_slice(ir[v])))
+        return list(
+            dict.fromkeys(v for r in reads for v in r.chain if ir[v]["op"] in LAYOUT_OPS or is_inserted_slice(ir[v]))
+        )
 
     def up_through_views(self, k: int) -> tuple[int | None, list[int]]:
         """The nearest producer of ``k`` (first inputs only) that is not a Reshape-like view or

@@ -63,7 +63,9 @@ subgraph @110_27_1_after_grad_211() {
 """
 
 # s7 22_environ_conv: the same tags before the recompute pass (no cnode_attrs decision yet).
-FFN_BEFORE_PASS = FFN_RESHAPE_BLOCKS.replace(" cnode_attrs: {recompute: Bool(1)}", " cnode_attrs: {checkpoint: Bool(1)}")
+FFN_BEFORE_PASS = FFN_RESHAPE_BLOCKS.replace(
+    " cnode_attrs: {recompute: Bool(1)}", " cnode_attrs: {checkpoint: Bool(1)}"
+)
 
 # s1 21_validate, 2-D FeedForward: SiLU and Mul carry recompute_id and have duplicated copies
 # (read by backward through a recompute_depend Depend), so the recompute took effect.
@@ -152,25 +154,36 @@ _NORM_FOOTER = """\
 """
 
 # llama-cast 21_validate, layer 1: the RMSNorm's fp32 -> fp16 rcast tagged for recompute.
-CAST_DOWN_TAGGED = _NORM_HEADER + """\
+CAST_DOWN_TAGGED = (
+    _NORM_HEADER
+    + """\
   %1(equiv_73_CNode_1201) = PrimFunc_Cast(%0, I64(42)) {instance name: rcast} primitive_attrs: {output_names: [output], input_names: [x, dst_type], recompute: Bool(1)} cnode_attrs: {recompute: Bool(1)} cnode_primal_attrs: {unique_id: "30700"}
       : (<Tensor[Float32], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float16], (1, 16, 64)>)
       # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/1-DecoderLayer/attention_norm-RMSNorm/Cast-op0)
   %2(equiv_72_CNode_1202) = PrimFunc_Reshape(%1, (I64(16), I64(64))) {instance name: reshape_flat} cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "30695"}
       : (<Tensor[Float16], (1, 16, 64)>, <Tuple[Int64*2], TupleShape(NoShape, NoShape)>) -> (<Tensor[Float16], (16, 64)>)
       # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/1-DecoderLayer/attention-Attention/wq-Linear/Reshape-op0)
-""" + _NORM_FOOTER
+"""
+    + _NORM_FOOTER
+)
 
 # The same place with an up-cast (fp16 -> fp32) tagged: recomputing it saves memory.
-CAST_UP_TAGGED = (CAST_DOWN_TAGGED
-                  .replace("%para1_inputs0: <Tensor[Float32]", "%para1_inputs0: <Tensor[Float16]")
-                  .replace("PrimFunc_Mul(%para1_inputs0, %para2_model.layers.1.attention_norm.weight) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: \"30712\"}\n      : (<Tensor[Float32]",
-                           "PrimFunc_Mul(%para1_inputs0, %para2_model.layers.1.attention_norm.weight) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: \"30712\"}\n      : (<Tensor[Float16]")
-                  .replace("-> (<Tensor[Float32], (1, 16, 64)>)\n      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/1-DecoderLayer/attention_norm-RMSNorm/Mul-op1)",
-                           "-> (<Tensor[Float16], (1, 16, 64)>)\n      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/1-DecoderLayer/attention_norm-RMSNorm/Mul-op1)")
-                  .replace("PrimFunc_Cast(%0, I64(42))", "PrimFunc_Cast(%0, I64(43))")
-                  .replace(": (<Tensor[Float32], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float16], (1, 16, 64)>)",
-                           ": (<Tensor[Float16], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float32], (1, 16, 64)>)"))
+CAST_UP_TAGGED = (
+    CAST_DOWN_TAGGED.replace("%para1_inputs0: <Tensor[Float32]", "%para1_inputs0: <Tensor[Float16]")
+    .replace(
+        'PrimFunc_Mul(%para1_inputs0, %para2_model.layers.1.attention_norm.weight) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "30712"}\n      : (<Tensor[Float32]',
+        'PrimFunc_Mul(%para1_inputs0, %para2_model.layers.1.attention_norm.weight) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {unique_id: "30712"}\n      : (<Tensor[Float16]',
+    )
+    .replace(
+        "-> (<Tensor[Float32], (1, 16, 64)>)\n      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/1-DecoderLayer/attention_norm-RMSNorm/Mul-op1)",
+        "-> (<Tensor[Float16], (1, 16, 64)>)\n      # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/1-DecoderLayer/attention_norm-RMSNorm/Mul-op1)",
+    )
+    .replace("PrimFunc_Cast(%0, I64(42))", "PrimFunc_Cast(%0, I64(43))")
+    .replace(
+        ": (<Tensor[Float32], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float16], (1, 16, 64)>)",
+        ": (<Tensor[Float16], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float32], (1, 16, 64)>)",
+    )
+)
 
 # s4 21_validate: the loss ReduceMean is tagged, but only the graph output reads it.
 LOSS_TAG_UNUSED = """\
@@ -261,7 +274,9 @@ subgraph @1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2
 # attn-transpose-onecell 21_validate, layer 0: the attention's second BatchMatMul is tagged
 # (bmm2.recompute()), the head-merge Transpose and wo's Reshape are not; backward reads the
 # Reshape, so no copy was made (RC001 naming both blocking ops).
-ATTN_TRANSPOSE_BLOCKS = _ATTN_HEADER + """\
+ATTN_TRANSPOSE_BLOCKS = (
+    _ATTN_HEADER
+    + """\
   %0(equiv_52_o) = PrimFunc_BatchMatMul(%para1_probs, %para2_v, Bool(0), Bool(0)) {instance name: bmm2} primitive_attrs: {recompute: Bool(1)} cnode_attrs: {recompute: Bool(1)} cnode_primal_attrs: {unique_id: "43270"}
       : (<Tensor[Float16], (1, 4, 16, 16)>, <Tensor[Float16], (1, 4, 16, 16)>, <Bool, NoShape>, <Bool, NoShape>) -> (<Tensor[Float16], (1, 4, 16, 16)>)
       # Fullname with scope: (Default/network-CausalLM/model-Model/layers-CellList/0-DecoderLayer/attention-Attention/BatchMatMul-op1)
@@ -282,11 +297,14 @@ ATTN_TRANSPOSE_BLOCKS = _ATTN_HEADER + """\
       # Fullname with scope: (Default/Return-op0)
 }
 """
+)
 
 # The same where backward no longer reads the Reshape (the wo gradient reads another tensor):
 # nothing keeps the BatchMatMul's output, so its tag costs nothing (RC004's case, not RC001's).
-ATTN_NOT_READ = ATTN_TRANSPOSE_BLOCKS.replace("  %3(CNode_2176) = PrimFunc_MatMul(%para3_dout, %2,",
-                                              "  %3(CNode_2176) = PrimFunc_MatMul(%para3_dout, %para3_dout,")
+ATTN_NOT_READ = ATTN_TRANSPOSE_BLOCKS.replace(
+    "  %3(CNode_2176) = PrimFunc_MatMul(%para3_dout, %2,",
+    "  %3(CNode_2176) = PrimFunc_MatMul(%para3_dout, %para3_dout,",
+)
 
 # attn-transpose-onecell 21_validate, layer 2: .recompute() on the one-op activation cell: the
 # SiLU is the cell's output (Bool(0)), never recomputed, and backward's Grad_Mul reads it.
@@ -325,7 +343,9 @@ subgraph @1729_292_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_2
 
 # s4 21_validate: the attention_norm down-cast was recomputed (recompute_id 2, duplicated copy
 # read by backward through a recompute_depend Depend), so its Float32 input %0 stays alive.
-CAST_DOWN_RECOMPUTED = _NORM_HEADER.replace("Total number of cnodes: 6", "Total number of cnodes: 7") + """\
+CAST_DOWN_RECOMPUTED = (
+    _NORM_HEADER.replace("Total number of cnodes: 6", "Total number of cnodes: 7")
+    + """\
   %1(equiv_14_CNode_234) = PrimFunc_Cast(%0, I64(42)) {instance name: cast} primitive_attrs: {output_names: [output], input_names: [x, dst_type], recompute: Bool(1)} cnode_attrs: {recompute_sub_graph: U64(1), recompute_id: I64(2), recompute: Bool(1)} cnode_primal_attrs: {unique_id: "8390"}
       : (<Tensor[Float32], (1, 16, 64)>, <Int64, NoShape>) -> (<Tensor[Float16], (1, 16, 64)>)
       # Fullname with scope: (Default/network-NormNet/attention_norm-LlamaRMSNorm/Cast-op1)
@@ -346,3 +366,4 @@ CAST_DOWN_RECOMPUTED = _NORM_HEADER.replace("Total number of cnodes: 6", "Total 
       # Fullname with scope: (Default/Return-op0)
 }
 """
+)

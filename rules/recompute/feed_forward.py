@@ -1,6 +1,7 @@
 """FeedForward ``w2(silu(w1(x)) * w3(x))`` found by structure, in the shapes real models compile
 to: separate or fused gate/up MatMuls, SiLU or its CPU expansion ``x * Sigmoid(x)``, model and
 backend Casts around the Linears."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -11,19 +12,20 @@ from .evidence import MATMUL_OPS, RecomputeFacts
 
 # One MatMul computing gate and up together (GLM's dense_h_to_4h, Megatron's linear_fc1) is split
 # afterwards; TupleGetItem picks a part of a Split's tuple.
-SPLIT_OPS = frozenset({"Split", "SplitWithSize", "SplitTensor", "StridedSlice", "Slice", "SliceExt",
-                       "Chunk", "TupleGetItem"})
+SPLIT_OPS = frozenset(
+    {"Split", "SplitWithSize", "SplitTensor", "StridedSlice", "Slice", "SliceExt", "Chunk", "TupleGetItem"}
+)
 
 
 class FeedForward(NamedTuple):
     """A gated feed-forward block: its MatMuls, SiLU and gate Mul."""
 
     gate_mul: int
-    silu: int           # SiLU, or the Mul of its CPU expansion x * Sigmoid(x)
+    silu: int  # SiLU, or the Mul of its CPU expansion x * Sigmoid(x)
     w1: int
-    w3: int             # the same node as w1 when gate and up are one fused MatMul
+    w3: int  # the same node as w1 when gate and up are one fused MatMul
     w2: list[int]
-    roles: dict[int, str]   # op between the MatMuls and SiLU/Mul -> "w1" | "w2" | "w3" (its Linear)
+    roles: dict[int, str]  # op between the MatMuls and SiLU/Mul -> "w1" | "w2" | "w3" (its Linear)
 
 
 def up_to_compute(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[int | None, list[int], bool]:
@@ -120,4 +122,3 @@ def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
             break
     ir.__dict__["_recompute_feed_forwards"] = out
     return out
-

@@ -4,6 +4,7 @@ FLOPs of the step (``irlint.accounts.compute``: matrix and element-wise ops, for
 the copies already made). Only those ops are priced, plus one pass over the file's computing ops
 for the step; the memory and compute accounts are not built, and a lint without a recompute finding
 does not load the compute module."""
+
 from __future__ import annotations
 
 from irlint.model import IRFile
@@ -20,7 +21,7 @@ def step_flops(ir: IRFile) -> int:
 
     found = ir.__dict__.get("_fix_cost_step_flops")
     if found is None:
-        ir.nodes_by_op()   # the op index the rules have built already
+        ir.nodes_by_op()  # the op index the rules have built already
         computing = [op for op in (ir._by_op or {}) if kind_of(op) is not None]
         found = sum(op_flops(ir, k) or 0 for k in ir.nodes_by_op(*computing))
         ir.__dict__["_fix_cost_step_flops"] = found
@@ -45,7 +46,7 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     """``extra["fix_cost"]`` of a recompute finding on ``k``: the FLOPs its fix re-spends per step
     (matrix and element-wise apart), the step's FLOPs and the share; None when no op's shape is
     known."""
-    from irlint.accounts.compute import kind_of, op_flops   # only where a finding needs it
+    from irlint.accounts.compute import kind_of, op_flops  # only where a finding needs it
 
     ops = recomputed_by_fix(ir, k, blocking, needs)
     matrix = elementwise = 0
@@ -54,8 +55,9 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     for v in ops:
         kind = kind_of(ir[v].get("op", ""))
         flops = op_flops(ir, v)
-        rows.append({"node": ir[v].get("id", ""), "op": ir[v].get("op", ""), "graph": ir[v].get("graph", ""),
-                     "flops": flops})
+        rows.append(
+            {"node": ir[v].get("id", ""), "op": ir[v].get("op", ""), "graph": ir[v].get("graph", ""), "flops": flops}
+        )
         if kind is None or flops is None:
             continue
         sized = True
@@ -67,8 +69,14 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
         return None
     step = step_flops(ir)
     total = matrix + elementwise
-    return {"flops": total, "matrix_flops": matrix, "elementwise_flops": elementwise, "step_flops": step,
-            "step_share": total / step if step else 0.0, "ops": rows}
+    return {
+        "flops": total,
+        "matrix_flops": matrix,
+        "elementwise_flops": elementwise,
+        "step_flops": step,
+        "step_share": total / step if step else 0.0,
+        "ops": rows,
+    }
 
 
 def share_text(part: int, whole: int) -> str:
@@ -91,6 +99,8 @@ def hint_text(cost: dict) -> str:
     if cost["elementwise_flops"]:
         parts.append(f"{human_flops(cost['elementwise_flops'])} element-wise, memory-bound")
     detail = f" ({', '.join(parts)})" if parts else ""
-    return (f"The fix re-spends {human_flops(cost['flops'])} per step{detail} on {len(cost['ops'])} recomputed "
-            f"op(s) of this layer, {share_text(cost['flops'], cost['step_flops'])} of the step's "
-            f"{human_flops(cost['step_flops'])} (irlint cost).")
+    return (
+        f"The fix re-spends {human_flops(cost['flops'])} per step{detail} on {len(cost['ops'])} recomputed "
+        f"op(s) of this layer, {share_text(cost['flops'], cost['step_flops'])} of the step's "
+        f"{human_flops(cost['step_flops'])} (irlint cost)."
+    )

@@ -2,13 +2,14 @@
 attribute its primitive is called through (from the source trace). Where the forward scope names no
 cell (lazy_inline's ``Default/SiLU-op0``), the cell path is the one ``irlint.model.layers`` recovers from
 the node's recomputed copy or gradient op."""
+
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
 
-from irlint.model.layers import _LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
 from irlint.model import IRFile
+from irlint.model.layers import _LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
 from irlint.model.source import own_trace, source_of
 
 from .evidence import RecomputeFacts, cell_path
@@ -32,7 +33,7 @@ def _key_cells(scope: str) -> list[str]:
     names = [p.split("-", 1)[0] for p in cell_path(scope) if "-" in p]
     numeric = [i for i, n in enumerate(names) if n.isdigit()]
     if numeric:
-        return names[numeric[-1] + 1:]
+        return names[numeric[-1] + 1 :]
     while len(names) > 1 and names[0] in WRAPPER_CELLS:
         names = names[1:]
     return names
@@ -111,9 +112,11 @@ def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     return found
 
 
-GUESS_NOTE = (" (no source trace names the primitive's cell attribute, so the key uses the printed "
-              "instance name, which MindSpore may have taken from a merged identical primitive; "
-              "check it against the cell's attribute)")
+GUESS_NOTE = (
+    " (no source trace names the primitive's cell attribute, so the key uses the printed "
+    "instance name, which MindSpore may have taken from a merged identical primitive; "
+    "check it against the cell's attribute)"
+)
 
 
 def yaml_snippet(keys: list[str]) -> str:
@@ -134,8 +137,11 @@ def tagged_keys(ir: IRFile) -> dict[tuple[tuple[str, ...], str], int]:
     if found is None:
         found = {}
         for k in ir.cnodes():
-            if (ir[k].get("primitive_attrs") or {}).get("recompute") is True and not ir.is_backward(k) \
-                    and not ir.is_recompute_copy(k):
+            if (
+                (ir[k].get("primitive_attrs") or {}).get("recompute") is True
+                and not ir.is_backward(k)
+                and not ir.is_recompute_copy(k)
+            ):
                 key, _ = node_select_key(ir, k)
                 if key is not None:
                     found.setdefault((Places.of(ir).layer(k)[0], key), k)
@@ -151,8 +157,14 @@ def tagged_with(ir: IRFile, layer: str, key: str | None) -> int | None:
         return None
     asked = ir.__dict__.setdefault("_recompute_tagged_with", {})
     if (layer, key) not in asked:
-        asked[layer, key] = next((k for k in _tagged_primitives(ir) if _may_have_key(ir, k, key)
-                                  and node_select_key(ir, k)[0] == key and Places.of(ir).layer(k)[0] == layer), None)
+        asked[layer, key] = next(
+            (
+                k
+                for k in _tagged_primitives(ir)
+                if _may_have_key(ir, k, key) and node_select_key(ir, k)[0] == key and Places.of(ir).layer(k)[0] == layer
+            ),
+            None,
+        )
     return asked[layer, key]
 
 
@@ -161,9 +173,12 @@ def _tagged_primitives(ir: IRFile) -> list[int]:
     found = ir.__dict__.get("_recompute_tagged_primitives")
     if found is None:
         found = ir.__dict__["_recompute_tagged_primitives"] = [
-            k for k in RecomputeFacts.of(ir).tagged()
-            if (ir[k].get("primitive_attrs") or {}).get("recompute") is True and not ir.is_backward(k)
-            and not ir.is_recompute_copy(k)]
+            k
+            for k in RecomputeFacts.of(ir).tagged()
+            if (ir[k].get("primitive_attrs") or {}).get("recompute") is True
+            and not ir.is_backward(k)
+            and not ir.is_recompute_copy(k)
+        ]
     return found
 
 
@@ -172,7 +187,7 @@ def _may_have_key(ir: IRFile, k: int, key: str) -> bool:
     starts = ir.__dict__.setdefault("_recompute_key_starts", {})
     if k not in starts:
         scope = ir[k].get("scope", "")
-        cells = _key_cells(scope) if names_cells(scope) else None   # None: its cells come from the graph
+        cells = _key_cells(scope) if names_cells(scope) else None  # None: its cells come from the graph
         starts[k] = None if cells is None else "\\.".join(map(_key_part, cells)) + "\\." if cells else ""
     start = starts[k]
     return start is None or bool(start) and key.startswith(start)
@@ -199,15 +214,17 @@ def folded_note(ir: IRFile, blocking: list[int]) -> str:
     notes = []
     for v in blocking:
         if (ir[v].get("primitive_attrs") or {}).get("recompute") is True or folded_caller_key(ir, v) is not None:
-            continue   # a folded Reshape's key is already the caller's (blocking_keys says so)
+            continue  # a folded Reshape's key is already the caller's (blocking_keys says so)
         key, _ = node_select_key(ir, v)
         other = tagged_with(ir, Places.of(ir).layer(v)[0], key)
         if other is not None:
             neighbour = _caller_key(ir, v)
-            notes.append(f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
-                         f"carries no tag: MindSpore folded it with a neighbouring untagged {ir[v]['op']} "
-                         f"and kept that one's primitive, so tag the neighbour's key as well"
-                         + (f" ('{neighbour}': the {ir[v]['op']} of the cell whose output it reads)" if neighbour else ""))
+            notes.append(
+                f"'{key}' is already set (it tags {ir.describe(other)}), yet {ir.describe(v)} "
+                f"carries no tag: MindSpore folded it with a neighbouring untagged {ir[v]['op']} "
+                f"and kept that one's primitive, so tag the neighbour's key as well"
+                + (f" ('{neighbour}': the {ir[v]['op']} of the cell whose output it reads)" if neighbour else "")
+            )
     return (" " + "; ".join(notes) + ".") if notes else ""
 
 
@@ -316,8 +333,8 @@ def weight_cell_key(ir: IRFile, v: int) -> str | None:
         if name is None:
             continue
         layer = _LAYER_IN_NAME.search(name)
-        below = name[layer.end():] if layer else name
-        parts = below.split(".")[:-1]   # drop "weight"
+        below = name[layer.end() :] if layer else name
+        parts = below.split(".")[:-1]  # drop "weight"
         if parts:
             cells.add(tuple(parts))
     if len(cells) != 1:
@@ -342,8 +359,8 @@ class KeyNeed(NamedTuple):
 
     node: int
     key: str | None
-    note: str          # empty for a plain key that tags exactly the blocking op
-    needed: bool       # False: the op carries the tag already, nothing to add
+    note: str  # empty for a plain key that tags exactly the blocking op
+    needed: bool  # False: the op carries the tag already, nothing to add
 
 
 def blocking_keys(ir: IRFile, blocking: list[int]) -> list[KeyNeed]:
@@ -363,20 +380,36 @@ def blocking_keys(ir: IRFile, blocking: list[int]) -> list[KeyNeed]:
         folded = folded_caller_key(ir, v)
         if folded is not None:
             own, _ = node_select_key(ir, v)
-            note = (f"{desc} is the calling cell's Reshape and the Linear's input Reshape folded into one, "
-                    f"which keeps the caller's primitive: '{folded}' tags it"
-                    + (f", '{own}' does not" if own and own != folded else ""))
+            note = (
+                f"{desc} is the calling cell's Reshape and the Linear's input Reshape folded into one, "
+                f"which keeps the caller's primitive: '{folded}' tags it"
+                + (f", '{own}' does not" if own and own != folded else "")
+            )
             out.append(KeyNeed(v, folded, note + _also_tags(ir, v, layer, folded), True))
             continue
         key, guessed = node_select_key(ir, v)
         if key is None:
             key = weight_cell_key(ir, v)
             if key is not None:
-                out.append(KeyNeed(v, key, f"{desc}: its scope names no cell; '{key}' is built from the weight "
-                                           f"its Linear reads" + _also_tags(ir, v, layer, key), True))
+                out.append(
+                    KeyNeed(
+                        v,
+                        key,
+                        f"{desc}: its scope names no cell; '{key}' is built from the weight "
+                        f"its Linear reads" + _also_tags(ir, v, layer, key),
+                        True,
+                    )
+                )
                 continue
-            out.append(KeyNeed(v, None, f"no select_recompute key can be derived for {desc}: neither its "
-                                        f"scope nor the weights near it name its cell", True))
+            out.append(
+                KeyNeed(
+                    v,
+                    None,
+                    f"no select_recompute key can be derived for {desc}: neither its "
+                    f"scope nor the weights near it name its cell",
+                    True,
+                )
+            )
             continue
         note = _also_tags(ir, v, layer, key).removeprefix("; ")
         if guessed:
@@ -391,8 +424,10 @@ def keys_hint(needs: list[KeyNeed]) -> str:
     keys = list(dict.fromkeys(n.key for n in needs if n.key and n.needed))
     text = ""
     if keys:
-        text = ("add " + ", ".join(f"'{k}'" for k in keys) + " to your select_recompute (keep your keys; "
-                "the fix plan of the run lists every key at once)")
+        text = (
+            "add " + ", ".join(f"'{k}'" for k in keys) + " to your select_recompute (keep your keys; "
+            "the fix plan of the run lists every key at once)"
+        )
     notes = [n.note for n in needs if n.note]
     if notes:
         text += ("; " if text else "") + "; ".join(notes)
@@ -418,8 +453,11 @@ def fix_extra(ir: IRFile, k: int, needs: list[KeyNeed]) -> dict:
     layer, the layers of the file (the pipeline stage's share), the ops no key can tag."""
     layer = Places.of(ir).layer(k)[0]
     out: dict = {"layer": int(layer) if layer.isdigit() else None, "stage_layers": file_layers(ir)}
-    unresolved = [{"node": ir[n.node].get("id", ""), "op": ir[n.node]["op"], "source": source_text(ir, n.node)}
-                  for n in needs if n.key is None and n.needed]
+    unresolved = [
+        {"node": ir[n.node].get("id", ""), "op": ir[n.node]["op"], "source": source_text(ir, n.node)}
+        for n in needs
+        if n.key is None and n.needed
+    ]
     if unresolved:
         out["no_key"] = unresolved
     return out

@@ -1,4 +1,5 @@
 """RC001 recompute-not-applied: asked to recompute, no copy, and backward keeps the output."""
+
 from __future__ import annotations
 
 from irlint.accounts.stake import stake, staked
@@ -10,8 +11,17 @@ from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .fix_cost import fix_cost, hint_text
 from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, keys_snippet, node_select_key
-from .report import (RecomputeRule, backward_text, freed_by_recompute, how, nodes_text, place_path, reader_note, short_fix,
-                     where)
+from .report import (
+    RecomputeRule,
+    backward_text,
+    freed_by_recompute,
+    how,
+    nodes_text,
+    place_path,
+    reader_note,
+    short_fix,
+    where,
+)
 from .reshape_blocks import blocked_silu_muls
 
 
@@ -74,8 +84,14 @@ class RecomputeNotApplied(RecomputeRule):
     severity = "warning"
     summary = "An op asked to recompute has no recomputed copy, and backward still keeps its output"
     INVALID = [ex.ATTN_TRANSPOSE_BLOCKS, ex.ONE_OP_CELL]
-    VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED, ex.LOSS_TAG_UNUSED, ex.LOSS_CELL_OUTPUT,
-             ex.FFN_RESHAPE_BLOCKS, ex.ATTN_NOT_READ]
+    VALID = [
+        ex.FFN_BEFORE_PASS,
+        ex.FFN_2D_APPLIED,
+        ex.LOSS_TAG_UNUSED,
+        ex.LOSS_CELL_OUTPUT,
+        ex.FFN_RESHAPE_BLOCKS,
+        ex.ATTN_NOT_READ,
+    ]
 
     def check_decided(self, ir: IRFile, facts: RecomputeFacts):
         left_to_rc002 = {b.node for b in blocked_silu_muls(ir, facts)}
@@ -94,14 +110,19 @@ class RecomputeNotApplied(RecomputeRule):
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
             cell = cell_text(facts.recompute_cell(k), d.get("scope", ""))
-            cause = (f"it is the only op of its recompute cell {cell}, and a cell's output is never "
-                     f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it")
+            cause = (
+                f"it is the only op of its recompute cell {cell}, and a cell's output is never "
+                f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it"
+            )
             key, guessed = node_select_key(ir, k)
             short = "a one-op cell's output is never recomputed"
             fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
-            hint = ("Name the primitive inside the cell, not the cell: "
-                    + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
-                    + (GUESS_NOTE if guessed else "") + ".")
+            hint = (
+                "Name the primitive inside the cell, not the cell: "
+                + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
+                + (GUESS_NOTE if guessed else "")
+                + "."
+            )
             needed = {"select_recompute": [key], **fix_extra(ir, k, [])} if key else {}
             priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
@@ -121,9 +142,11 @@ class RecomputeNotApplied(RecomputeRule):
             priced = fix_cost(ir, k, blocking or chain, needs)
             hint += folded_note(ir, blocking)
             if slices:
-                hint += (f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
-                         f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
-                         f"of the op it feeds, whose key recomputes it too.")
+                hint += (
+                    f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
+                    f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
+                    f"of the op it feeds, whose key recomputes it too."
+                )
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             short, fix = "no recomputed copy, backward keeps it", "see the compile log"
@@ -132,16 +155,28 @@ class RecomputeNotApplied(RecomputeRule):
         if priced is not None:
             needed["fix_cost"] = priced
             hint += " " + hint_text(priced)
-        message = (f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
-                   f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory")
+        message = (
+            f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
+            f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory"
+        )
         direct = {r.reader for r in readers if not r.chain}
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in chain]
-        related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader" + (" (direct)" if r.reader in direct else "")))
-                    for r in readers]
-        finding = self.finding(ir, k, message, hint=hint, related=related,
-                               identity=(d["op"], place_path(ir, k)),
-                               extra={"request": req, "impact": "memory",
-                                      "blocking": [ir[v].get("id", "") for v in blocking], **needed},
-                               cause=short, fix=fix,
-                               snippet=keys_snippet(needed["select_recompute"]) if needed.get("select_recompute") else "")
+        related += [
+            related_node(
+                ir, r.reader, reader_note(ir, r.reader, "backward reader" + (" (direct)" if r.reader in direct else ""))
+            )
+            for r in readers
+        ]
+        finding = self.finding(
+            ir,
+            k,
+            message,
+            hint=hint,
+            related=related,
+            identity=(d["op"], place_path(ir, k)),
+            extra={"request": req, "impact": "memory", "blocking": [ir[v].get("id", "") for v in blocking], **needed},
+            cause=short,
+            fix=fix,
+            snippet=keys_snippet(needed["select_recompute"]) if needed.get("select_recompute") else "",
+        )
         return staked(finding, stake(ir, k, freed_by_recompute))

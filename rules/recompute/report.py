@@ -1,9 +1,10 @@
 """The base of the recompute rules and how their findings name requests and backward readers."""
+
 from __future__ import annotations
 
-from irlint.model.layers import Places, model_path
 from irlint.accounts.memory import bytes_at_stake
 from irlint.model import IRFile
+from irlint.model.layers import Places, model_path
 from irlint.rule import Rule
 
 from .evidence import RECOMPUTE_STAGES, RecomputeFacts, cell_path
@@ -51,9 +52,11 @@ def short_fix(keys: list[str], verb: str = "add") -> str:
 
 
 def how(request: str) -> str:
-    return {"select": "recompute: Bool(1) on its primitive",
-            "cell": "Cell.recompute() on its cell, scope prefix recompute_",
-            "one-op-cell": "Cell.recompute() or a select_recompute key on the one-op cell it is the output of"}[request]
+    return {
+        "select": "recompute: Bool(1) on its primitive",
+        "cell": "Cell.recompute() on its cell, scope prefix recompute_",
+        "one-op-cell": "Cell.recompute() or a select_recompute key on the one-op cell it is the output of",
+    }[request]
 
 
 def backward_text(ir: IRFile, r: int) -> str:

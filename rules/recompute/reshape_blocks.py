@@ -1,5 +1,6 @@
 """RC002 reshape-blocks-silu-mul-recompute: a FeedForward's SiLU/Mul recompute held back by a
 non-recomputed Reshape."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -13,18 +14,26 @@ from .evidence import KeptRead, RecomputeFacts
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
 from .keys import blocking_keys, fix_extra, folded_note, keys_hint, yaml_snippet
-from .report import (RecomputeRule, backward_text, freed_by_recompute, nodes_text, place_path, reader_note, short_fix,
-                     where)
+from .report import (
+    RecomputeRule,
+    backward_text,
+    freed_by_recompute,
+    nodes_text,
+    place_path,
+    reader_note,
+    short_fix,
+    where,
+)
 
 
 class BlockedSiluMul(NamedTuple):
     """A SiLU or Mul tagged for recompute that layout ops between it and backward keep alive."""
 
-    node: int                   # the tagged SiLU or Mul
+    node: int  # the tagged SiLU or Mul
     request: str
     ffn: FeedForward
-    blocking: list[int]         # every non-recomputed layout op between it and backward
-    readers: list[KeptRead]     # the backward reads through them
+    blocking: list[int]  # every non-recomputed layout op between it and backward
+    readers: list[KeptRead]  # the backward reads through them
 
 
 def blocked_silu_muls(ir: IRFile, facts: RecomputeFacts) -> list[BlockedSiluMul]:
@@ -101,10 +110,12 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         needs = blocking_keys(ir, blocking)
         keys = [n.key for n in needs if n.key and n.needed]
         reader_text = ", ".join(backward_text(ir, r.reader) for r in b.readers)
-        message = (f"{d['op']}{where(ir, k)} is tagged for recompute but not recomputed: {nodes_text(ir, blocking)} on the "
-                   f"FeedForward path {'is' if len(blocking) == 1 else 'are'} not recomputed and "
-                   f"{reader_text} reads the tensor through {'it' if len(blocking) == 1 else 'them'}, "
-                   f"so the activation is kept and the {d['op']} recompute saves nothing")
+        message = (
+            f"{d['op']}{where(ir, k)} is tagged for recompute but not recomputed: {nodes_text(ir, blocking)} on the "
+            f"FeedForward path {'is' if len(blocking) == 1 else 'are'} not recomputed and "
+            f"{reader_text} reads the tensor through {'it' if len(blocking) == 1 else 'them'}, "
+            f"so the activation is kept and the {d['op']} recompute saves nothing"
+        )
         hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
         hint += folded_note(ir, blocking).rstrip(".")
         if keys:
@@ -112,18 +123,34 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         priced = fix_cost(ir, k, blocking, needs)
         if priced is not None:
             hint += ("\n" if keys else ". ") + hint_text(priced)
-        related = [related_node(ir, v, f"blocking {ir[v]['op']} ({ffn.roles.get(v, 'w1')}), not recomputed")
-                   for v in blocking]
+        related = [
+            related_node(ir, v, f"blocking {ir[v]['op']} ({ffn.roles.get(v, 'w1')}), not recomputed") for v in blocking
+        ]
         related += [related_node(ir, ffn.w1, "MatMul w1" if ffn.w1 != ffn.w3 else "MatMul w1+w3 (fused)")]
         related += [related_node(ir, ffn.w3, "MatMul w3")] if ffn.w3 != ffn.w1 else []
         related += [related_node(ir, w, "MatMul w2") for w in ffn.w2]
-        related += [related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader of the saved tensor"))
-                    for r in b.readers]
+        related += [
+            related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader of the saved tensor"))
+            for r in b.readers
+        ]
         identity = (d["op"], place_path(ir, k), tuple(place_path(ir, v) for v in blocking))
         held = ", ".join(dict.fromkeys(f"{ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
         cause = f"saves nothing, {held} not recomputed"
-        finding = self.finding(ir, k, message, hint=hint, related=related, identity=identity,
-                               extra={"request": b.request, "select_recompute": keys, **fix_extra(ir, k, needs),
-                                      **({"fix_cost": priced} if priced is not None else {})},
-                               cause=cause, fix=short_fix(keys), snippet=yaml_snippet(keys) if keys else "")
+        finding = self.finding(
+            ir,
+            k,
+            message,
+            hint=hint,
+            related=related,
+            identity=identity,
+            extra={
+                "request": b.request,
+                "select_recompute": keys,
+                **fix_extra(ir, k, needs),
+                **({"fix_cost": priced} if priced is not None else {}),
+            },
+            cause=cause,
+            fix=short_fix(keys),
+            snippet=yaml_snippet(keys) if keys else "",
+        )
         return staked(finding, stake(ir, k, freed_by_recompute))

@@ -1,4 +1,5 @@
 """RC004 recompute-tag-unused (info, off by default): a tag with no effect and no cost."""
+
 from __future__ import annotations
 
 from irlint.model import IRFile
@@ -42,8 +43,13 @@ class RecomputeTagUnused(RecomputeRule):
     default_enabled = False
     summary = "An op tagged for recompute has no copy because no backward op needs its output"
     INVALID = [ex.LOSS_TAG_UNUSED, ex.ATTN_NOT_READ]
-    VALID = [ex.LOSS_CELL_OUTPUT, ex.FFN_2D_APPLIED, ex.FFN_RESHAPE_BLOCKS, ex.FFN_BEFORE_PASS,
-             ex.ATTN_TRANSPOSE_BLOCKS]
+    VALID = [
+        ex.LOSS_CELL_OUTPUT,
+        ex.FFN_2D_APPLIED,
+        ex.FFN_RESHAPE_BLOCKS,
+        ex.FFN_BEFORE_PASS,
+        ex.ATTN_TRANSPOSE_BLOCKS,
+    ]
 
     def check_decided(self, ir: IRFile, facts: RecomputeFacts):
         for k, req in self.unapplied_requests(ir, facts):
@@ -56,15 +62,26 @@ class RecomputeTagUnused(RecomputeRule):
             d = ir[k]
             users = [c for c in ir.consumers(k) if ir[c]["kind"] in ("cnode", "return")]
             shown = ", ".join(f"{ir.describe(c)}" for c in users[:4]) or "none"
-            message = (f"{d['op']} is tagged for recompute ({how(req)}) but has no recomputed copy: "
-                       f"no backward node reads its output (consumers: {shown}; none in backward), "
-                       f"so the tag has no effect and no memory is at stake")
+            message = (
+                f"{d['op']} is tagged for recompute ({how(req)}) but has no recomputed copy: "
+                f"no backward node reads its output (consumers: {shown}; none in backward), "
+                f"so the tag has no effect and no memory is at stake"
+            )
             key, guessed = node_select_key(ir, k)
-            hint = "Remove the tag" + (f" (select_recompute key '{key}')" if key else "") + (GUESS_NOTE if guessed else "") + "."
-            yield self.finding(ir, k, message, hint=hint,
-                               related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
-                               identity=(d["op"], place_path(ir, k)),
-                               extra={"request": req, "impact": "none"},
-                               cause="tagged for recompute, no backward op reads it",
-                               fix=short_fix([key], "drop") if key else "remove the tag")
-
+            hint = (
+                "Remove the tag"
+                + (f" (select_recompute key '{key}')" if key else "")
+                + (GUESS_NOTE if guessed else "")
+                + "."
+            )
+            yield self.finding(
+                ir,
+                k,
+                message,
+                hint=hint,
+                related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
+                identity=(d["op"], place_path(ir, k)),
+                extra={"request": req, "impact": "none"},
+                cause="tagged for recompute, no backward op reads it",
+                fix=short_fix([key], "drop") if key else "remove the tag",
+            )

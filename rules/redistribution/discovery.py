@@ -1,6 +1,7 @@
 """Chain discovery: the connected run of ops tensor redistribution inserted between two compute ops
 (``collect_chain``), what it touches (weights, the backward pass, MoE experts) and its backward
 transpose (``backward_transpose``)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -9,10 +10,10 @@ from irlint.accounts.received import group_size, received_bytes
 from irlint.findings import Related
 from irlint.model import IRFile, primal_attr
 
-from .chain import CHAIN_OPS, Chain, MATMUL_OPS, QUIET_IN_RELATED, SCHEME_REDUCE_OPS, SLICE_OPS, WEIGHT_PATH_OPS, Waste
-from .wording import first_in, fmt, note, size, who
+from .chain import CHAIN_OPS, MATMUL_OPS, QUIET_IN_RELATED, SCHEME_REDUCE_OPS, SLICE_OPS, WEIGHT_PATH_OPS, Chain, Waste
 from .layouts import strategy
 from .steps import _shrunk_dims
+from .wording import first_in, fmt, note, size, who
 
 
 def splits_experts(ir: IRFile, key: int | None) -> bool:
@@ -22,7 +23,7 @@ def splits_experts(ir: IRFile, key: int | None) -> bool:
     strat = strategy(ir, key)
     if not (strat and len(strat) >= 2 and len(strat[1]) >= 3 and strat[1][0] > 1):
         return False
-    inputs = data_inputs(ir, key)   # attention's batched MatMuls split their batch dim on activations
+    inputs = data_inputs(ir, key)  # attention's batched MatMuls split their batch dim on activations
     return len(inputs) >= 2 and is_weight(ir, inputs[1])
 
 
@@ -48,11 +49,11 @@ def in_chain(ir: IRFile, key: int) -> bool:
     data = ir[key]
     if data["kind"] != "cnode" or data["op"] not in CHAIN_OPS or ir.is_backward(key):
         return False
-    if data["op"] in SCHEME_REDUCE_OPS:   # redistribution moves data, it never sums partial results
+    if data["op"] in SCHEME_REDUCE_OPS:  # redistribution moves data, it never sums partial results
         return False
-    if strategy(ir, key) is not None:   # an op of the model with its own shard strategy
+    if strategy(ir, key) is not None:  # an op of the model with its own shard strategy
         return False
-    if data["op"] == "MakeTuple":   # only the tuple a Concat reassembles
+    if data["op"] == "MakeTuple":  # only the tuple a Concat reassembles
         users = ir.consumers(key)
         return bool(users) and all(ir[u]["op"] == "Concat" for u in users)
     if data["op"] == "TupleGetItem":
@@ -103,14 +104,21 @@ def _hands_to_backward(ir: IRFile, user: int) -> bool:
     op = ir[user].get("op") if ir[user]["kind"] == "cnode" else ir[user]["kind"]
     if op in ("Partial", "return", "UpdateState"):
         return True
-    return op == "MakeTuple" and all(ir[u]["kind"] == "return" or ir[u].get("op") == "Partial"
-                                     for u in ir.consumers(user)) and bool(ir.consumers(user))
+    return (
+        op == "MakeTuple"
+        and all(ir[u]["kind"] == "return" or ir[u].get("op") == "Partial" for u in ir.consumers(user))
+        and bool(ir.consumers(user))
+    )
 
 
 def is_scheme_reduce(ir: IRFile, key: int) -> bool:
     data = ir[key]
-    return (data["kind"] == "cnode" and data["op"] in SCHEME_REDUCE_OPS and not ir.is_backward(key)
-            and strategy(ir, key) is None)
+    return (
+        data["kind"] == "cnode"
+        and data["op"] in SCHEME_REDUCE_OPS
+        and not ir.is_backward(key)
+        and strategy(ir, key) is None
+    )
 
 
 def data_inputs(ir: IRFile, key: int) -> list[int]:
@@ -162,7 +170,7 @@ def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
             path.append(node)
             node = ir.consumers(node)[0]
         if not in_chain(ir, node) or ir[node]["op"] not in SLICE_OPS:
-            return None     # someone reads the whole reduced tensor
+            return None  # someone reads the whole reduced tensor
         factor = 1
         for _, f in _shrunk_dims(ir, node):
             factor *= f
@@ -178,23 +186,36 @@ def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
         return None
     nodes.sort(key=lambda k: ir[k].get("line", 0))
     last = nodes[-1]
-    chain = Chain(nodes=nodes, producer=inputs[0], consumers=consumers, entry=first_in(ir, key),
-                  exit=ir[last].get("out_type"), moved=received_bytes(ir, key) or 0)
+    chain = Chain(
+        nodes=nodes,
+        producer=inputs[0],
+        consumers=consumers,
+        entry=first_in(ir, key),
+        exit=ir[last].get("out_type"),
+        moved=received_bytes(ir, key) or 0,
+    )
     scatter = (chain.entry.nbytes * (n - 1) // n) if chain.entry is not None and chain.entry.nbytes else None
     chain.kept_by_scheme = scatter or 0
-    chain.wastes.append(Waste("allreduce-then-slice", (key, last),
-                              f"every rank reduces the whole tensor and keeps 1/{kept} of it; a ReduceScatter "
-                              f"over the same {n} ranks would receive {size(scatter)} instead of "
-                              f"{size(chain.moved)}"))
+    chain.wastes.append(
+        Waste(
+            "allreduce-then-slice",
+            (key, last),
+            f"every rank reduces the whole tensor and keeps 1/{kept} of it; a ReduceScatter "
+            f"over the same {n} ranks would receive {size(scatter)} instead of "
+            f"{size(chain.moved)}",
+        )
+    )
     consumer, pos = consumers[0]
     producer = strategy_source(ir, inputs[0])
     c_strat = strategy(ir, consumer)
     wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
     if producer is not None and wants is not None and ir[producer]["op"] in MATMUL_OPS:
-        chain.hint = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}; "
-                      f"give {who(ir, producer)} (in_strategy {fmt(strategy(ir, producer))}) out_strategy "
-                      f"{fmt((wants,))}: MindSpore then reduces with one ReduceScatter into that layout, and the "
-                      f"AllReduce, the slice and their backward transpose go (the sequence-parallel form)")
+        chain.hint = (
+            f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}; "
+            f"give {who(ir, producer)} (in_strategy {fmt(strategy(ir, producer))}) out_strategy "
+            f"{fmt((wants,))}: MindSpore then reduces with one ReduceScatter into that layout, and the "
+            f"AllReduce, the slice and their backward transpose go (the sequence-parallel form)"
+        )
     return chain
 
 
@@ -221,8 +242,9 @@ def backward_index(ir: IRFile) -> dict[str, list[int]]:
     return index
 
 
-def backward_transpose(ir: IRFile, chain: Chain, index: dict[str, list[int]],
-                       nodes: list[int] | None = None) -> list[int]:
+def backward_transpose(
+    ir: IRFile, chain: Chain, index: dict[str, list[int]], nodes: list[int] | None = None
+) -> list[int]:
     """The backward ops MindSpore derived from the chain's ops (or from ``nodes`` of it: the
     gather's ReduceScatter, the slice's StridedSliceGrad, ...), in dump order; glue left out."""
     out = set()

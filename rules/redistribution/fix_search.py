@@ -1,5 +1,6 @@
 """The fix search: the one-op change of ``in_strategy`` that makes a producer and a consumer agree
 (``best_fix``), what it costs (``all_reduce_note``), and the hint that proposes it (``hint_for``)."""
+
 from __future__ import annotations
 
 from math import prod
@@ -7,8 +8,18 @@ from math import prod
 from irlint.model import IRFile, primal_attr
 
 from .chain import ELEMENTWISE_OPS, MATMUL_OPS
+from .layouts import (
+    _matmul_dims,
+    _matmul_strategy,
+    _perm,
+    compute_consumers,
+    compute_inputs,
+    devices,
+    output_layout,
+    strategy,
+    transposes,
+)
 from .wording import fmt, size, who
-from .layouts import _matmul_dims, _matmul_strategy, _perm, compute_consumers, compute_inputs, devices, output_layout, strategy, transposes
 
 
 def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple):
@@ -35,8 +46,8 @@ def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple):
         # batch dims are split alike on both operands
         nb = min(len(x), len(w)) - 2
         if nb > 0:
-            batch = x[len(x) - 2 - nb:-2] if pos == 0 else w[len(w) - 2 - nb:-2]
-            x[len(x) - 2 - nb:-2], w[len(w) - 2 - nb:-2] = batch, batch
+            batch = x[len(x) - 2 - nb : -2] if pos == 0 else w[len(w) - 2 - nb : -2]
+            x[len(x) - 2 - nb : -2], w[len(w) - 2 - nb : -2] = batch, batch
         new[0], new[1] = tuple(x), tuple(w)
     elif op in ELEMENTWISE_OPS:
         new = [tuple(layout) if len(s) == len(layout) else s for s in new]
@@ -91,6 +102,7 @@ def mismatches(ir: IRFile, keys: tuple[int, ...], changed: dict[int, tuple]) -> 
     """Layout disagreements on the edges of ``keys`` (into and out of each), with the strategies
     in ``changed`` replacing the dump's. Parameters and graph inputs take any layout; an edge
     across a rank-changing Reshape is not compared."""
+
     def out_layout(k):
         if k in changed:
             return _layout_under(ir, k, changed[k])
@@ -173,35 +185,50 @@ def all_reduce_note(ir: IRFile, key: int, new) -> str:
     local = tuple(d // n for d, n in zip(whole, batch + (rows, cols)))
     nbytes = out.nbytes // max(prod(out.shape), 1) * prod(local)
     ring = 2 * (k - 1) * nbytes // k
-    return (f"; its partial sums then take one AllReduce of the {out.dtype}{local} output over {k} ranks "
-            f"(ring: {size(ring)} per rank)")
+    return (
+        f"; its partial sums then take one AllReduce of the {out.dtype}{local} output over {k} ranks "
+        f"(ring: {size(ring)} per rank)"
+    )
 
 
 def hint_for(ir: IRFile, producer: int, consumer: int | None, pos: int, comparable: bool = True) -> str:
     p_strat = strategy(ir, producer)
     if consumer is None:
-        return (f"check the shard strategy of {who(ir, producer)} (in_strategy {fmt(p_strat)}) and of the ops "
-                "reading its output")
+        return (
+            f"check the shard strategy of {who(ir, producer)} (in_strategy {fmt(p_strat)}) and of the ops "
+            "reading its output"
+        )
     c_strat = strategy(ir, consumer)
     wants = tuple(c_strat[pos]) if c_strat and pos < len(c_strat) else None
     has = output_layout(ir, producer)
-    head = (f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}, but "
-            f"{who(ir, producer)} (in_strategy {fmt(p_strat)}) outputs layout {fmt(has)}")
+    head = (
+        f"{who(ir, consumer)} (in_strategy {fmt(c_strat)}) reads input {pos} as layout {fmt(wants)}, but "
+        f"{who(ir, producer)} (in_strategy {fmt(p_strat)}) outputs layout {fmt(has)}"
+    )
     if has is None or wants is None or not comparable:
         # a Reshape that changes the rank on the way: the two layouts are in different dims
         return head + "; make the two strategies agree on this tensor's layout"
     if has == wants:
-        return head + ("; the two strategies already agree, so the chain is pure overhead: look for what makes "
-                       "the framework see different layouts (a Reshape or out_strategy between them, or a "
-                       "different device matrix)")
+        return head + (
+            "; the two strategies already agree, so the chain is pure overhead: look for what makes "
+            "the framework see different layouts (a Reshape or out_strategy between them, or a "
+            "different device matrix)"
+        )
     fix = best_fix(ir, producer, consumer, pos)
     if fix is None:
-        return head + f"; give the consumer's input {pos} the layout {fmt(has)}, or change the producer's strategy " \
-                      f"so it outputs {fmt(wants)}"
+        return (
+            head + f"; give the consumer's input {pos} the layout {fmt(has)}, or change the producer's strategy "
+            f"so it outputs {fmt(wants)}"
+        )
     op, new, left = fix
     verb = f"outputs {fmt(wants)}" if op == producer else f"reads the tensor as produced ({fmt(has)})"
-    tail = (f"; set {who(ir, op)} to in_strategy {fmt(new)}: it then {verb}, and the chain and its backward "
-            f"transpose disappear")
-    tail += (", with every other neighbour of the two ops still in agreement" if left == 0 else
-             f"; {left} other layout change{'s' if left > 1 else ''} around the two ops would remain")
+    tail = (
+        f"; set {who(ir, op)} to in_strategy {fmt(new)}: it then {verb}, and the chain and its backward "
+        f"transpose disappear"
+    )
+    tail += (
+        ", with every other neighbour of the two ops still in agreement"
+        if left == 0
+        else f"; {left} other layout change{'s' if left > 1 else ''} around the two ops would remain"
+    )
     return head + tail + all_reduce_note(ir, op, new)

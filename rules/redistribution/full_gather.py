@@ -1,11 +1,12 @@
 """PC002 strategy-mismatch-full-gather: an activation gathered whole on every rank because a
 column-parallel MatMul sits next to another column-split layout (communication at an
 unreasonable place)."""
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from math import prod
-from collections.abc import Iterator
 from typing import Any
 
 from irlint.accounts.received import GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
@@ -14,16 +15,14 @@ from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule, strategy_snippet
 
-from .chain import Chain, MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS
-from .wording import as_int, fmt, note, short_who, size, who
-from .layouts import output_layout, strategy, transposes
-from .steps import axis_of, split_args, step_text, used_split_outputs
+from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain
+from .discovery import backward_index, backward_transpose, collect_chain, end_note, is_weight, touches_backward
 from .fix_search import all_reduce_note, row_parallel
-from .discovery import (backward_index, backward_transpose, collect_chain, end_note, is_weight,
-                        touches_backward)
-from .simulation import simulate
+from .layouts import output_layout, strategy, transposes
 from .redundant_chain import RedundantRedistributionChain
-
+from .simulation import simulate
+from .steps import axis_of, split_args, step_text, used_split_outputs
+from .wording import as_int, fmt, note, short_who, size, who
 
 
 @dataclass
@@ -32,8 +31,8 @@ class FullGather:
 
     chain: Chain
     factor: int
-    exit_dim: int | None          # the gathered dim of the tensor the consumer reads
-    entry_dim: int | None         # the same dim in the producer's output
+    exit_dim: int | None  # the gathered dim of the tensor the consumer reads
+    entry_dim: int | None  # the same dim in the producer's output
     backward: list[int] = field(default_factory=list)
 
 
@@ -89,7 +88,7 @@ class StrategyMismatchFullGather(Rule):
     severity = "info"
     summary = "A column-parallel MatMul makes the parallel pass gather a whole activation on every rank"
     stages = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
-    VALID = RedundantRedistributionChain.VALID   # w2 row-parallel after column-parallel w1: one AllReduce
+    VALID = RedundantRedistributionChain.VALID  # w2 row-parallel after column-parallel w1: one AllReduce
     INVALID = [
         # par-mismatch-ffn_col_col rank_0 21_validate, forward only (w3 and Mul left out): w1 and w2
         # both ((1, 1), (8, 1)), the hidden activation gathered whole before w2
@@ -195,45 +194,76 @@ subgraph @main() {
         runs = []
         for g in gathers:
             consumer = g.chain.consumers[0][0] if g.chain.consumers else None
-            steps = " -> ".join(step_text(ir, k, costs=True) for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
+            steps = " -> ".join(
+                step_text(ir, k, costs=True) for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED
+            )
             runs.append(f"{steps} between {who(ir, g.chain.producer)} and {who(ir, consumer)}")
         count = "the activation is" if len(gathers) == 1 else f"{len(gathers)} activations are"
-        message = (f"{count} gathered whole on every rank around column-parallel {who(ir, matmul)} "
-                   f"(in_strategy {fmt(strategy(ir, matmul))}): {'; '.join(runs)}. Every gathered element is used "
-                   f"(not a redundant chain), but {size(moved)} are received and {size(held)} of full activations "
-                   f"are held per rank")
+        message = (
+            f"{count} gathered whole on every rank around column-parallel {who(ir, matmul)} "
+            f"(in_strategy {fmt(strategy(ir, matmul))}): {'; '.join(runs)}. Every gathered element is used "
+            f"(not a redundant chain), but {size(moved)} are received and {size(held)} of full activations "
+            f"are held per rank"
+        )
         if moved_back:
             message += f"; the backward transpose receives {size(moved_back)} more"
         total = step_received_bytes(ir)
         message += f"; {share(moved + moved_back, total)} of the {size(total)} this step's collectives receive per rank"
-        hint = (f"make {who(ir, matmul)} row-parallel, in_strategy {fmt(new)}: it then reads the activation as "
-                f"produced and {'this gather goes' if len(gathers) == 1 else 'these gathers go'}, with "
-                f"{'its' if len(gathers) == 1 else 'their'} backward transpose"
-                + all_reduce_note(ir, matmul, new))
+        hint = (
+            f"make {who(ir, matmul)} row-parallel, in_strategy {fmt(new)}: it then reads the activation as "
+            f"produced and {'this gather goes' if len(gathers) == 1 else 'these gathers go'}, with "
+            f"{'its' if len(gathers) == 1 else 'their'} backward transpose" + all_reduce_note(ir, matmul, new)
+        )
         related = [end_note(ir, matmul, "column-parallel MatMul to change")]
         for g in gathers:
             if g.chain.producer != matmul:
                 related.append(end_note(ir, g.chain.producer, "producer"))
-            related += [note(ir, k, step_text(ir, k, costs=True)) for k in g.chain.nodes
-                        if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED]
+            related += [
+                note(ir, k, step_text(ir, k, costs=True))
+                for k in g.chain.nodes
+                if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED
+            ]
             related += [end_note(ir, c, f"consumer (input {p})") for c, p in g.chain.consumers if c != matmul]
             related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in g.backward]
-        identity = ("full-gather", scope_path(ir[matmul].get("scope", "")),
-                    tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
-                          for g in gathers))
+        identity = (
+            "full-gather",
+            scope_path(ir[matmul].get("scope", "")),
+            tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED) for g in gathers),
+        )
         # every gathered element is used: the bytes are the cost of the scheme, not waste
-        extra: dict[str, Any] = {"moved_bytes": moved, "backward_moved_bytes": moved_back, "gathered_bytes": held,
-                 "cost_kind": "received",
-                 "gathers": len(gathers), "matmul_strategy": fmt(strategy(ir, matmul)),
-                 "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new), **_source(ir, matmul)},
-                 "waste_bytes": moved + moved_back, "step_received_bytes": total,
-                 "waste": [waste_entry(ir, k, received_bytes(ir, k) or 0) for g in gathers
-                           for k in g.chain.nodes + g.backward if ir[k]["op"] in MOVING_OPS]}
-        found = self.finding(ir, anchor, message, hint=hint, related=related, identity=identity, extra=extra,
-                             cause=(f"column-parallel {short_who(ir, matmul)} has {len(gathers)} "
-                                    f"activation{'s' if len(gathers) != 1 else ''} gathered whole on every rank"),
-                             fix=f"row-parallel in_strategy {fmt(new)}", waste_kinds=["full-gather"],
-                             wasted=[WastedBytes(**w) for w in extra["waste"]])
+        extra: dict[str, Any] = {
+            "moved_bytes": moved,
+            "backward_moved_bytes": moved_back,
+            "gathered_bytes": held,
+            "cost_kind": "received",
+            "gathers": len(gathers),
+            "matmul_strategy": fmt(strategy(ir, matmul)),
+            "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new), **_source(ir, matmul)},
+            "waste_bytes": moved + moved_back,
+            "step_received_bytes": total,
+            "waste": [
+                waste_entry(ir, k, received_bytes(ir, k) or 0)
+                for g in gathers
+                for k in g.chain.nodes + g.backward
+                if ir[k]["op"] in MOVING_OPS
+            ],
+        }
+        found = self.finding(
+            ir,
+            anchor,
+            message,
+            hint=hint,
+            related=related,
+            identity=identity,
+            extra=extra,
+            cause=(
+                f"column-parallel {short_who(ir, matmul)} has {len(gathers)} "
+                f"activation{'s' if len(gathers) != 1 else ''} gathered whole on every rank"
+            ),
+            fix=f"row-parallel in_strategy {fmt(new)}",
+            waste_kinds=["full-gather"],
+            wasted=[WastedBytes(**w) for w in extra["waste"]],
+        )
         return found.with_(snippet=strategy_snippet(found.related, extra["fix"]))
 
 
@@ -254,7 +284,7 @@ def _full_gather(ir: IRFile, chain: Chain) -> FullGather | None:
         if op in GATHER_OPS:
             factor *= as_int((ir[key].get("primitive_attrs") or {}).get("rank_size")) or 1
         elif op not in ("Split", "Concat", "Reshape", "TupleGetItem", "MakeTuple"):
-            return None   # AlltoAll, ReduceScatter: another story
+            return None  # AlltoAll, ReduceScatter: another story
     if factor <= 1 or chain.entry.shape is None or chain.exit.shape is None:
         return None
     if prod(chain.exit.shape) != prod(chain.entry.shape) * factor:
@@ -296,7 +326,7 @@ def _dim_at(shape: tuple, before: int) -> int | None:
 def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple] | None:
     """The column-parallel MatMul whose row-parallel form removes the gather, and that form."""
     chain = gather.chain
-    for consumer, pos in chain.consumers:   # the consumer reads the gathered dim as its contracted dim
+    for consumer, pos in chain.consumers:  # the consumer reads the gathered dim as its contracted dim
         if ir[consumer]["op"] in MATMUL_OPS and pos in (0, 1) and gather.exit_dim is not None:
             ta, tb = transposes(ir, consumer)
             rank = len(chain.exit.shape)

@@ -4,6 +4,7 @@ Layout), and the compute ops on either side of the ops redistribution inserted.
 A layout is the tuple of shard counts per dim of one tensor, as a strategy entry prints it: ``(1, 8)``
 is a 2-D tensor whose columns are split 8 ways. A placement says, per dim, which device axes split
 it."""
+
 from __future__ import annotations
 
 from math import prod
@@ -20,9 +21,9 @@ def strategy(ir: IRFile, key: int | None):
     data = ir[key]
     attrs = data.get("primitive_attrs") or {}
     found = attrs.get("in_strategy") or attrs.get("strategy")
-    if found is None:   # 2.10 prints it a second time after cnode_primal_attrs
+    if found is None:  # 2.10 prints it a second time after cnode_primal_attrs
         found = (data.get("parallel_info") or {}).get("in_strategy")
-    if found is None:   # sharded with a Layout: the split counts of its placements
+    if found is None:  # sharded with a Layout: the split counts of its placements
         placed = _layout_placements(attrs.get("in_layout"))
         found = tuple(tuple(prod(size for size, _ in dim) for dim in inp) for inp in placed) if placed else None
     return found if _well_formed(found) else None
@@ -42,7 +43,7 @@ def placements(ir: IRFile, key: int | None) -> tuple | None:
     strat = strategy(ir, key)
     if strat is None:
         return None
-    return tuple(tuple(((n, prod(s[i + 1:])),) if n > 1 else () for i, n in enumerate(s)) for s in strat)
+    return tuple(tuple(((n, prod(s[i + 1 :])),) if n > 1 else () for i, n in enumerate(s)) for s in strat)
 
 
 def _layout_placements(value) -> tuple | None:
@@ -59,7 +60,7 @@ def _layout_placements(value) -> tuple | None:
             axes = entry if isinstance(entry, tuple) else (entry,)
             if not all(as_int(a) is not None and -1 <= a < n for a in axes):
                 return None
-            dims.append(tuple((dev[n - 1 - a], prod(dev[n - a:])) for a in axes if a >= 0 and dev[n - 1 - a] > 1))
+            dims.append(tuple((dev[n - 1 - a], prod(dev[n - a :])) for a in axes if a >= 0 and dev[n - 1 - a] > 1))
         out.append(tuple(dims))
     return tuple(out)
 
@@ -77,8 +78,9 @@ def layout_expression(ir: IRFile, key: int, pos: int = 0) -> str | None:
 
     def axis(a):
         return '"None"' if a == -1 else f'"{names[n - 1 - a]}"'
+
     dims = [f"({', '.join(axis(a) for a in e)})" if isinstance(e, tuple) else axis(e) for e in tmap]
-    return (f"layout({', '.join(dims)}) of Layout({fmt(dev)}, ({', '.join(f'{chr(34)}{x}{chr(34)}' for x in names)}))")
+    return f"layout({', '.join(dims)}) of Layout({fmt(dev)}, ({', '.join(f'{chr(34)}{x}{chr(34)}' for x in names)}))"
 
 
 def output_placement(ir: IRFile, key: int) -> tuple | None:
@@ -92,8 +94,8 @@ def output_placement(ir: IRFile, key: int) -> tuple | None:
 def _well_formed(strat) -> bool:
     """A tuple of per-input tuples of ints: anything else (a dump we have not seen) is no strategy."""
     return isinstance(strat, tuple) and all(
-        isinstance(s, tuple) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in s)
-        for s in strat)
+        isinstance(s, tuple) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in s) for s in strat
+    )
 
 
 def transposes(ir: IRFile, key: int) -> tuple[bool, bool]:
@@ -115,7 +117,7 @@ def _matmul_dims(strat, ta: bool, tb: bool) -> tuple[tuple, int, int, int]:
 def _matmul_strategy(batch: tuple, rows: int, k: int, cols: int, ta: bool, tb: bool, w_rank: int) -> tuple:
     x = batch + ((k, rows) if ta else (rows, k))
     w2 = (cols, k) if tb else (k, cols)
-    w = batch[len(batch) - (w_rank - 2):] + w2 if w_rank > 2 else w2
+    w = batch[len(batch) - (w_rank - 2) :] + w2 if w_rank > 2 else w2
     return (x, w)
 
 
@@ -200,8 +202,7 @@ def compute_inputs(ir: IRFile, key: int) -> list[tuple[int, int | None, bool]]:
             if not ins:
                 break
             node = ins[0]
-        out.append((pos, node if ir[node]["kind"] == "cnode" and strategy(ir, node) is not None else None,
-                    reshaped))
+        out.append((pos, node if ir[node]["kind"] == "cnode" and strategy(ir, node) is not None else None, reshaped))
     return out
 
 
@@ -230,8 +231,11 @@ def compute_consumers(ir: IRFile, key: int) -> list[tuple[int, int, bool]]:
 
 def _tuple_of_split(ir: IRFile, key: int) -> bool:
     """Glue of a redistribution Split/Concat, not a tuple the model builds."""
-    return any(ir[p].get("op") in ("Split", "TupleGetItem") or _inserted(ir, p) for p in ir.producers(key)
-               if ir[p]["kind"] == "cnode")
+    return any(
+        ir[p].get("op") in ("Split", "TupleGetItem") or _inserted(ir, p)
+        for p in ir.producers(key)
+        if ir[p]["kind"] == "cnode"
+    )
 
 
 def _changes_rank(ir: IRFile, key: int) -> bool:

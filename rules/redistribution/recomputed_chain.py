@@ -8,6 +8,7 @@ gradient MatMul), the recompute pass copies the whole chain into the backward ha
 (``duplicated: Bool(1)``; lazy_inline: in ◂ with the forward node's ``unique_id``). The copy reads a
 saved value through ``Depend {recompute_insert}`` and ends at a backward op with no strategy.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from .wording import size
 class Rerun:
     """The recomputed copies of one chain's moving ops and the keys that asked for them."""
 
-    copies: list[tuple[int, int]] = field(default_factory=list)   # (copy node, bytes it receives)
+    copies: list[tuple[int, int]] = field(default_factory=list)  # (copy node, bytes it receives)
     keys: list[str] = field(default_factory=list)
 
     @property
@@ -34,8 +35,7 @@ class Rerun:
         """``runs twice because of key K: +N KiB in backward`` (empty when nothing is re-run)."""
         if not self.copies:
             return ""
-        named = (f"key{'s' if len(self.keys) > 1 else ''} {', '.join(self.keys)}" if self.keys
-                 else "a recompute tag")
+        named = f"key{'s' if len(self.keys) > 1 else ''} {', '.join(self.keys)}" if self.keys else "a recompute tag"
         return f"{verb} twice because of {named}: +{size(self.bytes)} in backward"
 
 

@@ -1,21 +1,21 @@
 """Root causes of redistribution chains: one config choice that makes many chains, recognised from
 the layouts at the chain's two ends, so the chains it causes are reported once, under the cause."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from math import prod
 
 from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
 from irlint.findings import Finding, Related, WastedBytes, scope_path
 from irlint.model import IRFile
 
-from math import prod
-
-from .chain import Chain, ELEMENTWISE_OPS, MOVING_OPS
-from .wording import fmt, size, who
-from .layouts import devices, layout_expression, output_layout, placements, strategy
+from .chain import ELEMENTWISE_OPS, MOVING_OPS, Chain
 from .discovery import backward_index, backward_transpose
+from .layouts import devices, layout_expression, output_layout, placements, strategy
 from .recomputed_chain import Rerun, rerun_of
+from .wording import fmt, size, who
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class RootCause:
 
     kind: str
     key: tuple
-    text: str          # why the chains arise, in a sentence
+    text: str  # why the chains arise, in a sentence
     hint: str
     fix: dict
 
@@ -72,19 +72,30 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
     merged = per_replica * batch_split * local[1] * seq_split
     if merged % rows or merged // rows <= batch_split:
         return None
-    text = (f"MatMuls on 2-D (batch·sequence, hidden) rows split them in contiguous blocks, while the ops "
-            f"around them keep (batch, sequence, ...) and split both (e.g. {who(ir, flat)} and {who(ir, shaped)}, "
-            f"layout {fmt(layout)}); each data-parallel replica holds {per_replica} sequences, so one rank's "
-            f"(batch, sequence) block is not a contiguous run of the merged rows and no shard() can make it one "
-            f"(it would need an interleaved layout)")
-    hint = (f"one sequence per data-parallel replica: runner_config.batch_size: 1 (now {per_replica} per replica), "
-            f"keeping the global batch with runner_config.gradient_accumulation_steps or parallel_config."
-            f"micro_batch_num; then each rank's block of the merged rows is its (batch, sequence) block "
-            f"and these re-layouts disappear")
-    return RootCause("batch-merge", ("batch-merge", per_replica), text, hint,
-                     {"runner_config.batch_size": 1, "sequences_per_replica": per_replica,
-                      "keep_global_batch_with": ["runner_config.gradient_accumulation_steps",
-                                                 "parallel_config.micro_batch_num"]})
+    text = (
+        f"MatMuls on 2-D (batch·sequence, hidden) rows split them in contiguous blocks, while the ops "
+        f"around them keep (batch, sequence, ...) and split both (e.g. {who(ir, flat)} and {who(ir, shaped)}, "
+        f"layout {fmt(layout)}); each data-parallel replica holds {per_replica} sequences, so one rank's "
+        f"(batch, sequence) block is not a contiguous run of the merged rows and no shard() can make it one "
+        f"(it would need an interleaved layout)"
+    )
+    hint = (
+        f"one sequence per data-parallel replica: runner_config.batch_size: 1 (now {per_replica} per replica), "
+        f"keeping the global batch with runner_config.gradient_accumulation_steps or parallel_config."
+        f"micro_batch_num; then each rank's block of the merged rows is its (batch, sequence) block "
+        f"and these re-layouts disappear"
+    )
+    return RootCause(
+        "batch-merge",
+        ("batch-merge", per_replica),
+        text,
+        hint,
+        {
+            "runner_config.batch_size": 1,
+            "sequences_per_replica": per_replica,
+            "keep_global_batch_with": ["runner_config.gradient_accumulation_steps", "parallel_config.micro_batch_num"],
+        },
+    )
 
 
 def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
@@ -99,8 +110,12 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
         found = [f for _, f, _ in items]
         first = found[0]
         # the cause makes each chain whole: every collective of it, forward and backward, goes with it
-        moving = [k for _, _, chain in items for k in chain.nodes + backward_transpose(ir, chain, backward)
-                  if ir[k]["op"] in MOVING_OPS]
+        moving = [
+            k
+            for _, _, chain in items
+            for k in chain.nodes + backward_transpose(ir, chain, backward)
+            if ir[k]["op"] in MOVING_OPS
+        ]
         # and the copies recompute runs again in backward, because of a select key
         reruns = [rerun_of(ir, chain.nodes) for _, _, chain in items]
         moving += [c for r in reruns for c, _ in r.copies]
@@ -108,37 +123,68 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
         wasted = sum(w["bytes"] for w in waste)
         rerun = Rerun([c for r in reruns for c in r.copies], list(dict.fromkeys(k for r in reruns for k in r.keys)))
         kinds = sorted({(f.op, scope_path(f.scope).rsplit("/", 1)[0]) for f in found})
-        message = (f"{len(found)} redistribution chains have one root cause, {cause.kind}: {cause.text}; "
-                   f"together their collectives receive {size(wasted)} per step with the backward transposes"
-                   + (f" and the recomputed copies ({sum(bool(r.copies) for r in reruns)} of them "
-                         f"{rerun.text('run' if sum(bool(r.copies) for r in reruns) > 1 else 'runs')})"
-                      if rerun.copies else "") + ", "
-                   f"all of it gone with the cause "
-                   f"({share(wasted, total)} of the {size(total)} this step's collectives receive per rank)")
+        message = (
+            f"{len(found)} redistribution chains have one root cause, {cause.kind}: {cause.text}; "
+            f"together their collectives receive {size(wasted)} per step with the backward transposes"
+            + (
+                f" and the recomputed copies ({sum(bool(r.copies) for r in reruns)} of them "
+                f"{rerun.text('run' if sum(bool(r.copies) for r in reruns) > 1 else 'runs')})"
+                if rerun.copies
+                else ""
+            )
+            + ", "
+            f"all of it gone with the cause "
+            f"({share(wasted, total)} of the {size(total)} this step's collectives receive per rank)"
+        )
         related: list[Related] = []
         occurrences = []
         for i, f in enumerate(found, 1):
             head = f.message.split(" between ", 1)[0]
-            related.append(Related(file=f.file, line=f.line, node=f.node, op=f.op, scope=f.scope, graph=f.graph,
-                                   note=f"chain {i} of {len(found)}: {head}"))
+            related.append(
+                Related(
+                    file=f.file,
+                    line=f.line,
+                    node=f.node,
+                    op=f.op,
+                    scope=f.scope,
+                    graph=f.graph,
+                    note=f"chain {i} of {len(found)}: {head}",
+                )
+            )
             related += list(f.related)
-            occurrences.append({"node": f.node, "graph": f.graph, "line": f.line, "op": f.op, "message": f.message,
-                                **dict(f.extra)})
-        extra = {"root_cause": {"kind": cause.kind, "why": cause.text, "fix": cause.fix},
-                 "occurrences": occurrences, "chains": len(found), "chain_sites": len(kinds),
-                 "kinds": sorted({k for f in found for k in dict(f.extra).get("kinds", ())}),
-                 "waste_bytes": wasted, "waste": waste, "step_received_bytes": total}
+            occurrences.append(
+                {"node": f.node, "graph": f.graph, "line": f.line, "op": f.op, "message": f.message, **dict(f.extra)}
+            )
+        extra = {
+            "root_cause": {"kind": cause.kind, "why": cause.text, "fix": cause.fix},
+            "occurrences": occurrences,
+            "chains": len(found),
+            "chain_sites": len(kinds),
+            "kinds": sorted({k for f in found for k in dict(f.extra).get("kinds", ())}),
+            "waste_bytes": wasted,
+            "waste": waste,
+            "step_received_bytes": total,
+        }
         if rerun.copies:
-            extra["recompute"] = {"keys": rerun.keys, "bytes": rerun.bytes,
-                                  "copies": [ir[c]["id"] for c, _ in rerun.copies]}
-        yield first.with_(message=message, hint=cause.hint, related=tuple(related),
-                          # the cause is the model's, not a layer's: its chains are in every layer
-                          cause=f"{_SHORT[cause.kind]} ({len(found)} chains)", layer="",
-                          fix=_short_fix(cause.fix),
-                          identity=("root-cause", cause.key, tuple(f.identity for f in found)),
-                          extra=tuple(sorted(extra.items())),
-                          waste_kinds=tuple(sorted({k for f in found for k in f.waste_kinds})),
-                          wasted=tuple(WastedBytes(**w) for w in waste), snippet="")
+            extra["recompute"] = {
+                "keys": rerun.keys,
+                "bytes": rerun.bytes,
+                "copies": [ir[c]["id"] for c, _ in rerun.copies],
+            }
+        yield first.with_(
+            message=message,
+            hint=cause.hint,
+            related=tuple(related),
+            # the cause is the model's, not a layer's: its chains are in every layer
+            cause=f"{_SHORT[cause.kind]} ({len(found)} chains)",
+            layer="",
+            fix=_short_fix(cause.fix),
+            identity=("root-cause", cause.key, tuple(f.identity for f in found)),
+            extra=tuple(sorted(extra.items())),
+            waste_kinds=tuple(sorted({k for f in found for k in f.waste_kinds})),
+            wasted=tuple(WastedBytes(**w) for w in waste),
+            snippet="",
+        )
 
 
 # the headline's words for a cause, and its fix in a few words (irlint.headline)
@@ -148,8 +194,9 @@ _SHORT = {"batch-merge": ">1 sequence per dp replica", "tuple-beside-layout": "t
 def _short_fix(fix: dict) -> str:
     if "runner_config.batch_size" in fix:
         return f"runner_config.batch_size: {fix['runner_config.batch_size']} per dp replica"
-    return fix.get("config") or (f"{fix['cell']} Layout {fix['layout']}" if fix.get("layout") else
-                                 f"a Layout for {fix.get('cell', 'the cell')}")
+    return fix.get("config") or (
+        f"{fix['cell']} Layout {fix['layout']}" if fix.get("layout") else f"a Layout for {fix.get('cell', 'the cell')}"
+    )
 
 
 # MindFormers config keys that remove a cell's tuple-sharded ops (the cell class, from the scope)
@@ -162,7 +209,7 @@ def _tuple_placement(ir: IRFile, strat: tuple) -> tuple:
     """Per dim ((split, rank stride),) of a tuple strategy: the devices it leaves over repeat the
     computation on the innermost device axis, so every split sits that many ranks further apart."""
     repeat = max(devices(ir) // max(prod(strat), 1), 1)
-    return tuple(((n, prod(strat[i + 1:]) * repeat),) if n > 1 else () for i, n in enumerate(strat))
+    return tuple(((n, prod(strat[i + 1 :]) * repeat),) if n > 1 else () for i, n in enumerate(strat))
 
 
 def _is_layout(ir: IRFile, key: int) -> bool:
@@ -171,8 +218,13 @@ def _is_layout(ir: IRFile, key: int) -> bool:
 
 def _repeats(ir: IRFile, key: int) -> bool:
     strat = strategy(ir, key)
-    return (not _is_layout(ir, key) and bool(strat) and isinstance(strat[0], tuple)
-            and devices(ir) > prod(strat[0]) and ir[key]["op"] in _SHAPE_KEEPING | {"Transpose"})
+    return (
+        not _is_layout(ir, key)
+        and bool(strat)
+        and isinstance(strat[0], tuple)
+        and devices(ir) > prod(strat[0])
+        and ir[key]["op"] in _SHAPE_KEEPING | {"Transpose"}
+    )
 
 
 def _in_placement(ir: IRFile, key: int, pos: int):
@@ -208,30 +260,52 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
     produced, read = _out_placement(ir, chain.producer), _in_placement(ir, consumer, pos)
     if produced is None or read is None or len(produced) != len(read):
         return None
-    moved = [d for d, (a, b) in enumerate(zip(produced, read))
-             if a and b and prod(n for n, _ in a) == prod(n for n, _ in b) and a != b]
+    moved = [
+        d
+        for d, (a, b) in enumerate(zip(produced, read))
+        if a and b and prod(n for n, _ in a) == prod(n for n, _ in b) and a != b
+    ]
     if not moved:
         return None
-    deviant, other = ((consumer, chain.producer) if _repeats(ir, consumer) and not _repeats(ir, chain.producer)
-                      else (chain.producer, consumer) if _repeats(ir, chain.producer) and not _repeats(ir, consumer)
-                      else (None, None))
+    deviant, other = (
+        (consumer, chain.producer)
+        if _repeats(ir, consumer) and not _repeats(ir, chain.producer)
+        else (chain.producer, consumer)
+        if _repeats(ir, chain.producer) and not _repeats(ir, consumer)
+        else (None, None)
+    )
     if deviant is None:
         return None
     cell = scope_path(ir[deviant].get("scope", "")).rsplit("/", 1)[-1]
     cell_class = cell.rsplit("-", 1)[-1]
-    layout = next((layout_expression(ir, k, p) for k, p in ((consumer, pos), (chain.producer, 0))
-                   if _is_layout(ir, k) and layout_expression(ir, k, p)), None)
-    text = (f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
-            f"that uses {prod(strategy(ir, deviant)[0])} of {devices(ir)} devices, so its splits sit on other "
-            f"device axes than {who(ir, other)}'s (dim {', '.join(map(str, moved))}: "
-            f"{_axes(produced, moved)} vs {_axes(read, moved)}); the blocks are on other ranks and the tensor is "
-            f"gathered and sliced back at the edges of those ops, although no re-layout is needed")
+    layout = next(
+        (
+            layout_expression(ir, k, p)
+            for k, p in ((consumer, pos), (chain.producer, 0))
+            if _is_layout(ir, k) and layout_expression(ir, k, p)
+        ),
+        None,
+    )
+    text = (
+        f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
+        f"that uses {prod(strategy(ir, deviant)[0])} of {devices(ir)} devices, so its splits sit on other "
+        f"device axes than {who(ir, other)}'s (dim {', '.join(map(str, moved))}: "
+        f"{_axes(produced, moved)} vs {_axes(read, moved)}); the blocks are on other ranks and the tensor is "
+        f"gathered and sliced back at the edges of those ops, although no re-layout is needed"
+    )
     removed = _REMOVED_BY.get(cell_class)
     fixes = ([removed] if removed else []) + (
-        [f"give {cell_class}'s tuple-sharded ops the Layout of their neighbours ({layout})"] if layout else
-        [f"give {cell_class}'s tuple-sharded ops a Layout that places each dim on the device axis its neighbours use"])
-    fix = {"cell": cell_class, **({"config": removed.split(" (")[0]} if removed else {}),
-           **({"layout": layout} if layout else {})}
+        [f"give {cell_class}'s tuple-sharded ops the Layout of their neighbours ({layout})"]
+        if layout
+        else [
+            f"give {cell_class}'s tuple-sharded ops a Layout that places each dim on the device axis its neighbours use"
+        ]
+    )
+    fix = {
+        "cell": cell_class,
+        **({"config": removed.split(" (")[0]} if removed else {}),
+        **({"layout": layout} if layout else {}),
+    }
     return RootCause("tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix)
 
 

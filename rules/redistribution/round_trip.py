@@ -11,18 +11,19 @@ Three forms, read from the local shapes and the strategies around the op:
   sliced back along the same rows by the same factor: the communication and all but 1/n of the
   MatMul's compute are thrown away (a router or gate given a replicated strategy).
 """
+
 from __future__ import annotations
 
 from math import prod
 from typing import NamedTuple
 
-from irlint.model import IRFile
 from irlint.accounts.received import GATHER_OPS
+from irlint.model import IRFile
 
-from .chain import Chain, ELEMENTWISE_OPS, MATMUL_OPS, MOVING_OPS, SLICE_OPS
-from .layouts import output_layout, strategy, transposes
-from .fix_search import reading_as_produced
+from .chain import ELEMENTWISE_OPS, MATMUL_OPS, MOVING_OPS, SLICE_OPS, Chain
 from .discovery import collect_chain, in_chain, is_weight, touches_backward
+from .fix_search import reading_as_produced
+from .layouts import output_layout, strategy, transposes
 from .simulation import simulate
 
 # ops that compute each row (or element) on its own: any split of their rows gives the same result
@@ -34,20 +35,24 @@ _CHECKED_OPS = ROW_OPS | MATMUL_OPS
 class RoundTrip(NamedTuple):
     """An op whose strategy disagrees with both neighbours: the tensor is re-laid out there and back."""
 
-    op: int                       # the op whose strategy disagrees with both neighbours
-    pos: int                      # which input of it the first run feeds
+    op: int  # the op whose strategy disagrees with both neighbours
+    pos: int  # which input of it the first run feeds
     before: Chain
     after: Chain
-    layout: tuple                 # what the producer outputs and the consumer reads
-    fix: tuple                    # the op's strategy that reads the tensor as produced
-    discarded: int = 1            # a MatMul computes this many row blocks for each one kept
+    layout: tuple  # what the producer outputs and the consumer reads
+    fix: tuple  # the op's strategy that reads the tensor as produced
+    discarded: int = 1  # a MatMul computes this many row blocks for each one kept
 
 
 def round_trips(ir: IRFile) -> list[RoundTrip]:
     found = []
     for key, data in ir.nodes.items():
-        if (data.get("kind") != "cnode" or data["op"] not in _CHECKED_OPS or ir.is_backward(key)
-                or strategy(ir, key) is None):
+        if (
+            data.get("kind") != "cnode"
+            or data["op"] not in _CHECKED_OPS
+            or ir.is_backward(key)
+            or strategy(ir, key) is None
+        ):
             continue
         trip = _round_trip(ir, key)
         if trip is not None:
@@ -63,15 +68,19 @@ def _round_trip(ir: IRFile, key: int) -> RoundTrip | None:
         if ir[src]["kind"] != "cnode" or not in_chain(ir, src):
             continue
         before = collect_chain(ir, src)
-        if (before.consumers != [(key, pos)] or before.producer is None or is_weight(ir, before.producer)
-                or touches_backward(ir, before)):
+        if (
+            before.consumers != [(key, pos)]
+            or before.producer is None
+            or is_weight(ir, before.producer)
+            or touches_backward(ir, before)
+        ):
             continue
         if not any(ir[k]["op"] in MOVING_OPS for k in before.nodes + after.nodes):
             return None
         simulate(ir, before)
         simulate(ir, after)
         if before.wastes or after.wastes:
-            return None     # each run is wasteful on its own: PC001 reports it as a chain
+            return None  # each run is wasteful on its own: PC001 reports it as a chain
         layout = output_layout(ir, before.producer)
         consumer, c_pos = after.consumers[0]
         wants = strategy(ir, consumer)
@@ -95,13 +104,22 @@ def _round_trip(ir: IRFile, key: int) -> RoundTrip | None:
 
 def _run_after(ir: IRFile, key: int) -> Chain | None:
     """The one redistribution run that reads ``key``'s output, when every forward reader is in it."""
-    readers = [u for u in ir.consumers(key) if not ir.is_backward(u) and ir[u]["kind"] == "cnode"
-               and ir[u]["op"] not in ("Partial", "UpdateState", "Return")]
+    readers = [
+        u
+        for u in ir.consumers(key)
+        if not ir.is_backward(u)
+        and ir[u]["kind"] == "cnode"
+        and ir[u]["op"] not in ("Partial", "UpdateState", "Return")
+    ]
     if not readers or not all(in_chain(ir, u) for u in readers):
         return None
     after = collect_chain(ir, readers[0])
-    if (not set(readers) <= set(after.nodes) or after.producer != key or len(after.consumers) != 1
-            or touches_backward(ir, after)):
+    if (
+        not set(readers) <= set(after.nodes)
+        or after.producer != key
+        or len(after.consumers) != 1
+        or touches_backward(ir, after)
+    ):
         return None
     return after
 

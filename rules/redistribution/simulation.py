@@ -1,5 +1,6 @@
 """What each step of a chain moves: the simulation (``simulate``) that finds what a run discards or
 undoes, and a permutation of device axes paid as a gather (``permutation``)."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -7,16 +8,16 @@ from typing import NamedTuple
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, received_bytes
 from irlint.model import IRFile
 
-from .chain import Chain, SLICE_OPS, Waste
-from .wording import as_int, size
+from .chain import SLICE_OPS, Chain, Waste
+from .discovery import data_inputs
 from .layouts import _perm, output_layout, output_placement, placements, strategy
 from .steps import _norm_dim, _rank, _shrunk_dims, axis_of, split_args, step_text, used_split_outputs
-from .discovery import data_inputs
+from .wording import as_int, size
 
 
 def simulate(ir: IRFile, chain: Chain) -> None:
     """Walk the chain in order, tracking which dims hold gathered data, and record waste."""
-    gathered: dict[int, tuple[int, int]] = {}      # dim -> (factor, gather node)
+    gathered: dict[int, tuple[int, int]] = {}  # dim -> (factor, gather node)
     members = set(chain.nodes)
     undone: set[int] = set()
     for key in chain.nodes:
@@ -32,11 +33,19 @@ def simulate(ir: IRFile, chain: Chain) -> None:
             first = _alltoall_undone(ir, members, key)
             if first is not None and first not in undone:
                 undone.update((first, key))
-                between = [k for k in members if ir[k]["line"] > ir[first]["line"] and
-                           ir[k]["line"] < ir[key]["line"] and ir[k]["op"] in ("Reshape", "Transpose")]
+                between = [
+                    k
+                    for k in members
+                    if ir[k]["line"] > ir[first]["line"]
+                    and ir[k]["line"] < ir[key]["line"]
+                    and ir[k]["op"] in ("Reshape", "Transpose")
+                ]
                 around = f" around {', '.join(step_text(ir, k) for k in between)}" if between else ""
-                chain.wastes.append(Waste("alltoall-undone", (first, key),
-                                          f"{step_text(ir, key)} undoes {step_text(ir, first)}{around}"))
+                chain.wastes.append(
+                    Waste(
+                        "alltoall-undone", (first, key), f"{step_text(ir, key)} undoes {step_text(ir, first)}{around}"
+                    )
+                )
         elif op == "Split":
             axis, outputs = split_args(ir, key)
             used = used_split_outputs(ir, key)
@@ -46,8 +55,13 @@ def simulate(ir: IRFile, chain: Chain) -> None:
                 if axis in gathered and c_axis is not None and c_axis != axis:
                     gathered[c_axis] = gathered.pop(axis)
                 elif c_axis == axis:
-                    chain.wastes.append(Waste("split-concat-round-trip", (key, concat),
-                                              f"Split and Concat along axis {axis} only reassemble the tensor"))
+                    chain.wastes.append(
+                        Waste(
+                            "split-concat-round-trip",
+                            (key, concat),
+                            f"Split and Concat along axis {axis} only reassemble the tensor",
+                        )
+                    )
             elif outputs and len(used) < outputs:
                 _discard(ir, chain, gathered, key, axis, outputs // max(len(used), 1))
         elif op in SLICE_OPS:
@@ -89,8 +103,12 @@ def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
 def _alltoall_dims(ir: IRFile, key: int):
     attrs = ir[key].get("primitive_attrs") or {}
     rank = _rank(ir, key)
-    return (_norm_dim(as_int(attrs.get("split_dim")), rank), _norm_dim(as_int(attrs.get("concat_dim")), rank),
-            as_int(attrs.get("split_count")), attrs.get("group"))
+    return (
+        _norm_dim(as_int(attrs.get("split_dim")), rank),
+        _norm_dim(as_int(attrs.get("concat_dim")), rank),
+        as_int(attrs.get("split_count")),
+        attrs.get("group"),
+    )
 
 
 def _reshape_kept_dims(ir: IRFile, key: int) -> dict[int, int]:
@@ -113,16 +131,19 @@ def _reshape_kept_dims(ir: IRFile, key: int) -> dict[int, int]:
     return kept
 
 
-
-
 def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None, factor: int) -> None:
     if not gathered or factor <= 1:
         return
     if dim in gathered and gathered[dim][0] == factor:
         _, g = gathered.pop(dim)
-        chain.wastes.append(Waste("gather-resplit", (g, key),
-                                  f"{step_text(ir, key)} re-splits along dim {dim} what {step_text(ir, g)} "
-                                  f"gathered along it, keeping 1/{factor} of it"))
+        chain.wastes.append(
+            Waste(
+                "gather-resplit",
+                (g, key),
+                f"{step_text(ir, key)} re-splits along dim {dim} what {step_text(ir, g)} "
+                f"gathered along it, keeping 1/{factor} of it",
+            )
+        )
         return
     g = max(v[1] for v in gathered.values())
     text = f"{ir[g]['op']} then {ir[key]['op']} keeps 1/{factor} along dim {dim}"
@@ -152,7 +173,7 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
         return None
     tup = tuples.pop()
     order = []
-    for item in ir.producers(tup):   # every piece, straight from the Split, in order
+    for item in ir.producers(tup):  # every piece, straight from the Split, in order
         args: tuple = ir[item].get("args") or ()
         if ir[item]["op"] != "TupleGetItem" or ir.producers(item)[:1] != [split] or len(args) < 2:
             return None
@@ -166,10 +187,10 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
 class Permutation(NamedTuple):
     """A change of device axes paid as a gather."""
 
-    split: tuple                 # the split counts both ends use
-    produced: tuple              # the producer's output placement
-    read: tuple                  # the consumer's input placement
-    factor: int                  # how many times the tensor is gathered
+    split: tuple  # the split counts both ends use
+    produced: tuple  # the producer's output placement
+    read: tuple  # the consumer's input placement
+    factor: int  # how many times the tensor is gathered
 
 
 def permutation(ir: IRFile, chain: Chain) -> Permutation | None:

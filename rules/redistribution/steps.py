@@ -1,5 +1,6 @@
 """One step of a chain: the arguments of a Split or Concat as the dump gives them, how its shape
 changes, and the line a finding shows for it (``step_text``)."""
+
 from __future__ import annotations
 
 from irlint.accounts.received import ALLTOALL_OPS, received_bytes

@@ -1,12 +1,12 @@
 """How an op and a value read in a finding: ``who`` names an op as the user named it, ``fmt`` a layout
 or strategy, ``size`` a byte count."""
+
 from __future__ import annotations
 
 from irlint.findings import Related, scope_path
 from irlint.model import IRFile
 from irlint.rule import related_node
 from irlint.units import human_bytes
-
 
 INSERTED_PREFIXES = ("redistribution_op", "forward_op", "grad", "parallel_optimizer", "_Mirror", "_Virtual")
 
@@ -27,8 +27,7 @@ def who(ir: IRFile, key: int | None) -> str:
     cell = scope.rsplit("/", 1)[-1] if scope else ""
     op = data.get("op", data["kind"])
     inst = data.get("instance") or ""
-    named = inst and inst.lower() != str(op).lower() and not inst.startswith(INSERTED_PREFIXES) \
-        and not inst.isdigit()
+    named = inst and inst.lower() != str(op).lower() and not inst.startswith(INSERTED_PREFIXES) and not inst.isdigit()
     label = f"{op} {inst}" if named else str(op)
     return f"{label} ({cell})" if cell else label
 
@@ -37,7 +36,7 @@ def note(ir: IRFile, key: int, text: str) -> Related:
     return related_node(ir, key, text)
 
 
-size = human_bytes   # the one byte formatter of every report (irlint.units)
+size = human_bytes  # the one byte formatter of every report (irlint.units)
 
 
 def fmt(value) -> str:
