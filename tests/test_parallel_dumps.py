@@ -450,3 +450,47 @@ def test_mindformers_sequence_parallel_reduce_scatter_is_scheme_and_the_relayout
         assert occurrence["waste_bytes"] == 2 * 6144  # the gather over 4 ranks, and its ReduceScatter in backward
     assert "enable_alltoall" not in f.hint  # no experts here
     assert extra["waste_bytes"] == 4 * 2 * 6144
+
+
+# --- a permutation on a 4-D attention tensor: a tuple-sharded Dropout between Layout-sharded ops ----
+
+
+def test_a_4d_permutation_after_a_batchmatmul_names_the_device_axis_order_dropout_can_take():
+    """score and context BatchMatMuls place (B, N, S, S) with layout("dp", "tp", "cp", "None"), the
+    Dropout between them the tuple (2, 2, 2, 1): N and S on swapped device axes. The producer is a
+    BatchMatMul and, for the second chain, the Dropout's TupleGetItem; MindSpore 2.10 refuses a
+    Layout on Dropout, so the hint orders the Layout's device axes as a tuple places dims (the
+    compile with that Layout, par-fixed-attn_dropout_reordered, has no chain)."""
+    _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_tuple"))
+    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
+        ("%8", ["permutation-as-gather"]),
+        ("%24", ["permutation-as-gather"]),
+    ]
+    for f in found:
+        extra = dict(f.extra)
+        assert extra["fix"] == {"node": "%22", "device_matrix": 'Layout((2, 2, 2), ("dp", "tp", "cp"))'}
+        assert "MindSpore does not shard Dropout with a Layout" in f.hint and "already agree" not in f.hint
+        # rank = 4 dp + 2 cp + tp: the block read is the block held where cp == tp
+        assert "ranks 1–2, 5–6 read a block another rank holds (sending it there receives 4.00 KiB" in f.message
+        assert "the other 4 of 8 ranks read the block they hold" in f.message
+        # AllGathers of 4 KiB and 8 KiB forward, the two ReduceScatters backward
+        assert extra["waste_bytes"] == 2 * (4096 + 8192)
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-attn_dropout_reordered"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_mindformers_dropout_tuple_on_half_the_devices_is_one_root_cause_with_every_byte():
+    """The Dropout's (dp, mp, 1, 1) leaves S whole and N on the cp axis: both chains are the tuple's
+    (40 KiB per step with the backward), and the fix gives the tuple S's split too."""
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_dp_mp"))
+    extra = dict(f.extra)
+    assert extra["root_cause"]["kind"] == "tuple-beside-layout" and extra["chains"] == 2
+    assert extra["root_cause"]["fix"] == {
+        "cell": "Attention",
+        "op": "Dropout",
+        "in_strategy": "((2, 2, 2, 1),)",
+        "device_matrix": 'Layout((2, 2, 2), ("dp", "tp", "cp"))',
+    }
+    assert extra["waste_bytes"] == (4096 + 8192) * 2 + 8192 * 2
+    assert "dim 2, split by BatchMatMul score (net-Attention), is whole in the tuple" in f.message
+    assert "on 4 of 8 ranks the block read is one another rank holds" in f.message

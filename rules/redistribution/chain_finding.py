@@ -11,13 +11,21 @@ from irlint.findings import Finding, WastedBytes, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule, strategy_snippet
+from irlint.units import spans
 
 from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain
-from .discovery import backward_index, backward_transpose, end_note, near_experts, readers
+from .discovery import backward_index, backward_transpose, end_note, near_experts, readers, strategy_source
 from .fix_search import best_fix, hint_for
-from .layouts import layout_expression, strategy
+from .layouts import (
+    NO_LAYOUT_OPS,
+    layout_expression,
+    output_layout_dict,
+    output_layout_expression,
+    strategy,
+    tuple_matching,
+)
 from .recomputed_chain import kept_type, rerun_of
-from .simulation import permutation
+from .simulation import Permutation, permutation
 from .steps import step_text
 from .wording import first_in, fmt, note, placement_text, short_who, size, who
 
@@ -83,9 +91,9 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
         what = (
             f"{who(ir, chain.producer)} and {who(ir, consumer)} both split this tensor "
             f"{fmt(moved_blocks.split)}, but on different device axes ({placement_text(moved_blocks.produced)}"
-            f" vs {placement_text(moved_blocks.read)}): the blocks sit on other ranks, so MindSpore re-lays "
-            f"the tensor by gathering it whole ({moved_blocks.factor}x) and slicing one block back, and the "
-            f"local shape {chain.entry} is the same at both ends"
+            f" vs {placement_text(moved_blocks.read)}): {_trading(moved_blocks, chain)}; MindSpore re-lays the "
+            f"tensor by gathering it whole ({moved_blocks.factor}x) on every rank and slicing one block back, and "
+            f"the local shape {chain.entry} is the same at both ends"
         )
     after = "".join(f", after the scheme {step_text(ir, k, costs=True)}," for k in chain.scheme)
     total = step_received_bytes(ir)
@@ -197,22 +205,56 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
     return found.with_(snippet=strategy_snippet(found.related, extra.get("fix")))
 
 
+def _trading(moved: Permutation, chain: Chain) -> str:
+    """Which ranks read a block another rank holds: the only data a permutation has to move."""
+    block = size(chain.exit.nbytes) if chain.exit is not None and chain.exit.nbytes else "one block"
+    if not moved.moved:
+        return "every rank reads the block it holds"
+    ranks = ", ".join(spans(moved.moved))
+    kept = moved.ranks - len(moved.moved)
+    return f"ranks {ranks} read a block another rank holds (sending it there receives {block} on each)" + (
+        f", the other {kept} of {moved.ranks} ranks read the block they hold" if kept > 0 else ""
+    )
+
+
 def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict]:
     """Which of two ops with the same split counts to change, and to what: the one sharded with a
-    plain tuple takes the Layout the other was given."""
-    produced, read = layout_expression(ir, producer, 0), layout_expression(ir, consumer, pos)
+    plain tuple takes the Layout the other was given; an op MindSpore will not shard with a Layout
+    keeps its tuple, and the Layout's device axes are ordered the way the tuple places dims."""
+    # past the TupleGetItem of a Dropout's result to the op whose strategy made it
+    source = producer if strategy(ir, producer) is not None else (strategy_source(ir, producer) or producer)
+    produced, read = output_layout_expression(ir, source), layout_expression(ir, consumer, pos)
+    in_value = (ir[consumer].get("primitive_attrs") or {}).get("in_layout")
+    read_layout = in_value[pos] if isinstance(in_value, tuple) and pos < len(in_value) else None
     if produced and not read:
-        op, expr, other = consumer, produced, producer
+        op, expr, other, layout = consumer, produced, source, output_layout_dict(ir, source)
     elif read and not produced:
-        op, expr, other = producer, read, consumer
+        op, expr, other, layout = source, read, consumer, read_layout
     else:
-        op, expr, other = consumer, produced or read, producer
+        op, expr, other, layout = consumer, produced or read, source, output_layout_dict(ir, source)
     if expr is None:
         return (
             f"give {who(ir, op)} the device-axis order of {who(ir, other)}: a Layout that maps each split dim "
             f"to the same device axis, so that the blocks stay on their ranks and the chain and its backward "
             f"transpose disappear"
         ), {"node": ir[op]["id"]}
+    matching = tuple_matching(layout) if ir[op]["op"] in NO_LAYOUT_OPS and isinstance(layout, dict) else None
+    if matching is not None:
+        split, matrix = matching
+        same = tuple(strategy(ir, op) or ())[:1] == (split,)
+        return (
+            f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
+            f"{who(ir, other)} ({expr}), and MindSpore does not shard {ir[op]['op']} with a Layout: order the "
+            f"device axes of that Layout as a tuple places dims (each dim's axes in order, outermost first), "
+            f"{matrix}, every layout(...) call unchanged"
+            + ("" if same else f", and shard {who(ir, op)} with the tuple {fmt((split,))}")
+            + "; then the tuple places every block where the Layout does, and the chain and its backward "
+            "transpose disappear"
+        ), {
+            "node": ir[op]["id"],
+            "device_matrix": matrix,
+            **({} if same else {"in_strategy": fmt((split,))}),
+        }
     inputs = len(strategy(ir, op) or ()) or 1
     strategy_text = f"in_strategy=({', '.join([expr.split(' of ')[0]] * inputs)},)"
     return (

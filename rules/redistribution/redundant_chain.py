@@ -56,8 +56,12 @@ class RedundantRedistributionChain(Rule):
           on different device axes (one sharded with a plain tuple, which maps dim 0 to the
           outer device axis, the other with a ``Layout`` that names its axes), so the blocks
           sit on other ranks and MindSpore gathers the tensor whole and slices one block back;
-          the local shape is the same at both ends. The hint names the op sharded differently
-          and the ``layout(...)`` of its neighbour's ``Layout`` that removes the run.
+          the local shape is the same at both ends (a MatMul's output is placed by its inputs'
+          Layouts, a Dropout's result past its TupleGetItem). The finding names the ranks whose
+          block is another rank's (the only data a permutation must move). The hint names the op
+          sharded differently and the ``layout(...)`` of its neighbour's ``Layout`` that removes
+          the run; for an op MindSpore 2.10 will not shard with a Layout (Dropout), the order of
+          the Layout's device axes under which the tuple places every block where the Layout does.
 
         Chains that one configuration choice makes are one finding, the chains its occurrences
         (``extra["root_cause"]``, ``extra["occurrences"]``), counted whole, since the choice
