@@ -494,3 +494,35 @@ def test_mindformers_dropout_tuple_on_half_the_devices_is_one_root_cause_with_ev
     assert extra["waste_bytes"] == (4096 + 8192) * 2 + 8192 * 2
     assert "dim 2, split by BatchMatMul score (net-Attention), is whole in the tuple" in f.message
     assert "on 4 of 8 ranks the block read is one another rank holds" in f.message
+
+
+# --- round trips across a run of point-wise ops, under auto_parallel's sharding propagation ---------
+
+
+def test_a_column_split_output_gathered_before_propagated_pointwise_ops_and_sliced_after():
+    """GeLU given ((1, 1),) between column-parallel mm1 and row-parallel mm2; propagation gives the
+    Add and the Mul its layout. One round trip across the three ops, priced with the backward
+    ReduceScatter and the 7/8 of their compute the slice throws away; the hint sets the GeLU, the
+    only op of the run with a strategy of its own (par-auto-propagation_cols_fixed is that compile:
+    no redistribution left). PC002 leaves the gather alone: it is not used whole."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-auto-propagation_cols_gathered"))
+    (f,) = found
+    extra = dict(f.extra)
+    assert (f.node, extra["kinds"], extra["region"]) == ("%2", ["round-trip"], ["%16", "%17"])
+    assert extra["fix"]["node"] == "%14" and extra["fix"]["in_strategy"] == "((1, 8),)"
+    assert extra["waste_bytes"] == 2 * 7 * 64 * 64 * 4 // 8 and extra["discarded_compute"] == "7/8"
+    assert "sharding propagation then gives Add (net), Mul (net) (no strategy of their own)" in f.hint
+    assert list(StrategyMismatchFullGather().check(ir)) == []
+    for case in ("par-auto-propagation_cols_fixed", "par-auto-propagation_residual_fixed"):
+        ir, found = _check(RedundantRedistributionChain(), _only(case))
+        assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_a_replicated_residual_sliced_for_propagated_ops_and_gathered_again():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-auto-propagation_residual_sliced"))
+    extra = dict(f.extra)
+    assert (f.node, extra["kinds"], extra["region"]) == ("%6", ["round-trip"], ["%4", "%5"])
+    assert extra["fix"]["node"] == "%3" and extra["fix"]["in_strategy"] == "((1, 1),)"
+    # the AllGather of (8, 32) -> (64, 32) and its ReduceScatter; the slice and its grad are local
+    assert extra["waste_bytes"] == 2 * 7 * 64 * 32 * 4 // 8 and extra["discarded_compute"] is None
+    assert "StridedSlice Float32(64, 32)->Float32(8, 32) before them" in f.message

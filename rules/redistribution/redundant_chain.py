@@ -50,8 +50,13 @@ class RedundantRedistributionChain(Rule):
           AlltoAll) before a point-wise or norm op and the gather (or inverse AlltoAll) after it,
           or an input gathered along the rows a MatMul keeps and its result sliced back along
           them (a replicated router: the gather and all but 1/n of the MatMul's compute are
-          thrown away). Each run alone looks harmless; the tensor leaves the second in the
-          layout the producer made and the consumer reads;
+          thrown away), or across a run of point-wise ops that share one layout (one given a
+          strategy, the others aligned with it by auto_parallel's sharding propagation or left to
+          semi_auto_parallel's data-parallel default): a column-split output gathered before them
+          and sliced after, a replicated residual sliced for them and gathered again. Each run
+          alone looks harmless; the tensor leaves the second in the layout the producer made and
+          the consumer reads. Under sharding propagation the hint sets the ops the user sharded,
+          which the others follow;
         - a permutation paid as a full gather: producer and consumer name the same split counts
           on different device axes (one sharded with a plain tuple, which maps dim 0 to the
           outer device axis, the other with a ``Layout`` that names its axes), so the blocks
