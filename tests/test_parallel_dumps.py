@@ -477,6 +477,17 @@ def test_a_4d_permutation_after_a_batchmatmul_names_the_device_axis_order_dropou
         assert extra["waste_bytes"] == 2 * (4096 + 8192)
     ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-attn_dropout_reordered"))
     assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+    # a point-wise op that takes a Layout gets it, its broadcast input unsplit (the compile with it,
+    # par-fixed-attn_scale_layout, has no chain)
+    _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_scale_tuple"))
+    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
+        ("%8", ["permutation-as-gather"]),
+        ("%24", ["permutation-as-gather"]),
+    ]
+    for f in found:
+        assert 'in_strategy=(layout("dp", "tp", "cp", "None"), layout("None", "None", "None", "None"))' in f.hint
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-attn_scale_layout"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
 
 
 def test_mindformers_dropout_tuple_on_half_the_devices_is_one_root_cause_with_every_byte():

@@ -18,6 +18,7 @@ from .discovery import backward_index, backward_transpose, end_note, near_expert
 from .fix_search import best_fix, hint_for
 from .layouts import (
     NO_LAYOUT_OPS,
+    layout_call,
     layout_expression,
     output_layout_dict,
     output_layout_expression,
@@ -255,8 +256,11 @@ def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[
             "device_matrix": matrix,
             **({} if same else {"in_strategy": fmt((split,))}),
         }
-    inputs = len(strategy(ir, op) or ()) or 1
-    strategy_text = f"in_strategy=({', '.join([expr.split(' of ')[0]] * inputs)},)"
+    entries = tuple(strategy(ir, op) or ())
+    calls = [layout_call(layout, tuple(e)) for e in entries] if isinstance(layout, dict) and entries else []
+    if not calls or None in calls:  # one input, or no entry to read: the neighbour's own call
+        calls = [expr.split(" of ")[0]] * (len(entries) or 1)
+    strategy_text = f"in_strategy=({', '.join(map(str, calls))}{',' if len(calls) == 1 else ''})"
     return (
         f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
         f"{who(ir, other)} ({expr}): shard it with the same {expr.split(' of ')[1]}, {strategy_text}; the "

@@ -111,6 +111,17 @@ def output_layout_expression(ir: IRFile, key: int) -> str | None:
     return _expression(layout) if layout else None
 
 
+def layout_call(layout: dict, entry: tuple) -> str | None:
+    """``layout(...)`` for one input of an op given this Layout's placement, from the input's tuple
+    entry: the dims the entry splits take the Layout's axes, the others (a broadcast dim) none."""
+    tmap = layout.get("tensor_map")
+    if not isinstance(tmap, tuple) or len(entry) > len(tmap):
+        return None
+    off = len(tmap) - len(entry)
+    expr = _expression({**layout, "tensor_map": tuple(tmap[off + d] if n > 1 else -1 for d, n in enumerate(entry))})
+    return expr.split(" of ")[0] if expr else None
+
+
 def tuple_matching(layout: dict) -> tuple[tuple, str] | None:
     """The tuple strategy and the order of device axes under which a tuple places this Layout's
     dims where the Layout does: a tuple maps its split dims, in order, to the device axes from the
