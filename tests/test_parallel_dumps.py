@@ -537,3 +537,26 @@ def test_a_replicated_residual_sliced_for_propagated_ops_and_gathered_again():
     # the AllGather of (8, 32) -> (64, 32) and its ReduceScatter; the slice and its grad are local
     assert extra["waste_bytes"] == 2 * 7 * 64 * 32 * 4 // 8 and extra["discarded_compute"] is None
     assert "StridedSlice Float32(64, 32)->Float32(8, 32) before them" in f.message
+
+
+def test_under_semi_auto_the_whole_run_is_resharded_and_the_fix_plan_says_so():
+    """Without propagation the Add and the Mul keep their data-parallel default unless given a
+    strategy: the hint and the fix plan change all three (par-fixed-semi_residual_fixed is that
+    compile: no redistribution)."""
+    from irlint.fixplan import fix_plan
+
+    ir, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-semi_residual_sliced"))
+    extra = dict(f.extra)
+    assert (f.node, extra["region"], extra["fix"]["node"]) == ("%6", ["%4", "%5"], "%3")
+    assert [(x["node"], x["in_strategy"]) for x in extra["also_fix"]] == [
+        ("%4", "((1, 1), (1, 1))"),
+        ("%5", "((1, 1), (1, 1))"),
+    ]
+    plan = fix_plan([f], fingerprints=False)
+    assert [s["shard"] for s in plan["strategies"]] == [
+        "ops.ReLU().shard(((1, 1),))",
+        "ops.Add().shard(((1, 1), (1, 1)))",
+        "ops.Mul().shard(((1, 1), (1, 1)))",
+    ]
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-semi_residual_fixed"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []

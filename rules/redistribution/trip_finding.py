@@ -75,8 +75,9 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then {reads}, and both runs and their "
         f"backward transpose disappear" + all_reduce_note(ir, op, trip.fix)
     )
+    also: list = []  # the other ops of a run to reshard with ``op``
     if trip.region:
-        hint = _region_hint(ir, trip)
+        hint, also = _region_hint(ir, trip)
     related = [end_note(ir, trip.before.producer, "producer")]
     related += [
         note(ir, k, step_text(ir, k, costs=True))
@@ -116,6 +117,8 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
     }
     if trip.region:
         extra["region"] = [ir[k]["id"] for k in trip.region]
+    if also:
+        extra["also_fix"] = [{"node": ir[k]["id"], "in_strategy": fmt(new), **fix_source(ir, k)} for k, new in also]
     found = rule.finding(
         ir,
         anchor,
@@ -169,13 +172,14 @@ def _grown(trip: RoundTrip) -> int:
     return n // m if n % m == 0 and n > m else 1
 
 
-def _region_hint(ir: IRFile, trip: RoundTrip) -> str:
+def _region_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list]:
+    """The hint, and the ops besides ``trip.op`` whose strategy it changes, with their new one."""
     ops = (trip.op, *trip.region)
     given = [k for k in ops if _given(ir, k)]
     if given and _propagated(ir):
         sets = [(k, trip.fix if k == trip.op else reading_as_produced(ir, k, 0, trip.layout)) for k in given]
         rest = [k for k in ops if k not in given]
-        return (
+        hint = (
             "set "
             + ", ".join(f"{who(ir, k)} to in_strategy {fmt(new)}" for k, new in sets)
             + (
@@ -186,9 +190,11 @@ def _region_hint(ir: IRFile, trip: RoundTrip) -> str:
             )
             + ", and both runs and their backward transpose disappear"
         )
+        return hint, [(k, new) for k, new in sets if k != trip.op and new is not None]
     sets = [(k, trip.fix if k == trip.op else reading_as_produced(ir, k, 0, trip.layout)) for k in ops]
-    return (
+    hint = (
         "give each op of the run the layout its neighbours use: "
         + ", ".join(f"{who(ir, k)} in_strategy {fmt(new)}" for k, new in sets)
         + "; then both runs and their backward transpose disappear"
     )
+    return hint, [(k, new) for k, new in sets if k != trip.op and new is not None]
