@@ -59,8 +59,10 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
                 row = config.setdefault(change["key"], {**change, "findings": []})
                 row["findings"].append(mark(f))
                 resolved.append(mark(f))
-        fix = extra.get("fix")
-        if isinstance(fix, dict) and fix.get("in_strategy"):
+        # a run of ops to reshard together (a round trip across several ops): one fix per op
+        for fix in [extra.get("fix"), *(extra.get("also_fix") or ())]:
+            if not (isinstance(fix, dict) and fix.get("in_strategy")):
+                continue
             target = next((r for r in f.related if r.node == fix.get("node")), None)
             op = target.op if target else f.op
             # one shard() line per line of model code: the same op of every layer is one change

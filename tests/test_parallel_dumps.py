@@ -450,3 +450,113 @@ def test_mindformers_sequence_parallel_reduce_scatter_is_scheme_and_the_relayout
         assert occurrence["waste_bytes"] == 2 * 6144  # the gather over 4 ranks, and its ReduceScatter in backward
     assert "enable_alltoall" not in f.hint  # no experts here
     assert extra["waste_bytes"] == 4 * 2 * 6144
+
+
+# --- a permutation on a 4-D attention tensor: a tuple-sharded Dropout between Layout-sharded ops ----
+
+
+def test_a_4d_permutation_after_a_batchmatmul_names_the_device_axis_order_dropout_can_take():
+    """score and context BatchMatMuls place (B, N, S, S) with layout("dp", "tp", "cp", "None"), the
+    Dropout between them the tuple (2, 2, 2, 1): N and S on swapped device axes. The producer is a
+    BatchMatMul and, for the second chain, the Dropout's TupleGetItem; MindSpore 2.10 refuses a
+    Layout on Dropout, so the hint orders the Layout's device axes as a tuple places dims (the
+    compile with that Layout, par-fixed-attn_dropout_reordered, has no chain)."""
+    _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_tuple"))
+    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
+        ("%8", ["permutation-as-gather"]),
+        ("%24", ["permutation-as-gather"]),
+    ]
+    for f in found:
+        extra = dict(f.extra)
+        assert extra["fix"] == {"node": "%22", "device_matrix": 'Layout((2, 2, 2), ("dp", "tp", "cp"))'}
+        assert "MindSpore does not shard Dropout with a Layout" in f.hint and "already agree" not in f.hint
+        # rank = 4 dp + 2 cp + tp: the block read is the block held where cp == tp
+        assert "ranks 1–2, 5–6 read a block another rank holds (sending it there receives 4.00 KiB" in f.message
+        assert "the other 4 of 8 ranks read the block they hold" in f.message
+        # AllGathers of 4 KiB and 8 KiB forward, the two ReduceScatters backward
+        assert extra["waste_bytes"] == 2 * (4096 + 8192)
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-attn_dropout_reordered"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+    # a point-wise op that takes a Layout gets it, its broadcast input unsplit (the compile with it,
+    # par-fixed-attn_scale_layout, has no chain)
+    _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_scale_tuple"))
+    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
+        ("%8", ["permutation-as-gather"]),
+        ("%24", ["permutation-as-gather"]),
+    ]
+    for f in found:
+        assert 'in_strategy=(layout("dp", "tp", "cp", "None"), layout("None", "None", "None", "None"))' in f.hint
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-attn_scale_layout"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_mindformers_dropout_tuple_on_half_the_devices_is_one_root_cause_with_every_byte():
+    """The Dropout's (dp, mp, 1, 1) leaves S whole and N on the cp axis: both chains are the tuple's
+    (40 KiB per step with the backward), and the fix gives the tuple S's split too."""
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_dp_mp"))
+    extra = dict(f.extra)
+    assert extra["root_cause"]["kind"] == "tuple-beside-layout" and extra["chains"] == 2
+    assert extra["root_cause"]["fix"] == {
+        "cell": "Attention",
+        "op": "Dropout",
+        "in_strategy": "((2, 2, 2, 1),)",
+        "device_matrix": 'Layout((2, 2, 2), ("dp", "tp", "cp"))',
+    }
+    assert extra["waste_bytes"] == (4096 + 8192) * 2 + 8192 * 2
+    assert "dim 2, split by BatchMatMul score (net-Attention), is whole in the tuple" in f.message
+    assert "on 4 of 8 ranks the block read is one another rank holds" in f.message
+
+
+# --- round trips across a run of point-wise ops, under auto_parallel's sharding propagation ---------
+
+
+def test_a_column_split_output_gathered_before_propagated_pointwise_ops_and_sliced_after():
+    """GeLU given ((1, 1),) between column-parallel mm1 and row-parallel mm2; propagation gives the
+    Add and the Mul its layout. One round trip across the three ops, priced with the backward
+    ReduceScatter and the 7/8 of their compute the slice throws away; the hint sets the GeLU, the
+    only op of the run with a strategy of its own (par-auto-propagation_cols_fixed is that compile:
+    no redistribution left). PC002 leaves the gather alone: it is not used whole."""
+    ir, found = _check(RedundantRedistributionChain(), _only("par-auto-propagation_cols_gathered"))
+    (f,) = found
+    extra = dict(f.extra)
+    assert (f.node, extra["kinds"], extra["region"]) == ("%2", ["round-trip"], ["%16", "%17"])
+    assert extra["fix"]["node"] == "%14" and extra["fix"]["in_strategy"] == "((1, 8),)"
+    assert extra["waste_bytes"] == 2 * 7 * 64 * 64 * 4 // 8 and extra["discarded_compute"] == "7/8"
+    assert "sharding propagation then gives Add (net), Mul (net) (no strategy of their own)" in f.hint
+    assert list(StrategyMismatchFullGather().check(ir)) == []
+    for case in ("par-auto-propagation_cols_fixed", "par-auto-propagation_residual_fixed"):
+        ir, found = _check(RedundantRedistributionChain(), _only(case))
+        assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_a_replicated_residual_sliced_for_propagated_ops_and_gathered_again():
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-auto-propagation_residual_sliced"))
+    extra = dict(f.extra)
+    assert (f.node, extra["kinds"], extra["region"]) == ("%6", ["round-trip"], ["%4", "%5"])
+    assert extra["fix"]["node"] == "%3" and extra["fix"]["in_strategy"] == "((1, 1),)"
+    # the AllGather of (8, 32) -> (64, 32) and its ReduceScatter; the slice and its grad are local
+    assert extra["waste_bytes"] == 2 * 7 * 64 * 32 * 4 // 8 and extra["discarded_compute"] is None
+    assert "StridedSlice Float32(64, 32)->Float32(8, 32) before them" in f.message
+
+
+def test_under_semi_auto_the_whole_run_is_resharded_and_the_fix_plan_says_so():
+    """Without propagation the Add and the Mul keep their data-parallel default unless given a
+    strategy: the hint and the fix plan change all three (par-fixed-semi_residual_fixed is that
+    compile: no redistribution)."""
+    from irlint.fixplan import fix_plan
+
+    ir, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-semi_residual_sliced"))
+    extra = dict(f.extra)
+    assert (f.node, extra["region"], extra["fix"]["node"]) == ("%6", ["%4", "%5"], "%3")
+    assert [(x["node"], x["in_strategy"]) for x in extra["also_fix"]] == [
+        ("%4", "((1, 1), (1, 1))"),
+        ("%5", "((1, 1), (1, 1))"),
+    ]
+    plan = fix_plan([f], fingerprints=False)
+    assert [s["shard"] for s in plan["strategies"]] == [
+        "ops.ReLU().shard(((1, 1),))",
+        "ops.Add().shard(((1, 1), (1, 1)))",
+        "ops.Mul().shard(((1, 1), (1, 1)))",
+    ]
+    ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-semi_residual_fixed"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []

@@ -20,6 +20,7 @@ from .discovery import backward_index, backward_transpose, collect_chain, end_no
 from .fix_search import all_reduce_note, row_parallel
 from .layouts import output_layout, strategy, transposes
 from .redundant_chain import RedundantRedistributionChain
+from .round_trip import round_trips
 from .simulation import simulate
 from .steps import axis_of, split_args, step_text, used_split_outputs
 from .wording import as_int, fmt, note, short_who, size, who
@@ -166,7 +167,8 @@ subgraph @main() {
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
         groups: dict[tuple, list[FullGather]] = {}
-        seen: set[int] = set()
+        # a gather undone by a slice after the ops between is PC001's round trip, not a full gather
+        seen: set[int] = {k for t in round_trips(ir) for k in t.before.nodes + t.after.nodes}
         for key in ir.nodes_by_op(*GATHER_OPS):
             if key in seen or ir.is_backward(key):
                 continue

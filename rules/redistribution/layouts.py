@@ -70,7 +70,10 @@ def layout_expression(ir: IRFile, key: int, pos: int = 0) -> str | None:
     value = (ir[key].get("primitive_attrs") or {}).get("in_layout")
     if not (isinstance(value, tuple) and pos < len(value) and isinstance(value[pos], dict)):
         return None
-    layout = value[pos]
+    return _expression(value[pos])
+
+
+def _expression(layout: dict) -> str | None:
     dev, tmap, names = layout.get("device_matrix"), layout.get("tensor_map"), layout.get("alias_name")
     if not (isinstance(dev, tuple) and isinstance(tmap, tuple) and isinstance(names, tuple) and len(names) == len(dev)):
         return None
@@ -80,15 +83,108 @@ def layout_expression(ir: IRFile, key: int, pos: int = 0) -> str | None:
         return '"None"' if a == -1 else f'"{names[n - 1 - a]}"'
 
     dims = [f"({', '.join(axis(a) for a in e)})" if isinstance(e, tuple) else axis(e) for e in tmap]
-    return f"layout({', '.join(dims)}) of Layout({fmt(dev)}, ({', '.join(f'{chr(34)}{x}{chr(34)}' for x in names)}))"
+    return f"layout({', '.join(dims)}) of {_device_matrix(dev, names)}"
+
+
+def _device_matrix(dev: tuple, names: tuple) -> str:
+    return f"Layout({fmt(dev)}, ({', '.join(f'{chr(34)}{x}{chr(34)}' for x in names)}))"
+
+
+def output_layout_dict(ir: IRFile, key: int) -> dict | None:
+    """The Layout of ``key``'s output, when its inputs were given Layouts: the first input's for an
+    element-wise or row-wise op, batch and rows of the first and columns of the second for a MatMul."""
+    value = (ir[key].get("primitive_attrs") or {}).get("in_layout")
+    if not (isinstance(value, tuple) and value and all(isinstance(v, dict) for v in value)):
+        return None
+    if ir[key]["op"] in MATMUL_OPS and len(value) >= 2:
+        x, w = value[0].get("tensor_map"), value[1].get("tensor_map")
+        if not (isinstance(x, tuple) and isinstance(w, tuple) and len(x) >= 2 and len(w) >= 2):
+            return None
+        ta, tb = transposes(ir, key)
+        rows, cols = (x[-1] if ta else x[-2]), (w[-2] if tb else w[-1])
+        return {**value[0], "tensor_map": (*x[:-2], rows, cols)}
+    return value[0] if ir[key]["op"] in _ROW_WISE else None
+
+
+def output_layout_expression(ir: IRFile, key: int) -> str | None:
+    layout = output_layout_dict(ir, key)
+    return _expression(layout) if layout else None
+
+
+def layout_call(layout: dict, entry: tuple) -> str | None:
+    """``layout(...)`` for one input of an op given this Layout's placement, from the input's tuple
+    entry: the dims the entry splits take the Layout's axes, the others (a broadcast dim) none."""
+    tmap = layout.get("tensor_map")
+    if not isinstance(tmap, tuple) or len(entry) > len(tmap):
+        return None
+    off = len(tmap) - len(entry)
+    expr = _expression({**layout, "tensor_map": tuple(tmap[off + d] if n > 1 else -1 for d, n in enumerate(entry))})
+    return expr.split(" of ")[0] if expr else None
+
+
+def tuple_matching(layout: dict) -> tuple[tuple, str] | None:
+    """The tuple strategy and the order of device axes under which a tuple places this Layout's
+    dims where the Layout does: a tuple maps its split dims, in order, to the device axes from the
+    outermost, and repeats on the innermost axes it leaves over, so the Layout's axes are ordered
+    as its dims use them, the unused ones last. The ``layout(...)`` calls keep their axis names."""
+    dev, tmap, names = layout.get("device_matrix"), layout.get("tensor_map"), layout.get("alias_name")
+    if not (isinstance(dev, tuple) and isinstance(tmap, tuple) and isinstance(names, tuple) and len(names) == len(dev)):
+        return None
+    n = len(dev)
+    order: list[int] = []  # device-matrix positions, outermost first
+    split = []
+    for entry in tmap:
+        axes = [a for a in (entry if isinstance(entry, tuple) else (entry,)) if isinstance(a, int) and a >= 0]
+        order += [n - 1 - a for a in axes]
+        split.append(prod(dev[n - 1 - a] for a in axes))
+    if len(set(order)) != len(order):
+        return None
+    order += [i for i in range(n) if i not in order]
+    return tuple(split), _device_matrix(tuple(dev[i] for i in order), tuple(names[i] for i in order))
 
 
 def output_placement(ir: IRFile, key: int) -> tuple | None:
-    """The placement of an element-wise or row-wise op's output: its first input's."""
+    """The placement of an element-wise, row-wise or MatMul op's output (past a TupleGetItem or a
+    Cast to the op that made it)."""
+    for _ in range(6):
+        if ir[key]["kind"] != "cnode" or strategy(ir, key) is not None:
+            break
+        inputs = [p for p in ir.producers(key) if ir[p]["kind"] != "const"]
+        if not inputs or ir[key]["op"] not in LAYOUT_KEEPING_OPS:
+            return None
+        key = inputs[0]
     placed = placements(ir, key)
-    if not placed or ir[key]["op"] not in ELEMENTWISE_OPS | {"Softmax", "RmsNorm", "LayerNorm", "Dropout"}:
+    if not placed:
         return None
-    return placed[0]
+    if ir[key]["op"] in MATMUL_OPS:
+        # from a Layout only: a tuple's per-input placement does not know the MatMul's device matrix
+        layout = output_layout_dict(ir, key)
+        placed_out = _layout_placements((layout,)) if layout else None
+        return placed_out[0] if placed_out else None
+    return placed[0] if ir[key]["op"] in _ROW_WISE else None
+
+
+_ROW_WISE = ELEMENTWISE_OPS | {"Softmax", "RmsNorm", "LayerNorm", "Dropout"}
+# ops MindSpore 2.10 refuses to shard with a Layout: Dropout ("the output tensor layout num 1 does not
+# match the output num 2", and with out_strategy "The size of output_tensor_layout for DropoutInfo is
+# 2 rather than 1"), DropoutExt ("The size of input_tensor_layout ... is 3 rather than 1")
+NO_LAYOUT_OPS = frozenset({"Dropout", "DropoutExt"})
+
+
+def ranks_moved(produced: tuple, read: tuple, ranks: int) -> list[int]:
+    """The ranks whose block under ``read`` is not the one they hold under ``produced``."""
+    return [r for r in range(ranks) if block_of(produced, r) != block_of(read, r)]
+
+
+def block_of(placed: tuple, rank: int) -> tuple:
+    """Which block of each dim ``rank`` holds under a placement."""
+    out = []
+    for axes in placed:
+        index = 0
+        for size, stride in axes:
+            index = index * size + (rank // stride) % size
+        out.append(index)
+    return tuple(out)
 
 
 def _well_formed(strat) -> bool:

@@ -4,36 +4,20 @@ discards it, between two compute ops of the forward graph."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, WastedBytes, scope_path
+from irlint.findings import Finding
 from irlint.model import IRFile
-from irlint.model.source import source_dict
-from irlint.rule import Rule, strategy_snippet
+from irlint.rule import Rule
 
-from .chain import COMM_OPS, MOVING_OPS, QUIET_IN_RELATED, Chain
-from .discovery import (
-    allreduce_then_slice,
-    backward_index,
-    backward_transpose,
-    collect_chain,
-    end_note,
-    in_chain,
-    is_weight,
-    near_experts,
-    readers,
-    strategy_source,
-    touches_backward,
-)
-from .fix_search import all_reduce_note, best_fix, hint_for
-from .layouts import layout_expression, strategy
-from .recomputed_chain import is_copy, kept_type, rerun_of
+from .chain import COMM_OPS, Chain
+from .chain_finding import chain_finding
+from .discovery import allreduce_then_slice, collect_chain, in_chain, is_weight, touches_backward
+from .recomputed_chain import is_copy
+from .repeated_gather import repeated_gathers
 from .root_cause import RootCause, grouped, root_cause
-from .round_trip import RoundTrip, round_trips
-from .simulation import permutation, simulate
-from .steps import step_text
-from .wording import first_in, fmt, note, placement_text, short_who, size, who
+from .round_trip import round_trips
+from .simulation import simulate
+from .trip_finding import round_trip_finding
 
 
 class RedundantRedistributionChain(Rule):
@@ -66,14 +50,23 @@ class RedundantRedistributionChain(Rule):
           AlltoAll) before a point-wise or norm op and the gather (or inverse AlltoAll) after it,
           or an input gathered along the rows a MatMul keeps and its result sliced back along
           them (a replicated router: the gather and all but 1/n of the MatMul's compute are
-          thrown away). Each run alone looks harmless; the tensor leaves the second in the
-          layout the producer made and the consumer reads;
+          thrown away), or across a run of point-wise ops that share one layout (one given a
+          strategy, the others aligned with it by auto_parallel's sharding propagation or left to
+          semi_auto_parallel's data-parallel default): a column-split output gathered before them
+          and sliced after, a replicated residual sliced for them and gathered again. Each run
+          alone looks harmless; the tensor leaves the second in the layout the producer made and
+          the consumer reads. Under sharding propagation the hint sets the ops the user sharded,
+          which the others follow;
         - a permutation paid as a full gather: producer and consumer name the same split counts
           on different device axes (one sharded with a plain tuple, which maps dim 0 to the
           outer device axis, the other with a ``Layout`` that names its axes), so the blocks
           sit on other ranks and MindSpore gathers the tensor whole and slices one block back;
-          the local shape is the same at both ends. The hint names the op sharded differently
-          and the ``layout(...)`` of its neighbour's ``Layout`` that removes the run.
+          the local shape is the same at both ends (a MatMul's output is placed by its inputs'
+          Layouts, a Dropout's result past its TupleGetItem). The finding names the ranks whose
+          block is another rank's (the only data a permutation must move). The hint names the op
+          sharded differently and the ``layout(...)`` of its neighbour's ``Layout`` that removes
+          the run; for an op MindSpore 2.10 will not shard with a Layout (Dropout), the order of
+          the Layout's device axes under which the tuple places every block where the Layout does.
 
         Chains that one configuration choice makes are one finding, the chains its occurrences
         (``extra["root_cause"]``, ``extra["occurrences"]``), counted whole, since the choice
@@ -307,388 +300,14 @@ subgraph @main() {
             if chain.wastes:
                 cause = root_cause(ir, chain)
                 if cause is None:
-                    yield self._chain_finding(ir, chain)
+                    yield chain_finding(self, ir, chain)
                 else:
-                    caused.setdefault(cause.key, []).append((cause, self._chain_finding(ir, chain), chain))
+                    caused.setdefault(cause.key, []).append((cause, chain_finding(self, ir, chain), chain))
         yield from grouped(ir, caused)
-        yield from self._repeated_gathers(ir, chains)
+        yield from repeated_gathers(self, ir, chains)
         for trip in round_trips(ir):
-            yield self._round_trip_finding(ir, trip)
+            yield round_trip_finding(self, ir, trip)
         for key in ir.nodes_by_op("AllReduce"):
             chain = allreduce_then_slice(ir, key)
             if chain is not None:
-                yield self._chain_finding(ir, chain)
-
-    # --- findings ---------------------------------------------------------------------------
-    def _chain_finding(self, ir: IRFile, chain: Chain) -> Finding:
-        backward = backward_index(ir)
-        # the finding starts at the first wasteful op: scheme collectives before it are not waste
-        span = chain.span(ir) or chain.nodes
-        anchor = next((k for k in span if ir[k]["op"] in MOVING_OPS), span[0])
-        consumer, pos = chain.consumers[0] if chain.consumers else (None, 0)
-        survive = chain.exit.nbytes if chain.exit is not None else None
-        if survive is None:  # every reader is in backward (a weight-gradient MatMul has no strategy)
-            kept = kept_type(ir, chain.nodes)
-            survive = kept.nbytes if kept is not None else None
-        transpose = backward_transpose(ir, chain, backward)
-        alltoall = min((w.alltoall_bytes for w in chain.wastes if w.alltoall_bytes), default=None)
-        expert = near_experts(ir, consumer, True) or near_experts(ir, chain.producer, False)
-        expert_relayout = bool(
-            alltoall
-            and expert is not None
-            and permutation(ir, chain) is None
-            and sum(ir[k]["op"] in MOVING_OPS for k in span) == 1
-        )
-        if expert_relayout:
-            # expert parallelism needs the re-layout: what one AlltoAll moves is scheme, the rest waste
-            chain.kept_by_scheme = alltoall
-        waste = [
-            (k, max((received_bytes(ir, k) or 0) - chain.kept_by_scheme, 0))
-            for k in span + backward_transpose(ir, chain, backward, span)
-            if ir[k]["op"] in MOVING_OPS
-        ]
-        wasted = sum(b for k, b in waste if k in span)
-        wasted_back = sum(b for k, b in waste if k not in span)
-        # copies recompute runs in backward: the same waste again, paid because of a select key
-        rerun = rerun_of(ir, [k for k in chain.nodes if k in span])
-        waste += rerun.copies
-        in_all = wasted + wasted_back + rerun.bytes
-        moved_back = sum(received_bytes(ir, k) or 0 for k in transpose)
-        if ir[anchor]["op"] in MOVING_OPS and expert_relayout:
-            cost = (
-                f"the expert-parallel re-layout itself is scheme (one AlltoAll: {size(alltoall)}), the other "
-                f"{size(wasted)} received are waste"
-            )
-            if transpose:
-                cost += f"; the backward transpose wastes {size(wasted_back)} more, {size(in_all)} per step in all"
-        elif ir[anchor]["op"] in MOVING_OPS:
-            cost = f"{size(wasted)} received to keep {size(survive)}"
-            if transpose:
-                cost += (
-                    f"; the backward transpose ({' -> '.join(ir[k]['op'] for k in transpose)}) moves "
-                    f"{size(wasted_back)} more, {size(in_all)} per step in all"
-                )
-        else:
-            cost = f"no communication, but {size(survive)} are copied to end where they started"
-        if rerun.copies:
-            cost += f"; it {rerun.text()}"
-        sequence = " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
-        kinds = sorted({w.kind for w in chain.wastes})
-        what = "; ".join(w.text for w in chain.wastes)
-        moved_blocks = permutation(ir, chain)
-        if moved_blocks is not None:
-            kinds = ["permutation-as-gather"]
-            what = (
-                f"{who(ir, chain.producer)} and {who(ir, consumer)} both split this tensor "
-                f"{fmt(moved_blocks.split)}, but on different device axes ({placement_text(moved_blocks.produced)}"
-                f" vs {placement_text(moved_blocks.read)}): the blocks sit on other ranks, so MindSpore re-lays "
-                f"the tensor by gathering it whole ({moved_blocks.factor}x) and slicing one block back, and the "
-                f"local shape {chain.entry} is the same at both ends"
-            )
-        after = "".join(f", after the scheme {step_text(ir, k, costs=True)}," for k in chain.scheme)
-        total = step_received_bytes(ir)
-        message = (
-            f"redistribution chain {sequence} between {who(ir, chain.producer)}{after} and "
-            f"{readers(ir, chain)}: {what}; {cost}; {share(in_all, total)} of the "
-            f"{size(total)} this step's collectives receive per rank"
-        )
-        same_rank = (
-            chain.entry is not None
-            and chain.exit is not None
-            and len(chain.entry.shape or ()) == len(chain.exit.shape or ())
-        )
-        hint = chain.hint or hint_for(ir, chain.producer, consumer, pos, comparable=same_rank)
-        if moved_blocks is not None:
-            hint, fix_of_blocks = _placement_hint(ir, chain.producer, consumer, pos)
-            alltoall = None
-        if alltoall and expert is not None:
-            # the layout change is the point of expert parallelism: keep it, make it cheap
-            moved_fwd = sum(received_bytes(ir, k) or 0 for k in span if ir[k]["op"] in MOVING_OPS)
-            hint = (
-                f"{who(ir, expert)} splits its weights' expert dim (in_strategy {fmt(strategy(ir, expert))}), so "
-                f"this re-layout is the expert-parallel dispatch/combine: set_auto_parallel_context("
-                f"enable_alltoall=True) makes MindSpore emit one AlltoAll receiving {size(alltoall)} instead of "
-                f"{size(moved_fwd)}"
-            )
-        elif alltoall:
-            hint += (
-                "; where the layout change is wanted, set_auto_parallel_context(enable_alltoall=True) makes "
-                "MindSpore emit one AlltoAll instead"
-            )
-        related = [end_note(ir, chain.producer, "producer")]
-        related += [note(ir, k, "scheme, not waste: " + step_text(ir, k, costs=True)) for k in chain.scheme]
-        related += [
-            note(ir, k, step_text(ir, k, costs=True))
-            for k in chain.nodes
-            if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED
-        ]
-        related += [end_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
-        related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
-        identity = (
-            tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
-            scope_path(ir[chain.producer].get("scope", "")),
-            tuple(scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers),
-            tuple(kinds),
-        )
-        extra: dict[str, Any] = {
-            "kinds": kinds,
-            "moved_bytes": chain.moved,
-            "surviving_bytes": survive,
-            "backward_moved_bytes": moved_back,
-            "steps": [
-                {
-                    "node": ir[k]["id"],
-                    "op": ir[k]["op"],
-                    "in": str(first_in(ir, k)),
-                    "out": str(ir[k].get("out_type")),
-                    "moved_bytes": received_bytes(ir, k) or 0,
-                }
-                for k in chain.nodes
-                if ir[k]["op"] not in QUIET_IN_RELATED
-            ],
-            "backward": [ir[k]["id"] for k in transpose],
-            "scheme": [ir[k]["id"] for k in chain.scheme],
-            "entry": str(chain.entry) if chain.entry else None,
-            "exit": str(chain.exit) if chain.exit else None,
-            "producer_strategy": fmt(strategy(ir, chain.producer)),
-            "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None,
-            "waste_bytes": in_all,
-            "step_received_bytes": total,
-            "waste": [waste_entry(ir, k, b) for k, b in waste],
-        }
-        if rerun.copies:
-            extra["recompute"] = {
-                "keys": rerun.keys,
-                "bytes": rerun.bytes,
-                "copies": [ir[c]["id"] for c, _ in rerun.copies],
-            }
-        fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
-        if moved_blocks is not None:
-            extra["fix"] = fix_of_blocks
-            extra["split"] = fmt(moved_blocks.split)
-        elif alltoall and expert is not None:
-            extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
-        elif fix is not None and chain.hint is None:
-            extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1]), **_source(ir, fix[0])}
-        ops = "->".join(dict.fromkeys(ir[k]["op"] for k in chain.nodes if ir[k]["op"] in MOVING_OPS)) or "re-layout"
-        cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
-        short = (
-            f"{short_who(ir, fix[0])} in_strategy {fmt(fix[1])}"
-            if fix is not None and chain.hint is None and moved_blocks is None
-            else "enable_alltoall=True"
-            if alltoall and expert is not None
-            else ""
-        )
-        found = self.finding(
-            ir,
-            anchor,
-            message,
-            hint=hint,
-            related=related,
-            identity=identity,
-            extra=extra,
-            cause=cause,
-            fix=short,
-            waste_kinds=kinds,
-            wasted=[WastedBytes(**w) for w in extra["waste"]],
-        )
-        return found.with_(snippet=strategy_snippet(found.related, extra.get("fix")))
-
-    def _round_trip_finding(self, ir: IRFile, trip: RoundTrip) -> Finding:
-        backward = backward_index(ir)
-        runs = trip.before.nodes + trip.after.nodes
-        anchor = next((k for k in runs if ir[k]["op"] in MOVING_OPS), runs[0])
-        transpose = sorted(
-            set(backward_transpose(ir, trip.before, backward) + backward_transpose(ir, trip.after, backward)),
-            key=lambda k: ir[k].get("line", 0),
-        )
-        waste = [(k, received_bytes(ir, k) or 0) for k in runs + transpose if ir[k]["op"] in MOVING_OPS]
-        wasted = sum(b for _, b in waste)
-        total = step_received_bytes(ir)
-        op, consumer = trip.op, trip.after.consumers[0][0]
-        maker = strategy_source(ir, trip.before.producer) or trip.before.producer  # past a TupleGetItem
-
-        def steps(chain):
-            return " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
-
-        kind = (
-            "gather-compute-slice"
-            if trip.discarded > 1
-            else ("alltoall-round-trip" if any(ir[k]["op"] in ALLTOALL_OPS for k in runs) else "round-trip")
-        )
-        message = (
-            f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) disagrees with both neighbours: "
-            f"{steps(trip.before)} before it and {steps(trip.after)} after it hand {who(ir, consumer)} "
-            f"the layout {fmt(trip.layout)} that {who(ir, maker)} already produced"
-        )
-        if trip.discarded > 1:
-            message += (
-                f"; the MatMul computes every row of the gathered input and the slice keeps 1/"
-                f"{trip.discarded} of its result, so {trip.discarded - 1}/{trip.discarded} of its compute "
-                f"is thrown away too"
-            )
-        message += (
-            f"; {size(wasted)} received per step for nothing (backward transpose included), "
-            f"{share(wasted, total)} of the {size(total)} this step's collectives receive per rank"
-        )
-        reads = (
-            f"splits its rows like its neighbours ({fmt(trip.layout)}) and computes only the rows this rank keeps"
-            if trip.discarded > 1
-            else f"reads input {trip.pos} in the layout {fmt(trip.layout)} its neighbours use"
-        )
-        hint = (
-            f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then {reads}, and both runs and their "
-            f"backward transpose disappear" + all_reduce_note(ir, op, trip.fix)
-        )
-        related = [end_note(ir, trip.before.producer, "producer")]
-        related += [
-            note(ir, k, step_text(ir, k, costs=True))
-            for k in trip.before.nodes
-            if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED
-        ]
-        related += [end_note(ir, op, "op whose strategy disagrees with both neighbours")]
-        related += [
-            note(ir, k, step_text(ir, k, costs=True))
-            for k in trip.after.nodes
-            if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED
-        ]
-        related += [end_note(ir, consumer, f"consumer (input {trip.after.consumers[0][1]})")]
-        related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
-        identity = (
-            "round-trip",
-            kind,
-            scope_path(ir[op].get("scope", "")),
-            ir[op]["op"],
-            tuple(ir[k]["op"] for k in runs if ir[k]["op"] not in QUIET_IN_RELATED),
-        )
-        extra: dict[str, Any] = {
-            "kinds": [kind],
-            "moved_bytes": sum(received_bytes(ir, k) or 0 for k in runs),
-            "backward_moved_bytes": sum(received_bytes(ir, k) or 0 for k in transpose),
-            "backward": [ir[k]["id"] for k in transpose],
-            "op_strategy": fmt(strategy(ir, op)),
-            "layout": fmt(trip.layout),
-            "discarded_compute": f"{trip.discarded - 1}/{trip.discarded}" if trip.discarded > 1 else None,
-            "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix), **_source(ir, op)},
-            "waste_bytes": wasted,
-            "step_received_bytes": total,
-            "waste": [waste_entry(ir, k, b) for k, b in waste],
-        }
-        found = self.finding(
-            ir,
-            anchor,
-            message,
-            hint=hint,
-            related=related,
-            identity=identity,
-            extra=extra,
-            cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
-            fix=f"in_strategy {fmt(trip.fix)}",
-            waste_kinds=[kind],
-            wasted=[WastedBytes(**w) for w in extra["waste"]],
-        )
-        return found.with_(snippet=strategy_snippet(found.related, extra["fix"]))
-
-    def _repeated_gathers(self, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
-        """Identical gathers of one producer output, one per consumer."""
-        groups: dict[tuple, list[Chain]] = {}
-        for chain in chains:
-            first = chain.nodes[0]
-            data = ir[first]
-            if data["op"] not in GATHER_OPS:
-                continue
-            attrs = data.get("primitive_attrs") or {}
-            sig = (
-                ir.producers(first)[:1][0] if ir.producers(first) else None,
-                data["op"],
-                attrs.get("group"),
-                attrs.get("rank_size"),
-                str(data.get("out_type")),
-            )
-            groups.setdefault(sig, []).append(chain)
-        for (producer_key, op, _group, ranks, _out), same in groups.items():
-            if len(same) < 2 or producer_key is None:
-                continue
-            gathers = [c.nodes[0] for c in same]
-            moved = sum(received_bytes(ir, g) or 0 for g in gathers[1:])
-            if not moved:
-                # step_parallel_end prints one gather per consumer before CSE merges them, with
-                # global shapes and no output type: nothing is received twice at run time
-                continue
-            consumers = [c for ch in same for c, _ in ch.consumers]
-            # the group's size, not its name: names differ from rank to rank
-            message = (
-                f"{who(ir, same[0].producer)} output {ir[gathers[0]].get('in_types', ('?',))[0]} is gathered "
-                f"{len(gathers)} times by identical {op}s (group of {ranks or '?'}), once for each of "
-                f"{', '.join(who(ir, c) for c in consumers)}; {size(moved)} received again"
-            )
-            first = same[0].consumers[0] if same[0].consumers else (None, 0)
-            hint = "one gather would serve every consumer; better, let them read the producer's layout: " + hint_for(
-                ir, same[0].producer, first[0], first[1]
-            )
-            related = [end_note(ir, same[0].producer, "producer")]
-            related += [note(ir, g, step_text(ir, g, costs=True)) for g in gathers[1:]]
-            related += [end_note(ir, c, "consumer") for c in consumers]
-            identity = (
-                "repeated-gather",
-                op,
-                scope_path(ir[same[0].producer].get("scope", "")),
-                tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)),
-            )
-            total = step_received_bytes(ir)
-            message += f"; {share(moved, total)} of the {size(total)} this step's collectives receive per rank"
-            extra: dict[str, Any] = {
-                "kinds": ["repeated-gather"],
-                "moved_bytes": moved,
-                "gathers": len(gathers),
-                "waste_bytes": moved,
-                "step_received_bytes": total,
-                "waste": [waste_entry(ir, g, received_bytes(ir, g) or 0) for g in gathers[1:]],
-                "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
-                "producer_strategy": fmt(strategy(ir, same[0].producer)),
-            }
-            yield self.finding(
-                ir,
-                gathers[1],
-                message,
-                hint=hint,
-                related=related,
-                identity=identity,
-                extra=extra,
-                cause=f"one output gathered {len(gathers)} times by identical {op}s",
-                fix="one gather for every consumer",
-                waste_kinds=["repeated-gather"],
-                wasted=[WastedBytes(**w) for w in extra["waste"]],
-            )
-
-
-def _placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict]:
-    """Which of two ops with the same split counts to change, and to what: the one sharded with a
-    plain tuple takes the Layout the other was given."""
-    produced, read = layout_expression(ir, producer, 0), layout_expression(ir, consumer, pos)
-    if produced and not read:
-        op, expr, other = consumer, produced, producer
-    elif read and not produced:
-        op, expr, other = producer, read, consumer
-    else:
-        op, expr, other = consumer, produced or read, producer
-    if expr is None:
-        return (
-            f"give {who(ir, op)} the device-axis order of {who(ir, other)}: a Layout that maps each split dim "
-            f"to the same device axis, so that the blocks stay on their ranks and the chain and its backward "
-            f"transpose disappear"
-        ), {"node": ir[op]["id"]}
-    inputs = len(strategy(ir, op) or ()) or 1
-    strategy_text = f"in_strategy=({', '.join([expr.split(' of ')[0]] * inputs)},)"
-    return (
-        f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
-        f"{who(ir, other)} ({expr}): shard it with the same {expr.split(' of ')[1]}, {strategy_text}; the "
-        f"strategies name the same split counts, so only the device axes change, and the chain and its "
-        f"backward transpose disappear"
-    ), {"node": ir[op]["id"], "in_layout": expr}
-
-
-def _source(ir: IRFile, k: int) -> dict:
-    """The model line that creates the op whose strategy changes (``{"source": {path, line}}``)."""
-    src = source_dict(ir, k)
-    return {"source": src} if src else {}
+                yield chain_finding(self, ir, chain)

@@ -11,9 +11,21 @@ from irlint.accounts.received import received_bytes, share, step_received_bytes,
 from irlint.findings import Finding, Related, WastedBytes, scope_path
 from irlint.model import IRFile
 
-from .chain import ELEMENTWISE_OPS, MOVING_OPS, Chain
-from .discovery import backward_index, backward_transpose
-from .layouts import devices, layout_expression, output_layout, placements, strategy
+from .chain import ELEMENTWISE_OPS, MATMUL_OPS, MOVING_OPS, Chain
+from .discovery import backward_index, backward_transpose, strategy_source
+from .layouts import (
+    NO_LAYOUT_OPS,
+    devices,
+    layout_expression,
+    output_layout,
+    output_layout_dict,
+    output_layout_expression,
+    output_placement,
+    placements,
+    ranks_moved,
+    strategy,
+    tuple_matching,
+)
 from .recomputed_chain import Rerun, rerun_of
 from .wording import fmt, size, who
 
@@ -194,6 +206,8 @@ _SHORT = {"batch-merge": ">1 sequence per dp replica", "tuple-beside-layout": "t
 def _short_fix(fix: dict) -> str:
     if "runner_config.batch_size" in fix:
         return f"runner_config.batch_size: {fix['runner_config.batch_size']} per dp replica"
+    if fix.get("device_matrix"):
+        return fix.get("config") or f"{fix['op']} {fix['in_strategy']} with {fix['device_matrix']}"
     return fix.get("config") or (
         f"{fix['cell']} Layout {fix['layout']}" if fix.get("layout") else f"a Layout for {fix.get('cell', 'the cell')}"
     )
@@ -238,6 +252,8 @@ def _in_placement(ir: IRFile, key: int, pos: int):
 
 
 def _out_placement(ir: IRFile, key: int):
+    if ir[key]["op"] in MATMUL_OPS:
+        return output_placement(ir, key) if _is_layout(ir, key) else None
     placed = _in_placement(ir, key, 0)
     if placed is None:
         return None
@@ -257,7 +273,11 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
     if chain.producer is None or not chain.consumers:
         return None
     consumer, pos = chain.consumers[0]
-    produced, read = _out_placement(ir, chain.producer), _in_placement(ir, consumer, pos)
+    # past the TupleGetItem of a Dropout's result to the op whose strategy made it
+    producer = chain.producer if strategy(ir, chain.producer) is not None else strategy_source(ir, chain.producer)
+    if producer is None:
+        return None
+    produced, read = _out_placement(ir, producer), _in_placement(ir, consumer, pos)
     if produced is None or read is None or len(produced) != len(read):
         return None
     moved = [
@@ -268,32 +288,67 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
     if not moved:
         return None
     deviant, other = (
-        (consumer, chain.producer)
-        if _repeats(ir, consumer) and not _repeats(ir, chain.producer)
-        else (chain.producer, consumer)
-        if _repeats(ir, chain.producer) and not _repeats(ir, consumer)
+        (consumer, producer)
+        if _repeats(ir, consumer) and not _repeats(ir, producer)
+        else (producer, consumer)
+        if _repeats(ir, producer) and not _repeats(ir, consumer)
         else (None, None)
     )
     if deviant is None:
         return None
     cell = scope_path(ir[deviant].get("scope", "")).rsplit("/", 1)[-1]
     cell_class = cell.rsplit("-", 1)[-1]
-    layout = next(
+    in_value = (ir[consumer].get("primitive_attrs") or {}).get("in_layout")
+    read_layout = in_value[pos] if isinstance(in_value, tuple) and pos < len(in_value) else None
+    # the neighbour's Layout: what the consumer reads, else what the producer outputs
+    neighbour = next(
         (
-            layout_expression(ir, k, p)
-            for k, p in ((consumer, pos), (chain.producer, 0))
-            if _is_layout(ir, k) and layout_expression(ir, k, p)
+            (expr, lay)
+            for expr, lay in (
+                (layout_expression(ir, consumer, pos), read_layout),
+                (output_layout_expression(ir, producer), output_layout_dict(ir, producer)),
+            )
+            if expr and isinstance(lay, dict)
         ),
         None,
     )
+    layout = neighbour[0] if neighbour else None
+    away = ranks_moved(tuple(produced[d] for d in moved), tuple(read[d] for d in moved), devices(ir))
     text = (
         f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
         f"that uses {prod(strategy(ir, deviant)[0])} of {devices(ir)} devices, so its splits sit on other "
         f"device axes than {who(ir, other)}'s (dim {', '.join(map(str, moved))}: "
-        f"{_axes(produced, moved)} vs {_axes(read, moved)}); the blocks are on other ranks and the tensor is "
-        f"gathered and sliced back at the edges of those ops, although no re-layout is needed"
+        f"{_axes(produced, moved)} vs {_axes(read, moved)}); on {len(away)} of {devices(ir)} ranks the block "
+        f"read is one another rank holds, and the tensor is gathered and sliced back at the edges of those ops"
+    )
+    mine = produced if deviant == producer else read
+    theirs = read if deviant == producer else produced
+    whole = [d for d, (a, b) in enumerate(zip(mine, theirs)) if b and not a]
+    text += (
+        f", and dim {', '.join(map(str, whole))}, split by {who(ir, other)}, is whole in the tuple, so every rank "
+        f"gathers it and computes all of it; with the neighbours' placement on every dim no re-layout is needed"
+        if whole
+        else ", although no re-layout is needed"
     )
     removed = _REMOVED_BY.get(cell_class)
+    matching = tuple_matching(neighbour[1]) if neighbour and ir[deviant]["op"] in NO_LAYOUT_OPS else None
+    if matching is not None:
+        # the op cannot take the Layout: order the Layout's device axes the way a tuple places dims
+        split, matrix = matching
+        fixes = ([removed] if removed else []) + [
+            f"MindSpore does not shard {ir[deviant]['op']} with a Layout, so shard {who(ir, deviant)} with the "
+            f"tuple {fmt((split,))}, the split counts of its neighbours ({layout}), and order the device axes of "
+            f"that Layout as a tuple places dims (the dims' axes in order, outermost first): {matrix}, every "
+            f"layout(...) call unchanged; then both place each block on the same rank"
+        ]
+        fix = {
+            "cell": cell_class,
+            "op": ir[deviant]["op"],
+            "in_strategy": fmt((split,)),
+            "device_matrix": matrix,
+            **({"config": removed.split(" (")[0]} if removed else {}),
+        }
+        return RootCause("tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix)
     fixes = ([removed] if removed else []) + (
         [f"give {cell_class}'s tuple-sharded ops the Layout of their neighbours ({layout})"]
         if layout

@@ -9,7 +9,12 @@ Three forms, read from the local shapes and the strategies around the op:
   AlltoAll) after it; the tensor leaves the second run with the shape it entered the first;
 - around a MatMul: its input gathered along the rows (tokens) it does not contract, its output
   sliced back along the same rows by the same factor: the communication and all but 1/n of the
-  MatMul's compute are thrown away (a router or gate given a replicated strategy).
+  MatMul's compute are thrown away (a router or gate given a replicated strategy);
+- around a run of point-wise ops that share one layout, read each other's results and nothing else
+  but weights and the run before them (``RoundTrip.region``): one op given a strategy and the ops
+  sharding propagation (auto_parallel) aligned with it, or ops left to semi_auto_parallel's
+  data-parallel default. A column-split output gathered before them and sliced after, or a
+  replicated residual sliced for them and their result gathered again.
 """
 
 from __future__ import annotations
@@ -42,22 +47,33 @@ class RoundTrip(NamedTuple):
     layout: tuple  # what the producer outputs and the consumer reads
     fix: tuple  # the op's strategy that reads the tensor as produced
     discarded: int = 1  # a MatMul computes this many row blocks for each one kept
+    region: tuple = ()  # the other point-wise ops of the run that share ``op``'s layout, in order
 
 
 def round_trips(ir: IRFile) -> list[RoundTrip]:
+    """Every round trip of the file's forward graph (once per IRFile: PC001 reports them, PC002
+    leaves their gathers alone)."""
+    found = ir.__dict__.get("_round_trips")
+    if found is not None:
+        return found
     found = []
-    for key, data in ir.nodes.items():
+    in_region: set[int] = set()
+    for key, data in sorted(ir.nodes.items(), key=lambda item: item[1].get("line", 0)):
         if (
             data.get("kind") != "cnode"
             or data["op"] not in _CHECKED_OPS
             or ir.is_backward(key)
             or strategy(ir, key) is None
+            or key in in_region
         ):
             continue
-        trip = _round_trip(ir, key)
+        trip = _round_trip(ir, key) or _region_trip(ir, key)
         if trip is not None:
             found.append(trip)
-    return sorted(found, key=lambda t: ir[t.op].get("line", 0))
+            in_region.update(trip.region)
+    found.sort(key=lambda t: ir[t.op].get("line", 0))
+    ir.__dict__["_round_trips"] = found
+    return found
 
 
 def _round_trip(ir: IRFile, key: int) -> RoundTrip | None:
@@ -158,3 +174,96 @@ def _rows_split(ir: IRFile, key: int, factor: int) -> tuple | None:
         return None
     x = (strat[0][0] * factor, strat[0][1])
     return (x,) + tuple(tuple(s) for s in strat[1:])
+
+
+def _region_trip(ir: IRFile, key: int) -> RoundTrip | None:
+    """A round trip across the point-wise ops that take ``key``'s layout from its output on: the
+    run before ``key`` is their only way in (besides weights), one run after the last is their
+    only way out, and it hands the consumer the layout the producer made."""
+    if ir[key]["op"] not in ROW_OPS:
+        return None
+    layout = _layout(ir, key)
+    if layout is None:
+        return None
+    region = _grow(ir, key, layout)
+    if len(region) < 2:
+        return None
+    members = set(region)
+    before: Chain | None = None
+    for member in region:
+        for src in ir.producers(member):
+            if src in members or ir[src]["kind"] != "cnode" or is_weight(ir, src) or ir[src]["op"] == "Load":
+                continue
+            if not in_chain(ir, src):
+                return None  # a way in without redistribution: the layouts agree there
+            run = collect_chain(ir, src)
+            if before is not None and run.nodes != before.nodes:
+                return None
+            before = run
+    if before is None or before.producer is None or before.producer in members:
+        return None
+    if (
+        not {c for c, _ in before.consumers} <= members
+        or is_weight(ir, before.producer)
+        or touches_backward(ir, before)
+    ):
+        return None
+    exits = [
+        u
+        for m in region
+        for u in ir.consumers(m)
+        if u not in members
+        and not ir.is_backward(u)
+        and ir[u]["kind"] == "cnode"
+        and ir[u]["op"] not in ("Partial", "UpdateState", "Return", "Depend")
+    ]
+    if not exits or not all(in_chain(ir, u) for u in exits):
+        return None
+    after = collect_chain(ir, exits[0])
+    if not set(exits) <= set(after.nodes) or after.producer not in members or len(after.consumers) != 1:
+        return None
+    if touches_backward(ir, after) or not any(ir[k]["op"] in MOVING_OPS for k in before.nodes + after.nodes):
+        return None
+    simulate(ir, before)
+    simulate(ir, after)
+    if before.wastes or after.wastes:
+        return None  # each run is wasteful on its own: PC001 reports it as a chain
+    produced = output_layout(ir, before.producer)
+    consumer, c_pos = after.consumers[0]
+    wants = strategy(ir, consumer)
+    wants = tuple(wants[c_pos]) if wants and c_pos < len(wants) else None
+    if produced is None or produced != wants or produced == layout:
+        return None
+    if before.entry is None or after.exit is None or before.entry.shape != after.exit.shape:
+        return None
+    pos = (
+        next(p for p, src in enumerate(ir.producers(key)) if src in before.nodes)
+        if any(src in before.nodes for src in ir.producers(key))
+        else 0
+    )
+    fix = reading_as_produced(ir, key, pos, produced)
+    if fix is None or fix == strategy(ir, key):
+        return None
+    return RoundTrip(key, pos, before, after, produced, fix, 1, tuple(region[1:]))
+
+
+def _layout(ir: IRFile, key: int) -> tuple | None:
+    strat = strategy(ir, key)
+    return tuple(strat[0]) if strat and isinstance(strat[0], tuple) else None
+
+
+def _grow(ir: IRFile, key: int, layout: tuple) -> list[int]:
+    """``key`` and the forward point-wise ops reading its results directly whose full-rank inputs
+    all take ``layout`` (lower-rank ones, a bias, its trailing dims), in dump order."""
+    region, stack = [key], [key]
+    while stack:
+        node = stack.pop()
+        for user in ir.consumers(node):
+            if user in region or ir.is_backward(user) or ir[user]["kind"] != "cnode" or ir[user]["op"] not in ROW_OPS:
+                continue
+            strat = strategy(ir, user)
+            if not strat or not all(isinstance(s, tuple) and tuple(s) == layout[len(layout) - len(s) :] for s in strat):
+                continue
+            region.append(user)
+            stack.append(user)
+    return sorted(region, key=lambda k: ir[k].get("line", 0))

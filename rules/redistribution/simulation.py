@@ -10,7 +10,7 @@ from irlint.model import IRFile
 
 from .chain import SLICE_OPS, Chain, Waste
 from .discovery import data_inputs
-from .layouts import _perm, output_layout, output_placement, placements, strategy
+from .layouts import _perm, devices, output_layout, output_placement, placements, ranks_moved, strategy
 from .steps import _norm_dim, _rank, _shrunk_dims, axis_of, split_args, step_text, used_split_outputs
 from .wording import as_int, size
 
@@ -191,6 +191,8 @@ class Permutation(NamedTuple):
     produced: tuple  # the producer's output placement
     read: tuple  # the consumer's input placement
     factor: int  # how many times the tensor is gathered
+    moved: tuple = ()  # the ranks whose block is one another rank holds
+    ranks: int = 0  # the devices the strategies use
 
 
 def permutation(ir: IRFile, chain: Chain) -> Permutation | None:
@@ -211,4 +213,5 @@ def permutation(ir: IRFile, chain: Chain) -> Permutation | None:
     for k in chain.nodes:
         if ir[k]["op"] in GATHER_OPS:
             factor *= as_int((ir[k].get("primitive_attrs") or {}).get("rank_size")) or 1
-    return Permutation(has, produced, read, factor)
+    ranks = devices(ir)
+    return Permutation(has, produced, read, factor, tuple(ranks_moved(produced, read, ranks)), ranks)
