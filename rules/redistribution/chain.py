@@ -53,6 +53,21 @@ class Chain:
     # in place of an AllReduce whose result is sliced)
     kept_by_scheme: int = 0
 
+    @property
+    def source(self) -> int:
+        """The producer, for chains discovery gave one (every chain a finding is built from)."""
+        if self.producer is None:
+            raise ValueError(f"redistribution chain {self.nodes} has no producer")
+        return self.producer
+
+    @property
+    def entry_shape(self) -> tuple:
+        return (self.entry.shape or ()) if self.entry is not None else ()
+
+    @property
+    def exit_shape(self) -> tuple:
+        return (self.exit.shape or ()) if self.exit is not None else ()
+
     def span(self, ir: IRFile) -> list[int]:
         """The wasteful part of the run: from the first op a waste names to the last, in order."""
         named = {k for w in self.wastes for k in w.nodes}

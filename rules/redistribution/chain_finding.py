@@ -52,7 +52,7 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
     )
     if expert_relayout:
         # expert parallelism needs the re-layout: what one AlltoAll moves is scheme, the rest waste
-        chain.kept_by_scheme = alltoall
+        chain.kept_by_scheme = alltoall or 0
     waste = [
         (k, max((received_bytes(ir, k) or 0) - chain.kept_by_scheme, 0))
         for k in span + backward_transpose(ir, chain, backward, span)
@@ -108,9 +108,9 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
         and chain.exit is not None
         and len(chain.entry.shape or ()) == len(chain.exit.shape or ())
     )
-    hint = chain.hint or hint_for(ir, chain.producer, consumer, pos, comparable=same_rank)
-    if moved_blocks is not None:
-        hint, fix_of_blocks = placement_hint(ir, chain.producer, consumer, pos)
+    hint = chain.hint or hint_for(ir, chain.source, consumer, pos, comparable=same_rank)
+    if moved_blocks is not None and consumer is not None:  # a permutation always has its reader
+        hint, fix_of_blocks = placement_hint(ir, chain.source, consumer, pos)
         alltoall = None
     if alltoall and expert is not None:
         # the layout change is the point of expert parallelism: keep it, make it cheap
@@ -126,7 +126,7 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
             "; where the layout change is wanted, set_auto_parallel_context(enable_alltoall=True) makes "
             "MindSpore emit one AlltoAll instead"
         )
-    related = [end_note(ir, chain.producer, "producer")]
+    related = [end_note(ir, chain.source, "producer")]
     related += [note(ir, k, "scheme, not waste: " + step_text(ir, k, costs=True)) for k in chain.scheme]
     related += [
         note(ir, k, step_text(ir, k, costs=True))
@@ -137,7 +137,7 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
     related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
     identity = (
         tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
-        scope_path(ir[chain.producer].get("scope", "")),
+        scope_path(ir[chain.source].get("scope", "")),
         tuple(scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers),
         tuple(kinds),
     )
@@ -173,7 +173,7 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
             "bytes": rerun.bytes,
             "copies": [ir[c]["id"] for c, _ in rerun.copies],
         }
-    fix = best_fix(ir, chain.producer, consumer, pos) if consumer is not None and same_rank else None
+    fix = best_fix(ir, chain.source, consumer, pos) if consumer is not None and same_rank else None
     if moved_blocks is not None:
         extra["fix"] = fix_of_blocks
         extra["split"] = fmt(moved_blocks.split)
@@ -227,6 +227,7 @@ def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[
     produced, read = output_layout_expression(ir, source), layout_expression(ir, consumer, pos)
     in_value = (ir[consumer].get("primitive_attrs") or {}).get("in_layout")
     read_layout = in_value[pos] if isinstance(in_value, tuple) and pos < len(in_value) else None
+    expr: str | None
     if produced and not read:
         op, expr, other, layout = consumer, produced, source, output_layout_dict(ir, source)
     elif read and not produced:

@@ -150,7 +150,7 @@ def is_weight(ir: IRFile, key: int) -> bool:
 
 
 def touches_backward(ir: IRFile, chain: Chain) -> bool:
-    return any(ir.is_backward(k) for k in chain.nodes) or ir.is_backward(chain.producer)
+    return any(ir.is_backward(k) for k in chain.nodes) or ir.is_backward(chain.source)
 
 
 def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:

@@ -219,7 +219,7 @@ subgraph @main() {
         related = [end_note(ir, matmul, "column-parallel MatMul to change")]
         for g in gathers:
             if g.chain.producer != matmul:
-                related.append(end_note(ir, g.chain.producer, "producer"))
+                related.append(end_note(ir, g.chain.source, "producer"))
             related += [
                 note(ir, k, step_text(ir, k, costs=True))
                 for k in g.chain.nodes
@@ -310,7 +310,7 @@ def _gathered_dims(ir: IRFile, chain: Chain) -> tuple[int | None, int | None]:
     before = prod(shape[:axis])
     src = (ir[gather].get("in_types") or (None,))[0]
     # in the producer's output the dim holds 1/factor as much; the elements before it do not change
-    return _dim_at(chain.exit.shape, before), _dim_at(chain.entry.shape, before) if src is not None else None
+    return _dim_at(chain.exit_shape, before), _dim_at(chain.entry_shape, before) if src is not None else None
 
 
 def _dim_at(shape: tuple, before: int) -> int | None:
@@ -331,17 +331,17 @@ def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple] | Non
     for consumer, pos in chain.consumers:  # the consumer reads the gathered dim as its contracted dim
         if ir[consumer]["op"] in MATMUL_OPS and pos in (0, 1) and gather.exit_dim is not None:
             ta, tb = transposes(ir, consumer)
-            rank = len(chain.exit.shape)
+            rank = len(chain.exit_shape)
             contracted = (rank - 2 if ta else rank - 1) if pos == 0 else (rank - 1 if tb else rank - 2)
             strat = strategy(ir, consumer)
             if gather.exit_dim == contracted and strat and strat[pos][contracted] == 1:
                 new = row_parallel(ir, consumer, gather.factor)
                 if new is not None:
                     return consumer, new
-    producer = chain.producer
+    producer = chain.source
     if ir[producer]["op"] in MATMUL_OPS and gather.entry_dim is not None:
         layout = output_layout(ir, producer)
-        rank = len(chain.entry.shape)
+        rank = len(chain.entry_shape)
         if layout and gather.entry_dim == rank - 1 and layout[-1] == gather.factor:
             new = row_parallel(ir, producer, gather.factor)
             if new is not None:

@@ -308,6 +308,6 @@ subgraph @main() {
         for trip in round_trips(ir):
             yield round_trip_finding(self, ir, trip)
         for key in ir.nodes_by_op("AllReduce"):
-            chain = allreduce_then_slice(ir, key)
-            if chain is not None:
-                yield chain_finding(self, ir, chain)
+            sliced = allreduce_then_slice(ir, key)
+            if sliced is not None:
+                yield chain_finding(self, ir, sliced)

@@ -52,17 +52,17 @@ def repeated_gathers(rule: Rule, ir: IRFile, chains: list[Chain]) -> Iterator[Fi
             f"{len(gathers)} times by identical {op}s (group of {ranks or '?'}), once for each of "
             f"{', '.join(who(ir, c) for c in consumers)}; {size(moved)} received again"
         )
-        first = same[0].consumers[0] if same[0].consumers else (None, 0)
+        reader = same[0].consumers[0] if same[0].consumers else (None, 0)
         hint = "one gather would serve every consumer; better, let them read the producer's layout: " + hint_for(
-            ir, same[0].producer, first[0], first[1]
+            ir, same[0].source, reader[0], reader[1]
         )
-        related = [end_note(ir, same[0].producer, "producer")]
+        related = [end_note(ir, same[0].source, "producer")]
         related += [note(ir, g, step_text(ir, g, costs=True)) for g in gathers[1:]]
         related += [end_note(ir, c, "consumer") for c in consumers]
         identity = (
             "repeated-gather",
             op,
-            scope_path(ir[same[0].producer].get("scope", "")),
+            scope_path(ir[same[0].source].get("scope", "")),
             tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)),
         )
         total = step_received_bytes(ir)

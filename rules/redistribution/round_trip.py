@@ -152,8 +152,8 @@ def _rows_gathered_then_sliced(ir: IRFile, key: int, pos: int, before: Chain, af
         return None
     if not all(ir[k]["op"] in SLICE_OPS | {"Reshape"} for k in after.nodes):
         return None
-    src, dst = before.entry.shape, before.exit.shape
-    out_full, out_kept = after.entry.shape, after.exit.shape
+    src, dst = before.entry_shape, before.exit_shape
+    out_full, out_kept = after.entry_shape, after.exit_shape
     if not (src and dst and out_full and out_kept) or 0 in src + dst + out_full + out_kept:
         return None
     # the contracted (last) dim of the input and the output's columns are never touched; the rows

@@ -203,9 +203,9 @@ def permutation(ir: IRFile, chain: Chain) -> Permutation | None:
     if chain.entry.shape != chain.exit.shape:
         return None
     consumer, pos = chain.consumers[0]
-    has, strat = output_layout(ir, chain.producer), strategy(ir, consumer)
+    has, strat = output_layout(ir, chain.source), strategy(ir, consumer)
     wants = tuple(strat[pos]) if strat and pos < len(strat) else None
-    produced, read = output_placement(ir, chain.producer), placements(ir, consumer)
+    produced, read = output_placement(ir, chain.source), placements(ir, consumer)
     read = read[pos] if read and pos < len(read) else None
     if has is None or has != wants or produced is None or read is None or produced == read:
         return None

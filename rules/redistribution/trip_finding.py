@@ -33,7 +33,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
     wasted = sum(b for _, b in waste)
     total = step_received_bytes(ir)
     op, consumer = trip.op, trip.after.consumers[0][0]
-    maker = strategy_source(ir, trip.before.producer) or trip.before.producer  # past a TupleGetItem
+    maker = strategy_source(ir, trip.before.source) or trip.before.source  # past a TupleGetItem
 
     def steps(chain):
         return " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
@@ -78,7 +78,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
     also: list = []  # the other ops of a run to reshard with ``op``
     if trip.region:
         hint, also = _region_hint(ir, trip)
-    related = [end_note(ir, trip.before.producer, "producer")]
+    related = [end_note(ir, trip.before.source, "producer")]
     related += [
         note(ir, k, step_text(ir, k, costs=True))
         for k in trip.before.nodes
