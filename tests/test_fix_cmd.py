@@ -347,3 +347,18 @@ def test_per_stage_counts_under_interleave_are_raised_in_the_per_chunk_form(tmp_
         "attention\\.merger_head_transpose": [[2, 2], [2, 2]],
         "feed_forward\\.w2\\.reshape": [[2, 2], [2, 2]],
     }
+
+
+def test_pipeline_prices_are_what_the_peak_loses_without_interleave():
+    """The same unit without interleave: a stage's findings sum to its peak drop (rank 0 holds 2
+    micro batches in flight at its peak, rank 4 one), and irlint diff says the same."""
+    import json
+
+    lint0 = _lint_json(PP0, "--no-group")["findings"]
+    before, after = _memory_json(PP0), _memory_json(PP1)
+    for rank, drop in (("rank_0", 81_920), ("rank_4", 40_960)):
+        assert sum(f["bytes_at_stake"] for f in lint0 if f"/{rank}/" in f["file"]) == drop
+        assert before[rank]["peak_kept_bytes"] - after[rank]["peak_kept_bytes"] == drop
+    diff = json.loads(CliRunner().invoke(irlint.cli.main, ["diff", str(PP0), str(PP1), "--format", "json"]).stdout)
+    s = diff["summary"]
+    assert s["peak_kept_bytes_before"] - s["peak_kept_bytes_after"] == sum(f["bytes_at_stake"] for f in diff["fixed"])
