@@ -362,3 +362,29 @@ def test_pipeline_prices_are_what_the_peak_loses_without_interleave():
     diff = json.loads(CliRunner().invoke(irlint.cli.main, ["diff", str(PP0), str(PP1), "--format", "json"]).stdout)
     s = diff["summary"]
     assert s["peak_kept_bytes_before"] - s["peak_kept_bytes_after"] == sum(f["bytes_at_stake"] for f in diff["fixed"])
+
+
+SP0 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_sp_irlint_fix_round0"
+SP1 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_sp_irlint_fix_round1"
+
+
+def test_one_round_under_sequence_parallel_and_the_price_net_of_what_the_fix_keeps(tmp_path):
+    """Llama dp2 x mp4 with use_seq_parallel and MindFormers' default keys (select and comm): one
+    round leaves no RC finding. w1's key also tags the AllGather chain that replaced w1's input
+    Reshape; MindSpore recomputes it and keeps the AllGather's input (1,024 bytes per layer), so the
+    SiLU's fix frees 2,048 - 1,024 bytes, and each layer 4,096 in all, what the findings price."""
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(SP0 / "cfg.yaml", cfg)
+    run(cfg, SP0)  # exit 1: the batch-merge PC001 asks for runner_config.batch_size, printed only
+    assert cfg.read_bytes() == (SP1 / "cfg.yaml").read_bytes()
+    lint0 = [f for f in _lint_json(SP0, "--no-group")["findings"] if f["code"].startswith("RC")]
+    lint1 = [f for f in _lint_json(SP1)["findings"] if f["code"].startswith("RC")]
+    assert lint1 == [] and len(lint0) == 6
+    silu = [f for f in lint0 if f["op"] == "SiLU"]
+    assert [f["extra"]["fix_keeps"][0]["op"] for f in silu] == ["AllGather", "AllGather"]
+    assert [f["bytes_at_stake"] for f in silu] == [1024, 1024]
+    per_layer: dict = {}
+    for f in lint0:
+        per_layer[str(f["extra"]["layer"])] = per_layer.get(str(f["extra"]["layer"]), 0) + f["bytes_at_stake"]
+    before, after = _kept(SP0), _kept(SP1)
+    assert {layer: before[layer] - after[layer] for layer in per_layer} == per_layer == {"0": 4096, "1": 4096}
