@@ -99,7 +99,7 @@ def apply_plan(text: str, recompute: dict) -> Edit:
             have = covering(key, list(current.keys()))
             want = per_stage.get(key)
             if have is None:
-                current[key] = _flow(list(want)) if want else True
+                current[_key_like(key, list(current.keys()))] = _flow(list(want)) if want else True
                 added.append(key)
                 continue
             value = current[have]
@@ -194,6 +194,15 @@ def _flow(items: list):
     seq = CommentedSeq(items)
     seq.fa.set_flow_style()
     return seq
+
+
+def _key_like(key: str, keys: list):
+    """A new mapping key quoted as the mapping's keys are: plain when none is quoted."""
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
+    if any(isinstance(k, (DoubleQuotedScalarString, SingleQuotedScalarString)) for k in keys):
+        return _quoted(key, keys)
+    return key
 
 
 def _quoted(key: str, seq):

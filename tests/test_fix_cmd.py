@@ -336,6 +336,8 @@ def test_per_stage_counts_under_interleave_are_raised_in_the_per_chunk_form(tmp_
     assert result.exit_code == 0
     assert "feed_forward\\.w1\\.reshape: [1, 1] -> [[2, 2], [2, 2]]" in result.stderr
     assert "attention\\.reshape (by 'attention\\.reshape')" in result.stderr
+    # new keys quoted as the user's are
+    assert "'attention\\.merger_head_transpose': [[2, 2], [2, 2]]" in cfg.read_text()
     from irlint.mfyaml import load
 
     got = load(cfg.read_text())["recompute_config"]["select_recompute"]
