@@ -24,6 +24,10 @@ AT_STAKE_NOTE = (
     "At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
     "(what the fix they name would free; `irlint` on the same path lists them)."
 )
+AT_STAKE_PIPELINE_NOTE = (
+    "In a pipeline stage the at-stake figures are at the stage's peak, as the peak row: a layer's bytes per "
+    "micro batch times its chunk's micro batches in flight then; they add up to what the fixes take off the peak."
+)
 
 
 def read_finals(chosen: list[DumpFile], problems: list[Diagnostic], statuses: list[dict] | None = None):
@@ -276,6 +280,8 @@ def render_text(entries: list[dict], width: int | None = None, cases: list[str] 
     out.print(SCOPE_NOTE, soft_wrap=True)
     if rule_codes(entries):
         out.print(AT_STAKE_NOTE, soft_wrap=True)
+        if any(e.get("micro_batches", 1) > 1 for e in entries):
+            out.print(AT_STAKE_PIPELINE_NOTE, soft_wrap=True)
     return text_of(buffer)
 
 
