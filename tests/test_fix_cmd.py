@@ -390,3 +390,21 @@ def test_one_round_under_sequence_parallel_and_the_price_net_of_what_the_fix_kee
         per_layer[str(f["extra"]["layer"])] = per_layer.get(str(f["extra"]["layer"]), 0) + f["bytes_at_stake"]
     before, after = _kept(SP0), _kept(SP1)
     assert {layer: before[layer] - after[layer] for layer in per_layer} == per_layer == {"0": 4096, "1": 4096}
+
+
+def test_the_interleaved_documents_follow_their_schemas():
+    import json
+
+    import jsonschema
+
+    schemas = TESTS / "fixtures" / "schemas"
+
+    def schema(name):
+        return json.loads((schemas / name).read_text(encoding="utf-8"))
+
+    jsonschema.validate(_lint_json(IL0)["fix_plan"], schema("irlint-fix-plan-1.json"))
+    memory = json.loads(CliRunner().invoke(irlint.cli.main, ["memory", str(IL0), "--format", "json"]).stdout)
+    jsonschema.validate(memory, schema("irlint-memory-1.json"))
+    assert all(len(f["chunks"]) == 2 for f in memory["files"])
+    diff = json.loads(CliRunner().invoke(irlint.cli.main, ["diff", str(IL0), str(IL1), "--format", "json"]).stdout)
+    jsonschema.validate(diff, schema("irlint-diff-1.json"))
