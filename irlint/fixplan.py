@@ -86,6 +86,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
                 }
             )
     stages = _stages(spans) if len(spans) > 1 else None
+    chunks = _chunks(stages) if stages else None
     out_keys = []
     for entry in keys.values():
         row = {
@@ -93,14 +94,16 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
             "layers": sorted(entry["layers"]),
             "findings": sorted({x for x in entry["findings"] if x}),
         }
-        if stages:
-            row["per_stage"] = [
-                max((layer - span[0] + 1 for layer in entry["by_span"].get(span, ())), default=0) for span in stages
-            ]
+        if chunks and len(chunks) > 1:  # interleave: MindFormers' [chunk][stage] counts
+            row["per_stage"] = [[_count(entry["layers"], run) for run in chunk] for chunk in chunks]
+        elif stages:
+            row["per_stage"] = [_count(entry["by_span"].get(span, ()), span) for span in stages]
         out_keys.append(row)
     recompute: dict = {"select_recompute": [k["key"] for k in out_keys], "keys": out_keys, "no_key": _dedup(no_key)}
     if stages:
         recompute["stages"] = [list(s) for s in stages]
+        if chunks and len(chunks) > 1:
+            recompute["chunks"] = [[list(run) for run in chunk] for chunk in chunks]
         recompute["select_recompute_per_stage"] = {k["key"]: k["per_stage"] for k in out_keys}
     elif out_keys and (len(spans) > 1 or pipeline):
         recompute["per_stage_note"] = (
@@ -172,15 +175,48 @@ def yaml_value(value) -> str:
 
 
 def _stages(spans: set[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
-    """The stages' layer runs in order when they tile the layers from 0 without a gap (every stage
-    of the pipeline is in the run), else None: a count for a stage not seen cannot be given."""
+    """The stages' layers in stage order when every stage of the pipeline is in the run: their
+    runs of consecutive layers (one per stage, or one per chunk with interleave) tile the layers
+    from 0 without a gap, else None: a count for a stage not seen cannot be given."""
     ordered = sorted(spans)
-    if not ordered or ordered[0][0] != 0:
+    runs = sorted(run for span in ordered for run in _runs(span))
+    if not runs or runs[0][0] != 0:
         return None
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in zip(runs, runs[1:]):
         if b[0] != a[-1] + 1:
             return None
     return ordered
+
+
+def _chunks(stages: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]] | None:
+    """With pipeline interleave, each chunk's runs in stage order (``chunks[v][stage]``): MindFormers
+    places run r of the model on stage r % stages, chunk r // stages (its LayerSetting); None when
+    the stages' runs are not laid out that way."""
+    per_stage = [_runs(span) for span in stages]
+    count = len(per_stage[0])
+    if any(len(r) != count for r in per_stage):
+        return None
+    runs = sorted(run for r in per_stage for run in r)
+    out = [[runs[v * len(stages) + s] for s in range(len(stages))] for v in range(count)]
+    if any(out[v][s] != per_stage[s][v] for v in range(count) for s in range(len(stages))):
+        return None
+    return out
+
+
+def _runs(layers: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Runs of consecutive layers."""
+    out: list[list[int]] = []
+    for layer in sorted(layers):
+        if out and layer == out[-1][-1] + 1:
+            out[-1].append(layer)
+        else:
+            out.append([layer])
+    return [tuple(r) for r in out]
+
+
+def _count(blocked, run: tuple[int, ...]) -> int:
+    """Layers of ``run`` a key must cover from its first: up to its last blocked layer."""
+    return max((layer - run[0] + 1 for layer in blocked if layer in run), default=0)
 
 
 def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list[dict]:
@@ -206,7 +242,21 @@ def plan_text(plan: dict) -> str:
     if rc["select_recompute"]:
         lines.append("recompute_config:   # add to your own keys (irlint fix CONFIG.yaml DUMP... does it)")
         lines.append("  select_recompute: [" + ", ".join(f"'{k}'" for k in rc["select_recompute"]) + "]")
-        if rc.get("select_recompute_per_stage"):
+        if rc.get("select_recompute_per_stage") and rc.get("chunks"):
+            lines.append(
+                "  # or, per interleave chunk and pipeline stage ("
+                + "; ".join(
+                    f"chunk {v}: layers " + ", ".join(f"{r[0]}-{r[-1]}" for r in chunk)
+                    for v, chunk in enumerate(rc["chunks"])
+                )
+                + "): key -> [chunk][stage] number of layers from each one's first"
+            )
+            lines.append(
+                "  # select_recompute: {"
+                + ", ".join(f"'{k}': {v}" for k, v in rc["select_recompute_per_stage"].items())
+                + "}"
+            )
+        elif rc.get("select_recompute_per_stage"):
             lines.append(
                 "  # or, per pipeline stage (layers "
                 + ", ".join(f"{s[0]}-{s[-1]}" for s in rc["stages"])

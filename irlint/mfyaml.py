@@ -99,10 +99,19 @@ def apply_plan(text: str, recompute: dict) -> Edit:
             have = covering(key, list(current.keys()))
             want = per_stage.get(key)
             if have is None:
-                current[key] = _flow(list(want)) if want else True
+                current[_key_like(key, list(current.keys()))] = _flow(list(want)) if want else True
                 added.append(key)
                 continue
             value = current[have]
+            if want and isinstance(want[0], list) and isinstance(value, list):  # interleave: [chunk][stage]
+                note = _raise_per_chunk(value, want, recompute.get("chunks") or [])
+                if note is None:
+                    covered.append(f"{key} (by '{have}')")
+                elif note.startswith(NOTE):
+                    notes.append(f"'{have}': " + note.removeprefix(NOTE))
+                else:
+                    raised.append(f"{have}: {note}")
+                continue
             if want and isinstance(value, list) and len(value) == len(want) and all(isinstance(n, int) for n in value):
                 new = [max(int(a), int(b)) for a, b in zip(value, want)]
                 if new != [int(n) for n in value]:
@@ -140,12 +149,60 @@ def apply_plan(text: str, recompute: dict) -> Edit:
     return Edit(_splice(text, doc), added, raised, covered, notes)
 
 
+NOTE = "note: "
+
+
+def _raise_per_chunk(value, want: list, chunks: list) -> str | None:
+    """Raise a per-stage value to the plan's [chunk][stage] counts in place: a [chunk][stage] value
+    element by element; a per-stage list of counts is first split over the chunks as MindFormers
+    does (its LayerSetting gives each stage's count to the chunks in turn, one layer at a time) and
+    written back in the [chunk][stage] form. Returns "before -> after", None when nothing was
+    raised, or a note when the value's shape is not the dump's (``NOTE`` first)."""
+    stages = len(want[0])
+    sizes = [[len(run) for run in chunk] for chunk in chunks] or [[0] * stages for _ in want]
+    nested = [list(row) for row in value] if all(isinstance(row, list) for row in value) else None
+    if nested is None and len(value) == stages and all(isinstance(n, int) and not isinstance(n, bool) for n in value):
+        nested = [[0] * stages for _ in want]
+        for j, count in enumerate(value):
+            count = min(int(count), sum(row[j] for row in sizes))
+            while count:
+                for i in range(len(want)):
+                    if count and nested[i][j] < sizes[i][j]:
+                        nested[i][j] += 1
+                        count -= 1
+    if (
+        nested is None
+        or len(nested) != len(want)
+        or any(len(row) != stages or not all(isinstance(n, int) for n in row) for row in nested)
+    ):
+        return (
+            NOTE
+            + f"{list(value)} is not a count per stage nor per [chunk][stage] of the dump's pipeline; the dump needs {want}"
+        )
+    new = [[max(int(a), int(b)) for a, b in zip(row, need)] for row, need in zip(nested, want)]
+    if new == nested:
+        return None
+    before = [list(row) if isinstance(row, list) else row for row in value]
+    value.clear()
+    value.extend(_flow(row) for row in new)
+    return f"{before} -> {new}"
+
+
 def _flow(items: list):
     from ruamel.yaml.comments import CommentedSeq
 
     seq = CommentedSeq(items)
     seq.fa.set_flow_style()
     return seq
+
+
+def _key_like(key: str, keys: list):
+    """A new mapping key quoted as the mapping's keys are: plain when none is quoted."""
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
+    if any(isinstance(k, (DoubleQuotedScalarString, SingleQuotedScalarString)) for k in keys):
+        return _quoted(key, keys)
+    return key
 
 
 def _quoted(key: str, seq):

@@ -253,3 +253,158 @@ def test_one_round_on_a_pipeline_and_the_per_stage_counts(tmp_path):
         assert {layer: before[layer] - after[layer] for layer in layers} == {
             layer: per_layer[layer] for layer in layers
         }
+
+
+IL0 = TESTS / "fixtures" / "recompute" / "mf-pp2_interleave_irlint_fix_round0"
+IL1 = TESTS / "fixtures" / "recompute" / "mf-pp2_interleave_irlint_fix_round1"
+
+
+def _lint_json(*args) -> dict:
+    import json
+
+    return json.loads(CliRunner().invoke(irlint.cli.main, [*map(str, args), "--format", "json", "-n"]).stdout)
+
+
+def _memory_json(folder) -> dict:
+    import json
+
+    result = CliRunner().invoke(irlint.cli.main, ["memory", str(folder), "--format", "json"])
+    return {f["file"].split("/")[-2]: f for f in json.loads(result.stdout)["files"]}
+
+
+def test_one_round_on_an_interleaved_pipeline_and_the_per_chunk_counts(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(IL0 / "cfg.yaml", cfg)
+    result = run(cfg, IL0)
+    assert result.exit_code == 0 and cfg.read_bytes() == (IL1 / "cfg.yaml").read_bytes()
+    plan = _lint_json(IL0)["fix_plan"]["recompute"]
+    # stage 0 holds layers 0-1 (chunk 0) and 4-5 (chunk 1), stage 1 layers 2-3 and 6-7: MindFormers'
+    # [chunk][stage] form, each count from that chunk's first layer on the stage
+    assert plan["stages"] == [[0, 1, 4, 5], [2, 3, 6, 7]]
+    assert plan["chunks"] == [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+    assert set(map(str, plan["select_recompute_per_stage"].values())) == {"[[2, 2], [2, 2]]"}
+    assert "[[2, 2], [2, 2]]" in result.stderr
+    lint0, lint1 = _lint_json(IL0, "--no-group"), _lint_json(IL1)
+    assert lint1["findings"] == [] and len(lint0["findings"]) == 24
+
+
+def test_interleaved_prices_are_what_the_peak_loses():
+    """One model of what is in flight: each finding prices its layer's bytes per micro batch times
+    the micro batches of its chunk in flight at the stage's peak; summed, that is the peak drop the
+    recompile measured (irlint memory and irlint diff), and per layer the per-micro-batch drop."""
+    import json
+
+    lint0 = _lint_json(IL0, "--no-group")["findings"]
+    before, after = _memory_json(IL0), _memory_json(IL1)
+    # at rank 0's peak, 4 micro batches of chunk 0 (layers 0-1) and 1 of chunk 1 (layers 4-5) wait
+    held = {tuple(c["layers"]): c["in_flight_at_peak"] for c in before["rank_0"]["chunks"]}
+    assert held == {("0", "1", "outside"): 4, ("4", "5"): 1}
+    for rank, drop in (("rank_0", 102_400), ("rank_4", 61_440)):
+        mine = [f for f in lint0 if f"/{rank}/" in f["file"]]
+        assert sum(f["bytes_at_stake"] for f in mine) == drop
+        assert before[rank]["peak_kept_bytes"] - after[rank]["peak_kept_bytes"] == drop
+        per_layer: dict = {}
+        for f in mine:
+            e = f["extra"]
+            assert f["bytes_at_stake"] == e["bytes_at_stake_per_micro_batch"] * e["micro_batches_in_flight"]
+            per_layer[str(e["layer"])] = per_layer.get(str(e["layer"]), 0) + e["bytes_at_stake_per_micro_batch"]
+            # the total is in the same unit: the same finding's bytes_at_stake over its layers
+            peers = [g for g in mine if (g["code"], g["op"]) == (f["code"], f["op"])]
+            assert e["bytes_at_stake_total"] == sum(g["bytes_at_stake"] for g in peers)
+        kept0 = {r["layer"]: r["kept_bytes"] for r in before[rank]["layers"]}
+        kept1 = {r["layer"]: r["kept_bytes"] for r in after[rank]["layers"]}
+        assert {layer: kept0[layer] - kept1[layer] for layer in per_layer} == per_layer
+    diff = json.loads(CliRunner().invoke(irlint.cli.main, ["diff", str(IL0), str(IL1), "--format", "json"]).stdout)
+    s = diff["summary"]
+    assert s["fixed"] == 3 and s["new"] == 0
+    assert s["peak_kept_bytes_before"] - s["peak_kept_bytes_after"] == sum(f["bytes_at_stake"] for f in diff["fixed"])
+    assert sum(f["bytes_at_stake"] for f in diff["fixed"]) == 102_400 + 61_440
+
+
+def test_per_stage_counts_under_interleave_are_raised_in_the_per_chunk_form(tmp_path):
+    """A per-stage count ([1, 1]) is split over the chunks as MindFormers splits it (chunk 0 first)
+    and raised to the dump's [chunk][stage] need; a [chunk][stage] value that covers it is kept."""
+    text = (IL0 / "cfg.yaml").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("  select_recompute:"))
+    mine = (
+        "  select_recompute: {'feed_forward\\.mul': [4, 4], 'feed_forward\\.w1\\.activation\\.silu': [4, 4], "
+        "'feed_forward\\.w1\\.reshape': [1, 1], 'attention\\.reshape': [[2, 2], [2, 2]]}"
+    )
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(text.replace(line, mine))
+    result = run(cfg, IL0)
+    assert result.exit_code == 0
+    assert "feed_forward\\.w1\\.reshape: [1, 1] -> [[2, 2], [2, 2]]" in result.stderr
+    assert "attention\\.reshape (by 'attention\\.reshape')" in result.stderr
+    # new keys quoted as the user's are
+    assert "'attention\\.merger_head_transpose': [[2, 2], [2, 2]]" in cfg.read_text()
+    from irlint.mfyaml import load
+
+    got = load(cfg.read_text())["recompute_config"]["select_recompute"]
+    assert {k: [list(r) if isinstance(r, list) else r for r in v] for k, v in got.items()} == {
+        "feed_forward\\.mul": [4, 4],
+        "feed_forward\\.w1\\.activation\\.silu": [4, 4],
+        "feed_forward\\.w1\\.reshape": [[2, 2], [2, 2]],
+        "attention\\.reshape": [[2, 2], [2, 2]],
+        "attention\\.merger_head_transpose": [[2, 2], [2, 2]],
+        "feed_forward\\.w2\\.reshape": [[2, 2], [2, 2]],
+    }
+
+
+def test_pipeline_prices_are_what_the_peak_loses_without_interleave():
+    """The same unit without interleave: a stage's findings sum to its peak drop (rank 0 holds 2
+    micro batches in flight at its peak, rank 4 one), and irlint diff says the same."""
+    import json
+
+    lint0 = _lint_json(PP0, "--no-group")["findings"]
+    before, after = _memory_json(PP0), _memory_json(PP1)
+    for rank, drop in (("rank_0", 81_920), ("rank_4", 40_960)):
+        assert sum(f["bytes_at_stake"] for f in lint0 if f"/{rank}/" in f["file"]) == drop
+        assert before[rank]["peak_kept_bytes"] - after[rank]["peak_kept_bytes"] == drop
+    diff = json.loads(CliRunner().invoke(irlint.cli.main, ["diff", str(PP0), str(PP1), "--format", "json"]).stdout)
+    s = diff["summary"]
+    assert s["peak_kept_bytes_before"] - s["peak_kept_bytes_after"] == sum(f["bytes_at_stake"] for f in diff["fixed"])
+
+
+SP0 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_sp_irlint_fix_round0"
+SP1 = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_sp_irlint_fix_round1"
+
+
+def test_one_round_under_sequence_parallel_and_the_price_net_of_what_the_fix_keeps(tmp_path):
+    """Llama dp2 x mp4 with use_seq_parallel and MindFormers' default keys (select and comm): one
+    round leaves no RC finding. w1's key also tags the AllGather chain that replaced w1's input
+    Reshape; MindSpore recomputes it and keeps the AllGather's input (1,024 bytes per layer), so the
+    SiLU's fix frees 2,048 - 1,024 bytes, and each layer 4,096 in all, what the findings price."""
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(SP0 / "cfg.yaml", cfg)
+    run(cfg, SP0)  # exit 1: the batch-merge PC001 asks for runner_config.batch_size, printed only
+    assert cfg.read_bytes() == (SP1 / "cfg.yaml").read_bytes()
+    lint0 = [f for f in _lint_json(SP0, "--no-group")["findings"] if f["code"].startswith("RC")]
+    lint1 = [f for f in _lint_json(SP1)["findings"] if f["code"].startswith("RC")]
+    assert lint1 == [] and len(lint0) == 6
+    silu = [f for f in lint0 if f["op"] == "SiLU"]
+    assert [f["extra"]["fix_keeps"][0]["op"] for f in silu] == ["AllGather", "AllGather"]
+    assert [f["bytes_at_stake"] for f in silu] == [1024, 1024]
+    per_layer: dict = {}
+    for f in lint0:
+        per_layer[str(f["extra"]["layer"])] = per_layer.get(str(f["extra"]["layer"]), 0) + f["bytes_at_stake"]
+    before, after = _kept(SP0), _kept(SP1)
+    assert {layer: before[layer] - after[layer] for layer in per_layer} == per_layer == {"0": 4096, "1": 4096}
+
+
+def test_the_interleaved_documents_follow_their_schemas():
+    import json
+
+    import jsonschema
+
+    schemas = TESTS / "fixtures" / "schemas"
+
+    def schema(name):
+        return json.loads((schemas / name).read_text(encoding="utf-8"))
+
+    jsonschema.validate(_lint_json(IL0)["fix_plan"], schema("irlint-fix-plan-1.json"))
+    memory = json.loads(CliRunner().invoke(irlint.cli.main, ["memory", str(IL0), "--format", "json"]).stdout)
+    jsonschema.validate(memory, schema("irlint-memory-1.json"))
+    assert all(len(f["chunks"]) == 2 for f in memory["files"])
+    diff = json.loads(CliRunner().invoke(irlint.cli.main, ["diff", str(IL0), str(IL1), "--format", "json"]).stdout)
+    jsonschema.validate(diff, schema("irlint-diff-1.json"))

@@ -142,10 +142,12 @@ def test_kept_activation_of_a_pipeline_stage_is_priced_per_micro_batch_in_flight
         for o in f.occurrences
         if o.node == "%115" and o.rule == "reshape-blocks-silu-mul-recompute"
     )
-    assert "2.00 KiB at stake per micro batch" in silu.message
-    assert "up to 2 of its 4 micro batches in flight, so 4.00 KiB at its peak" in silu.message
+    # one unit: the bytes at the stage's peak, the layer's per micro batch times its micro batches in flight then
+    assert "4.00 KiB at stake, at the pipeline stage's peak: 2.00 KiB per micro batch" in silu.message
+    assert "2 of this layer's 4 micro batches in flight then" in silu.message
     assert silu.bytes_at_stake == 4096
-    assert dict(silu.extra)["micro_batches_in_flight"] == 2
+    extra = dict(silu.extra)
+    assert (extra["micro_batches_in_flight"], extra["bytes_at_stake_per_micro_batch"]) == (2, 2048)
 
 
 def test_memory_accounts_lazy_inline_layers_and_weight_copies(mf):

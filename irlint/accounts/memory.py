@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..model import IRFile
 from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
-from ..model.pipeline import backward_calls, schedules
+from ..model.pipeline import at_peak, backward_calls, schedules
 from ..read.values import TensorType
 from .tensors import VIEW_OPS, Tensor, reader_inputs, sources, tensor_type
 from .weights import is_weight_derived, weight_derived
@@ -97,11 +97,13 @@ class MemoryReport:
     # kept tensors computed from weights and constants only (fp16 copies of weights): they scale
     # with the parameters, not with the batch, so they are shown apart and not counted
     weight_copies: list[KeptTensor] = field(default_factory=list)
-    # pipeline stage (lazy_inline forward half called per micro batch): micro batches and how many
-    # are in flight at most; tensors of that forward half exist once per micro batch in flight
+    # pipeline stage (lazy_inline forward half called per micro batch; one per chunk with
+    # interleave): micro batches, and how many of each half's are in flight at the stage's peak
+    # (``irlint.model.pipeline.at_peak``); a half's tensors exist once per micro batch in flight
     micro_batches: int = 1
-    in_flight: int = 1
-    per_micro_batch: frozenset = frozenset()  # nodes of the forward half
+    in_flight: int = 1  # the most of any half at the peak
+    per_micro_batch: dict = field(default_factory=dict)  # node of a forward half -> its in-flight count
+    chunks: list = field(default_factory=list)  # [{"graph", "in_flight_at_peak", "kept_bytes"}] per forward half
 
     @property
     def total_kept_bytes(self) -> int:
@@ -109,8 +111,8 @@ class MemoryReport:
 
     @property
     def peak_kept_bytes(self) -> int:
-        """Kept bytes with every micro batch in flight: the forward half's tensors times in_flight."""
-        return sum(t.nbytes * (self.in_flight if t.tensor.node in self.per_micro_batch else 1) for t in self.kept)
+        """Kept bytes at the stage's peak: each forward half's tensors times its micro batches in flight then."""
+        return sum(t.nbytes * self.per_micro_batch.get(t.tensor.node, 1) for t in self.kept)
 
     def layers(self) -> list[LayerMemory]:
         rows: dict[str, LayerMemory] = {}
@@ -199,9 +201,23 @@ def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
     stages = schedules(ir)
     if stages:
         halves = {s.forward for s in stages}
+        per_half: dict[str, int] = dict.fromkeys(halves, 0)
+        for a in activations:
+            graph = ir[a.tensor.node]["graph"]
+            if graph in per_half:
+                per_half[graph] += a.nbytes
+        counts = at_peak(ir, per_half)
         report.micro_batches = max(s.micro_batches for s in stages)
-        report.in_flight = max(s.in_flight for s in stages)
-        report.per_micro_batch = frozenset(t.tensor.node for t in activations if ir[t.tensor.node]["graph"] in halves)
+        report.in_flight = max(counts.values())
+        report.per_micro_batch = {
+            t.tensor.node: counts[ir[t.tensor.node]["graph"]]
+            for t in activations
+            if ir[t.tensor.node]["graph"] in halves
+        }
+        report.chunks = [
+            {"graph": s.forward, "in_flight_at_peak": counts[s.forward], "kept_bytes": per_half[s.forward]}
+            for s in stages
+        ]
     return report
 
 
@@ -248,6 +264,19 @@ def _report(ir: IRFile) -> MemoryReport:
     if report is None:
         report = ir.__dict__["_memory_report"] = _account(ir, places_on_read=True)
     return report
+
+
+def in_flight_at_peak(ir: IRFile, graph: str) -> tuple[int, int] | None:
+    """(micro batches of the forward half ``graph`` in flight at its stage's peak, the stage's micro
+    batches), or None outside a pipeline stage. With interleave the peak is weighed by what each
+    chunk keeps, so the file's account is made (once); without, the half's own most in flight."""
+    stage = next((s for s in schedules(ir) if s.forward == graph), None)
+    if stage is None:
+        return None
+    if sum(1 for s in schedules(ir) if s.caller == stage.caller) == 1:
+        return stage.in_flight, stage.micro_batches
+    chunk = next(c for c in _report(ir).chunks if c["graph"] == graph)
+    return chunk["in_flight_at_peak"], stage.micro_batches
 
 
 def kept_of(ir: IRFile, key: int) -> list[KeptTensor]:

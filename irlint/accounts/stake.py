@@ -9,9 +9,8 @@ from typing import NamedTuple
 from ..findings import Finding
 from ..model import IRFile, weights_upstream
 from ..model.layers import OUTSIDE, Places
-from ..model.pipeline import schedules
 from ..units import human_bytes
-from .memory import bytes_at_stake, is_backward, kept_of
+from .memory import bytes_at_stake, in_flight_at_peak, is_backward, kept_of
 from .tensors import sources
 
 _LAYER = re.compile(r"layers-[^/]*/(\d+)-")
@@ -81,41 +80,47 @@ def _asked_to_recompute(ir: IRFile, key: int) -> bool:
 class Stake(NamedTuple):
     """Bytes of kept activations a finding is about: in its own layer, and summed over the
     layers where the same node is asked to recompute and still costs memory. In a pipeline stage
-    the figures are per micro batch, and ``in_flight`` micro batches hold them at once."""
+    both are at the stage's peak: a layer's bytes per micro batch times the micro batches of its
+    chunk in flight then (``irlint.model.pipeline.at_peak``), what the fix takes off that peak."""
 
     bytes: int
     total: int
     layers: int
-    in_flight: int = 1
+    in_flight: int = 1  # micro batches of this layer's chunk in flight at the stage's peak
     micro_batches: int = 1
+    per_micro_batch: int = 0  # ``bytes`` for one micro batch
 
     def text(self) -> str:
-        per = " per micro batch" if self.micro_batches > 1 else ""
         if self.layers > 1:
             out = (
-                f"{human_bytes(self.bytes)} at stake{per} in this layer, {human_bytes(self.total)} across the "
+                f"{human_bytes(self.bytes)} at stake in this layer, {human_bytes(self.total)} across the "
                 f"{self.layers} layers with the same problem"
             )
         else:
-            out = f"{human_bytes(self.bytes)} at stake{per}"
+            out = f"{human_bytes(self.bytes)} at stake"
         if self.micro_batches > 1:
             out += (
-                f"; this pipeline stage holds up to {self.in_flight} of its {self.micro_batches} micro "
-                f"batches in flight, so {human_bytes(self.total * self.in_flight)} at its peak"
+                f", at the pipeline stage's peak: {human_bytes(self.per_micro_batch)} per micro batch, "
+                f"{self.in_flight} of this layer's {self.micro_batches} micro batches in flight then"
             )
         return out
 
     def extra(self) -> dict:
         out = {"bytes_at_stake_total": self.total, "layers_with_problem": self.layers}
         if self.micro_batches > 1:
-            out.update(micro_batches=self.micro_batches, micro_batches_in_flight=self.in_flight)
+            out.update(
+                micro_batches=self.micro_batches,
+                micro_batches_in_flight=self.in_flight,
+                bytes_at_stake_per_micro_batch=self.per_micro_batch,
+            )
         return out
 
 
 def stake(ir: IRFile, key: int, cost=None) -> Stake:
     """The activation bytes a recompute finding on ``key`` is about: ``cost(ir, node)`` (default
     ``bytes_at_stake``) here, and summed over its layer peers that are asked to recompute and
-    cost something too."""
+    cost something too; in a pipeline stage each at the stage's peak (times the micro batches of
+    its chunk in flight then)."""
     # each layer's finding sums the same peers: their costs are priced once per file, not once
     # per finding (quadratic in the layers)
     memo = ir.__dict__.setdefault("_stake_costs", {})
@@ -129,11 +134,12 @@ def stake(ir: IRFile, key: int, cost=None) -> Stake:
 
     own = priced(key)
     peers = [p for p in _asked_peers(ir, key) if p == key or priced(p) > 0]
-    total = sum(priced(p) for p in peers)
-    stage = next((s for s in schedules(ir) if s.forward == ir[key]["graph"]), None)
-    if stage is None:
-        return Stake(own, total, len(peers))
-    return Stake(own, total, len(peers), stage.in_flight, stage.micro_batches)
+    here = in_flight_at_peak(ir, ir[key]["graph"])
+    if here is None:
+        return Stake(own, sum(priced(p) for p in peers), len(peers))
+    flights = {g: in_flight_at_peak(ir, g) for g in {ir[p]["graph"] for p in peers}}
+    total = sum(priced(p) * (flights[ir[p]["graph"]] or (1, 1))[0] for p in peers)
+    return Stake(own * here[0], total, len(peers), here[0], here[1], own)
 
 
 def downcast_cost(ir: IRFile, cast: int) -> int:
@@ -156,6 +162,6 @@ def staked(finding: Finding, at: Stake) -> Finding:
     """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``extra``."""
     return finding.with_(
         message=f"{finding.message} ({at.text()})",
-        bytes_at_stake=at.bytes * at.in_flight,
+        bytes_at_stake=at.bytes,
         extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())),
     )

@@ -260,6 +260,8 @@ def render_text(result: Diff) -> str:
                 )
         m = r.memory
         w(f"  activations kept for backward: {_change(m['before_total'], m['after_total'])}")
+        if (m["before_peak"], m["after_peak"]) != (m["before_total"], m["after_total"]):
+            w("  at the pipeline stage's peak (micro batches in flight): " + _change(m["before_peak"], m["after_peak"]))
         _change_table(w, "layer", m["layers"])
         fc = r.compute
         if fc:

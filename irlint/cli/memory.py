@@ -24,6 +24,10 @@ AT_STAKE_NOTE = (
     "At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
     "(what the fix they name would free; `irlint` on the same path lists them)."
 )
+AT_STAKE_PIPELINE_NOTE = (
+    "In a pipeline stage the at-stake figures are at the stage's peak, as the peak row: a layer's bytes per "
+    "micro batch times its chunk's micro batches in flight then; they add up to what the fixes take off the peak."
+)
 
 
 def read_finals(chosen: list[DumpFile], problems: list[Diagnostic], statuses: list[dict] | None = None):
@@ -163,7 +167,31 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int, found: list | No
         "micro_batches": report.micro_batches,
         "micro_batches_in_flight": report.in_flight,
         "peak_kept_bytes": report.peak_kept_bytes,
+        # added to version 1: each forward half (one per interleave chunk) at the stage's peak
+        "chunks": [
+            {**c, "layers": sorted(chunk_layers(ir, report, c["graph"]), key=_layer_order)} for c in report.chunks
+        ],
     }
+
+
+def chunk_layers(ir, report: MemoryReport, graph: str) -> set[str]:
+    """The layers of the kept tensors of the forward half ``graph``."""
+    return {
+        t.layer for t in report.kept if t.tensor.node in report.per_micro_batch and ir[t.tensor.node]["graph"] == graph
+    }
+
+
+def _layer_order(layer: str) -> tuple:
+    return (not layer.isdigit(), int(layer) if layer.isdigit() else 0, layer)
+
+
+def spans_text(layers: list[str]) -> str:
+    """``0–1, outside`` for a chunk's layers."""
+    from ..units import spans
+
+    numbers = [int(x) for x in layers if x.isdigit()]
+    rest = [x for x in layers if not x.isdigit()]
+    return ", ".join([*spans(numbers), *rest])
 
 
 PROJECTED_FIELDS = ("kept_bytes", "tensors", "recompute_saved_bytes")
@@ -238,6 +266,9 @@ def stake_cells(at_stake: dict[str, int], codes: list[str]) -> list[str]:
 
 
 def in_flight(e: dict) -> str:
+    chunks = e.get("chunks") or ()
+    if len(chunks) > 1:  # interleave: each chunk's count at the stage's peak
+        return "× " + " + ".join(str(c["in_flight_at_peak"]) for c in chunks) + f" of {e['micro_batches']}"
     return f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
 
 
@@ -249,6 +280,8 @@ def render_text(entries: list[dict], width: int | None = None, cases: list[str] 
     out.print(SCOPE_NOTE, soft_wrap=True)
     if rule_codes(entries):
         out.print(AT_STAKE_NOTE, soft_wrap=True)
+        if any(e.get("micro_batches", 1) > 1 for e in entries):
+            out.print(AT_STAKE_PIPELINE_NOTE, soft_wrap=True)
     return text_of(buffer)
 
 
@@ -334,7 +367,19 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
                 f"{u['node']} {u['op']} {u['type'] or '(no type line)'}",
                 soft_wrap=True,
             )
-        if e["micro_batches"] > 1:
+        if e["micro_batches"] > 1 and len(e.get("chunks") or ()) > 1:
+            held = "; ".join(
+                f"layers {spans_text(c['layers'])}: {c['in_flight_at_peak']} of {e['micro_batches']}"
+                for c in e["chunks"]
+            )
+            out.print(
+                f"{name if many else e['file']}: a pipeline stage with interleave: each chunk's forward half runs "
+                f"once per micro batch ({e['micro_batches']}); at the stage's peak (the order of the forward and "
+                f"backward calls, weighed by what each chunk keeps) these wait for their backward: {held}; the "
+                f"layer figures are per micro batch, the peak counts each chunk's tensors that many times.",
+                soft_wrap=True,
+            )
+        elif e["micro_batches"] > 1:
             out.print(
                 f"{name if many else e['file']}: a pipeline stage: the forward half runs once per micro batch "
                 f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "

@@ -7,6 +7,12 @@ as a forward half ``@…▸…`` that ends in ``Partial(@…◂…, kept values 
 returned Partial) once per micro batch, in its 1F1B order: the activations one forward call keeps
 for its backward exist once per micro batch in flight, the most forward calls whose backward has
 not run yet at any point of that order.
+
+With pipeline interleave each stage holds several chunks of layers, one forward/backward half pair
+per chunk, all called by one caller in the interleaved 1F1B order. The stage's memory peaks at one
+point of that order: the model of what is in flight is how many micro batches of each chunk are
+alive at that point (``at_peak``), not each chunk's own most (which the chunks reach at different
+times). Every pipeline price (the account's peak, the findings' ``bytes_at_stake``) uses it.
 """
 
 from __future__ import annotations
@@ -87,3 +93,49 @@ def schedules(ir: IRFile) -> list[Schedule]:
 def in_flight(ir: IRFile, graph: str) -> Schedule | None:
     """The schedule of the forward half ``graph`` when a pipeline stage calls it per micro batch."""
     return next((s for s in schedules(ir) if s.forward == graph), None)
+
+
+def at_peak(ir: IRFile, weights: dict[str, int] | None = None) -> dict[str, int]:
+    """Forward half -> how many of its micro batches are in flight at its stage's peak: the point of
+    the caller's printed order where the live forward halves hold the most bytes (``weights``: bytes
+    one micro batch of each half keeps; counted as equal when not given or all 0). The first such
+    point when several tie. Without interleave that is the half's own ``in_flight``."""
+    by_caller: dict[str, list[Schedule]] = {}
+    for s in schedules(ir):
+        by_caller.setdefault(s.caller, []).append(s)
+    out: dict[str, int] = {}
+    for caller, stages in by_caller.items():
+        if len(stages) == 1:
+            out[stages[0].forward] = stages[0].in_flight
+            continue
+        w = {s.forward: (weights or {}).get(s.forward, 0) for s in stages}
+        if not any(w.values()):
+            w = dict.fromkeys(w, 1)
+        out.update(_live_at_peak(ir, caller, stages, w))
+    return out
+
+
+def _live_at_peak(ir: IRFile, caller: str, stages: list[Schedule], weights: dict[str, int]) -> dict[str, int]:
+    by_backward = {s.backward: s.forward for s in stages}
+    events: list[tuple[int, str, int]] = []
+    for s in stages:
+        node = next((k for k, d in ir.nodes.items() if d["kind"] == "subgraph" and d["graph"] == s.forward), None)
+        if node is None:
+            continue
+        for c, keyed in ir.succ[node].items():
+            if ir[c]["graph"] == caller and any(d.get("kind") == "callee" for d in keyed.values()):
+                events.append((ir[c]["line"], s.forward, 1))
+    for c in backward_calls(ir):
+        if ir[c]["graph"] != caller:
+            continue
+        m = _PARTIAL_CALLEE.search(ir[c].get("raw_op", ""))
+        if m and m.group(1) in by_backward:
+            events.append((ir[c]["line"], by_backward[m.group(1)], -1))
+    live = dict.fromkeys(weights, 0)
+    best, peak = -1, dict(live)
+    for _, half, step in sorted(events):
+        live[half] += step
+        held = sum(n * weights[h] for h, n in live.items())
+        if held > best:
+            best, peak = held, dict(live)
+    return peak

@@ -72,6 +72,8 @@ class Diff:
                 "files_after": len(self.files_after),
                 "kept_bytes_before": sum(r.memory["before_total"] for r in self.ranks),
                 "kept_bytes_after": sum(r.memory["after_total"] for r in self.ranks),
+                "peak_kept_bytes_before": sum(r.memory["before_peak"] for r in self.ranks),
+                "peak_kept_bytes_after": sum(r.memory["after_peak"] for r in self.ranks),
                 "diagnostics": len(self.diagnostics),
                 "unverified_fixed": len(self.unverified_fixed),
                 "unverified_new": len(self.unverified_new),

@@ -258,7 +258,15 @@ def compare_files(
         "before_only_nodes": [_node_ref(before, k) for k in match.before_only[:UNMATCHED_LISTED]],
         "after_only_nodes": [_node_ref(after, k) for k in match.after_only[:UNMATCHED_LISTED]],
     }
-    memory = {"before_total": mem_before.total_kept_bytes, "after_total": mem_after.total_kept_bytes, "layers": layers}
+    memory = {
+        "before_total": mem_before.total_kept_bytes,
+        "after_total": mem_after.total_kept_bytes,
+        # at the pipeline stage's peak (each chunk's micro batches in flight then): the unit of the
+        # findings' bytes_at_stake; the totals without a pipeline
+        "before_peak": mem_before.peak_kept_bytes,
+        "after_peak": mem_after.peak_kept_bytes,
+        "layers": layers,
+    }
     from ..accounts.compute import change as compute_change
 
     return RankDiff(

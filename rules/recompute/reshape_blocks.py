@@ -8,6 +8,7 @@ from typing import NamedTuple
 from irlint.accounts.stake import stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
+from irlint.units import human_bytes
 
 from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts
@@ -24,6 +25,7 @@ from .report import (
     short_fix,
     where,
 )
+from .side_keep import kept_by_fix
 
 
 class BlockedSiluMul(NamedTuple):
@@ -34,6 +36,14 @@ class BlockedSiluMul(NamedTuple):
     ffn: FeedForward
     blocking: list[int]  # every non-recomputed layout op between it and backward
     readers: list[KeptRead]  # the backward reads through them
+
+
+def freed_net(ir: IRFile, k: int) -> int:
+    """What RC002's fix frees for ``k``: ``freed_by_recompute`` less what its keys make backward keep
+    (``side_keep``: under sequence parallel a Linear's re-layout chain, recomputed with its input kept)."""
+    blocked = next((b for b in blocked_silu_muls(ir, RecomputeFacts.of(ir)) if b.node == k), None)
+    side = kept_by_fix(ir, blocking_keys(ir, blocked.blocking)) if blocked is not None else []
+    return max(0, freed_by_recompute(ir, k) - sum(c.bytes for c in side))
 
 
 def blocked_silu_muls(ir: IRFile, facts: RecomputeFacts) -> list[BlockedSiluMul]:
@@ -118,6 +128,17 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         )
         hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
         hint += folded_note(ir, blocking).rstrip(".")
+        side = kept_by_fix(ir, needs)
+        if side:
+            hint += (
+                "; under sequence parallel "
+                + ", ".join(f"'{x}'" for x in keys)
+                + " also tags the re-layout that replaced that Linear's input Reshape ("
+                + ", ".join(f"{ir[c.collective]['op']} {ir[c.collective].get('id', '')}" for c in side)
+                + "): MindSpore recomputes it for backward, which runs the collective again and keeps its input ("
+                + human_bytes(sum(c.bytes for c in side))
+                + "); the bytes at stake are net of it"
+            )
         if keys:
             hint += ":\n" + yaml_snippet(keys)
         priced = fix_cost(ir, k, blocking, needs)
@@ -148,9 +169,19 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
                 "select_recompute": keys,
                 **fix_extra(ir, k, needs),
                 **({"fix_cost": priced} if priced is not None else {}),
+                **(
+                    {
+                        "fix_keeps": [
+                            {"node": ir[c.collective].get("id", ""), "op": ir[c.collective]["op"], "bytes": c.bytes}
+                            for c in side
+                        ]
+                    }
+                    if side
+                    else {}
+                ),
             },
             cause=cause,
             fix=short_fix(keys),
             snippet=yaml_snippet(keys) if keys else "",
         )
-        return staked(finding, stake(ir, k, freed_by_recompute))
+        return staked(finding, stake(ir, k, freed_net))
