@@ -157,5 +157,10 @@ def test_the_experts_alltoallv_of_a_real_qwen3_moe_under_the_whole_cell_key():
         + [(layer, "AlltoAllV", 48) for layer in "01"]
         + [(layer, "AlltoAll", 8) for layer in "01"]
     )
-    # the combine and the gradients (dynamic on both sides) take the dispatch's volume: none unsized
+    # the combine and the gradients (dynamic on both sides) take the dispatch's volume: none unsized,
+    # and each AlltoAllV says its bytes are an estimate (text: one line naming them)
     assert all(c["received_bytes"] is not None for c in data["collectives"])
+    estimated = [c for c in data["collectives"] if c["received_estimated"]]
+    assert len(estimated) == 16 and {c["op"] for c in estimated} == {"AlltoAllV"}
+    text = comm(QWEN_MOE).output
+    assert "16 AlltoAllV of data-dependent size counted as (n-1)/n of what the rank sends" in text

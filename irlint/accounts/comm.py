@@ -44,6 +44,7 @@ from .received import (  # noqa: F401
     received_bytes,
     share,
     step_received_bytes,
+    variable_size,
     waste_entry,
 )
 from .recompute_comm import Rerun, by_key, original_of, recomputed_cell, reruns
@@ -260,6 +261,7 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
                 "layer": c.layer,
                 "group_size": c.group_size,
                 "received_bytes": c.received_bytes,
+                "received_estimated": c.received_bytes is not None and variable_size(ir, c.node),
                 "waste_bytes": c.waste_bytes,
                 "findings": c.findings,
                 "transposes": node(c.transposes),

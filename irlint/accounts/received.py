@@ -70,6 +70,13 @@ def received_bytes(ir: IRFile, key: int) -> int | None:
 _VARIABLE_OPS = frozenset({"AlltoAllV", "AllToAllV"})
 
 
+def variable_size(ir: IRFile, key: int) -> bool:
+    """An AlltoAllV whose receive size the data decides: its bytes are an estimate."""
+    data = ir[key]
+    dst = data.get("out_type")
+    return data.get("op") in _VARIABLE_OPS and dst is not None and dst.nbytes is None
+
+
 def _variable_received(ir: IRFile, key: int) -> int | None:
     """An AlltoAllV whose receive size the data decides (MoE token dispatch): what the rank sends,
     split evenly over the peers its send list names, as what it receives from the others (balanced
