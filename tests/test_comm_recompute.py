@@ -7,6 +7,12 @@ Hand counts, from each copy's type line and group (as a forward collective is co
 - ``mf-moe-dp4_mp2_ep2_ffn_recompute`` (whole-cell key ``feed_forward``, the MoE cell): per layer two
   AlltoAll copies, output (1, 2, 2, 16, 64) float32 over split_count 2: 16384 / 2 = 8192 bytes each,
   and w2's AllReduce copy (1, 2, 32, 64) float32 over 2 ranks: 2 * 1/2 * 16384 = 16384 bytes.
+- ``mf-qwen3-moe-dp4_mp2_ep2_experts`` (Qwen3-MoE mcore, whole-cell key ``mlp\\.experts``; the token
+  dispatcher's AlltoAllV cells are built inside the experts' Morph and print ``Default/AlltoAllV-opN``):
+  per layer the dispatch AlltoAllV copy sends (1536) float16 = 3072 bytes over the 2 peers of its
+  (2) send list: 1536 received (balanced routing); the routing map's (24) float32: 96 / 2 = 48; the
+  tokens-per-expert AlltoAll (1, 4) -> (2, 2) float32 over split_count 2: 16 / 2 = 8; the combine
+  (dynamic input, the dispatch's lists swapped) 1536: 3128 bytes per layer, 6256 for the 2 layers.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from irlint.runner.engine import read_dump
 RECOMPUTE = TESTS / "fixtures" / "recompute"
 SP = RECOMPUTE / "mf-dp2_mp4_sp_comm_recompute"
 MOE = RECOMPUTE / "mf-moe-dp4_mp2_ep2_ffn_recompute"
+QWEN_MOE = RECOMPUTE / "mf-qwen3-moe-dp4_mp2_ep2_experts"
 NO_COMM_RECOMPUTE = RECOMPUTE / "mf-dp2_mp4_select_irlint_keys_folded"
 SCHEMA = TESTS / "fixtures" / "schemas"
 
@@ -128,3 +135,32 @@ def test_diff_compares_recomputed_communication_per_key():
     ]
     text = CliRunner().invoke(main, ["diff", str(NO_COMM_RECOMPUTE), str(SP)], catch_exceptions=False).output
     assert "communication recompute runs again in backward: 0 bytes -> 6.00 KiB" in text
+
+
+def test_the_experts_alltoallv_of_a_real_qwen3_moe_under_the_whole_cell_key():
+    ir = _ir(QWEN_MOE)
+    # MindSpore 2.10's symbol engine lines of an MoE validate file are read, nothing else is left over
+    assert ir.diagnostics == [] and ir.symbol_engines
+    data = as_dict(ir, account(ir))
+    (row,) = data["recompute"]
+    assert (row["key"], row["via"], row["ops"], row["received_bytes"], row["layers"]) == (
+        r"mlp\.experts",
+        "select_recompute",
+        8,
+        2 * 3128,
+        ["0", "1"],
+    )
+    assert {r["layer"]: r["recompute_bytes"] for r in data["layers"]} == {"0": 3128, "1": 3128, "outside": 0}
+    per_copy = sorted((c["layer"], c["op"], c["received_bytes"]) for c in data["collectives"] if c["recompute_key"])
+    assert per_copy == sorted(
+        [(layer, "AlltoAllV", 1536) for layer in "0011"]
+        + [(layer, "AlltoAllV", 48) for layer in "01"]
+        + [(layer, "AlltoAll", 8) for layer in "01"]
+    )
+    # the combine and the gradients (dynamic on both sides) take the dispatch's volume: none unsized,
+    # and each AlltoAllV says its bytes are an estimate (text: one line naming them)
+    assert all(c["received_bytes"] is not None for c in data["collectives"])
+    estimated = [c for c in data["collectives"] if c["received_estimated"]]
+    assert len(estimated) == 16 and {c["op"] for c in estimated} == {"AlltoAllV"}
+    text = comm(QWEN_MOE).output
+    assert "16 AlltoAllV of data-dependent size counted as (n-1)/n of what the rank sends" in text

@@ -408,3 +408,30 @@ def test_the_interleaved_documents_follow_their_schemas():
     assert all(len(f["chunks"]) == 2 for f in memory["files"])
     diff = json.loads(CliRunner().invoke(irlint.cli.main, ["diff", str(IL0), str(IL1), "--format", "json"]).stdout)
     jsonschema.validate(diff, schema("irlint-diff-1.json"))
+
+
+QWEN0 = TESTS / "fixtures" / "recompute" / "mf-qwen3-dp2_mp4_irlint_fix_round0"
+QWEN1 = TESTS / "fixtures" / "recompute" / "mf-qwen3-dp2_mp4_irlint_fix_round1"
+
+
+def test_one_round_on_a_qwen3_mcore_compile_with_the_models_own_names(tmp_path):
+    import json
+
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(QWEN0 / "cfg.yaml", cfg)
+    result = run(cfg, QWEN0)
+    assert result.exit_code == 0 and cfg.read_bytes() == (QWEN1 / "cfg.yaml").read_bytes()
+    # the one key added is built from the mcore cell that reads the weight, never a Llama name
+    assert "select_recompute: ['mlp\\.mul', 'mlp\\.activation_func\\.silu', 'mlp\\.linear_fc2\\.reshape']" in (
+        cfg.read_text()
+    )
+    assert "feed_forward" not in result.stderr
+    lint0 = json.loads(CliRunner().invoke(irlint.cli.main, [str(QWEN0), "--format", "json", "-n", "--no-group"]).stdout)
+    lint1 = json.loads(CliRunner().invoke(irlint.cli.main, [str(QWEN1), "--format", "json", "-n"]).stdout)
+    assert lint1["findings"] == [] and [f["code"] for f in lint0["findings"]] == ["RC002", "RC002"]
+    priced: dict = {}
+    for f in lint0["findings"]:
+        priced[str(f["extra"]["layer"])] = priced.get(str(f["extra"]["layer"]), 0) + f["bytes_at_stake"]
+    before, after = _kept(QWEN0), _kept(QWEN1)
+    assert {layer: before[layer] - after[layer] for layer in before} == {**priced, "outside": 0}
+    assert priced == {"0": 2048, "1": 2048}

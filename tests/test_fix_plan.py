@@ -105,6 +105,7 @@ CASES = [
         "mf-dp2_mp4_select_irlint_keys",
         "mf-glm2-select",
         "par-rc-pp2_dp2_mp2_micro4_select",
+        "mf-qwen3-dp2_mp4_irlint_fix_round0",
     )
 ]
 CASES += [
@@ -116,12 +117,43 @@ CASES += [
 ]
 
 
+def _weights_read(case, f) -> set[str]:
+    """Cell paths below the layer of the weights the finding's related MatMuls read
+    (``decoder.layers.0.mlp.linear_fc2.weight`` -> ``mlp.linear_fc2``): where the printed scopes
+    name no cell (mcore), the key is built from them."""
+    from irlint.model.layers import weight_name
+    from irlint.runner.discover import discover
+    from irlint.runner.engine import read_dump
+
+    out = set()
+    for group in discover([str(case)]):
+        for dump in group:
+            ir = read_dump(dump)
+            if not str(ir.path).endswith(f.file.split("/")[-1]):
+                continue
+            by_id = {(d.get("graph", "").lstrip("@"), d.get("id", "")): k for k, d in ir.nodes.items()}
+            for r in f.related:
+                k = by_id.get((r.graph.lstrip("@"), r.node))
+                if k is None or ir[k].get("op") != "MatMul":
+                    continue
+                frontier = ir.producers(k)
+                for _ in range(4):  # through the weight's Load / Cast
+                    params = [p for p in frontier if ir[p]["kind"] == "param"]
+                    for p in params:
+                        m = re.search(r"\.\d+\.(.+)\.weight$", weight_name(ir, p) or "")
+                        if m:
+                            out.add(m.group(1))
+                    frontier = [q for p in frontier if ir[p]["kind"] == "cnode" for q in ir.producers(p)]
+    return out
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_every_key_names_a_cell_path_the_finding_itself_shows(case):
     report, plan = plan_of(case)
     for f in report.findings:
         keys = dict(f.extra).get("select_recompute") or []
         paths = {_cells_below_layer(s) for s in [f.scope] + [r.scope for r in f.related]}
+        paths |= _weights_read(case, f)
         for key in keys:
             cells = key.rsplit(r"\.", 1)[0].replace("\\.", ".")
             # the key's cells are a run of cells some scope of the finding prints (the blocked op's,

@@ -191,3 +191,16 @@ def test_a_model_pickles_and_copies_with_its_graph_shared():
     g.add_edge(1, 0, key=0, kind="data")
     of = IRFile.from_graph("x.ir", g)
     assert of.graph is g and of.nodes is g._node and of.producers(0) == [1] and of.cnode_count == 1
+
+
+def test_a_return_of_a_printed_tensor_spanning_lines_is_one_record():
+    # MindSpore 2.10 early stage files (RoPE's arange): ``Return(Tensor(shape=[16], ... value=[ 0. ...``
+    # continued on the next line; before, 3 lines were skipped with IR005
+    ir = read_ir(
+        str(Path(__file__).parent / "fixtures" / "dump-formats" / "wrapped-return" / "01_type_inference_0001.ir")
+    )
+    assert ir.diagnostics == []
+    sg = ir.subgraphs["@130_3↓arange_1143"]
+    (value,) = ir.producers(sg.return_node)
+    assert ir[sg.return_node]["line"] == 18 and ir[value]["value"].name == "Tensor"
+    assert "@131_✓2↓arange_1140" in ir.subgraphs  # the record after it is read as usual

@@ -4,7 +4,11 @@ Counted (``received_bytes``), per execution of the op on one rank, from the loca
 type line (dtype size x shape): an AllGather receives its output minus its own input, a
 ReduceScatter its input minus its output, an AllReduce (a ring: reduce-scatter then all-gather)
 2·(n-1)/n of its input over a group of n, an AlltoAll (n-1)/n of its output over its
-``split_count``, a Receive its output. A Send receives nothing. Forward and backward are told
+``split_count``, a Receive its output. A Send receives nothing. An AlltoAllV whose receive size the
+data decides (MoE token dispatch and combine) is counted as (n-1)/n of what the rank sends over the n
+peers of its send list (balanced routing), the combine and the gradients from the dispatch with the
+same two lists. A collective whose scope names no cell (one a cell builds inside a function)
+takes the layer of the recomputed cell around it. Forward and backward are told
 apart as the rules do (``Gradients/`` scope, ``forward_unique_id``); a backward collective names
 the forward op it transposes. Layers come from the ``layers-…/N-`` scope path.
 
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..findings import Finding
 from ..model import IRFile
+from ..model.layers import names_cells
 from .memory import OUTSIDE, layer_of, runs_in_backward
 
 # what one collective receives; part of this module's names (the rules import it alone)
@@ -39,9 +44,10 @@ from .received import (  # noqa: F401
     received_bytes,
     share,
     step_received_bytes,
+    variable_size,
     waste_entry,
 )
-from .recompute_comm import Rerun, by_key, reruns
+from .recompute_comm import Rerun, by_key, original_of, recomputed_cell, reruns
 
 # The stage files whose graph is final for the accounting, best first: the files the PC rules read.
 COMM_STAGES = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
@@ -182,10 +188,27 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
                 forward,
             )
         )
+    for c in out:
+        if c.layer == OUTSIDE:
+            c.layer = _layer_around(ir, c)
     by_node = {c.node: c for c in out}
     for r in reruns(ir, out):
         by_node[r.node].rerun = r
     return CommAccount(out, list(findings))
+
+
+def _layer_around(ir: IRFile, c: Collective) -> str:
+    """The layer of a collective whose scope names no cell, from the recomputed cell around the
+    forward op it is (or repeats, or is the gradient of); else ``outside``."""
+    if names_cells(ir[c.node].get("scope", "")):
+        return c.layer
+    base = c.node
+    if ir.is_recompute_copy(c.node):
+        base = original_of(ir, c.node) or c.node
+    elif c.backward and c.transposes is not None:
+        base = c.transposes
+    around = recomputed_cell(ir, base)
+    return around[0] if around is not None else c.layer
 
 
 def redistribution_findings(ir: IRFile) -> list[Finding]:
@@ -238,6 +261,7 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
                 "layer": c.layer,
                 "group_size": c.group_size,
                 "received_bytes": c.received_bytes,
+                "received_estimated": c.received_bytes is not None and variable_size(ir, c.node),
                 "waste_bytes": c.waste_bytes,
                 "findings": c.findings,
                 "transposes": node(c.transposes),

@@ -49,6 +49,8 @@ def received_bytes(ir: IRFile, key: int) -> int | None:
         return 0
     if op == "Receive":
         return dst.nbytes if dst is not None and dst.dtype is not None else None
+    if op in _VARIABLE_OPS and dst is not None and dst.nbytes is None:
+        return _variable_received(ir, key)
     if src is None or dst is None or src.nbytes is None or dst.nbytes is None:
         return None
     if op in GATHER_OPS:
@@ -63,6 +65,45 @@ def received_bytes(ir: IRFile, key: int) -> int | None:
         return 2 * (n - 1) * src.nbytes // n
     n = group_size(ir, key) or 1  # Broadcast: every rank but the root receives the tensor
     return dst.nbytes * (n - 1) // n
+
+
+_VARIABLE_OPS = frozenset({"AlltoAllV", "AllToAllV"})
+
+
+def variable_size(ir: IRFile, key: int) -> bool:
+    """An AlltoAllV whose receive size the data decides: its bytes are an estimate."""
+    data = ir[key]
+    dst = data.get("out_type")
+    return data.get("op") in _VARIABLE_OPS and dst is not None and dst.nbytes is None
+
+
+def _variable_received(ir: IRFile, key: int) -> int | None:
+    """An AlltoAllV whose receive size the data decides (MoE token dispatch): what the rank sends,
+    split evenly over the peers its send list names, as what it receives from the others (balanced
+    routing: over the group, sent and received are equal). One whose input size is data-dependent
+    too moves the volume of an AlltoAllV with the same two lists: in the same order (the dispatch's
+    gradient) it sends what that one sends; swapped (the combine) it receives what that one sent.
+    None when neither gives a size."""
+    types: list = list(ir[key].get("in_types") or ())
+    if len(types) < 3 or types[1] is None or not types[1].shape or not isinstance(types[1].shape[0], int):
+        return None
+    peers = types[1].shape[0]
+    if peers < 1:
+        return None
+    sent = types[0].nbytes if types[0] is not None else None
+    if sent is None:
+        args = ir.producers(key)
+        if len(args) < 3:
+            return None
+        for other in ir.consumers(args[1]):
+            theirs = ir.producers(other)
+            same = theirs[1:3] in ([args[1], args[2]], [args[2], args[1]])
+            if other != key and ir[other].get("op") in _VARIABLE_OPS and same:
+                their_types = ir[other].get("in_types") or ()
+                sent = their_types[0].nbytes if their_types and their_types[0] is not None else None
+                if sent is not None:
+                    break
+    return None if sent is None else sent * (peers - 1) // peers
 
 
 def step_received_bytes(ir: IRFile) -> int:

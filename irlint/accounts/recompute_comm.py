@@ -116,7 +116,60 @@ def asked_by(ir: IRFile, key: int) -> tuple[str, str]:
     found, _ = node_select_key(ir, key)
     if found is not None:
         return found, "select_recompute"
+    around = recomputed_cell(ir, key)
+    if around is not None:
+        return "\\.".join(keys.select_key_part(n) for n in around[1]), "select_recompute"
     return Places.of(ir).cell_scope(key) or ir[key].get("scope", ""), "cell"
+
+
+_AROUND_STEPS = 8
+_NOT_AROUND = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return", "Load"})
+
+
+def recomputed_cell(ir: IRFile, key: int) -> tuple[str, list[str]] | None:
+    """(layer, cell attribute names below it) of the recomputed cell a forward op sits in when its
+    own scope names no cell: a communication op a cell creates inside a function (MindFormers'
+    MoE token dispatcher builds its AlltoAllV cells in the experts' Morph) prints ``Default/…``
+    while the cell's other ops print ``recompute_…/mlp-MoELayer/experts-…``. The nearest forward
+    data neighbours carrying that prefix and naming cells decide, when they agree on the layer; the
+    cells are what they all share. None when the op names cells itself or nothing around agrees."""
+    from importlib import import_module
+
+    from ..model.layers import names_cells, printed_layer
+
+    if names_cells(ir[key].get("scope", "")):
+        return None
+    cells_of = import_module("irlint.rules.recompute.keys").key_cells
+    seen = {key}
+    frontier = [key]
+    for _ in range(_AROUND_STEPS):
+        nxt, found = [], []
+        for k in frontier:
+            for n in (*ir.producers(k), *ir.consumers(k)):
+                d = ir[n]
+                if n in seen or d.get("kind") != "cnode" or d.get("op") in _NOT_AROUND:
+                    continue
+                if ir.is_backward(n) or ir.is_recompute_copy(n):
+                    continue
+                seen.add(n)
+                scope = d.get("scope", "")
+                if scope.startswith("recompute_") and names_cells(scope):
+                    found.append((printed_layer(scope), cells_of(scope)))
+                else:
+                    nxt.append(n)
+        if found:
+            layers = {layer for layer, _ in found}
+            shared = found[0][1]
+            for _, cells in found[1:]:
+                i = 0
+                while i < min(len(shared), len(cells)) and shared[i] == cells[i]:
+                    i += 1
+                shared = shared[:i]
+            if len(layers) == 1 and shared and None not in layers:
+                return layers.pop(), shared  # type: ignore[return-value]
+            return None
+        frontier = nxt
+    return None
 
 
 def comm_recompute_source(ir: IRFile, key: int) -> int | None:

@@ -12,6 +12,7 @@ from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile, final_files
 from ..units import human_bytes as human
+from ..units import spans
 from .exits import EXIT_ERROR, fail
 from .inputs import account_inputs
 from .memory import json_files, read_finals
@@ -106,6 +107,13 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                     f"{e['file']}:{c['line']}: collective of unknown size, counted as 0 bytes: {c['node']} {c['op']}",
                     soft_wrap=True,
                 )
+        estimated = [c["line"] for c in e["collectives"] if c.get("received_estimated")]
+        if estimated:
+            out.print(
+                f"{e['file']}: {len(estimated)} AlltoAllV of data-dependent size counted as (n-1)/n of what the rank sends "
+                f"to the n peers of its send list (balanced routing): lines {', '.join(spans(estimated))}",
+                soft_wrap=True,
+            )
     out.print(SCOPE_NOTE, soft_wrap=True)
     return text_of(buffer)
 

@@ -111,6 +111,16 @@ class LineLoop:
                         continue
                 elif line.startswith("      "):
                     self.comment_line(line, lineno)
+                elif line.startswith("  Return(") and (
+                    line.count("(") != line.count(")") or line.count("[") != line.count("]")
+                ):
+                    # a graph returning a printed constant tensor (RoPE's arange) wraps like a node line
+                    first = lineno
+                    line, lineno, ended_by = self.continuation(line, items, lineno)
+                    self.top_line(line, first)
+                    if ended_by is not None:
+                        item = ended_by
+                        continue
                 else:
                     self.top_line(line, lineno)
                 break

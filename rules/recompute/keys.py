@@ -43,6 +43,10 @@ def _key_part(name: str) -> str:
     return re.escape(name).replace("\\_", "_")
 
 
+key_cells = _key_cells
+select_key_part = _key_part
+
+
 # ``# In file PATH:LINE[~LINE], COL~COL/SOURCE LINE/``; the columns are 0-based, the end is
 # exclusive and on the last line of the range, while only the first source line is printed.
 _TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<text>.*)/\Z")

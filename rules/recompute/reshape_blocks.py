@@ -144,8 +144,11 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         priced = fix_cost(ir, k, blocking, needs)
         if priced is not None:
             hint += ("\n" if keys else ". ") + hint_text(priced)
+        # the Linear as the model names it (the key's cell: mcore's linear_fc2), else its role
+        linear = {n.node: _linear_name(n.key) or ffn.roles.get(n.node, "w1") for n in needs}
         related = [
-            related_node(ir, v, f"blocking {ir[v]['op']} ({ffn.roles.get(v, 'w1')}), not recomputed") for v in blocking
+            related_node(ir, v, f"blocking {ir[v]['op']} ({linear.get(v) or ffn.roles.get(v, 'w1')}), not recomputed")
+            for v in blocking
         ]
         related += [related_node(ir, ffn.w1, "MatMul w1" if ffn.w1 != ffn.w3 else "MatMul w1+w3 (fused)")]
         related += [related_node(ir, ffn.w3, "MatMul w3")] if ffn.w3 != ffn.w1 else []
@@ -155,7 +158,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             for r in b.readers
         ]
         identity = (d["op"], place_path(ir, k), tuple(place_path(ir, v) for v in blocking))
-        held = ", ".join(dict.fromkeys(f"{ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
+        held = ", ".join(dict.fromkeys(f"{linear.get(v) or ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
         cause = f"saves nothing, {held} not recomputed"
         finding = self.finding(
             ir,
@@ -185,3 +188,9 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             snippet=yaml_snippet(keys) if keys else "",
         )
         return staked(finding, stake(ir, k, freed_net))
+
+
+def _linear_name(key: str | None) -> str:
+    """The cell a primitive key tags under: ``mlp\\.linear_fc2\\.reshape`` -> ``linear_fc2``."""
+    parts = (key or "").replace("\\.", ".").split(".")
+    return parts[-2] if len(parts) >= 3 else ""
