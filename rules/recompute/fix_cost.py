@@ -22,8 +22,25 @@ def step_flops(ir: IRFile) -> int:
     found = ir.__dict__.get("_fix_cost_step_flops")
     if found is None:
         ir.nodes_by_op()  # the op index the rules have built already
-        computing = [op for op in (ir._by_op or {}) if kind_of(op) is not None]
-        found = sum(op_flops(ir, k) or 0 for k in ir.nodes_by_op(*computing))
+        found = 0
+        # an element-wise op's FLOPs follow from its types alone, and the reader shares the types
+        # of repeated type lines (one object per layer's copy): counted once per pair of objects
+        by_types: dict[tuple[int, int], int] = {}
+        nodes = ir.nodes
+        for op, keys in (ir._by_op or {}).items():
+            kind = kind_of(op)
+            if kind is None:
+                continue
+            if kind != "elementwise":
+                found += sum([op_flops(ir, k) or 0 for k in keys])
+                continue
+            for k in keys:
+                d = nodes[k]
+                types = (id(d.get("in_types")), id(d.get("out_type")))
+                flops = by_types.get(types)
+                if flops is None:
+                    flops = by_types[types] = op_flops(ir, k) or 0
+                found += flops
         ir.__dict__["_fix_cost_step_flops"] = found
     return found
 
