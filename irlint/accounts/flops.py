@@ -128,10 +128,11 @@ def _shape(t) -> tuple[int, ...] | None:
     return tuple(t.shape)
 
 
-def _flag(ir: IRFile, k: int, position: int, *names: str) -> bool:
+def _flag(ir: IRFile, k: int, position: int, *names: str, ins: list[int] | None = None) -> bool:
     """A MatMul transpose flag: the constant input at ``position`` (MindSpore 2.3 and later), else
-    the primitive attribute of one of ``names`` (older dumps)."""
-    ins = ir.producers(k)
+    the primitive attribute of one of ``names`` (older dumps). ``ins``: ``k``'s producers, if known."""
+    if ins is None:
+        ins = ir.producers(k)
     if len(ins) > position and ir[ins[position]]["kind"] == "const":
         value = ir[ins[position]].get("value")
         if isinstance(value, bool):
@@ -153,8 +154,9 @@ def matmul_dims(ir: IRFile, k: int) -> tuple[int, int, int, int] | None:
     if d["op"] == "Dense":  # y = x·Wᵀ (+ bias)
         ta, tb = False, True
     else:
-        ta = _flag(ir, k, 2, "transpose_a", "transpose_x1")
-        tb = _flag(ir, k, 3, "transpose_b", "transpose_x2")
+        ins = ir.producers(k)  # once for both flags
+        ta = _flag(ir, k, 2, "transpose_a", "transpose_x1", ins=ins)
+        tb = _flag(ir, k, 3, "transpose_b", "transpose_x2", ins=ins)
     if len(a) == 1:
         a = (1, *a)
     if len(b) == 1:
