@@ -48,12 +48,13 @@ folder, out = sys.argv[1], sys.argv[3]
 sys.argv = ["irlint", "--no-cache", "-q", folder, "-o", out]
 import irlint.cli as cli
 T1 = time.perf_counter()
+import irlint.cli.check as cmd
 import irlint.runner.check as check
 import irlint.runner.lint_file as lint_file
-for mod, name, key in ((cli, "discover_inputs", "discover"), (cli.rule_module, "load_rules", "load rules"),
-                       (lint_file, "run_rule", "rules"), (cli, "render", "report"),
-                       (cli, "_load_config_for", "config"), (cli, "_lint_with_progress", "lint files"),
-                       (cli, "write_output", "write the report")):
+for mod, name, key in ((cmd, "discover_inputs", "discover"), (cmd.rule_module, "load_rules", "load rules"),
+                       (lint_file, "run_rule", "rules"), (cmd, "render", "report"),
+                       (cmd, "load_config_for", "config"), (cmd, "_lint_with_progress", "lint files"),
+                       (cmd, "write_output", "write the report")):
     setattr(mod, name, timed(key, getattr(mod, name)))
 import builtins
 real_import = builtins.__import__

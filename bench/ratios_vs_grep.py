@@ -6,7 +6,7 @@ interleaved in the same rounds (grep, irlint, grep, irlint ...), medians of wall
         --irlint "no-dedup=.venv/bin/irlint --no-dedup" --irlint "main=/tmp/main-venv/bin/irlint"
 
 Several --irlint NAME=COMMAND run one after the other after each grep, so every variant is
-compared with the same grep runs. --rev NAME=REV installs a git revision of this repository as
+compared with the same grep runs (and, round by round, with the first variant). --rev NAME=REV installs a git revision of this repository as
 users get it (a wheel, byte-compiled by pip, in a venv under OUT/venvs/NAME) and runs that: an
 editable checkout recompiles every module on each start where PYTHONDONTWRITEBYTECODE is set.
 
@@ -181,6 +181,13 @@ def main() -> int:
             f"| {case} | {name} | {where[case].name} | {gw:.2f} s ({gc:.2f}) | {iw:.2f} s ({ic:.2f}) | {rss:.0f} MB | "
             f"{ratios:.2f} | {ic / gc:.2f} | {verdict} |"
         )
+    # several variants: each against the first, round by round (the same rounds, the same load)
+    names = list(variants)
+    for case, name in ((c, n) for c in cases for n in names[1:]):
+        first, runs = times[case][names[0]], times[case][name]
+        wall = statistics.median(b.wall / a.wall for a, b in zip(first, runs))
+        cpu = statistics.median(b.cpu / a.cpu for a, b in zip(first, runs))
+        print(f"{case}: {name} / {names[0]} per round, median: wall {wall:.3f}, CPU {cpu:.3f}")
     return 0
 
 

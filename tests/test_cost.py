@@ -319,6 +319,24 @@ def test_a_lint_does_not_load_the_cost_command():
     assert proc.stdout.strip() == "[]", proc.stderr
 
 
+def test_a_fix_is_priced_without_loading_the_compute_account():
+    # RC002 prices its fix (extra.fix_cost) from the FLOPs of single ops: irlint.accounts.flops only
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json\nfrom click.testing import CliRunner\nfrom irlint.cli import main\n"
+        f"out = CliRunner().invoke(main, ['--no-cache', '--format', 'json', {str(CORPUS / 'full-folder-1layer')!r}])\n"
+        "priced = [f for f in json.loads(out.output)['findings'] if f['extra'].get('fix_cost')]\n"
+        "print(len(priced), sorted(m for m in sys.modules if m.startswith('irlint.accounts.')))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    count, _, modules = proc.stdout.strip().partition(" ")
+    assert int(count) > 0, proc.stderr
+    assert "irlint.accounts.flops" in modules
+    assert "irlint.accounts.compute" not in modules
+
+
 # --- MC2 ------------------------------------------------------------------------------------------
 
 

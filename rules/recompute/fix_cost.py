@@ -2,8 +2,8 @@
 (the blocked op, the ops blocking it, and the other ops of the layer its keys tag), against the
 FLOPs of the step (``irlint.accounts.compute``: matrix and element-wise ops, forward, backward and
 the copies already made). Only those ops are priced, plus one pass over the file's computing ops
-for the step; the memory and compute accounts are not built, and a lint without a recompute finding
-does not load the compute module."""
+for the step; the memory and compute accounts are not built, and a lint loads only the FLOPs of one
+op (``irlint.accounts.flops``), and only when it has a recompute finding."""
 
 from __future__ import annotations
 
@@ -17,13 +17,30 @@ from .keys import KeyNeed, tagged_in_layer
 def step_flops(ir: IRFile) -> int:
     """FLOPs of one run of the file's graph: every computing op's, matrix and element-wise (the
     sum of ``irlint cost``'s matrix and element-wise totals)."""
-    from irlint.accounts.compute import kind_of, op_flops
+    from irlint.accounts.flops import kind_of, op_flops
 
     found = ir.__dict__.get("_fix_cost_step_flops")
     if found is None:
         ir.nodes_by_op()  # the op index the rules have built already
-        computing = [op for op in (ir._by_op or {}) if kind_of(op) is not None]
-        found = sum(op_flops(ir, k) or 0 for k in ir.nodes_by_op(*computing))
+        found = 0
+        # an element-wise op's FLOPs follow from its types alone, and the reader shares the types
+        # of repeated type lines (one object per layer's copy): counted once per pair of objects
+        by_types: dict[tuple[int, int], int] = {}
+        nodes = ir.nodes
+        for op, keys in (ir._by_op or {}).items():
+            kind = kind_of(op)
+            if kind is None:
+                continue
+            if kind != "elementwise":
+                found += sum([op_flops(ir, k) or 0 for k in keys])
+                continue
+            for k in keys:
+                d = nodes[k]
+                types = (id(d.get("in_types")), id(d.get("out_type")))
+                flops = by_types.get(types)
+                if flops is None:
+                    flops = by_types[types] = op_flops(ir, k) or 0
+                found += flops
         ir.__dict__["_fix_cost_step_flops"] = found
     return found
 
@@ -46,7 +63,7 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     """``extra["fix_cost"]`` of a recompute finding on ``k``: the FLOPs its fix re-spends per step
     (matrix and element-wise apart), the step's FLOPs and the share; None when no op's shape is
     known."""
-    from irlint.accounts.compute import kind_of, op_flops  # only where a finding needs it
+    from irlint.accounts.flops import kind_of, op_flops  # only where a finding needs it
 
     ops = recomputed_by_fix(ir, k, blocking, needs)
     matrix = elementwise = 0

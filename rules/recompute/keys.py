@@ -281,8 +281,15 @@ def _forward_keys(ir: IRFile, op: str) -> dict[str, list[int]]:
 
 def tagged_in_layer(ir: IRFile, op: str, key: str, layer: str) -> list[int]:
     """The forward ops of type ``op`` in ``layer`` that ``key`` tags."""
-    places = Places.of(ir)
-    return [k for k in _forward_keys(ir, op).get(key, ()) if places.layer(k)[0] == layer]
+    # asked once per finding and per blocking op: the key's ops are grouped by layer once
+    cache: dict[tuple[str, str], dict[str, list[int]]] = ir.__dict__.setdefault("_recompute_keys_by_layer", {})
+    by_layer = cache.get((op, key))
+    if by_layer is None:
+        places = Places.of(ir)
+        by_layer = cache[(op, key)] = {}
+        for k in _forward_keys(ir, op).get(key, ()):
+            by_layer.setdefault(places.layer(k)[0], []).append(k)
+    return list(by_layer.get(layer, ()))
 
 
 _MATMULS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
