@@ -11,7 +11,7 @@ import enum
 import re
 from typing import Any, Final, TypeGuard
 
-from . import syntax, templates, tree_values
+from . import refill, syntax, templates, tree_values
 from .parser import GrammarError
 from .syntax import parse_attrs, parse_call, parse_param, parse_types
 from .templates import memo_by_template
@@ -167,7 +167,7 @@ _SKELETONS: dict[tuple[str, str, str, str], _Proto | None] = {}
 
 def _shaped_entry(text: str) -> TensorType | None:
     m = _SHAPED.match(text)
-    if m is None or templates._has_blank(text):  # (a blank's character in a text would join two skeletons)
+    if m is None or refill._has_blank(text):  # (a blank's character in a text would join two skeletons)
         return None
     chain, closing, dims, tail = m.groups("")
     at = chain.rfind("[")
