@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import click
 
+layers_option = click.option(
+    "--layers",
+    "layers",
+    type=click.IntRange(min=1),
+    help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).",
+)
 config_option = click.option(
     "--config",
     "config",

@@ -12,12 +12,12 @@ from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile, case_of, final_files
 from ..units import human_bytes
-from .depth import config_json, config_option, config_text, resolve, stage_note
+from .depth import config_json, config_option, config_text, layers_option, resolve, stage_note
 from .exits import EXIT_ERROR, fail
 from .inputs import account_inputs
-from .options import follow_links_option
+from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
-from .tables import by_case, files_line, plain_console, text_of
+from .tables import add_layer_rows, by_case, files_line, layer_table, plain_console, projection_table, text_of
 
 JSON_VERSION = 1
 AT_STAKE_NOTE = (
@@ -295,33 +295,25 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
     by_rank = None not in ranks and len(set(ranks)) == len(ranks)
     label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
     layers = list(dict.fromkeys(row["layer"] for e in entries for row in e["layers"]))
-    table = Table(title="Activations kept for backward, per layer", title_justify="left")
-    table.add_column("layer")
     many = len(entries) > 1
     codes = rule_codes(entries)
     blank = ("",) * (2 + len(codes))
-    for name in label:
-        suffix = f" ({name})" if many else ""
-        table.add_column("kept bytes" + suffix, justify="right")
-        table.add_column("tensors" + suffix, justify="right")
-        table.add_column("recompute saved" + suffix, justify="right")
-        for code in codes:
-            table.add_column(f"{code} at stake" + suffix, justify="right")
-    for layer in layers:
-        cells = []
-        for e in entries:
-            row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += (
-                [
-                    human_bytes(row["kept_bytes"]),
-                    str(row["tensors"]),
-                    human_bytes(row["recompute_saved_bytes"]),
-                    *stake_cells(row.get("at_stake_bytes", {}), codes),
-                ]
-                if row
-                else ["", *blank]
-            )
-        table.add_row(layer, *cells)
+    table = layer_table(
+        "Activations kept for backward, per layer",
+        label,
+        ("kept bytes", "tensors", "recompute saved", *[f"{code} at stake" for code in codes]),
+    )
+    add_layer_rows(
+        table,
+        entries,
+        layers,
+        lambda row: [
+            human_bytes(row["kept_bytes"]),
+            str(row["tensors"]),
+            human_bytes(row["recompute_saved_bytes"]),
+            *stake_cells(row.get("at_stake_bytes", {}), codes),
+        ],
+    )
     table.add_row(
         "total",
         *[
@@ -399,14 +391,8 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
 
 
 def _render_projection(out, p: dict, suffix: str) -> None:
-    from rich.table import Table
 
-    table = Table(
-        title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
-        title_justify="left",
-    )
-    for col in ("layers", "from dumped layer", "kept bytes", "recompute saved"):
-        table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
+    table = projection_table(p, suffix, ("kept bytes", "recompute saved"))
     for row in p["blocks"]:
         table.add_row(
             row["layers"],
@@ -433,27 +419,10 @@ def _render_projection(out, p: dict, suffix: str) -> None:
 
 @click.command("memory")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Write the report to this file instead of standard output (its folder is created).",
-)
-@click.option(
-    "--top",
-    "top",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    help="How many of the largest kept tensors to list per file.",
-)
-@click.option(
-    "--layers",
-    "layers",
-    type=click.IntRange(min=1),
-    help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).",
-)
+@format_option
+@output_option
+@top_option("How many of the largest kept tensors to list per file.")
+@layers_option
 @config_option
 @follow_links_option
 def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
