@@ -10,10 +10,10 @@ import click
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import DumpFile, final_files
+from ..runner.discover import DumpFile
 from ..units import human_bytes as human
-from .exits import EXIT_ERROR, fail
-from .inputs import account_inputs
+from .exits import EXIT_ERROR
+from .inputs import final_inputs
 from .memory import json_files, read_finals
 from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
@@ -144,10 +144,7 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     Not counted: bytes sent, communication the backend adds after the front-end graph, and
     repeated micro-batches (a graph is counted once).
     """
-    files, problems = account_inputs(paths, output, follow_links)
-    chosen = final_files(files, COMM_STAGES)
-    if not chosen:
-        fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
+    chosen, problems = final_inputs(paths, output, follow_links, COMM_STAGES)
     statuses: list[dict] = []
     entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems, statuses)]
     if fmt == "json":

@@ -10,13 +10,13 @@ import sys
 import click
 
 from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount, account
-from ..runner.discover import DumpFile, case_of, final_files
+from ..runner.discover import DumpFile, case_of
 from ..units import human_bytes
 from ..units import human_flops as flops
-from .depth import config_json, config_option, config_text, layers_option, resolve, stage_note
-from .exits import EXIT_ERROR, fail
-from .inputs import account_inputs
-from .memory import project_all, read_finals
+from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
+from .exits import EXIT_ERROR, fail, read_or_fail
+from .inputs import final_inputs
+from .memory import read_finals
 from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
 from .tables import (
@@ -417,12 +417,9 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
     Not counted: data movement, communication time, the optimizer, what the backend fuses after
     the front-end graph, repeated micro-batches (a graph is counted once).
     """
-    depth = resolve(layers, config, fail)
+    depth = resolve(layers, config)
     profile = _profile(device) if mc2 or device else None  # a device file the run cannot use: before anything
-    files, problems = account_inputs(paths, output, follow_links)
-    chosen = final_files(files, COST_STAGES)
-    if not chosen:
-        fail("no final-stage graph dump (" + ", ".join(COST_STAGES) + ") found in " + ", ".join(paths))
+    chosen, problems = final_inputs(paths, output, follow_links, COST_STAGES)
     entries, cases = [], []
     for f, ir in read_finals(chosen, problems):
         entry = file_entry(f, ir, account(ir), top)
@@ -430,10 +427,7 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
             entry["mc2"] = mc2_entry(ir, profile)
         entries.append(entry)
         cases.append(case_of(f))
-    note = None
-    if depth.layers:
-        project_all(entries, cases, depth.layers, project_entry, depth.per_stage)
-        note = stage_note(depth, entries, cases)
+    note = project_entries(depth, entries, cases, project_entry)
     if fmt == "json":
         text = (
             json.dumps(
@@ -460,13 +454,7 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
 def _profile(path: str | None):
     from ..accounts.mc2 import ProfileError, load_profile
 
-    text = None
-    if path is not None:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"{path}: cannot read the device profile: {getattr(exc, 'strerror', None) or exc}")
+    text = read_or_fail(path, "the device profile") if path is not None else None
     try:
         return load_profile(text)
     except ProfileError as exc:

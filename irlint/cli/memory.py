@@ -10,11 +10,11 @@ import click
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import DumpFile, case_of, final_files
+from ..runner.discover import DumpFile, case_of
 from ..units import human_bytes
-from .depth import config_json, config_option, config_text, layers_option, resolve, stage_note
-from .exits import EXIT_ERROR, fail
-from .inputs import account_inputs
+from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
+from .exits import EXIT_ERROR
+from .inputs import final_inputs
 from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
 from .tables import add_layer_rows, by_case, files_line, layer_table, plain_console, projection_table, text_of
@@ -206,23 +206,6 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     if found is not None:
         found["totals"]["total_kept_bytes"] = found["totals"]["kept_bytes"]
     return found
-
-
-def project_all(
-    entries: list[dict], cases: list[str], layers: int, project, per_stage: list[int] | None = None
-) -> None:
-    """Each entry's ``projected`` figures for a model of ``layers`` decoder layers; the files of the
-    pipeline stages of one run (disjoint layers) share the depth (``stage_depths``; ``per_stage``:
-    as a config splits it)."""
-    from ..accounts.projection import stage_depths
-
-    runs: dict[str, list[dict]] = {}
-    for e, case in zip(entries, cases):
-        runs.setdefault(case, []).append(e)
-    for run in runs.values():
-        sets = [{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run]
-        for e, (depth, first) in zip(run, stage_depths(sets, layers, per_stage)):
-            e["projected"] = project(e, depth, first)
 
 
 def largest_device(entries: list[dict]) -> dict | None:
@@ -442,14 +425,8 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     backward pass's own workspace, and tensors computed from weights and constants only (e.g.
     fp16 casts of weights; their total is shown apart).
     """
-    depth = resolve(layers, config, fail)
-    files, problems = account_inputs(paths, output, follow_links)
-    chosen = final_files(files, MEMORY_STAGES)
-    if not chosen:
-        fail(
-            "no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
-            "graph_build) found in " + ", ".join(paths)
-        )
+    depth = resolve(layers, config)
+    chosen, problems = final_inputs(paths, output, follow_links, MEMORY_STAGES)
     entries: list[dict] = []
     cases: list[str] = []
     statuses: list[dict] = []
@@ -457,10 +434,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
         # the shared account: the recompute rules price their findings from the same one
         entries.append(file_entry(f, ir, cached_account(ir), top, findings_at_stake(f, ir, problems)))
         cases.append(case_of(f))
-    note = None
-    if depth.layers:
-        project_all(entries, cases, depth.layers, project_entry, depth.per_stage)
-        note = stage_note(depth, entries, cases)
+    note = project_entries(depth, entries, cases, project_entry)
     if fmt == "json":
         text = (
             json.dumps(
