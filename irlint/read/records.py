@@ -12,7 +12,7 @@ from ..model import Subgraph
 from .record import NODE_LINE, GrammarError, parse_node, parse_param_line, parse_type_line
 from .state import ReaderState
 from .syntax import parse_attrs, parse_header
-from .values import Call, FreeVar, GraphRef, Ref
+from .values import Call, FreeVar, GraphRef, Ref, TensorType
 
 # 2.0 prints a subgraph's parameters one per line: "        , %para2_y : <Tensor[Float32], ()>"
 _HEADER_PARAM = re.compile(r"\s+(?:, )?(%para\S* ?:.*)\Z")
@@ -31,28 +31,33 @@ class RecordParsing(ReaderState):
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"parameter line: {exc}", line)
             return
-        rec = self.rec
-        key = rec.params.get(name)
+        key = self.rec.params.get(name)
         if key is None:
-            key = rec.new_key()
-            rec.params[name] = key
-            data = {
-                "kind": "param",
-                "graph": self.ir.entry or "",
-                "id": name,
-                "name": name[1:],
-                "line": lineno,
-                "op": "Parameter",
-                "scope": "",
-                "out_type": out_type,
-                "has_default": has_default,
-            }
-            rec.nodes.append((key, data))
-            self.param_data[key] = data
+            key = self.new_param(name, self.ir.entry or "", lineno, out_type)
+            self.param_data[key]["has_default"] = has_default
         else:
             known = self.param_data.get(key)
             if known is not None and known.get("out_type") is None:
                 known["out_type"] = out_type
+
+    def new_param(self, name: str, graph: str, lineno: int, out_type: TensorType | None = None) -> int:
+        """The record of a parameter named for the first time (a header's or a parameter line's): its key."""
+        rec = self.rec
+        key = rec.new_key()
+        rec.params[name] = key
+        data = {
+            "kind": "param",
+            "graph": graph,
+            "id": name,
+            "name": name[1:],
+            "line": lineno,
+            "op": "Parameter",
+            "scope": "",
+            "out_type": out_type,
+        }
+        rec.nodes.append((key, data))
+        self.param_data[key] = data
+        return key
 
     def subgraph_header(self, line: str, lineno: int) -> None:
         if self.sub is not None and not self.sub.closed:
@@ -114,25 +119,11 @@ class RecordParsing(ReaderState):
         self.ir.subgraphs[name] = sub
         self.sub = sub
         self.local = self.rec.locals[name] = {}
-        rec = self.rec
         for p in params:
             pname = str(p)
-            key = rec.params.get(pname)
+            key = self.rec.params.get(pname)
             if key is None:
-                key = rec.new_key()
-                rec.params[pname] = key
-                data = {
-                    "kind": "param",
-                    "graph": name,
-                    "id": pname,
-                    "name": pname[1:],
-                    "line": lineno,
-                    "op": "Parameter",
-                    "scope": "",
-                    "out_type": None,
-                }
-                rec.nodes.append((key, data))
-                self.param_data[key] = data
+                key = self.new_param(pname, name, lineno)
             sub.params.append(key)
             if types and pname in types:
                 known = self.param_data.get(key)
