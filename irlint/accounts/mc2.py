@@ -28,7 +28,8 @@ import math
 from dataclasses import dataclass, field
 
 from ..model import IRFile
-from .compute import MATMUL_OPS, direction_of, matmul_dims, op_flops
+from .compute import direction_of
+from .flops import MATMUL_OPS, matmul_dims, op_flops
 from .received import GATHER_OPS, group_size, received_bytes
 
 GIB, MIB = 2**30, 2**20
@@ -238,7 +239,7 @@ def _misses(ir: IRFile, mm: int, coll: int, c: Candidate, ins: list[int]) -> lis
     elif c.group_size != 8:
         out.append(f"group of {c.group_size or '?'} ranks (8 consecutive ranks of one server only)")
     if c.pattern == "AllGatherMatmul":
-        from .compute import _flag
+        from .flops import _flag
 
         if ins and ins[0] != coll:
             out.append("the gathered input is the second")

@@ -17,7 +17,7 @@ from .keys import KeyNeed, tagged_in_layer
 def step_flops(ir: IRFile) -> int:
     """FLOPs of one run of the file's graph: every computing op's, matrix and element-wise (the
     sum of ``irlint cost``'s matrix and element-wise totals)."""
-    from irlint.accounts.compute import kind_of, op_flops
+    from irlint.accounts.flops import kind_of, op_flops
 
     found = ir.__dict__.get("_fix_cost_step_flops")
     if found is None:
@@ -46,7 +46,7 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     """``extra["fix_cost"]`` of a recompute finding on ``k``: the FLOPs its fix re-spends per step
     (matrix and element-wise apart), the step's FLOPs and the share; None when no op's shape is
     known."""
-    from irlint.accounts.compute import kind_of, op_flops  # only where a finding needs it
+    from irlint.accounts.flops import kind_of, op_flops  # only where a finding needs it
 
     ops = recomputed_by_fix(ir, k, blocking, needs)
     matrix = elementwise = 0
