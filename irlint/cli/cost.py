@@ -182,14 +182,13 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
     table = layer_table(
         "FLOPs per rank and step, per layer", label, ("forward", "backward", "recompute", "element-wise")
     )
+    # each direction's matrix FLOPs, then the element-wise ones of all directions
     add_layer_rows(
         table,
         entries,
         layers,
         lambda row: [
-            flops(row["forward_flops"]),
-            flops(row["backward_flops"]),
-            flops(row["recompute_flops"]),
+            *[flops(row[f"{d}_flops"]) for d in DIRECTIONS],
             flops(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS)),
         ],
     )
