@@ -67,13 +67,9 @@ def is_sequence_squared(ir: IRFile, t: KeptTensor) -> bool:
     Transpose output is the head split of Q/K/V, (b, heads, seq, head_dim), square only when
     head_dim happens to equal seq."""
     shape = t.type.shape if t.type is not None else None
-    return (
-        bool(shape)
-        and len(shape) >= 3
-        and shape[-1] == shape[-2]
-        and shape[-1] > 1
-        and ir[t.tensor.node].get("op") != "Transpose"
-    )
+    if not shape:
+        return False
+    return len(shape) >= 3 and shape[-1] == shape[-2] and shape[-1] > 1 and ir[t.tensor.node].get("op") != "Transpose"
 
 
 class OutsizedKeptActivation(Rule):
@@ -129,14 +125,15 @@ class OutsizedKeptActivation(Rule):
                 continue
             layer = layers[t.layer]
             share = t.nbytes / layer.kept_bytes
-            squared = is_sequence_squared(ir, t) and t.type.dtype in HIGH_PRECISION
+            dtype = t.type.dtype if t.type is not None else None
+            squared = is_sequence_squared(ir, t) and dtype in HIGH_PRECISION
             large = share > self.max_layer_share and layer.tensors >= self.min_layer_tensors
             if not (squared or large):
                 continue
             d = ir[t.tensor.node]
             what = f"{d['op']} output" if t.tensor.index is None else f"{d['op']} output {t.tensor.index}"
             why = (
-                f"an attention-score shaped (seq x seq) tensor kept in {t.type.dtype}"
+                f"an attention-score shaped (seq x seq) tensor kept in {dtype}"
                 if squared
                 else f"more than {self.max_layer_share:.0%} of the layer"
             )
@@ -152,7 +149,7 @@ class OutsizedKeptActivation(Rule):
                 else "Recompute this op or the ops around it (select_recompute), or lower its dtype."
             )
             short = (
-                f"keeps a seq x seq {t.type.dtype} tensor for backward, {share:.0%} of the layer"
+                f"keeps a seq x seq {dtype} tensor for backward, {share:.0%} of the layer"
                 if squared
                 else f"one kept tensor is {share:.0%} of the layer's activations"
             )

@@ -17,7 +17,8 @@ from types import SimpleNamespace
 import pytest
 from conftest import CORPUS, SHARED_CORPUS, TESTS
 
-from irlint.accounts.compute import account, op_flops
+from irlint.accounts.compute import account
+from irlint.accounts.flops import op_flops
 from irlint.model import weights_upstream
 from irlint.read.reader import read_ir
 

@@ -51,7 +51,7 @@ class OpCost:
     """One op that computes: its FLOPs, what kind and direction it is, its layer."""
 
     node: int
-    kind: str  # one of KINDS
+    kind: str  # one of flops.KINDS
     direction: str  # one of DIRECTIONS
     layer: str
     flops: int | None  # None: the type line gives no shape

@@ -19,9 +19,14 @@ from .exits import EXIT_CLEAN, EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, fail
 from .options import (
     apply_options,
     check_option_selectors,
+    config_file_option,
     debug_option,
+    extend_select_option,
     follow_links_option,
+    ignore_option,
     load_config_for,
+    no_cache_option,
+    output_option,
     split_values,
 )
 from .outputs import check_targets, prepare_output
@@ -41,18 +46,8 @@ PROGRESS_MIN_BYTES = 50 * 1024 * 1024  # about a second of reading; smaller runs
     show_default=True,
     help="Output format (--format is the same option).",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Write the report to this file instead of standard output (its folder is created).",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    help="Use this irlint.toml or pyproject.toml instead of the one found upward from PATH.",
-)
+@output_option
+@config_file_option("PATH")
 @click.option(
     "--select",
     multiple=True,
@@ -60,8 +55,8 @@ PROGRESS_MIN_BYTES = 50 * 1024 * 1024  # about a second of reading; smaller runs
     help="Only these rules (code, code prefix or name; "
     "comma-separated or repeated). Replaces the whole selection of the config file.",
 )
-@click.option("--extend-select", multiple=True, callback=split_values, help="Rules to add to the selection.")
-@click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
+@extend_select_option
+@ignore_option
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of the findings (text, concise).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary, no progress.")
 @click.option("--all-stages", is_flag=True, default=None, help="Read every stage file, not only those each rule needs.")
@@ -77,7 +72,7 @@ PROGRESS_MIN_BYTES = 50 * 1024 * 1024  # about a second of reading; smaller runs
     default=None,
     help="Files read in parallel (0: one per core; never more than the cores or the files).",
 )
-@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+@no_cache_option
 @click.option(
     "--no-dedup",
     is_flag=True,

@@ -10,15 +10,15 @@ import click
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import DumpFile, final_files
+from ..runner.discover import DumpFile
 from ..units import human_bytes as human
 from ..units import spans
-from .exits import EXIT_ERROR, fail
-from .inputs import account_inputs
+from .exits import EXIT_ERROR
+from .inputs import final_inputs
 from .memory import json_files, read_finals
-from .options import follow_links_option
+from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
-from .tables import files_line, layer_order, plain_console, text_of
+from .tables import add_layer_rows, files_line, layer_order, layer_table, plain_console, text_of
 
 JSON_VERSION = 1
 
@@ -47,20 +47,11 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
     out.print(headline(entries), soft_wrap=True)
     files_line(out, label, entries)
     layers = layer_order(entries)
-    table = Table(title="Bytes received per rank and step, per layer", title_justify="left")
-    table.add_column("layer")
     columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")
     if any(e.get("recompute_bytes") for e in entries):  # shown where a recompute key re-runs communication
         columns += ("recompute",)
-    for name in label:
-        for col in columns:
-            table.add_column(col + (f" ({name})" if many else ""), justify="right")
-    for layer in layers:
-        cells = []
-        for e in entries:
-            row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += [human(row[f"{c}_bytes"]) for c in columns] if row else [""] * len(columns)
-        table.add_row(layer, *cells)
+    table = layer_table("Bytes received per rank and step, per layer", label, columns)
+    add_layer_rows(table, entries, layers, lambda row: [human(row[f"{c}_bytes"]) for c in columns])
     table.add_row("total", *[human(e[f"{c}_bytes"]) for e in entries for c in columns])
     out.print(table)
     for name, e in zip(label, entries):
@@ -143,21 +134,9 @@ def recompute_table(e: dict, name: str | None):
 
 @click.command("comm")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
-@click.option(
-    "--top",
-    "top",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    help="How many of the largest collectives to list per file (JSON lists them all).",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Write the report to this file instead of standard output (its folder is created).",
-)
+@format_option
+@top_option("How many of the largest collectives to list per file (JSON lists them all).")
+@output_option
 @follow_links_option
 def comm_cmd(paths, fmt, top, output, follow_links):
     """Communication per rank and step, per layer and kind, from a dump file or folder.
@@ -173,10 +152,7 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     Not counted: bytes sent, communication the backend adds after the front-end graph, and
     repeated micro-batches (a graph is counted once).
     """
-    files, problems = account_inputs(paths, output, follow_links)
-    chosen = final_files(files, COMM_STAGES)
-    if not chosen:
-        fail("no final-stage graph dump (" + ", ".join(COMM_STAGES) + ") found in " + ", ".join(paths))
+    chosen, problems = final_inputs(paths, output, follow_links, COMM_STAGES)
     statuses: list[dict] = []
     entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems, statuses)]
     if fmt == "json":

@@ -10,16 +10,25 @@ import sys
 import click
 
 from ..accounts.compute import COST_STAGES, DIRECTIONS, SCOPE_NOTE, CostAccount, account
-from ..runner.discover import DumpFile, case_of, final_files
+from ..runner.discover import DumpFile, case_of
 from ..units import human_bytes
 from ..units import human_flops as flops
-from .depth import config_json, config_option, config_text, resolve, stage_note
-from .exits import EXIT_ERROR, fail
-from .inputs import account_inputs
-from .memory import project_all, read_finals
-from .options import follow_links_option
+from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
+from .exits import EXIT_ERROR, fail, read_or_fail
+from .inputs import final_inputs
+from .memory import read_finals
+from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
-from .tables import by_case, files_line, layer_order, plain_console, text_of
+from .tables import (
+    add_layer_rows,
+    by_case,
+    files_line,
+    layer_order,
+    layer_table,
+    plain_console,
+    projection_table,
+    text_of,
+)
 
 JSON_VERSION = 1
 LAYER_FIELDS = (
@@ -161,7 +170,6 @@ def render_text(entries: list[dict], width: int | None = None, cases: list[str] 
 
 
 def _render_case(out, case: str, entries: list[dict]) -> None:
-    from rich.table import Table
 
     if case:
         out.print(f"== {case}", soft_wrap=True)
@@ -171,27 +179,19 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
     many = len(entries) > 1
     files_line(out, label, entries)
     layers = layer_order(entries)
-    table = Table(title="FLOPs per rank and step, per layer", title_justify="left")
-    table.add_column("layer")
-    columns = ("forward", "backward", "recompute", "element-wise")
-    for name in label:
-        for col in columns:
-            table.add_column(col + (f" ({name})" if many else ""), justify="right")
-    for layer in layers:
-        cells = []
-        for e in entries:
-            row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += (
-                [
-                    flops(row["forward_flops"]),
-                    flops(row["backward_flops"]),
-                    flops(row["recompute_flops"]),
-                    flops(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS)),
-                ]
-                if row
-                else [""] * 4
-            )
-        table.add_row(layer, *cells)
+    table = layer_table(
+        "FLOPs per rank and step, per layer", label, ("forward", "backward", "recompute", "element-wise")
+    )
+    # each direction's matrix FLOPs, then the element-wise ones of all directions
+    add_layer_rows(
+        table,
+        entries,
+        layers,
+        lambda row: [
+            *[flops(row[f"{d}_flops"]) for d in DIRECTIONS],
+            flops(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS)),
+        ],
+    )
     table.add_row(
         "total",
         *[
@@ -280,14 +280,8 @@ def _recompute_table(out, e: dict, suffix: str) -> None:
 
 
 def _projection_table(out, p: dict, suffix: str) -> None:
-    from rich.table import Table
 
-    table = Table(
-        title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
-        title_justify="left",
-    )
-    for col in ("layers", "from dumped layer", "forward", "backward", "recompute", "step"):
-        table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
+    table = projection_table(p, suffix, ("forward", "backward", "recompute", "step"))
     for row in p["blocks"]:
         table.add_row(
             row["layers"],
@@ -394,21 +388,9 @@ def _layers_text(layers: list[str]) -> str:
 
 @click.command("cost")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Write the report to this file instead of standard output (its folder is created).",
-)
-@click.option(
-    "--top",
-    "top",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    help="How many of the costliest matrix ops to list per file (JSON and HTML).",
-)
+@format_option
+@output_option
+@top_option("How many of the costliest matrix ops to list per file (JSON and HTML).")
 @click.option("--mc2", "mc2", is_flag=True, help="List the MatMul + collective pairs MC2 kernels could fuse.")
 @click.option(
     "--device",
@@ -416,12 +398,7 @@ def _layers_text(layers: list[str]) -> str:
     type=click.Path(dir_okay=False),
     help="A device profile (TOML) for --mc2 instead of the default Atlas A2 one.",
 )
-@click.option(
-    "--layers",
-    "layers",
-    type=click.IntRange(min=1),
-    help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).",
-)
+@layers_option
 @config_option
 @follow_links_option
 def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links):
@@ -439,12 +416,9 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
     Not counted: data movement, communication time, the optimizer, what the backend fuses after
     the front-end graph, repeated micro-batches (a graph is counted once).
     """
-    depth = resolve(layers, config, fail)
+    depth = resolve(layers, config)
     profile = _profile(device) if mc2 or device else None  # a device file the run cannot use: before anything
-    files, problems = account_inputs(paths, output, follow_links)
-    chosen = final_files(files, COST_STAGES)
-    if not chosen:
-        fail("no final-stage graph dump (" + ", ".join(COST_STAGES) + ") found in " + ", ".join(paths))
+    chosen, problems = final_inputs(paths, output, follow_links, COST_STAGES)
     entries, cases = [], []
     for f, ir in read_finals(chosen, problems):
         entry = file_entry(f, ir, account(ir), top)
@@ -452,10 +426,7 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
             entry["mc2"] = mc2_entry(ir, profile)
         entries.append(entry)
         cases.append(case_of(f))
-    note = None
-    if depth.layers:
-        project_all(entries, cases, depth.layers, project_entry, depth.per_stage)
-        note = stage_note(depth, entries, cases)
+    note = project_entries(depth, entries, cases, project_entry)
     if fmt == "json":
         text = (
             json.dumps(
@@ -482,13 +453,7 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
 def _profile(path: str | None):
     from ..accounts.mc2 import ProfileError, load_profile
 
-    text = None
-    if path is not None:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"{path}: cannot read the device profile: {getattr(exc, 'strerror', None) or exc}")
+    text = read_or_fail(path, "the device profile") if path is not None else None
     try:
         return load_profile(text)
     except ProfileError as exc:

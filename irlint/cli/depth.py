@@ -1,10 +1,19 @@
 """``--layers N`` / ``--config CONFIG.yaml`` of ``irlint cost`` and ``irlint memory``: the depth
-(and the pipeline stages) of the model that runs, given or read from a MindFormers YAML."""
+(and the pipeline stages) of the model that runs, given or read from a MindFormers YAML, and each
+file's figures projected to it."""
 
 from __future__ import annotations
 
 import click
 
+from .exits import fail, read_or_fail
+
+layers_option = click.option(
+    "--layers",
+    "layers",
+    type=click.IntRange(min=1),
+    help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).",
+)
 config_option = click.option(
     "--config",
     "config",
@@ -22,19 +31,15 @@ class Projection:
         self.layers, self.per_stage, self.info = layers, per_stage, info
 
 
-def resolve(layers: int | None, config: str | None, fail) -> Projection:
-    """``--layers`` or ``--config`` (not both); ``fail(message)`` ends the command on bad input."""
+def resolve(layers: int | None, config: str | None) -> Projection:
+    """``--layers`` or ``--config`` (not both); exits 2 on bad input."""
     if config is None:
         return Projection(layers)
     if layers is not None:
         fail("give the depth with --layers or --config, not both")
     from ..mfyaml import YamlError, depth, stage_layers
 
-    try:
-        with open(config, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"{config}: cannot read the config: {getattr(exc, 'strerror', None) or exc}")
+    text = read_or_fail(config, "the config")
     try:
         found = depth(text)
     except YamlError as exc:
@@ -42,6 +47,31 @@ def resolve(layers: int | None, config: str | None, fail) -> Projection:
     per_stage = stage_layers(found.layers, found.stages) if found.stages > 1 else None
     info = {"path": config, "num_layers": found.layers, "pipeline_stage": found.stages, "layers_per_stage": per_stage}
     return Projection(found.layers, per_stage, info)
+
+
+def project_all(
+    entries: list[dict], cases: list[str], layers: int, project, per_stage: list[int] | None = None
+) -> None:
+    """Each entry's ``projected`` figures for a model of ``layers`` decoder layers; the files of the
+    pipeline stages of one run (disjoint layers) share the depth (``stage_depths``; ``per_stage``:
+    as a config splits it)."""
+    from ..accounts.projection import stage_depths
+
+    runs: dict[str, list[dict]] = {}
+    for e, case in zip(entries, cases):
+        runs.setdefault(case, []).append(e)
+    for run in runs.values():
+        sets = [{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run]
+        for e, (depth, first) in zip(run, stage_depths(sets, layers, per_stage)):
+            e["projected"] = project(e, depth, first)
+
+
+def project_entries(depth: Projection, entries: list[dict], cases: list[str], project) -> str | None:
+    """Each entry's ``projected`` figures at the run's depth (nothing without one); the ``stage_note``."""
+    if not depth.layers:
+        return None
+    project_all(entries, cases, depth.layers, project, depth.per_stage)
+    return stage_note(depth, entries, cases)
 
 
 def stage_note(projection: Projection, entries: list[dict], cases: list[str]) -> str | None:

@@ -13,7 +13,17 @@ from ..reporters.printable import printable_name, printable_text
 from ..runner.diff import CompileChoiceError, Diff, pick_compile, rank_groups, rank_label, unmatched_label
 from ..units import human_bytes, human_flops, percent_change
 from .exits import EXIT_CLEAN, EXIT_ERROR, fail
-from .options import debug_option, follow_links_option, split_values
+from .options import (
+    config_file_option,
+    debug_option,
+    extend_select_option,
+    follow_links_option,
+    format_option,
+    ignore_option,
+    no_cache_option,
+    output_option,
+    select_option,
+)
 from .outputs import emit
 
 EXIT_NEW = 1  # a finding the change brought
@@ -44,23 +54,13 @@ class _Unusable(Exception):
 @click.command("diff")
 @click.argument("before")
 @click.argument("after")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Write the report to this file instead of standard output (its folder is created).",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    help="Use this irlint.toml or pyproject.toml instead of the one found upward from BEFORE.",
-)
-@click.option("--select", multiple=True, callback=split_values, help="Only these rules (as for a lint).")
-@click.option("--extend-select", multiple=True, callback=split_values, help="Rules to add to the selection.")
-@click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
-@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+@format_option
+@output_option
+@config_file_option("BEFORE")
+@select_option
+@extend_select_option
+@ignore_option
+@no_cache_option
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder.")
 @click.option(
     "--compile",

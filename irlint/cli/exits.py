@@ -20,3 +20,12 @@ EXIT_CODES_HELP = (
 def fail(message: str) -> NoReturn:
     click.echo(f"irlint: {message}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def read_or_fail(path: str, what: str) -> str:
+    """The text of a file a command option names; exits 2 when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{path}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}")

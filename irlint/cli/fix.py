@@ -13,7 +13,7 @@ import tempfile
 import click
 
 from .exits import EXIT_CLEAN, fail
-from .options import debug_option, split_values
+from .options import config_file_option, debug_option, ignore_option, no_cache_option, select_option
 
 EXIT_LEFT = 1  # findings the plan leaves, or --diff with a change
 
@@ -22,15 +22,10 @@ EXIT_LEFT = 1  # findings the plan leaves, or --diff with a change
 @click.argument("config_yaml", metavar="CONFIG.yaml")
 @click.argument("dumps", nargs=-1, required=True, metavar="DUMP...")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the change as a unified diff and write nothing.")
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    help="Use this irlint.toml or pyproject.toml instead of the one found upward from the first DUMP.",
-)
-@click.option("--select", multiple=True, callback=split_values, help="Only these rules (as for a lint).")
-@click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
-@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+@config_file_option("the first DUMP")
+@select_option
+@ignore_option
+@no_cache_option
 @debug_option
 def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache):
     """Apply the fix plan of DUMP... (as a lint of them gives it) to CONFIG.yaml, a MindFormers

@@ -4,9 +4,21 @@ for the three, so each reports unusable paths and refuses to write onto its inpu
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic
-from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, forget_buffers, read_stdin
+from ..runner.discover import STDIN, DumpFile, InputError, discover_inputs, final_files, forget_buffers, read_stdin
 from .exits import fail
 from .outputs import check_targets, prepare_output
+
+
+def final_inputs(
+    paths: tuple[str, ...] | list[str], output: str | None, follow_links: bool, stages: tuple[str, ...]
+) -> tuple[list[DumpFile], list[Diagnostic]]:
+    """``account_inputs``, keeping the final-stage file of each rank (the first of ``stages`` it has);
+    exits 2 when there is none."""
+    files, problems = account_inputs(paths, output, follow_links)
+    chosen = final_files(files, stages)
+    if not chosen:
+        fail("no final-stage graph dump (" + ", ".join(stages) + ") found in " + ", ".join(paths))
+    return chosen, problems
 
 
 def account_inputs(

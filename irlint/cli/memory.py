@@ -10,14 +10,14 @@ import click
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.printable import printable_name, printable_text
-from ..runner.discover import DumpFile, case_of, final_files
+from ..runner.discover import DumpFile, case_of
 from ..units import human_bytes
-from .depth import config_json, config_option, config_text, resolve, stage_note
-from .exits import EXIT_ERROR, fail
-from .inputs import account_inputs
-from .options import follow_links_option
+from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
+from .exits import EXIT_ERROR
+from .inputs import final_inputs
+from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
-from .tables import by_case, files_line, plain_console, text_of
+from .tables import add_layer_rows, by_case, files_line, layer_table, plain_console, projection_table, text_of
 
 JSON_VERSION = 1
 AT_STAKE_NOTE = (
@@ -208,23 +208,6 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     return found
 
 
-def project_all(
-    entries: list[dict], cases: list[str], layers: int, project, per_stage: list[int] | None = None
-) -> None:
-    """Each entry's ``projected`` figures for a model of ``layers`` decoder layers; the files of the
-    pipeline stages of one run (disjoint layers) share the depth (``stage_depths``; ``per_stage``:
-    as a config splits it)."""
-    from ..accounts.projection import stage_depths
-
-    runs: dict[str, list[dict]] = {}
-    for e, case in zip(entries, cases):
-        runs.setdefault(case, []).append(e)
-    for run in runs.values():
-        sets = [{r["layer"] for r in e["layers"] if str(r["layer"]).isdigit()} for e in run]
-        for e, (depth, first) in zip(run, stage_depths(sets, layers, per_stage)):
-            e["projected"] = project(e, depth, first)
-
-
 def largest_device(entries: list[dict]) -> dict | None:
     """The file (a rank, a pipeline stage: one device) that keeps the most at its peak: the
     headline figure. A sum over files would name bytes no device holds."""
@@ -295,33 +278,25 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
     by_rank = None not in ranks and len(set(ranks)) == len(ranks)
     label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
     layers = list(dict.fromkeys(row["layer"] for e in entries for row in e["layers"]))
-    table = Table(title="Activations kept for backward, per layer", title_justify="left")
-    table.add_column("layer")
     many = len(entries) > 1
     codes = rule_codes(entries)
     blank = ("",) * (2 + len(codes))
-    for name in label:
-        suffix = f" ({name})" if many else ""
-        table.add_column("kept bytes" + suffix, justify="right")
-        table.add_column("tensors" + suffix, justify="right")
-        table.add_column("recompute saved" + suffix, justify="right")
-        for code in codes:
-            table.add_column(f"{code} at stake" + suffix, justify="right")
-    for layer in layers:
-        cells = []
-        for e in entries:
-            row = next((r for r in e["layers"] if r["layer"] == layer), None)
-            cells += (
-                [
-                    human_bytes(row["kept_bytes"]),
-                    str(row["tensors"]),
-                    human_bytes(row["recompute_saved_bytes"]),
-                    *stake_cells(row.get("at_stake_bytes", {}), codes),
-                ]
-                if row
-                else ["", *blank]
-            )
-        table.add_row(layer, *cells)
+    table = layer_table(
+        "Activations kept for backward, per layer",
+        label,
+        ("kept bytes", "tensors", "recompute saved", *[f"{code} at stake" for code in codes]),
+    )
+    add_layer_rows(
+        table,
+        entries,
+        layers,
+        lambda row: [
+            human_bytes(row["kept_bytes"]),
+            str(row["tensors"]),
+            human_bytes(row["recompute_saved_bytes"]),
+            *stake_cells(row.get("at_stake_bytes", {}), codes),
+        ],
+    )
     table.add_row(
         "total",
         *[
@@ -399,14 +374,8 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
 
 
 def _render_projection(out, p: dict, suffix: str) -> None:
-    from rich.table import Table
 
-    table = Table(
-        title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
-        title_justify="left",
-    )
-    for col in ("layers", "from dumped layer", "kept bytes", "recompute saved"):
-        table.add_column(col, justify="left" if col in ("layers", "from dumped layer") else "right")
+    table = projection_table(p, suffix, ("kept bytes", "recompute saved"))
     for row in p["blocks"]:
         table.add_row(
             row["layers"],
@@ -433,27 +402,10 @@ def _render_projection(out, p: dict, suffix: str) -> None:
 
 @click.command("memory")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Write the report to this file instead of standard output (its folder is created).",
-)
-@click.option(
-    "--top",
-    "top",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    help="How many of the largest kept tensors to list per file.",
-)
-@click.option(
-    "--layers",
-    "layers",
-    type=click.IntRange(min=1),
-    help="Project the per-layer figures to a model of this many decoder layers (pipeline stages share them).",
-)
+@format_option
+@output_option
+@top_option("How many of the largest kept tensors to list per file.")
+@layers_option
 @config_option
 @follow_links_option
 def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
@@ -473,14 +425,8 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     backward pass's own workspace, and tensors computed from weights and constants only (e.g.
     fp16 casts of weights; their total is shown apart).
     """
-    depth = resolve(layers, config, fail)
-    files, problems = account_inputs(paths, output, follow_links)
-    chosen = final_files(files, MEMORY_STAGES)
-    if not chosen:
-        fail(
-            "no final-stage graph dump (validate, cse_after_recomputation, add_recomputation, "
-            "graph_build) found in " + ", ".join(paths)
-        )
+    depth = resolve(layers, config)
+    chosen, problems = final_inputs(paths, output, follow_links, MEMORY_STAGES)
     entries: list[dict] = []
     cases: list[str] = []
     statuses: list[dict] = []
@@ -488,10 +434,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
         # the shared account: the recompute rules price their findings from the same one
         entries.append(file_entry(f, ir, cached_account(ir), top, findings_at_stake(f, ir, problems)))
         cases.append(case_of(f))
-    note = None
-    if depth.layers:
-        project_all(entries, cases, depth.layers, project_entry, depth.per_stage)
-        note = stage_note(depth, entries, cases)
+    note = project_entries(depth, entries, cases, project_entry)
     if fmt == "json":
         text = (
             json.dumps(

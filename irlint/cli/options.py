@@ -44,6 +44,34 @@ follow_links_option = click.option(
     "only when its target holds graph IR dumps or rank_N/ folders.",
 )
 
+# The report options of the commands that write one
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True
+)
+output_option = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the report to this file instead of standard output (its folder is created).",
+)
+
+
+def top_option(help: str):
+    return click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True, help=help)
+
+
+# The options of the commands that lint: the config file, the rule selectors, the cache
+def config_file_option(start: str):
+    return click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        help=f"Use this irlint.toml or pyproject.toml instead of the one found upward from {start}.",
+    )
+
+
+no_cache_option = click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache of lint results.")
+
 
 def split_values(ctx, param, values) -> list[str] | None:
     """Repeated and comma-separated values: --select RC001,RC002 --select PC. An option given
@@ -54,6 +82,13 @@ def split_values(ctx, param, values) -> list[str] | None:
     if not out:
         raise click.BadParameter("empty rule selector (give a rule code, prefix, name or ALL)")
     return out
+
+
+select_option = click.option("--select", multiple=True, callback=split_values, help="Only these rules (as for a lint).")
+extend_select_option = click.option(
+    "--extend-select", multiple=True, callback=split_values, help="Rules to add to the selection."
+)
+ignore_option = click.option("--ignore", multiple=True, callback=split_values, help="Rules to leave out.")
 
 
 def load_config_for(config_file, path):

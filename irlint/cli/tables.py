@@ -4,7 +4,7 @@ writes to a string, one case after another, the line naming each file, layers in
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..accounts.memory import OUTSIDE
 
@@ -44,6 +44,44 @@ def files_line(out, label: list[str], entries: list[dict]) -> None:
     else:
         for name, e in zip(label, entries):
             out.print(f"{name}: {e['file']} ({e['stage']})")
+
+
+def layer_table(title: str, label: list[str], columns: Sequence[str]):
+    """A per-layer table: the layer, then ``columns`` for each file of ``label`` (named when several)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    table.add_column("layer")
+    for name in label:
+        for col in columns:
+            table.add_column(col + (f" ({name})" if len(label) > 1 else ""), justify="right")
+    return table
+
+
+def add_layer_rows(table, entries: list[dict], layers: list[str], cells: Callable[[dict], list[str]]) -> None:
+    """A row per layer: ``cells(row)`` of each entry's row for that layer, blanks where it has none."""
+    width = (len(table.columns) - 1) // max(len(entries), 1)  # each entry's columns
+    for layer in layers:
+        row_cells: list[str] = []
+        for e in entries:
+            row = next((r for r in e["layers"] if r["layer"] == layer), None)
+            row_cells += cells(row) if row else [""] * width
+        table.add_row(layer, *row_cells)
+
+
+def projection_table(p: dict, suffix: str, columns: Sequence[str]):
+    """The table of a projection to a deeper model (``--layers``): its blocks of layers, then ``columns``."""
+    from rich.table import Table
+
+    table = Table(
+        title=f"Projected to {p['layers']} decoder layers from {p['dumped_layers']} dumped{suffix} (projected)",
+        title_justify="left",
+    )
+    for col in ("layers", "from dumped layer"):
+        table.add_column(col, justify="left")
+    for col in columns:
+        table.add_column(col, justify="right")
+    return table
 
 
 def layer_order(entries: list[dict]) -> list[str]:

@@ -84,6 +84,8 @@ DATA_EDGE = {"kind": "data"}
 MANY_OPERANDS = 256
 _PLAIN_CONSTANTS = (int, float, bool, str, type(None))
 CALLEE_EDGE = {"kind": "callee"}
+# an edge's key: a data edge's operand position, "callee", ("in", i) into a callee's parameter i
+EdgeKey = int | str | tuple[str, int]
 # what an argument names a node by (``_Resolver.resolve`` gives None for anything else)
 _NODE_NAMES = (Ref, FreeVar, GraphRef)
 
@@ -91,7 +93,7 @@ _NODE_NAMES = (Ref, FreeVar, GraphRef)
 def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) -> None:
     """Add the collected nodes and resolved edges to the model's graph dicts."""
     resolver = _Resolver(rec)
-    edges = []
+    edges: list[tuple[int, int, EdgeKey, dict[str, str]]] = []
     unresolved = 0
     const_nodes = []
     locals_of = rec.locals
@@ -121,7 +123,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                 if pos < 0:
                     continue
                 same = (kind, arg) if shared is not None and kind in _PLAIN_CONSTANTS else None
-                src = shared.get(same) if same is not None else None
+                src = shared.get(same) if shared is not None and same is not None else None
                 if src is None:
                     src = rec.new_key()
                     const_nodes.append(
@@ -139,7 +141,7 @@ def assemble(ir: IRFile, rec: Records, diag: Callable[[int, str, str], None]) ->
                             },
                         )
                     )
-                    if same is not None:
+                    if shared is not None and same is not None:
                         shared[same] = src
             if pos < 0:
                 edges.append((src, consumer, "callee", CALLEE_EDGE))
@@ -201,7 +203,7 @@ def _add_nodes(ir: IRFile, nodes: list[tuple[int, dict]]) -> None:
         pred[key] = {}
 
 
-def _add_edges(ir: IRFile, edges: list[tuple[int, int, Any, dict]]) -> None:
+def _add_edges(ir: IRFile, edges: list[tuple[int, int, EdgeKey, dict[str, str]]]) -> None:
     succ, pred = ir.succ, ir.pred
     for u, v, key, data in edges:
         out = succ[u]

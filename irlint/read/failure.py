@@ -8,6 +8,7 @@ import re
 
 from .. import diagnostics as D
 from ..model import CompileFailure
+from .state import ReaderState
 
 # 2.3 and later: a banner before MindSpore's message, another before the graphs, then notes
 FAILURE_MESSAGE = "# The following shows the last analyze fail log message"
@@ -19,8 +20,8 @@ FAILURE_OPENING = "# 1.This file shows the parsed IR info when graph evaluating 
 _MESSAGE_FRAME = re.compile(r"-+\Z|- Caught exception:\Z|# =+\Z")
 
 
-class FailureMessage:
-    """Part of the reader (``reader._Reader``, which holds the state): a failed compile's message."""
+class FailureMessage(ReaderState):
+    """Part of the reader (``reader._Reader``): a failed compile's message."""
 
     def compile_failure(self, lineno: int) -> CompileFailure:
         if self.ir.failure is None:
@@ -33,7 +34,9 @@ class FailureMessage:
             self.end_message()
             return False
         if not self.message:
-            self.ir.failure.line = lineno
+            failure = self.ir.failure
+            assert failure is not None  # the banner that opened the message made it
+            failure.line = lineno
         self.message.append(line)
         return True
 
@@ -44,12 +47,13 @@ class FailureMessage:
             lines.pop()  # the rule of the next banner
         # after the rule of the banner that opened it
         start = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.startswith("# ===")), len(lines))
-        self.ir.failure.line += start
-        self.ir.failure.message = "\n".join(lines[start:])
+        failure = self.ir.failure
+        assert failure is not None  # the banner that opened the message made it
+        failure.line += start
+        failure.message = "\n".join(lines[start:])
         self.message = []
 
-    def failure_diagnostic(self) -> None:
-        failure = self.ir.failure
+    def failure_diagnostic(self, failure: CompileFailure) -> None:
         nodes = self.ir.nodes
         # a mark is followed by the record it marks; a mark whose record was not read names nothing
         failure.failed_at = [

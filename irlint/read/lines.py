@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from .. import diagnostics as D
-from .failure import FAILURE_END, FAILURE_GRAPHS, FAILURE_MESSAGE, FAILURE_NOTES, FAILURE_OPENING
+from .failure import FAILURE_END, FAILURE_GRAPHS, FAILURE_MESSAGE, FAILURE_NOTES, FAILURE_OPENING, FailureMessage
+from .records import RecordParsing
 
 _KEY_VALUE = re.compile(r"([\w.\-]+) ?: ?(.*)\Z")  # 2.10 "key: value", 1.x-2.2 "key : value"
 _GRAPH_FLAG = re.compile(r"([A-Za-z_]\w*): (-?\d+)\Z")  # "switch_input: 1", "indirect: 1" before "subgraph attr:"
@@ -35,8 +36,8 @@ _NOTE = re.compile(r"#\s*(?:\d+\.\S|=+\Z|-+>)")
 _MARK = re.compile(r"#-+> *\d+\Z")
 
 
-class LineKinds:
-    """Part of the reader (``reader._Reader``, which holds the state): what a line is."""
+class LineKinds(RecordParsing, FailureMessage):
+    """Part of the reader (``reader._Reader``): what a line is, handed to the records and the failure message."""
 
     def top_line(self, line: str, lineno: int) -> None:
         current, current_key = self.current, self.current_key
@@ -103,7 +104,7 @@ class LineKinds:
             return
         if current is not None and line.startswith(" {"):
             self.current, self.current_key = current, current_key  # the record goes on
-            self.strategy_line(line, lineno)
+            self.strategy_line(current, line, lineno)
             return
         for label, key in (("Total number of nodes:", "total_nodes"), ("Total number of cnodes:", "total_cnodes")):
             if line.startswith(label):
@@ -188,7 +189,7 @@ class LineKinds:
                 return
             self.type_lines += 1
             if self.type_lines == 1:
-                self.first_type_line(body[1:].strip(), line, lineno)
+                self.first_type_line(data, body[1:].strip(), line, lineno)
             return
         if body.startswith(("# Fullname with scope: (", "# Scope: (")):
             if data is not None:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from .. import diagnostics as D
-from ..runner.discover import is_dump_start
-from .scanner import RECORD_LIMIT, ControlLine, NodeRecord, TraceRun, scan
+from .lines import LineKinds
+from .scanner import RECORD_LIMIT, ControlLine, Item, NodeRecord, TraceRun, scan
 
 MAX_RECORD_BYTES = RECORD_LIMIT  # a node record longer than this is skipped, not parsed
 MAX_CONTINUATION_LINES = 100_000  # a multi-line tensor value that never closes
@@ -18,31 +18,8 @@ TYPE_LINE = b"      : "
 _RECORD_STARTS = (b"  %", b"  Return(", b"      : ", b"      # ", b"}", b"subgraph ", b"# ", b"%para")
 
 
-class LineLoop:
-    """Part of the reader (``reader._Reader``, which holds the state): reading the file."""
-
-    def run(self, f: BinaryIO) -> None:
-        first = f.read(4096)
-        if b"\x00" in first:
-            self.diag(1, D.BINARY, "binary content (NUL bytes): not a text IR dump")
-            return
-        if not is_dump_start(first):
-            if not first.strip():
-                self.diag(1, D.NOT_IR, "empty file: not a graph IR dump")
-            else:
-                self.diag(
-                    1,
-                    D.NOT_IR,
-                    "not a graph IR dump (it does not start with '# IR entry:')",
-                    first.split(b"\n", 1)[0].decode("utf-8", "replace"),
-                )
-            return
-        f.seek(0)
-        try:
-            self.loop(f)
-        finally:
-            self.close_run()
-        self.finish()
+class LineLoop(LineKinds):
+    """Part of the reader (``reader._Reader``): the scanner's items to the line kinds."""
 
     def loop(self, f: BinaryIO) -> None:
         traces = self.ir.traces
@@ -128,7 +105,7 @@ class LineLoop:
             traces[self.current_key] = (trace_line, trace_start, trace_end)
         self.eof_line = lineno
 
-    def continuation(self, line: str, items: Iterator, lineno: int) -> tuple[str, int, object]:
+    def continuation(self, line: str, items: Iterator[Item], lineno: int) -> tuple[str, int, Item | None]:
         """A node line holding a printed tensor continues until its brackets close. A line that
         starts a new record ends it early (the broken record is then reported, not swallowed);
         that line is returned, to be read next."""
@@ -152,7 +129,8 @@ class LineLoop:
     def node_record(self, item: NodeRecord) -> None:
         lineno, _, node, types, scope = item[:5]
         self.node_line(node.decode().rstrip(" \t"), lineno)
-        if self.current is None:  # not read: its other lines are reported as they always are
+        current = self.current
+        if current is None:  # not read: its other lines are reported as they always are
             for raw in types.splitlines():
                 lineno += 1
                 self.comment_line(raw.decode(), lineno)
@@ -160,10 +138,10 @@ class LineLoop:
         if types:
             first = types.find(b"\n")
             self.type_lines = types.count(b"\n")
-            self.first_type_line(types[8:first].decode().strip(), types[:first], lineno + 1)
+            self.first_type_line(current, types[8:first].decode().strip(), types[:first], lineno + 1)
         if scope is not None:
             scope = scope.decode().rstrip(" \t")
-            self.current["scope"] = scope[:-1] if scope.endswith(")") else scope
+            current["scope"] = scope[:-1] if scope.endswith(")") else scope
 
     def control_line(self, raw: bytes, lineno: int) -> None:
         """A structural line holding a NUL, an escape or another C0 control byte: damage, not text.

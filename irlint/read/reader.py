@@ -3,10 +3,11 @@
 1. ``irlint.read.scanner`` finds the structural lines in large blocks of bytes, most node records as
    a whole (node, type and scope lines); source-trace lines, most of a file's bytes, are never
    looked at one by one: a node keeps their byte range and reads them on demand.
-2. The reader tells the line kinds apart and keeps the state between them, in four parts:
-   ``loop`` (the scanner's items), ``lines`` (headers, sections, type and scope lines),
+2. The reader tells the line kinds apart and keeps the state between them (``state``: its
+   attributes, diagnostics, decoding), in four parts, each a class on the ones it calls:
    ``records`` (subgraphs, parameters, nodes: ``irlint.read.record`` parses them with the grammar)
-   and ``failure`` (an ``analyze_fail.ir``'s message).
+   and ``failure`` (an ``analyze_fail.ir``'s message) on the state, ``lines`` (headers, sections,
+   type and scope lines) on both, ``loop`` (the scanner's items) on ``lines``; ``_Reader`` drives them.
 3. ``irlint.read.assemble`` turns the collected records into the graph model.
 
 A line that cannot be read becomes a diagnostic and reading resumes at the next line.
@@ -19,17 +20,15 @@ from typing import BinaryIO
 
 from .. import diagnostics as D
 from ..diagnostics import Diagnostic, excerpt
-from ..model import IRFile, Subgraph
-from .assemble import Records, assemble, check_counts
-from .failure import FailureMessage
-from .lines import LineKinds
+from ..model import IRFile
+from ..runner.discover import is_dump_start
+from .assemble import assemble, check_counts
 from .loop import MAX_RECORD_BYTES, LineLoop
 from .record import normalize_op
-from .records import NO_ATTRS, RecordParsing
+from .records import NO_ATTRS
 
 __all__ = ["read_ir", "warm", "normalize_op", "MAX_RECORD_BYTES", "NO_ATTRS"]
 
-MAX_UTF8_REPORTED = 20
 MAX_UNTYPED_REPORTED = 20
 
 
@@ -72,63 +71,31 @@ def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = Non
     return ir
 
 
-class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
-    """One file's reading state; each part's methods live in its module (see above)."""
+class _Reader(LineLoop):
+    """One file's reading: the driver of the parts (see above), each in its module on ``ReaderState``."""
 
-    def __init__(self, ir: IRFile, name: str):
-        self.ir = ir
-        self.name = name
-        self.rec = Records()
-        self.sub: Subgraph | None = None
-        self.local: dict[str, int] = {}  # %N -> key within the open subgraph
-        self.current: dict | None = None  # the record whose comment lines follow
-        self.current_key = -1
-        self.type_lines = 0
-        self.section: dict | None = None  # "key: value" lines go here (# Attrs, subgraph attr)
-        self.pending_sub_attrs: dict = {}
-        self.bad_utf8 = 0
-        self.bad_run: list[Diagnostic] = []  # the open run of consecutive bad lines
-        self.block: str | None = None  # a top-level "name {" block such as "jit config {"
-        self.symbol_details = False  # after "symbol engine details:": its blocks are symbol engines
-        self.in_order = False  # the "# Order:" listing after a subgraph
-        self.eof_line = 0
-        self.param_data: dict[int, dict] = {}  # key -> data of a parameter, for a later, typed declaration
-        # while a construct of several lines is open (the message of an analyze_fail.ir, a subgraph
-        # header printed one parameter per line), its method sees each line first: True, taken
-        self.divert = None
-        self.message: list[str] = []
-        self.marks: list[tuple[int, int]] = []  # "#-----> N" lines: (line, key of the next record)
-        self.split_header: tuple[str, int, list[tuple[str, int]]] | None = None
-        self.open_record: tuple[int, str, bool] | None = None  # the last node record: line, text, a Return?
-        self.typed_records = 0  # nodes other than a Return with their type line
-        self.untyped_records: list[tuple[int, str]] = []  # records without a type line
-
-    def diag(self, line: int, code: str, message: str, text: str = "") -> None:
-        new = Diagnostic(self.name, line, code, message, excerpt(text))
-        if code in D.LINE_CODES and line > 0:
-            run = self.bad_run
-            if run and run[-1].line <= line <= run[-1].line + 1:
-                # a run of bad lines (megabytes of junk) keeps its first line, one line of each kind
-                # and its last line: all that its one diagnostic says (D.line_run_diagnostic)
-                if run[-1].line > run[0].line and any(d.code == run[-1].code for d in run[:-1]):
-                    run[-1] = new
-                else:
-                    run.append(new)
-                return
-            self.close_run()
-            self.bad_run = [new]
+    def run(self, f: BinaryIO) -> None:
+        first = f.read(4096)
+        if b"\x00" in first:
+            self.diag(1, D.BINARY, "binary content (NUL bytes): not a text IR dump")
             return
-        self.close_run()
-        self.ir.diagnostics.append(new)
-
-    def close_run(self) -> None:
-        run = self.bad_run
-        if run:
-            if run[-1].line > run[0].line:
-                self.ir.diagnostics.append(D.line_run_diagnostic(run))
+        if not is_dump_start(first):
+            if not first.strip():
+                self.diag(1, D.NOT_IR, "empty file: not a graph IR dump")
             else:
-                self.ir.diagnostics.extend(run)  # bad lines, all on one line
-            self.bad_run = []
+                self.diag(
+                    1,
+                    D.NOT_IR,
+                    "not a graph IR dump (it does not start with '# IR entry:')",
+                    first.split(b"\n", 1)[0].decode("utf-8", "replace"),
+                )
+            return
+        f.seek(0)
+        try:
+            self.loop(f)
+        finally:
+            self.close_run()
+        self.finish()
 
     def untyped_diagnostics(self) -> None:
         """Records without their type line in a dump that prints types: cut or damaged. (A dump
@@ -153,15 +120,6 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
             )
         self.ir.diagnostics[:] = sorted(self.ir.diagnostics + new, key=lambda d: d.line)
 
-    def decode(self, raw: bytes, lineno: int) -> str:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self.bad_utf8 += 1
-            if self.bad_utf8 <= MAX_UTF8_REPORTED:
-                self.diag(lineno, D.INVALID_UTF8, f"invalid UTF-8 at byte {exc.start} of the line; replaced")
-            return raw.decode("utf-8", "replace")
-
     def finish(self) -> None:
         if self.divert is not None:  # the file ends in a message or a split header
             if self.split_header is not None:
@@ -177,5 +135,5 @@ class _Reader(LineLoop, LineKinds, RecordParsing, FailureMessage):
             self.untyped_diagnostics()
         assemble(self.ir, self.rec, self.diag)
         if self.ir.failure is not None:
-            self.failure_diagnostic()
+            self.failure_diagnostic(self.ir.failure)
         check_counts(self.ir, self.eof_line, self.diag)

@@ -7,10 +7,11 @@ parses the pieces. A piece the grammar does not accept raises ``GrammarError``.
 
 from __future__ import annotations
 
+import enum
 import re
-from typing import Any
+from typing import Any, Final, TypeGuard
 
-from . import syntax, templates, tree_values
+from . import refill, syntax, templates, tree_values
 from .parser import GrammarError
 from .syntax import parse_attrs, parse_call, parse_param, parse_types
 from .templates import memo_by_template
@@ -146,14 +147,27 @@ _SHAPED = re.compile(
     r"<(?=[^<>]*>\Z)(\w+(?:\[\w+)*)(\]*), \(((?:0|-?[1-9][0-9]*)(?:, (?:0|-?[1-9][0-9]*))*)?\)"
     r"((?:, [^<>]*)?>)\Z"
 )
-_SKELETONS: dict[Any, tuple | None] = {}  # and _tuple_entry's
-_UNSEEN = object()
-_WORD = object()  # a skeleton's element type: the entry's bracketed name
+
+
+class _Unseen(enum.Enum):
+    MARK = 0  # a skeleton not in its table yet
+
+
+class _Word(enum.Enum):
+    MARK = 0  # a skeleton's element type: the entry's bracketed name
+
+
+_UNSEEN: Final = _Unseen.MARK
+_WORD: Final = _Word.MARK
+# (kind, element type or _WORD, the parse's text cut where the element type, the shape and the names
+# go, which of them goes where), or None: the entry's own parse says what it is
+_Proto = tuple[str, "str | _Word | None", tuple[str, ...], tuple[int, ...]]
+_SKELETONS: dict[tuple[str, str, str, str], _Proto | None] = {}
 
 
 def _shaped_entry(text: str) -> TensorType | None:
     m = _SHAPED.match(text)
-    if m is None or templates._has_blank(text):  # (a blank's character in a text would join two skeletons)
+    if m is None or refill._has_blank(text):  # (a blank's character in a text would join two skeletons)
         return None
     chain, closing, dims, tail = m.groups("")
     at = chain.rfind("[")
@@ -181,7 +195,9 @@ def _shaped_entry(text: str) -> TensorType | None:
     return _verified(TensorType(kind, word if dtype is _WORD else dtype, shape, raw), text)
 
 
-def _shaped_proto(chain: str, closing: str, dims: str, tail: str, at: int, word: str, names: list[str]) -> tuple | None:
+def _shaped_proto(
+    chain: str, closing: str, dims: str, tail: str, at: int, word: str, names: list[str]
+) -> _Proto | None:
     """(kind, element type or _WORD, the parse's text cut where the element type, the shape and the
     names go, which goes where) from the parse of an entry with stand-ins; None when the parse
     does not print each of them back once, as it is written."""
@@ -198,8 +214,9 @@ def _shaped_proto(chain: str, closing: str, dims: str, tail: str, at: int, word:
     raw, dtype = value.raw, value.dtype
     if value.shape is not None or "%" in value.kind:
         return None
+    element: str | _Word | None = dtype
     if word and dtype == word_ref:
-        dtype = _WORD
+        element = _WORD
     elif dtype is not None and "%" in dtype:
         return None
     spans = []
@@ -218,7 +235,7 @@ def _shaped_proto(chain: str, closing: str, dims: str, tail: str, at: int, word:
         parts.append(raw[end:start])
         end = stop
     parts.append(raw[end:])
-    return value.kind, dtype, tuple(parts), tuple(i for _, _, i in spans)
+    return value.kind, element, tuple(parts), tuple(i for _, _, i in spans)
 
 
 # Tuple entries that differ only in the numbers of their shapes, ``<Tuple[Tensor[Float32]*2],
@@ -226,6 +243,7 @@ def _shaped_proto(chain: str, closing: str, dims: str, tail: str, at: int, word:
 # nor shape, so the grammar parses the first; the others are the same type, its text (as the parse
 # prints it back) with their numbers. Only parenthesized numbers after a space, "(" or "," (not
 # ``Bool(1)``, which is a value) and printed as Python prints them are blanked.
+_TUPLE_SKELETONS: dict[str, tuple[str, ...] | None] = {}  # the parse's text split at its numbers
 _NUMBER_TUPLE = re.compile(r"(?<![^\s(,])\((?:0|-?[1-9][0-9]*)(?:, (?:0|-?[1-9][0-9]*))*\)")
 
 
@@ -236,8 +254,8 @@ def _arity(m: re.Match) -> str:
 def _tuple_entry(text: str) -> TensorType | None:
     if not text.startswith("<Tuple["):
         return None
-    skeleton = ("Tuple", _NUMBER_TUPLE.sub(_arity, text))
-    proto = _SKELETONS.get(skeleton, _UNSEEN)
+    skeleton = _NUMBER_TUPLE.sub(_arity, text)
+    proto = _TUPLE_SKELETONS.get(skeleton, _UNSEEN)
     if proto is _UNSEEN:
         value = _entry_parse(text)
         kept = (
@@ -248,8 +266,8 @@ def _tuple_entry(text: str) -> TensorType | None:
             and type(value.raw) is str
             and _NUMBER_TUPLE.findall(value.raw) == _NUMBER_TUPLE.findall(text)
         )
-        if len(_SKELETONS) < MAX_SHARED_TYPE_LINES:
-            _SKELETONS[skeleton] = tuple(_NUMBER_TUPLE.split(value.raw)) if kept else None
+        if len(_TUPLE_SKELETONS) < MAX_SHARED_TYPE_LINES:
+            _TUPLE_SKELETONS[skeleton] = tuple(_NUMBER_TUPLE.split(value.raw)) if kept else None
         return value
     if proto is None:
         return None
@@ -363,7 +381,7 @@ def _brace_groups(text: str) -> list[str]:
     return groups
 
 
-def _bracket_attrs(callee: Any) -> bool:
+def _bracket_attrs(callee: Any) -> TypeGuard[Call]:
     return (
         isinstance(callee, Call)
         and callee.bracket == "["
@@ -395,5 +413,5 @@ def clear_memos() -> None:
     templates._RECIPES.clear()
     for cached in (templates._parse_template, templates._parse_marked, syntax.parse_types, syntax.parse_header):
         cached.cache_clear()
-    for table in (_TYPE_LINES, _TYPE_ENTRIES, _SKELETONS, _PARAM_TAILS):
+    for table in (_TYPE_LINES, _TYPE_ENTRIES, _SKELETONS, _TUPLE_SKELETONS, _PARAM_TAILS):
         table.clear()

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from .. import diagnostics as D
 from ..model import Subgraph
 from .record import NODE_LINE, GrammarError, parse_node, parse_param_line, parse_type_line
+from .state import ReaderState
 from .syntax import parse_attrs, parse_header
-from .values import Call, FreeVar, GraphRef, Ref
+from .values import Call, FreeVar, GraphRef, Ref, TensorType
 
 # 2.0 prints a subgraph's parameters one per line: "        , %para2_y : <Tensor[Float32], ()>"
 _HEADER_PARAM = re.compile(r"\s+(?:, )?(%para\S* ?:.*)\Z")
@@ -21,8 +22,8 @@ MAX_HEADER_LINES = 100_000
 NO_ATTRS: dict = {}
 
 
-class RecordParsing:
-    """Part of the reader (``reader._Reader``, which holds the state): subgraphs and nodes."""
+class RecordParsing(ReaderState):
+    """Part of the reader (``reader._Reader``): subgraphs and nodes."""
 
     def param_line(self, line: str, lineno: int) -> None:
         try:
@@ -30,28 +31,33 @@ class RecordParsing:
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"parameter line: {exc}", line)
             return
-        rec = self.rec
-        key = rec.params.get(name)
+        key = self.rec.params.get(name)
         if key is None:
-            key = rec.new_key()
-            rec.params[name] = key
-            data = {
-                "kind": "param",
-                "graph": self.ir.entry or "",
-                "id": name,
-                "name": name[1:],
-                "line": lineno,
-                "op": "Parameter",
-                "scope": "",
-                "out_type": out_type,
-                "has_default": has_default,
-            }
-            rec.nodes.append((key, data))
-            self.param_data[key] = data
+            key = self.new_param(name, self.ir.entry or "", lineno, out_type)
+            self.param_data[key]["has_default"] = has_default
         else:
-            data = self.param_data.get(key)
-            if data is not None and data.get("out_type") is None:
-                data["out_type"] = out_type
+            known = self.param_data.get(key)
+            if known is not None and known.get("out_type") is None:
+                known["out_type"] = out_type
+
+    def new_param(self, name: str, graph: str, lineno: int, out_type: TensorType | None = None) -> int:
+        """The record of a parameter named for the first time (a header's or a parameter line's): its key."""
+        rec = self.rec
+        key = rec.new_key()
+        rec.params[name] = key
+        data = {
+            "kind": "param",
+            "graph": graph,
+            "id": name,
+            "name": name[1:],
+            "line": lineno,
+            "op": "Parameter",
+            "scope": "",
+            "out_type": out_type,
+        }
+        rec.nodes.append((key, data))
+        self.param_data[key] = data
+        return key
 
     def subgraph_header(self, line: str, lineno: int) -> None:
         if self.sub is not None and not self.sub.closed:
@@ -66,6 +72,7 @@ class RecordParsing:
 
     def header_line(self, line: str, lineno: int) -> bool:
         """A line after a subgraph header that ends with "(": one of its parameters or its end."""
+        assert self.split_header is not None  # set with the divert that calls this
         head, first, params = self.split_header
         m = _HEADER_PARAM.match(line)
         if m and len(params) < MAX_HEADER_LINES:
@@ -112,30 +119,16 @@ class RecordParsing:
         self.ir.subgraphs[name] = sub
         self.sub = sub
         self.local = self.rec.locals[name] = {}
-        rec = self.rec
         for p in params:
             pname = str(p)
-            key = rec.params.get(pname)
+            key = self.rec.params.get(pname)
             if key is None:
-                key = rec.new_key()
-                rec.params[pname] = key
-                data = {
-                    "kind": "param",
-                    "graph": name,
-                    "id": pname,
-                    "name": pname[1:],
-                    "line": lineno,
-                    "op": "Parameter",
-                    "scope": "",
-                    "out_type": None,
-                }
-                rec.nodes.append((key, data))
-                self.param_data[key] = data
+                key = self.new_param(pname, name, lineno)
             sub.params.append(key)
             if types and pname in types:
-                data = self.param_data.get(key)
-                if data is not None and data.get("out_type") is None:
-                    data["out_type"], data["has_default"] = types[pname]
+                known = self.param_data.get(key)
+                if known is not None and known.get("out_type") is None:
+                    known["out_type"], known["has_default"] = types[pname]
 
     def close_subgraph(self, lineno: int) -> None:
         if self.sub is None:
@@ -235,19 +228,17 @@ class RecordParsing:
                 self.typed_records += 1
             self.open_record = None
 
-    def first_type_line(self, body: str, line: str | bytes, lineno: int) -> None:
-        """The types of the current node; ``line`` (its bytes, from a whole record) is only quoted
-        when the grammar rejects it."""
-        data = self.current
+    def first_type_line(self, data: dict, body: str, line: str | bytes, lineno: int) -> None:
+        """The types of the current node, ``data``; ``line`` (its bytes, from a whole record) is only
+        quoted when the grammar rejects it."""
         try:
             data["in_types"], data["out_type"] = parse_type_line(body)
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line if isinstance(line, str) else line.decode())
 
-    def strategy_line(self, line: str, lineno: int) -> None:
-        """1.7-2.1 parallel dumps: the strategy block on its own line, the type line glued after it:
-        `` {in_strategy: ((2, 1), (1, 4))}      : (<T>, <T>) -> (<T>)``."""
-        data = self.current
+    def strategy_line(self, data: dict, line: str, lineno: int) -> None:
+        """1.7-2.1 parallel dumps: the strategy block of the current node ``data`` on its own line,
+        the type line glued after it: `` {in_strategy: ((2, 1), (1, 4))}      : (<T>, <T>) -> (<T>)``."""
         depth, end = 0, -1
         for i, ch in enumerate(line):
             if ch == "{":
@@ -270,7 +261,7 @@ class RecordParsing:
         if rest:
             self.type_lines += 1
             if self.type_lines == 1:
-                self.first_type_line(rest[1:].strip(), line, lineno)
+                self.first_type_line(data, rest[1:].strip(), line, lineno)
 
 
 def _graph_refs(values: tuple) -> Iterator[str]:

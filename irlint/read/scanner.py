@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, final
 
 # A small block: a fresh process pays a page fault per 4 KiB of the buffer it first fills (so a
 # large block slows a one-file lint), and the block stays in the CPU's cache for the regex.
@@ -54,6 +54,7 @@ _STRICT_LINE_OR_TRACE_RUN, _STRICT_RECORD_OR_LINE = _patterns(_STRICT_TEXT, rb"[
 _RUN, _LINE, _CONTROL = 5, 6, 7
 
 
+@final
 @dataclass(slots=True)
 class TraceRun:
     """Consecutive source-trace lines: they are read back only when a finding quotes them."""
@@ -65,6 +66,7 @@ class TraceRun:
     text: bytes  # the bytes, for an UTF-8 check; empty when the block was valid UTF-8
 
 
+@final
 class ControlLine(tuple):
     """``(line number, byte offset, line without its newline)`` of a line outside the source traces
     that holds a C0 control byte other than a tab (and a CR before its newline)."""
@@ -72,6 +74,7 @@ class ControlLine(tuple):
     __slots__ = ()
 
 
+@final
 class NodeRecord(tuple):
     """A node line with the lines that belong to it, in valid UTF-8: the tuple
     ``(line, start, node, types, scope, trace_line, trace_start, trace_end, last)``:
@@ -84,7 +87,11 @@ class NodeRecord(tuple):
     __slots__ = ()
 
 
-def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[tuple[int, int, bytes] | TraceRun | NodeRecord]:
+# What ``scan`` yields (a ``ControlLine`` is a line too)
+Item = tuple[int, int, bytes] | TraceRun | NodeRecord
+
+
+def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[Item]:
     """Yields, in file order, a ``NodeRecord`` for each plain node record, a ``TraceRun`` for each
     other run of trace lines and ``(line number, byte offset, line without its newline)`` for each
     other line. Any line length works: a block grows until it holds a whole line."""

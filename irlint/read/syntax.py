@@ -31,8 +31,8 @@ __all__ = [
 ]
 
 
-def parse_call(text: str) -> tuple[list, Any]:
-    """``PrimFunc_MatMul(%0, %1)`` -> (callee terms, argument tuple)."""
+def parse_call(text: str) -> tuple[Any, tuple]:
+    """``PrimFunc_MatMul(%0, %1)`` -> (callee, argument tuple)."""
     terms = _memo_parse(text, "call")
     args = terms[-1] if terms else None
     if not isinstance(args, _Group) or args.bracket != "(":

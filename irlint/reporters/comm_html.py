@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from .. import __version__
 from . import ranks_text
-from .html import _environment, _markup, layer_name, size
-from .svg import bar_chart_svg
+from .html import _environment, _markup, per_layer_chart
 
 SCHEME_COLOUR, WASTE_COLOUR = "#1971c2", "#d9480f"
 
@@ -23,18 +22,8 @@ def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10
 
     files = []
     for e in entries:
-        layers = e["layers"]
-        chart = (
-            bar_chart_svg(
-                [layer_name(row["layer"]) for row in layers],
-                [
-                    ("scheme", SCHEME_COLOUR, [row["scheme_bytes"] for row in layers]),
-                    ("waste", WASTE_COLOUR, [row["waste_bytes"] for row in layers]),
-                ],
-                size,
-            )
-            if layers
-            else ""
+        chart = per_layer_chart(
+            e["layers"], [("scheme", SCHEME_COLOUR, "scheme_bytes"), ("waste", WASTE_COLOUR, "waste_bytes")]
         )
         largest = sorted(e["collectives"], key=lambda c: (-(c["received_bytes"] or 0), c["line"]))[:top]
         files.append(

@@ -7,8 +7,7 @@ from __future__ import annotations
 from .. import __version__
 from ..units import human_flops
 from . import ranks_text
-from .html import _environment, _markup, layer_name
-from .svg import bar_chart_svg
+from .html import _environment, _markup, per_layer_chart
 
 FORWARD_COLOUR, BACKWARD_COLOUR, RECOMPUTE_COLOUR = "#1971c2", "#adb5bd", "#d9480f"
 
@@ -19,19 +18,14 @@ flops = human_flops  # the one FLOP formatter of every report (irlint.units)
 def render_cost(entries: list[dict], problems: list, counted: str) -> str:
     files = []
     for e in entries:
-        layers = e["layers"]
-        chart = (
-            bar_chart_svg(
-                [layer_name(row["layer"]) for row in layers],
-                [
-                    ("forward", FORWARD_COLOUR, [row["forward_flops"] for row in layers]),
-                    ("backward", BACKWARD_COLOUR, [row["backward_flops"] for row in layers]),
-                    ("recompute", RECOMPUTE_COLOUR, [row["recompute_flops"] for row in layers]),
-                ],
-                flops,
-            )
-            if layers
-            else ""
+        chart = per_layer_chart(
+            e["layers"],
+            [
+                ("forward", FORWARD_COLOUR, "forward_flops"),
+                ("backward", BACKWARD_COLOUR, "backward_flops"),
+                ("recompute", RECOMPUTE_COLOUR, "recompute_flops"),
+            ],
+            flops,
         )
         files.append({"e": e, "chart": _markup(chart)})
     env = _environment()

@@ -247,6 +247,18 @@ def layer_name(layer: str) -> str:
     return f"layer {layer}" if layer.isdigit() else layer
 
 
+def per_layer_chart(layers: list[dict], series: list[tuple[str, str, str]], unit=size) -> str:
+    """The bar chart of a file's per-layer rows: (name, colour, field of the row) per series; no
+    chart without rows."""
+    if not layers:
+        return ""
+    return bar_chart_svg(
+        [layer_name(row["layer"]) for row in layers],
+        [(name, colour, [row[key] for row in layers]) for name, colour, key in series],
+        unit,
+    )
+
+
 def _costliest_first(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (-(f.bytes_at_stake or 0) - comm_bytes(f), f.file, f.line))
 
@@ -311,14 +323,7 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
     files = []
     for e in entries:
         layers = e["layers"]
-        chart = (
-            bar_chart_svg(
-                [layer_name(row["layer"]) for row in layers],
-                [("kept bytes", KEPT_COLOUR, [row["kept_bytes"] for row in layers])],
-            )
-            if layers
-            else ""
-        )
+        chart = per_layer_chart(layers, [("kept bytes", KEPT_COLOUR, "kept_bytes")])
         files.append({"e": e, "chart": _markup(chart)})
     return (
         _environment()
@@ -356,17 +361,8 @@ def render_diff(result) -> str:
         sections.append({"name": name, "findings": finding_views(_costliest_first(findings), sources, prefix)})
     groups = []
     for members, r in rank_groups(result.ranks):
-        layers = r.memory["layers"]
-        chart = (
-            bar_chart_svg(
-                [layer_name(row["layer"]) for row in layers],
-                [
-                    ("before", BEFORE_COLOUR, [row["before"] for row in layers]),
-                    ("after", AFTER_COLOUR, [row["after"] for row in layers]),
-                ],
-            )
-            if layers
-            else ""
+        chart = per_layer_chart(
+            r.memory["layers"], [("before", BEFORE_COLOUR, "before"), ("after", AFTER_COLOUR, "after")]
         )
         for side in ("before", "after"):
             for x in r.nodes[f"{side}_only_nodes"]:

@@ -44,7 +44,9 @@ def pair_finals(
         b, a = by_rank_b.get(rank), by_rank_a.get(rank)
         label = f"rank {rank}" if rank is not None else "the folder without rank_N"
         if b is None or a is None:
-            notes.append(f"{label}: only in {'AFTER' if b is None else 'BEFORE'} ({(a or b).display}); not compared")
+            only = a or b
+            assert only is not None  # the rank is a key of one side at least
+            notes.append(f"{label}: only in {'AFTER' if b is None else 'BEFORE'} ({only.display}); not compared")
             continue
         pairs.append(
             (rank, b, a, stage_pairing([f for f in before if f.rank == rank], [f for f in after if f.rank == rank]))

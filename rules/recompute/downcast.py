@@ -18,12 +18,12 @@ from .report import RecomputeRule, nodes_text, place_path, short_fix
 def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
     """(source, destination) dtype of a Cast: from its types, else the dst type id argument."""
     d = ir[k]
-    ins = d.get("in_types") or ()
+    ins: tuple = d.get("in_types") or ()
     src = ins[0].dtype if ins else None
     out = d.get("out_type")
     dst = out.dtype if out is not None else None
     if dst is None:
-        args = d.get("args") or ()
+        args: tuple = d.get("args") or ()
         if len(args) > 1 and isinstance(args[1], int):
             dst = TYPE_ID_NAMES.get(args[1])
     return src, dst

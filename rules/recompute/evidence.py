@@ -63,9 +63,9 @@ _NONE: dict = {}
 
 def _marked(attrs: dict | None) -> bool:
     """cnode_attrs the recompute pass writes on a node it decided on."""
-    return bool(attrs) and (
-        attrs.get("recompute") is True or "recompute_id" in attrs or attrs.get("duplicated") is True
-    )
+    if not attrs:
+        return False
+    return attrs.get("recompute") is True or "recompute_id" in attrs or attrs.get("duplicated") is True
 
 
 def is_inserted_slice(d: dict) -> bool:

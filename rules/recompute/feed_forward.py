@@ -34,19 +34,19 @@ def up_to_compute(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[int | None
     the ops passed and whether a split was among them."""
     passed: list[int] = []
     split = False
-    node: int | None = k
+    node = k
     for _ in range(64):
-        node, views = facts.up_through_views(node)
+        up, views = facts.up_through_views(node)
         passed += views
         split |= any(ir[v]["op"] in SPLIT_OPS for v in views)
-        if node is None or ir[node]["op"] not in SPLIT_OPS and ir[node]["op"] != "Cast":
-            return node, passed, split
-        split |= ir[node]["op"] in SPLIT_OPS
-        passed.append(node)
-        first = ir.producers(node)[:1]
-        node = first[0] if first else None
-        if node is None:
+        if up is None or ir[up]["op"] not in SPLIT_OPS and ir[up]["op"] != "Cast":
+            return up, passed, split
+        split |= ir[up]["op"] in SPLIT_OPS
+        passed.append(up)
+        first = ir.producers(up)[:1]
+        if not first:
             return None, passed, split
+        node = first[0]
     return None, passed, split
 
 
