@@ -67,10 +67,10 @@ class _DefaultGroup(click.Group):
     def _refuse_mistyped_command(self, ctx, word: str) -> None:
         """``irlint memroy x``: a first word that names no path but is close to a command is a
         typo of the command, not a dump to lint (exit 2, with the command suggested)."""
-        import difflib
-
         if word.startswith("-") or os.path.exists(word) or word == "-":
             return
+        import difflib  # here, not on every lint of a path
+
         close = difflib.get_close_matches(
             word, [c for c in self.list_commands(ctx) if c != self.default_command], n=1, cutoff=0.7
         )
