@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import BinaryIO, final
 
 # A small block: a fresh process pays a page fault per 4 KiB of the buffer it first fills (so a
@@ -36,21 +37,23 @@ _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10))
 _STRICT_TEXT = rb"[^\n\x00-\x08\x0b-\x1f]*"
 
 
-def _patterns(text: bytes, name: bytes) -> tuple[re.Pattern, re.Pattern]:
-    # A run of trace lines (group 1), one line of text (2), or a line holding a control byte (3).
-    lines = re.compile(rb"((?:" + _TRACE_LINE + rb")+)|(" + text + rb"\r?)\n|([^\n]*)\n")
+@cache
+def _pattern(records: bool, strict: bool) -> re.Pattern:
+    """The regex of a block: with whole node records or line by line, telling control bytes apart
+    or not. Compiled when a block first needs it (most dumps need one of the four)."""
+    text, name = (_STRICT_TEXT, rb"[^\s)\x00-\x1f]*") if strict else (rb"[^\n]*", rb"[^\s)]*")
+    if not records:
+        # A run of trace lines (group 1), one line of text (2), or a line holding a control byte (3).
+        return re.compile(rb"((?:" + _TRACE_LINE + rb")+)|(" + text + rb"\r?)\n|([^\n]*)\n")
     # A whole node record first: node line (1), type lines (2), scope (3), traces (4); then the same
     # three alternatives as above (5, 6, 7).
-    records = re.compile(
+    return re.compile(
         rb"(  %[0-9]+\(" + name + rb"\) = " + text + rb")\n((?:      : " + text + rb"\n)*)"
         rb"(?:      # (?:Fullname with scope|Scope): \((" + text + rb")\n)?((?:" + _TRACE_LINE + rb")*)"
         rb"|((?:" + _TRACE_LINE + rb")+)|(" + text + rb")\n|([^\n]*)\n"
     )
-    return lines, records
 
 
-_LINE_OR_TRACE_RUN, _RECORD_OR_LINE = _patterns(rb"[^\n]*", rb"[^\s)]*")
-_STRICT_LINE_OR_TRACE_RUN, _STRICT_RECORD_OR_LINE = _patterns(_STRICT_TEXT, rb"[^\s)\x00-\x1f]*")
 _RUN, _LINE, _CONTROL = 5, 6, 7
 
 
@@ -129,13 +132,9 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[Item]:
         valid_utf8 = _is_utf8(buf, cut)
         strict = len(buf[:cut].translate(None, _CONTROL_BYTES)) != cut
         if valid_utf8 and RECORDS and buf.find(b"\r", 0, cut) < 0:
-            pattern, run_group, line_group, control_group = _RECORD_OR_LINE, _RUN, _LINE, _CONTROL
-            if strict:
-                pattern = _STRICT_RECORD_OR_LINE
+            pattern, run_group, line_group, control_group = _pattern(True, strict), _RUN, _LINE, _CONTROL
         else:  # lines one by one, so that the reader reports each bad one
-            pattern, run_group, line_group, control_group = _LINE_OR_TRACE_RUN, 1, 2, 3
-            if strict:
-                pattern = _STRICT_LINE_OR_TRACE_RUN
+            pattern, run_group, line_group, control_group = _pattern(False, strict), 1, 2, 3
         for m in pattern.finditer(buf, 0, cut):
             kind = m.lastindex
             if kind == line_group:
