@@ -159,7 +159,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         ]
         identity = (d["op"], place_path(ir, k), tuple(place_path(ir, v) for v in blocking))
         held = ", ".join(dict.fromkeys(f"{linear.get(v) or ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
-        cause = f"saves nothing, {held} not recomputed"
+        cause = f"recompute blocked by {held}"  # the rule's name; the evidence says it saves nothing
         finding = self.finding(
             ir,
             k,
