@@ -602,6 +602,12 @@ def test_mindformers_sequence_parallel_dropout_is_one_permutation_cause_removed_
     assert ends[0] == "Transpose (embedding-LanguageModelEmbedding) and DropoutExt dropout (Default)"
     assert sum(e.startswith("Depend (self_attention-SelfAttention) and DropoutExt") for e in ends) == 2
     assert sum(e.startswith("TupleGetItem (hidden_states_dropout-Dropout) and AddExt") for e in ends) == 4
+    # joined by their op, with no claim the producer's placement could not back
+    joined = [o["message"] for o in extra["occurrences"] if "Depend (self_attention" in o["message"]]
+    assert len(joined) == 2
+    for message in joined:
+        assert "the op whose tuple is the root cause" in message and "trade blocks is not claimed" in message
+        assert "one AlltoAll would" not in message
     # rank = 2 dp + tp after the Transpose, 4 S-block + B-block in the Dropout: ranks 0 and 7 read
     # their own block (rank 1's slice begins at 1 on the gathered dim; checked on the rank 1 and 6 dumps)
     first = extra["occurrences"][0]

@@ -308,7 +308,7 @@ subgraph @main() {
             if cause is None:
                 yield chain_finding(self, ir, chain)
             else:
-                caused[cause.key].append((cause, chain_finding(self, ir, chain), chain))
+                caused[cause.key].append((cause, chain_finding(self, ir, chain, cause.node), chain))
         yield from grouped(ir, caused)
         yield from repeated_gathers(self, ir, chains)
         for trip in round_trips(ir):
