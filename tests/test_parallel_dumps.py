@@ -460,21 +460,26 @@ def test_a_4d_permutation_after_a_batchmatmul_names_the_device_axis_order_dropou
     Dropout between them the tuple (2, 2, 2, 1): N and S on swapped device axes. The producer is a
     BatchMatMul and, for the second chain, the Dropout's TupleGetItem; MindSpore 2.10 refuses a
     Layout on Dropout, so the hint orders the Layout's device axes as a tuple places dims (the
-    compile with that Layout, par-fixed-attn_dropout_reordered, has no chain)."""
-    _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_tuple"))
-    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
-        ("%8", ["permutation-as-gather"]),
-        ("%24", ["permutation-as-gather"]),
-    ]
-    for f in found:
-        extra = dict(f.extra)
-        assert extra["fix"] == {"node": "%22", "device_matrix": 'Layout((2, 2, 2), ("dp", "tp", "cp"))'}
-        assert "MindSpore does not shard Dropout with a Layout" in f.hint and "already agree" not in f.hint
+    compile with that Layout, par-fixed-attn_dropout_reordered, has no chain). Both chains are the
+    Dropout's tuple: one finding for the cause."""
+    _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_tuple"))
+    extra = dict(f.extra)
+    assert extra["root_cause"]["kind"] == "tuple-beside-layout" and extra["chains"] == 2
+    assert extra["root_cause"]["fix"]["device_matrix"] == 'Layout((2, 2, 2), ("dp", "tp", "cp"))'
+    assert "MindSpore does not shard Dropout with a Layout" in f.hint and "already agree" not in f.hint
+    assert [o["node"] for o in extra["occurrences"]] == ["%8", "%24"]
+    for occurrence in extra["occurrences"]:
+        assert occurrence["kinds"] == ["permutation-as-gather"]
+        assert occurrence["fix"] == {"node": "%22", "device_matrix": 'Layout((2, 2, 2), ("dp", "tp", "cp"))'}
         # rank = 4 dp + 2 cp + tp: the block read is the block held where cp == tp
-        assert "ranks 1–2, 5–6 read a block another rank holds (sending it there receives 4.00 KiB" in f.message
-        assert "the other 4 of 8 ranks read the block they hold" in f.message
+        assert (
+            "ranks 1–2, 5–6 read a block another rank holds (sending it there receives 4.00 KiB"
+            in (occurrence["message"])
+        )
+        assert "the other 4 of 8 ranks read the block they hold" in occurrence["message"]
         # AllGathers of 4 KiB and 8 KiB forward, the two ReduceScatters backward
-        assert extra["waste_bytes"] == 2 * (4096 + 8192)
+        assert occurrence["waste_bytes"] == 2 * (4096 + 8192)
+    assert extra["waste_bytes"] == 2 * 2 * (4096 + 8192)
     ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-attn_dropout_reordered"))
     assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
     # a point-wise op that takes a Layout gets it, its broadcast input unsplit (the compile with it,
@@ -560,3 +565,66 @@ def test_under_semi_auto_the_whole_run_is_resharded_and_the_fix_plan_says_so():
     ]
     ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-semi_residual_fixed"))
     assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+# --- MindFormers Qwen3-MoE under sequence parallel: the Dropout's tuple beside the Layouts ---------
+
+QWEN_MOE = CORPUS.parent / "recompute" / "mf-qwen3-moe-dp4_mp2_ep2_experts"
+
+
+def _dump(case: Path, tmp_path: Path):
+    """The case's rank 0 validate file, unzipped: the source traces are read from the file on demand."""
+    import gzip
+
+    (gz,) = sorted((case / "rank_0").glob("21_validate_*.ir.gz"))
+    plain = tmp_path / f"{case.name}.ir"
+    plain.write_bytes(gzip.decompress(gz.read_bytes()))
+    return read_ir(str(plain))
+
+
+def test_mindformers_sequence_parallel_dropout_is_one_permutation_cause_removed_by_hidden_dropout(tmp_path):
+    """MindFormers' mcore Dropout is sharded (cp*tp, dp, 1) beside layout("cp_tp", "dp", "None") and
+    the embedding's Transpose ((dp, cp*tp, 1), perm (1, 0, 2)): the same split counts with S and B on
+    swapped device axes, so each of the 5 DropoutExt is re-laid at its input and its output. The
+    placement reaches the chain ends through the Transpose's perm and through the Cast, TupleGetItem
+    and Depend without a strategy; the two chains into the Dropout after attention leave a
+    row-parallel MatMul without a strategy and join the cause by their op. 11 chains, 75 KiB with the
+    backward (hand count: 12 + 3 + 12 in the embedding, 4 x 6 per layer); hidden_dropout: 0.0
+    removes the Dropouts, and the compile with it (..._nodrop) has no chain."""
+    ir = _dump(QWEN_MOE, tmp_path)
+    (f,) = RedundantRedistributionChain().check(ir)
+    extra = dict(f.extra)
+    assert extra["root_cause"]["kind"] == "tuple-beside-layout" and extra["chains"] == 11
+    assert extra["root_cause"]["fix"]["config"] == "hidden_dropout: 0.0"
+    assert f.hint.startswith("hidden_dropout: 0.0 (model_config;") and "already agree" not in f.hint
+    assert extra["waste_bytes"] == 75 * 1024
+    ends = [o["message"].split(" between ", 2)[-1].split(":", 1)[0] for o in extra["occurrences"]]
+    assert ends[0] == "Transpose (embedding-LanguageModelEmbedding) and DropoutExt dropout (Default)"
+    assert sum(e.startswith("Depend (self_attention-SelfAttention) and DropoutExt") for e in ends) == 2
+    assert sum(e.startswith("TupleGetItem (hidden_states_dropout-Dropout) and AddExt") for e in ends) == 4
+    # joined by their op, with no claim the producer's placement could not back
+    joined = [o["message"] for o in extra["occurrences"] if "Depend (self_attention" in o["message"]]
+    assert len(joined) == 2
+    for message in joined:
+        assert "the op whose tuple is the root cause" in message and "trade blocks is not claimed" in message
+        assert "one AlltoAll would" not in message
+    # rank = 2 dp + tp after the Transpose, 4 S-block + B-block in the Dropout: ranks 0 and 7 read
+    # their own block (rank 1's slice begins at 1 on the gathered dim; checked on the rank 1 and 6 dumps)
+    first = extra["occurrences"][0]
+    assert first["kinds"] == ["permutation-as-gather"]
+    assert "ranks 1–6 read a block another rank holds" in first["message"]
+    assert "the other 2 of 8 ranks read the block they hold" in first["message"]
+    fixed = _dump(QWEN_MOE.with_name(QWEN_MOE.name + "_nodrop"), tmp_path)
+    assert list(RedundantRedistributionChain().check(fixed)) == []
+    assert list(StrategyMismatchFullGather().check(fixed)) == []
+    # the AlltoAlls of the re-layouts are gone (22 forward in the dump with the Dropouts); what the pass
+    # still inserts is the sequence-parallel AllGather before each column-parallel Linear and the loss's
+
+    def relayout_alltoalls(dump):
+        return [
+            k
+            for k in dump.nodes_by_op("AlltoAll")
+            if str(dump[k].get("instance") or "").startswith("redistribution_op") and not dump.is_backward(k)
+        ]
+
+    assert len(relayout_alltoalls(ir)) == 22 and relayout_alltoalls(fixed) == []

@@ -31,7 +31,7 @@ from .steps import step_text
 from .wording import first_in, fmt, note, placement_text, short_who, size, who
 
 
-def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
+def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = None) -> Finding:
     backward = backward_index(ir)
     # the finding starts at the first wasteful op: scheme collectives before it are not waste
     span = chain.span(ir) or chain.nodes
@@ -87,6 +87,14 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain) -> Finding:
     kinds = sorted({w.kind for w in chain.wastes})
     what = "; ".join(w.text for w in chain.wastes)
     moved_blocks = permutation(ir, chain)
+    if moved_blocks is None and cause_op is not None:
+        # joined to a cause by its op: the other end has no placement, so no claim on ranks or a cheaper step
+        end = "into" if any(k == cause_op for k, _ in chain.consumers) else "out of"
+        what = (
+            f"the local shape {chain.entry} is the same at both ends, re-laid {end} {who(ir, cause_op)}, the op "
+            f"whose tuple is the root cause; the other end has no placement irlint can read, so which ranks "
+            f"trade blocks is not claimed"
+        )
     if moved_blocks is not None:
         kinds = ["permutation-as-gather"]
         what = (

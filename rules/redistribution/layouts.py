@@ -161,10 +161,14 @@ def output_placement(ir: IRFile, key: int) -> tuple | None:
         layout = output_layout_dict(ir, key)
         placed_out = _layout_placements((layout,)) if layout else None
         return placed_out[0] if placed_out else None
+    if ir[key]["op"] == "Transpose":
+        # output dim i is input dim perm[i], on the same device axes
+        perm = _perm(ir, key)
+        return tuple(placed[0][p] for p in perm) if perm and sorted(perm) == list(range(len(placed[0]))) else None
     return placed[0] if ir[key]["op"] in _ROW_WISE else None
 
 
-_ROW_WISE = ELEMENTWISE_OPS | {"Softmax", "RmsNorm", "LayerNorm", "Dropout"}
+_ROW_WISE = ELEMENTWISE_OPS | {"Softmax", "RmsNorm", "LayerNorm", "Dropout", "DropoutExt"}
 # ops MindSpore 2.10 refuses to shard with a Layout: Dropout ("the output tensor layout num 1 does not
 # match the output num 2", and with out_strategy "The size of output_tensor_layout for DropoutInfo is
 # 2 rather than 1"), DropoutExt ("The size of input_tensor_layout ... is 3 rather than 1")

@@ -14,7 +14,7 @@ from .chain_finding import chain_finding
 from .discovery import allreduce_then_slice, collect_chain, in_chain, is_weight, touches_backward
 from .recomputed_chain import is_copy
 from .repeated_gather import repeated_gathers
-from .root_cause import RootCause, grouped, root_cause
+from .root_cause import RootCause, at_cause_ops, grouped, root_cause
 from .round_trip import round_trips
 from .simulation import simulate
 from .trip_finding import round_trip_finding
@@ -286,6 +286,7 @@ subgraph @main() {
         chains: list[Chain] = []
         # chains one config choice causes are reported once, under the cause
         caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]] = {}
+        uncaused: list[Chain] = []
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):
                 continue
@@ -300,9 +301,14 @@ subgraph @main() {
             if chain.wastes:
                 cause = root_cause(ir, chain)
                 if cause is None:
-                    yield chain_finding(self, ir, chain)
+                    uncaused.append(chain)
                 else:
                     caused.setdefault(cause.key, []).append((cause, chain_finding(self, ir, chain), chain))
+        for chain, cause in at_cause_ops(ir, uncaused, caused):
+            if cause is None:
+                yield chain_finding(self, ir, chain)
+            else:
+                caused[cause.key].append((cause, chain_finding(self, ir, chain, cause.node), chain))
         yield from grouped(ir, caused)
         yield from repeated_gathers(self, ir, chains)
         for trip in round_trips(ir):

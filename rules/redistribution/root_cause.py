@@ -10,9 +10,10 @@ from math import prod
 from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
 from irlint.findings import Finding, Related, WastedBytes, scope_path
 from irlint.model import IRFile
+from irlint.model.source import source_of
 
-from .chain import ELEMENTWISE_OPS, MATMUL_OPS, MOVING_OPS, Chain
-from .discovery import backward_index, backward_transpose, strategy_source
+from .chain import ELEMENTWISE_OPS, LAYOUT_KEEPING_OPS, MATMUL_OPS, MOVING_OPS, Chain
+from .discovery import backward_index, backward_transpose
 from .layouts import (
     NO_LAYOUT_OPS,
     devices,
@@ -39,6 +40,7 @@ class RootCause:
     text: str  # why the chains arise, in a sentence
     hint: str
     fix: dict
+    node: int | None = None  # the op whose strategy is the cause, when it is one op
 
 
 def root_cause(ir: IRFile, chain: Chain) -> RootCause | None:
@@ -108,6 +110,22 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
             "keep_global_batch_with": ["runner_config.gradient_accumulation_steps", "parallel_config.micro_batch_num"],
         },
     )
+
+
+def at_cause_ops(
+    ir: IRFile, chains: list[Chain], caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]
+) -> Iterator[tuple[Chain, RootCause | None]]:
+    """Each chain with the cause whose op it feeds or leaves, else None: a chain that keeps the
+    local shape into (or out of) the op whose tuple another chain showed to be the cause is that op's
+    re-layout too, although its other end (a row-parallel MatMul's reduce-scattered rows, an op
+    without a strategy) has no placement to compare."""
+    at = {c.node: c for items in caused.values() for c, _, _ in items if c.node is not None}
+    for chain in chains:
+        same = chain.entry is not None and chain.exit is not None and chain.entry.shape == chain.exit.shape
+        ends = [k for k, _ in chain.consumers[:1]]
+        if chain.producer is not None and (source := kept_source(ir, chain.producer)) is not None:
+            ends.append(source)
+        yield chain, next((at[k] for k in ends if same and k in at), None)
 
 
 def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
@@ -215,8 +233,49 @@ def _short_fix(fix: dict) -> str:
 
 # MindFormers config keys that remove a cell's tuple-sharded ops (the cell class, from the scope)
 _REMOVED_BY = {"RotaryEmbedding": "use_rope_slice: False (MindFormers' default: RoPE without the slice/neg/concat)"}
+# the same for a MindFormers module whose op the source trace names (the cell class alone would also
+# name a plain MindSpore nn.Dropout, which no MindFormers key removes)
+_MODULE_REMOVED_BY = {
+    "parallel_core/training_graph/transformer/dropout.py": (
+        "hidden_dropout: 0.0 (model_config; MindFormers' mcore Dropout returns its input when the probability "
+        "is 0, and its Qwen3, Qwen3-MoE and DeepSeek-V3 pretrain configs set it; the mcore default is 0.1)"
+    )
+}
 # ops whose output has the layout of their first input
-_SHAPE_KEEPING = ELEMENTWISE_OPS | {"Concat", "StridedSlice", "Neg", "Softmax", "RmsNorm", "LayerNorm", "Dropout"}
+_SHAPE_KEEPING = ELEMENTWISE_OPS | {
+    "Concat",
+    "StridedSlice",
+    "Neg",
+    "Softmax",
+    "RmsNorm",
+    "LayerNorm",
+    "Dropout",
+    "DropoutExt",
+}
+
+
+def _removed_by(ir: IRFile, key: int, cell_class: str) -> str | None:
+    found = source_of(ir, key)
+    path = found[0].replace("\\", "/") if found else ""
+    if "mindformers/" in path:
+        for module, text in _MODULE_REMOVED_BY.items():
+            if path.endswith(module):
+                return text
+    return _REMOVED_BY.get(cell_class)
+
+
+def _cell_class(ir: IRFile, key: int) -> str:
+    """The class of the cell that made ``key``; an op the parallel pass moved to ``Default`` (a
+    Dropout's DropoutExt) is named by the cell of the TupleGetItem that reads its result."""
+    cell = scope_path(ir[key].get("scope", "")).rsplit("/", 1)[-1]
+    if "-" not in cell:
+        for reader in ir.consumers(key):
+            if ir[reader]["op"] == "TupleGetItem":
+                named = scope_path(ir[reader].get("scope", "")).rsplit("/", 1)[-1]
+                if "-" in named:
+                    cell = named
+                    break
+    return cell.rsplit("-", 1)[-1]
 
 
 def _tuple_placement(ir: IRFile, strat: tuple) -> tuple:
@@ -265,6 +324,24 @@ def _out_placement(ir: IRFile, key: int):
     return placed if ir[key]["op"] in _SHAPE_KEEPING else None
 
 
+def kept_source(ir: IRFile, key: int) -> int | None:
+    """The op with a strategy whose output reaches ``key`` through ops that keep its layout (the
+    TupleGetItem of a Dropout's result, a Cast, a Depend); None past a Reshape or an op without a
+    strategy that computes (its output's placement is not the input's)."""
+    for _ in range(8):
+        if ir[key]["kind"] != "cnode":
+            return None
+        if strategy(ir, key) is not None:
+            return key
+        if ir[key]["op"] not in LAYOUT_KEEPING_OPS:
+            return None
+        inputs = [p for p in ir.producers(key) if ir[p]["kind"] != "const"]
+        if not inputs:
+            return None
+        key = inputs[0]
+    return None
+
+
 def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
     """A tuple strategy that leaves devices over (they repeat its computation on the innermost
     device axis) next to an op that places the same tensor dim, split as many ways, on another
@@ -273,8 +350,7 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
     if chain.producer is None or not chain.consumers:
         return None
     consumer, pos = chain.consumers[0]
-    # past the TupleGetItem of a Dropout's result to the op whose strategy made it
-    producer = chain.producer if strategy(ir, chain.producer) is not None else strategy_source(ir, chain.producer)
+    producer = kept_source(ir, chain.producer)
     if producer is None:
         return None
     produced, read = _out_placement(ir, producer), _in_placement(ir, consumer, pos)
@@ -295,9 +371,14 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
         else (None, None)
     )
     if deviant is None:
-        return None
-    cell = scope_path(ir[deviant].get("scope", "")).rsplit("/", 1)[-1]
-    cell_class = cell.rsplit("-", 1)[-1]
+        # a full tuple on an op MindSpore will not shard with a Layout: no tuple order of the device
+        # axes places its dims where its neighbour's do, so this op is the one that cannot follow
+        stuck = [k for k in (producer, consumer) if ir[k]["op"] in NO_LAYOUT_OPS and not _is_layout(ir, k)]
+        if len(stuck) != 1:
+            return None
+        deviant = stuck[0]
+        other = consumer if deviant == producer else producer
+    cell_class = _cell_class(ir, deviant)
     in_value = (ir[consumer].get("primitive_attrs") or {}).get("in_layout")
     read_layout = in_value[pos] if isinstance(in_value, tuple) and pos < len(in_value) else None
     # the neighbour's Layout: what the consumer reads, else what the producer outputs
@@ -316,7 +397,12 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
     away = ranks_moved(tuple(produced[d] for d in moved), tuple(read[d] for d in moved), devices(ir))
     text = (
         f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
-        f"that uses {prod(strategy(ir, deviant)[0])} of {devices(ir)} devices, so its splits sit on other "
+        + (
+            f"that uses {used} of {devices(ir)} devices"
+            if (used := prod(strategy(ir, deviant)[0])) < devices(ir)
+            else "that puts its split dims on the device axes in order, outermost first"
+        )
+        + ", so its splits sit on other "
         f"device axes than {who(ir, other)}'s (dim {', '.join(map(str, moved))}: "
         f"{_axes(produced, moved)} vs {_axes(read, moved)}); on {len(away)} of {devices(ir)} ranks the block "
         f"read is one another rank holds, and the tensor is gathered and sliced back at the edges of those ops"
@@ -330,16 +416,22 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
         if whole
         else ", although no re-layout is needed"
     )
-    removed = _REMOVED_BY.get(cell_class)
+    removed = _removed_by(ir, deviant, cell_class)
     matching = tuple_matching(neighbour[1]) if neighbour and ir[deviant]["op"] in NO_LAYOUT_OPS else None
     if matching is not None:
         # the op cannot take the Layout: order the Layout's device axes the way a tuple places dims
         split, matrix = matching
+        same = tuple(strategy(ir, deviant) or ())[:1] == (split,)
         fixes = ([removed] if removed else []) + [
-            f"MindSpore does not shard {ir[deviant]['op']} with a Layout, so shard {who(ir, deviant)} with the "
-            f"tuple {fmt((split,))}, the split counts of its neighbours ({layout}), and order the device axes of "
-            f"that Layout as a tuple places dims (the dims' axes in order, outermost first): {matrix}, every "
-            f"layout(...) call unchanged; then both place each block on the same rank"
+            f"MindSpore does not shard {ir[deviant]['op']} with a Layout, so "
+            + (
+                f"keep {who(ir, deviant)}'s tuple ({fmt(split)}, the split counts of its neighbours, {layout}) and "
+                if same
+                else f"shard {who(ir, deviant)} with the tuple {fmt((split,))}, the split counts of its neighbours "
+                f"({layout}), and "
+            )
+            + f"order the device axes of that Layout as a tuple places dims (the dims' axes in order, outermost "
+            f"first): {matrix}, every layout(...) call unchanged; then both place each block on the same rank"
         ]
         fix = {
             "cell": cell_class,
@@ -348,7 +440,9 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
             "device_matrix": matrix,
             **({"config": removed.split(" (")[0]} if removed else {}),
         }
-        return RootCause("tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix)
+        return RootCause(
+            "tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix, deviant
+        )
     fixes = ([removed] if removed else []) + (
         [f"give {cell_class}'s tuple-sharded ops the Layout of their neighbours ({layout})"]
         if layout
@@ -361,7 +455,9 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
         **({"config": removed.split(" (")[0]} if removed else {}),
         **({"layout": layout} if layout else {}),
     }
-    return RootCause("tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix)
+    return RootCause(
+        "tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix, deviant
+    )
 
 
 def _axes(placed: tuple, dims: list[int]) -> str:
