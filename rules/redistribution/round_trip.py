@@ -91,17 +91,10 @@ def _round_trip(ir: IRFile, key: int) -> RoundTrip | None:
             or touches_backward(ir, before)
         ):
             continue
-        if not any(ir[k]["op"] in MOVING_OPS for k in before.nodes + after.nodes):
+        if not _quiet_pair(ir, before, after):
             return None
-        simulate(ir, before)
-        simulate(ir, after)
-        if before.wastes or after.wastes:
-            return None  # each run is wasteful on its own: PC001 reports it as a chain
-        layout = output_layout(ir, before.producer)
-        consumer, c_pos = after.consumers[0]
-        wants = strategy(ir, consumer)
-        wants = tuple(wants[c_pos]) if wants and c_pos < len(wants) else None
-        if layout is None or layout != wants or before.entry is None or after.exit is None:
+        layout = _layout_restored(ir, before, after)
+        if layout is None or before.entry is None or after.exit is None:
             continue
         if ir[key]["op"] in MATMUL_OPS:
             factor = _rows_gathered_then_sliced(ir, key, pos, before, after)
@@ -222,17 +215,10 @@ def _region_trip(ir: IRFile, key: int) -> RoundTrip | None:
     after = collect_chain(ir, exits[0])
     if not set(exits) <= set(after.nodes) or after.producer not in members or len(after.consumers) != 1:
         return None
-    if touches_backward(ir, after) or not any(ir[k]["op"] in MOVING_OPS for k in before.nodes + after.nodes):
+    if touches_backward(ir, after) or not _quiet_pair(ir, before, after):
         return None
-    simulate(ir, before)
-    simulate(ir, after)
-    if before.wastes or after.wastes:
-        return None  # each run is wasteful on its own: PC001 reports it as a chain
-    produced = output_layout(ir, before.producer)
-    consumer, c_pos = after.consumers[0]
-    wants = strategy(ir, consumer)
-    wants = tuple(wants[c_pos]) if wants and c_pos < len(wants) else None
-    if produced is None or produced != wants or produced == layout:
+    produced = _layout_restored(ir, before, after)
+    if produced is None or produced == layout:
         return None
     if before.entry is None or after.exit is None or before.entry.shape != after.exit.shape:
         return None
@@ -267,3 +253,21 @@ def _grow(ir: IRFile, key: int, layout: tuple) -> list[int]:
             region.append(user)
             stack.append(user)
     return sorted(region, key=lambda k: ir[k].get("line", 0))
+
+
+def _quiet_pair(ir: IRFile, before: Chain, after: Chain) -> bool:
+    """The two runs move data and neither is wasteful on its own (PC001 reports such a run as a chain)."""
+    if not any(ir[k]["op"] in MOVING_OPS for k in before.nodes + after.nodes):
+        return False
+    simulate(ir, before)
+    simulate(ir, after)
+    return not (before.wastes or after.wastes)
+
+
+def _layout_restored(ir: IRFile, before: Chain, after: Chain) -> tuple | None:
+    """The producer's output layout when the reader after the trip reads that layout again, else None."""
+    layout = output_layout(ir, before.source)
+    consumer, c_pos = after.consumers[0]
+    wants = strategy(ir, consumer)
+    wants = tuple(wants[c_pos]) if wants and c_pos < len(wants) else None
+    return layout if layout is not None and layout == wants else None
