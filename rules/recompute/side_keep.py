@@ -54,16 +54,26 @@ def kept_by_fix(ir: IRFile, needs: list[KeyNeed]) -> list[SideKeep]:
         if not layer.isdigit():
             continue
         weight = f"layers.{layer}.{cell}.weight"
-        for m in ir.nodes_by_op("MatMul"):
-            if ir.is_backward(m) or ir.is_recompute_copy(m):
-                continue
-            name = _weight_of_matmul(ir, m)
-            if not name or not name.endswith(weight):
+        for m, name in _forward_matmul_weights(ir):
+            if not name.endswith(weight):
                 continue
             found = _chain_collective(ir, m)
             if found is not None and found.collective not in out:
                 out[found.collective] = found
     return list(out.values())
+
+
+def _forward_matmul_weights(ir: IRFile) -> list[tuple[int, str]]:
+    """The forward MatMuls (no recomputed copies) that read a named weight, with its name: asked per
+    key and per layer, found once per file."""
+    found = ir.__dict__.get("_side_keep_matmul_weights")
+    if found is None:
+        found = ir.__dict__["_side_keep_matmul_weights"] = [
+            (m, name)
+            for m in ir.nodes_by_op("MatMul")
+            if not (ir.is_backward(m) or ir.is_recompute_copy(m)) and (name := _weight_of_matmul(ir, m))
+        ]
+    return found
 
 
 def _chain_collective(ir: IRFile, m: int) -> SideKeep | None:
