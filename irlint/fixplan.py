@@ -7,7 +7,12 @@ per-stage form (key -> number of layers per stage, counted from the first layer 
 the last blocked layer of a stage decides its count); the ops no key can tag, with their model
 line. Strategies: each op's new in_strategy as its ``shard()`` line, with the model line that
 creates the op. Configuration: the config keys that remove a root cause of re-layouts
-(``extra["root_cause"]["fix"]``), each marked as ``irlint fix`` writes it or only prints it. The contract is ``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
+(``extra["root_cause"]["fix"]``) or make an expert-parallel re-layout one AlltoAll
+(``set_auto_parallel_context``, MindFormers' ``parallel`` section), each marked as ``irlint fix``
+writes it or only prints it. Layouts: the device-axis order of a Layout (and the tuple of an op
+MindSpore will not shard with one), changed in the model code. By hand: every other finding with a
+fix, with its op and model line, so that a finding that has a fix is never missing from the plan.
+The contract is ``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     strategies: list[dict] = []
     seen_shards: set[tuple] = set()
     config: dict[str, dict] = {}
+    layouts: dict[tuple, dict] = {}
+    by_hand: dict[tuple, dict] = {}
     # a finding grouped by root cause stands for one occurrence per layer: each names its own layer
     for f in (o for g in findings for o in g.occurrences):
         extra = dict(f.extra)
+        planned = len(resolved)
         need = extra.get("select_recompute")
         if need is not None:
             span = tuple(extra.get("stage_layers") or ())
@@ -54,11 +62,16 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
             if need:
                 resolved.append(mark(f))
         cause = extra.get("root_cause")
-        if isinstance(cause, dict) and isinstance(cause.get("fix"), dict):
-            for change in config_changes(cause):
-                row = config.setdefault(change["key"], {**change, "findings": []})
-                row["findings"].append(mark(f))
-                resolved.append(mark(f))
+        changes = config_changes(cause) if isinstance(cause, dict) and isinstance(cause.get("fix"), dict) else []
+        changes += context_changes(extra.get("fix"))
+        for change in changes:
+            row = config.setdefault(change["key"], {**change, "findings": []})
+            row["findings"].append(mark(f))
+            resolved.append(mark(f))
+        for change in layout_changes(f, cause if isinstance(cause, dict) else None):
+            row = layouts.setdefault((change["op"], change["change"]), {**change, "findings": []})
+            row["findings"].append(mark(f))
+            resolved.append(mark(f))
         # a run of ops to reshard together (a round trip across several ops): one fix per op
         for fix in [extra.get("fix"), *(extra.get("also_fix") or ())]:
             if not (isinstance(fix, dict) and fix.get("in_strategy")):
@@ -85,6 +98,11 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
                     "source": fix.get("source"),
                 }
             )
+        if f.fix and len(resolved) == planned:
+            # a fix no section above can hold: the user makes it, at the op's model line
+            row = by_hand.setdefault((f.code, f.fix, f.source), _by_hand(f))
+            row["findings"].append(mark(f))
+            resolved.append(mark(f))
     stages = _stages(spans) if len(spans) > 1 else None
     chunks = _chunks(stages) if stages else None
     out_keys = []
@@ -116,8 +134,103 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
         "recompute": recompute,
         "strategies": _dedup(strategies, ("node", "file", "in_strategy")),
         "config": changes,
+        "layouts": [_sorted_findings(r) for r in layouts.values()],
+        "by_hand": [_sorted_findings(r) for r in by_hand.values()],
         "resolves": sorted({x for x in resolved if x}),
     }  # sorted: the same plan grouped or not
+
+
+def _sorted_findings(row: dict) -> dict:
+    return {**row, "findings": sorted({x for x in row["findings"] if x})}
+
+
+# MindFormers passes its YAML's parallel section to set_auto_parallel_context
+CONTEXT_SECTION = "parallel."
+
+
+def context_changes(fix) -> list[dict]:
+    """A ``set_auto_parallel_context`` setting a finding's fix names (``enable_alltoall=True``) as
+    a config change of MindFormers' ``parallel`` section."""
+    setting = fix.get("set_auto_parallel_context") if isinstance(fix, dict) else None
+    if not isinstance(setting, str) or "=" not in setting:
+        return []
+    name, _, raw = setting.partition("=")
+    value: object = {"True": True, "False": False}.get(raw.strip(), raw.strip())
+    return [
+        {
+            "key": CONTEXT_SECTION + name.strip(),
+            "value": value,
+            "cause": "expert-parallel re-layout",
+            "why": "the experts' dispatch and combine as one AlltoAll instead of a gather and a slice",
+            "written_by_fix": True,
+            "note": f"without MindFormers: set_auto_parallel_context({setting})",
+        }
+    ]
+
+
+def layout_changes(f: Finding, cause: dict | None) -> list[dict]:
+    """The Layout changes a finding's fix names: a Layout's device axes ordered as a tuple places
+    dims (for an op MindSpore will not shard with a Layout, whose tuple may change too), or an op
+    given its neighbour's Layout. Written in the model code, never by ``irlint fix``."""
+    out = []
+    root = cause.get("fix") if cause else None
+    if isinstance(root, dict) and not root.get("config") and (root.get("device_matrix") or root.get("layout")):
+        cell = str(root.get("cell") or "")
+        if root.get("device_matrix"):
+            op = str(root.get("op") or "")
+            change = f"order the device axes of the Layout: {root['device_matrix']}, every layout(...) call unchanged"
+            if root.get("in_strategy"):
+                how = "keeps its tuple" if root.get("keeps_tuple") else "is sharded with the tuple"
+                change += f"; {op} ({cell}) {how} {root['in_strategy']}"
+        else:
+            op, change = "", f"give {cell}'s tuple-sharded ops the Layout {root['layout']}"
+        out.append(_layout_row(f, cell, op, change, root))
+    fix = dict(f.extra).get("fix")
+    if isinstance(fix, dict) and (fix.get("device_matrix") or fix.get("in_layout")):
+        target = next((r for r in f.related if r.node == fix.get("node")), None)
+        op = target.op if target else f.op
+        if fix.get("device_matrix"):
+            change = f"order the device axes of the Layout: {fix['device_matrix']}, every layout(...) call unchanged"
+            if fix.get("in_strategy"):
+                change += f"; shard {op} with the tuple {fix['in_strategy']}"
+        else:
+            expr = str(fix["in_layout"])
+            change = f"shard {op} with {expr.split(' of ')[-1]}: {expr}"
+        out.append(_layout_row(f, "", op, change, fix, target.scope if target else f.scope))
+    return out
+
+
+def _layout_row(f: Finding, cell: str, op: str, change: str, fix: dict, scope: str = "") -> dict:
+    return {
+        "code": f.code,
+        "file": f.file,
+        "node": str(fix.get("node") or f.node),
+        "op": op,
+        "cell": cell,
+        "scope": scope or f.scope,
+        "device_matrix": str(fix.get("device_matrix") or ""),
+        "in_strategy": str(fix.get("in_strategy") or ""),
+        "change": change,
+        "source": fix.get("source") or _source(f),
+    }
+
+
+def _by_hand(f: Finding) -> dict:
+    return {
+        "code": f.code,
+        "file": f.file,
+        "node": f.node,
+        "op": f.op,
+        "scope": f.scope,
+        "fix": f.fix,
+        "hint": f.hint.split("\n")[0],
+        "source": _source(f),
+        "findings": [],
+    }
+
+
+def _source(f: Finding) -> dict | None:
+    return {"path": f.source[0], "line": f.source[1]} if f.source else None
 
 
 # MindFormers' model options sit under model.model_config; runner_config.batch_size is a training
@@ -231,7 +344,14 @@ def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list
 
 def is_empty(plan: dict) -> bool:
     rc = plan["recompute"]
-    return not rc["select_recompute"] and not rc["no_key"] and not plan["strategies"] and not plan.get("config")
+    return (
+        not rc["select_recompute"]
+        and not rc["no_key"]
+        and not plan["strategies"]
+        and not plan.get("config")
+        and not plan.get("layouts")
+        and not plan.get("by_hand")
+    )
 
 
 def plan_text(plan: dict) -> str:
@@ -280,4 +400,14 @@ def plan_text(plan: dict) -> str:
         lines.append(f"{c['key']}: {yaml_value(c['value'])}   # {c['why']} ({c['cause']}); {how}")
         if c["note"]:
             lines.append(f"#   {c['note']}")
+    for row in plan.get("layouts") or ():
+        what = f"{row['op']} made at " if row["op"] and row.get("source") else ""
+        lines.append(f"# Layout, in the model code ({what}{_where(row)}): {row['change']}")
+    for row in plan.get("by_hand") or ():
+        lines.append(f"# by hand, at {_where(row)}: {row['fix']} ({row['code']} {row['node']} {row['op']})")
     return "\n".join(lines)
+
+
+def _where(row: dict) -> str:
+    src = row.get("source")
+    return f"{src['path']}:{src['line']}" if src else f"{row['file']} {row['node']} {row['op']} (no source trace)"

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 from click.testing import CliRunner
-from conftest import SHARED_CORPUS, TESTS
+from conftest import CORPUS, SHARED_CORPUS, TESTS
 
 import irlint.cli
 from irlint.mfyaml import apply_plan
@@ -435,3 +435,28 @@ def test_one_round_on_a_qwen3_mcore_compile_with_the_models_own_names(tmp_path):
     before, after = _kept(QWEN0), _kept(QWEN1)
     assert {layer: before[layer] - after[layer] for layer in before} == {**priced, "outside": 0}
     assert priced == {"0": 2048, "1": 2048}
+
+
+def test_an_expert_parallel_relayout_sets_parallel_enable_alltoall_and_only_that_line(tmp_path):
+    path = copy(tmp_path, "pretrain_telechat3_36b.yaml")
+    before = path.read_text(encoding="utf-8").splitlines()
+    result = run(path, CORPUS / "par-mismatch-mf_moe_gather_dispatch")
+    assert result.exit_code == 0, result.stderr  # nothing left by hand
+    after = path.read_text(encoding="utf-8").splitlines()
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    assert len(before) == len(after) and len(changed) == 1
+    assert changed[0][0].split("#")[0].strip() == "enable_alltoall: False"
+    assert changed[0][1].split("#")[0].strip() == "enable_alltoall: True"
+    assert "set parallel.enable_alltoall: False -> True" in result.stderr
+
+
+def test_layout_changes_are_printed_with_the_model_line_not_written(tmp_path):
+    path = copy(tmp_path, "qwen3_select_list.yaml")
+    before = path.read_bytes()
+    result = run(path, CORPUS / "par-mismatch-attn_dropout_tuple")
+    assert result.exit_code == 1  # left to do by hand
+    assert path.read_bytes() == before
+    assert (
+        "/home/user/llm/parallel/comm/par_comm_gen.py:162: order the device axes of the Layout: "
+        'Layout((2, 2, 2), ("dp", "tp", "cp"))' in result.stderr
+    )

@@ -208,3 +208,86 @@ def test_the_plan_is_the_same_whether_findings_are_grouped_or_not(case):
     single = lint([str(RECOMPUTE / case)], config)
     assert len(grouped.findings) < len(single.findings)
     assert fix_plan(grouped.findings) == fix_plan(single.findings)
+
+
+# one case for each section a fix can land in: recompute keys, strategies, config keys (a root
+# cause, an expert-parallel context setting), Layouts (a root cause's device-axis order, a chain's
+# own Layout), and fixes by hand (a key to drop, a cell's primitive, one gather for every consumer)
+FIX_CASES = [
+    RECOMPUTE / "par-rc-mf_dp2_mp4_select_blocked",
+    CORPUS / "par-mismatch-ffn_col_col",
+    CORPUS / "par-mismatch-mf_moe_gather_dispatch",
+    CORPUS / "par-mismatch-moe_gather_dispatch",
+    CORPUS / "par-mismatch-attn_dropout_tuple",
+    CORPUS / "par-mismatch-attn_dropout_dp_mp",
+    CORPUS / "par-mismatch-attn_scale_tuple",
+    CORPUS / "llama-cast",
+    CORPUS / "ffn-jit-grad",
+    TESTS / "fixtures" / "synthetic" / "redistribution_patterns_synthetic",
+]
+
+
+@pytest.mark.parametrize("case", FIX_CASES, ids=lambda p: p.name)
+def test_every_finding_with_a_fix_is_in_the_plan(case):
+    report, plan = plan_of(case)
+    with_fix = [o for f in report.findings for o in f.occurrences if o.fix]
+    assert with_fix, "the case must have a finding with a fix"
+    listed = {
+        x
+        for section in (plan["strategies"], plan["config"], plan["layouts"], plan["by_hand"], plan["recompute"]["keys"])
+        for row in section
+        for x in (row.get("findings") or [row.get("finding")])
+    }
+    for o in with_fix:
+        assert o.fingerprint in plan["resolves"], (o.code, o.fix)
+        assert o.fingerprint in listed, (o.code, o.fix)
+
+
+def test_an_expert_parallel_relayout_plans_mindformers_parallel_enable_alltoall():
+    report, plan = plan_of(CORPUS / "par-mismatch-mf_moe_gather_dispatch")
+    [row] = plan["config"]
+    assert (row["key"], row["value"], row["written_by_fix"]) == ("parallel.enable_alltoall", True, True)
+    assert "set_auto_parallel_context(enable_alltoall=True)" in row["note"]
+    # the headline's fix is the hint's: every finding of the run says the same
+    assert {f.fix for f in report.findings} == {"enable_alltoall=True"}
+    assert "parallel.enable_alltoall: True" in plan_text(plan)
+
+
+def test_the_headline_fix_of_an_expert_relayout_is_the_hints_not_a_strategy():
+    # a strategy change exists for these chains too, but the hint keeps the expert layout
+    report, _ = plan_of(CORPUS / "par-mismatch-moe_gather_dispatch")
+    assert report.findings and all(
+        f.fix == "enable_alltoall=True" and "enable_alltoall=True" in f.hint for f in report.findings
+    )
+
+
+@pytest.mark.parametrize(
+    "case, keeps",
+    [("par-mismatch-attn_dropout_tuple", True), ("par-mismatch-attn_dropout_dp_mp", False)],
+)
+def test_a_dropout_beside_a_layout_plans_the_layout_device_axis_order(case, keeps):
+    _, plan = plan_of(CORPUS / case)
+    [row] = plan["layouts"]
+    assert row["op"] == "Dropout" and row["cell"] == "Attention"
+    assert row["device_matrix"] == 'Layout((2, 2, 2), ("dp", "tp", "cp"))'
+    assert row["in_strategy"] == "((2, 2, 2, 1),)"
+    assert ("keeps its tuple" in row["change"]) is keeps
+    assert not plan["config"] and not plan["strategies"] and not plan["by_hand"]
+    assert "# Layout, in the model code" in plan_text(plan)
+
+
+def test_a_chain_whose_op_takes_the_neighbours_layout_plans_that_layout():
+    _, plan = plan_of(CORPUS / "par-mismatch-attn_scale_tuple")
+    [row] = plan["layouts"]
+    assert row["op"] == "Mul" and row["change"].startswith("shard Mul with Layout((2, 2, 2)")
+
+
+def test_fixes_no_yaml_holds_are_planned_by_hand_with_the_model_line():
+    _, plan = plan_of(CORPUS / "llama-cast")
+    rows = {r["fix"]: r for r in plan["by_hand"]}
+    assert set(rows) == {r"select_recompute - 'attention_norm\.rcast'", r"select_recompute - 'ffn_norm\.rcast'"}
+    assert all(
+        r["code"] == "RC003" and r["source"] == {"path": "/home/user/llm/llama_tiny.py", "line": 77}
+        for r in rows.values()
+    )
+    assert r"# by hand, at /home/user/llm/llama_tiny.py:77: select_recompute - 'ffn_norm\.rcast'" in plan_text(plan)

@@ -504,7 +504,9 @@ def test_mindformers_dropout_tuple_on_half_the_devices_is_one_root_cause_with_ev
     assert extra["root_cause"]["fix"] == {
         "cell": "Attention",
         "op": "Dropout",
+        "node": "%21",
         "in_strategy": "((2, 2, 2, 1),)",
+        "keeps_tuple": False,  # the tuple takes S's split too
         "device_matrix": 'Layout((2, 2, 2), ("dp", "tp", "cp"))',
     }
     assert extra["waste_bytes"] == (4096 + 8192) * 2 + 8192 * 2

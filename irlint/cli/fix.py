@@ -34,10 +34,12 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
     per-stage counts are raised where the dump shows a pipeline). Your keys, comments, order
     and quoting are kept, and no other line changes. The file is replaced atomically (a temporary
     file in its folder, renamed over it, its mode kept); never through a symbolic link, never when
-    it does not parse. Strategy changes are printed as shard() lines with the model file:line.
+    it does not parse. Config keys the plan names (a model option, parallel.enable_alltoall)
+    are set where the config has them. Strategy and Layout changes are printed with the model
+    file:line, as is every other fix the plan holds but no YAML can (by hand).
 
     Exit codes: 0 nothing left to do by hand (with --diff: no change), 1 a change was shown
-    (--diff) or something is left (strategy changes, ops no key can tag), 2 unusable input
+    (--diff) or something is left (strategy or Layout changes, ops no key can tag, fixes by hand), 2 unusable input
     (nothing written).
     """
     from ..fixplan import fix_plan
@@ -86,6 +88,8 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
         click.echo(f"{config_yaml}: {line}", err=True)
     left = bool(
         plan["strategies"]
+        or plan["layouts"]
+        or plan["by_hand"]
         or plan["recompute"]["no_key"]
         or edit.notes
         and not edit.added
@@ -232,3 +236,17 @@ def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
             f"{where}: {s['shard']}   # {s['node']} {s['op']} ({s['scope']}): not written, change it in the model code",
             err=True,
         )
+    for row in plan["layouts"]:
+        click.echo(
+            f"{_where(row)}: {row['change']}   # {row['code']}: not written, change it in the model code", err=True
+        )
+    for row in plan["by_hand"]:
+        click.echo(
+            f"{_where(row)}: {row['fix']}   # {row['code']} {row['node']} {row['op']}: not written, yours to do",
+            err=True,
+        )
+
+
+def _where(row: dict) -> str:
+    src = row.get("source")
+    return f"{src['path']}:{src['line']}" if src else f"{row['file']} (no source trace)"

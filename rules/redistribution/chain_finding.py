@@ -117,8 +117,9 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
         and len(chain.entry.shape or ()) == len(chain.exit.shape or ())
     )
     hint = chain.hint or hint_for(ir, chain.source, consumer, pos, comparable=same_rank)
+    fixed_op: int | None = None
     if moved_blocks is not None and consumer is not None:  # a permutation always has its reader
-        hint, fix_of_blocks = placement_hint(ir, chain.source, consumer, pos)
+        hint, fix_of_blocks, fixed_op = placement_hint(ir, chain.source, consumer, pos)
         alltoall = None
     if alltoall and expert is not None:
         # the layout change is the point of expert parallelism: keep it, make it cheap
@@ -191,13 +192,7 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
         extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1]), **fix_source(ir, fix[0])}
     ops = "->".join(dict.fromkeys(ir[k]["op"] for k in chain.nodes if ir[k]["op"] in MOVING_OPS)) or "re-layout"
     cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
-    short = (
-        f"{short_who(ir, fix[0])} in_strategy {fmt(fix[1])}"
-        if fix is not None and chain.hint is None and moved_blocks is None
-        else "enable_alltoall=True"
-        if alltoall and expert is not None
-        else ""
-    )
+    short = _short_fix(ir, fixed_op if moved_blocks is not None else fix[0] if fix else None, extra.get("fix"))
     found = rule.finding(
         ir,
         anchor,
@@ -226,7 +221,24 @@ def _trading(moved: Permutation, chain: Chain) -> str:
     )
 
 
-def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict]:
+def _short_fix(ir: IRFile, key: int | None, fix: dict | None) -> str:
+    """The headline's few words for the change ``extra["fix"]`` holds (the hint's, never another);
+    ``key``: the op it changes."""
+    if not fix:
+        return ""
+    if fix.get("set_auto_parallel_context"):
+        return str(fix["set_auto_parallel_context"])
+    named = short_who(ir, key)
+    if fix.get("device_matrix"):
+        return " ".join(x for x in (named, fix.get("in_strategy", ""), "with", fix["device_matrix"]) if x)
+    if fix.get("in_layout"):
+        return f"{named} with {str(fix['in_layout']).split(' of ')[-1]}"
+    if fix.get("in_strategy"):
+        return f"{named} in_strategy {fix['in_strategy']}"
+    return ""
+
+
+def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict, int]:
     """Which of two ops with the same split counts to change, and to what: the one sharded with a
     plain tuple takes the Layout the other was given; an op MindSpore will not shard with a Layout
     keeps its tuple, and the Layout's device axes are ordered the way the tuple places dims."""
@@ -244,38 +256,50 @@ def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[
         op, expr, other, layout = consumer, produced or read, source, output_layout_dict(ir, source)
     if expr is None:
         return (
-            f"give {who(ir, op)} the device-axis order of {who(ir, other)}: a Layout that maps each split dim "
-            f"to the same device axis, so that the blocks stay on their ranks and the chain and its backward "
-            f"transpose disappear"
-        ), {"node": ir[op]["id"]}
+            (
+                f"give {who(ir, op)} the device-axis order of {who(ir, other)}: a Layout that maps each split dim "
+                f"to the same device axis, so that the blocks stay on their ranks and the chain and its backward "
+                f"transpose disappear"
+            ),
+            {"node": ir[op]["id"]},
+            op,
+        )
     matching = tuple_matching(layout) if ir[op]["op"] in NO_LAYOUT_OPS and isinstance(layout, dict) else None
     if matching is not None:
         split, matrix = matching
         same = tuple(strategy(ir, op) or ())[:1] == (split,)
         return (
-            f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
-            f"{who(ir, other)} ({expr}), and MindSpore does not shard {ir[op]['op']} with a Layout: order the "
-            f"device axes of that Layout as a tuple places dims (each dim's axes in order, outermost first), "
-            f"{matrix}, every layout(...) call unchanged"
-            + ("" if same else f", and shard {who(ir, op)} with the tuple {fmt((split,))}")
-            + "; then the tuple places every block where the Layout does, and the chain and its backward "
-            "transpose disappear"
-        ), {
-            "node": ir[op]["id"],
-            "device_matrix": matrix,
-            **({} if same else {"in_strategy": fmt((split,))}),
-        }
+            (
+                f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
+                f"{who(ir, other)} ({expr}), and MindSpore does not shard {ir[op]['op']} with a Layout: order the "
+                f"device axes of that Layout as a tuple places dims (each dim's axes in order, outermost first), "
+                f"{matrix}, every layout(...) call unchanged"
+                + ("" if same else f", and shard {who(ir, op)} with the tuple {fmt((split,))}")
+                + "; then the tuple places every block where the Layout does, and the chain and its backward "
+                "transpose disappear"
+            ),
+            {
+                "node": ir[op]["id"],
+                "device_matrix": matrix,
+                **({} if same else {"in_strategy": fmt((split,))}),
+            },
+            op,
+        )
     entries = tuple(strategy(ir, op) or ())
     calls = [layout_call(layout, tuple(e)) for e in entries] if isinstance(layout, dict) and entries else []
     if not calls or None in calls:  # one input, or no entry to read: the neighbour's own call
         calls = [expr.split(" of ")[0]] * (len(entries) or 1)
     strategy_text = f"in_strategy=({', '.join(map(str, calls))}{',' if len(calls) == 1 else ''})"
     return (
-        f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
-        f"{who(ir, other)} ({expr}): shard it with the same {expr.split(' of ')[1]}, {strategy_text}; the "
-        f"strategies name the same split counts, so only the device axes change, and the chain and its "
-        f"backward transpose disappear"
-    ), {"node": ir[op]["id"], "in_layout": expr}
+        (
+            f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) places its blocks differently from "
+            f"{who(ir, other)} ({expr}): shard it with the same {expr.split(' of ')[1]}, {strategy_text}; the "
+            f"strategies name the same split counts, so only the device axes change, and the chain and its "
+            f"backward transpose disappear"
+        ),
+        {"node": ir[op]["id"], "in_layout": expr},
+        op,
+    )
 
 
 def fix_source(ir: IRFile, k: int) -> dict:

@@ -10,7 +10,7 @@ from math import prod
 from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
 from irlint.findings import Finding, Related, WastedBytes, scope_path
 from irlint.model import IRFile
-from irlint.model.source import source_of
+from irlint.model.source import source_dict, source_of
 
 from .chain import ELEMENTWISE_OPS, LAYOUT_KEEPING_OPS, MATMUL_OPS, MOVING_OPS, Chain
 from .discovery import backward_index, backward_transpose
@@ -433,11 +433,15 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
             + f"order the device axes of that Layout as a tuple places dims (the dims' axes in order, outermost "
             f"first): {matrix}, every layout(...) call unchanged; then both place each block on the same rank"
         ]
+        src = source_dict(ir, deviant)
         fix = {
             "cell": cell_class,
             "op": ir[deviant]["op"],
+            "node": ir[deviant]["id"],
             "in_strategy": fmt((split,)),
+            "keeps_tuple": same,
             "device_matrix": matrix,
+            **({"source": src} if src else {}),
             **({"config": removed.split(" (")[0]} if removed else {}),
         }
         return RootCause(
