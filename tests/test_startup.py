@@ -74,6 +74,7 @@ _NOT_IN_A_DEFAULT_LINT = (
     "_hashlib",
     "logging",
     "pickle",
+    "difflib",  # click's suggestions for an unknown option, built on the way to each short option
     "irlint.cli.memory",
     "irlint.cli.comm",
     "irlint.cli.diff",
