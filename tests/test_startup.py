@@ -74,6 +74,8 @@ _NOT_IN_A_DEFAULT_LINT = (
     "_hashlib",
     "logging",
     "pickle",
+    "irlint.runner.cache",  # --no-cache
+    "irlint.findings_json",  # the cache's entries
     "difflib",  # click's suggestions for an unknown option, built on the way to each short option
     "irlint.cli.memory",
     "irlint.cli.comm",
