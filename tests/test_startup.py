@@ -76,6 +76,7 @@ _NOT_IN_A_DEFAULT_LINT = (
     "pickle",
     "irlint.runner.cache",  # --no-cache
     "irlint.findings_json",  # the cache's entries
+    "pkgutil",  # the built-in rules' folders are listed directly
     "difflib",  # click's suggestions for an unknown option, built on the way to each short option
     "irlint.cli.memory",
     "irlint.cli.comm",
