@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -275,6 +274,8 @@ def _lint_with_progress(found: Discovery, config: Config, show: bool):
     total = sum(sizes.values())
     if total < PROGRESS_MIN_BYTES:
         return lint_files(found.files, found.diagnostics, config)
+    from pathlib import Path
+
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
