@@ -80,9 +80,23 @@ class Discovery:
     links: list[tuple[str, str]] = field(default_factory=list)
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
 def _read_head(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(HEAD_BYTES)
+    """The first HEAD_BYTES of a regular file. Without a Python file object: opening thousands of
+    files (a folder of ranks) costs half as much."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        head = os.read(fd, HEAD_BYTES)
+        while head and len(head) < HEAD_BYTES:  # a short read before the end (not on a local disk)
+            more = os.read(fd, HEAD_BYTES - len(head))
+            if not more:
+                break
+            head += more
+        return head
+    finally:
+        os.close(fd)
 
 
 def _pure(path: str) -> str:
