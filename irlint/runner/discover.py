@@ -38,6 +38,7 @@ from .streams import (  # noqa: F401
 # still one: those are opened).
 NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")  # stripped from a name before its suffix is judged
 _RANK = re.compile(r"rank_(\d+)\Z")
 
 _NOT_A_DUMP = {
@@ -120,6 +121,14 @@ def _join(folder: str, name: str) -> str:
     if folder == ".":
         return name
     return folder + name if folder.endswith(os.sep) else folder + os.sep + name
+
+
+def _under(folder: str, name: str) -> str:
+    """``os.path.join(folder, name)`` for a file's name (no separator in it), as plain string work:
+    once per file of a folder of thousands."""
+    if os.sep != "/" or not folder:
+        return os.path.join(folder, name)
+    return folder + name if folder.endswith("/") else folder + "/" + name
 
 
 def _suffix(name: str) -> str:
@@ -317,9 +326,10 @@ def _walk(
         for name in sorted(names):
             fp = _join(folder, name)
             inner = name
-            for suffix in (".gz", ".bz2", ".xz", ".zst"):
-                if inner.lower().endswith(suffix):
-                    inner = inner[: -len(suffix)]
+            if name.lower().endswith(_COMPRESSED):  # else none of them is stripped below
+                for suffix in _COMPRESSED:
+                    if inner.lower().endswith(suffix):
+                        inner = inner[: -len(suffix)]
             if _suffix(inner).lower() in NOT_IR_SUFFIXES:
                 continue
             try:
@@ -364,9 +374,9 @@ def _walk(
                 key = os.path.realpath(fp)
             else:
                 real_root = real_root or os.path.realpath(root)
-                key = os.path.join(real_root, name)
+                key = _under(real_root, name)
             if key not in files:
-                shown = name if shown_folder == "." else os.path.join(shown_folder, name)
+                shown = name if shown_folder == "." else _under(shown_folder, name)
                 files[key] = DumpFile(fp, shown, folder, rank, False, _stage_named(name), st.st_size, compression)
     for err in walk_errors:
         if _pure(err.filename or "") == p:
