@@ -424,14 +424,15 @@ def test_unlistable_folder_is_no_internal_error(tiny_rules, tmp_path, monkeypatc
     # root can list anything: make the folder behave as mode 000 does for a user (stat inside fails)
     locked = tmp_path / "nolist"
     shutil.copytree(FOLDER, locked)
-    real_stat, real_access = Path.stat, os.access
+    real_stat, real_access = os.stat, os.access  # os.stat: what pathlib and os.path look with
 
-    def stat(self, *a, **kw):
-        if locked in Path(os.path.abspath(self)).parents:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_stat(self, *a, **kw)
+    def stat(path, *a, **kw):
+        name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+        if isinstance(name, str) and locked in Path(os.path.abspath(name)).parents:
+            raise PermissionError(13, "Permission denied", name)
+        return real_stat(path, *a, **kw)
 
-    monkeypatch.setattr(Path, "stat", stat)
+    monkeypatch.setattr(os, "stat", stat)
     monkeypatch.setattr(
         irlint.runner.discover.os, "access", lambda p, mode: False if Path(p) == locked else real_access(p, mode)
     )

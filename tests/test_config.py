@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -125,15 +126,17 @@ def test_to_toml_round_trip(tmp_path):
 
 
 def _deny_inside(monkeypatch, locked):
-    """As a non-root user sees a folder of mode 000: the folder itself can be stat'ed, nothing in it."""
-    real_stat = Path.stat
+    """As a non-root user sees a folder of mode 000: the folder itself can be stat'ed, nothing in it
+    (os.stat: what pathlib and os.path look with)."""
+    real_stat = os.stat
 
-    def stat(self, *args, **kw):
-        if Path(locked) in Path(self).parents:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_stat(self, *args, **kw)
+    def stat(path, *args, **kw):
+        name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+        if isinstance(name, str) and Path(locked) in Path(name).parents:
+            raise PermissionError(13, "Permission denied", name)
+        return real_stat(path, *args, **kw)
 
-    monkeypatch.setattr(Path, "stat", stat)
+    monkeypatch.setattr(os, "stat", stat)
 
 
 def test_unlistable_folder_is_no_config_there(tmp_path, monkeypatch):

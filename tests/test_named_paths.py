@@ -66,7 +66,7 @@ def test_inspect_of_a_folder_named_twice(graph):
 
 
 # --- item 6: one unusable path among good ones ----------------------------------------------------
-@pytest.mark.parametrize("bad", ["missing", "empty", "links"])
+@pytest.mark.parametrize("bad", ["missing", "empty", "links", "loop"])
 def test_an_unusable_path_is_an_input_problem_and_the_rest_is_reported(tmp_path, monkeypatch, bad):
     monkeypatch.chdir(tmp_path)
     shutil.copytree(S2, tmp_path / "good")
@@ -76,6 +76,9 @@ def test_an_unusable_path_is_an_input_problem_and_the_rest_is_reported(tmp_path,
         (tmp_path / "links").mkdir()
         (tmp_path / "links" / "a").symlink_to("/", target_is_directory=True)
         (tmp_path / "links" / "b").symlink_to(tmp_path / "nowhere")
+    elif bad == "loop":  # a link to a link back to it: no internal error from the config search
+        (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+        (tmp_path / "loop2").symlink_to(tmp_path / "loop")
     alone = lint_json("good")
     result = run("-n", bad, "good", "--format", "sarif", "-o", "x.sarif")
     assert result.exit_code == 2, result.output

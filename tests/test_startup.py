@@ -74,6 +74,10 @@ _NOT_IN_A_DEFAULT_LINT = (
     "_hashlib",
     "logging",
     "pickle",
+    "irlint.runner.cache",  # --no-cache
+    "irlint.findings_json",  # the cache's entries
+    "pkgutil",  # the built-in rules' folders are listed directly
+    "difflib",  # click's suggestions for an unknown option, built on the way to each short option
     "irlint.cli.memory",
     "irlint.cli.comm",
     "irlint.cli.diff",
@@ -219,3 +223,51 @@ def test_a_lint_loads_importlib_metadata_only_for_possible_plugins():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "True", proc.stderr
+
+
+def test_importing_irlint_loads_no_engine_until_a_name_is_used():
+    code = (
+        "import sys, irlint\n"
+        "before = 'irlint.runner.engine' in sys.modules or 'irlint.findings' in sys.modules\n"
+        "from irlint import Config, Finding, Related, Report, lint\n"
+        "import irlint.runner.engine as engine, irlint.findings as findings\n"
+        "assert lint is engine.lint and Finding is findings.Finding and Report is findings.Report\n"
+        "assert {'Config', 'lint'} <= set(dir(irlint))\n"
+        "print(before)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+    import irlint
+
+    try:
+        irlint.no_such_name  # noqa: B018 - the attribute access is the test
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("irlint.no_such_name should not exist")
+
+
+def test_the_program_sets_the_collector_before_it_loads_the_cli():
+    # the console script's module sets the collector for the program before the CLI is loaded;
+    # importing the CLI as a library leaves the caller's thresholds as they were
+    code = (
+        "import gc, sys\n"
+        "seen = {}\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        seen.setdefault(name, gc.get_threshold())\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "from irlint.program import run\n"
+        "print(seen['irlint.cli'][0], seen['click'][0])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["200000", "200000"]
+    proc = subprocess.run(
+        [sys.executable, "-c", "import gc, irlint.cli, irlint.cli.check; print(gc.get_threshold())"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.strip() == str(__import__("gc").get_threshold())

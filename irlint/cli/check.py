@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -17,6 +16,7 @@ from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, for
 from ..runner.engine import lint_files
 from .exits import EXIT_CLEAN, EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, fail
 from .options import (
+    Command,
     apply_options,
     check_option_selectors,
     config_file_option,
@@ -35,7 +35,7 @@ from .terminal import on_terminal, use_color
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024  # about a second of reading; smaller runs need no bar
 
 
-@click.command("check", epilog=EXIT_CODES_HELP)
+@click.command("check", cls=Command, epilog=EXIT_CODES_HELP)
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--output-format",
@@ -274,6 +274,8 @@ def _lint_with_progress(found: Discovery, config: Config, show: bool):
     total = sum(sizes.values())
     if total < PROGRESS_MIN_BYTES:
         return lint_files(found.files, found.diagnostics, config)
+    from pathlib import Path
+
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -12,6 +12,30 @@ from ..runner.config import Config, ConfigError, check_selectors, load_config
 _debug = False
 
 
+class Command(click.Command):
+    """A click command whose short options (``-q``, ``-o FILE``) cost no spelling suggestions: click
+    tries each as a long option first, and the error it builds on the way (then dropped, since the
+    short option matches) imports difflib and ranks every long option, ~1 ms of each lint. An
+    unknown long option is still reported with its suggestions."""
+
+    def make_parser(self, ctx):
+        parser = super().make_parser(ctx)
+        match_long = getattr(parser, "_match_long_opt", None)
+        prefixes = getattr(parser, "_opt_prefixes", None)
+        long_opts = getattr(parser, "_long_opt", None)
+        if match_long is None or prefixes is None or long_opts is None:  # another click: as it is
+            return parser
+
+        def match_long_or_short(opt, explicit_value, state):
+            if opt not in long_opts and opt[:2] not in prefixes:
+                # click goes on to the short options with this argument: no suggestions needed
+                raise click.NoSuchOption(opt, ctx=ctx)
+            return match_long(opt, explicit_value, state)
+
+        vars(parser)["_match_long_opt"] = match_long_or_short  # this parser only
+        return parser
+
+
 def debugging() -> bool:
     """Whether this run shows tracebacks of internal errors (--debug)."""
     return _debug

@@ -5,10 +5,10 @@ or by two options at once."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
-from pathlib import Path
 
 import click
 
@@ -85,15 +85,27 @@ def prepare_output(target: str) -> None:
         if not os.access(target, os.W_OK):  # a device or FIFO: written to as it is
             raise InputError(f"{target}: cannot write: permission denied")
         return
-    folder = Path(os.path.realpath(target)).parent
+    folder = os.path.dirname(os.path.realpath(target))
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{target}: cannot create its folder: {exc.strerror or exc}") from None
-    if Path(target).is_dir():
+    if _is_dir(target):
         raise InputError(f"{target}: is a folder")
     if not os.access(folder, os.W_OK):
         raise InputError(f"{target}: cannot write: permission denied")
+
+
+def _is_dir(path: str) -> bool:
+    """``pathlib.Path(path).is_dir()``: False where nothing is, an error where it cannot be looked at."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
 
 
 def emit(text: str, output: str | None) -> None:

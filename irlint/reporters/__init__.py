@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..findings import Report
@@ -78,8 +77,9 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
     it over ``path``: on a full disk or a crash the previous file stays whole. ``durable``: on disk
     before the rename (a cache entry need not be); ``mode``: the new file's permissions (default:
     those of the file replaced, or as the umask allows)."""
-    target = Path(path)
-    fd, tmp = _new_temporary(target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    target = os.fspath(path)
+    folder, name = os.path.split(target)
+    fd, tmp = _new_temporary(folder or ".", prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -90,7 +90,7 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
             os.chmod(tmp, mode)
         else:
             try:  # keep the mode an existing file had (mkstemp makes 0600)
-                os.chmod(tmp, target.stat().st_mode & 0o777)
+                os.chmod(tmp, os.stat(target).st_mode & 0o777)
             except FileNotFoundError:
                 os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
@@ -102,7 +102,7 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
         raise
 
 
-def _new_temporary(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+def _new_temporary(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
     """A new file, as ``tempfile.mkstemp`` makes it (mode 0600, created exclusively, no symbolic link
     followed), without importing tempfile (and with it shutil, random, bz2, lzma: a share of a lint's start)."""
     flags = (

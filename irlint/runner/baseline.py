@@ -8,9 +8,12 @@ a person can read what was accepted.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..findings import Finding
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 FORMAT_VERSION = 1
 
@@ -50,6 +53,7 @@ def write_baseline(path: str | Path, findings: list[Finding]) -> int:
 def read_baseline(path: str | Path) -> Counter:
     """fingerprint -> how many findings with it are accepted."""
     import json
+    from pathlib import Path
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -10,7 +10,6 @@ from ..diagnostics import Diagnostic
 from ..findings import Finding
 from ..rule import Rule
 from . import same_graph, workers
-from .cache import LintCache, default_dir
 from .config import Config
 from .discover import DumpFile
 from .lint_file import cache_key, check_one, remember, sample
@@ -20,6 +19,8 @@ from .workers import result_of, start_pool, stop_pool
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+
+    from .cache import LintCache
 
 
 # (content hash, findings, diagnostics) of one file read: the hash is None when it must not be cached
@@ -73,8 +74,13 @@ class _Run:
     ):
         self.files, self.todo, self.shared, self.cached = files, todo, shared, cached
         self.dedup = getattr(config, "dedup", True)
-        self.cache_dir = str(default_dir(config.cache_dir)) if config.cache else None
-        self.store = LintCache(self.cache_dir) if self.cache_dir is not None else None
+        self.cache_dir: str | None = None
+        self.store: LintCache | None = None
+        if config.cache:  # the cache's modules are loaded only then
+            from .cache import LintCache, default_dir
+
+            self.cache_dir = str(default_dir(config.cache_dir))
+            self.store = LintCache(self.cache_dir)
         self.timeout = config.rule_timeout
         self.results: dict[int, tuple[list[Finding], list[Diagnostic]]] = {}  # answered by the cache
         self.misses: list[Miss] = []

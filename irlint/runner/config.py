@@ -6,7 +6,10 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @dataclass
@@ -128,7 +131,7 @@ class ConfigError(Exception):
     """A configuration file or option that cannot be used (exit code 2)."""
 
 
-def _toml_load(path: Path) -> dict:
+def _toml_load(path: str | Path) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -142,11 +145,11 @@ def _toml_load(path: Path) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
 
-def settings_in(path: Path) -> dict | None:
+def settings_in(path: str | Path) -> dict | None:
     """The irlint table of a config file: top level of irlint.toml, [tool.irlint] of pyproject.toml
     (None when a pyproject.toml has no such table)."""
     data = _toml_load(path)
-    if path.name == "pyproject.toml":
+    if os.path.basename(path) == "pyproject.toml":
         tool = data.get("tool", {})
         return tool.get("irlint") if isinstance(tool, dict) and isinstance(tool.get("irlint"), dict) else None
     return data
@@ -155,19 +158,25 @@ def settings_in(path: Path) -> dict | None:
 def find_config(starts: list[str]) -> Path | None:
     """The nearest config file upward from each start folder in turn (first PATH, then the working dir)."""
     for start in starts:
-        p = Path(start).resolve()
-        folder = p if _exists_as(p, Path.is_dir) else p.parent
-        for d in (folder, *folder.parents):
+        p = os.path.realpath(start)  # as Path.resolve(), without loading pathlib for a run without config
+        d = p if _exists_as(p, os.path.isdir) else os.path.dirname(p)
+        while True:
             for name in CONFIG_FILES:
-                candidate = d / name
-                if _exists_as(candidate, Path.is_file) and (
+                candidate = os.path.join(d, name)
+                if _exists_as(candidate, os.path.isfile) and (
                     name != "pyproject.toml" or settings_in(candidate) is not None
                 ):
-                    return candidate
+                    from pathlib import Path
+
+                    return Path(candidate)
+            up = os.path.dirname(d)
+            if up == d:
+                break
+            d = up
     return None
 
 
-def _exists_as(path: Path, test) -> bool:
+def _exists_as(path: str, test) -> bool:
     """``path.is_file()``/``is_dir()``, False for a folder that cannot be listed (no config there:
     the lint itself reports such a folder)."""
     try:
@@ -271,6 +280,8 @@ def load_config(path: str | Path | None = None, starts: list[str] | None = None)
     """The Config of ``path`` or, without one, of the file found upward from ``starts``
     (defaults: Config() and None)."""
     if path is not None:
+        from pathlib import Path
+
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"{path}: no such config file")
@@ -296,7 +307,11 @@ def shown(path: Path) -> str:
 def check_selectors(cfg: Config, known: list, source: str | Path | None = None) -> None:
     """Every rule selector of ``cfg`` must match one of the ``known`` rule classes; the error names
     the file and key it came from (``source``: the config file, None for command-line values)."""
-    table = "[tool.irlint] " if source is not None and Path(source).name == "pyproject.toml" else ""
+    table = ""
+    if source is not None:
+        from pathlib import Path  # a config file is in use: find_config has loaded it
+
+        table = "[tool.irlint] " if Path(source).name == "pyproject.toml" else ""
     where = f"{source}: {table}" if source is not None else ""
     places = [
         (key, sel)

@@ -9,7 +9,6 @@ import re
 import stat as stat_module
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .. import diagnostics as D
 from ..diagnostics import Diagnostic
@@ -39,6 +38,7 @@ from .streams import (  # noqa: F401
 # still one: those are opened).
 NOT_IR_SUFFIXES = {".pb", ".dot", ".dat", ".json", ".npy", ".npz", ".csv", ".log", ".py", ".yaml", ".md"}
 SKIP_DIRS = {"actor_set"}
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")  # stripped from a name before its suffix is judged
 _RANK = re.compile(r"rank_(\d+)\Z")
 
 _NOT_A_DUMP = {
@@ -81,12 +81,63 @@ class Discovery:
     links: list[tuple[str, str]] = field(default_factory=list)
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
 def _read_head(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(HEAD_BYTES)
+    """The first HEAD_BYTES of a regular file. Without a Python file object: opening thousands of
+    files (a folder of ranks) costs half as much."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        head = os.read(fd, HEAD_BYTES)
+        while head and len(head) < HEAD_BYTES:  # a short read before the end (not on a local disk)
+            more = os.read(fd, HEAD_BYTES - len(head))
+            if not more:
+                break
+            head += more
+        return head
+    finally:
+        os.close(fd)
 
 
-def _display(path: Path) -> str:
+def _pure(path: str) -> str:
+    """``str(pathlib.Path(path))``, which every path here is written as: no empty or ``.`` part,
+    no trailing separator (pathlib and what it imports are a share of a lint's start)."""
+    if os.name != "posix":
+        from pathlib import Path
+
+        return str(Path(path))
+    if path and "//" not in path and "/." not in path and not path.endswith("/") and not path.startswith("."):
+        return path  # already so (the usual case)
+    root = ""
+    if path.startswith("/"):
+        root = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    parts = [part for part in path.split("/") if part and part != "."]
+    return root + "/".join(parts) if root or parts else "."
+
+
+def _join(folder: str, name: str) -> str:
+    """``str(Path(folder) / name)`` for a ``folder`` as ``_pure`` writes it and a file's name."""
+    if folder == ".":
+        return name
+    return folder + name if folder.endswith(os.sep) else folder + os.sep + name
+
+
+def _under(folder: str, name: str) -> str:
+    """``os.path.join(folder, name)`` for a file's name (no separator in it), as plain string work:
+    once per file of a folder of thousands."""
+    if os.sep != "/" or not folder:
+        return os.path.join(folder, name)
+    return folder + name if folder.endswith("/") else folder + "/" + name
+
+
+def _suffix(name: str) -> str:
+    """``Path(name).suffix`` of a file's name."""
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
+
+
+def _display(path: str) -> str:
     try:
         rel = os.path.relpath(path)
     except ValueError:
@@ -118,8 +169,9 @@ def _stage_named(name: str) -> Stage:
     return stage
 
 
-def _rank_of(path: Path) -> int | None:
-    for part in reversed(path.parts[:-1]):
+def _rank_of(folder: str) -> int | None:
+    """The rank of a folder's files: its own rank_N/ or the nearest above it."""
+    for part in reversed(folder.split(os.sep)):
         m = _RANK.match(part)
         if m:
             return int(m.group(1))
@@ -151,9 +203,9 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None, follow_link
                 read_stdin()
             _add_stdin(out, files, stdin_name)
             continue
-        p = Path(raw)
+        p = _pure(raw)
         try:
-            st = p.stat()
+            st = os.stat(p)
             if not stat_module.S_ISDIR(st.st_mode):
                 _add_named_file(out, files, raw, p, st)
                 continue
@@ -204,7 +256,7 @@ def _add_stdin(out: Discovery, files: dict[str, DumpFile], name: str | None) -> 
     files.setdefault(STDIN, DumpFile(STDIN, display, "", None, True, stage_of(display), spool.size, compression))
 
 
-def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Path, st: os.stat_result) -> None:
+def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: str, st: os.stat_result) -> None:
     if not stat_module.S_ISREG(st.st_mode) and raw not in buffers:
         # /dev/stdin from a pipe, a FIFO: it can be read once only
         try:
@@ -214,24 +266,25 @@ def _add_named_file(out: Discovery, files: dict[str, DumpFile], raw: str, p: Pat
             raise InputError(f"{raw}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
         st = os.stat_result((*st[:6], buffers[raw].size, *st[7:]))
     if raw in buffers:
-        p = Path(raw)
+        p = _pure(raw)
     try:
-        compression = compression_of(magic_head(str(p)))
+        compression = compression_of(magic_head(p))
     except OSError:
         compression = None  # sniff reports it
     if compression is not None and not can_decompress(compression):
         out.diagnostics.append(_not_a_dump(_display(p), "unsupported", compression))
         return
-    key = raw if raw in buffers else str(p.resolve())
+    real = os.path.realpath(p)
+    key = raw if raw in buffers else real
     if key not in files:
         # a file named directly is always read (a wrong one is reported by the reader)
         files[key] = DumpFile(
-            raw if raw in buffers else str(p),
+            raw if raw in buffers else p,
             _display(p),
             "",
-            _rank_of(p.resolve()),
+            _rank_of(os.path.dirname(real)),
             True,
-            stage_of(p.name),
+            stage_of("" if p == "." else p.rsplit(os.sep, 1)[-1]),
             st.st_size,
             compression,
         )
@@ -241,7 +294,7 @@ def _walk(
     out: Discovery,
     files: dict[str, DumpFile],
     raw: str,
-    p: Path,
+    p: str,
     seen_dirs: set[tuple[int, int]],
     follow_links: bool = False,
 ) -> int:
@@ -262,23 +315,22 @@ def _walk(
             seen_dirs.add((st.st_dev, st.st_ino))
         except OSError:
             pass
+        folder = _pure(root)
         if root in links:
-            out.links.append((_display(Path(root)), printable(links[root])))
-        dirs[:] = sorted(
-            d for d in dirs if d not in SKIP_DIRS and _enter(out, top, Path(root) / d, follow_links, links)
-        )
-        folder = Path(root)
+            out.links.append((_display(folder), printable(links[root])))
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and _enter(out, top, folder, d, follow_links, links))
         real_root = None  # resolved once per folder: a file that is no link resolves into it
         # what every file of the folder shares is worked out once (21k files in a 256-rank folder)
         shown_folder = _display(folder)
-        rank = _rank_of(folder / "_")
+        rank = _rank_of(folder)
         for name in sorted(names):
-            fp = folder / name
+            fp = _join(folder, name)
             inner = name
-            for suffix in (".gz", ".bz2", ".xz", ".zst"):
-                if inner.lower().endswith(suffix):
-                    inner = inner[: -len(suffix)]
-            if Path(inner).suffix.lower() in NOT_IR_SUFFIXES:
+            if name.lower().endswith(_COMPRESSED):  # else none of them is stripped below
+                for suffix in _COMPRESSED:
+                    if inner.lower().endswith(suffix):
+                        inner = inner[: -len(suffix)]
+            if _suffix(inner).lower() in NOT_IR_SUFFIXES:
                 continue
             try:
                 st = os.stat(fp, follow_symlinks=False)
@@ -304,36 +356,34 @@ def _walk(
             if not stat_module.S_ISREG(st.st_mode):
                 continue
             try:
-                head = _read_head(str(fp))  # one open: the magic bytes and, uncompressed, the start
+                head = _read_head(fp)  # one open: the magic bytes and, uncompressed, the start
                 compression = compression_of(head[:8])
-                kind = kind_of(head) if compression is None else sniff(str(fp), compression)
+                kind = kind_of(head) if compression is None else sniff(fp, compression)
             except PermissionError:
                 compression, kind = None, "unreadable"
             except OSError:
                 compression = None
-                kind = sniff(str(fp), compression)
+                kind = sniff(fp, compression)
             if kind != "dump":
                 # other files sit next to the dumps; but a .ir that is not one was damaged
-                if kind in ("unreadable", "damaged", "unsupported") or Path(inner).suffix.lower() == ".ir":
+                if kind in ("unreadable", "damaged", "unsupported") or _suffix(inner).lower() == ".ir":
                     out.diagnostics.append(_not_a_dump(_display(fp), kind, compression))
                 continue
             met += 1
             if link:
-                key = str(fp.resolve())
+                key = os.path.realpath(fp)
             else:
                 real_root = real_root or os.path.realpath(root)
-                key = os.path.join(real_root, name)
+                key = _under(real_root, name)
             if key not in files:
-                shown = name if shown_folder == "." else os.path.join(shown_folder, name)
-                files[key] = DumpFile(
-                    str(fp), shown, str(folder), rank, False, _stage_named(name), st.st_size, compression
-                )
+                shown = name if shown_folder == "." else _under(shown_folder, name)
+                files[key] = DumpFile(fp, shown, folder, rank, False, _stage_named(name), st.st_size, compression)
     for err in walk_errors:
-        if Path(err.filename or "") == p:
+        if _pure(err.filename or "") == p:
             raise InputError(f"{raw}: {(err.strerror or str(err)).lower()}")
         out.diagnostics.append(
             Diagnostic(
-                _display(Path(err.filename or raw)),
+                _display(_pure(err.filename or raw)),
                 0,
                 D.UNREADABLE,
                 f"cannot list folder: {(err.strerror or str(err)).lower()}",
@@ -346,18 +396,19 @@ LINK_NOT_FOLLOWED = "not read: a link to"
 DANGLING = "cannot read: a link to"
 
 
-def _enter(out: Discovery, top: str, folder: Path, follow_links: bool, links: dict[str, str]) -> bool:
+def _enter(out: Discovery, top: str, parent: str, name: str, follow_links: bool, links: dict[str, str]) -> bool:
     """Whether a sub-folder may be walked: it is no link, its link leads to a folder within the
     named folder ``top`` (real path), or to a folder that holds dumps (rank folders linked from
     the nodes of a cluster; ``links`` receives it), or every link is followed; else a diagnostic
-    names the link and how to read it."""
+    names the link and how to read it. The sub-folder is ``name`` in ``parent``."""
+    folder = _join(parent, name)
     if not os.path.islink(folder):
         return True
     target = os.path.realpath(folder)
     if target == top or target.startswith(top.rstrip(os.sep) + os.sep):
         return True
     if follow_links or _holds_dumps(target):
-        links[str(folder)] = target
+        links[folder] = target
         return True
     out.diagnostics.append(
         Diagnostic(
@@ -366,7 +417,7 @@ def _enter(out: Discovery, top: str, folder: Path, follow_links: bool, links: di
             D.UNREADABLE,
             f"{LINK_NOT_FOLLOWED} {printable(target)}, a folder outside the named one that holds no graph IR "
             f"dump (no file in it starts like one, no rank_N/ folder); to read what the links lead to, name "
-            f"them (`irlint {_display(folder.parent)}/*`) or follow every link with -L/--follow-links",
+            f"them (`irlint {_display(parent)}/*`) or follow every link with -L/--follow-links",
         )
     )
     return False
@@ -388,7 +439,7 @@ def _holds_dumps(folder: str) -> bool:
                 if probed >= _LINK_PROBE_FILES or not entry.is_file():
                     continue
                 inner = re.sub(r"\.(gz|bz2|xz|zst)\Z", "", entry.name, flags=re.IGNORECASE)
-                if Path(inner).suffix.lower() in NOT_IR_SUFFIXES:
+                if _suffix(inner).lower() in NOT_IR_SUFFIXES:
                     continue
                 probed += 1
                 try:

@@ -11,7 +11,6 @@ from collections import defaultdict
 from ..diagnostics import NOTE_CODES, PLUGIN_FAILED, Diagnostic
 from ..findings import Finding, Report
 from ..rule import Rule, load_rules, plugin_problems
-from .cache import default_dir, unsafe_folder
 from .check import check_files
 from .config import Config, validate
 from .discover import RANK_DIR as _RANK_DIR
@@ -69,6 +68,8 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     by_path = {f.path: f for f in files}
     report = Report(diagnostics=list(diagnostics), files=[], rules=rules)
     if config.cache and files:
+        from .cache import default_dir, unsafe_folder  # here: --no-cache loads no cache
+
         folder = default_dir(config.cache_dir)
         why = unsafe_folder(folder)
         if why:  # entries there could have been planted by anyone who can write it

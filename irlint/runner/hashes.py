@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _SAMPLE_BYTES = 64 * 1024
 
@@ -60,6 +62,8 @@ def tool_hash() -> str:
         h = sha256(f"{FORMAT}:{__version__}".encode())
         h.update(grammar_text().encode())
         # every module of the package: a new reader module must not be left out by a list
+        from pathlib import Path  # the cache's: a lint without one never needs it
+
         package = Path(__file__).resolve().parent.parent
         for file in sorted(package.rglob("*.py")):
             name = file.relative_to(package).as_posix()
@@ -85,6 +89,8 @@ def _source_root(module_name: str) -> Path | None:
         if module_name == root_name or module_name.startswith(root_name + "."):
             paths = getattr(sys.modules.get(root_name), "__path__", None)
             if paths:
+                from pathlib import Path
+
                 return Path(list(paths)[0])
     return None
 
@@ -113,7 +119,9 @@ def rules_hash(rules: Iterable[Any]) -> str:
             src = b""
             try:
                 file = getattr(sys.modules[cls.__module__], "__file__", None)
-                src = Path(file).read_bytes() if file else b""
+                if file:
+                    with open(file, "rb") as f:
+                        src = f.read()
             except (KeyError, OSError):
                 pass
             root = _source_root(cls.__module__)

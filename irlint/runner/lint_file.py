@@ -7,15 +7,18 @@ import functools
 import gc
 import os
 import weakref
+from typing import TYPE_CHECKING
 
 from ..diagnostics import NO_ATTRIBUTES, NO_SCOPES, UNREADABLE, Diagnostic
 from ..findings import Finding
 from ..rule import Rule, _builtin_package
-from .cache import LintCache
 from .discover import DumpFile
 from .hashes import content_hash, content_sample
 from .sandbox import run_rule
 from .streams import damage_of, open_dump
+
+if TYPE_CHECKING:
+    from .cache import LintCache
 
 
 def check_one(
@@ -28,6 +31,8 @@ def check_one(
         except OSError:
             digest = None
         if digest is not None:
+            from .cache import LintCache
+
             # same content under a new stat (a copy, a touch): still a hit
             hit = LintCache(cache_dir).get(cache_key(LintCache, digest, f, rules), display, sample(path))
             if hit is not None:

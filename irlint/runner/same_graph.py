@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..rule import Rule, _builtin_package
-from .cache import LintCache
 from .discover import DumpFile
 from .hashes import content_hash
 from .lint_file import cache_key, path_free, sample
@@ -20,6 +19,8 @@ from .streams import is_buffered, open_dump
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+
+    from .cache import LintCache
 
 
 # hashing this much is shared with the worker processes (hashing is bound by one core)

@@ -108,7 +108,12 @@ def is_buffered(path: str) -> bool:
     return path in buffers
 
 
+_MAGICS = tuple(magic for magic, _ in _MAGIC)
+
+
 def compression_of(head: bytes) -> str | None:
+    if not head.startswith(_MAGICS):  # the usual case, once per file found: one test
+        return None
     return next((name for magic, name in _MAGIC if head.startswith(magic)), None)
 
 
