@@ -104,6 +104,9 @@ def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
 
 _TYPE_LINES: dict[str, tuple] = {}
 MAX_SHARED_TYPE_LINES = 65536
+# A whole record's first type line as the scanner hands it (its bytes after "      : ") -> its
+# types: filled by the reader after the line is read without a diagnostic (no decoding then).
+TYPE_LINES_READ: dict[bytes, tuple] = {}
 
 # A type line of flat entries (no "<" inside an entry). The long ones (a subgraph call's dozens of
 # arguments, every shape a little different) never repeat as a whole, but their entries do: such
@@ -413,5 +416,5 @@ def clear_memos() -> None:
     templates._RECIPES.clear()
     for cached in (templates._parse_template, templates._parse_marked, syntax.parse_types, syntax.parse_header):
         cached.cache_clear()
-    for table in (_TYPE_LINES, _TYPE_ENTRIES, _SKELETONS, _TUPLE_SKELETONS, _PARAM_TAILS):
+    for table in (_TYPE_LINES, TYPE_LINES_READ, _TYPE_ENTRIES, _SKELETONS, _TUPLE_SKELETONS, _PARAM_TAILS):
         table.clear()
