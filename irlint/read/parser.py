@@ -1,5 +1,6 @@
 """Loading the parser: the standalone LALR parser shipped with irlint (or, for an edited grammar, one
-built by the installed Lark), and ``_parse``, which runs it on one piece of a record."""
+built by the installed Lark), and ``_parse``, which parses one piece of a record: with
+``irlint.read.fast_parse`` (the same values, no parser to load), with Lark when it refuses the piece."""
 
 from __future__ import annotations
 
