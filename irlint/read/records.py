@@ -160,8 +160,12 @@ class RecordParsing(ReaderState):
         self.record(lineno, "Return", "", line[2:], line)
 
     def record(self, lineno: int, node_id: str, name: str, rest: str, line: str) -> None:
-        if self.open_record is not None:
-            self.end_record()
+        if self.open_record is not None:  # end_record, inline: this runs once a record
+            if not self.type_lines:
+                self.untyped_records.append(self.open_record[:2])
+            elif not self.open_record[2]:
+                self.typed_records += 1
+            self.open_record = None
         if self.sub is None:
             if self.split_header is not None:
                 self.header_line("", lineno)  # a split header that never closed: its nodes follow
