@@ -71,21 +71,19 @@ def _private_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
-def lark_parses(monkeypatch) -> Iterator[list[tuple[str, str]]]:
-    """Each (text, start rule) Lark parses from now on, in order, with the reader's memo tables
-    emptied (so every template is new)."""
-    from irlint.read import parser as reader_parser
-    from irlint.read import record
+def grammar_parses(monkeypatch) -> Iterator[list[tuple[str, str]]]:
+    """Each (text, start rule) the grammar parses from now on, in order (by the fast parser, or by
+    Lark when it refuses the piece), with the reader's memo tables emptied (so every template is new)."""
+    from irlint.read import fast_parse, record
 
-    parser = reader_parser._parser()
+    fast = fast_parse.parse
     seen: list[tuple[str, str]] = []
 
-    class Recording:
-        def parse(self, text, start):
-            seen.append((text, start))
-            return parser.parse(text, start=start)
+    def recording(text, start):
+        seen.append((text, start))
+        return fast(text, start)
 
-    monkeypatch.setattr(reader_parser, "_parser", lambda: Recording())
+    monkeypatch.setattr(fast_parse, "parse", recording)
     record.clear_memos()
     yield seen
     record.clear_memos()  # what was memoised while recording is dropped with the recorder

@@ -243,7 +243,7 @@ def test_type_entries_that_differ_in_their_shape_get_their_own_shape():
         assert out.shape == shape and out.nbytes == (None if -1 in shape else 2 * math.prod(shape))
 
 
-def test_type_entries_that_differ_in_shape_element_type_and_names_are_parsed_once(lark_parses):
+def test_type_entries_that_differ_in_shape_element_type_and_names_are_parsed_once(grammar_parses):
     from irlint.read.record import parse_param_line, parse_type_line
 
     for dtype, dims, name in [
@@ -266,7 +266,7 @@ def test_type_entries_that_differ_in_shape_element_type_and_names_are_parsed_onc
         # a parameter's type is such an entry too
         assert parse_param_line(f"%para1_{name}: {entry}  :  has_default") == (f"%para1_{name}", ins[0], True)
     # one parse of each skeleton, of UMonad, of the parameter line with its type stood in
-    assert len(lark_parses) == 4
+    assert len(grammar_parses) == 4
     # a number the grammar reads, not a name: not stood in
     ins, out = parse_type_line("(<Tensor[inf], (2)>) -> (<Tensor[None], (2)>)")
     assert (ins[0].dtype, out.dtype) == ("inf", "None")
@@ -327,7 +327,7 @@ def test_primitive_printed_with_its_class():
     assert parse_node("Primitive::Return{prim_type=1}(%1)")[3] == "Return"
 
 
-def test_pieces_of_record_shapes_are_parsed_once(lark_parses):
+def test_pieces_of_record_shapes_are_parsed_once(grammar_parses):
     # the same attribute block after one and after two node ids; the same arguments to two primitives
     from irlint.read.record import parse_node
 
@@ -342,12 +342,12 @@ def test_pieces_of_record_shapes_are_parsed_once(lark_parses):
     # arguments are parsed one by one: a node reference once for the three calls, a scalar once more
     four = parse_node('PrimFunc_Cast(%8, I64(43)) cnode_primal_attrs: {unique_id: "44"}')
     assert four[1] == (Ref("%8"), 43) and type(four[1][1]) is int
-    assert sorted(lark_parses) == sorted(
+    assert sorted(grammar_parses) == sorted(
         [("F(%\x000)", "call"), ("F(\x020)", "call"), ('{unique_id: "\x000"}', "attrs")]
     )
 
 
-def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(lark_parses):
+def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(grammar_parses):
     from irlint.read.record import parse_type_line
 
     for dims in ("8, 128", "1, 8", "16", "-1, 3"):
@@ -358,13 +358,13 @@ def test_tuple_entries_that_differ_in_their_numbers_are_parsed_once(lark_parses)
         # the parse prints "*" back as a space: the text of the first, with these numbers
         raw = f"<Tuple[Tensor[Float32] 2], TupleShape(({dims}), ({dims}))>"
         assert [(t.kind, t.dtype, t.shape, t.raw) for t in (*ins, out)] == [("Tuple", None, None, raw)] * 2
-    assert len(lark_parses) == 2  # tuples of two numbers, of one number
+    assert len(grammar_parses) == 2  # tuples of two numbers, of one number
     # a scalar is a value, not a number of a shape: printed back as the parse prints it
     ins, _ = parse_type_line("(<Tuple[Float32], TupleShape(F32(2))>) -> (<None>)")
     assert ins[0].raw == "<Tuple[Float32], TupleShape(2.0)>"
 
 
-def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
+def test_records_that_differ_in_graph_names_share_one_parse(grammar_parses):
     # early stages name graphs and free variables in their calls: one shape, many names
     from irlint.read.record import parse_node
     from irlint.read.syntax import parse_header
@@ -385,7 +385,7 @@ def test_records_that_differ_in_graph_names_share_one_parse(lark_parses):
             outer,
             ("%para1_a", "%para2_b"),
         )
-    assert sorted(start for _, start in lark_parses) == ["call", "call", "header"]
+    assert sorted(start for _, start in grammar_parses) == ["call", "call", "header"]
     # a name that would not stay a string is not blanked: its own parse
     assert parse_node("F($(@1_m:1.50))")[1] == (FreeVar("@1_m", "1.5"),)
 

@@ -136,6 +136,28 @@ def test_unbalanced_node_lines_read_as_their_lines_one_by_one(tmp_path, monkeypa
     assert [(d["line"], d["kind"]) for d in whole[2]][:1] == [(named[1] + 1, "bad-record")]
 
 
+def test_names_and_type_lines_of_whole_records_read_as_their_lines_one_by_one(tmp_path, monkeypatch):
+    # a whole record's node line is cut where the scanner matched it, unless its name holds other
+    # than ASCII (a no-break space is a space to NODE_LINE: that record is refused either way); its
+    # first type line, read once, is reused by its bytes, a damaged one is reported each time
+    import irlint.read.scanner
+
+    lines = (FIXTURES / "llama-cast/21_validate_0076.ir").read_bytes().splitlines(keepends=True)
+    named = [i for i, ln in enumerate(lines) if ln.startswith(b"  %") and lines[i + 1].startswith(b"      : ")]
+    lines[named[0]] = lines[named[0]].replace(b") = ", b"\xc2\xa0x) = ", 1)
+    lines[named[1]] = lines[named[1]].replace(b") = ", b"\xc3\xa9) = ", 1)  # a name of other letters reads
+    bad = lines[named[2] + 1].replace(b"<", b"<<", 1)
+    lines[named[2] + 1] = lines[named[3] + 1] = bad
+    path = tmp_path / "21_validate_0076.ir"
+    path.write_bytes(b"".join(lines))
+    whole = _model(read_ir(str(path)))
+    monkeypatch.setattr(irlint.read.scanner, "RECORDS", False)
+    assert _model(read_ir(str(path))) == whole
+    found = [(d["line"], d["kind"]) for d in whole[2]]
+    assert (named[0] + 1, "bad-record") in found and (named[1] + 1, "bad-record") not in found
+    assert (named[2] + 2, "bad-record") in found and (named[3] + 2, "bad-record") in found
+
+
 @pytest.mark.slow
 def test_record_recipes_give_what_the_pieces_parse_to(monkeypatch):
     # a record's value is refilled from the parse of its template; on every real dump each new

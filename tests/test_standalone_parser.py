@@ -161,7 +161,7 @@ _BROKEN = [
 ]
 
 
-def _pieces(monkeypatch, lark_parses) -> list[tuple[str, str]]:
+def _pieces(monkeypatch, grammar_parses) -> list[tuple[str, str]]:
     """Every (text, start) the reader hands Lark while reading every fixture dump."""
     from irlint.runner.discover import discover
 
@@ -170,7 +170,7 @@ def _pieces(monkeypatch, lark_parses) -> list[tuple[str, str]]:
     files, _ = discover([str(FIXTURES)])
     for f in files:
         read_ir(f.path)
-    return list(dict.fromkeys(lark_parses))
+    return list(dict.fromkeys(grammar_parses))
 
 
 def _outcome(text: str, start: str):
@@ -198,8 +198,8 @@ json.dump(outcomes, sys.stdout)
 
 
 @pytest.mark.slow
-def test_shipped_and_built_parsers_agree(monkeypatch, lark_parses):
-    pieces = _pieces(monkeypatch, lark_parses) + [(t, s) for s, t in _BROKEN]
+def test_shipped_and_built_parsers_agree(monkeypatch, grammar_parses):
+    pieces = _pieces(monkeypatch, grammar_parses) + [(t, s) for s, t in _BROKEN]
     assert len(pieces) > 1500  # about 1,900
     proc = subprocess.run(
         [sys.executable, "-c", _SHIPPED_OUTCOMES], input=json.dumps(pieces), capture_output=True, text=True, timeout=300

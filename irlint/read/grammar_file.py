@@ -5,13 +5,16 @@ Kept apart from ``irlint.read.parser`` so that the cache can hash the grammar wi
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 
 def grammar_text() -> str:
     """The grammar, from the installed package or, in a source checkout, the top-level folder."""
-    package = Path(__file__).resolve().parent.parent
-    for folder in (package / "grammar", package.parent / "grammar"):
-        if (folder / "ir.lark").is_file():
-            return (folder / "ir.lark").read_text(encoding="utf-8")
+    # os.path, not pathlib: every lint reads the grammar, and pathlib's imports are a share of a start
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    for folder in (os.path.join(package, "grammar"), os.path.join(os.path.dirname(package), "grammar")):
+        path = os.path.join(folder, "ir.lark")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                return f.read()
     raise FileNotFoundError("irlint's grammar (grammar/ir.lark) is missing from the installation")

@@ -8,6 +8,7 @@ from typing import BinaryIO
 
 from .. import diagnostics as D
 from .lines import LineKinds
+from .record import TYPE_LINES_READ
 from .scanner import RECORD_LIMIT, ControlLine, Item, NodeRecord, TraceRun, scan
 
 MAX_RECORD_BYTES = RECORD_LIMIT  # a node record longer than this is skipped, not parsed
@@ -128,7 +129,17 @@ class LineLoop(LineKinds):
 
     def node_record(self, item: NodeRecord) -> None:
         lineno, _, node, types, scope = item[:5]
-        self.node_line(node.decode().rstrip(" \t"), lineno)
+        line = node.decode().rstrip(" \t")
+        # the scanner matched "  %N(name) = ": cut there (NODE_LINE's \s also takes the Unicode
+        # spaces a name of other characters may hold: such a line goes through it)
+        open_at = line.find("(", 3)
+        close_at = line.find(")", open_at)
+        name = line[open_at + 1 : close_at]
+        if name.isascii():
+            self.current, self.current_key = None, -1
+            self.record(lineno, line[2:open_at], name, line[close_at + 4 :], line)
+        else:
+            self.node_line(line, lineno)
         current = self.current
         if current is None:  # not read: its other lines are reported as they always are
             for raw in types.splitlines():
@@ -138,7 +149,11 @@ class LineLoop(LineKinds):
         if types:
             first = types.find(b"\n")
             self.type_lines = types.count(b"\n")
-            self.first_type_line(current, types[8:first].decode().strip(), types[:first], lineno + 1)
+            known = TYPE_LINES_READ.get(types[8:first])
+            if known is not None:
+                current["in_types"], current["out_type"] = known
+            else:
+                self.first_type_line(current, types[8:first].decode().strip(), types[:first], lineno + 1)
         if scope is not None:
             scope = scope.decode().rstrip(" \t")
             current["scope"] = scope[:-1] if scope.endswith(")") else scope

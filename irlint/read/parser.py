@@ -1,5 +1,6 @@
 """Loading the parser: the standalone LALR parser shipped with irlint (or, for an edited grammar, one
-built by the installed Lark), and ``_parse``, which runs it on one piece of a record."""
+built by the installed Lark), and ``_parse``, which parses one piece of a record: with
+``irlint.read.fast_parse`` (the same values, no parser to load), with Lark when it refuses the piece."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from . import tree_values
+from . import fast_parse, tree_values
 from .grammar_file import grammar_text
 from .tree_values import _know, _ToValues
 
@@ -90,6 +91,9 @@ def _parse(text: str, start: str) -> Any:
         and nesting(text) > MAX_NESTING
     ):
         raise GrammarError(f"brackets nested deeper than {MAX_NESTING}")
+    value = fast_parse.parse(text, start)  # the common forms, without loading Lark
+    if value is not None:
+        return value
     try:
         return _parser().parse(text, start=start)
     except tree_values._PARSE_ERRORS as exc:

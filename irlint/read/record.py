@@ -104,6 +104,9 @@ def parse_type_line(body: str) -> tuple[tuple[TensorType, ...], TensorType | Non
 
 _TYPE_LINES: dict[str, tuple] = {}
 MAX_SHARED_TYPE_LINES = 65536
+# A whole record's first type line as the scanner hands it (its bytes after "      : ") -> its
+# types: filled by the reader after the line is read without a diagnostic (no decoding then).
+TYPE_LINES_READ: dict[bytes, tuple] = {}
 
 # A type line of flat entries (no "<" inside an entry). The long ones (a subgraph call's dozens of
 # arguments, every shape a little different) never repeat as a whole, but their entries do: such
@@ -172,8 +175,12 @@ def _shaped_entry(text: str) -> TensorType | None:
     chain, closing, dims, tail = m.groups("")
     at = chain.rfind("[")
     word = chain[at + 1 :] if at > 0 else ""
-    if word and not (tree_values.is_plain_name(word) and word.isascii()):
-        word = ""  # not a name the grammar keeps as it is written
+    if word:
+        plain = _PLAIN_WORDS.get(word)
+        if plain is None:
+            plain = _PLAIN_WORDS[word] = tree_values.is_plain_name(word) and word.isascii()
+        if not plain:
+            word = ""  # not a name the grammar keeps as it is written
     names = templates._VOLATILE_SPLIT.split(tail)  # (a tail without names: itself)
     skeleton = (
         chain[: at + 1] if word else chain,
@@ -191,8 +198,17 @@ def _shaped_entry(text: str) -> TensorType | None:
     kind, dtype, parts, order = proto
     fills = [word, dims, *names[1::2]]
     raw = parts[0] + "".join([fills[i] + part for i, part in zip(order, parts[1:])])
-    shape = tuple([int(d) for d in dims.split(", ")]) if dims else ()
-    return _verified(TensorType(kind, word if dtype is _WORD else dtype, shape, raw), text)
+    shape = _SHAPES.get(dims)
+    if shape is None:
+        shape = tuple([int(d) for d in dims.split(", ")]) if dims else ()
+        if len(_SHAPES) < MAX_SHARED_TYPE_LINES:
+            _SHAPES[dims] = shape
+    value = TensorType(kind, word if dtype is _WORD else dtype, shape, raw)
+    return _verified(value, text) if templates.VERIFY_RECIPES else value
+
+
+_PLAIN_WORDS: dict[str, bool] = {}  # an element type -> whether the grammar keeps it as written
+_SHAPES: dict[str, tuple[int, ...]] = {}  # "8, 4096" -> (8, 4096)
 
 
 def _shaped_proto(
@@ -413,5 +429,14 @@ def clear_memos() -> None:
     templates._RECIPES.clear()
     for cached in (templates._parse_template, templates._parse_marked, syntax.parse_types, syntax.parse_header):
         cached.cache_clear()
-    for table in (_TYPE_LINES, _TYPE_ENTRIES, _SKELETONS, _TUPLE_SKELETONS, _PARAM_TAILS):
+    for table in (
+        _TYPE_LINES,
+        TYPE_LINES_READ,
+        _TYPE_ENTRIES,
+        _PLAIN_WORDS,
+        _SHAPES,
+        _SKELETONS,
+        _TUPLE_SKELETONS,
+        _PARAM_TAILS,
+    ):
         table.clear()

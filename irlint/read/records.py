@@ -9,7 +9,15 @@ from collections.abc import Iterator
 
 from .. import diagnostics as D
 from ..model import Subgraph
-from .record import NODE_LINE, GrammarError, parse_node, parse_param_line, parse_type_line
+from .record import (
+    MAX_SHARED_TYPE_LINES,
+    NODE_LINE,
+    TYPE_LINES_READ,
+    GrammarError,
+    parse_node,
+    parse_param_line,
+    parse_type_line,
+)
 from .state import ReaderState
 from .syntax import parse_attrs, parse_header
 from .values import Call, FreeVar, GraphRef, Ref, TensorType
@@ -152,7 +160,12 @@ class RecordParsing(ReaderState):
         self.record(lineno, "Return", "", line[2:], line)
 
     def record(self, lineno: int, node_id: str, name: str, rest: str, line: str) -> None:
-        self.end_record()
+        if self.open_record is not None:  # end_record, inline: this runs once a record
+            if not self.type_lines:
+                self.untyped_records.append(self.open_record[:2])
+            elif not self.open_record[2]:
+                self.typed_records += 1
+            self.open_record = None
         if self.sub is None:
             if self.split_header is not None:
                 self.header_line("", lineno)  # a split header that never closed: its nodes follow
@@ -232,9 +245,12 @@ class RecordParsing(ReaderState):
         """The types of the current node, ``data``; ``line`` (its bytes, from a whole record) is only
         quoted when the grammar rejects it."""
         try:
-            data["in_types"], data["out_type"] = parse_type_line(body)
+            data["in_types"], data["out_type"] = types = parse_type_line(body)
         except GrammarError as exc:
             self.diag(lineno, D.BAD_RECORD, f"type line: {exc}", line if isinstance(line, str) else line.decode())
+            return
+        if type(line) is bytes and len(TYPE_LINES_READ) < MAX_SHARED_TYPE_LINES:
+            TYPE_LINES_READ[line[8:]] = types
 
     def strategy_line(self, data: dict, line: str, lineno: int) -> None:
         """1.7-2.1 parallel dumps: the strategy block of the current node ``data`` on its own line,

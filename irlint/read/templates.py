@@ -272,7 +272,15 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     ``key=name`` values, ``I64(N)``): a whole record, a type line. The first text of a template
     parses the template and compiles its refill (a recipe); texts whose template does not parse
     are parsed as they are."""
-    if len(text) > MAX_TEMPLATE_CHARS or _has_blank(text) or _ESCAPED_QUOTE in text:
+    if (
+        len(text) > MAX_TEMPLATE_CHARS
+        or "\x00" in text
+        or "\x01" in text
+        or "\x02" in text
+        or "\x03" in text
+        or "\x05" in text  # _has_blank, inline: this runs once a record
+        or _ESCAPED_QUOTE in text
+    ):
         return parse(text)  # too long to repeat, would be mistaken for blanks, or too slow to blank
     # the key: the text between the blanks, plus the kind of each blank, told by its first
     # character (% " = I U); all in C, no Python call per blank

@@ -163,9 +163,28 @@ def _source(value: Any) -> str:
     return str(value)
 
 
+class _Mark(str):
+    """A mark of the grammar (``:``, ``=``, ``*``) as ``irlint.read.fast_parse`` reads it: what Lark's
+    ``Token`` of that terminal is to the callbacks (a string with its terminal's name in ``type``)."""
+
+    type = ""
+    COLON: _Mark
+    EQUAL: _Mark
+    STAR: _Mark
+
+
+def _mark(text: str, terminal: str) -> _Mark:
+    mark = _Mark(text)
+    mark.type = terminal
+    return mark
+
+
+_Mark.COLON, _Mark.EQUAL, _Mark.STAR = _mark(":", "COLON"), _mark("=", "EQUAL"), _mark("*", "STAR")
+
 # The token and error classes of the parsers made so far: the shipped standalone parser
-# (``standalone_parser``) and the installed Lark's (an edited checkout) each have their own.
-_TOKENS: tuple[type[Any], ...] = ()
+# (``standalone_parser``) and the installed Lark's (an edited checkout) each have their own; the
+# marks of the fast parser.
+_TOKENS: tuple[type[Any], ...] = (_Mark,)
 _PARSE_ERRORS: tuple[type[Exception], ...] = ()
 
 
