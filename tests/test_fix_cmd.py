@@ -108,13 +108,28 @@ def test_per_stage_form_raises_the_counts_the_pipeline_dump_needs(tmp_path):
     assert "raise per-stage counts feed_forward\\.w1\\.reshape: [1, 1] -> [2, 2]" in result.stderr
 
 
-def test_strategy_changes_are_printed_with_the_model_line_not_written(tmp_path):
+@pytest.mark.parametrize(
+    "dump, printed",
+    [
+        (
+            SHARED_CORPUS / "par-mismatch-ffn_col_col",
+            "/home/user/llm/parallel/mismatch/gen.py:60: ops.MatMul().shard(((1, 8), (1, 8)))",
+        ),
+        (
+            CORPUS / "par-mismatch-attn_dropout_tuple",
+            "/home/user/llm/parallel/comm/par_comm_gen.py:162: order the device axes of the Layout: "
+            'Layout((2, 2, 2), ("dp", "tp", "cp"))',
+        ),
+    ],
+    ids=["strategy", "layout"],
+)
+def test_model_code_changes_are_printed_with_the_model_line_not_written(tmp_path, dump, printed):
     path = copy(tmp_path, "qwen3_select_list.yaml")
     before = path.read_bytes()
-    result = run(path, SHARED_CORPUS / "par-mismatch-ffn_col_col")
+    result = run(path, dump)
     assert result.exit_code == 1  # left to do by hand
     assert path.read_bytes() == before
-    assert "/home/user/llm/parallel/mismatch/gen.py:60: ops.MatMul().shard(((1, 8), (1, 8)))" in result.stderr
+    assert printed in result.stderr
 
 
 # --- bad input: clear message, exit 2, nothing written ----------------------------------------------
@@ -448,15 +463,3 @@ def test_an_expert_parallel_relayout_sets_parallel_enable_alltoall_and_only_that
     assert changed[0][0].split("#")[0].strip() == "enable_alltoall: False"
     assert changed[0][1].split("#")[0].strip() == "enable_alltoall: True"
     assert "set parallel.enable_alltoall: False -> True" in result.stderr
-
-
-def test_layout_changes_are_printed_with_the_model_line_not_written(tmp_path):
-    path = copy(tmp_path, "qwen3_select_list.yaml")
-    before = path.read_bytes()
-    result = run(path, CORPUS / "par-mismatch-attn_dropout_tuple")
-    assert result.exit_code == 1  # left to do by hand
-    assert path.read_bytes() == before
-    assert (
-        "/home/user/llm/parallel/comm/par_comm_gen.py:162: order the device axes of the Layout: "
-        'Layout((2, 2, 2), ("dp", "tp", "cp"))' in result.stderr
-    )

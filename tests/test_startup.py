@@ -235,8 +235,7 @@ def test_importing_irlint_loads_no_engine_until_a_name_is_used():
         "assert {'Config', 'lint'} <= set(dir(irlint))\n"
         "print(before)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = _python(code)
     assert proc.stdout.strip() == "False"
     import irlint
 
@@ -261,8 +260,7 @@ def test_the_program_sets_the_collector_before_it_loads_the_cli():
         "from irlint.program import run\n"
         "print(seen['irlint.cli'][0], seen['click'][0])\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = _python(code)
     assert proc.stdout.split() == ["200000", "200000"]
     proc = subprocess.run(
         [sys.executable, "-c", "import gc, irlint.cli, irlint.cli.check; print(gc.get_threshold())"],
@@ -271,3 +269,10 @@ def test_the_program_sets_the_collector_before_it_loads_the_cli():
         timeout=120,
     )
     assert proc.stdout.strip() == str(__import__("gc").get_threshold())
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a new interpreter (a fresh module table), which must succeed."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc
