@@ -708,22 +708,3 @@ def test_following_the_one_op_cell_and_reshape_hints_frees_what_the_findings_pri
 
     old, new = kept(base), kept(fixed)
     assert {layer: old[layer] - new[layer] for layer in priced} == priced
-
-
-def test_a_held_back_downcast_whose_input_backward_keeps_anyway_is_not_reported():
-    """A real MindFormers Llama (dp2 x mp4, lazy_inline) with `attention_norm\\.rcast` among the keys:
-    the RMSNorm's down-cast is tagged and held back by wq's re-layout Reshape, and its Float32 input
-    reaches the backward half through the Partial anyway. Recomputing it would keep nothing more
-    (the same compile without the key keeps the same 62.0 KiB, `irlint diff`): no RC003 finding."""
-    path = TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_rcast_held_back" / "rank_0" / "21_validate_0093.ir.gz"
-    with gzip.open(path, "rb") as f:
-        ir = read_ir(str(path), stream=io.BytesIO(f.read()))
-    facts = evidence.RecomputeFacts.of(ir)
-    held = [
-        k
-        for k in ir.nodes_by_op("Cast")
-        if (down := downcast.costly_downcast(ir, facts, k)) is not None and down.blocking
-    ]
-    assert [ir[k]["id"] for k in held] == ["%17", "%93"]  # layer 0's and layer 1's
-    assert all(downcast.downcast_cost(ir, k) == 0 for k in held)
-    assert not [f for f in lint([str(path.parent.parent)], quiet_config()).findings if f.code == "RC003"]

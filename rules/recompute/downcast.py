@@ -65,8 +65,7 @@ class RecomputeDowncast(RecomputeRule):
     itself recomputed (not a weight ``Load``). Dtypes come from the type line, else from the
     destination type id (``I64(42)`` Float16, ``I64(45)`` BFloat16). Also a tagged down-cast
     whose recompute only non-recomputed layout ops hold back (backward reads it through them):
-    the finding says it raises memory once they are recomputed (unless backward keeps the input
-    anyway: then it would keep nothing more, and is not reported). Up-casts, casts of parameters,
+    the finding says it raises memory once they are recomputed. Up-casts, casts of parameters,
     casts whose input is recomputed too (full recompute), ``recompute: Bool(0)`` casts and tagged
     casts no backward node needs are fine.
 
@@ -98,10 +97,6 @@ class RecomputeDowncast(RecomputeRule):
         for k in ir.nodes_by_op("Cast"):
             down = costly_downcast(ir, facts, k)
             if down is None:
-                continue
-            if down.blocking and not downcast_cost(ir, k):
-                # held back, and backward keeps its input anyway (a real MindFormers RMSNorm passes it
-                # to the backward half): once recomputed it would keep nothing more
                 continue
             d = ir[k]
             in_t = (d.get("in_types") or (None,))[0]

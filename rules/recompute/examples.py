@@ -141,7 +141,7 @@ subgraph @1390_258_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct()
 """
 
 _NORM_FOOTER = """\
-  %3(CNode_2001) = PrimFunc_Mul(%2, %para1_inputs0) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {forward_node_name: "MatMul_30690", forward_unique_id: "30690"}
+  %3(CNode_2001) = PrimFunc_Mul(%2, %0) cnode_attrs: {checkpoint: Bool(1)} cnode_primal_attrs: {forward_node_name: "MatMul_30690", forward_unique_id: "30690"}
       : (<Tensor[Float16], (16, 64)>, <Tensor[Float32], (1, 16, 64)>) -> (<Tensor[Float32], (1, 16, 64)>)
       # Fullname with scope: (Gradients/Default/network-CausalLM/model-Model/layers-CellList/1-DecoderLayer/attention-Attention/wq-Linear/Grad_MatMul/MatMul-op1)
   %4(CNode_2002) = MakeTuple(%2, %3)
@@ -153,8 +153,7 @@ _NORM_FOOTER = """\
 }
 """
 
-# llama-cast 21_validate, layer 1: the RMSNorm's fp32 -> fp16 rcast tagged for recompute; backward reads
-# the Linear's input, not the norm's fp32 output (which recomputing the cast would then keep).
+# llama-cast 21_validate, layer 1: the RMSNorm's fp32 -> fp16 rcast tagged for recompute.
 CAST_DOWN_TAGGED = (
     _NORM_HEADER
     + """\
