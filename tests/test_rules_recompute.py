@@ -708,3 +708,27 @@ def test_following_the_one_op_cell_and_reshape_hints_frees_what_the_findings_pri
 
     old, new = kept(base), kept(fixed)
     assert {layer: old[layer] - new[layer] for layer in priced} == priced
+
+
+def _kept_by_layer(folder) -> dict:
+    import json
+
+    result = CliRunner().invoke(irlint.cli.main, ["memory", str(folder), "--format", "json"])
+    return {layer["layer"]: layer["kept_bytes"] for layer in json.loads(result.stdout)["files"][0]["layers"]}
+
+
+def test_a_recomputed_downcast_is_priced_at_what_the_key_costs_on_a_real_compile():
+    """MindFormers Llama dp2 x mp4 (lazy_inline) with `attention_norm\\.rcast` and the wq/wk/wv reshape
+    keys: the RMSNorm's down-cast is recomputed and backward keeps its Float32 input. The RmsNorm's
+    other output (rstd) is kept for RmsNormGrad, which says nothing about the input: RC003 prices
+    4,096 bytes a layer, exactly what the same compile without the key keeps less."""
+    here = TESTS / "fixtures" / "recompute"
+    report = lint([str(here / "mf-dp2_mp4_rcast_recomputed")], quiet_config())
+    (f,) = [f for f in report.findings if f.code == "RC003"]
+    assert f.layers == ("0", "1") and f.bytes_at_stake == 2 * 4096
+    with_key, without = (
+        _kept_by_layer(here / "mf-dp2_mp4_rcast_recomputed"),
+        _kept_by_layer(here / "mf-dp2_mp4_rcast_dropped"),
+    )
+    assert {layer: with_key[layer] - without[layer] for layer in with_key} == {"0": 4096, "1": 4096, "outside": 0}
+    assert not [f for f in lint([str(here / "mf-dp2_mp4_rcast_dropped")], quiet_config()).findings if f.code == "RC003"]

@@ -151,8 +151,10 @@ def downcast_cost(ir: IRFile, cast: int) -> int:
     out_t = ir[cast].get("out_type")
     if not ins or in_t is None or out_t is None or not in_t.nbytes or not out_t.nbytes:
         return 0
-    sources_of_input = [t.node for t, _ in sources(ir, ins[0])]
-    kept = [t for s in sources_of_input for t in kept_of(ir, s)]
+    # only the input's own tensors: a multi-output producer (RmsNorm's (y, rstd)) keeps its other
+    # outputs for its own backward, which says nothing about this one
+    tensors = {t for t, _ in sources(ir, ins[0])}
+    kept = [t for s in {t.node for t in tensors} for t in kept_of(ir, s) if t.tensor in tensors]
     if any(not ir.is_recompute_copy(r) for t in kept for r in t.readers):
         return 0
     return max(0, in_t.nbytes - out_t.nbytes)
