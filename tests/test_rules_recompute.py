@@ -732,3 +732,20 @@ def test_a_recomputed_downcast_is_priced_at_what_the_key_costs_on_a_real_compile
     )
     assert {layer: with_key[layer] - without[layer] for layer in with_key} == {"0": 4096, "1": 4096, "outside": 0}
     assert not [f for f in lint([str(here / "mf-dp2_mp4_rcast_dropped")], quiet_config()).findings if f.code == "RC003"]
+
+
+def test_rc001_prices_net_of_the_inputs_its_fix_makes_backward_keep():
+    """Real MindFormers Llama compiles, each priced against its recompile. wv's output Reshape tagged
+    (`attention\\.wv\\.reshape`), kept through a Transpose: recomputing both would keep wv's MatMul
+    output instead, and the recompile with `attention\\.transpose` keeps the same 62.0 KiB. So the
+    finding is priced at 0 and says why. The merge-heads case: the findings of one run sum to what
+    the recompile with `attention\\.reshape` frees (1 KiB a layer; 2 KiB a layer before, counted twice)."""
+    here = TESTS / "fixtures" / "recompute"
+    (wv,) = [f for f in lint([str(here / "mf-dp2_mp4_rcast_dropped")], quiet_config()).findings if f.code == "RC001"]
+    assert wv.op == "Reshape" and not wv.bytes_at_stake
+    assert "Nothing is saved that way" in wv.hint and "MatMul's output (1.00 KiB)" in wv.hint
+    found = lint([str(here / "mf-dp2_mp4_select_irlint_keys")], quiet_config()).findings
+    before = _kept_by_layer(here / "mf-dp2_mp4_select_irlint_keys")
+    after = _kept_by_layer(here / "mf-dp2_mp4_select_irlint_keys_folded")
+    freed = sum(before[layer] - after[layer] for layer in before)
+    assert freed == 2048 and sum(f.bytes_at_stake or 0 for f in found if f.code == "RC001") == freed

@@ -5,6 +5,7 @@ from __future__ import annotations
 from irlint.accounts.stake import stake, staked
 from irlint.model import IRFile
 from irlint.rule import related_node
+from irlint.units import human_bytes
 
 from . import examples as ex
 from .downcast import costly_downcast
@@ -15,7 +16,9 @@ from .report import (
     RecomputeRule,
     backward_text,
     freed_by_recompute,
+    freed_net_of_inputs,
     how,
+    inputs_kept_by_fix,
     nodes_text,
     place_path,
     reader_note,
@@ -141,6 +144,14 @@ class RecomputeNotApplied(RecomputeRule):
             fix = short_fix(keys)
             priced = fix_cost(ir, k, blocking or chain, needs)
             hint += folded_note(ir, blocking)
+            moved = inputs_kept_by_fix(ir, k)
+            if moved and freed_by_recompute(ir, k) and not freed_net_of_inputs(ir, k):
+                hint += (
+                    " Nothing is saved that way: the recomputed ops would make backward keep "
+                    + ", ".join(f"{ir.describe(v)}'s output ({human_bytes(b)})" for v, b in moved)
+                    + " instead, as large as what they free; the request on "
+                    + f"{ir.describe(k)} saves no memory here."
+                )
             if slices:
                 hint += (
                     f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
@@ -179,4 +190,4 @@ class RecomputeNotApplied(RecomputeRule):
             fix=fix,
             snippet=keys_snippet(needed["select_recompute"]) if needed.get("select_recompute") else "",
         )
-        return staked(finding, stake(ir, k, freed_by_recompute))
+        return staked(finding, stake(ir, k, freed_net_of_inputs))

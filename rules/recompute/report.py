@@ -18,6 +18,41 @@ def freed_by_recompute(ir: IRFile, k: int) -> int:
     return sum(bytes_at_stake(ir, n) for n in [k, *facts.blocking_chain(facts.backward_readers(k))])
 
 
+def inputs_kept_by_fix(ir: IRFile, k: int) -> list[tuple[int, int]]:
+    """The activations the copies of ``k`` and the ops blocking it would read and no backward op
+    keeps now, with their bytes: recomputing them makes backward keep those instead. An input that
+    is recomputed too is left out (the copies read its copy)."""
+    from irlint.accounts.memory import kept_of
+    from irlint.accounts.tensors import sources, tensor_type
+
+    facts = RecomputeFacts.of(ir)
+    segment = [k, *facts.blocking_chain(facts.backward_readers(k))]
+    inside = set(segment)
+    out: list[tuple[int, int]] = []
+    seen: set = set()
+    for n in segment:
+        for u in ir.producers(n):
+            if u in inside or ir[u]["kind"] != "cnode" or ir.copy_of(u):
+                continue
+            for t, via in sources(ir, u):
+                if t in seen or t.node in inside or ir.copy_of(t.node):
+                    continue
+                seen.add(t)
+                if any(kt.tensor == t for kt in kept_of(ir, t.node)):
+                    continue  # backward keeps it already
+                typ = tensor_type(ir, t, via)
+                if typ is not None and typ.nbytes:
+                    out.append((t.node, typ.nbytes))
+    return out
+
+
+def freed_net_of_inputs(ir: IRFile, k: int) -> int:
+    """``freed_by_recompute`` less ``inputs_kept_by_fix``: a view chain recomputed from a MatMul's
+    output keeps that output instead (on a real MindFormers Llama, wv's output Reshape and the
+    Transpose after it free 1 KiB a layer and keep wv's 1 KiB output: the recompile frees nothing)."""
+    return max(0, freed_by_recompute(ir, k) - sum(b for _, b in inputs_kept_by_fix(ir, k)))
+
+
 def where(ir: IRFile, k: int) -> str:
     """Where a node whose printed scope lost its place sits, for a message (lazy_inline prints most
     tagged forward ops as ``Default/SiLU-op0``); empty when the scope says it and the weights agree."""
