@@ -178,7 +178,7 @@ def layout_changes(f: Finding, cause: dict | None) -> list[dict]:
         cell = str(root.get("cell") or "")
         if root.get("device_matrix"):
             op = str(root.get("op") or "")
-            change = f"order the device axes of the Layout: {root['device_matrix']}, every layout(...) call unchanged"
+            change = _axis_order(root["device_matrix"])
             if root.get("in_strategy"):
                 how = "keeps its tuple" if root.get("keeps_tuple") else "is sharded with the tuple"
                 change += f"; {op} ({cell}) {how} {root['in_strategy']}"
@@ -190,7 +190,7 @@ def layout_changes(f: Finding, cause: dict | None) -> list[dict]:
         target = next((r for r in f.related if r.node == fix.get("node")), None)
         op = target.op if target else f.op
         if fix.get("device_matrix"):
-            change = f"order the device axes of the Layout: {fix['device_matrix']}, every layout(...) call unchanged"
+            change = _axis_order(fix["device_matrix"])
             if fix.get("in_strategy"):
                 change += f"; shard {op} with the tuple {fix['in_strategy']}"
         else:
@@ -198,6 +198,10 @@ def layout_changes(f: Finding, cause: dict | None) -> list[dict]:
             change = f"shard {op} with {expr.split(' of ')[-1]}: {expr}"
         out.append(_layout_row(f, "", op, change, fix, target.scope if target else f.scope))
     return out
+
+
+def _axis_order(device_matrix: str) -> str:
+    return f"order the device axes of the Layout: {device_matrix}, every layout(...) call unchanged"
 
 
 def _layout_row(f: Finding, cell: str, op: str, change: str, fix: dict, scope: str = "") -> dict:
@@ -371,17 +375,13 @@ def plan_text(plan: dict) -> str:
                 )
                 + "): key -> [chunk][stage] number of layers from each one's first"
             )
-            lines.append(
-                "  # select_recompute: {"
-                + ", ".join(f"'{k}': {v}" for k, v in rc["select_recompute_per_stage"].items())
-                + "}"
-            )
         elif rc.get("select_recompute_per_stage"):
             lines.append(
                 "  # or, per pipeline stage (layers "
                 + ", ".join(f"{s[0]}-{s[-1]}" for s in rc["stages"])
                 + "): key -> number of layers from each stage's first"
             )
+        if rc.get("select_recompute_per_stage"):
             lines.append(
                 "  # select_recompute: {"
                 + ", ".join(f"'{k}': {v}" for k, v in rc["select_recompute_per_stage"].items())
@@ -402,12 +402,13 @@ def plan_text(plan: dict) -> str:
             lines.append(f"#   {c['note']}")
     for row in plan.get("layouts") or ():
         what = f"{row['op']} made at " if row["op"] and row.get("source") else ""
-        lines.append(f"# Layout, in the model code ({what}{_where(row)}): {row['change']}")
+        lines.append(f"# Layout, in the model code ({what}{model_line(row)}): {row['change']}")
     for row in plan.get("by_hand") or ():
-        lines.append(f"# by hand, at {_where(row)}: {row['fix']} ({row['code']} {row['node']} {row['op']})")
+        lines.append(f"# by hand, at {model_line(row)}: {row['fix']} ({row['code']} {row['node']} {row['op']})")
     return "\n".join(lines)
 
 
-def _where(row: dict) -> str:
+def model_line(row: dict) -> str:
+    """Where a plan row's change is made: the model file:line, else the dump and the node."""
     src = row.get("source")
     return f"{src['path']}:{src['line']}" if src else f"{row['file']} {row['node']} {row['op']} (no source trace)"

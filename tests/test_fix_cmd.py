@@ -217,14 +217,21 @@ def _kept(folder) -> dict:
     return {layer["layer"]: layer["kept_bytes"] for layer in json.loads(result.stdout)["files"][0]["layers"]}
 
 
+def _one_round(tmp_path, round0, round1, exit_code=0):
+    """``irlint fix`` on a copy of round 0's config: the config round 1 was compiled with is exactly
+    what it writes. The config written and the run's result."""
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(round0 / "cfg.yaml", cfg)
+    result = run(cfg, round0)
+    assert result.exit_code == exit_code, result.stderr
+    assert cfg.read_bytes() == (round1 / "cfg.yaml").read_bytes()
+    return cfg, result
+
+
 def test_one_round_fixes_every_recompute_finding_and_frees_what_the_findings_priced(tmp_path):
     import json
 
-    cfg = tmp_path / "cfg.yaml"
-    shutil.copyfile(ROUND0 / "cfg.yaml", cfg)
-    assert run(cfg, ROUND0).exit_code == 0
-    # the config the generator read for round 1 is exactly what irlint fix writes
-    assert cfg.read_bytes() == (ROUND1 / "cfg.yaml").read_bytes()
+    _one_round(tmp_path, ROUND0, ROUND1)
     # one finding per occurrence: each prices its own layer
     lint0 = json.loads(
         CliRunner().invoke(irlint.cli.main, [str(ROUND0), "--format", "json", "-n", "--no-group"]).stdout
@@ -246,10 +253,7 @@ PP1 = TESTS / "fixtures" / "recompute" / "mf-pp2_dp2_mp2_irlint_fix_round1"
 def test_one_round_on_a_pipeline_and_the_per_stage_counts(tmp_path):
     import json
 
-    cfg = tmp_path / "cfg.yaml"
-    shutil.copyfile(PP0 / "cfg.yaml", cfg)
-    result = run(cfg, PP0)
-    assert result.exit_code == 0 and cfg.read_bytes() == (PP1 / "cfg.yaml").read_bytes()
+    _, result = _one_round(tmp_path, PP0, PP1)
     # every layer of both stages (0-3, 4-7) is blocked: the per-stage form covers all four of each
     assert "'feed_forward\\.w1\\.reshape': [4, 4]" in result.stderr
     grouped = json.loads(CliRunner().invoke(irlint.cli.main, [str(PP0), "--format", "json", "-n"]).stdout)
@@ -288,10 +292,7 @@ def _memory_json(folder) -> dict:
 
 
 def test_one_round_on_an_interleaved_pipeline_and_the_per_chunk_counts(tmp_path):
-    cfg = tmp_path / "cfg.yaml"
-    shutil.copyfile(IL0 / "cfg.yaml", cfg)
-    result = run(cfg, IL0)
-    assert result.exit_code == 0 and cfg.read_bytes() == (IL1 / "cfg.yaml").read_bytes()
+    _, result = _one_round(tmp_path, IL0, IL1)
     plan = _lint_json(IL0)["fix_plan"]["recompute"]
     # stage 0 holds layers 0-1 (chunk 0) and 4-5 (chunk 1), stage 1 layers 2-3 and 6-7: MindFormers'
     # [chunk][stage] form, each count from that chunk's first layer on the stage
@@ -390,10 +391,8 @@ def test_one_round_under_sequence_parallel_and_the_price_net_of_what_the_fix_kee
     round leaves no RC finding. w1's key also tags the AllGather chain that replaced w1's input
     Reshape; MindSpore recomputes it and keeps the AllGather's input (1,024 bytes per layer), so the
     SiLU's fix frees 2,048 - 1,024 bytes, and each layer 4,096 in all, what the findings price."""
-    cfg = tmp_path / "cfg.yaml"
-    shutil.copyfile(SP0 / "cfg.yaml", cfg)
-    run(cfg, SP0)  # exit 1: the batch-merge PC001 asks for runner_config.batch_size, printed only
-    assert cfg.read_bytes() == (SP1 / "cfg.yaml").read_bytes()
+    # exit 1: the batch-merge PC001 asks for runner_config.batch_size, printed only
+    _one_round(tmp_path, SP0, SP1, exit_code=1)
     lint0 = [f for f in _lint_json(SP0, "--no-group")["findings"] if f["code"].startswith("RC")]
     lint1 = [f for f in _lint_json(SP1)["findings"] if f["code"].startswith("RC")]
     assert lint1 == [] and len(lint0) == 6
@@ -432,10 +431,7 @@ QWEN1 = TESTS / "fixtures" / "recompute" / "mf-qwen3-dp2_mp4_irlint_fix_round1"
 def test_one_round_on_a_qwen3_mcore_compile_with_the_models_own_names(tmp_path):
     import json
 
-    cfg = tmp_path / "cfg.yaml"
-    shutil.copyfile(QWEN0 / "cfg.yaml", cfg)
-    result = run(cfg, QWEN0)
-    assert result.exit_code == 0 and cfg.read_bytes() == (QWEN1 / "cfg.yaml").read_bytes()
+    cfg, result = _one_round(tmp_path, QWEN0, QWEN1)
     # the one key added is built from the mcore cell that reads the weight, never a Llama name
     assert "select_recompute: ['mlp\\.mul', 'mlp\\.activation_func\\.silu', 'mlp\\.linear_fc2\\.reshape']" in (
         cfg.read_text()

@@ -212,6 +212,8 @@ def _replace(path: str, text: str) -> None:
 
 
 def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
+    from ..fixplan import model_line
+
     verb = "would add" if show_diff else "added"
     if edit.added:
         click.echo(f"{path}: {verb} to select_recompute: " + ", ".join(f"'{k}'" for k in edit.added), err=True)
@@ -230,23 +232,16 @@ def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
             err=True,
         )
     for s in plan["strategies"]:
-        src = s.get("source")
-        where = f"{src['path']}:{src['line']}" if src else f"{s['file']} (no source trace)"
         click.echo(
-            f"{where}: {s['shard']}   # {s['node']} {s['op']} ({s['scope']}): not written, change it in the model code",
+            f"{model_line(s)}: {s['shard']}   # {s['node']} {s['op']} ({s['scope']}): not written, change it in the model code",
             err=True,
         )
     for row in plan["layouts"]:
         click.echo(
-            f"{_where(row)}: {row['change']}   # {row['code']}: not written, change it in the model code", err=True
+            f"{model_line(row)}: {row['change']}   # {row['code']}: not written, change it in the model code", err=True
         )
     for row in plan["by_hand"]:
         click.echo(
-            f"{_where(row)}: {row['fix']}   # {row['code']} {row['node']} {row['op']}: not written, yours to do",
+            f"{model_line(row)}: {row['fix']}   # {row['code']} {row['node']} {row['op']}: not written, yours to do",
             err=True,
         )
-
-
-def _where(row: dict) -> str:
-    src = row.get("source")
-    return f"{src['path']}:{src['line']}" if src else f"{row['file']} (no source trace)"

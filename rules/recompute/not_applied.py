@@ -16,7 +16,6 @@ from .report import (
     RecomputeRule,
     backward_text,
     freed_by_recompute,
-    freed_net_of_inputs,
     how,
     inputs_kept_by_fix,
     nodes_text,
@@ -145,7 +144,7 @@ class RecomputeNotApplied(RecomputeRule):
             priced = fix_cost(ir, k, blocking or chain, needs)
             hint += folded_note(ir, blocking)
             moved = inputs_kept_by_fix(ir, k)
-            if moved and freed_by_recompute(ir, k) and not freed_net_of_inputs(ir, k):
+            if moved and not freed_by_recompute(ir, k):
                 hint += (
                     " Nothing is saved that way: the recomputed ops would make backward keep "
                     + ", ".join(f"{ir.describe(v)}'s output ({human_bytes(b)})" for v, b in moved)
@@ -190,4 +189,4 @@ class RecomputeNotApplied(RecomputeRule):
             fix=fix,
             snippet=keys_snippet(needed["select_recompute"]) if needed.get("select_recompute") else "",
         )
-        return staked(finding, stake(ir, k, freed_net_of_inputs))
+        return staked(finding, stake(ir, k, freed_by_recompute))

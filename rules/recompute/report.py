@@ -10,23 +10,40 @@ from irlint.rule import Rule
 from .evidence import RECOMPUTE_STAGES, RecomputeFacts, cell_path
 
 
+def _segment(ir: IRFile, k: int) -> list[int]:
+    """``k`` and the layout ops blocking its recompute: what its fix makes recomputed."""
+    facts = RecomputeFacts.of(ir)
+    return [k, *facts.blocking_chain(facts.backward_readers(k))]
+
+
 def freed_by_recompute(ir: IRFile, k: int) -> int:
     """Bytes that recomputing ``k`` together with the layout ops blocking it would free: what
     backward keeps of their outputs (the memory model gives a view's bytes to its source, so a
-    tensor counts once); the cost function of ``irlint.accounts.memory.stake`` for RC001 and RC002."""
-    facts = RecomputeFacts.of(ir)
-    return sum(bytes_at_stake(ir, n) for n in [k, *facts.blocking_chain(facts.backward_readers(k))])
+    tensor counts once) less ``inputs_kept_by_fix`` (a view chain recomputed from a MatMul's output
+    keeps that output instead: on a real MindFormers Llama, wv's output Reshape and the Transpose
+    after it free 1 KiB a layer and keep wv's 1 KiB output, and the recompile frees nothing); the
+    cost function of ``irlint.accounts.memory.stake`` for RC001 and RC002."""
+    kept = sum(bytes_at_stake(ir, n) for n in _segment(ir, k))
+    return max(0, kept - sum(b for _, b in inputs_kept_by_fix(ir, k)))
 
 
 def inputs_kept_by_fix(ir: IRFile, k: int) -> list[tuple[int, int]]:
     """The activations the copies of ``k`` and the ops blocking it would read and no backward op
     keeps now, with their bytes: recomputing them makes backward keep those instead. An input that
     is recomputed too is left out (the copies read its copy)."""
+    # asked by the price, by its layer peers' prices and by the hint: found once per node
+    memo: dict[int, list[tuple[int, int]]] = ir.__dict__.setdefault("_recompute_inputs_kept_by_fix", {})
+    found = memo.get(k)
+    if found is None:
+        found = memo[k] = _inputs_kept_by_fix(ir, k)
+    return found
+
+
+def _inputs_kept_by_fix(ir: IRFile, k: int) -> list[tuple[int, int]]:
     from irlint.accounts.memory import kept_of
     from irlint.accounts.tensors import sources, tensor_type
 
-    facts = RecomputeFacts.of(ir)
-    segment = [k, *facts.blocking_chain(facts.backward_readers(k))]
+    segment = _segment(ir, k)
     inside = set(segment)
     out: list[tuple[int, int]] = []
     seen: set = set()
@@ -44,13 +61,6 @@ def inputs_kept_by_fix(ir: IRFile, k: int) -> list[tuple[int, int]]:
                 if typ is not None and typ.nbytes:
                     out.append((t.node, typ.nbytes))
     return out
-
-
-def freed_net_of_inputs(ir: IRFile, k: int) -> int:
-    """``freed_by_recompute`` less ``inputs_kept_by_fix``: a view chain recomputed from a MatMul's
-    output keeps that output instead (on a real MindFormers Llama, wv's output Reshape and the
-    Transpose after it free 1 KiB a layer and keep wv's 1 KiB output: the recompile frees nothing)."""
-    return max(0, freed_by_recompute(ir, k) - sum(b for _, b in inputs_kept_by_fix(ir, k)))
 
 
 def where(ir: IRFile, k: int) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS
+from irlint.findings import Finding, WastedBytes
 from irlint.model import IRFile
 from irlint.read.values import TensorType
 
@@ -111,3 +112,12 @@ ELEMENTWISE_OPS = frozenset(
 # ops without a strategy that hand their input's layout on (a forward_op AllReduce completes a
 # row-parallel MatMul's partial sums; the layout is the MatMul's)
 LAYOUT_KEEPING_OPS = frozenset({"AllReduce", "Cast", "Depend", "Load", "_VirtualDiv", "RealDiv", "TupleGetItem"})
+
+
+def waste_finding(rule, ir: IRFile, anchor: int, message: str, extra: dict, **fields) -> Finding:
+    """A redistribution finding whose wasted bytes are ``extra["waste"]``, with the shard() lines of
+    ``extra["fix"]`` to paste when that is an in_strategy."""
+    from irlint.rule import strategy_snippet
+
+    found = rule.finding(ir, anchor, message, extra=extra, wasted=[WastedBytes(**w) for w in extra["waste"]], **fields)
+    return found.with_(snippet=strategy_snippet(found.related, extra.get("fix")))

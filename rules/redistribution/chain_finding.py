@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, WastedBytes, scope_path
+from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
-from irlint.rule import Rule, strategy_snippet
+from irlint.rule import Rule
 from irlint.units import spans
 
-from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain
+from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain, waste_finding
 from .discovery import backward_index, backward_transpose, end_note, near_experts, readers, strategy_source
 from .fix_search import best_fix, hint_for
 from .layouts import (
@@ -193,20 +193,19 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
     ops = "->".join(dict.fromkeys(ir[k]["op"] for k in chain.nodes if ir[k]["op"] in MOVING_OPS)) or "re-layout"
     cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
     short = _short_fix(ir, fixed_op if moved_blocks is not None else fix[0] if fix else None, extra.get("fix"))
-    found = rule.finding(
+    return waste_finding(
+        rule,
         ir,
         anchor,
         message,
+        extra,
         hint=hint,
         related=related,
         identity=identity,
-        extra=extra,
         cause=cause,
         fix=short,
         waste_kinds=kinds,
-        wasted=[WastedBytes(**w) for w in extra["waste"]],
     )
-    return found.with_(snippet=strategy_snippet(found.related, extra.get("fix")))
 
 
 def _trading(moved: Permutation, chain: Chain) -> str:

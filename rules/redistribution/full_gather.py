@@ -10,12 +10,12 @@ from math import prod
 from typing import Any
 
 from irlint.accounts.received import GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, WastedBytes, scope_path
+from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
-from irlint.rule import Rule, strategy_snippet
+from irlint.rule import Rule
 
-from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain
+from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, waste_finding
 from .discovery import backward_index, backward_transpose, collect_chain, end_note, is_weight, touches_backward
 from .fix_search import all_reduce_note, row_parallel
 from .layouts import output_layout, strategy, transposes
@@ -250,23 +250,22 @@ subgraph @main() {
                 if ir[k]["op"] in MOVING_OPS
             ],
         }
-        found = self.finding(
+        return waste_finding(
+            self,
             ir,
             anchor,
             message,
+            extra,
             hint=hint,
             related=related,
             identity=identity,
-            extra=extra,
             cause=(
                 f"column-parallel {short_who(ir, matmul)} has {len(gathers)} "
                 f"activation{'s' if len(gathers) != 1 else ''} gathered whole on every rank"
             ),
             fix=f"row-parallel in_strategy {fmt(new)}",
             waste_kinds=["full-gather"],
-            wasted=[WastedBytes(**w) for w in extra["waste"]],
         )
-        return found.with_(snippet=strategy_snippet(found.related, extra["fix"]))
 
 
 def _full_gather(ir: IRFile, chain: Chain) -> FullGather | None:

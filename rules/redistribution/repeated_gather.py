@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from irlint.accounts.received import GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, WastedBytes, scope_path
+from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.rule import Rule
 
-from .chain import Chain
+from .chain import Chain, waste_finding
 from .discovery import end_note
 from .fix_search import hint_for
 from .layouts import strategy
@@ -77,16 +77,16 @@ def repeated_gathers(rule: Rule, ir: IRFile, chains: list[Chain]) -> Iterator[Fi
             "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
             "producer_strategy": fmt(strategy(ir, same[0].producer)),
         }
-        yield rule.finding(
+        yield waste_finding(
+            rule,
             ir,
             gathers[1],
             message,
+            extra,
             hint=hint,
             related=related,
             identity=identity,
-            extra=extra,
             cause=f"one output gathered {len(gathers)} times by identical {op}s",
             fix="one gather for every consumer",
             waste_kinds=["repeated-gather"],
-            wasted=[WastedBytes(**w) for w in extra["waste"]],
         )

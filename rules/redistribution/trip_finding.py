@@ -7,11 +7,11 @@ from math import prod
 from typing import Any
 
 from irlint.accounts.received import ALLTOALL_OPS, received_bytes, share, step_received_bytes, waste_entry
-from irlint.findings import Finding, WastedBytes, scope_path
+from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
-from irlint.rule import Rule, strategy_snippet
+from irlint.rule import Rule
 
-from .chain import MOVING_OPS, QUIET_IN_RELATED
+from .chain import MOVING_OPS, QUIET_IN_RELATED, waste_finding
 from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, end_note, strategy_source
 from .fix_search import all_reduce_note, reading_as_produced
@@ -119,20 +119,19 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         extra["region"] = [ir[k]["id"] for k in trip.region]
     if also:
         extra["also_fix"] = [{"node": ir[k]["id"], "in_strategy": fmt(new), **fix_source(ir, k)} for k, new in also]
-    found = rule.finding(
+    return waste_finding(
+        rule,
         ir,
         anchor,
         message,
+        extra,
         hint=hint,
         related=related,
         identity=identity,
-        extra=extra,
         cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
         fix=f"in_strategy {fmt(trip.fix)}",
         waste_kinds=[kind],
-        wasted=[WastedBytes(**w) for w in extra["waste"]],
     )
-    return found.with_(snippet=strategy_snippet(found.related, extra["fix"]))
 
 
 def _given(ir: IRFile, key: int) -> bool:
