@@ -13,6 +13,7 @@ from irlint.rules.recompute import downcast, evidence, feed_forward, keys
 
 import irlint.cli
 from irlint.accounts.memory import bytes_at_stake
+from irlint.fixplan import fix_plan
 from irlint.read.reader import read_ir
 from irlint.rule import load_rules
 from irlint.runner.engine import lint
@@ -738,14 +739,23 @@ def test_rc001_prices_net_of_the_inputs_its_fix_makes_backward_keep():
     """Real MindFormers Llama compiles, each priced against its recompile. wv's output Reshape tagged
     (`attention\\.wv\\.reshape`), kept through a Transpose: recomputing both would keep wv's MatMul
     output instead, and the recompile with `attention\\.transpose` keeps the same 62.0 KiB. So the
-    finding is priced at 0 and says why. The merge-heads case: the findings of one run sum to what
-    the recompile with `attention\\.reshape` frees (1 KiB a layer; 2 KiB a layer before, counted twice)."""
+    finding saves nothing: info, no key (the run's fix plan is empty), and it says why. The merge-heads
+    case: the findings of one run sum to what the recompile with `attention\\.reshape` frees (1 KiB a
+    layer; 2 KiB a layer before, counted twice), and its Transpose, whose fix alone would keep the
+    BatchMatMul's output instead, is info beside the BatchMatMul's finding that carries the key."""
     here = TESTS / "fixtures" / "recompute"
-    (wv,) = [f for f in lint([str(here / "mf-dp2_mp4_rcast_dropped")], quiet_config()).findings if f.code == "RC001"]
-    assert wv.op == "Reshape" and not wv.bytes_at_stake
-    assert "Nothing is saved that way" in wv.hint and "MatMul's output (1.00 KiB)" in wv.hint
+    report = lint([str(here / "mf-dp2_mp4_rcast_dropped")], quiet_config())
+    (wv,) = [f for f in report.findings if f.code == "RC001"]
+    assert wv.op == "Reshape" and wv.severity == "info" and not wv.bytes_at_stake and not wv.fix
+    assert wv.hint.startswith("No key to add") and "MatMul's output (1.00 KiB)" in wv.hint
+    assert fix_plan(report.findings)["recompute"]["select_recompute"] == []
     found = lint([str(here / "mf-dp2_mp4_select_irlint_keys")], quiet_config()).findings
     before = _kept_by_layer(here / "mf-dp2_mp4_select_irlint_keys")
     after = _kept_by_layer(here / "mf-dp2_mp4_select_irlint_keys_folded")
     freed = sum(before[layer] - after[layer] for layer in before)
     assert freed == 2048 and sum(f.bytes_at_stake or 0 for f in found if f.code == "RC001") == freed
+    assert sorted((f.op, f.severity) for f in found if f.code == "RC001") == [
+        ("BatchMatMul", "warning"),
+        ("Transpose", "info"),
+    ]
+    assert fix_plan(found)["recompute"]["select_recompute"] == [r"attention\.reshape"]

@@ -72,7 +72,9 @@ class RecomputeNotApplied(RecomputeRule):
     How to fix:
     Recompute the blocking ops between the op and its backward reader too (the finding names
     them and the hint gives the select_recompute keys), or, for a one-op cell, put the recompute
-    on the primitive inside the cell.
+    on the primitive inside the cell. Where recomputing the chain would make backward keep its
+    input instead, as large (wv's output Reshape and the Transpose after it, read from wv's MatMul
+    output), nothing is saved: the finding is info, with no key, and the run's fix plan adds none.
 
     Example:
     ``%33 = PrimFunc_BatchMatMul(%27, %32, ...) {instance name: bmm2} ... cnode_attrs: {recompute:
@@ -108,7 +110,8 @@ class RecomputeNotApplied(RecomputeRule):
         d = ir[k]
         chain = list(dict.fromkeys(v for r in readers for v in r.chain))
         blocking = facts.blocking_chain(readers)
-        needed = {}
+        needed: dict = {}
+        severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
             cell = cell_text(facts.recompute_cell(k), d.get("scope", ""))
@@ -129,34 +132,46 @@ class RecomputeNotApplied(RecomputeRule):
             priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
-            # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
-            slices = [v for v in blocking if is_inserted_slice(ir[v])]
-            needs = blocking_keys(ir, [v for v in blocking if v not in slices])
             ops = ", ".join(dict.fromkeys(ir[v]["op"] for v in (blocking or chain)))
-            short = f"kept for backward by non-recomputed {ops}"
-            hint = "Recompute the blocking op(s) between it and the backward reader as well"
-            said = keys_hint(needs)
-            hint += (": " + said) if said else ""
-            hint += "."
-            keys = [n.key for n in needs if n.key and n.needed]
-            needed = {"select_recompute": keys, **fix_extra(ir, k, needs)}
-            fix = short_fix(keys)
-            priced = fix_cost(ir, k, blocking or chain, needs)
-            hint += folded_note(ir, blocking)
             moved = inputs_kept_by_fix(ir, k)
             if moved and not freed_by_recompute(ir, k):
-                hint += (
-                    " Nothing is saved that way: the recomputed ops would make backward keep "
+                # a view chain whose recompute would keep its input instead (a real MindFormers
+                # recompile with the key kept the same bytes): no key to add, worth knowing of only
+                severity, impact = "info", "none"
+                inputs = ", ".join(dict.fromkeys(ir[v]["op"] for v, _ in moved))
+                short = (
+                    f"kept for backward by non-recomputed {ops}; recomputing them would keep {inputs}'s output instead"
+                )
+                fix, priced = "", None
+                hint = (
+                    f"No key to add: recomputing {nodes_text(ir, blocking or chain)} as well would make backward keep "
                     + ", ".join(f"{ir.describe(v)}'s output ({human_bytes(b)})" for v, b in moved)
-                    + " instead, as large as what they free; the request on "
-                    + f"{ir.describe(k)} saves no memory here."
+                    + f" instead, as large as what they free; the request on {ir.describe(k)} saves no memory here."
                 )
-            if slices:
-                hint += (
-                    f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
-                    f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
-                    f"of the op it feeds, whose key recomputes it too."
-                )
+                asked = [v for v, _ in moved if facts.request(v) is not None and not facts.applied(v)]
+                if asked:  # that input's own finding recomputes the chain with it
+                    hint += (
+                        f" {nodes_text(ir, asked)} is asked to recompute too: its own finding's keys free this chain."
+                    )
+            else:
+                # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
+                slices = [v for v in blocking if is_inserted_slice(ir[v])]
+                needs = blocking_keys(ir, [v for v in blocking if v not in slices])
+                short = f"kept for backward by non-recomputed {ops}"
+                said = keys_hint(needs)
+                hint = "Recompute the blocking op(s) between it and the backward reader as well"
+                hint += (": " + said if said else "") + "."
+                keys = [n.key for n in needs if n.key and n.needed]
+                needed = {"select_recompute": keys, **fix_extra(ir, k, needs)}
+                fix = short_fix(keys)
+                priced = fix_cost(ir, k, blocking or chain, needs)
+                hint += folded_note(ir, blocking)
+                if slices:
+                    hint += (
+                        f" {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
+                        f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
+                        f"of the op it feeds, whose key recomputes it too."
+                    )
         else:
             cause = f"{reader_text} reads it directly, yet the pass made no copy"
             short, fix = "no recomputed copy, backward keeps it", "see the compile log"
@@ -184,9 +199,12 @@ class RecomputeNotApplied(RecomputeRule):
             hint=hint,
             related=related,
             identity=(d["op"], place_path(ir, k)),
-            extra={"request": req, "impact": "memory", "blocking": [ir[v].get("id", "") for v in blocking], **needed},
+            severity=severity,
+            extra={"request": req, "impact": impact, "blocking": [ir[v].get("id", "") for v in blocking], **needed},
             cause=short,
             fix=fix,
             snippet=keys_snippet(needed["select_recompute"]) if needed.get("select_recompute") else "",
         )
+        if impact == "none":
+            return finding  # nothing at stake: no bytes to state
         return staked(finding, stake(ir, k, freed_by_recompute))
