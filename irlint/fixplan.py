@@ -220,7 +220,7 @@ def _layout_row(f: Finding, cell: str, op: str, change: str, fix: dict, scope: s
 
 
 def _by_hand(f: Finding) -> dict:
-    return {
+    row: dict = {
         "code": f.code,
         "file": f.file,
         "node": f.node,
@@ -231,6 +231,10 @@ def _by_hand(f: Finding) -> dict:
         "source": _source(f),
         "findings": [],
     }
+    drop = dict(f.extra).get("drop_select_recompute")
+    if drop:  # a key to take out, as the dump names the op: irlint fix names the user's own
+        row["drop_select_recompute"] = list(drop)
+    return row
 
 
 def _source(f: Finding) -> dict | None:

@@ -71,6 +71,26 @@ def covering(key: str, patterns) -> str | None:
     return None
 
 
+def select_keys(text: str) -> list[str]:
+    """The user's select_recompute keys (list or dict form); none for True, False or no setting."""
+    current = load(text)["recompute_config"].get("select_recompute")
+    if hasattr(current, "keys"):
+        return [str(k) for k in current.keys()]
+    return [str(k) for k in current] if isinstance(current, list) else []
+
+
+def keys_to_drop(key: str, patterns: list[str]) -> list[str]:
+    """The user's patterns that a fix taking out ``key`` (the op's cell path as the dump prints
+    it) means: the one matching that path, else those of the same cell. A tagged primitive can
+    print another instance's name: MindFormers' RMSNorm down-cast tagged by 'attention_norm\\.rcast'
+    prints as 'cast' when its two Casts are one primitive."""
+    have = covering(key, patterns)
+    if have is not None:
+        return [have]
+    cell = key.rpartition("\\.")[0]
+    return [p for p in patterns if cell and p.rpartition("\\.")[0] == cell]
+
+
 def apply_plan(text: str, recompute: dict) -> Edit:
     """``text`` with the plan's keys (``fix_plan()["recompute"]``) added to its select_recompute."""
     doc = load(text)

@@ -132,6 +132,28 @@ def test_model_code_changes_are_printed_with_the_model_line_not_written(tmp_path
     assert printed in result.stderr
 
 
+def test_a_key_to_drop_is_named_as_the_user_wrote_it(tmp_path):
+    """MindFormers' RMSNorm down-cast, tagged by the user's 'attention_norm\\.rcast', prints as
+    `cast` (its two Casts are one primitive): RC003 asks to drop 'attention_norm\\.cast', a key the
+    config does not hold. irlint fix names the user's key instead, and the real recompile without
+    it (the `_dropped` fixture: the same config less that key) has no RC003."""
+    here = TESTS / "fixtures" / "recompute"
+    path = tmp_path / "cfg.yaml"
+    shutil.copyfile(here / "mf-dp2_mp4_rcast_recomputed" / "cfg.yaml", path)
+    before = path.read_bytes()
+    result = run(path, here / "mf-dp2_mp4_rcast_recomputed")
+    assert result.exit_code == 1 and path.read_bytes() == before  # a key to take out: by hand
+    (line,) = [ln for ln in result.stderr.splitlines() if "RC003" in ln]
+    assert (
+        "select_recompute - 'attention_norm\\.rcast'" in line
+        and "the dump names the op 'attention_norm\\.cast'" in line
+    )
+    dropped = (here / "mf-dp2_mp4_rcast_dropped" / "cfg.yaml").read_text(encoding="utf-8")
+    assert dropped == before.decode().replace(" 'attention_norm\\.rcast',", "")
+    lint = CliRunner().invoke(irlint.cli.main, [str(here / "mf-dp2_mp4_rcast_dropped"), "--format", "concise", "-n"])
+    assert "RC003" not in lint.stdout
+
+
 # --- bad input: clear message, exit 2, nothing written ----------------------------------------------
 
 

@@ -36,14 +36,15 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
     file in its folder, renamed over it, its mode kept); never through a symbolic link, never when
     it does not parse. Config keys the plan names (a model option, parallel.enable_alltoall)
     are set where the config has them. Strategy and Layout changes are printed with the model
-    file:line, as is every other fix the plan holds but no YAML can (by hand).
+    file:line, as is every other fix the plan holds but no YAML can (by hand); a key to take out is
+    named as your config writes it.
 
     Exit codes: 0 nothing left to do by hand (with --diff: no change), 1 a change was shown
     (--diff) or something is left (strategy or Layout changes, ops no key can tag, fixes by hand), 2 unusable input
     (nothing written).
     """
     from ..fixplan import fix_plan
-    from ..mfyaml import YamlError, apply_plan
+    from ..mfyaml import YamlError, apply_plan, select_keys
     from ..runner.config import ConfigError
     from ..runner.discover import InputError
 
@@ -81,7 +82,7 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
             )
     elif changed:
         _replace(config_yaml, edit.text)
-    _say(config_yaml, edit, plan, changed, show_diff)
+    _say(config_yaml, edit, plan, changed, show_diff, select_keys(text))
     for line in settings:
         click.echo(f"{config_yaml}: {'would set' if show_diff else 'set'} {line}", err=True)
     for line in by_hand:
@@ -211,8 +212,9 @@ def _replace(path: str, text: str) -> None:
         fail(f"{path}: cannot replace it: {exc.strerror or exc}")
 
 
-def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
+def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool, user_keys: list[str]) -> None:
     from ..fixplan import model_line
+    from ..mfyaml import keys_to_drop
 
     verb = "would add" if show_diff else "added"
     if edit.added:
@@ -241,7 +243,13 @@ def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
             f"{model_line(row)}: {row['change']}   # {row['code']}: not written, change it in the model code", err=True
         )
     for row in plan["by_hand"]:
+        fix, why = row["fix"], ""
+        for key in row.get("drop_select_recompute") or ():
+            mine = keys_to_drop(key, user_keys)
+            if mine and mine != [key]:  # the dump prints the op under another name than the user's key
+                fix = "select_recompute - " + " or ".join(f"'{k}'" for k in mine)
+                why = f" ({'your key' if len(mine) == 1 else 'one of your keys'} that tags it; the dump names the op '{key}')"
         click.echo(
-            f"{model_line(row)}: {row['fix']}   # {row['code']} {row['node']} {row['op']}: not written, yours to do",
+            f"{model_line(row)}: {fix}   # {row['code']} {row['node']} {row['op']}{why}: not written, yours to do",
             err=True,
         )

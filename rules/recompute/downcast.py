@@ -138,6 +138,11 @@ class RecomputeDowncast(RecomputeRule):
                 cause=cause,
                 fix=short_fix([key], "drop") if key else "recompute the up-cast instead",
                 identity=(d["op"], place_path(ir, k), down.src, down.dst),
-                extra={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)},
+                extra={
+                    "src_dtype": down.src,
+                    "dst_dtype": down.dst,
+                    "applied": facts.applied(k),
+                    **({"drop_select_recompute": [key]} if key else {}),
+                },
             )
             yield staked(finding, stake(ir, k, downcast_cost))
