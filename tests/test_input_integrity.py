@@ -91,6 +91,17 @@ def test_every_control_byte_position_in_a_record_is_reported(tmp_path):
                     ), (j, k, byte)
 
 
+def test_a_control_byte_in_any_piece_of_a_block_is_found(tmp_path, monkeypatch):
+    # the scanner tests a block for control bytes piece by piece: one far past the first piece counts
+    import irlint.read.scanner
+
+    monkeypatch.setattr(irlint.read.scanner, "_CONTROL_TEST_BYTES", 7)
+    lines = list(_LINES)
+    lines[_AT] = lines[_AT].replace(b"PrimFunc_Reshape", b"PrimFunc_Re\x1bhape")
+    ir = _read_with(tmp_path, lines)
+    assert [(d.line, d.code) for d in ir.diagnostics if d.line == _AT + 1] == [(_AT + 1, D.BAD_RECORD)]
+
+
 def test_tabs_and_control_bytes_in_source_traces_are_not_damage(tmp_path):
     lines = list(_LINES)
     lines[_AT] = lines[_AT].replace(b"(%6, (", b"(%6,\t(") + b"\t"

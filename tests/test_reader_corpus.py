@@ -75,7 +75,6 @@ def test_block_boundaries_do_not_change_what_is_read(tmp_path, monkeypatch, name
     path = tmp_path / "21_validate_0076.ir"
     path.write_bytes(data)
     whole = read_ir(str(path))
-    monkeypatch.setattr(irlint.read.scanner, "WHOLE_FILE_BYTES", 0)  # blocks even for a small file
     monkeypatch.setattr(irlint.read.scanner, "BLOCK_BYTES", 61)
     small = read_ir(str(path))
     assert _model(small) == _model(whole)
@@ -98,7 +97,6 @@ def test_block_boundaries_with_bad_and_good_utf8(tmp_path, monkeypatch):
     path.write_bytes(b"".join(lines))
     whole = _model(read_ir(str(path)))
     assert [(d["line"], d["kind"]) for d in whole[2]] == [(scopes[2] + 1, "invalid-utf8")]
-    monkeypatch.setattr(irlint.read.scanner, "WHOLE_FILE_BYTES", 0)
     for size in (61, 4096):
         monkeypatch.setattr(irlint.read.scanner, "BLOCK_BYTES", size)
         assert _model(read_ir(str(path))) == whole
@@ -202,16 +200,3 @@ def test_type_lines_read_entry_by_entry_equal_the_whole_line_parse(root):
             flat += 1
             assert repr(fast) == repr(record._parse_type_line(body)), body
     assert flat > 1000  # nearly every type line is flat
-
-
-@pytest.mark.parametrize("off_by", [-10, 10])
-def test_a_file_whose_size_changed_while_read_is_read_in_blocks(tmp_path, monkeypatch, off_by):
-    # a file up to WHOLE_FILE_BYTES is read at once when it holds the size its stat gave; one that
-    # grew or shrank meanwhile (a dump still being written) is read again from its start, in blocks
-    import irlint.read.scanner
-
-    path = FIXTURES / "llama-cast/21_validate_0076.ir"
-    whole = _model(read_ir(str(path)))
-    size = path.stat().st_size
-    monkeypatch.setattr(irlint.read.scanner, "_file_size", lambda f: size + off_by)
-    assert _model(read_ir(str(path))) == whole

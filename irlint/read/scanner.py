@@ -16,10 +16,8 @@ parse. Otherwise its lines are handed over one by one.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import BinaryIO, final
@@ -28,7 +26,6 @@ from typing import BinaryIO, final
 # large block slows a one-file lint), and the block stays in the CPU's cache for the regex.
 BLOCK_BYTES = 256 * 1024
 RECORDS = True  # hand over whole node records (tests compare with line by line)
-WHOLE_FILE_BYTES = 64 * 1024 * 1024  # a file up to this size is read at once (it is held while read anyway)
 RECORD_LIMIT = 4 * 1024 * 1024  # a record this long goes line by line (the reader skips such lines)
 
 _TRACE_LINE = rb"(?:      # In file |      # Corresponding |# In file )[^\n]*\n"
@@ -103,20 +100,6 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[Item]:
     other run of trace lines and ``(line number, byte offset, line without its newline)`` for each
     other line. Any line length works: a block grows until it holds a whole line."""
     block_bytes = block_bytes or BLOCK_BYTES
-    size = _file_size(f)
-    if 0 < size <= WHOLE_FILE_BYTES:
-        # one read, one pass of the regex: blocks cost more in a fresh process (a page fault per
-        # 4 KiB of each copy the control-byte test makes, the regex restarted per block)
-        data = f.read(size + 1)
-        if len(data) == size and not f.read(1):
-            cut = data.rfind(b"\n") + 1
-            lineno = yield from _block(data, cut, 0, 0, size, _is_utf8(data, cut))
-            if cut < size:  # a last line without its newline
-                yield from _block(
-                    data[cut:] + b"\n", size - cut + 1, cut, lineno, size, _is_utf8(data[cut:], size - cut)
-                )
-            return
-        f.seek(0)  # the file changed size while read: read it as any stream
     lineno = 0
     offset = 0  # file offset of buf[0]
     # One buffer for every block (fresh blocks cost a page fault per 4 KiB); an unfinished line
@@ -147,81 +130,64 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[Item]:
                 keep = filled
                 continue
             data_end = offset + filled
-        lineno = yield from _block(buf, cut, offset, lineno, data_end, _is_utf8(buf, cut))
+        valid_utf8 = _is_utf8(buf, cut)
+        strict = _has_control_byte(buf, cut)
+        if valid_utf8 and RECORDS and buf.find(b"\r", 0, cut) < 0:
+            pattern, run_group, line_group, control_group = _pattern(True, strict), _RUN, _LINE, _CONTROL
+        else:  # lines one by one, so that the reader reports each bad one
+            pattern, run_group, line_group, control_group = _pattern(False, strict), 1, 2, 3
+        for m in pattern.finditer(buf, 0, cut):
+            kind = m.lastindex
+            if kind == line_group:
+                lineno += 1
+                yield lineno, offset + m.start(), m.group(kind)
+                continue
+            if kind == control_group:
+                lineno += 1
+                yield ControlLine((lineno, offset + m.start(), m.group(kind)))
+                continue
+            if kind == run_group:
+                start, end = m.span()
+                n = buf.count(b"\n", start, end)
+                stop = min(offset + end, data_end)
+                yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else bytes(buf[start:end]))
+                lineno += n
+                continue
+            # a node record: the last group that took part is its (maybe empty) trace run
+            node, types, scope = m.group(1, 2, 3)
+            start, head_end, end = m.start(), m.start(4), m.end()
+            # an unbalanced node line continues on the next lines, unless a type line follows it
+            # (then, line by line, the record would end there too)
+            plain = head_end - start < RECORD_LIMIT and (
+                types or node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]")
+            )
+            if plain:
+                head_last = lineno + 1 + types.count(b"\n") + (scope is not None)
+            else:
+                head_last = lineno + buf.count(b"\n", start, head_end)
+                yield from _lines(buf, start, head_end, lineno, offset)
+            n = buf.count(b"\n", head_end, end) if end > head_end else 0
+            stop = min(offset + end, data_end)
+            if plain:
+                yield NodeRecord(
+                    (
+                        lineno + 1,
+                        offset + start,
+                        node,
+                        types,
+                        scope,
+                        head_last + 1,
+                        offset + head_end if n else -1,
+                        stop if n else 0,
+                        head_last + n,
+                    )
+                )
+            elif n:
+                yield TraceRun(head_last + 1, offset + head_end, stop, n, b"")
+            lineno = head_last + n
         offset += cut
         keep = filled - cut
         buf[:keep] = buf[cut:filled]
-
-
-def _file_size(f: BinaryIO) -> int:
-    """The size of a regular file read from its start; 0 for anything else (a pipe, a stream)."""
-    try:
-        st = os.fstat(f.fileno())
-        return st.st_size if stat.S_ISREG(st.st_mode) and f.tell() == 0 else 0
-    except (OSError, AttributeError, ValueError):  # io.BytesIO has no file number
-        return 0
-
-
-def _block(
-    buf: bytes | bytearray, cut: int, offset: int, lineno: int, data_end: int, valid_utf8: bool
-) -> Generator[Item, None, int]:
-    """The items of ``buf[:cut]`` (whole lines at file offset ``offset``, after line ``lineno``);
-    returns the number of the block's last line."""
-    strict = _has_control_byte(buf, cut)
-    if valid_utf8 and RECORDS and buf.find(b"\r", 0, cut) < 0:
-        pattern, run_group, line_group, control_group = _pattern(True, strict), _RUN, _LINE, _CONTROL
-    else:  # lines one by one, so that the reader reports each bad one
-        pattern, run_group, line_group, control_group = _pattern(False, strict), 1, 2, 3
-    for m in pattern.finditer(buf, 0, cut):
-        kind = m.lastindex
-        if kind == line_group:
-            lineno += 1
-            yield lineno, offset + m.start(), m.group(kind)
-            continue
-        if kind == control_group:
-            lineno += 1
-            yield ControlLine((lineno, offset + m.start(), m.group(kind)))
-            continue
-        if kind == run_group:
-            start, end = m.span()
-            n = buf.count(b"\n", start, end)
-            stop = min(offset + end, data_end)
-            yield TraceRun(lineno + 1, offset + start, stop, n, b"" if valid_utf8 else bytes(buf[start:end]))
-            lineno += n
-            continue
-        # a node record: the last group that took part is its (maybe empty) trace run
-        node, types, scope = m.group(1, 2, 3)
-        start, head_end, end = m.start(), m.start(4), m.end()
-        # an unbalanced node line continues on the next lines, unless a type line follows it
-        # (then, line by line, the record would end there too)
-        plain = head_end - start < RECORD_LIMIT and (
-            types or node.count(b"(") == node.count(b")") and node.count(b"[") == node.count(b"]")
-        )
-        if plain:
-            head_last = lineno + 1 + types.count(b"\n") + (scope is not None)
-        else:
-            head_last = lineno + buf.count(b"\n", start, head_end)
-            yield from _lines(buf, start, head_end, lineno, offset)
-        n = buf.count(b"\n", head_end, end) if end > head_end else 0
-        stop = min(offset + end, data_end)
-        if plain:
-            yield NodeRecord(
-                (
-                    lineno + 1,
-                    offset + start,
-                    node,
-                    types,
-                    scope,
-                    head_last + 1,
-                    offset + head_end if n else -1,
-                    stop if n else 0,
-                    head_last + n,
-                )
-            )
-        elif n:
-            yield TraceRun(head_last + 1, offset + head_end, stop, n, b"")
-        lineno = head_last + n
-    return lineno
 
 
 def _lines(buf: bytes | bytearray, start: int, end: int, lineno: int, offset: int) -> Iterator[tuple[int, int, bytes]]:
@@ -233,8 +199,9 @@ def _lines(buf: bytes | bytearray, start: int, end: int, lineno: int, offset: in
         pos = nl + 1
 
 
-def _has_control_byte(buf: bytes | bytearray, end: int) -> bool:
-    # in pieces: a piece's copies then reuse freed memory (one large copy costs a page fault per 4 KiB)
+def _has_control_byte(buf: bytearray, end: int) -> bool:
+    # in pieces: each piece's two copies then reuse the memory the last one freed (a block-sized
+    # copy costs a page fault per 4 KiB, a third of the scan of a fresh process)
     step = _CONTROL_TEST_BYTES
     for start in range(0, end, step):
         piece = buf[start : min(start + step, end)]
@@ -243,7 +210,7 @@ def _has_control_byte(buf: bytes | bytearray, end: int) -> bool:
     return False
 
 
-def _is_utf8(buf: bytes | bytearray, end: int) -> bool:
+def _is_utf8(buf: bytearray, end: int) -> bool:
     if buf.isascii():  # the whole buffer, in C (what lies past end is the rest of earlier blocks)
         return True
     try:
