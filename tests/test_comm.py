@@ -228,7 +228,7 @@ def test_mindformers_moe_account_alltoall_scheme_and_router_waste():
 
 
 def test_comm_html_page_states_the_headline_share_of_waste_and_the_tables(tmp_path):
-    from irlint.cli.comm import headline
+    from irlint.reporters.account_lines import comm_headline as headline
 
     case = CORPUS / "par-mismatch-ffn_mul_disagrees_8ranks"
     files = json.loads(run(case, "--format", "json").output)["files"]

@@ -47,7 +47,7 @@ from .received import (  # noqa: F401
     variable_size,
     waste_entry,
 )
-from .recompute_comm import Rerun, by_key, original_of, recomputed_cell, reruns
+from .recompute_comm import Rerun, asked_by, by_key, original_of, recomputed_cell
 
 # The stage files whose graph is final for the accounting, best first: the files the PC rules read.
 COMM_STAGES = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
@@ -296,3 +296,15 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
 
 def _kind_rank(kind: str) -> int:
     return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+
+
+def reruns(ir: IRFile, collectives: list[Collective]) -> list[Rerun]:
+    """The collectives of the account that are recompute copies, each with the key that asked."""
+    out = []
+    for c in collectives:
+        if not c.backward or not ir.is_recompute_copy(c.node):
+            continue
+        original = original_of(ir, c.node)
+        key, via = asked_by(ir, original if original is not None else c.node)
+        out.append(Rerun(c.node, original, key, via, c.layer, c.kind, c.received_bytes or 0))
+    return out

@@ -21,12 +21,8 @@ already part of the account's backward bytes, not added again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..model import IRFile, primal_attr
-
-if TYPE_CHECKING:
-    from .comm import Collective
 
 # ops between a recompute_comm_op primitive and the communication inserted for its output
 _BETWEEN = frozenset(
@@ -58,18 +54,6 @@ class Rerun:
     layer: str
     kind: str
     received_bytes: int
-
-
-def reruns(ir: IRFile, collectives: list[Collective]) -> list[Rerun]:
-    """The collectives of the account that are recompute copies, each with the key that asked."""
-    out = []
-    for c in collectives:
-        if not c.backward or not ir.is_recompute_copy(c.node):
-            continue
-        original = original_of(ir, c.node)
-        key, via = asked_by(ir, original if original is not None else c.node)
-        out.append(Rerun(c.node, original, key, via, c.layer, c.kind, c.received_bytes or 0))
-    return out
 
 
 def original_of(ir: IRFile, copy: int) -> int | None:

@@ -14,6 +14,7 @@ from ..runner.baseline import BaselineError, new_findings, read_baseline, write_
 from ..runner.config import Config, ConfigError, check_selectors, shown
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
+from ..runner.plan import why_nothing_checked
 from .exits import EXIT_CLEAN, EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, fail
 from .options import (
     Command,
@@ -241,26 +242,6 @@ def _note_jobs(config: Config, found: Discovery, quiet: bool) -> None:
             f"irlint: jobs = {config.jobs} capped to {cores} (one process per core; never more than the files to read)",
             err=True,
         )
-
-
-def why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str:
-    """Why a run checked nothing ('' when it checked something): it must not pass as clean."""
-    if not rules:
-        return (
-            "no rule is selected (the --select, --extend-select and --ignore options and the config's "
-            "select/ignore leave none; `irlint rules` lists them)"
-        )
-    if checked:
-        return ""
-    if not found.files:
-        return "no graph IR dump was read"
-    stages = sorted({f.stage.label for f in found.files})
-    wanted = list(dict.fromkeys(s for r in rules for s in r.stages))
-    return (
-        f"no selected rule reads the stage{'s' if len(stages) != 1 else ''} of the {len(found.files)} dump "
-        f"file{'s' if len(found.files) != 1 else ''} found ({', '.join(stages)}); the rules read "
-        f"{', '.join(wanted) or 'any stage'}. Name a file to run every rule on it, or use --all-stages"
-    )
 
 
 def _lint_with_progress(found: Discovery, config: Config, show: bool):

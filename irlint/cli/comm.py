@@ -9,6 +9,7 @@ import sys
 import click
 
 from ..accounts.comm import COMM_STAGES, SCOPE_NOTE, account, as_dict
+from ..reporters.account_lines import comm_headline
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile
 from ..units import human_bytes as human
@@ -28,23 +29,13 @@ def file_entry(f: DumpFile, ir) -> dict:
     return {"file": f.display, "stage": ir.stage.label, "rank": f.rank, **as_dict(ir, account(ir))}
 
 
-def headline(entries: list[dict]) -> str:
-    """The share of the busiest device's communication that the PC findings name as waste
-    (``Redistribution waste: 36.0 KiB of 54.0 KiB received per rank and step (67%), rank 0``)."""
-    e = max(entries, key=lambda e: e["received_bytes"] or 0)
-    total, waste = e["received_bytes"] or 0, e["waste_bytes"] or 0
-    share = f" ({waste / total:.0%})" if total else ""
-    where = (f", rank {e['rank']}" if e["rank"] is not None else "") if len(entries) > 1 else ""
-    return f"Redistribution waste: {human(waste)} of {human(total)} received per rank and step{share}{where}"
-
-
 def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
     from rich.table import Table
 
     out, buffer = plain_console(width)
     label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
     many = len(entries) > 1
-    out.print(headline(entries), soft_wrap=True)
+    out.print(comm_headline(entries), soft_wrap=True)
     files_line(out, label, entries)
     layers = layer_order(entries)
     columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")

@@ -9,6 +9,12 @@ import click
 
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..diagnostics import UNREADABLE, Diagnostic
+from ..reporters.account_lines import (
+    AT_STAKE_NOTE,
+    AT_STAKE_PIPELINE_NOTE,
+    memory_headline,
+    rule_codes,
+)
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile, case_of
 from ..units import human_bytes
@@ -20,14 +26,6 @@ from .outputs import emit
 from .tables import add_layer_rows, by_case, files_line, layer_table, plain_console, projection_table, text_of
 
 JSON_VERSION = 1
-AT_STAKE_NOTE = (
-    "At stake: the kept bytes the findings of a default lint of the same file are about, by rule "
-    "(what the fix they name would free; `irlint` on the same path lists them)."
-)
-AT_STAKE_PIPELINE_NOTE = (
-    "In a pipeline stage the at-stake figures are at the stage's peak, as the peak row: a layer's bytes per "
-    "micro batch times its chunk's micro batches in flight then; they add up to what the fixes take off the peak."
-)
 
 
 def read_finals(chosen: list[DumpFile], problems: list[Diagnostic], statuses: list[dict] | None = None):
@@ -208,42 +206,6 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     return found
 
 
-def largest_device(entries: list[dict]) -> dict | None:
-    """The file (a rank, a pipeline stage: one device) that keeps the most at its peak: the
-    headline figure. A sum over files would name bytes no device holds."""
-    return max(entries, key=lambda e: e["peak_kept_bytes"], default=None)
-
-
-def headline(entries: list[dict]) -> str:
-    """``Largest device: 76.6 KiB kept for backward at its peak (rank 0, 2 of 4 micro batches in
-    flight)``, for the text and HTML reports."""
-    e = largest_device(entries)
-    if e is None:
-        return ""
-    where = f"rank {e['rank']}" if e["rank"] is not None else e["file"]
-    flight = (
-        f", {e['micro_batches_in_flight']} of {e['micro_batches']} micro batches in flight"
-        if e["micro_batches"] > 1
-        else ""
-    )
-    if len(entries) == 1:  # the file is named on the next line
-        return (
-            f"Kept for backward: {human_bytes(e['peak_kept_bytes'])}"
-            + (" at its peak" if flight else "")
-            + (f" ({flight[2:]})" if flight else "")
-        )
-    return (
-        f"Largest device: {human_bytes(e['peak_kept_bytes'])} kept for backward"
-        + (" at its peak" if flight else "")
-        + f" ({where}{flight})"
-    )
-
-
-def rule_codes(entries: list[dict]) -> list[str]:
-    """The rules whose findings are about some kept bytes of these files: one column each."""
-    return sorted({code for e in entries for code in e.get("at_stake_bytes", {})})
-
-
 def stake_cells(at_stake: dict[str, int], codes: list[str]) -> list[str]:
     return [human_bytes(at_stake[code]) if at_stake.get(code) else "" for code in codes]
 
@@ -273,7 +235,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
 
     if case:
         out.print(f"== {case}", soft_wrap=True)
-    out.print(headline(entries), soft_wrap=True)
+    out.print(memory_headline(entries), soft_wrap=True)
     ranks = [e["rank"] for e in entries]
     by_rank = None not in ranks and len(set(ranks)) == len(ranks)
     label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]

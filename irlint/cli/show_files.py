@@ -9,7 +9,7 @@ import click
 from ..reporters.printable import printable_name, printable_text
 from ..runner.config import Config
 from ..runner.discover import Discovery
-from .check import why_nothing_checked
+from ..runner.plan import why_nothing_checked
 
 
 def show_files(found: Discovery, config: Config) -> bool:

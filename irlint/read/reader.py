@@ -21,8 +21,8 @@ from typing import BinaryIO
 from .. import diagnostics as D
 from ..diagnostics import Diagnostic, excerpt
 from ..model import IRFile
-from ..runner.discover import is_dump_start
 from .assemble import assemble, check_counts
+from .dump_start import is_dump_start
 from .loop import MAX_RECORD_BYTES, LineLoop
 from .record import normalize_op
 from .records import NO_ATTRS

@@ -18,7 +18,7 @@ def waste_share(e: dict) -> str:
 
 
 def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10) -> str:
-    from ..cli.comm import headline
+    from .account_lines import comm_headline
 
     files = []
     for e in entries:
@@ -46,7 +46,7 @@ def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10
             counted=counted,
             busiest=busiest,
             share=waste_share(busiest) if busiest else "",
-            headline=headline(entries) if entries else "",
+            headline=comm_headline(entries) if entries else "",
             ranks=ranks_label(entries),
         )
     )

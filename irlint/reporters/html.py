@@ -318,7 +318,7 @@ def render(report: Report, ctx: RenderContext) -> str:
 
 
 def render_memory(entries: list[dict], problems: list, counted: str) -> str:
-    from ..cli.memory import AT_STAKE_NOTE, headline, largest_device, rule_codes
+    from .account_lines import AT_STAKE_NOTE, largest_device, memory_headline, rule_codes
 
     files = []
     for e in entries:
@@ -335,7 +335,7 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
             problems=problems,
             counted=counted,
             largest=largest_device(entries),
-            headline=headline(entries),
+            headline=memory_headline(entries),
             codes=rule_codes(entries),
             at_stake_note=AT_STAKE_NOTE,
             ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None))

@@ -32,9 +32,8 @@ from typing import Any
 from ..diagnostics import Diagnostic
 from ..findings import Finding
 from ..findings_json import as_list, diagnostic_data, diagnostic_from_data, finding_data, finding_from_data
-from .hashes import rules_hash, sha256, tool_hash
+from .hashes import FORMAT, rules_hash, sha256, tool_hash
 
-FORMAT = 3  # 1: pickles (never read: a pickle can run code); 2: findings without model names
 DEFAULT_MAX_BYTES = 2 * 1024**3
 ENV_DIR = "IRLINT_CACHE_DIR"
 # a file modified this recently may change again within the same mtime tick: hash it every time

@@ -49,6 +49,8 @@ def _hash_stream(f) -> str:
     return h.hexdigest()
 
 
+# the cache entries' layout, in every key: a new one starts afresh
+FORMAT = 3  # 1: pickles (never read: a pickle can run code); 2: findings without model names
 _TOOL_HASH: str | None = None
 
 
@@ -57,7 +59,6 @@ def tool_hash() -> str:
     global _TOOL_HASH
     if _TOOL_HASH is None:
         from ..read.grammar_file import grammar_text
-        from .cache import FORMAT  # the entries' layout: a new one starts afresh
 
         h = sha256(f"{FORMAT}:{__version__}".encode())
         h.update(grammar_text().encode())

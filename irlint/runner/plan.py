@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from ..diagnostics import TRUNCATED, UNREADABLE
 from ..model.stages import FRONTEND
 from ..rule import Rule
 from .discover import DumpFile
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .discover import Discovery
 
 
 def choose_files(rule: Rule, files: list[DumpFile], all_stages: bool) -> list[DumpFile]:
@@ -95,3 +100,23 @@ def fallback_plan(
         if wanted:
             extra[path] = wanted
     return extra
+
+
+def why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str:
+    """Why a run checked nothing ('' when it checked something): it must not pass as clean."""
+    if not rules:
+        return (
+            "no rule is selected (the --select, --extend-select and --ignore options and the config's "
+            "select/ignore leave none; `irlint rules` lists them)"
+        )
+    if checked:
+        return ""
+    if not found.files:
+        return "no graph IR dump was read"
+    stages = sorted({f.stage.label for f in found.files})
+    wanted = list(dict.fromkeys(s for r in rules for s in r.stages))
+    return (
+        f"no selected rule reads the stage{'s' if len(stages) != 1 else ''} of the {len(found.files)} dump "
+        f"file{'s' if len(found.files) != 1 else ''} found ({', '.join(stages)}); the rules read "
+        f"{', '.join(wanted) or 'any stage'}. Name a file to run every rule on it, or use --all-stages"
+    )

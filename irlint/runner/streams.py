@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import sys
 from typing import BinaryIO
 
-# How a graph dump starts: "# IR entry: @g" (2.x), "#IR entry      : @g" (1.x, 2.0), or what opens
-# an analyze_fail.ir (2.0-2.2: a numbered note; 2.3 and later: a banner)
-DUMP_START = re.compile(
-    rb"#\s*IR entry\s*:|# 1\.This file shows the parsed IR info"
-    rb"|# =+\r?\n# The following shows the (?:last analyze fail|IR when the function graphs)"
-)
+from ..read.dump_start import is_dump_start
+
 HEAD_BYTES = 256  # an analyze_fail.ir of 2.3 and later opens with a rule of 97 "="
 STDIN = "-"
 # Compressed dumps are recognised by their magic bytes, whatever their name.
@@ -23,10 +18,6 @@ _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"
 
 class InputError(Exception):
     """A path the user named cannot be used at all (exit code 2)."""
-
-
-def is_dump_start(head: bytes) -> bool:
-    return DUMP_START.match(head.lstrip(b"\xef\xbb\xbf")) is not None
 
 
 # what a damaged compressed stream raises, besides zlib.error and lzma.LZMAError
