@@ -15,6 +15,7 @@ from ..diagnostics import Diagnostic
 from ..model.stages import Stage, stage_of
 
 # opening, for the modules that import it from here
+from ..read.dump_start import is_dump_start
 from .streams import (  # noqa: F401
     HEAD_BYTES,
     STDIN,
@@ -26,7 +27,6 @@ from .streams import (  # noqa: F401
     damage_of,
     forget_buffers,
     is_buffered,
-    is_dump_start,
     kind_of,
     magic_head,
     open_dump,
