@@ -9,21 +9,14 @@ import click
 
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..diagnostics import UNREADABLE, Diagnostic
-from ..reporters.account_lines import (
-    AT_STAKE_NOTE,
-    AT_STAKE_PIPELINE_NOTE,
-    memory_headline,
-    rule_codes,
-)
+from ..reporters.memory_text import render_text
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile, case_of
-from ..units import human_bytes
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
 from .options import follow_links_option, format_option, output_option, top_option
 from .outputs import emit
-from .tables import add_layer_rows, by_case, files_line, layer_table, plain_console, projection_table, text_of
 
 JSON_VERSION = 1
 
@@ -183,15 +176,6 @@ def _layer_order(layer: str) -> tuple:
     return (not layer.isdigit(), int(layer) if layer.isdigit() else 0, layer)
 
 
-def spans_text(layers: list[str]) -> str:
-    """``0–1, outside`` for a chunk's layers."""
-    from ..units import spans
-
-    numbers = [int(x) for x in layers if x.isdigit()]
-    rest = [x for x in layers if not x.isdigit()]
-    return ", ".join([*spans(numbers), *rest])
-
-
 PROJECTED_FIELDS = ("kept_bytes", "tensors", "recompute_saved_bytes")
 
 
@@ -204,162 +188,6 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
     if found is not None:
         found["totals"]["total_kept_bytes"] = found["totals"]["kept_bytes"]
     return found
-
-
-def stake_cells(at_stake: dict[str, int], codes: list[str]) -> list[str]:
-    return [human_bytes(at_stake[code]) if at_stake.get(code) else "" for code in codes]
-
-
-def in_flight(e: dict) -> str:
-    chunks = e.get("chunks") or ()
-    if len(chunks) > 1:  # interleave: each chunk's count at the stage's peak
-        return "× " + " + ".join(str(c["in_flight_at_peak"]) for c in chunks) + f" of {e['micro_batches']}"
-    return f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
-
-
-def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
-    """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
-    ranks side by side."""
-    out, buffer = plain_console(width)
-    by_case(out, entries, cases, _render_case)
-    out.print(SCOPE_NOTE, soft_wrap=True)
-    if rule_codes(entries):
-        out.print(AT_STAKE_NOTE, soft_wrap=True)
-        if any(e.get("micro_batches", 1) > 1 for e in entries):
-            out.print(AT_STAKE_PIPELINE_NOTE, soft_wrap=True)
-    return text_of(buffer)
-
-
-def _render_case(out, case: str, entries: list[dict]) -> None:
-    from rich.table import Table
-
-    if case:
-        out.print(f"== {case}", soft_wrap=True)
-    out.print(memory_headline(entries), soft_wrap=True)
-    ranks = [e["rank"] for e in entries]
-    by_rank = None not in ranks and len(set(ranks)) == len(ranks)
-    label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
-    layers = list(dict.fromkeys(row["layer"] for e in entries for row in e["layers"]))
-    many = len(entries) > 1
-    codes = rule_codes(entries)
-    blank = ("",) * (2 + len(codes))
-    table = layer_table(
-        "Activations kept for backward, per layer",
-        label,
-        ("kept bytes", "tensors", "recompute saved", *[f"{code} at stake" for code in codes]),
-    )
-    add_layer_rows(
-        table,
-        entries,
-        layers,
-        lambda row: [
-            human_bytes(row["kept_bytes"]),
-            str(row["tensors"]),
-            human_bytes(row["recompute_saved_bytes"]),
-            *stake_cells(row.get("at_stake_bytes", {}), codes),
-        ],
-    )
-    table.add_row(
-        "total",
-        *[
-            c
-            for e in entries
-            for c in (human_bytes(e["total_kept_bytes"]), "", "", *stake_cells(e.get("at_stake_bytes", {}), codes))
-        ],
-    )
-    if any(e["micro_batches"] > 1 for e in entries):
-        table.add_row(
-            "in flight",
-            *[c for e in entries for c in ((in_flight(e), *blank) if e["micro_batches"] > 1 else ("", *blank))],
-        )
-        table.add_row("peak", *[c for e in entries for c in (human_bytes(e["peak_kept_bytes"]), *blank)])
-    files_line(out, label, entries)
-    out.print(table)
-    for name, e in zip(label, entries):
-        if not e["layers"]:
-            out.print(
-                f"{e['file']}: no forward tensor is read by a backward op (no backward pass in this "
-                f"graph, or a stage before autodiff): nothing is kept for backward.",
-                soft_wrap=True,
-            )
-            continue
-        top = Table(title=f"Largest kept tensors{' (' + name + ')' if many else ''}", title_justify="left")
-        for col in ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "scope"):
-            top.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
-        for t in e["top"]:
-            shape = "(" + ", ".join(map(str, t["shape"])) + ")" if t["shape"] is not None else "?"
-            top.add_row(
-                human_bytes(t["bytes"]),
-                f"{t['node']} (line {t['line']})",
-                t["op"],
-                t["dtype"] or "?",
-                shape,
-                ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""),
-                t["scope"],
-            )
-        out.print(top)
-        for u in e["unsized"]:
-            out.print(
-                f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
-                f"{u['node']} {u['op']} {u['type'] or '(no type line)'}",
-                soft_wrap=True,
-            )
-        if e["micro_batches"] > 1 and len(e.get("chunks") or ()) > 1:
-            held = "; ".join(
-                f"layers {spans_text(c['layers'])}: {c['in_flight_at_peak']} of {e['micro_batches']}"
-                for c in e["chunks"]
-            )
-            out.print(
-                f"{name if many else e['file']}: a pipeline stage with interleave: each chunk's forward half runs "
-                f"once per micro batch ({e['micro_batches']}); at the stage's peak (the order of the forward and "
-                f"backward calls, weighed by what each chunk keeps) these wait for their backward: {held}; the "
-                f"layer figures are per micro batch, the peak counts each chunk's tensors that many times.",
-                soft_wrap=True,
-            )
-        elif e["micro_batches"] > 1:
-            out.print(
-                f"{name if many else e['file']}: a pipeline stage: the forward half runs once per micro batch "
-                f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "
-                f"backward at once (the order of the forward and backward calls); the layer figures are per "
-                f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
-                soft_wrap=True,
-            )
-        if e.get("projected"):
-            _render_projection(out, e["projected"], f" ({name})" if many else "")
-        if e["weight_copy_bytes"]:
-            out.print(
-                f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
-                f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
-                f"parameters, not the batch.",
-                soft_wrap=True,
-            )
-
-
-def _render_projection(out, p: dict, suffix: str) -> None:
-
-    table = projection_table(p, suffix, ("kept bytes", "recompute saved"))
-    for row in p["blocks"]:
-        table.add_row(
-            row["layers"],
-            row["from_layer"],
-            human_bytes(row["kept_bytes"]) + " per layer",
-            human_bytes(row["recompute_saved_bytes"]) + " per layer",
-        )
-    table.add_row(
-        "outside", "(once)", human_bytes(p["once"]["kept_bytes"]), human_bytes(p["once"]["recompute_saved_bytes"])
-    )
-    table.add_row(
-        "total (projected)",
-        "",
-        human_bytes(p["totals"]["kept_bytes"]),
-        human_bytes(p["totals"]["recompute_saved_bytes"]),
-    )
-    out.print(table)
-    out.print(
-        "Projected figures repeat the dumped decoder layers in order to the given depth; rows outside the "
-        "layers (embedding, head, loss) count once.",
-        soft_wrap=True,
-    )
 
 
 @click.command("memory")

@@ -13,7 +13,7 @@ def plain_console(width: int | None):
     """(console, buffer): no colour, no markup guesses, the width given or unlimited."""
     from rich.console import Console
 
-    from ..reporters import UNLIMITED_WIDTH
+    from . import UNLIMITED_WIDTH
 
     buffer = io.StringIO()
     return Console(

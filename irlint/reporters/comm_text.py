@@ -1,0 +1,104 @@
+"""The text report of ``irlint comm``: per file, what each layer's collectives receive, the share the
+PC findings name as waste, and the communication recompute repeats."""
+
+from __future__ import annotations
+
+from ..accounts.comm import SCOPE_NOTE
+from ..units import human_bytes as human
+from ..units import spans
+from .account_lines import comm_headline
+from .tables import add_layer_rows, files_line, layer_order, layer_table, plain_console, text_of
+
+
+def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
+    from rich.table import Table
+
+    out, buffer = plain_console(width)
+    label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
+    many = len(entries) > 1
+    out.print(comm_headline(entries), soft_wrap=True)
+    files_line(out, label, entries)
+    layers = layer_order(entries)
+    columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")
+    if any(e.get("recompute_bytes") for e in entries):  # shown where a recompute key re-runs communication
+        columns += ("recompute",)
+    table = layer_table("Bytes received per rank and step, per layer", label, columns)
+    add_layer_rows(table, entries, layers, lambda row: [human(row[f"{c}_bytes"]) for c in columns])
+    table.add_row("total", *[human(e[f"{c}_bytes"]) for e in entries for c in columns])
+    out.print(table)
+    for name, e in zip(label, entries):
+        if not e["collectives"]:
+            out.print(f"{e['file']}: no collective communication in this graph.", soft_wrap=True)
+            continue
+        kinds = Table(title=f"By kind{' (' + name + ')' if many else ''}", title_justify="left")
+        for col in ("kind", "ops", "forward", "backward", "waste"):
+            kinds.add_column(col, justify="left" if col == "kind" else "right")
+        for k in e["by_kind"]:
+            kinds.add_row(
+                k["kind"], str(k["ops"]), human(k["forward_bytes"]), human(k["backward_bytes"]), human(k["waste_bytes"])
+            )
+        out.print(kinds)
+        ops = Table(title=f"Largest collectives{' (' + name + ')' if many else ''}", title_justify="left")
+        for col in ("bytes", "waste", "node", "op", "group", "dir", "layer", "transposes", "scope"):
+            ops.add_column(col, justify="right" if col in ("bytes", "waste", "group") else "left", overflow="fold")
+        largest = sorted(e["collectives"], key=lambda c: (-(c["received_bytes"] or 0), c["line"]))[:top]
+        for c in sorted(largest, key=lambda c: c["line"]):
+            ops.add_row(
+                human(c["received_bytes"]) if c["received_bytes"] is not None else "?",
+                human(c["waste_bytes"]) if c["waste_bytes"] else "",
+                f"{c['node']} (line {c['line']})",
+                c["op"],
+                str(c["group_size"] or "?"),
+                c["direction"],
+                c["layer"],
+                c["transposes"] or "",
+                c["scope"],
+            )
+        if top:
+            out.print(ops)
+        if e.get("recompute"):
+            out.print(recompute_table(e, name if many else None))
+        for f in e["findings"]:
+            out.print(
+                f"{e['file']}:{f['line']}: {f['code']} {f['node']}: {human(f['waste_bytes'])} of "
+                f"waste, {f['share']} of the step's communication",
+                soft_wrap=True,
+            )
+        for c in e["collectives"]:
+            if c["received_bytes"] is None:
+                out.print(
+                    f"{e['file']}:{c['line']}: collective of unknown size, counted as 0 bytes: {c['node']} {c['op']}",
+                    soft_wrap=True,
+                )
+        estimated = [c["line"] for c in e["collectives"] if c.get("received_estimated")]
+        if estimated:
+            out.print(
+                f"{e['file']}: {len(estimated)} AlltoAllV of data-dependent size counted as (n-1)/n of what the rank sends "
+                f"to the n peers of its send list (balanced routing): lines {', '.join(spans(estimated))}",
+                soft_wrap=True,
+            )
+    out.print(SCOPE_NOTE, soft_wrap=True)
+    return text_of(buffer)
+
+
+def recompute_table(e: dict, name: str | None):
+    """The communication recompute runs again in backward, per select key."""
+    from rich.table import Table
+
+    table = Table(
+        title=f"Re-run in backward by recompute, per key{' (' + name + ')' if name else ''} "
+        f"(of the backward bytes): {human(e['recompute_bytes'])}",
+        title_justify="left",
+    )
+    for col in ("key", "via", "ops", "bytes", "layers", "kinds"):
+        table.add_column(col, justify="right" if col in ("ops", "bytes") else "left", overflow="fold")
+    for row in e["recompute"]:
+        table.add_row(
+            row["key"],
+            row["via"],
+            str(row["ops"]),
+            human(row["received_bytes"]),
+            ", ".join(row["layers"]),
+            ", ".join(f"{k} {human(v)}" for k, v in row["by_kind"].items()),
+        )
+    return table

@@ -1,0 +1,253 @@
+"""The text report of ``irlint cost``: per case, the FLOPs of a step by layer, what recompute re-spends,
+a projection to more layers and the MatMul + collective pairs MC2 kernels could fuse."""
+
+from __future__ import annotations
+
+from ..accounts.compute import DIRECTIONS, SCOPE_NOTE
+from ..units import human_bytes
+from ..units import human_flops as flops
+from .tables import (
+    add_layer_rows,
+    by_case,
+    files_line,
+    layer_order,
+    layer_table,
+    plain_console,
+    projection_table,
+    text_of,
+)
+
+PROJECTED_NOTE = (
+    "Projected figures (marked projected) repeat the dumped decoder layers in order to the given depth; "
+    "rows outside the layers (embedding, head, loss) count once."
+)
+
+
+def share(part: int, whole: int) -> str:
+    if not whole or not part:
+        return "0%"
+    pct = 100 * part / whole
+    return f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
+
+
+def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
+    out, buffer = plain_console(width)
+    by_case(out, entries, cases, _render_case)
+    out.print(SCOPE_NOTE, soft_wrap=True)
+    if any(e.get("projected") for e in entries):
+        out.print(PROJECTED_NOTE, soft_wrap=True)
+    return text_of(buffer)
+
+
+def _render_case(out, case: str, entries: list[dict]) -> None:
+
+    if case:
+        out.print(f"== {case}", soft_wrap=True)
+    ranks = [e["rank"] for e in entries]
+    by_rank = None not in ranks and len(set(ranks)) == len(ranks)
+    label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
+    many = len(entries) > 1
+    files_line(out, label, entries)
+    layers = layer_order(entries)
+    table = layer_table(
+        "FLOPs per rank and step, per layer", label, ("forward", "backward", "recompute", "element-wise")
+    )
+    # each direction's matrix FLOPs, then the element-wise ones of all directions
+    add_layer_rows(
+        table,
+        entries,
+        layers,
+        lambda row: [
+            *[flops(row[f"{d}_flops"]) for d in DIRECTIONS],
+            flops(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS)),
+        ],
+    )
+    table.add_row(
+        "total",
+        *[
+            c
+            for e in entries
+            for c in (
+                flops(e["forward_flops"]),
+                flops(e["backward_flops"]),
+                flops(e["recompute_flops"]),
+                flops(sum(e["elementwise_flops"].values())),
+            )
+        ],
+    )
+    out.print(table)
+    for name, e in zip(label, entries):
+        who = f"{name}: " if many else ""
+        out.print(
+            f"{who}step {flops(e['step_flops'])} in matrix ops; recompute re-spends "
+            f"{flops(e['recompute_flops'])} ({share(e['recompute_flops'], e['step_flops'])} of the step); "
+            f"element-wise {flops(sum(e['elementwise_flops'].values()))}",
+            soft_wrap=True,
+        )
+        c = e["communication"]
+        if c is not None:
+            out.print(
+                f"{who}communication {human_bytes(c['received_bytes'])} received per rank and step "
+                f"(forward {human_bytes(c['forward_bytes'])}, backward {human_bytes(c['backward_bytes'])}; "
+                f"{c['collectives']} collectives, as irlint comm counts them)",
+                soft_wrap=True,
+            )
+        if e["micro_batches"] > 1:
+            out.print(
+                f"{who}a pipeline stage: the forward half runs once per micro batch ({e['micro_batches']}); "
+                f"the figures count its graph once.",
+                soft_wrap=True,
+            )
+        for u in e["unsized"]:
+            out.print(
+                f"{e['file']}:{u['line']}: op of unknown shape, counted as 0 FLOPs: {u['node']} {u['op']}",
+                soft_wrap=True,
+            )
+    for name, e in zip(label, entries):
+        if e["recompute"]:
+            _recompute_table(out, e, f" ({name})" if many else "")
+        if e.get("projected"):
+            _projection_table(out, e["projected"], f" ({name})" if many else "")
+        if e.get("mc2") is not None:
+            _mc2_table(out, e["mc2"], f" ({name})" if many else "")
+
+
+def _recompute_table(out, e: dict, suffix: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"What each recompute buys: bytes saved against FLOPs re-spent{suffix}", title_justify="left")
+    for col in (
+        "key or cell",
+        "layers",
+        "copies",
+        "matrix FLOPs",
+        "element-wise",
+        "share of step",
+        "bytes saved",
+        "bytes per GFLOP",
+    ):
+        table.add_column(col, justify="left" if col in ("key or cell", "layers") else "right", overflow="fold")
+    for r in e["recompute"]:
+        per = r["bytes_per_gflop"]
+        table.add_row(
+            r["key"],
+            _layers_text(r["layers"]),
+            str(r["copies"]),
+            flops(r["matrix_flops"]),
+            flops(r["flops"] - r["matrix_flops"]),
+            share(r["matrix_flops"], e["step_flops"]),
+            human_bytes(r["saved_bytes"]),
+            "-" if per is None else f"{per:,.0f}",
+        )
+    out.print(table)
+    idle = [r["key"] for r in e["recompute"] if r["flops"] and not r["saved_bytes"]]
+    if idle:
+        out.print(
+            f"Re-spent without saving a byte of their own (needed by the copies after them, or nothing): "
+            f"{', '.join(idle)}",
+            soft_wrap=True,
+        )
+
+
+def _projection_table(out, p: dict, suffix: str) -> None:
+
+    table = projection_table(p, suffix, ("forward", "backward", "recompute", "step"))
+    for row in p["blocks"]:
+        table.add_row(
+            row["layers"],
+            row["from_layer"],
+            flops(row["forward_flops"]),
+            flops(row["backward_flops"]),
+            flops(row["recompute_flops"]),
+            flops(row["step_flops"]) + " per layer",
+        )
+    once = p["once"]
+    table.add_row(
+        "outside",
+        "(once)",
+        flops(once["forward_flops"]),
+        flops(once["backward_flops"]),
+        flops(once["recompute_flops"]),
+        flops(once["forward_flops"] + once["backward_flops"] + once["recompute_flops"]),
+    )
+    t = p["totals"]
+    table.add_row(
+        "total (projected)",
+        "",
+        flops(t["forward_flops"]),
+        flops(t["backward_flops"]),
+        flops(t["recompute_flops"]),
+        flops(t["step_flops"]),
+    )
+    out.print(table)
+    out.print(
+        f"Projected: recompute re-spends {share(t['recompute_flops'], t['step_flops'])} of the step "
+        f"at {p['layers']} layers.",
+        soft_wrap=True,
+    )
+
+
+def _mc2_table(out, m: dict, suffix: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"MC2 candidates under {m['device']}{suffix}", title_justify="left")
+    for col in (
+        "matmul",
+        "collective",
+        "fused kernel",
+        "dir",
+        "M",
+        "K",
+        "N",
+        "dtype",
+        "bytes",
+        "FLOPs",
+        "bound",
+        "K at balance",
+        "m0",
+        "long",
+        "MindSpore's pass would skip it",
+    ):
+        table.add_column(
+            col,
+            justify="right" if col in ("M", "K", "N", "bytes", "FLOPs", "K at balance", "m0", "long") else "left",
+            overflow="fold",
+        )
+    for c in m["candidates"]:
+        long = "" if c["long_block"] is None else f"{c['long_block']} x {c['long_blocks']}"
+        table.add_row(
+            f"{c['matmul']} {c['matmul_op']} (line {c['line']})",
+            f"{c['collective']} {c['collective_op']}",
+            c["pattern"],
+            c["direction"],
+            str(c["m"]),
+            str(c["k"]),
+            str(c["n"]),
+            c["dtype"] or "?",
+            human_bytes(c["bytes"]) if c["bytes"] is not None else "?",
+            flops(c["flops"]) if c["flops"] is not None else "?",
+            c["bound"] or "?",
+            f"{c['balance_k']:,.0f}" if c["balance_k"] is not None else "?",
+            str(c["m0"]),
+            long,
+            "; ".join(c["not_fusible"]),
+        )
+    if m["candidates"]:
+        out.print(table)
+    else:
+        out.print(f"No MC2 candidate{suffix}: no MatMul feeds an AllReduce or ReduceScatter, or reads an AllGather.")
+    out.print(m["note"], soft_wrap=True)
+
+
+def _layers_text(layers: list[str]) -> str:
+    numeric = sorted(int(x) for x in layers if x.isdigit())
+    parts = []
+    i = 0
+    while i < len(numeric):
+        j = i
+        while j + 1 < len(numeric) and numeric[j + 1] == numeric[j] + 1:
+            j += 1
+        parts.append(str(numeric[i]) if i == j else f"{numeric[i]}-{numeric[j]}")
+        i = j + 1
+    parts += [x for x in layers if not x.isdigit()]
+    return ", ".join(parts)
