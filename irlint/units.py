@@ -1,6 +1,6 @@
-"""The one way irlint writes a byte count (binary units) or a FLOP count (decimal units) for people
-(text and HTML): three significant figures (``165 KiB``, ``1.21 GiB``, ``3.34 GFLOP``). Machine
-formats carry the exact counts."""
+"""The one way irlint writes a byte count (binary units), a FLOP count (decimal units) or a share for
+people (text and HTML): three significant figures (``165 KiB``, ``1.21 GiB``, ``3.34 GFLOP``), a share
+to a tenth of a percent (``12.5%``, ``<0.1%``). Machine formats carry the exact counts."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ def human_bytes(n: int | float | None) -> str:
     of the largest binary unit it reaches (``5.50 KiB``, ``165 KiB``, ``1.21 GiB``); ``? bytes``
     when unknown. A negative count (a change) keeps its sign."""
     return _scaled(n, 1024, _UNITS)
+
+
+def human_share(part: int | float, whole: int | float) -> str:
+    """``part`` of ``whole`` in percent, to a tenth (``12.5%``); ``<0.1%`` for a share too small to show,
+    ``0%`` for none (or no whole)."""
+    if not whole or not part:
+        return "0%"
+    pct = 100 * part / whole
+    return f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
 
 
 def _scaled(n: int | float | None, base: int, units: tuple[str, ...]) -> str:

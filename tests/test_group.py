@@ -17,7 +17,7 @@ from irlint.cli import main
 from irlint.headline import MAX, layers_text
 from irlint.runner.config import Suppression
 from irlint.runner.engine import lint
-from irlint.units import human_bytes, percent_change
+from irlint.units import human_bytes, human_share, percent_change
 
 CASES = TESTS / "fixtures" / "recompute"
 MF = CASES / "par-rc-mf_dp2_mp4_select_blocked" / "rank_0" / "21_validate_0093.ir"
@@ -43,6 +43,14 @@ def test_one_byte_formatter_binary_units_three_significant_figures():
     ]
     assert human_bytes(-512) == "-512 bytes" and human_bytes(None) == "? bytes"
     assert [percent_change(*p) for p in ((1536, 1024), (100, 103), (0, 5), (7, 7))] == ["-33%", "+3%", "new", "+0%"]
+    # one share formatter too (the comm account, the PC findings, the cost report and RC fixes' compute)
+    assert [human_share(*p) for p in ((1, 8), (1, 3000), (0, 5), (5, 0), (2, 2))] == [
+        "12.5%",
+        "<0.1%",
+        "0%",
+        "0%",
+        "100.0%",
+    ]
 
 
 def test_layers_are_named_as_spans():

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from ..findings import Finding
 from ..model import IRFile
 from ..model.layers import names_cells
+from ..units import human_share
 from .memory import OUTSIDE, layer_of, runs_in_backward
 
 # what one collective receives; part of this module's names (the rules import it alone)
@@ -42,7 +43,6 @@ from .received import (  # noqa: F401
     KINDS,
     group_size,
     received_bytes,
-    share,
     step_received_bytes,
     variable_size,
     waste_entry,
@@ -287,7 +287,7 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
                 "graph": f.graph,
                 "line": f.line,
                 "waste_bytes": dict(f.extra).get("waste_bytes", 0),
-                "share": share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes),
+                "share": human_share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes),
             }
             for f in acc.findings
         ],

@@ -115,13 +115,6 @@ def step_received_bytes(ir: IRFile) -> int:
     return total
 
 
-def share(part: int, whole: int) -> str:
-    if not whole or not part:
-        return "0%"
-    pct = 100 * part / whole
-    return f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
-
-
 def waste_entry(ir: IRFile, key: int, nbytes: int) -> dict:
     """How a finding names the bytes of one collective a consistent strategy would not move."""
     return {

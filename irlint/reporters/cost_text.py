@@ -4,7 +4,7 @@ a projection to more layers and the MatMul + collective pairs MC2 kernels could 
 from __future__ import annotations
 
 from ..accounts.compute import DIRECTIONS, SCOPE_NOTE
-from ..units import human_bytes
+from ..units import human_bytes, human_share
 from ..units import human_flops as flops
 from .tables import (
     add_layer_rows,
@@ -21,13 +21,6 @@ PROJECTED_NOTE = (
     "Projected figures (marked projected) repeat the dumped decoder layers in order to the given depth; "
     "rows outside the layers (embedding, head, loss) count once."
 )
-
-
-def share(part: int, whole: int) -> str:
-    if not whole or not part:
-        return "0%"
-    pct = 100 * part / whole
-    return f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
 
 
 def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
@@ -80,7 +73,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         who = f"{name}: " if many else ""
         out.print(
             f"{who}step {flops(e['step_flops'])} in matrix ops; recompute re-spends "
-            f"{flops(e['recompute_flops'])} ({share(e['recompute_flops'], e['step_flops'])} of the step); "
+            f"{flops(e['recompute_flops'])} ({human_share(e['recompute_flops'], e['step_flops'])} of the step); "
             f"element-wise {flops(sum(e['elementwise_flops'].values()))}",
             soft_wrap=True,
         )
@@ -135,7 +128,7 @@ def _recompute_table(out, e: dict, suffix: str) -> None:
             str(r["copies"]),
             flops(r["matrix_flops"]),
             flops(r["flops"] - r["matrix_flops"]),
-            share(r["matrix_flops"], e["step_flops"]),
+            human_share(r["matrix_flops"], e["step_flops"]),
             human_bytes(r["saved_bytes"]),
             "-" if per is None else f"{per:,.0f}",
         )
@@ -181,7 +174,7 @@ def _projection_table(out, p: dict, suffix: str) -> None:
     )
     out.print(table)
     out.print(
-        f"Projected: recompute re-spends {share(t['recompute_flops'], t['step_flops'])} of the step "
+        f"Projected: recompute re-spends {human_share(t['recompute_flops'], t['step_flops'])} of the step "
         f"at {p['layers']} layers.",
         soft_wrap=True,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from irlint.model import IRFile
 from irlint.model.layers import Places
-from irlint.units import human_flops
+from irlint.units import human_flops, human_share
 
 from .keys import KeyNeed, tagged_in_layer
 
@@ -96,16 +96,9 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     }
 
 
-def share_text(part: int, whole: int) -> str:
-    if not whole or not part:
-        return "0%"
-    pct = 100 * part / whole
-    return f"{pct:.1f}%" if pct >= 0.1 else "<0.1%"
-
-
 def short_text(cost: dict) -> str:
     """``+1.57 MFLOP/step, <0.1%`` for a headline's fix."""
-    return f"+{human_flops(cost['flops'])}/step, {share_text(cost['flops'], cost['step_flops'])}"
+    return f"+{human_flops(cost['flops'])}/step, {human_share(cost['flops'], cost['step_flops'])}"
 
 
 def hint_text(cost: dict) -> str:
@@ -118,6 +111,6 @@ def hint_text(cost: dict) -> str:
     detail = f" ({', '.join(parts)})" if parts else ""
     return (
         f"The fix re-spends {human_flops(cost['flops'])} per step{detail} on {len(cost['ops'])} recomputed "
-        f"op(s) of this layer, {share_text(cost['flops'], cost['step_flops'])} of the step's "
+        f"op(s) of this layer, {human_share(cost['flops'], cost['step_flops'])} of the step's "
         f"{human_flops(cost['step_flops'])} (irlint cost)."
     )

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
+from irlint.accounts.received import received_bytes, step_received_bytes, waste_entry
 from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule
-from irlint.units import spans
+from irlint.units import human_share, spans
 
 from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain, waste_finding
 from .discovery import backward_index, backward_transpose, end_note, near_experts, readers, strategy_source
@@ -108,7 +108,7 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
     total = step_received_bytes(ir)
     message = (
         f"redistribution chain {sequence} between {who(ir, chain.producer)}{after} and "
-        f"{readers(ir, chain)}: {what}; {cost}; {share(in_all, total)} of the "
+        f"{readers(ir, chain)}: {what}; {cost}; {human_share(in_all, total)} of the "
         f"{size(total)} this step's collectives receive per rank"
     )
     same_rank = (

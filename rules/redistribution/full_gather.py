@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
-from irlint.accounts.received import GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
+from irlint.accounts.received import GATHER_OPS, received_bytes, step_received_bytes, waste_entry
 from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict
 from irlint.rule import Rule
+from irlint.units import human_share
 
 from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, waste_finding
 from .discovery import backward_index, backward_transpose, collect_chain, end_note, is_weight, touches_backward
@@ -210,7 +211,9 @@ subgraph @main() {
         if moved_back:
             message += f"; the backward transpose receives {size(moved_back)} more"
         total = step_received_bytes(ir)
-        message += f"; {share(moved + moved_back, total)} of the {size(total)} this step's collectives receive per rank"
+        message += (
+            f"; {human_share(moved + moved_back, total)} of the {size(total)} this step's collectives receive per rank"
+        )
         hint = (
             f"make {who(ir, matmul)} row-parallel, in_strategy {fmt(new)}: it then reads the activation as "
             f"produced and {'this gather goes' if len(gathers) == 1 else 'these gathers go'}, with "

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from irlint.accounts.received import GATHER_OPS, received_bytes, share, step_received_bytes, waste_entry
+from irlint.accounts.received import GATHER_OPS, received_bytes, step_received_bytes, waste_entry
 from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.rule import Rule
+from irlint.units import human_share
 
 from .chain import Chain, waste_finding
 from .discovery import end_note
@@ -66,7 +67,7 @@ def repeated_gathers(rule: Rule, ir: IRFile, chains: list[Chain]) -> Iterator[Fi
             tuple(sorted(scope_path(ir[c].get("scope", "")) for c in consumers)),
         )
         total = step_received_bytes(ir)
-        message += f"; {share(moved, total)} of the {size(total)} this step's collectives receive per rank"
+        message += f"; {human_share(moved, total)} of the {size(total)} this step's collectives receive per rank"
         extra: dict[str, Any] = {
             "kinds": ["repeated-gather"],
             "moved_bytes": moved,

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from math import prod
 
-from irlint.accounts.received import received_bytes, share, step_received_bytes, waste_entry
+from irlint.accounts.received import received_bytes, step_received_bytes, waste_entry
 from irlint.findings import Finding, Related, WastedBytes, scope_path
 from irlint.model import IRFile
 from irlint.model.source import source_dict, source_of
+from irlint.units import human_share
 
 from .chain import ELEMENTWISE_OPS, LAYOUT_KEEPING_OPS, MATMUL_OPS, MOVING_OPS, Chain
 from .discovery import backward_index, backward_transpose
@@ -164,7 +165,7 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
             )
             + ", "
             f"all of it gone with the cause "
-            f"({share(wasted, total)} of the {size(total)} this step's collectives receive per rank)"
+            f"({human_share(wasted, total)} of the {size(total)} this step's collectives receive per rank)"
         )
         related: list[Related] = []
         occurrences = []

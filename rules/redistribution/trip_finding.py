@@ -6,10 +6,11 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
-from irlint.accounts.received import ALLTOALL_OPS, received_bytes, share, step_received_bytes, waste_entry
+from irlint.accounts.received import ALLTOALL_OPS, received_bytes, step_received_bytes, waste_entry
 from irlint.findings import Finding, scope_path
 from irlint.model import IRFile
 from irlint.rule import Rule
+from irlint.units import human_share
 
 from .chain import MOVING_OPS, QUIET_IN_RELATED, waste_finding
 from .chain_finding import fix_source
@@ -64,7 +65,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         )
     message += (
         f"; {size(wasted)} received per step for nothing (backward transpose included), "
-        f"{share(wasted, total)} of the {size(total)} this step's collectives receive per rank"
+        f"{human_share(wasted, total)} of the {size(total)} this step's collectives receive per rank"
     )
     reads = (
         f"splits its rows like its neighbours ({fmt(trip.layout)}) and computes only the rows this rank keeps"
