@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 
@@ -148,6 +149,16 @@ def test_a_key_to_drop_is_named_as_the_user_wrote_it(tmp_path):
         "select_recompute - 'attention_norm\\.rcast'" in line
         and "the dump names the op 'attention_norm\\.cast'" in line
     )
+    # the dict form (key -> True or per-stage counts) names it alike
+    keys = re.search(r"select_recompute: \[(.*)\]", before.decode()).group(1).split(", ")
+    as_dict = re.sub(
+        r"select_recompute: \[.*\]",
+        "select_recompute: {" + ", ".join(f"{k}: True" for k in keys) + "}",
+        before.decode(),
+    )
+    path.write_text(as_dict, encoding="utf-8")
+    (line,) = [ln for ln in run(path, here / "mf-dp2_mp4_rcast_recomputed").stderr.splitlines() if "RC003" in ln]
+    assert "select_recompute - 'attention_norm\\.rcast'" in line and path.read_text(encoding="utf-8") == as_dict
     dropped = (here / "mf-dp2_mp4_rcast_dropped" / "cfg.yaml").read_text(encoding="utf-8")
     assert dropped == before.decode().replace(" 'attention_norm\\.rcast',", "")
     lint = CliRunner().invoke(irlint.cli.main, [str(here / "mf-dp2_mp4_rcast_dropped"), "--format", "concise", "-n"])
