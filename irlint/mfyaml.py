@@ -25,6 +25,7 @@ class Edit(NamedTuple):
     raised: list[str]  # per-stage counts raised: "key: [1, 1] -> [2, 2]"
     covered: list[str]  # plan keys one of the user's patterns already matches: "key (by pattern)"
     notes: list[str]  # what was not done, and why
+    user_keys: list[str]  # the select_recompute keys the config held before (list or dict form)
 
 
 def _yaml():
@@ -71,9 +72,8 @@ def covering(key: str, patterns) -> str | None:
     return None
 
 
-def select_keys(text: str) -> list[str]:
+def _select_keys(current) -> list[str]:
     """The user's select_recompute keys (list or dict form); none for True, False or no setting."""
-    current = load(text)["recompute_config"].get("select_recompute")
     if hasattr(current, "keys"):
         return [str(k) for k in current.keys()]
     return [str(k) for k in current] if isinstance(current, list) else []
@@ -95,6 +95,7 @@ def apply_plan(text: str, recompute: dict) -> Edit:
     """``text`` with the plan's keys (``fix_plan()["recompute"]``) added to its select_recompute."""
     doc = load(text)
     cfg = doc["recompute_config"]
+    mine = _select_keys(cfg.get("select_recompute"))  # before any key is added
     keys = list(recompute.get("select_recompute") or [])
     per_stage = recompute.get("select_recompute_per_stage") or {}
     added: list[str] = []
@@ -102,7 +103,7 @@ def apply_plan(text: str, recompute: dict) -> Edit:
     covered: list[str] = []
     notes: list[str] = []
     if not keys:
-        return Edit(text, added, raised, covered, notes)
+        return Edit(text, added, raised, covered, notes, mine)
     if cfg.get("recompute") is True:
         notes.append("recompute: True recomputes every layer in full; the select keys are added for when it is off")
     current = cfg.get("select_recompute")
@@ -113,7 +114,7 @@ def apply_plan(text: str, recompute: dict) -> Edit:
             + ", ".join(f"'{k}'" for k in keys)
             + " added"
         )
-        return Edit(text, added, raised, covered, notes)
+        return Edit(text, added, raised, covered, notes, mine)
     if hasattr(current, "items"):  # dict form: key -> True or per-stage counts
         for key in keys:
             have = covering(key, list(current.keys()))
@@ -165,8 +166,8 @@ def apply_plan(text: str, recompute: dict) -> Edit:
                 "{" + ", ".join(f"'{k}': {v}" for k, v in per_stage.items()) + "}"
             )
     if not added and not raised:
-        return Edit(text, added, raised, covered, notes)
-    return Edit(_splice(text, doc), added, raised, covered, notes)
+        return Edit(text, added, raised, covered, notes, mine)
+    return Edit(_splice(text, doc), added, raised, covered, notes, mine)
 
 
 NOTE = "note: "

@@ -77,3 +77,8 @@ def spans(numbers, dash: str = "–") -> list[str]:
     if start is not None:
         out.append(f"{start}{dash}{prev}" if prev != start else str(start))
     return out
+
+
+def layer_spans(layers, dash: str = "–") -> str:
+    """``0–2, 5, outside``: a list of layer names, the decoder layers as runs, any other name after."""
+    return ", ".join([*spans([int(x) for x in layers if x.isdigit()], dash), *[x for x in layers if not x.isdigit()]])

@@ -44,7 +44,7 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
     (nothing written).
     """
     from ..fixplan import fix_plan
-    from ..mfyaml import YamlError, apply_plan, select_keys
+    from ..mfyaml import YamlError, apply_plan
     from ..runner.config import ConfigError
     from ..runner.discover import InputError
 
@@ -82,7 +82,7 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
             )
     elif changed:
         _replace(config_yaml, edit.text)
-    _say(config_yaml, edit, plan, changed, show_diff, select_keys(text))
+    _say(config_yaml, edit, plan, changed, show_diff)
     for line in settings:
         click.echo(f"{config_yaml}: {'would set' if show_diff else 'set'} {line}", err=True)
     for line in by_hand:
@@ -212,7 +212,7 @@ def _replace(path: str, text: str) -> None:
         fail(f"{path}: cannot replace it: {exc.strerror or exc}")
 
 
-def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool, user_keys: list[str]) -> None:
+def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
     from ..fixplan import model_line
     from ..mfyaml import keys_to_drop
 
@@ -245,7 +245,7 @@ def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool, user_keys:
     for row in plan["by_hand"]:
         fix, why = row["fix"], ""
         for key in row.get("drop_select_recompute") or ():
-            mine = keys_to_drop(key, user_keys)
+            mine = keys_to_drop(key, edit.user_keys)
             if mine and mine != [key]:  # the dump prints the op under another name than the user's key
                 fix = "select_recompute - " + " or ".join(f"'{k}'" for k in mine)
                 why = f" ({'your key' if len(mine) == 1 else 'one of your keys'} that tags it; the dump names the op '{key}')"

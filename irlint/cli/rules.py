@@ -44,11 +44,9 @@ def rules_cmd(fmt, config_file):
 
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
-        from rich.table import Table
+        from ..reporters.tables import list_table
 
-        table = Table(title="irlint rules", title_justify="left")
-        for col in ("code", "name", "severity", "default", "summary"):
-            table.add_column(col, overflow="fold")
+        table = list_table("irlint rules", ("code", "name", "severity", "default", "summary"))
         for r in rows:
             table.add_row(r["code"], r["name"], r["severity"], "on" if r["default"] else "off", r["summary"])
         console().print(table)

@@ -7,12 +7,10 @@ from ..accounts.comm import SCOPE_NOTE
 from ..units import human_bytes as human
 from ..units import spans
 from .account_lines import comm_headline
-from .tables import add_layer_rows, files_line, layer_order, layer_table, plain_console, text_of
+from .tables import add_layer_rows, files_line, layer_order, layer_table, list_table, plain_console, text_of
 
 
 def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
-    from rich.table import Table
-
     out, buffer = plain_console(width)
     label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
     many = len(entries) > 1
@@ -30,17 +28,22 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
         if not e["collectives"]:
             out.print(f"{e['file']}: no collective communication in this graph.", soft_wrap=True)
             continue
-        kinds = Table(title=f"By kind{' (' + name + ')' if many else ''}", title_justify="left")
-        for col in ("kind", "ops", "forward", "backward", "waste"):
-            kinds.add_column(col, justify="left" if col == "kind" else "right")
+        kinds = list_table(
+            f"By kind{' (' + name + ')' if many else ''}",
+            ("kind", "ops", "forward", "backward", "waste"),
+            right=("ops", "forward", "backward", "waste"),
+            fold=False,
+        )
         for k in e["by_kind"]:
             kinds.add_row(
                 k["kind"], str(k["ops"]), human(k["forward_bytes"]), human(k["backward_bytes"]), human(k["waste_bytes"])
             )
         out.print(kinds)
-        ops = Table(title=f"Largest collectives{' (' + name + ')' if many else ''}", title_justify="left")
-        for col in ("bytes", "waste", "node", "op", "group", "dir", "layer", "transposes", "scope"):
-            ops.add_column(col, justify="right" if col in ("bytes", "waste", "group") else "left", overflow="fold")
+        ops = list_table(
+            f"Largest collectives{' (' + name + ')' if many else ''}",
+            ("bytes", "waste", "node", "op", "group", "dir", "layer", "transposes", "scope"),
+            right=("bytes", "waste", "group"),
+        )
         largest = sorted(e["collectives"], key=lambda c: (-(c["received_bytes"] or 0), c["line"]))[:top]
         for c in sorted(largest, key=lambda c: c["line"]):
             ops.add_row(
@@ -83,15 +86,12 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
 
 def recompute_table(e: dict, name: str | None):
     """The communication recompute runs again in backward, per select key."""
-    from rich.table import Table
-
-    table = Table(
-        title=f"Re-run in backward by recompute, per key{' (' + name + ')' if name else ''} "
+    table = list_table(
+        f"Re-run in backward by recompute, per key{' (' + name + ')' if name else ''} "
         f"(of the backward bytes): {human(e['recompute_bytes'])}",
-        title_justify="left",
+        ("key", "via", "ops", "bytes", "layers", "kinds"),
+        right=("ops", "bytes"),
     )
-    for col in ("key", "via", "ops", "bytes", "layers", "kinds"):
-        table.add_column(col, justify="right" if col in ("ops", "bytes") else "left", overflow="fold")
     for row in e["recompute"]:
         table.add_row(
             row["key"],

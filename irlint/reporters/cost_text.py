@@ -4,7 +4,7 @@ a projection to more layers and the MatMul + collective pairs MC2 kernels could 
 from __future__ import annotations
 
 from ..accounts.compute import DIRECTIONS, SCOPE_NOTE
-from ..units import human_bytes, human_share
+from ..units import human_bytes, human_share, layer_spans
 from ..units import human_flops as flops
 from .tables import (
     add_layer_rows,
@@ -12,6 +12,7 @@ from .tables import (
     files_line,
     layer_order,
     layer_table,
+    list_table,
     plain_console,
     projection_table,
     text_of,
@@ -106,25 +107,17 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
 
 
 def _recompute_table(out, e: dict, suffix: str) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"What each recompute buys: bytes saved against FLOPs re-spent{suffix}", title_justify="left")
-    for col in (
-        "key or cell",
-        "layers",
-        "copies",
-        "matrix FLOPs",
-        "element-wise",
-        "share of step",
-        "bytes saved",
-        "bytes per GFLOP",
-    ):
-        table.add_column(col, justify="left" if col in ("key or cell", "layers") else "right", overflow="fold")
+    figures = ("copies", "matrix FLOPs", "element-wise", "share of step", "bytes saved", "bytes per GFLOP")
+    table = list_table(
+        f"What each recompute buys: bytes saved against FLOPs re-spent{suffix}",
+        ("key or cell", "layers", *figures),
+        right=figures,
+    )
     for r in e["recompute"]:
         per = r["bytes_per_gflop"]
         table.add_row(
             r["key"],
-            _layers_text(r["layers"]),
+            layer_spans(r["layers"], "-"),
             str(r["copies"]),
             flops(r["matrix_flops"]),
             flops(r["flops"] - r["matrix_flops"]),
@@ -181,31 +174,27 @@ def _projection_table(out, p: dict, suffix: str) -> None:
 
 
 def _mc2_table(out, m: dict, suffix: str) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"MC2 candidates under {m['device']}{suffix}", title_justify="left")
-    for col in (
-        "matmul",
-        "collective",
-        "fused kernel",
-        "dir",
-        "M",
-        "K",
-        "N",
-        "dtype",
-        "bytes",
-        "FLOPs",
-        "bound",
-        "K at balance",
-        "m0",
-        "long",
-        "MindSpore's pass would skip it",
-    ):
-        table.add_column(
-            col,
-            justify="right" if col in ("M", "K", "N", "bytes", "FLOPs", "K at balance", "m0", "long") else "left",
-            overflow="fold",
-        )
+    table = list_table(
+        f"MC2 candidates under {m['device']}{suffix}",
+        (
+            "matmul",
+            "collective",
+            "fused kernel",
+            "dir",
+            "M",
+            "K",
+            "N",
+            "dtype",
+            "bytes",
+            "FLOPs",
+            "bound",
+            "K at balance",
+            "m0",
+            "long",
+            "MindSpore's pass would skip it",
+        ),
+        right=("M", "K", "N", "bytes", "FLOPs", "K at balance", "m0", "long"),
+    )
     for c in m["candidates"]:
         long = "" if c["long_block"] is None else f"{c['long_block']} x {c['long_blocks']}"
         table.add_row(
@@ -230,17 +219,3 @@ def _mc2_table(out, m: dict, suffix: str) -> None:
     else:
         out.print(f"No MC2 candidate{suffix}: no MatMul feeds an AllReduce or ReduceScatter, or reads an AllGather.")
     out.print(m["note"], soft_wrap=True)
-
-
-def _layers_text(layers: list[str]) -> str:
-    numeric = sorted(int(x) for x in layers if x.isdigit())
-    parts = []
-    i = 0
-    while i < len(numeric):
-        j = i
-        while j + 1 < len(numeric) and numeric[j + 1] == numeric[j] + 1:
-            j += 1
-        parts.append(str(numeric[i]) if i == j else f"{numeric[i]}-{numeric[j]}")
-        i = j + 1
-    parts += [x for x in layers if not x.isdigit()]
-    return ", ".join(parts)

@@ -4,18 +4,18 @@ the largest kept tensors, the pipeline in-flight and peak figures, a projection 
 from __future__ import annotations
 
 from ..accounts.memory import SCOPE_NOTE
-from ..units import human_bytes
+from ..units import human_bytes, layer_spans
 from .account_lines import AT_STAKE_NOTE, AT_STAKE_PIPELINE_NOTE, memory_headline, rule_codes
-from .tables import add_layer_rows, by_case, files_line, layer_table, plain_console, projection_table, text_of
-
-
-def spans_text(layers: list[str]) -> str:
-    """``0–1, outside`` for a chunk's layers."""
-    from ..units import spans
-
-    numbers = [int(x) for x in layers if x.isdigit()]
-    rest = [x for x in layers if not x.isdigit()]
-    return ", ".join([*spans(numbers), *rest])
+from .tables import (
+    add_layer_rows,
+    by_case,
+    files_line,
+    layer_table,
+    list_table,
+    plain_console,
+    projection_table,
+    text_of,
+)
 
 
 def stake_cells(at_stake: dict[str, int], codes: list[str]) -> list[str]:
@@ -43,8 +43,6 @@ def render_text(entries: list[dict], width: int | None = None, cases: list[str] 
 
 
 def _render_case(out, case: str, entries: list[dict]) -> None:
-    from rich.table import Table
-
     if case:
         out.print(f"== {case}", soft_wrap=True)
     out.print(memory_headline(entries), soft_wrap=True)
@@ -95,9 +93,11 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
                 soft_wrap=True,
             )
             continue
-        top = Table(title=f"Largest kept tensors{' (' + name + ')' if many else ''}", title_justify="left")
-        for col in ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "scope"):
-            top.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
+        top = list_table(
+            f"Largest kept tensors{' (' + name + ')' if many else ''}",
+            ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "scope"),
+            right=("bytes",),
+        )
         for t in e["top"]:
             shape = "(" + ", ".join(map(str, t["shape"])) + ")" if t["shape"] is not None else "?"
             top.add_row(
@@ -118,7 +118,7 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
             )
         if e["micro_batches"] > 1 and len(e.get("chunks") or ()) > 1:
             held = "; ".join(
-                f"layers {spans_text(c['layers'])}: {c['in_flight_at_peak']} of {e['micro_batches']}"
+                f"layers {layer_spans(c['layers'])}: {c['in_flight_at_peak']} of {e['micro_batches']}"
                 for c in e["chunks"]
             )
             out.print(

@@ -4,7 +4,7 @@ writes to a string, one case after another, the line naming each file, layers in
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ..accounts.memory import OUTSIDE
 
@@ -44,6 +44,17 @@ def files_line(out, label: list[str], entries: list[dict]) -> None:
     else:
         for name, e in zip(label, entries):
             out.print(f"{name}: {e['file']} ({e['stage']})")
+
+
+def list_table(title: str, columns: Sequence[str], right: Collection[str] = (), fold: bool = True):
+    """A table of one row per item: ``columns`` in order, those in ``right`` right-justified (figures),
+    long cells folded onto more lines (cut with an ellipsis when ``fold`` is False)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left", overflow="fold" if fold else "ellipsis")
+    return table
 
 
 def layer_table(title: str, label: list[str], columns: Sequence[str]):

@@ -148,7 +148,7 @@ class RecomputeNotApplied(RecomputeRule):
                     + ", ".join(f"{ir.describe(v)}'s output ({human_bytes(b)})" for v, b in moved)
                     + f" instead, as large as what they free; the request on {ir.describe(k)} saves no memory here."
                 )
-                asked = [v for v, _ in moved if facts.request(v) is not None and not facts.applied(v)]
+                asked = [v for v, _ in moved if self.unapplied_request(facts, v) is not None]
                 if asked:  # that input's own finding recomputes the chain with it
                     hint += (
                         f" {nodes_text(ir, asked)} is asked to recompute too: its own finding's keys free this chain."

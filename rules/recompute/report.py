@@ -147,7 +147,16 @@ class RecomputeRule(Rule):
     @staticmethod
     def unapplied_requests(ir: IRFile, facts: RecomputeFacts):
         for k in facts.tagged():
-            req = facts.request(k)
-            # the weight-only test last: it walks the node's inputs
-            if req is not None and not facts.applied(k) and not facts.weight_only(k):
+            req = RecomputeRule.unapplied_request(facts, k)
+            if req is not None:
                 yield k, req
+
+    @staticmethod
+    def unapplied_request(facts: RecomputeFacts, k: int) -> str | None:
+        """How ``k`` asked to recompute, when it did and was not recomputed (and computes from more
+        than weights): what RC001 and RC004 judge."""
+        req = facts.request(k)
+        # the weight-only test last: it walks the node's inputs
+        if req is not None and not facts.applied(k) and not facts.weight_only(k):
+            return req
+        return None
