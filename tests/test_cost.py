@@ -692,3 +692,52 @@ def test_flops_for_a_person_three_significant_figures_in_decimal_units():
         "-41.0 kFLOP",
         "? FLOP",
     ]
+
+
+FA_210_IR = """# IR entry: @1_main_1
+# Params:
+%para1_q: <Tensor[Float16], (2, 4, 128, 64)> : [2, 4, 128, 64]
+%para2_k: <Tensor[Float16], (2, 4, 256, 64)> : [2, 4, 256, 64]
+%para3_dy: <Tensor[Float16], (2, 4, 128, 64)> : [2, 4, 128, 64]
+
+subgraph @1_main_1() {
+  %0(CNode_1) = PrimFunc_FlashAttentionScore(%para1_q, %para2_k, %para2_k, None, None, None, None, None, None, None, I64(4), F32(1), F32(0.125), I64(2147483647), I64(0), I64(0), I64(LAYOUT), I64(0)) {instance name: flash_attention}
+      : (<Tensor[Float16], (2, 4, 128, 64)>, <Tensor[Float16], (2, 4, 256, 64)>, <Tensor[Float16], (2, 4, 256, 64)>) -> (<Tensor[Float16], (2, 4, 128, 64)>)
+      # Fullname with scope: (Default/FlashAttentionScore-op0)
+  %1(CNode_2) = PrimFunc_FlashAttentionScoreGrad(%para1_q, %para2_k, %para2_k, %para3_dy, None, None, None, None, None, None, None, None, None, None, None, I64(4), F32(1), F32(0.125), I64(2147483647), I64(0), I64(0), I64(LAYOUT), I64(0))
+      : (<Tensor[Float16], (2, 4, 128, 64)>, <Tensor[Float16], (2, 4, 256, 64)>, <Tensor[Float16], (2, 4, 256, 64)>, <Tensor[Float16], (2, 4, 128, 64)>) -> (<Tensor[Float16], (2, 4, 128, 64)>)
+      # Fullname with scope: (Default/Gradients/FlashAttentionScoreGrad-op0)
+  %2(CNode_3) = MakeTuple(%0, %1)
+      : (<Tensor[Float16], (2, 4, 128, 64)>, <Tensor[Float16], (2, 4, 128, 64)>) -> (<Tuple[Tensor[Float16]*2], TupleShape((2, 4, 128, 64), (2, 4, 128, 64))>)
+      # Fullname with scope: (Default/MakeTuple-op0)
+  Return(%2)
+      : (<Tuple[Tensor[Float16]*2], TupleShape((2, 4, 128, 64), (2, 4, 128, 64))>)
+      # Fullname with scope: (Default/Return-op0)
+}
+"""
+
+
+def test_flash_attention_reads_the_positional_layout_of_mindspore_2_3_and_later(ir_from_text):
+    # 2.10 passes input_layout as the enum FASInputLayoutMode at a fixed position (BNSD = 1): the
+    # sequence is axis 2, not the head count at axis 1 of BSH
+    ir = ir_from_text(FA_210_IR.replace("LAYOUT", "1"))
+    flops = {ir[k]["op"]: op_flops(ir, k) for k in ir.cnodes()}
+    b, n, sq, skv, d = 2, 4, 128, 256, 64
+    assert flops["FlashAttentionScore"] == 4 * b * n * sq * skv * d
+    assert flops["FlashAttentionScoreGrad"] == 2 * 4 * b * n * sq * skv * d
+    # BSND (3): the sequence is axis 1 of the same (2, 4, ...) shapes
+    ir = ir_from_text(FA_210_IR.replace("LAYOUT", "3"))
+    assert {ir[k]["op"]: op_flops(ir, k) for k in ir.cnodes()}["FlashAttentionScore"] == 4 * b * n * sq * 4 * d
+
+
+SHARED_DRYRUN = TESTS.parent.parent / "shared" / "dryrun" / "pp4"
+
+
+@pytest.mark.skipif(not SHARED_DRYRUN.is_dir(), reason="needs ../shared/dryrun")
+def test_flash_attention_of_a_real_2_10_pipeline_dump():
+    ir = read_ir(str(next((SHARED_DRYRUN / "rank_0").glob("*_validate_*.ir"))))
+    forward = [k for k in ir.cnodes() if ir[k]["op"] == "FlashAttentionScore"]
+    assert forward
+    for k in forward:
+        b, n, s, d = ir[k]["in_types"][0].shape  # BNSD, q and k of one length
+        assert op_flops(ir, k) == 4 * b * n * s * s * d

@@ -118,6 +118,12 @@ _NOT_ELEMENTWISE_GRADS = frozenset(
 )
 # where the sequence length sits in a flash-attention key, per input_layout
 _FA_SEQ_AXIS = {"BSH": 1, "BNSD": 2, "SBH": 0, "BSND": 1}
+# MindSpore 2.3 and later pass input_layout as a positional enum (FASInputLayoutMode), not an attribute
+_FA_LAYOUT_ENUM = {0: "BSH", 1: "BNSD", 2: "SBH", 3: "BSND", 4: "TND"}
+# its position among the inputs: FlashAttentionScore(q, k, v, 7 optional tensors, head_num, keep_prob,
+# scale_value, pre_tokens, next_tokens, inner_precise, input_layout, sparse_mode); the Grad has dy and
+# four softmax tensors more
+_FA_LAYOUT_POSITION = {"FlashAttentionScore": 16, "FlashAttentionScoreGrad": 21}
 
 KINDS = ("matmul", "attention", "conv", "elementwise")
 
@@ -171,14 +177,28 @@ def matmul_dims(ir: IRFile, k: int) -> tuple[int, int, int, int] | None:
     return batch, m, kk, n
 
 
+def _attention_layout(ir: IRFile, k: int) -> str:
+    """The input_layout of a flash-attention op: its positional enum (2.3 and later), else the
+    primitive attribute of older dumps, else MindSpore's default BSH."""
+    d = ir[k]
+    position = _FA_LAYOUT_POSITION.get(d["op"])
+    ins = ir.producers(k)
+    if position is not None and len(ins) > position and ir[ins[position]]["kind"] == "const":
+        value = ir[ins[position]].get("value")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return _FA_LAYOUT_ENUM.get(value, "")
+        if isinstance(value, str):
+            return value
+    return str((d.get("primitive_attrs") or {}).get("input_layout") or "BSH")
+
+
 def _attention_flops(ir: IRFile, k: int) -> int | None:
     d = ir[k]
     types: list = list(d.get("in_types") or ())
     if len(types) < 2:
         return None
     q, key = _shape(types[0]), _shape(types[1])
-    layout = str((d.get("primitive_attrs") or {}).get("input_layout") or "BSH")
-    axis = _FA_SEQ_AXIS.get(layout)
+    axis = _FA_SEQ_AXIS.get(_attention_layout(ir, k))
     if q is None or key is None or axis is None or len(key) <= axis:
         return None
     forward = 4 * prod(q) * key[axis]  # QKᵀ and PV: 2·(B·N·Sq·D)·Skv each
