@@ -1,5 +1,5 @@
 """Render real HTML reports from the dumps in tests/fixtures/corpus and screenshot them in headless
-Chromium (the README shows them). Re-run after changing the report:
+Chromium (docs/formats.md shows them). Re-run after changing the report:
 
     python scripts/screenshots.py            # writes docs/screenshots/*.png
     python scripts/screenshots.py --keep DIR # also keeps the HTML pages in DIR

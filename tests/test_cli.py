@@ -670,14 +670,15 @@ def test_color_option_and_force_color(tiny_rules, monkeypatch, env, flag, colore
     assert ("\x1b[" in run(DUMP, *flag).output) == colored
 
 
-def test_readme_describes_the_ci_script_and_the_cache_as_they_are():
-    readme = " ".join(README.read_text().split())
-    assert "does exactly this" not in readme
-    assert "--upgrade pip" in readme and "-p no:cacheprovider" in readme
+def test_the_docs_describe_the_ci_script_and_the_cache_as_they_are():
+    contributing = " ".join((README.parent / "CONTRIBUTING.md").read_text(encoding="utf-8").split())
+    usage = " ".join((README.parent / "docs" / "usage.md").read_text(encoding="utf-8").split())
+    assert "does exactly this" not in contributing
+    assert "--upgrade pip" in contributing and "-p no:cacheprovider" in contributing
     help_text = " ".join(CliRunner().invoke(main, ["check", "--help"]).output.split())
     assert "parse cache" not in help_text
     assert "keyed by its content, the rules and irlint's version" in help_text
-    assert "keyed by the file's content, the rules and irlint's own version" in readme
+    assert "keyed by the file's content, the rules and irlint's own version" in usage
 
 
 # --- issue 21 item 2: -o / --write-baseline write to what the path names, never over an input ---------

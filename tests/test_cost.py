@@ -554,8 +554,8 @@ def test_projection_keeps_the_order_and_proportion_of_dumped_layers():
     assert project([{"layer": "outside", "x": 1}], ("x",), 5) is None
 
 
-def test_the_readme_example_is_the_output(monkeypatch):
-    readme = (TESTS.parent / "README.md").read_text(encoding="utf-8")
+def test_the_documented_example_is_the_output(monkeypatch):
+    readme = (TESTS.parent / "docs" / "accounts.md").read_text(encoding="utf-8")
     block = readme.split("$ irlint cost llama-recompute-modes\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(CORPUS)
     out = run("llama-recompute-modes").output

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import CORPUS, SHARED_CORPUS, TESTS
+from conftest import CORPUS, TESTS
 
 import irlint.cli
 from irlint.accounts.projection import stage_depths
@@ -16,7 +16,7 @@ from irlint.mfyaml import YamlError, depth, stage_layers
 
 CONFIGS = TESTS / "fixtures" / "mindformers-configs"
 GLM4 = CONFIGS / "finetune_glm4_9b.yaml"  # num_layers: 40, pipeline_stage: 4
-PP2 = SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select"  # ranks 0 (layers 0-1) and 4 (layers 2-3)
+PP2 = TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select"  # ranks 0 (layers 0-1) and 4 (layers 2-3)
 ONE = CORPUS / "llama-recompute-modes"
 
 

@@ -9,14 +9,14 @@ import stat
 
 import pytest
 from click.testing import CliRunner
-from conftest import CORPUS, SHARED_CORPUS, TESTS
+from conftest import CORPUS, TESTS
 
 import irlint.cli
 from irlint.mfyaml import apply_plan
 
 CONFIGS = TESTS / "fixtures" / "mindformers-configs"
 MF = TESTS / "fixtures" / "recompute" / "par-rc-mf_dp2_mp4_select_blocked"
-PP = SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select"
+PP = TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select"
 SHIPPED = sorted(p.name for p in CONFIGS.glob("*.yaml"))
 
 
@@ -113,7 +113,7 @@ def test_per_stage_form_raises_the_counts_the_pipeline_dump_needs(tmp_path):
     "dump, printed",
     [
         (
-            SHARED_CORPUS / "par-mismatch-ffn_col_col",
+            CORPUS / "par-mismatch-ffn_col_col",
             "/home/user/llm/parallel/mismatch/gen.py:60: ops.MatMul().shard(((1, 8), (1, 8)))",
         ),
         (

@@ -8,7 +8,7 @@ import re
 
 import jsonschema
 import pytest
-from conftest import CORPUS, SHARED_CORPUS, TESTS, quiet_config
+from conftest import CORPUS, TESTS, quiet_config
 
 from irlint.fixplan import fix_plan, plan_text
 from irlint.runner.engine import lint
@@ -50,7 +50,7 @@ def test_round_one_dump_asks_only_for_the_folded_reshape_key():
 def test_pipeline_per_stage_counts_come_from_the_blocked_layers_of_each_stage():
     # layers 0-1 on stage 0, 2-3 on stage 1; the user's keys cover the first layer of each stage
     # ([1, 1]): layers 1 and 3 are blocked, so the counts are [2, 2], not a new key
-    _, plan = plan_of(SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select")
+    _, plan = plan_of(TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select")
     rc = plan["recompute"]
     assert rc["stages"] == [[0, 1], [2, 3]]
     assert rc["select_recompute_per_stage"] == {
@@ -61,7 +61,7 @@ def test_pipeline_per_stage_counts_come_from_the_blocked_layers_of_each_stage():
 
 
 def test_one_stage_of_a_pipeline_gives_no_per_stage_counts_it_cannot_know():
-    _, plan = plan_of(SHARED_CORPUS / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_4")
+    _, plan = plan_of(TESTS / "fixtures" / "recompute" / "par-rc-pp2_dp2_mp2_micro4_select" / "rank_4")
     assert "select_recompute_per_stage" not in plan["recompute"]
     assert "every pipeline stage" in plan["recompute"]["per_stage_note"]
 
@@ -164,7 +164,7 @@ def test_every_key_names_a_cell_path_the_finding_itself_shows(case):
 
 
 def test_strategy_change_is_a_shard_line_with_the_model_line_that_creates_the_op():
-    _, plan = plan_of(SHARED_CORPUS / "par-mismatch-ffn_col_col")
+    _, plan = plan_of(CORPUS / "par-mismatch-ffn_col_col")
     s = plan["strategies"][0]
     assert s["shard"] == "ops.MatMul().shard(((1, 8), (1, 8)))"
     assert s["source"] == {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 60}

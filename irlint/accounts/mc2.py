@@ -49,7 +49,7 @@ FUSED_OPS = frozenset(
 _REDUCING = frozenset({"AllReduce", "ReduceScatter"})
 _FUSIBLE_DTYPES = frozenset({"Float16", "BFloat16"})
 
-# Atlas A2 (Atlas 800T A2 server, 8 Ascend 910B NPUs), per NPU; README "MC2 candidates" names the
+# Atlas A2 (Atlas 800T A2 server, 8 Ascend 910B NPUs), per NPU; docs/accounts.md "MC2 candidates" names the
 # public figures. A user's profile (``--device FILE``) has the same keys.
 DEFAULT_PROFILE = """\
 name = "Atlas A2 (Atlas 800T A2, 8x Ascend 910B per server)"
