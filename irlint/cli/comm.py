@@ -14,9 +14,9 @@ from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
-from .memory import json_files, read_finals
+from .memory import json_files, mark_same_graphs, read_finals
 from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit
+from .outputs import emit, text_width
 
 JSON_VERSION = 1
 
@@ -48,7 +48,8 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     """
     chosen, problems = final_inputs(paths, output, follow_links, COMM_STAGES)
     statuses: list[dict] = []
-    entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems, statuses)]
+    read = list(read_finals(chosen, problems, statuses))
+    entries = [file_entry(f, ir) for f, ir in read]
     if fmt == "json":
         emit(
             json.dumps(
@@ -66,7 +67,8 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     elif entries:
         from ..reporters.printable import printable_data
 
-        emit(render_text(printable_data(entries), top=top), output)
+        shown = printable_data(mark_same_graphs([f for f, _ in read], entries))
+        emit(render_text(shown, width=text_width(output), top=top), output)
     for d in problems:
         click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)
     sys.exit(EXIT_ERROR if problems else 0)

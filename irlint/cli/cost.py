@@ -15,9 +15,9 @@ from ..runner.discover import DumpFile, case_of
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR, fail, read_or_fail
 from .inputs import final_inputs
-from .memory import read_finals
+from .memory import mark_same_graphs, read_finals
 from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit
+from .outputs import emit, text_width
 
 JSON_VERSION = 1
 LAYER_FIELDS = (
@@ -48,6 +48,7 @@ def communication(ir) -> dict | None:
 
 def file_entry(f: DumpFile, ir, acc: CostAccount, top: int = 10) -> dict:
     """One file of the JSON contract (version 1)."""
+    from ..model.layers import model_path
 
     def node(k: int | None) -> str | None:
         return None if k is None else ir[k].get("id", "")
@@ -97,6 +98,7 @@ def file_entry(f: DumpFile, ir, acc: CostAccount, top: int = 10) -> dict:
                 "inputs": [str(t) for t in (ir[o.node].get("in_types") or ()) if t is not None and t.dtype],
                 "copy_of": node(o.original) if o.direction == "recompute" else None,
                 "scope": ir[o.node].get("scope", ""),
+                "model_path": model_path(ir, o.node)[1],  # added to version 1: the cell path
                 "line": ir[o.node].get("line", 0),
             }
             for o in matrix[:top]
@@ -174,8 +176,9 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
     depth = resolve(layers, config)
     profile = _profile(device) if mc2 or device else None  # a device file the run cannot use: before anything
     chosen, problems = final_inputs(paths, output, follow_links, COST_STAGES)
-    entries, cases = [], []
+    entries, cases, read = [], [], []
     for f, ir in read_finals(chosen, problems):
+        read.append(f)
         entry = file_entry(f, ir, account(ir), top)
         if profile is not None:
             entry["mc2"] = mc2_entry(ir, profile)
@@ -196,7 +199,7 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
 
         text = render_cost(entries, problems, SCOPE_NOTE)
     else:
-        text = render_text(entries, cases=cases) if entries else ""
+        text = render_text(mark_same_graphs(read, entries), width=text_width(output), cases=cases) if entries else ""
     if fmt == "text" and entries:
         text += config_text(depth, note)
     emit(text, output)
