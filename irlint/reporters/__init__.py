@@ -28,6 +28,7 @@ class RenderContext:
     sources: SourceLines = field(default_factory=SourceLines)
     # findings hidden by --baseline (shown in the text summary so nobody wonders where they went)
     baselined: int = 0
+    baselined_occurrences: int = 0  # occurrences the baseline hid of findings still shown (part of a group)
     # --write-baseline FILE: the findings were written there (and are not shown)
     baseline_written: str | None = None
 

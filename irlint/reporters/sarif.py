@@ -14,7 +14,7 @@ from .concise import diagnostic_severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-FINGERPRINT_KEY = "irlintFingerprint/v2"  # v2: without the stage name (v1 had it)
+FINGERPRINT_KEY = "irlintFingerprint/v3"  # v3: with the model (v2 without it, v1 with the stage name)
 
 
 def uri(path: str) -> str:

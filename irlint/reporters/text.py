@@ -270,6 +270,9 @@ def _summary(report: Report, ctx: RenderContext) -> list:
         )
     elif ctx.baselined:
         text += f", {ctx.baselined} known finding{'s' if ctx.baselined != 1 else ''} hidden by the baseline"
+    if ctx.baselined_occurrences and ctx.baseline_written is None:
+        n = ctx.baselined_occurrences
+        text += f", {n} known occurrence{'s' if n != 1 else ''} of the findings shown hidden by the baseline"
     if report.suppressed:
         n = len(report.suppressed)
         text += f", {n} suppressed by [[suppress]]"
