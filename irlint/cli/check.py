@@ -214,6 +214,11 @@ def check_cmd(
     # else (a file or a pipe): full lines, so a scope can be copied into a suppression whole
     ctx.color = use_color(color, tty=output is None and on_terminal(sys.stdout))
     text = render(report, fmt, ctx)
+    if fmt == "github" and not quiet:
+        from ..reporters.github import limit_text
+
+        if limit_text(report):
+            click.echo(f"irlint: warning: {limit_text(report)}", err=True)
     if output is None:
         click.echo(text, nl=False, color=ctx.color)  # click would strip the colours off a pipe
     else:
