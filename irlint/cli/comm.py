@@ -15,8 +15,15 @@ from ..runner.discover import DumpFile
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
 from .memory import json_files, mark_same_graphs, read_finals
-from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit, text_width
+from .options import (
+    account_color_option,
+    account_quiet_option,
+    follow_links_option,
+    format_option,
+    output_option,
+    top_option,
+)
+from .outputs import emit, text_color, text_width
 
 JSON_VERSION = 1
 
@@ -31,8 +38,10 @@ def file_entry(f: DumpFile, ir) -> dict:
 @format_option
 @top_option("How many of the largest collectives to list per file (JSON lists them all).")
 @output_option
+@account_color_option
+@account_quiet_option
 @follow_links_option
-def comm_cmd(paths, fmt, top, output, follow_links):
+def comm_cmd(paths, fmt, top, output, follow_links, color, quiet):
     """Communication per rank and step, per layer and kind, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else optimize,
@@ -68,7 +77,9 @@ def comm_cmd(paths, fmt, top, output, follow_links):
         from ..reporters.printable import printable_data
 
         shown = printable_data(mark_same_graphs([f for f, _ in read], entries))
-        emit(render_text(shown, width=text_width(output), top=top), output)
+        emit(
+            render_text(shown, width=text_width(output), color=text_color(color, output), quiet=quiet, top=top), output
+        )
     for d in problems:
         click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)
     sys.exit(EXIT_ERROR if problems else 0)

@@ -16,8 +16,15 @@ from .depth import config_json, config_option, config_text, layers_option, proje
 from .exits import EXIT_ERROR, fail, read_or_fail
 from .inputs import final_inputs
 from .memory import mark_same_graphs, read_finals
-from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit, text_width
+from .options import (
+    account_color_option,
+    account_quiet_option,
+    follow_links_option,
+    format_option,
+    output_option,
+    top_option,
+)
+from .outputs import emit, text_color, text_width
 
 JSON_VERSION = 1
 LAYER_FIELDS = (
@@ -147,6 +154,8 @@ def mc2_entry(ir, profile) -> dict:
 @click.argument("paths", nargs=-1, required=True)
 @format_option
 @output_option
+@account_color_option
+@account_quiet_option
 @top_option("How many of the costliest matrix ops to list per file (JSON and HTML).")
 @click.option("--mc2", "mc2", is_flag=True, help="List the MatMul + collective pairs MC2 kernels could fuse.")
 @click.option(
@@ -158,7 +167,7 @@ def mc2_entry(ir, profile) -> dict:
 @layers_option
 @config_option
 @follow_links_option
-def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links):
+def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links, color, quiet):
     """FLOPs of a step per layer, from a dump file or folder: forward, backward, recomputed copies.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -199,7 +208,17 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
 
         text = render_cost(entries, problems, SCOPE_NOTE)
     else:
-        text = render_text(mark_same_graphs(read, entries), width=text_width(output), cases=cases) if entries else ""
+        text = (
+            render_text(
+                mark_same_graphs(read, entries),
+                width=text_width(output),
+                color=text_color(color, output),
+                quiet=quiet,
+                cases=cases,
+            )
+            if entries
+            else ""
+        )
     if fmt == "text" and entries:
         text += config_text(depth, note)
     emit(text, output)

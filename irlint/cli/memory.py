@@ -15,8 +15,15 @@ from ..runner.discover import DumpFile, case_of
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
-from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit, text_width
+from .options import (
+    account_color_option,
+    account_quiet_option,
+    follow_links_option,
+    format_option,
+    output_option,
+    top_option,
+)
+from .outputs import emit, text_color, text_width
 
 JSON_VERSION = 1
 
@@ -213,11 +220,13 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
 @click.argument("paths", nargs=-1, required=True)
 @format_option
 @output_option
+@account_color_option
+@account_quiet_option
 @top_option("How many of the largest kept tensors to list per file.")
 @layers_option
 @config_option
 @follow_links_option
-def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
+def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, quiet):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -267,7 +276,17 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
         from ..reporters.printable import printable_data
 
         shown = printable_data(mark_same_graphs(read, entries))
-        text = render_text(shown, width=text_width(output), cases=[printable_name(c) for c in cases]) if entries else ""
+        text = (
+            render_text(
+                shown,
+                width=text_width(output),
+                color=text_color(color, output),
+                quiet=quiet,
+                cases=[printable_name(c) for c in cases],
+            )
+            if entries
+            else ""
+        )
     if fmt == "text" and entries:
         text += config_text(depth, note)
     emit(text, output)

@@ -41,8 +41,9 @@ def renderer(fmt: str) -> Callable[[Report, RenderContext], str]:
     return import_module(f"{__name__}.{fmt.replace('-', '_')}").render
 
 
-# formats that print text as it is: what came from a dump or a file name is escaped first
-_PRINTED = frozenset({"text", "concise", "github", "junit"})
+# formats that print text as it is (HTML: as markup escaping leaves it): what came from a dump or
+# a file name is escaped first
+_PRINTED = frozenset({"text", "concise", "github", "junit", "html"})
 
 
 def render(report: Report, fmt: str, ctx: RenderContext | None = None) -> str:

@@ -20,9 +20,11 @@ from .tables import (
 )
 
 
-def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
+def render_text(
+    entries: list[dict], width: int | None = None, top: int = 10, color: bool = False, quiet: bool = False
+) -> str:
     """One set of tables per distinct graph (ranks that hold the same graph share theirs)."""
-    out, buffer = plain_console(width)
+    out, buffer = plain_console(width, color)
     groups = graph_groups(entries)
     many = len(groups) > 1
     out.print(comm_headline(entries), soft_wrap=True)
@@ -93,7 +95,8 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                 f"to the n peers of its send list (balanced routing): lines {', '.join(spans(estimated))}",
                 soft_wrap=True,
             )
-    out.print(SCOPE_NOTE, soft_wrap=True)
+    if not quiet:  # the note on what is counted
+        out.print(SCOPE_NOTE, soft_wrap=True)
     return text_of(buffer, width)
 
 

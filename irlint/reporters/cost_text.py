@@ -26,9 +26,17 @@ PROJECTED_NOTE = (
 )
 
 
-def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
-    out, buffer = plain_console(width)
+def render_text(
+    entries: list[dict],
+    width: int | None = None,
+    cases: list[str] | None = None,
+    color: bool = False,
+    quiet: bool = False,
+) -> str:
+    out, buffer = plain_console(width, color)
     by_case(out, entries, cases, _render_case)
+    if quiet:  # without the notes on what is counted
+        return text_of(buffer, width)
     out.print(SCOPE_NOTE, soft_wrap=True)
     if any(e.get("projected") for e in entries):
         out.print(PROJECTED_NOTE, soft_wrap=True)

@@ -31,11 +31,19 @@ def in_flight(e: dict) -> str:
     return f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
 
 
-def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
-    """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
-    ranks side by side."""
-    out, buffer = plain_console(width)
+def render_text(
+    entries: list[dict],
+    width: int | None = None,
+    cases: list[str] | None = None,
+    color: bool = False,
+    quiet: bool = False,
+) -> str:
+    """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case) and
+    distinct graph; ``quiet``: without the notes on what is counted."""
+    out, buffer = plain_console(width, color)
     by_case(out, entries, cases, _render_case)
+    if quiet:
+        return text_of(buffer, width)
     out.print(SCOPE_NOTE, soft_wrap=True)
     if rule_codes(entries):
         out.print(AT_STAKE_NOTE, soft_wrap=True)

@@ -10,15 +10,23 @@ from ..accounts.memory import OUTSIDE
 from ..units import spans
 
 
-def plain_console(width: int | None):
-    """(console, buffer): no colour, no markup guesses, the width given or unlimited."""
+def plain_console(width: int | None, color: bool = False):
+    """(console, buffer): no markup guesses, the width given or unlimited; colour (the tables'
+    own styles) only when asked for."""
     from rich.console import Console
 
     from . import UNLIMITED_WIDTH
 
     buffer = io.StringIO()
     return Console(
-        file=buffer, width=width or UNLIMITED_WIDTH, no_color=True, highlight=False, emoji=False, soft_wrap=False
+        file=buffer,
+        width=width or UNLIMITED_WIDTH,
+        no_color=not color,
+        force_terminal=color or None,
+        color_system="standard" if color else None,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
     ), buffer
 
 
@@ -28,11 +36,15 @@ def text_of(buffer: io.StringIO, width: int | None = None) -> str:
     import textwrap
 
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
-    if width:
+    if width:  # a coloured line is a table's: it folds itself
         lines = [
             part
             for line in lines
-            for part in (textwrap.wrap(line, width, break_on_hyphens=False) if len(line) > width else [line])
+            for part in (
+                textwrap.wrap(line, width, break_on_hyphens=False)
+                if len(line) > width and "\x1b" not in line
+                else [line]
+            )
         ]
     return "".join(line + "\n" for line in lines)
 
