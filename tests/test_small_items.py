@@ -57,3 +57,50 @@ def test_bidirectional_controls_are_escaped_in_every_printed_format(tmp_path):
         assert result.exit_code == 1, (fmt, result.output)
         assert "\u202e" not in result.output and "\u2066" not in result.output, fmt
         assert "\\u202e" in result.output, fmt
+
+
+def test_cost_json_says_how_each_file_was_read(tmp_path):
+    import json
+
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    data = (BLOCKS / "21_validate_0076.ir").read_bytes()
+    (folder / "21_validate_0076.ir").write_bytes(data[: len(data) // 2])
+    result = run("cost", "--format", "json", folder)
+    (entry,) = json.loads(result.stdout)["files"]
+    assert entry["read"] == "partly" and entry["diagnostics"]  # a truncated rank's figures are flagged
+    whole = json.loads(run("cost", "--format", "json", BLOCKS).stdout)["files"]
+    assert [(f["read"], f["diagnostics"]) for f in whole] == [("whole", [])]
+
+
+def test_a_projection_to_fewer_layers_than_dumped_takes_the_first_ones():
+    from irlint.accounts.projection import layer_blocks
+
+    assert layer_blocks(["0", "1", "2", "3"], 2) == [(0, 0, "0"), (1, 1, "1")]
+    assert layer_blocks(["0", "1"], 4) == [(0, 1, "0"), (2, 3, "1")]  # more: each dumped layer a block
+    l4 = CORPUS.parent / "recompute" / "aliased-scopes-l4"
+    text = run("cost", "--layers", "2", l4).output
+    rows = [line for line in text.splitlines() if line.startswith("│ 0 ") or line.startswith("│ 1 ")]
+    assert [r.split("│")[2].strip() for r in rows[-2:]] == ["0", "1"]  # from dumped layers 0 and 1
+
+
+def _suppressed_lint(tmp_path, entries: str, *args: str):
+    config = tmp_path / "irlint.toml"
+    config.write_text(entries, encoding="utf-8")
+    return CliRunner().invoke(main, ["--config", str(config), "-n", *args, str(BLOCKS)])
+
+
+def test_a_second_suppression_of_the_same_findings_is_not_called_unused(tmp_path):
+    both = (
+        '[[suppress]]\nrule = "RC002"\nscope = "feed_forward"\n\n[[suppress]]\nrule = "RC002"\nscope = "FeedForward"\n'
+    )
+    result = _suppressed_lint(tmp_path, both)
+    assert "suppressed" in result.output and "matched no finding" not in result.stderr
+
+
+def test_a_suppression_of_a_rule_that_did_not_run_is_not_called_unused(tmp_path):
+    entry = '[[suppress]]\nrule = "RC002"\nscope = "feed_forward"\n'
+    result = _suppressed_lint(tmp_path, entry, "--select", "RC001")
+    assert "matched no finding" not in result.stderr
+    stale = _suppressed_lint(tmp_path, '[[suppress]]\nrule = "RC002"\nscope = "no_such_cell"\n')
+    assert "matched no finding" in stale.stderr  # a rule that ran, a pattern that names nothing

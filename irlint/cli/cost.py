@@ -15,7 +15,7 @@ from ..runner.discover import DumpFile, case_of
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR, fail, read_or_fail
 from .inputs import final_inputs
-from .memory import mark_same_graphs, read_finals
+from .memory import json_files, mark_same_graphs, read_finals
 from .options import (
     account_color_option,
     account_quiet_option,
@@ -186,7 +186,8 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links,
     profile = _profile(device) if mc2 or device else None  # a device file the run cannot use: before anything
     chosen, problems = final_inputs(paths, output, follow_links, COST_STAGES)
     entries, cases, read = [], [], []
-    for f, ir in read_finals(chosen, problems):
+    statuses: list[dict] = []
+    for f, ir in read_finals(chosen, problems, statuses):
         read.append(f)
         entry = file_entry(f, ir, account(ir), top)
         if profile is not None:
@@ -197,7 +198,13 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links,
     if fmt == "json":
         text = (
             json.dumps(
-                {"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries, **config_json(depth, note)},
+                {
+                    "version": JSON_VERSION,
+                    "counted": SCOPE_NOTE,
+                    # each file with how it was read (whole, partly: a truncated dump; not), as memory and comm
+                    "files": json_files(statuses, entries),
+                    **config_json(depth, note),
+                },
                 indent=1,
                 ensure_ascii=False,
             )
