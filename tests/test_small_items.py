@@ -104,3 +104,31 @@ def test_a_suppression_of_a_rule_that_did_not_run_is_not_called_unused(tmp_path)
     assert "matched no finding" not in result.stderr
     stale = _suppressed_lint(tmp_path, '[[suppress]]\nrule = "RC002"\nscope = "no_such_cell"\n')
     assert "matched no finding" in stale.stderr  # a rule that ran, a pattern that names nothing
+
+
+def test_the_diff_header_names_a_one_file_compile_once(tmp_path):
+    after = tmp_path / "after"
+    shutil.copytree(BLOCKS, after)
+    shutil.copy(CORPUS / "s3_ffn_3d_reshape_fixed" / "21_validate_0076.ir", after / "21_validate_0176.ir")
+    text = run("diff", "-n", BLOCKS, after).stdout
+    header = next(line for line in text.splitlines() if line.startswith("Compared in AFTER"))
+    assert "the newest of 2 compiles" in header
+    assert "…" not in header and header.count("21_validate_0176.ir") == 1, header
+
+
+def test_stage_files_named_one_by_one_count_each_problem_once(tmp_path):
+    import json
+
+    files = sorted(BLOCKS.glob("*.ir"))  # as a pre-commit hook passes them
+    assert len(files) > 2
+    summary = json.loads(run("-n", "--format", "json", *files).stdout)["summary"]
+    assert (summary["findings"], summary["occurrences"]) == (2, 2)
+    assert "occurrences" not in run("-n", *files).output
+    # two dumps of one stage side by side, named by name: each keeps its findings
+    other = tmp_path / "21_validate_0077.ir"
+    shutil.copy(BLOCKS / "21_validate_0076.ir", other)
+    shutil.copy(BLOCKS / "21_validate_0076.ir", tmp_path / "21_validate_0076.ir")
+    two = json.loads(
+        run("-n", "--no-dedup", "--no-group", "--format", "json", tmp_path / "21_validate_0076.ir", other).stdout
+    )
+    assert two["summary"]["findings"] == 4

@@ -157,15 +157,18 @@ def _group(
     per_folder: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     singles: list[tuple[DumpFile, Finding]] = []
     for f, finding in found:
-        if f.explicit:
+        if f.explicit and not f.placed:
             singles.append((f, finding))
         else:
-            per_folder[(f.folder, finding.problem)].append((f, finding))
+            # stage files named one by one (a pre-commit hook passes them so) are their folder's stages
+            folder = os.path.dirname(f.path) if f.explicit else f.folder
+            per_folder[(f.explicit, folder, finding.problem)].append((f, finding))
     kept: list[tuple[DumpFile, Finding]] = []
     for seen in per_folder.values():
-        # the problem as the best stage file shows it (all of that file's findings of it)
+        # the problem as the best stage file shows it (all of that file's findings of it); named
+        # files of that same stage (two dumps side by side) each keep theirs
         best = max(seen, key=lambda x: rank(x[0], x[1].rule))[0]
-        kept.extend(x for x in seen if x[0] is best)
+        kept.extend(x for x in seen if x[0] is best or (best.explicit and x[0].stage.label == best.stage.label))
     merged: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     for f, finding in kept + singles:
         folder = _RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
