@@ -38,7 +38,8 @@ def render_cost(entries: list[dict], problems: list, counted: str) -> str:
         problems=problems,
         counted=counted,
         total=sum(e["step_flops"] for e in entries),
-        recompute=sum(e["recompute_flops"] for e in entries),
+        # what recompute re-spends in all, as its rows count it: matrix and element-wise FLOPs
+        recompute=sum(e["recompute_flops"] + e["elementwise_flops"].get("recompute", 0) for e in entries),
         ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None))
         if any(e["rank"] is not None for e in entries)
         else "",

@@ -184,8 +184,12 @@ def _ranks_of(f: Finding) -> str:
 
 
 def comm_bytes(f: Finding) -> int:
-    extra = dict(f.extra)
-    return int(extra.get("moved_bytes") or 0) + int(extra.get("backward_moved_bytes") or 0)
+    """The communication a finding names as waste per step, as its headline counts it: its
+    occurrences' wasted bytes summed per file, the largest file's (one device's) figure."""
+    per_file: dict[str, int] = {}
+    for o in f.occurrences:
+        per_file[o.file] = per_file.get(o.file, 0) + sum(w.bytes for w in o.wasted)
+    return max(per_file.values(), default=0)
 
 
 def finding_views(findings: list[Finding], sources: SourceLines, prefix: str) -> list[dict]:
