@@ -55,3 +55,15 @@ def test_distinct_graphs_get_a_table_each_and_no_width_means_whole_lines():
     assert "Bytes received per rank and step, per layer (rank 4)" in done.stdout
     assert "received (rank" not in done.stdout  # a table per graph, not a column per rank
     assert any(len(line) > 200 for line in done.stdout.splitlines())  # the note: one line, not folded
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["comm", "memory", "cost"])
+def test_the_html_pages_have_one_section_per_distinct_graph(ranks, command, tmp_path):
+    page = tmp_path / f"{command}.html"
+    done = _run(command, str(ranks), "--format", "html", "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<h2 id="file-') == 1
+    assert f"ranks 0–{RANKS - 1}: same graph ({RANKS} files)" in html
+    assert f'<div class="n">{RANKS}</div><div class="k">files read</div>' in html

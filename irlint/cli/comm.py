@@ -72,7 +72,7 @@ def comm_cmd(paths, fmt, top, output, follow_links, color, quiet):
     elif fmt == "html":
         from ..reporters.comm_html import render_comm
 
-        emit(render_comm(entries, problems, SCOPE_NOTE, top), output)
+        emit(render_comm(mark_same_graphs([f for f, _ in read], entries), problems, SCOPE_NOTE, top), output)
     elif entries:
         from ..reporters.printable import printable_data
 

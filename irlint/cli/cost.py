@@ -213,7 +213,7 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links,
     elif fmt == "html":
         from ..reporters.cost_html import render_cost
 
-        text = render_cost(entries, problems, SCOPE_NOTE)
+        text = render_cost(mark_same_graphs(read, entries), problems, SCOPE_NOTE)
     else:
         text = (
             render_text(

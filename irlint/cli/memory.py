@@ -271,7 +271,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, qui
     elif fmt == "html":
         from ..reporters.html import render_memory
 
-        text = render_memory(entries, problems, SCOPE_NOTE)
+        text = render_memory(mark_same_graphs(read, entries), problems, SCOPE_NOTE)
     else:
         from ..reporters.printable import printable_data
 

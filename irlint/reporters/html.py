@@ -323,12 +323,13 @@ def render(report: Report, ctx: RenderContext) -> str:
 
 def render_memory(entries: list[dict], problems: list, counted: str) -> str:
     from .account_lines import AT_STAKE_NOTE, largest_device, memory_headline, rule_codes
+    from .tables import graph_groups, same_label
 
     files = []
-    for e in entries:
-        layers = e["layers"]
-        chart = per_layer_chart(layers, [("kept bytes", KEPT_COLOUR, "kept_bytes")])
-        files.append({"e": e, "chart": _markup(chart)})
+    for g in graph_groups(entries):  # one section per distinct graph (ranks that hold it share it)
+        e = g[0]
+        chart = per_layer_chart(e["layers"], [("kept bytes", KEPT_COLOUR, "kept_bytes")])
+        files.append({"e": e, "same": same_label(g), "chart": _markup(chart)})
     return (
         _environment()
         .get_template("memory.html.j2")
@@ -336,6 +337,7 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
             title="irlint memory",
             version=__version__,
             files=files,
+            read=len(entries),
             problems=problems,
             counted=counted,
             largest=largest_device(entries),

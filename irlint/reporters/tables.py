@@ -146,3 +146,8 @@ def groups_line(out, groups: list[list[dict]]) -> None:
             out.print(f"{group_label(g)}: {e['file']} ({e['stage']})", soft_wrap=True)
         else:
             out.print(f"{group_label(g)}: same graph ({len(g)} files, as {e['file']}, {e['stage']})", soft_wrap=True)
+
+
+def same_label(group: list[dict]) -> str:
+    """``ranks 0–255: same graph (256 files)`` for a class of several files; "" for one."""
+    return f"{group_label(group)}: same graph ({len(group)} files)" if len(group) > 1 else ""
