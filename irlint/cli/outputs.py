@@ -123,14 +123,16 @@ def emit(text: str, output: str | None) -> None:
 
 def text_width(output: str | None) -> int | None:
     """The width an account's text tables fold to: the terminal's (``COLUMNS`` when set, as
-    terminals set it) when the report goes to one, ``COLUMNS`` when it is set for a file or a
-    pipe; else none (whole lines, for a file to be read with grep)."""
+    terminals set it) when the report goes to one, ``COLUMNS`` when it is set for a pipe; none for
+    a file named with -o, or without COLUMNS (whole lines, to be read with grep)."""
     import shutil
     import sys
 
     from .terminal import on_terminal
 
-    if output is None and on_terminal(sys.stdout):
+    if output is not None:
+        return None
+    if on_terminal(sys.stdout):
         return shutil.get_terminal_size((120, 24)).columns
     columns = os.environ.get("COLUMNS", "")
     return int(columns) if columns.isdigit() and int(columns) > 0 else None

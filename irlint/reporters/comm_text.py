@@ -1,5 +1,6 @@
-"""The text report of ``irlint comm``: per file, what each layer's collectives receive, the share the
-PC findings name as waste, and the communication recompute repeats."""
+"""The text report of ``irlint comm``: per distinct graph (the ranks that hold it named once), what
+each layer's collectives receive, the share the PC findings name as waste, and the communication
+recompute repeats."""
 
 from __future__ import annotations
 

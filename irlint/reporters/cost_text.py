@@ -1,5 +1,6 @@
-"""The text report of ``irlint cost``: per case, the FLOPs of a step by layer, what recompute re-spends,
-a projection to more layers and the MatMul + collective pairs MC2 kernels could fuse."""
+"""The text report of ``irlint cost``: per case and distinct graph, the FLOPs of a step by layer, what
+recompute re-spends, a projection to more layers and the MatMul + collective pairs MC2 kernels could
+fuse."""
 
 from __future__ import annotations
 

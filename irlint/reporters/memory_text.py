@@ -1,4 +1,4 @@
-"""The text report of ``irlint memory``: per case, the activations each layer keeps for backward,
+"""The text report of ``irlint memory``: per case and distinct graph, the activations each layer keeps for backward,
 the largest kept tensors, the pipeline in-flight and peak figures, a projection to more layers."""
 
 from __future__ import annotations
