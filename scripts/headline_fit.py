@@ -6,8 +6,9 @@ Cases: each folder directly under ../shared/corpus and each folder two levels un
 (as scripts/outputs_equal.py takes them), each linted from its own folder (``irlint .``, so a
 rank folder's findings are named ``rank_0/...``), with the configuration found there.
 Per finding: its headline has no ellipsis and at most 160 characters; its concise line keeps the
-fix when the rule states one; the message of its concise line (after ``path:line:col: ``) has at
-most 200 characters.
+fix when the rule states one, and so does the message of the CI formats (github, gitlab, junit);
+the message of its concise line (after ``path:line:col: ``), and of the CI formats, has at most 200
+characters; a concise line passes 200 only when its path alone leaves no room.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def lint_here(case: Path):
 def problems(case: Path) -> Iterator[str]:
     """What does not fit among the findings of one case, one text per failure."""
     from irlint.reporters import RenderContext
-    from irlint.reporters.concise import render
+    from irlint.reporters.concise import render, short_text
 
     report = lint_here(case)
     lines = render(report, RenderContext()).splitlines()
@@ -69,6 +70,11 @@ def problems(case: Path) -> Iterator[str]:
             yield f"{f.code} concise line without its fix ({f.fix!r}): {line}"
         if len(message) > MESSAGE_MAX:
             yield f"{f.code} concise message of {len(message)} chars: {line}"
+        if len(line) > MESSAGE_MAX and len(prefix) + len(f.code) + len(f.severity) < MESSAGE_MAX - 100:
+            yield f"{f.code} concise line of {len(line)} chars: {line}"
+        ci = short_text(f)
+        if (f.fix and f"fix: {f.fix}" not in ci) or len(ci) > MESSAGE_MAX or "…" in ci:
+            yield f"{f.code} CI message ({len(ci)} chars) without its whole fix: {ci}"
 
 
 def main() -> int:
