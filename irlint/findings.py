@@ -107,6 +107,9 @@ class Finding:
     wasted: tuple[WastedBytes, ...] = ()
     # the configuration that applies the fix, ready to paste (YAML, an in_strategy line); "" if none
     snippet: str = ""
+    # the model the graph compiled (its network cell's class, irlint.model.layers.network_class): in
+    # the fingerprint, so a baseline of one model hides nothing of another's dump
+    model: str = ""
 
     def __post_init__(self) -> None:
         unknown = set(self.waste_kinds) - WASTE_KINDS
@@ -151,7 +154,7 @@ class Finding:
         # shortens); class names left out (a renamed class is the same problem). The chain counts
         # by its ops: where they sit is the printed scope again, and the identity says what matters
         where = self.model_path or model_names(scope_path(self.scope))
-        parts = [self.rule, self.op, where]
+        parts = [self.rule, self.op, where] + ([f"model={self.model}"] if self.model else [])
         parts += (
             [r.op for r in self.related]
             if self.model_path
@@ -161,11 +164,19 @@ class Finding:
         return "\x1f".join(parts)
 
     @property
-    def staged_fingerprint(self) -> str:
-        """The fingerprint as baselines of format 1 hold it: with the stage name after the rule."""
+    def unmodelled_fingerprint(self) -> str:
+        """The fingerprint as baselines of format 1 hold it: without the model."""
         import hashlib
 
-        rule, _, rest = self.fingerprint_text.partition("\x1f")
+        return hashlib.sha256(replace(self, model="").fingerprint_text.encode("utf-8")).hexdigest()[:20]
+
+    @property
+    def staged_fingerprint(self) -> str:
+        """The fingerprint as the first baselines of format 1 hold it: with the stage name after the
+        rule (and without the model)."""
+        import hashlib
+
+        rule, _, rest = replace(self, model="").fingerprint_text.partition("\x1f")
         return hashlib.sha256(f"{rule}\x1f{self.stage}\x1f{rest}".encode()).hexdigest()[:20]
 
     @property

@@ -56,6 +56,7 @@ _FINDING_TEXT = (
     "stage",
     "layer",
     "model_path",
+    "model",
     "cause",
     "fix",
     "snippet",

@@ -399,11 +399,21 @@ def plan_text(plan: dict) -> str:
         src = s.get("source")
         where = f"{src['path']}:{src['line']}" if src else "no source trace in the dump"
         lines.append(f"{s['shard']}   # {s['node']} {s['op']} ({s['scope']}); created at {where}")
+    # a dotted key as the YAML it stands for (``runner_config:`` then ``  batch_size: 1``), so the
+    # lines paste into a config as they are; keys under one section share its line
+    open_path: list[str] = []
     for c in plan.get("config") or ():
         how = "irlint fix writes it where your config has the key" if c["written_by_fix"] else "set it yourself"
-        lines.append(f"{c['key']}: {yaml_value(c['value'])}   # {c['why']} ({c['cause']}); {how}")
+        *sections, leaf = c["key"].split(".")
+        shared = 0
+        while shared < min(len(sections), len(open_path)) and sections[shared] == open_path[shared]:
+            shared += 1
+        lines += [f"{'  ' * i}{name}:" for i, name in enumerate(sections) if i >= shared]
+        open_path = sections
+        pad = "  " * len(sections)
+        lines.append(f"{pad}{leaf}: {yaml_value(c['value'])}   # {c['why']} ({c['cause']}); {how}")
         if c["note"]:
-            lines.append(f"#   {c['note']}")
+            lines.append(f"{pad}#   {c['note']}")
     for row in plan.get("layouts") or ():
         what = f"{row['op']} made at " if row["op"] and row.get("source") else ""
         lines.append(f"# Layout, in the model code ({what}{model_line(row)}): {row['change']}")

@@ -2,13 +2,15 @@
 
 ``<op> in <cell path below the layer>, <layers>[ on <ranks>]: <cause>; <cost>; fix: <fix>``
 (the cell path as select_recompute writes it, ``feed_forward.w2``; the layers and ranks of every
-occurrence of a grouped finding; the bytes summed over them). At most ``MAX`` characters: the
-cause is cut first, then the fix. Everything else (node ids, printed scopes, the chain) is evidence."""
+occurrence of a grouped finding; the bytes summed over them). At most ``MAX`` characters, written
+to fit rather than cut: when the whole sentence is too long its parts give way to shorter forms
+(the fix's compute price goes, the cause becomes its kind's short phrase, ...), never to an
+ellipsis, and the fix stays. Everything else (node ids, printed scopes, the chain) is evidence."""
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .units import human_bytes, human_flops, spans
 
@@ -16,7 +18,6 @@ if TYPE_CHECKING:
     from .findings import Finding
 
 MAX = 160
-CAUSE_MIN = 30  # characters of the cause worth keeping over the fix
 _LAYER_IN_PATH = re.compile(r"(?:\A|\.)(\d+)(?:\.|\Z)")
 
 
@@ -98,29 +99,81 @@ def _per_device(per_file: dict[str, int], what: str) -> str:
     return f"up to {text} per device" if len(per_file) > 1 else text
 
 
-def _cut(text: str, room: int) -> str:
-    if len(text) <= room:
-        return text
-    return text[: max(room - 1, 0)].rstrip(" ,;:") + "…" if room > 1 else ""
+# each kind of finding in a short phrase: the cause a headline states when the rule's own is too
+# long for the line (a redistribution finding by its first waste kind, other findings by code)
+SHORT_CAUSE = {
+    "gather-then-slice": "gathered, then sliced back",
+    "gather-resplit": "gathered, then split on another dim",
+    "allreduce-then-slice": "all-reduced, then sliced",
+    "alltoall-undone": "an AlltoAll a later one undoes",
+    "split-concat-round-trip": "split, then concatenated back",
+    "permutation-as-gather": "device axes permuted by a gather",
+    "round-trip": "re-laid out and back around one op",
+    "alltoall-round-trip": "AlltoAll there and back around one op",
+    "gather-compute-slice": "gathered, computed on every rank, sliced",
+    "repeated-gather": "one tensor gathered again",
+    "full-gather": "input gathered whole on every rank",
+    "RC001": "asked to recompute, not recomputed",
+    "RC003": "recomputed down-cast keeps its input",
+    "RC004": "tagged for recompute, never read",
+    "AM001": "one outsized kept tensor",
+}
+# a fix's op named with its cell in brackets: ``MatMul mm1 (net) in_strategy ...``
+_FIX_CELL = re.compile(r"\A(\w+(?: \w+)?) \([\w.]+\) ")
+
+
+def short_cause(f: Finding) -> str:
+    """The kind's short phrase (a redistribution finding's when its cause names the kind: a root
+    cause shared by chains of several kinds keeps its own); the rule's cause when shorter."""
+    cause = _cause(f)
+    named = [k for k in f.waste_kinds if k in cause or len(f.waste_kinds) == 1 and f.code != "PC001"]
+    phrase = next((SHORT_CAUSE[k] for k in (*named, f.code) if k in SHORT_CAUSE), cause)
+    return min(cause, phrase, key=len)
+
+
+def _cause(f: Finding) -> str:
+    return (f.cause or f.message.split(". ")[0]).strip().rstrip(".")
+
+
+class _Form(NamedTuple):
+    head: str
+    place: str
+    cause: str
+    price: str
+    fix: str
+
+    def text(self) -> str:
+        head = f"{self.head}, {self.place}" if self.place else self.head
+        return head + ": " + "; ".join(p for p in (self.cause, self.price, self.fix) if p)
+
+
+def _forms(f: Finding) -> list[_Form]:
+    """The sentence's forms from the whole to the shortest, in the order its parts give way: the
+    fix's compute price, the cause's second clause, the cause for its kind's phrase, the
+    occurrence count, 'per device', the cell path, the cost, the cell named in the fix."""
+    cause, price = _cause(f), cost(f)
+    spent = compute(f) if f.fix else ""
+    fix = f"fix: {f.fix}" if f.fix else ""
+    forms = [_Form(what(f), where(f), cause, price, f"{fix} ({spent})" if spent else fix)]
+
+    def give(**part: str) -> None:
+        form = forms[-1]._replace(**part)
+        if form != forms[-1]:
+            forms.append(form)
+
+    give(fix=fix)
+    give(cause=cause.split("; ")[0])
+    give(cause=short_cause(f))
+    give(place=re.sub(r" ?\(?\d+ occurrences\)?\Z", "", forms[-1].place))
+    give(price=re.sub(r"\Aup to (.*) per device\Z", r"\1", price))
+    give(head=f.op)
+    give(price="")
+    give(fix="fix: " + _FIX_CELL.sub(r"\1 ", f.fix) if f.fix else "")
+    return forms
 
 
 def headline(f: Finding, limit: int = MAX) -> str:
-    head = what(f)
-    place = where(f)
-    if place:
-        head += f", {place}"
-    cause = (f.cause or f.message.split(". ")[0]).strip().rstrip(".")
-    spent = compute(f) if f.fix else ""
-    tail = [t for t in (cost(f), f"fix: {f.fix}" + (f" ({spent})" if spent else "") if f.fix else "") if t]
-
-    def room(parts: list[str]) -> int:
-        return limit - len(head) - 2 - sum(len(t) + 2 for t in parts)
-
-    # the cause is cut first; when that leaves it too little, the fix's compute price goes, then
-    # the fix whole (the hint has both)
-    if spent and room(tail) < CAUSE_MIN and len(cause) > room(tail):
-        tail[-1] = f"fix: {f.fix}"
-    if f.fix and room(tail) < CAUSE_MIN and len(cause) > room(tail):
-        tail = tail[:-1]
-    parts = [_cut(cause, max(room(tail), 20)), *tail]
-    return _cut(f"{head}: " + "; ".join(p for p in parts if p), limit)
+    """The longest form of the sentence that fits in ``limit`` characters; the shortest form
+    when none does (a part cut short would read as a different op or fix)."""
+    texts = [form.text() for form in _forms(f)]
+    return next((t for t in texts if len(t) <= limit), texts[-1])

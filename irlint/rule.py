@@ -75,12 +75,13 @@ class Rule:
             from .model import weights_upstream
 
             identity = (*identity, ("weights", weights_upstream(ir, key)))
-        from .model.layers import model_path
+        from .model.layers import model_path, network_class
 
         layer, path = model_path(ir, key)
         return Finding(
             layer=layer,
             model_path=path,
+            model=network_class(ir),
             cause=cause or self.summary,
             fix=fix,
             code=self.code,

@@ -77,6 +77,13 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("IRLINT_CACHE_DIR", str(tmp_path_factory.mktemp("irlint-cache")))
 
 
+@pytest.fixture(autouse=True)
+def _no_columns(monkeypatch):
+    """The account reports fold to COLUMNS when it is set: outputs pinned by tests do not depend on
+    the shell that runs them."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def grammar_parses(monkeypatch) -> Iterator[list[tuple[str, str]]]:
     """Each (text, start rule) the grammar parses from now on, in order (by the fast parser, or by

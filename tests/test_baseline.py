@@ -65,7 +65,7 @@ def test_write_then_filter(tiny_rules, tmp_path):
     path = tmp_path / "baseline.json"
     assert write_baseline(path, findings[:2]) == 2
     data = json.loads(path.read_text())
-    assert data["irlint-baseline"] == 1
+    assert data["irlint-baseline"] == 2
     assert {"fingerprint", "code", "rule", "file", "scope", "message"} <= set(data["findings"][0])
     assert new_findings(findings, read_baseline(path)) == findings[2:]
 

@@ -692,7 +692,7 @@ def test_output_through_a_symlink_writes_its_target(tiny_rules, tmp_path):
         assert run(DUMP, option, str(link)).exit_code in (0, 1)
         assert link.is_symlink() and os.readlink(link) == str(target)
         assert "old report" not in target.read_text() and target.read_text().strip()
-    assert json.loads(target.read_text())["irlint-baseline"] == 1
+    assert json.loads(target.read_text())["irlint-baseline"] == 2
 
 
 def test_output_to_a_fifo_is_written_into_it(tiny_rules, tmp_path):
@@ -766,7 +766,7 @@ def test_output_onto_an_input_dump_is_refused(tiny_rules, tmp_path):
     assert run(DUMP, "--write-baseline", str(baseline)).exit_code == 0
     result = run(DUMP, "--baseline", str(baseline), "-o", str(baseline))
     assert result.exit_code == 2 and "--baseline file" in result.output
-    assert json.loads(baseline.read_text())["irlint-baseline"] == 1
+    assert json.loads(baseline.read_text())["irlint-baseline"] == 2
 
 
 @pytest.mark.parametrize("fmt", ["text", "html"])

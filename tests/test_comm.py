@@ -181,13 +181,14 @@ def test_comm_text_snapshot(snapshot, monkeypatch):
     assert result.output == snapshot
 
 
-def test_comm_layers_of_a_mindformers_model_and_ranks_side_by_side():
+def test_comm_layers_of_a_mindformers_model_and_a_table_per_stage_graph():
     data = json.loads(run(CORPUS / "par-mindformers-llama_pp2_mp4", "--format", "json").output)
     assert [f["rank"] for f in data["files"]] == [0, 4]
     # stage 0 holds decoder layer 0, stage 1 layer 1
     assert [[r["layer"] for r in f["layers"]] for f in data["files"]] == [["0", "outside"], ["1", "outside"]]
     text = run(CORPUS / "par-mindformers-llama_pp2_mp4").output
-    assert "received (rank 0)" in text and "waste (rank 4)" in text
+    # two pipeline stages, two graphs: a table each, never a column per rank (issue 42)
+    assert "per layer (rank 0)" in text and "per layer (rank 4)" in text and "(rank 4)" not in text.split("┃")[1]
 
 
 def test_comm_help_says_what_is_counted():

@@ -57,14 +57,15 @@ def test_the_plan_block_shows_the_config_lines_in_text_and_html(tmp_path):
     text = CliRunner().invoke(irlint.cli.main, [str(BOTH), "-n", "-q"]).output
     block = text.split("\n\n", 1)[0]
     assert block.startswith("Fix plan (every finding at once)")
-    assert "  runner_config.batch_size: 1   # one sequence per data-parallel replica (now 2)" in block
+    # the dotted keys as the YAML they stand for (issue 42: the plan pastes into a config as it is)
+    assert "  runner_config:\n    batch_size: 1   # one sequence per data-parallel replica (now 2)" in block
     assert "set it yourself" in block
-    assert "  model.model_config.use_rope_slice: False   # " in block and "irlint fix writes it" in block
+    assert "  model:\n    model_config:\n      use_rope_slice: False   # " in block and "irlint fix writes it" in block
     page = tmp_path / "r.html"
     CliRunner().invoke(irlint.cli.main, [str(BOTH), "-n", "--format", "html", "-o", str(page)])
     html = page.read_text(encoding="utf-8")
     plan = html[html.index('id="fix-plan"') :]
-    assert "model.model_config.use_rope_slice: False" in plan and "runner_config.batch_size: 1" in plan
+    assert "use_rope_slice: False" in plan and "batch_size: 1" in plan and "runner_config:" in plan
     assert plan_text(plan_of(NONE)) == ""
 
 

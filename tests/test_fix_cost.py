@@ -118,7 +118,7 @@ def test_the_price_goes_before_the_fix_when_the_line_is_full():
         scope="",
         graph="g",
         message="m",
-        cause="c" * 120,
+        cause="c" * 60,
         model_path="model.layers.0." + ".".join(["a_rather_long_cell_name"] * 2),
         fix="select_recompute + 'feed_forward\\.w2\\.reshape'",
         extra=extra,

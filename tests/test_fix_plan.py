@@ -250,7 +250,7 @@ def test_an_expert_parallel_relayout_plans_mindformers_parallel_enable_alltoall(
     assert "set_auto_parallel_context(enable_alltoall=True)" in row["note"]
     # the headline's fix is the hint's: every finding of the run says the same
     assert {f.fix for f in report.findings} == {"enable_alltoall=True"}
-    assert "parallel.enable_alltoall: True" in plan_text(plan)
+    assert "parallel:\n  enable_alltoall: True" in plan_text(plan)
 
 
 def test_the_headline_fix_of_an_expert_relayout_is_the_hints_not_a_strategy():

@@ -289,3 +289,58 @@ def test_comm_report_states_the_waste_share_and_charts_scheme_and_waste(browser,
     waste_rows = [t for t in tables if t["cls"] == "waste"]
     assert len(waste_rows) == sum(1 for e in files if e["findings"])
     assert all(t["width"] <= 1280 for t in tables if t["cls"] != "collectives")
+
+
+# --- issue 42: what one page says in two places agrees; what is copied pastes ------------------------
+def test_grouped_pc001_counts_the_waste_its_headline_names(browser, tmp_path, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    html, _ = page(tmp_path, "pc.html", "par-mindformers-llama_cp2_b2_rope_slice", "--format", "html", "-n")
+    browser.open(html)
+    row = browser.evaluate(
+        "[...document.querySelectorAll('table.rules tr')].map(tr => [...tr.cells].map(c => c.textContent.trim()))"
+        ".find(r => r[0] === 'PC001')"
+    )
+    heads = browser.evaluate("[...document.querySelectorAll('article.finding')].map(a => a.textContent)")
+    assert any("160 KiB/step wasted" in h for h in heads)
+    assert row[5] == "240 KiB"  # 160 + 80 KiB of the two root causes, not "0 bytes"
+    assert browser.console_errors() == []
+
+
+def test_the_copy_button_leaves_the_fix_plan_readable_and_the_plan_pastes_as_yaml(browser, tmp_path, monkeypatch):
+    from ruamel.yaml import YAML
+
+    monkeypatch.chdir(CORPUS)
+    html, _ = page(tmp_path, "plan.html", "par-mindformers-llama_cp2_b2_rope_slice", "--format", "html", "-n")
+    browser.open(html)
+    box = browser.evaluate(
+        """(() => { const pre = document.getElementById('fix-plan'), b = document.querySelector('button.copy');
+        const r = pre.getBoundingClientRect(), s = getComputedStyle(pre), c = b.getBoundingClientRect();
+        const range = document.createRange(); range.selectNodeContents(pre);
+        const text = [...range.getClientRects()].map(q => [q.left, q.right, q.top, q.bottom]);
+        const content = r.right - parseFloat(s.paddingRight) - parseFloat(s.borderRightWidth);
+        return {button: [c.left, c.right, c.top, c.bottom], text, plan: pre.textContent, content}; })()"""
+    )
+    left, right, top, bottom = box["button"]
+    overlaps = [t for t in box["text"] if t[0] < right and t[1] > left and t[2] < bottom and t[3] > top]
+    assert box["text"] and overlaps == []  # no line of the plan under the button
+    assert left >= box["content"]  # whatever the plan's lines: the text wraps before the button
+    data = YAML(typ="safe").load(box["plan"])  # pasted as it is: YAML, the dotted keys nested
+    assert data["runner_config"]["batch_size"] == 1
+    assert data["model"]["model_config"]["use_rope_slice"] is False
+
+
+def test_cost_page_counts_the_recompute_its_rows_list(browser, tmp_path, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    html, _ = page(tmp_path, "cost.html", "cost", "s1_ffn_2d", "--format", "html")
+    browser.open(html)
+    cards = browser.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('.card')].map(c => "
+        "[c.querySelector('.k').textContent.trim(), c.querySelector('.n').textContent.trim()]))"
+    )
+    rows = browser.evaluate(
+        "[...document.querySelectorAll('table')].find(t => t.textContent.includes('FLOPs re-spent'))"
+        ".querySelectorAll('tr').length - 1"
+    )
+    assert rows >= 1
+    assert cards["re-spent by recompute"] not in ("0 FLOP", "0 FLOPs")  # the rows re-spend 2,048 FLOPs
+    assert browser.console_errors() == []

@@ -389,11 +389,11 @@ def test_memory_json_matches_its_schema(path):
     jsonschema.validate(json.loads(run(path, "--format", "json").output), schema)
 
 
-def test_memory_ranks_side_by_side():
+def test_memory_ranks_of_two_graphs_get_a_table_each():
     result = run(TESTS / "fixtures" / "synthetic" / "ffn_wrong_strategy_ranks_synthetic", "--format", "json")
     assert [f["rank"] for f in json.loads(result.output)["files"]] == [0, 1]
     text = run(TESTS / "fixtures" / "synthetic" / "ffn_wrong_strategy_ranks_synthetic").output
-    assert "kept bytes (rank 0)" in text and "kept bytes (rank 1)" in text
+    assert "per layer (rank 0)" in text and "per layer (rank 1)" in text and "kept bytes (rank" not in text
 
 
 def test_memory_text_snapshot(snapshot, monkeypatch):
@@ -605,9 +605,8 @@ def test_memory_of_several_cases_is_one_table_per_case():
     ] == sorted(cases)
     tables = text.split("Activations kept for backward, per layer")[1:]
     heads = [t.split("\n")[2] for t in tables]  # the column header row of each table
-    assert all(h.count("kept bytes (rank 0)") <= 1 for h in heads)
-    assert sum("kept bytes (rank 7)" in h for h in heads) == 1  # the 8-rank case, side by side
-    assert sum(h.count("kept bytes") == 1 for h in heads) == 2  # the others: one column each
+    assert all(h.count("kept bytes") == 1 for h in heads)  # one column each, never one per rank
+    assert "ranks 0–7: same graph (8 files" in text  # the 8 ranks of one graph share a table (issue 42)
 
 
 # --- the kept bytes the findings are about (issue 28) ------------------------------------------

@@ -130,7 +130,7 @@ def test_sarif_validates_and_carries_rules_chain_fingerprints(report):
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
     assert rules["TS001"]["name"] == "forward-matmul"
     assert "How to fix" in rules["TS001"]["help"]["text"]
-    assert [r["partialFingerprints"]["irlintFingerprint/v2"] for r in run["results"]] == [
+    assert [r["partialFingerprints"]["irlintFingerprint/v3"] for r in run["results"]] == [
         f.fingerprint for f in report.findings
     ]
     chain = run["results"][1]["relatedLocations"]

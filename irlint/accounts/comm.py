@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ..findings import Finding
 from ..model import IRFile
-from ..model.layers import names_cells
+from ..model.layers import model_path, names_cells
 from ..units import human_share
 from .memory import OUTSIDE, layer_of, runs_in_backward
 
@@ -268,6 +268,7 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
                 "transposes_graph": None if c.transposes is None else ir[c.transposes].get("graph", ""),
                 "instance": ir[c.node].get("instance") or "",
                 "scope": ir[c.node].get("scope", ""),
+                "model_path": model_path(ir, c.node)[1],  # added to version 1: the cell path as the weights name it
                 "line": ir[c.node].get("line", 0),
                 "recompute_key": c.rerun.key if c.rerun else None,
                 "recompute_via": c.rerun.via if c.rerun else None,

@@ -3,7 +3,8 @@ compiles short) scaled to the depth of the model that runs.
 
 The dumped layers repeat in order: with D dumped layers and N projected, projected layer j has the
 figures of dumped layer ``j·D // N`` (each dumped layer stands for a block of N/D consecutive layers,
-so a dump whose layers differ, e.g. recomputed or not, keeps their proportion and order). Rows
+so a dump whose layers differ, e.g. recomputed or not, keeps their proportion and order; fewer
+layers than dumped are the first N). Rows
 outside the decoder layers (embedding, final norm, head, loss) are counted once. The files of the
 pipeline stages of one run share N in proportion to the layers each holds (``stage_depths``).
 """
@@ -12,8 +13,12 @@ from __future__ import annotations
 
 
 def layer_blocks(dumped: list[str], layers: int) -> list[tuple[int, int, str]]:
-    """(first, last, dumped layer) of each block of projected layers, in order."""
+    """(first, last, dumped layer) of each block of projected layers, in order. Fewer layers than
+    were dumped: the first ones, each once (a shallower model holds layers 0 to N-1; every D/N-th
+    would skip the layers between)."""
     d = len(dumped)
+    if layers < d:
+        return [(i, i, name) for i, name in enumerate(dumped[:layers])]
     out = []
     for i, name in enumerate(dumped):
         first = -(-i * layers // d)  # ceil(i·N/D): the first j with j·D // N == i

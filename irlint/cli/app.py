@@ -62,6 +62,9 @@ class _DefaultGroup(click.Group):
             args = [self.default_command, *args]
         elif not args:
             args = [self.default_command]
+        if args[0] == self.default_command and "--fix" in args[1 : args.index("--") if "--" in args else None]:
+            # ruff's and eslint's flag: irlint applies its fixes to the config, a command of its own
+            fail("no such option: --fix; to apply the fix plan to a MindFormers config: irlint fix CONFIG DUMP...")
         return super().parse_args(ctx, args)
 
     def _refuse_mistyped_command(self, ctx, word: str) -> None:

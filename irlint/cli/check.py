@@ -10,7 +10,7 @@ from .. import rule as rule_module
 from ..findings import FAILING_SEVERITIES
 from ..reporters import FORMATS, RenderContext, render, write_output
 from ..reporters.printable import printable_text
-from ..runner.baseline import BaselineError, new_findings, read_baseline, write_baseline
+from ..runner.baseline import BaselineError, hidden_counts, new_findings, read_baseline, write_baseline
 from ..runner.config import Config, ConfigError, check_selectors, shown
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
@@ -194,13 +194,16 @@ def check_cmd(
         if not quiet and fmt != "text":  # the text summary says it
             click.echo(f"irlint: wrote {n} finding{'s' if n != 1 else ''} to baseline {write_baseline_file}", err=True)
         report.findings = []
-    elif accepted is not None:
-        report.findings = new_findings(report.findings, accepted)
+    hidden = (total - len(report.findings), 0)
+    if accepted is not None and not write_baseline_file:
+        before, report.findings = report.findings, new_findings(report.findings, accepted)
+        hidden = hidden_counts(before, report.findings)
     ctx = RenderContext(
         rules=known,
         quiet=quiet,
         statistics=statistics,
-        baselined=total - len(report.findings),
+        baselined=hidden[0],
+        baselined_occurrences=hidden[1],
         baseline_written=write_baseline_file or None,
     )
     ctx.sources.streams = {f.display: (f.path, f.compression) for f in found.files}
@@ -211,6 +214,11 @@ def check_cmd(
     # else (a file or a pipe): full lines, so a scope can be copied into a suppression whole
     ctx.color = use_color(color, tty=output is None and on_terminal(sys.stdout))
     text = render(report, fmt, ctx)
+    if fmt == "github" and not quiet:
+        from ..reporters.github import limit_text
+
+        if limit_text(report):
+            click.echo(f"irlint: warning: {limit_text(report)}", err=True)
     if output is None:
         click.echo(text, nl=False, color=ctx.color)  # click would strip the colours off a pipe
     else:

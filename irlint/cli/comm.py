@@ -14,9 +14,16 @@ from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
-from .memory import json_files, read_finals
-from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit
+from .memory import json_files, mark_same_graphs, read_finals
+from .options import (
+    account_color_option,
+    account_quiet_option,
+    follow_links_option,
+    format_option,
+    output_option,
+    top_option,
+)
+from .outputs import emit, text_color, text_width
 
 JSON_VERSION = 1
 
@@ -31,8 +38,10 @@ def file_entry(f: DumpFile, ir) -> dict:
 @format_option
 @top_option("How many of the largest collectives to list per file (JSON lists them all).")
 @output_option
+@account_color_option
+@account_quiet_option
 @follow_links_option
-def comm_cmd(paths, fmt, top, output, follow_links):
+def comm_cmd(paths, fmt, top, output, follow_links, color, quiet):
     """Communication per rank and step, per layer and kind, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else optimize,
@@ -48,7 +57,8 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     """
     chosen, problems = final_inputs(paths, output, follow_links, COMM_STAGES)
     statuses: list[dict] = []
-    entries = [file_entry(f, ir) for f, ir in read_finals(chosen, problems, statuses)]
+    read = list(read_finals(chosen, problems, statuses))
+    entries = [file_entry(f, ir) for f, ir in read]
     if fmt == "json":
         emit(
             json.dumps(
@@ -62,11 +72,14 @@ def comm_cmd(paths, fmt, top, output, follow_links):
     elif fmt == "html":
         from ..reporters.comm_html import render_comm
 
-        emit(render_comm(entries, problems, SCOPE_NOTE, top), output)
+        emit(render_comm(mark_same_graphs([f for f, _ in read], entries), problems, SCOPE_NOTE, top), output)
     elif entries:
         from ..reporters.printable import printable_data
 
-        emit(render_text(printable_data(entries), top=top), output)
+        shown = printable_data(mark_same_graphs([f for f, _ in read], entries))
+        emit(
+            render_text(shown, width=text_width(output), color=text_color(color, output), quiet=quiet, top=top), output
+        )
     for d in problems:
         click.echo(printable_text(f"{printable_name(d.file)}:{d.line}: {d.kind}: {d.message}"), err=True)
     sys.exit(EXIT_ERROR if problems else 0)

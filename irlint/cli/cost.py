@@ -15,9 +15,16 @@ from ..runner.discover import DumpFile, case_of
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR, fail, read_or_fail
 from .inputs import final_inputs
-from .memory import read_finals
-from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit
+from .memory import json_files, mark_same_graphs, read_finals
+from .options import (
+    account_color_option,
+    account_quiet_option,
+    follow_links_option,
+    format_option,
+    output_option,
+    top_option,
+)
+from .outputs import emit, text_color, text_width
 
 JSON_VERSION = 1
 LAYER_FIELDS = (
@@ -48,6 +55,7 @@ def communication(ir) -> dict | None:
 
 def file_entry(f: DumpFile, ir, acc: CostAccount, top: int = 10) -> dict:
     """One file of the JSON contract (version 1)."""
+    from ..model.layers import model_path
 
     def node(k: int | None) -> str | None:
         return None if k is None else ir[k].get("id", "")
@@ -97,6 +105,7 @@ def file_entry(f: DumpFile, ir, acc: CostAccount, top: int = 10) -> dict:
                 "inputs": [str(t) for t in (ir[o.node].get("in_types") or ()) if t is not None and t.dtype],
                 "copy_of": node(o.original) if o.direction == "recompute" else None,
                 "scope": ir[o.node].get("scope", ""),
+                "model_path": model_path(ir, o.node)[1],  # added to version 1: the cell path
                 "line": ir[o.node].get("line", 0),
             }
             for o in matrix[:top]
@@ -145,6 +154,8 @@ def mc2_entry(ir, profile) -> dict:
 @click.argument("paths", nargs=-1, required=True)
 @format_option
 @output_option
+@account_color_option
+@account_quiet_option
 @top_option("How many of the costliest matrix ops to list per file (JSON and HTML).")
 @click.option("--mc2", "mc2", is_flag=True, help="List the MatMul + collective pairs MC2 kernels could fuse.")
 @click.option(
@@ -156,7 +167,7 @@ def mc2_entry(ir, profile) -> dict:
 @layers_option
 @config_option
 @follow_links_option
-def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links):
+def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links, color, quiet):
     """FLOPs of a step per layer, from a dump file or folder: forward, backward, recomputed copies.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -174,8 +185,10 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
     depth = resolve(layers, config)
     profile = _profile(device) if mc2 or device else None  # a device file the run cannot use: before anything
     chosen, problems = final_inputs(paths, output, follow_links, COST_STAGES)
-    entries, cases = [], []
-    for f, ir in read_finals(chosen, problems):
+    entries, cases, read = [], [], []
+    statuses: list[dict] = []
+    for f, ir in read_finals(chosen, problems, statuses):
+        read.append(f)
         entry = file_entry(f, ir, account(ir), top)
         if profile is not None:
             entry["mc2"] = mc2_entry(ir, profile)
@@ -185,7 +198,13 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
     if fmt == "json":
         text = (
             json.dumps(
-                {"version": JSON_VERSION, "counted": SCOPE_NOTE, "files": entries, **config_json(depth, note)},
+                {
+                    "version": JSON_VERSION,
+                    "counted": SCOPE_NOTE,
+                    # each file with how it was read (whole, partly: a truncated dump; not), as memory and comm
+                    "files": json_files(statuses, entries),
+                    **config_json(depth, note),
+                },
                 indent=1,
                 ensure_ascii=False,
             )
@@ -194,9 +213,19 @@ def cost_cmd(paths, fmt, output, top, mc2, device, layers, config, follow_links)
     elif fmt == "html":
         from ..reporters.cost_html import render_cost
 
-        text = render_cost(entries, problems, SCOPE_NOTE)
+        text = render_cost(mark_same_graphs(read, entries), problems, SCOPE_NOTE)
     else:
-        text = render_text(entries, cases=cases) if entries else ""
+        text = (
+            render_text(
+                mark_same_graphs(read, entries),
+                width=text_width(output),
+                color=text_color(color, output),
+                quiet=quiet,
+                cases=cases,
+            )
+            if entries
+            else ""
+        )
     if fmt == "text" and entries:
         text += config_text(depth, note)
     emit(text, output)

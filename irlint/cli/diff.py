@@ -197,9 +197,10 @@ def render_text(result: Diff) -> str:
     w(f"irlint diff {' '.join(result.before)} -> {' '.join(result.after)}")
     for c in result.compiles:
         which = "the newest" if c["compared"] == c["compiles"] else f"compile {c['compared']}"
+        files = c["first"] if c["first"] == c["last"] else f"{c['first']} … {c['last']}"  # a one-file compile: its file
         w(
-            f"Compared in {c['side'].upper()} {c['folder']}: {which} of {c['compiles']} compiles ({c['first']} … "
-            f"{c['last']}; --compile N picks another)"
+            f"Compared in {c['side'].upper()} {c['folder']}: {which} of {c['compiles']} compiles ({files}; "
+            f"--compile N picks another)"
         )
     for i in result.incomplete:
         where = f"rank {i['rank']}: " if i["rank"] is not None else ""

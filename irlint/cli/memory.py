@@ -15,8 +15,15 @@ from ..runner.discover import DumpFile, case_of
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
-from .options import follow_links_option, format_option, output_option, top_option
-from .outputs import emit
+from .options import (
+    account_color_option,
+    account_quiet_option,
+    follow_links_option,
+    format_option,
+    output_option,
+    top_option,
+)
+from .outputs import emit, text_color, text_width
 
 JSON_VERSION = 1
 
@@ -43,6 +50,22 @@ def read_finals(chosen: list[DumpFile], problems: list[Diagnostic], statuses: li
         # before autodiff: nothing in them is kept for a backward pass or communicated
         if ir.nodes and ir.failure is None:
             yield f, ir
+
+
+def mark_same_graphs(files: list[DumpFile], entries: list[dict]) -> list[dict]:
+    """``entries`` (of ``files``, in order) with ``graph_class``: the index of the first entry whose
+    file holds the same graph in the same stage, by the lint's test (the text with the values that
+    name the process masked). The text and HTML reports show one table per class; JSON keeps
+    every file's entry and none of this."""
+    from ..runner.same_graph import same_graphs
+
+    index = {f.path: i for i, f in enumerate(files)}
+    same = same_graphs(files, {f.path: [] for f in files})
+    out = []
+    for i, (f, e) in enumerate(zip(files, entries, strict=True)):
+        rep = index.get(same.get(f.path, f.path), i)
+        out.append({**e, "graph_class": rep if files[rep].stage.label == f.stage.label else i})
+    return out
 
 
 def read_status(f: DumpFile, ir, diagnostics: list[Diagnostic]) -> dict:
@@ -111,6 +134,8 @@ def at_stake_by_layer(found: list) -> tuple[dict[str, dict[str, int]], dict[str,
 
 def file_entry(f: DumpFile, ir, report: MemoryReport, top: int, found: list | None = None) -> dict:
     """One file of the JSON contract (version 1)."""
+    from ..model.layers import model_path
+
     per_layer, at_stake = at_stake_by_layer(found or [])
     return {
         "file": f.display,
@@ -137,6 +162,7 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int, found: list | No
                 "dtype": t.type.dtype if t.type is not None else None,
                 "bytes": t.nbytes,
                 "scope": ir[t.tensor.node].get("scope", ""),
+                "model_path": model_path(ir, t.tensor.node)[1],  # added to version 1: the cell path
                 "read_by": [f"{ir[r].get('id', '')} {ir[r].get('op', '')}" for r in t.readers],
                 "line": ir[t.tensor.node].get("line", 0),
             }  # added to version 1
@@ -194,11 +220,13 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
 @click.argument("paths", nargs=-1, required=True)
 @format_option
 @output_option
+@account_color_option
+@account_quiet_option
 @top_option("How many of the largest kept tensors to list per file.")
 @layers_option
 @config_option
 @follow_links_option
-def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
+def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, quiet):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -220,10 +248,12 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     entries: list[dict] = []
     cases: list[str] = []
     statuses: list[dict] = []
+    read: list[DumpFile] = []
     for f, ir in read_finals(chosen, problems, statuses):
         # the shared account: the recompute rules price their findings from the same one
         entries.append(file_entry(f, ir, cached_account(ir), top, findings_at_stake(f, ir, problems)))
         cases.append(case_of(f))
+        read.append(f)
     note = project_entries(depth, entries, cases, project_entry)
     if fmt == "json":
         text = (
@@ -241,11 +271,22 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links):
     elif fmt == "html":
         from ..reporters.html import render_memory
 
-        text = render_memory(entries, problems, SCOPE_NOTE)
+        text = render_memory(mark_same_graphs(read, entries), problems, SCOPE_NOTE)
     else:
         from ..reporters.printable import printable_data
 
-        text = render_text(printable_data(entries), cases=[printable_name(c) for c in cases]) if entries else ""
+        shown = printable_data(mark_same_graphs(read, entries))
+        text = (
+            render_text(
+                shown,
+                width=text_width(output),
+                color=text_color(color, output),
+                quiet=quiet,
+                cases=[printable_name(c) for c in cases],
+            )
+            if entries
+            else ""
+        )
     if fmt == "text" and entries:
         text += config_text(depth, note)
     emit(text, output)

@@ -80,6 +80,18 @@ output_option = click.option(
 )
 
 
+account_color_option = click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the text tables (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it).",
+)
+account_quiet_option = click.option(
+    "-q", "--quiet", is_flag=True, help="Only the figures: no notes on what is counted and what is not."
+)
+
+
 def top_option(help: str):
     return click.option("--top", "top", type=click.IntRange(min=0), default=10, show_default=True, help=help)
 

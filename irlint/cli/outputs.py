@@ -111,7 +111,7 @@ def _is_dir(path: str) -> bool:
 def emit(text: str, output: str | None) -> None:
     """The report to standard output, or written to ``output`` (through a link, never onto a dump)."""
     if output is None:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=True if "\x1b[" in text else None)  # colour asked for: kept on a pipe
         return
     from ..reporters import write_output
 
@@ -119,3 +119,29 @@ def emit(text: str, output: str | None) -> None:
         write_output(output, text)
     except OSError as exc:
         fail(f"{output}: cannot write: {exc.strerror or exc}")
+
+
+def text_width(output: str | None) -> int | None:
+    """The width an account's text tables fold to: the terminal's (``COLUMNS`` when set, as
+    terminals set it) when the report goes to one, ``COLUMNS`` when it is set for a pipe; none for
+    a file named with -o, or without COLUMNS (whole lines, to be read with grep)."""
+    import shutil
+    import sys
+
+    from .terminal import on_terminal
+
+    if output is not None:
+        return None
+    if on_terminal(sys.stdout):
+        return shutil.get_terminal_size((120, 24)).columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def text_color(choice: str, output: str | None) -> bool:
+    """Whether an account's text tables are coloured (``--color``; auto: on a terminal)."""
+    import sys
+
+    from .terminal import on_terminal, use_color
+
+    return use_color(choice, tty=output is None and on_terminal(sys.stdout))

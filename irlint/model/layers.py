@@ -343,3 +343,30 @@ def model_path(ir: IRFile, k: int) -> tuple[str, str]:
     if not parts and p.layer == OUTSIDE and not p.cells:
         return "", ""
     return p.layer, ".".join(part.split("-", 1)[0] for part in parts if "-" in part)
+
+
+_NETWORK_PART = re.compile(r"network-(\w+)")
+
+
+def network_class(ir: IRFile) -> str:
+    """The class of the model a dump compiled (``LlamaForCausalLM``, ``TrainingQwen3ForCausalLM``):
+    the innermost of the ``network-<Class>`` cells that open its scopes (training wrappers hold the
+    model as their ``network``), the most common one over the graph's nodes; "" when no scope names
+    one. The same for a model printed with or without lazy_inline, or with a layer's class renamed."""
+    found = ir.__dict__.get("_network_class")
+    if found is None:
+        counts: dict[str, int] = {}
+        for d in ir.nodes.values():
+            parts = d.get("scope", "").split("/")
+            inner = ""
+            for part in parts[1:] if parts and parts[0] in ("Default", "Gradients") else ():
+                if part == "Default":
+                    continue
+                m = _NETWORK_PART.fullmatch(part)
+                if m is None:
+                    break
+                inner = m.group(1)
+            if inner:
+                counts[inner] = counts.get(inner, 0) + 1
+        found = ir.__dict__["_network_class"] = max(sorted(counts), key=counts.__getitem__, default="")
+    return found

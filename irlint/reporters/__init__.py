@@ -28,6 +28,7 @@ class RenderContext:
     sources: SourceLines = field(default_factory=SourceLines)
     # findings hidden by --baseline (shown in the text summary so nobody wonders where they went)
     baselined: int = 0
+    baselined_occurrences: int = 0  # occurrences the baseline hid of findings still shown (part of a group)
     # --write-baseline FILE: the findings were written there (and are not shown)
     baseline_written: str | None = None
 
@@ -40,8 +41,9 @@ def renderer(fmt: str) -> Callable[[Report, RenderContext], str]:
     return import_module(f"{__name__}.{fmt.replace('-', '_')}").render
 
 
-# formats that print text as it is: what came from a dump or a file name is escaped first
-_PRINTED = frozenset({"text", "concise", "github", "junit"})
+# formats that print text as it is (HTML: as markup escaping leaves it): what came from a dump or
+# a file name is escaped first
+_PRINTED = frozenset({"text", "concise", "github", "junit", "html"})
 
 
 def render(report: Report, fmt: str, ctx: RenderContext | None = None) -> str:

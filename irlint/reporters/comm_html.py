@@ -19,9 +19,11 @@ def waste_share(e: dict) -> str:
 
 def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10) -> str:
     from .account_lines import comm_headline
+    from .tables import graph_groups, same_label
 
     files = []
-    for e in entries:
+    for g in graph_groups(entries):  # one section per distinct graph (ranks that hold it share it)
+        e = g[0]
         chart = per_layer_chart(
             e["layers"], [("scheme", SCHEME_COLOUR, "scheme_bytes"), ("waste", WASTE_COLOUR, "waste_bytes")]
         )
@@ -29,6 +31,7 @@ def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10
         files.append(
             {
                 "e": e,
+                "same": same_label(g),
                 "chart": _markup(chart),
                 "share": waste_share(e),
                 "largest": sorted(largest, key=lambda c: c["line"]),
@@ -42,6 +45,7 @@ def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10
             title="irlint comm",
             version=__version__,
             files=files,
+            read=len(entries),
             problems=problems,
             counted=counted,
             busiest=busiest,

@@ -1,5 +1,6 @@
-"""The text report of ``irlint comm``: per file, what each layer's collectives receive, the share the
-PC findings name as waste, and the communication recompute repeats."""
+"""The text report of ``irlint comm``: per distinct graph (the ranks that hold it named once), what
+each layer's collectives receive, the share the PC findings name as waste, and the communication
+recompute repeats."""
 
 from __future__ import annotations
 
@@ -7,24 +8,39 @@ from ..accounts.comm import SCOPE_NOTE
 from ..units import human_bytes as human
 from ..units import spans
 from .account_lines import comm_headline
-from .tables import add_layer_rows, files_line, layer_order, layer_table, list_table, plain_console, text_of
+from .tables import (
+    add_layer_rows,
+    graph_groups,
+    group_label,
+    groups_line,
+    layer_order,
+    layer_table,
+    list_table,
+    plain_console,
+    text_of,
+)
 
 
-def render_text(entries: list[dict], width: int | None = None, top: int = 10) -> str:
-    out, buffer = plain_console(width)
-    label = [f"rank {e['rank']}" if e["rank"] is not None else e["file"] for e in entries]
-    many = len(entries) > 1
+def render_text(
+    entries: list[dict], width: int | None = None, top: int = 10, color: bool = False, quiet: bool = False
+) -> str:
+    """One set of tables per distinct graph (ranks that hold the same graph share theirs)."""
+    out, buffer = plain_console(width, color)
+    groups = graph_groups(entries)
+    many = len(groups) > 1
     out.print(comm_headline(entries), soft_wrap=True)
-    files_line(out, label, entries)
-    layers = layer_order(entries)
-    columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")
-    if any(e.get("recompute_bytes") for e in entries):  # shown where a recompute key re-runs communication
-        columns += ("recompute",)
-    table = layer_table("Bytes received per rank and step, per layer", label, columns)
-    add_layer_rows(table, entries, layers, lambda row: [human(row[f"{c}_bytes"]) for c in columns])
-    table.add_row("total", *[human(e[f"{c}_bytes"]) for e in entries for c in columns])
-    out.print(table)
-    for name, e in zip(label, entries):
+    groups_line(out, groups)
+    for g in groups:
+        e, name = g[0], group_label(g)
+        columns: tuple[str, ...] = ("received", "scheme", "waste", "forward", "backward")
+        if e.get("recompute_bytes"):  # shown where a recompute key re-runs communication
+            columns += ("recompute",)
+        table = layer_table(
+            f"Bytes received per rank and step, per layer{' (' + name + ')' if many else ''}", [name], columns
+        )
+        add_layer_rows(table, [e], layer_order([e]), _cells(columns))
+        table.add_row("total", *[human(e[f"{c}_bytes"]) for c in columns])
+        out.print(table)
         if not e["collectives"]:
             out.print(f"{e['file']}: no collective communication in this graph.", soft_wrap=True)
             continue
@@ -41,7 +57,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
         out.print(kinds)
         ops = list_table(
             f"Largest collectives{' (' + name + ')' if many else ''}",
-            ("bytes", "waste", "node", "op", "group", "dir", "layer", "transposes", "scope"),
+            ("bytes", "waste", "node", "op", "group", "dir", "layer", "transposes", "model path"),
             right=("bytes", "waste", "group"),
         )
         largest = sorted(e["collectives"], key=lambda c: (-(c["received_bytes"] or 0), c["line"]))[:top]
@@ -55,7 +71,7 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                 c["direction"],
                 c["layer"],
                 c["transposes"] or "",
-                c["scope"],
+                c.get("model_path") or c["scope"],
             )
         if top:
             out.print(ops)
@@ -80,8 +96,13 @@ def render_text(entries: list[dict], width: int | None = None, top: int = 10) ->
                 f"to the n peers of its send list (balanced routing): lines {', '.join(spans(estimated))}",
                 soft_wrap=True,
             )
-    out.print(SCOPE_NOTE, soft_wrap=True)
-    return text_of(buffer)
+    if not quiet:  # the note on what is counted
+        out.print(SCOPE_NOTE, soft_wrap=True)
+    return text_of(buffer, width)
+
+
+def _cells(columns: tuple[str, ...]):
+    return lambda row: [human(row[f"{c}_bytes"]) for c in columns]
 
 
 def recompute_table(e: dict, name: str | None):

@@ -23,16 +23,19 @@ def ranks_note(f) -> str:
     return f" (on {ranks_text(f.ranks)})" if f.ranks else ""
 
 
-# a concise line fits an editor's problem list: the headline gives way to a long path
-LINE_MAX, MIN_HEADLINE = 200, 80
+# a concise line fits an editor's problem list: the headline takes its shorter forms beside a
+# long path (irlint.headline), and a one-line message never passes LINE_MAX
+LINE_MAX = 200
 
 
 def short_text(f) -> str:
     """What a one-line format carries of a finding: its headline (which names the fix when the rule
-    states one in a few words), else the first line of the hint after it; never the evidence."""
+    states one in a few words), else the first line of the hint after it when the two fit in
+    LINE_MAX; never the evidence."""
     text = f.headline
     if not f.fix and f.hint:
-        text += " Fix: " + f.hint.split("\n", 1)[0].rstrip(":")
+        hint = " Fix: " + f.hint.split("\n", 1)[0].rstrip(":")
+        text += hint if len(text) + len(hint) <= LINE_MAX else ""
     return text
 
 
@@ -43,7 +46,7 @@ def render(report: Report, ctx: RenderContext) -> str:
     lines = []
     for f in report.findings:
         prefix = f"{f.file}:{max(f.line, 1)}:{max(f.column, 1)}: {f.code} [{f.severity}] "
-        lines.append(prefix + headline(f, max(LINE_MAX - len(prefix), MIN_HEADLINE)))
+        lines.append(prefix + headline(f, LINE_MAX - len(prefix)))
     for d in report.diagnostics:
         lines.append(
             f"{d.file}:{max(d.line, 1)}:1: {d.code} [{diagnostic_severity(d.code)}] {d.message.replace(chr(10), ' ')}"

@@ -16,8 +16,11 @@ flops = human_flops  # the one FLOP formatter of every report (irlint.units)
 
 
 def render_cost(entries: list[dict], problems: list, counted: str) -> str:
+    from .tables import graph_groups, same_label
+
     files = []
-    for e in entries:
+    for g in graph_groups(entries):  # one section per distinct graph (ranks that hold it share it)
+        e = g[0]
         chart = per_layer_chart(
             e["layers"],
             [
@@ -27,7 +30,7 @@ def render_cost(entries: list[dict], problems: list, counted: str) -> str:
             ],
             flops,
         )
-        files.append({"e": e, "chart": _markup(chart)})
+        files.append({"e": e, "same": same_label(g), "chart": _markup(chart)})
     env = _environment()
     env.filters["flops"] = flops
     env.filters["pct"] = lambda x: f"{100 * x:.1f}%"
@@ -35,10 +38,12 @@ def render_cost(entries: list[dict], problems: list, counted: str) -> str:
         title="irlint cost",
         version=__version__,
         files=files,
+        read=len(entries),
         problems=problems,
         counted=counted,
         total=sum(e["step_flops"] for e in entries),
-        recompute=sum(e["recompute_flops"] for e in entries),
+        # what recompute re-spends in all, as its rows count it: matrix and element-wise FLOPs
+        recompute=sum(e["recompute_flops"] + e["elementwise_flops"].get("recompute", 0) for e in entries),
         ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None))
         if any(e["rank"] is not None for e in entries)
         else "",

@@ -1,5 +1,6 @@
-"""The text report of ``irlint cost``: per case, the FLOPs of a step by layer, what recompute re-spends,
-a projection to more layers and the MatMul + collective pairs MC2 kernels could fuse."""
+"""The text report of ``irlint cost``: per case and distinct graph, the FLOPs of a step by layer, what
+recompute re-spends, a projection to more layers and the MatMul + collective pairs MC2 kernels could
+fuse."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from ..units import human_flops as flops
 from .tables import (
     add_layer_rows,
     by_case,
-    files_line,
+    graph_groups,
+    group_label,
+    groups_line,
     layer_order,
     layer_table,
     list_table,
@@ -24,56 +27,55 @@ PROJECTED_NOTE = (
 )
 
 
-def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
-    out, buffer = plain_console(width)
+def render_text(
+    entries: list[dict],
+    width: int | None = None,
+    cases: list[str] | None = None,
+    color: bool = False,
+    quiet: bool = False,
+) -> str:
+    out, buffer = plain_console(width, color)
     by_case(out, entries, cases, _render_case)
+    if quiet:  # without the notes on what is counted
+        return text_of(buffer, width)
     out.print(SCOPE_NOTE, soft_wrap=True)
     if any(e.get("projected") for e in entries):
         out.print(PROJECTED_NOTE, soft_wrap=True)
-    return text_of(buffer)
+    return text_of(buffer, width)
 
 
 def _render_case(out, case: str, entries: list[dict]) -> None:
-
     if case:
         out.print(f"== {case}", soft_wrap=True)
-    ranks = [e["rank"] for e in entries]
-    by_rank = None not in ranks and len(set(ranks)) == len(ranks)
-    label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
-    many = len(entries) > 1
-    files_line(out, label, entries)
-    layers = layer_order(entries)
-    table = layer_table(
-        "FLOPs per rank and step, per layer", label, ("forward", "backward", "recompute", "element-wise")
-    )
-    # each direction's matrix FLOPs, then the element-wise ones of all directions
-    add_layer_rows(
-        table,
-        entries,
-        layers,
-        lambda row: [
-            *[flops(row[f"{d}_flops"]) for d in DIRECTIONS],
-            flops(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS)),
-        ],
-    )
-    table.add_row(
-        "total",
-        *[
-            c
-            for e in entries
-            for c in (
-                flops(e["forward_flops"]),
-                flops(e["backward_flops"]),
-                flops(e["recompute_flops"]),
-                flops(sum(e["elementwise_flops"].values())),
-            )
-        ],
-    )
-    out.print(table)
-    for name, e in zip(label, entries):
-        who = f"{name}: " if many else ""
+    groups = graph_groups(entries)  # one set of tables per distinct graph, never a column per rank
+    many = len(groups) > 1
+    groups_line(out, groups)
+    for g in groups:
+        e, name = g[0], group_label(g)
+        suffix = f" ({name})" if many else ""
+        table = layer_table(
+            f"FLOPs per rank and step, per layer{suffix}", [name], ("forward", "backward", "recompute", "element-wise")
+        )
+        # each direction's matrix FLOPs, then the element-wise ones of all directions
+        add_layer_rows(
+            table,
+            [e],
+            layer_order([e]),
+            lambda row: [
+                *[flops(row[f"{d}_flops"]) for d in DIRECTIONS],
+                flops(sum(row[f"{d}_elementwise_flops"] for d in DIRECTIONS)),
+            ],
+        )
+        table.add_row(
+            "total",
+            flops(e["forward_flops"]),
+            flops(e["backward_flops"]),
+            flops(e["recompute_flops"]),
+            flops(sum(e["elementwise_flops"].values())),
+        )
+        out.print(table)
         out.print(
-            f"{who}step {flops(e['step_flops'])} in matrix ops; recompute re-spends "
+            f"step {flops(e['step_flops'])} in matrix ops; recompute re-spends "
             f"{flops(e['recompute_flops'])} ({human_share(e['recompute_flops'], e['step_flops'])} of the step); "
             f"element-wise {flops(sum(e['elementwise_flops'].values()))}",
             soft_wrap=True,
@@ -81,14 +83,14 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
         c = e["communication"]
         if c is not None:
             out.print(
-                f"{who}communication {human_bytes(c['received_bytes'])} received per rank and step "
+                f"communication {human_bytes(c['received_bytes'])} received per rank and step "
                 f"(forward {human_bytes(c['forward_bytes'])}, backward {human_bytes(c['backward_bytes'])}; "
                 f"{c['collectives']} collectives, as irlint comm counts them)",
                 soft_wrap=True,
             )
         if e["micro_batches"] > 1:
             out.print(
-                f"{who}a pipeline stage: the forward half runs once per micro batch ({e['micro_batches']}); "
+                f"a pipeline stage: the forward half runs once per micro batch ({e['micro_batches']}); "
                 f"the figures count its graph once.",
                 soft_wrap=True,
             )
@@ -97,13 +99,12 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
                 f"{e['file']}:{u['line']}: op of unknown shape, counted as 0 FLOPs: {u['node']} {u['op']}",
                 soft_wrap=True,
             )
-    for name, e in zip(label, entries):
         if e["recompute"]:
-            _recompute_table(out, e, f" ({name})" if many else "")
+            _recompute_table(out, e, suffix)
         if e.get("projected"):
-            _projection_table(out, e["projected"], f" ({name})" if many else "")
+            _projection_table(out, e["projected"], suffix)
         if e.get("mc2") is not None:
-            _mc2_table(out, e["mc2"], f" ({name})" if many else "")
+            _mc2_table(out, e["mc2"], suffix)
 
 
 def _recompute_table(out, e: dict, suffix: str) -> None:

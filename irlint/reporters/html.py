@@ -184,8 +184,12 @@ def _ranks_of(f: Finding) -> str:
 
 
 def comm_bytes(f: Finding) -> int:
-    extra = dict(f.extra)
-    return int(extra.get("moved_bytes") or 0) + int(extra.get("backward_moved_bytes") or 0)
+    """The communication a finding names as waste per step, as its headline counts it: its
+    occurrences' wasted bytes summed per file, the largest file's (one device's) figure."""
+    per_file: dict[str, int] = {}
+    for o in f.occurrences:
+        per_file[o.file] = per_file.get(o.file, 0) + sum(w.bytes for w in o.wasted)
+    return max(per_file.values(), default=0)
 
 
 def finding_views(findings: list[Finding], sources: SourceLines, prefix: str) -> list[dict]:
@@ -319,12 +323,13 @@ def render(report: Report, ctx: RenderContext) -> str:
 
 def render_memory(entries: list[dict], problems: list, counted: str) -> str:
     from .account_lines import AT_STAKE_NOTE, largest_device, memory_headline, rule_codes
+    from .tables import graph_groups, same_label
 
     files = []
-    for e in entries:
-        layers = e["layers"]
-        chart = per_layer_chart(layers, [("kept bytes", KEPT_COLOUR, "kept_bytes")])
-        files.append({"e": e, "chart": _markup(chart)})
+    for g in graph_groups(entries):  # one section per distinct graph (ranks that hold it share it)
+        e = g[0]
+        chart = per_layer_chart(e["layers"], [("kept bytes", KEPT_COLOUR, "kept_bytes")])
+        files.append({"e": e, "same": same_label(g), "chart": _markup(chart)})
     return (
         _environment()
         .get_template("memory.html.j2")
@@ -332,6 +337,7 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
             title="irlint memory",
             version=__version__,
             files=files,
+            read=len(entries),
             problems=problems,
             counted=counted,
             largest=largest_device(entries),

@@ -19,11 +19,38 @@ def _line(f) -> str:
     return f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {short_text(f)}"
 
 
+def _rank_folder(path: str) -> tuple[str, int] | None:
+    """(the path with its rank_N/ folder as rank_*, N): files of one run's ranks side by side."""
+    import re
+
+    found = list(re.finditer(r"(?:^|(?<=[\\/]))rank_(\d+)(?=[\\/])", path))
+    if not found:
+        return None
+    m = found[-1]
+    return path[: m.start()] + "rank_*" + path[m.end() :], int(m.group(1))
+
+
+def _files_of(f, files: list[str]) -> list[str]:
+    """The checked files a finding is about: its occurrences', and for a finding merged across the
+    ranks of a run (reported on its first rank's file), the same file of each other rank it names."""
+    own = list(dict.fromkeys(o.file for o in f.occurrences))
+    if len(f.ranks) > 1:
+        places = {at[0] for at in map(_rank_folder, (o.file for o in f.occurrences)) if at}
+        for path in files:
+            at = _rank_folder(path)
+            if at and at[0] in places and at[1] in f.ranks and path not in own:
+                own.append(path)
+    return own
+
+
 def render(report: Report, ctx: RenderContext) -> str:
     findings: dict[str, list] = defaultdict(list)
     notes: dict[str, list] = defaultdict(list)  # info findings: shown, but they do not fail the run
     for f in report.findings:
-        (findings if f.severity in FAILING else notes)[f.file].append(f)
+        # every file of the finding fails (or notes it), not only the one it is reported on: a rank
+        # whose finding was merged into rank 0's must not pass
+        for path in _files_of(f, report.files):
+            (findings if f.severity in FAILING else notes)[path].append(f)
     unreadable: dict[str, list] = defaultdict(list)
     for d in report.diagnostics:
         unreadable[d.file].append(d)

@@ -1,4 +1,4 @@
-"""The text report of ``irlint memory``: per case, the activations each layer keeps for backward,
+"""The text report of ``irlint memory``: per case and distinct graph, the activations each layer keeps for backward,
 the largest kept tensors, the pipeline in-flight and peak figures, a projection to more layers."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from .account_lines import AT_STAKE_NOTE, AT_STAKE_PIPELINE_NOTE, memory_headlin
 from .tables import (
     add_layer_rows,
     by_case,
-    files_line,
+    graph_groups,
+    group_label,
+    groups_line,
     layer_table,
     list_table,
     plain_console,
@@ -29,122 +31,125 @@ def in_flight(e: dict) -> str:
     return f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
 
 
-def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
-    """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
-    ranks side by side."""
-    out, buffer = plain_console(width)
+def render_text(
+    entries: list[dict],
+    width: int | None = None,
+    cases: list[str] | None = None,
+    color: bool = False,
+    quiet: bool = False,
+) -> str:
+    """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case) and
+    distinct graph; ``quiet``: without the notes on what is counted."""
+    out, buffer = plain_console(width, color)
     by_case(out, entries, cases, _render_case)
+    if quiet:
+        return text_of(buffer, width)
     out.print(SCOPE_NOTE, soft_wrap=True)
     if rule_codes(entries):
         out.print(AT_STAKE_NOTE, soft_wrap=True)
         if any(e.get("micro_batches", 1) > 1 for e in entries):
             out.print(AT_STAKE_PIPELINE_NOTE, soft_wrap=True)
-    return text_of(buffer)
+    return text_of(buffer, width)
 
 
 def _render_case(out, case: str, entries: list[dict]) -> None:
     if case:
         out.print(f"== {case}", soft_wrap=True)
     out.print(memory_headline(entries), soft_wrap=True)
-    ranks = [e["rank"] for e in entries]
-    by_rank = None not in ranks and len(set(ranks)) == len(ranks)
-    label = [f"rank {e['rank']}" if by_rank else e["file"] for e in entries]
-    layers = list(dict.fromkeys(row["layer"] for e in entries for row in e["layers"]))
-    many = len(entries) > 1
+    groups = graph_groups(entries)  # one set of tables per distinct graph, never a column per rank
+    many = len(groups) > 1
     codes = rule_codes(entries)
     blank = ("",) * (2 + len(codes))
-    table = layer_table(
-        "Activations kept for backward, per layer",
-        label,
-        ("kept bytes", "tensors", "recompute saved", *[f"{code} at stake" for code in codes]),
-    )
-    add_layer_rows(
-        table,
-        entries,
-        layers,
-        lambda row: [
-            human_bytes(row["kept_bytes"]),
-            str(row["tensors"]),
-            human_bytes(row["recompute_saved_bytes"]),
-            *stake_cells(row.get("at_stake_bytes", {}), codes),
-        ],
-    )
-    table.add_row(
-        "total",
-        *[
-            c
-            for e in entries
-            for c in (human_bytes(e["total_kept_bytes"]), "", "", *stake_cells(e.get("at_stake_bytes", {}), codes))
-        ],
-    )
-    if any(e["micro_batches"] > 1 for e in entries):
+    groups_line(out, groups)
+    for g in groups:
+        e, name = g[0], group_label(g)
+        table = layer_table(
+            f"Activations kept for backward, per layer{' (' + name + ')' if many else ''}",
+            [name],
+            ("kept bytes", "tensors", "recompute saved", *[f"{code} at stake" for code in codes]),
+        )
+        add_layer_rows(
+            table,
+            [e],
+            [row["layer"] for row in e["layers"]],
+            lambda row: [
+                human_bytes(row["kept_bytes"]),
+                str(row["tensors"]),
+                human_bytes(row["recompute_saved_bytes"]),
+                *stake_cells(row.get("at_stake_bytes", {}), codes),
+            ],
+        )
         table.add_row(
-            "in flight",
-            *[c for e in entries for c in ((in_flight(e), *blank) if e["micro_batches"] > 1 else ("", *blank))],
+            "total", human_bytes(e["total_kept_bytes"]), "", "", *stake_cells(e.get("at_stake_bytes", {}), codes)
         )
-        table.add_row("peak", *[c for e in entries for c in (human_bytes(e["peak_kept_bytes"]), *blank)])
-    files_line(out, label, entries)
-    out.print(table)
-    for name, e in zip(label, entries):
-        if not e["layers"]:
-            out.print(
-                f"{e['file']}: no forward tensor is read by a backward op (no backward pass in this "
-                f"graph, or a stage before autodiff): nothing is kept for backward.",
-                soft_wrap=True,
-            )
-            continue
-        top = list_table(
-            f"Largest kept tensors{' (' + name + ')' if many else ''}",
-            ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "scope"),
-            right=("bytes",),
+        if e["micro_batches"] > 1:
+            table.add_row("in flight", in_flight(e), *blank)
+            table.add_row("peak", human_bytes(e["peak_kept_bytes"]), *blank)
+        out.print(table)
+        _render_entry(out, e, name if many else "")
+
+
+def _render_entry(out, e: dict, name: str) -> None:
+    """The tables and notes under one graph's layer table (``name``: its ranks, when several)."""
+    many = bool(name)
+    if not e["layers"]:
+        out.print(
+            f"{e['file']}: no forward tensor is read by a backward op (no backward pass in this "
+            f"graph, or a stage before autodiff): nothing is kept for backward.",
+            soft_wrap=True,
         )
-        for t in e["top"]:
-            shape = "(" + ", ".join(map(str, t["shape"])) + ")" if t["shape"] is not None else "?"
-            top.add_row(
-                human_bytes(t["bytes"]),
-                f"{t['node']} (line {t['line']})",
-                t["op"],
-                t["dtype"] or "?",
-                shape,
-                ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""),
-                t["scope"],
-            )
-        out.print(top)
-        for u in e["unsized"]:
-            out.print(
-                f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
-                f"{u['node']} {u['op']} {u['type'] or '(no type line)'}",
-                soft_wrap=True,
-            )
-        if e["micro_batches"] > 1 and len(e.get("chunks") or ()) > 1:
-            held = "; ".join(
-                f"layers {layer_spans(c['layers'])}: {c['in_flight_at_peak']} of {e['micro_batches']}"
-                for c in e["chunks"]
-            )
-            out.print(
-                f"{name if many else e['file']}: a pipeline stage with interleave: each chunk's forward half runs "
-                f"once per micro batch ({e['micro_batches']}); at the stage's peak (the order of the forward and "
-                f"backward calls, weighed by what each chunk keeps) these wait for their backward: {held}; the "
-                f"layer figures are per micro batch, the peak counts each chunk's tensors that many times.",
-                soft_wrap=True,
-            )
-        elif e["micro_batches"] > 1:
-            out.print(
-                f"{name if many else e['file']}: a pipeline stage: the forward half runs once per micro batch "
-                f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "
-                f"backward at once (the order of the forward and backward calls); the layer figures are per "
-                f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
-                soft_wrap=True,
-            )
-        if e.get("projected"):
-            _render_projection(out, e["projected"], f" ({name})" if many else "")
-        if e["weight_copy_bytes"]:
-            out.print(
-                f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
-                f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
-                f"parameters, not the batch.",
-                soft_wrap=True,
-            )
+        return
+    top = list_table(
+        f"Largest kept tensors{' (' + name + ')' if many else ''}",
+        ("bytes", "node", "op", "dtype", "shape", "read by (backward)", "model path"),
+        right=("bytes",),
+    )
+    for t in e["top"]:
+        shape = "(" + ", ".join(map(str, t["shape"])) + ")" if t["shape"] is not None else "?"
+        top.add_row(
+            human_bytes(t["bytes"]),
+            f"{t['node']} (line {t['line']})",
+            t["op"],
+            t["dtype"] or "?",
+            shape,
+            ", ".join(t["read_by"][:3]) + (" …" if len(t["read_by"]) > 3 else ""),
+            t.get("model_path") or t["scope"],
+        )
+    out.print(top)
+    for u in e["unsized"]:
+        out.print(
+            f"{e['file']}:{u['line']}: kept tensor of unknown size, counted as 0 bytes: "
+            f"{u['node']} {u['op']} {u['type'] or '(no type line)'}",
+            soft_wrap=True,
+        )
+    if e["micro_batches"] > 1 and len(e.get("chunks") or ()) > 1:
+        held = "; ".join(
+            f"layers {layer_spans(c['layers'])}: {c['in_flight_at_peak']} of {e['micro_batches']}" for c in e["chunks"]
+        )
+        out.print(
+            f"{name or e['file']}: a pipeline stage with interleave: each chunk's forward half runs "
+            f"once per micro batch ({e['micro_batches']}); at the stage's peak (the order of the forward and "
+            f"backward calls, weighed by what each chunk keeps) these wait for their backward: {held}; the "
+            f"layer figures are per micro batch, the peak counts each chunk's tensors that many times.",
+            soft_wrap=True,
+        )
+    elif e["micro_batches"] > 1:
+        out.print(
+            f"{name or e['file']}: a pipeline stage: the forward half runs once per micro batch "
+            f"({e['micro_batches']}), and up to {e['micro_batches_in_flight']} of them wait for their "
+            f"backward at once (the order of the forward and backward calls); the layer figures are per "
+            f"micro batch, the peak counts the forward half's tensors once per micro batch in flight.",
+            soft_wrap=True,
+        )
+    if e.get("projected"):
+        _render_projection(out, e["projected"], f" ({name})" if many else "")
+    if e["weight_copy_bytes"]:
+        out.print(
+            f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
+            f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
+            f"parameters, not the batch.",
+            soft_wrap=True,
+        )
 
 
 def _render_projection(out, p: dict, suffix: str) -> None:

@@ -4,9 +4,10 @@ A dump line, a source trace or a file name may hold a terminal escape (``ESC]0;t
 backspace, a carriage return or a newline. Printed as they are, they drive the terminal, split a
 ``file:line: message`` line in two (the second parsed as a finding by a problem matcher) or make
 JUnit XML ill-formed (XML 1.0 has no way to write most of them). So every report made for people,
-editors and CI shows them as ``\\x1b``, ``\\r``, ``\\n``. irlint's own line breaks in a message or a
-hint stay; in a file name nothing is irlint's, and a newline is escaped too. JSON, SARIF and HTML
-escape what they must themselves.
+editors and CI shows them as ``\\x1b``, ``\\r``, ``\\n``; a bidirectional control (which reorders
+what a line shows) as ``\\u202e``. irlint's own line breaks in a message or a
+hint stay; in a file name nothing is irlint's, and a newline is escaped too. JSON and SARIF escape what
+they must themselves; HTML is escaped here too (markup escaping leaves the controls as they are).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import re
 
 from ..findings import Report
 
-# C0 but tab and newline, DEL, C1 (0x9b is a one-byte CSI for some terminals)
-_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f]")
+# C0 but tab and newline, DEL, C1 (0x9b is a one-byte CSI for some terminals), and the bidirectional
+# controls (U+202E, U+2066 ...), which reorder what a line shows ("Trojan Source")
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_IN_TEXT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+_IN_NAME = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # fields that hold a file name; fields never printed as text (what makes a finding the same)
 _NAME_FIELDS = frozenset({"file", "path"})
@@ -27,7 +30,7 @@ _KEPT_FIELDS = frozenset({"identity", "extra"})
 
 def _escape(m: re.Match) -> str:
     c = m.group()
-    return _NAMED.get(c) or f"\\x{ord(c):02x}"
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def printable_text(text: str) -> str:

@@ -162,8 +162,10 @@ def _finding(f, ctx: RenderContext) -> Grid:
         grid.append((Cell("graph", style="dim"), Cell(f"{f.node} in {short_graph(f.graph, ctx)}", "dim", clip=True)))
     if f.members:
         grid.append((Cell("seen", style="dim"), Cell(occurrences_text(f), "dim", clip=True)))
-    # the nodes around the finding: context, not a path through the graph
-    for i, r in enumerate(f.related):
+    # the nodes around the finding: context, not a path through the graph; its first chain only
+    # (a root cause's chains are alike), the rest counted for the formats that keep them all
+    shown = first_chain(f.related)
+    for i, r in enumerate(shown):
         row = Cell("", clip=True)
         where = f"{r.line}" if r.file == f.file else f"{r.file}:{r.line}"
         row.append(f"{where} {r.node} {r.op}", style="bold")
@@ -173,12 +175,32 @@ def _finding(f, ctx: RenderContext) -> Grid:
             row.append(f"  {r.note}", style="italic")
         row.append(f"  {r.scope}", style="dim")
         grid.append((Cell("context" if i == 0 else "", style="dim"), row))
+    if len(shown) < len(f.related):
+        grid.append((Cell("", style="dim"), Cell(more_text(f.related, len(shown)), "dim")))
     if f.hint:
         grid.append((Cell("fix", style="green"), Cell(f.hint)))
     return grid
 
 
 GRAPH_NAME_MAX = 40
+CONTEXT_MAX = 24  # nodes of context a text report shows of one finding
+_CHAIN_HEAD = re.compile(r"chain \d+ of \d+\b")
+
+
+def first_chain(related: tuple) -> tuple:
+    """The context of a finding's first chain: up to the node that heads its second (a root
+    cause's related nodes are its chains one after another, each headed ``chain N of M``), at
+    most ``CONTEXT_MAX`` nodes."""
+    heads = [i for i, r in enumerate(related) if _CHAIN_HEAD.match(r.note)]
+    end = heads[1] if len(heads) > 1 else len(related)
+    return related[: min(end, CONTEXT_MAX)]
+
+
+def more_text(related: tuple, shown: int) -> str:
+    """``+181 more (20 more chains) in --format json or html``."""
+    chains = sum(1 for r in related[shown:] if _CHAIN_HEAD.match(r.note))
+    what = f" ({chains} more chain{'s' if chains != 1 else ''})" if chains else ""
+    return f"+{len(related) - shown} more context nodes{what}: every one in --format json or html"
 
 
 def short_graph(name: str, ctx: RenderContext) -> str:
@@ -248,6 +270,9 @@ def _summary(report: Report, ctx: RenderContext) -> list:
         )
     elif ctx.baselined:
         text += f", {ctx.baselined} known finding{'s' if ctx.baselined != 1 else ''} hidden by the baseline"
+    if ctx.baselined_occurrences and ctx.baseline_written is None:
+        n = ctx.baselined_occurrences
+        text += f", {n} known occurrence{'s' if n != 1 else ''} of the findings shown hidden by the baseline"
     if report.suppressed:
         n = len(report.suppressed)
         text += f", {n} suppressed by [[suppress]]"

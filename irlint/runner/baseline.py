@@ -15,7 +15,14 @@ from ..findings import Finding
 if TYPE_CHECKING:
     from pathlib import Path
 
-FORMAT_VERSION = 1
+# 2: fingerprints name the model (Finding.model); a baseline of format 1 is matched without it
+FORMAT_VERSION = 2
+
+
+class Accepted(Counter):
+    """fingerprint -> how many findings with it a baseline accepts, and the baseline's format."""
+
+    version: int = FORMAT_VERSION
 
 
 class BaselineError(Exception):
@@ -32,6 +39,7 @@ def write_baseline(path: str | Path, findings: list[Finding]) -> int:
             "file": o.file,
             "scope": o.scope,
             "model_path": o.model_path,
+            "model": o.model,
             "message": o.message,
         }
         for f in findings
@@ -50,7 +58,7 @@ def write_baseline(path: str | Path, findings: list[Finding]) -> int:
     return len(entries)
 
 
-def read_baseline(path: str | Path) -> Counter:
+def read_baseline(path: str | Path) -> Accepted:
     """fingerprint -> how many findings with it are accepted."""
     import json
     from pathlib import Path
@@ -63,7 +71,9 @@ def read_baseline(path: str | Path) -> Counter:
         raise BaselineError(f"{path}: not a baseline (invalid JSON: {exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
         raise BaselineError(f"{path}: not an irlint baseline (written with --write-baseline)")
-    counts: Counter = Counter()
+    counts = Accepted()
+    version = data.get("irlint-baseline")
+    counts.version = version if isinstance(version, int) and not isinstance(version, bool) else 1
     for entry in data["findings"]:
         if not isinstance(entry, dict) or not isinstance(entry.get("fingerprint"), str):
             raise BaselineError(f"{path}: every entry needs a 'fingerprint'")
@@ -73,15 +83,18 @@ def read_baseline(path: str | Path) -> Counter:
 
 def new_findings(findings: list[Finding], accepted: Counter) -> list[Finding]:
     """Findings not covered by the baseline; each baseline entry covers one occurrence, and a
-    grouped finding keeps the occurrences that are new. An entry written before fingerprints left
-    out the stage name is matched by ``staged_fingerprint``."""
+    grouped finding keeps the occurrences that are new. A baseline of format 1 was written before
+    fingerprints named the model: its entries are matched without it (``unmodelled_fingerprint``),
+    and those written before fingerprints left out the stage name by ``staged_fingerprint``."""
     left = Counter(accepted)
+    legacy = getattr(accepted, "version", FORMAT_VERSION) < 2
     out = []
     for f in findings:
         new = []
         for o in f.occurrences:
-            fp = o.fingerprint if left[o.fingerprint] > 0 else o.staged_fingerprint
-            if left[fp] > 0:
+            forms = [o.fingerprint, o.unmodelled_fingerprint, o.staged_fingerprint] if legacy else [o.fingerprint]
+            fp = next((x for x in forms if left[x] > 0), None)
+            if fp is not None:
                 left[fp] -= 1
             else:
                 new.append(o)
@@ -94,3 +107,14 @@ def new_findings(findings: list[Finding], accepted: Counter) -> list[Finding]:
 
             out.extend(by_root_cause(new))
     return out
+
+
+def hidden_counts(before: list[Finding], after: list[Finding]) -> tuple[int, int]:
+    """(findings the baseline hid whole, occurrences it hid of findings still shown): a group with
+    part of its layers in the baseline is shown with the rest, its hidden occurrences counted."""
+    shown = {id(o) for f in after for o in f.occurrences}
+    whole = sum(1 for f in before if not any(id(o) in shown for o in f.occurrences))
+    partly = sum(
+        1 for f in before if any(id(o) in shown for o in f.occurrences) for o in f.occurrences if id(o) not in shown
+    )
+    return whole, partly

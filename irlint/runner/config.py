@@ -93,6 +93,9 @@ def _selector_matches(selector: str, code: str, name: str) -> bool:
     return _specificity(selector, code, name) >= 0
 
 
+selector_matches = _selector_matches  # for the engine: which rules an entry's selector names
+
+
 def _specificity(selector: str, code: str, name: str) -> int:
     """-1 when the selector does not match; longer matches are more specific."""
     s = selector.strip()

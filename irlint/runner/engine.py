@@ -12,7 +12,7 @@ from ..diagnostics import NOTE_CODES, PLUGIN_FAILED, Diagnostic
 from ..findings import Finding, Report
 from ..rule import Rule, load_rules, plugin_problems
 from .check import check_files
-from .config import Config, validate
+from .config import Config, selector_matches, validate
 from .discover import RANK_DIR as _RANK_DIR
 from .discover import DumpFile, InputError, discover, discover_inputs
 from .lint_file import read_dump
@@ -116,12 +116,20 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
     used: set[int] = set()
     for finding in _group(silenced, {r.name: r.stages for r in rules}, incomplete):
         entry = config.suppression_for(finding.code, finding.rule, finding.scope, finding.model_path)
-        if entry is not None:
-            used.add(id(entry))
+        # every entry that matches is in use (a second one naming the same findings is not unused)
+        used.update(
+            id(s) for s in config.suppress if s.matches(finding.code, finding.rule, finding.scope, finding.model_path)
+        )
         reason = (entry.reason or f"[[suppress]] {entry.describe()}") if entry else ""
         report.suppressed.append((finding, reason))
-    # like an unused noqa: an entry that silenced nothing has a pattern that names nothing (any more)
-    report.unused_suppressions = [s for s in config.suppress if id(s) not in used]
+    # like an unused noqa: an entry that silenced nothing has a pattern that names nothing (any more);
+    # an entry for rules that did not run (--select RC001, an RC002 entry) could not have matched
+    ran = [(r.code, r.name) for r in rules]
+    report.unused_suppressions = [
+        s
+        for s in config.suppress
+        if id(s) not in used and (not s.rule or any(selector_matches(s.rule, code, name) for code, name in ran))
+    ]
     report.notes.extend(
         f"[[suppress]] entry {s.describe()} matched no finding in this run"
         for s in report.unused_suppressions
@@ -149,15 +157,18 @@ def _group(
     per_folder: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     singles: list[tuple[DumpFile, Finding]] = []
     for f, finding in found:
-        if f.explicit:
+        if f.explicit and not f.placed:
             singles.append((f, finding))
         else:
-            per_folder[(f.folder, finding.problem)].append((f, finding))
+            # stage files named one by one (a pre-commit hook passes them so) are their folder's stages
+            folder = os.path.dirname(f.path) if f.explicit else f.folder
+            per_folder[(f.explicit, folder, finding.problem)].append((f, finding))
     kept: list[tuple[DumpFile, Finding]] = []
     for seen in per_folder.values():
-        # the problem as the best stage file shows it (all of that file's findings of it)
+        # the problem as the best stage file shows it (all of that file's findings of it); named
+        # files of that same stage (two dumps side by side) each keep theirs
         best = max(seen, key=lambda x: rank(x[0], x[1].rule))[0]
-        kept.extend(x for x in seen if x[0] is best)
+        kept.extend(x for x in seen if x[0] is best or (best.explicit and x[0].stage.label == best.stage.label))
     merged: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     for f, finding in kept + singles:
         folder = _RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
