@@ -165,6 +165,18 @@ _PLAIN_KEY = re.compile(
 _QUOTED_KEY = re.compile(r"""(?:'(?P<s>(?:[^']|'')*)'|"(?P<d>(?:[^"\\]|\\.)*)")[ \t]*:(?:[ \t]|\Z)""")
 
 
+# Indented lines that open nothing across lines (no multi-line quote, bracket or block scalar) and
+# hold no anchor or alias: read by one regex, a run at a time. Anything else is read token by token.
+_Q = r"'(?:[^'\n]|'')*+'" + r'|"(?:[^"\\\n]|\\.)*+"'
+_P = r"[^'\"\[\]{}#&*!|>\n]++"
+_F1 = rf"\[(?:{_P}|{_Q})*+\]|\{{(?:{_P}|{_Q})*+\}}"
+_F2 = rf"\[(?:{_P}|{_Q}|{_F1})*+\]|\{{(?:{_P}|{_Q}|{_F1})*+\}}"
+_FIRST = r"[^ \t\r\n#'\"\[\]{}&*!|>-]"  # not a comment, quote, bracket, property, block scalar or "- "
+_CLOSED_LINES = re.compile(
+    rf"(?:[ \t]{{1,{MAX_INDENT}}}(?:-[ \t]++)*+{_FIRST}(?:{_P}|{_Q}|{_F2})*+(?:(?<=[ \t])#[^\n]*+)?\n){{1,4096}}"
+)
+
+
 def _top_key(line: str) -> str | None:
     """The key of a top-level ``key: value`` line, or None."""
     m = _QUOTED_KEY.match(line)
@@ -189,7 +201,14 @@ def scan(text: str) -> Layout:
     seg_start = seg_line = last_end = 0
     docs = opened = 0
     pos, n, lineno = 0, len(text), 0
+    fast = n > FULL_CHECK_BYTES  # comments are then not collected: only a small file's are compared
     while pos < n:
+        if fast and not quote and not depth and block_indent < 0:
+            run = _CLOSED_LINES.match(text, pos)
+            if run is not None and run.end() > pos:
+                lineno += text.count("\n", pos, run.end())
+                pos = last_end = run.end()
+                continue
         nl = text.find("\n", pos)
         stop = n if nl < 0 else nl + 1
         line = text[pos:stop].rstrip("\r\n")
@@ -527,12 +546,19 @@ def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
     if not out.added and not out.raised:
         return out
     if inserted is not None:
-        new_body = body[: blk.base] + inserted + body[blk.base + len(blk.text) :]
+        new = bom + _spliced(body, blk.base, blk.base + len(blk.text), inserted)
     else:
-        new_body = body[: blk.seg.start] + _dump_block(doc, blk, body) + body[blk.seg.end :]
-    new = bom + new_body
+        new = bom + _spliced(body, blk.seg.start, blk.seg.end, _dump_block(doc, blk, body))
     verify(text, new, blk, ("recompute_config", "select_recompute"))
     return out._replace(text=new)
+
+
+def _spliced(body: str, start: int, end: int, new: str) -> str:
+    """``body`` with ``body[start:end]`` replaced by ``new``, in one copy of a large file (not three)."""
+    old = body[start:end]
+    if body.find(old) == start:
+        return body.replace(old, new, 1)
+    return body[:start] + new + body[end:]
 
 
 def _string_items(current) -> list[str]:
@@ -542,7 +568,21 @@ def _string_items(current) -> list[str]:
 
 
 def _show(value) -> str:
-    return str(_plain(value, budget=[200]))
+    """A value for a message, as YAML writes it (shared nodes once, at most 200 of them)."""
+    try:
+        return yaml_text(_unanchored(_plain(value, budget=[200])))
+    except Refused:
+        return "(a large value)"
+
+
+def _unanchored(plain):
+    if isinstance(plain, tuple):
+        return "*" + str(plain[1]) if plain[0] == "*" else _unanchored(plain[1])
+    if isinstance(plain, dict):
+        return {k: _unanchored(v) for k, v in plain.items()}
+    if isinstance(plain, list):
+        return [_unanchored(v) for v in plain]
+    return plain
 
 
 def _note_covered(key: str, patterns, out: Edit) -> bool:
@@ -849,29 +889,33 @@ def _child_indent(block: list[str]) -> int:
 
 # --- the check: nothing changed outside the plan's keys -------------------------------------------
 
-MAX_NODES = 200_000
+MAX_NODES = 100_000
 
 
-def _plain(node, budget: list[int], memo: dict | None = None):
-    """A node as plain values with its anchors (``&name``), shared nodes once (no alias expansion);
-    ``budget``: nodes left."""
-    memo = {} if memo is None else memo
-    if id(node) in memo:
-        return ("*", memo[id(node)])
+def _plain(node, budget: list[int], inside: set | None = None):
+    """A node as plain values with its anchors (``(name, value)``), aliases expanded as a load
+    gives them, up to ``budget[0]`` nodes (Refused beyond: an alias bomb); a node inside itself
+    (a recursive anchor) is ``("*", name)``."""
+    inside = set() if inside is None else inside
     budget[0] -= 1
     if budget[0] < 0:
-        raise Refused("holds more nodes than irlint fix compares (an alias bomb?)")
+        raise Refused("holds more values (aliases expanded) than irlint fix compares: an alias bomb?")
     anchor = getattr(getattr(node, "anchor", None), "value", None)
+    if id(node) in inside:
+        return ("*", anchor or "?")
     if hasattr(node, "items") or isinstance(node, list):
-        memo[id(node)] = anchor or f"#{len(memo)}"
-    if hasattr(node, "items"):
-        out: Any = {str(k): _plain(v, budget, memo) for k, v in node.items()}
-    elif isinstance(node, list):
-        out = [_plain(v, budget, memo) for v in node]
+        inside.add(id(node))
+        try:
+            if hasattr(node, "items"):
+                out: Any = {str(k): _plain(v, budget, inside) for k, v in node.items()}
+            else:
+                out = [_plain(v, budget, inside) for v in node]
+        finally:
+            inside.discard(id(node))
+    elif isinstance(node, (bool, int, float, type(None))):
+        out = node
     else:
-        out = node if isinstance(node, (bool, int, float, str, type(None))) else str(node)
-        if isinstance(out, str) and type(node) is not str:
-            out = str(node)
+        out = str(node)
     return (anchor, out) if anchor else out
 
 
@@ -906,11 +950,11 @@ def _drop(plain, path: tuple[str, ...]):
         return None
     if isinstance(plain, tuple) and len(plain) == 2 and isinstance(plain[1], (dict, list)):
         return (plain[0], _drop(plain[1], path))
-    if isinstance(plain, dict) and path[0] in plain:
+    if isinstance(plain, dict):
         out = dict(plain)
         if len(path) == 1:
-            out[path[0]] = "<changed by the plan>"
-        else:
+            out[path[0]] = "<changed by the plan>"  # also where the key was not
+        elif path[0] in plain:
             out[path[0]] = _drop(plain[path[0]], path[1:])
         return out
     return plain
@@ -928,16 +972,22 @@ def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) ->
         except YamlError as exc:
             raise Refused(f"{exc}: nothing written") from None
     else:
-        layout = scan(_split_bom(new)[1])
-        if blk is None or [s.key for s in layout.segments] != [s.key for s in blk.layout.segments]:
-            raise Refused("would have other top-level keys after the edit: nothing written")
-        seg = next(s for s in layout.segments if s.key == blk.seg.key)
+        assert blk is not None and blk.alone
+        bom = 1 if new.startswith("\ufeff") else 0
+        after_block = len(old) - bom - blk.seg.end  # the bytes after the block: the old ones
+        block = new[bom + blk.seg.start : len(new) - after_block]
+        try:
+            ours = scan(block)
+        except YamlError as exc:
+            raise Refused(f"the edited block {exc}: nothing written") from None
+        if [s.key for s in ours.segments] != [blk.seg.key]:
+            raise Refused("the edited block would not be one top-level key: nothing written")
         before = blk.doc
-        after = _parse(_split_bom(new)[1][seg.start : seg.end], "would not be valid YAML after the edit")
+        after = _parse(block, "would not be valid YAML after the edit")
         used = {a for a, at in blk.layout.aliases if not blk.seg.start <= at < blk.seg.end}
-        ours = {a for a, at in blk.layout.anchors.items() if blk.seg.start <= at < blk.seg.end}
-        if used & ours:
-            name = sorted(used & ours)[0]
+        defined = {a for a, at in blk.layout.anchors.items() if blk.seg.start <= at < blk.seg.end}
+        if used & defined:
+            name = sorted(used & defined)[0]
             raise Refused(f"recompute_config defines &{name}, used elsewhere in the file: an edit would change both")
     a = _plain(before, [MAX_NODES])
     b = _plain(after, [MAX_NODES])
@@ -1017,7 +1067,7 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
         end = start + token.end()
     spelled = yaml_text(want, lower=seg_text[start:end] in ("true", "false"))
     new_seg = seg_text[:start] + spelled + seg_text[end:]
-    new = bom + body[: blk.base] + new_seg + body[blk.base + len(seg_text) :]
+    new = bom + _spliced(body, blk.base, blk.base + len(seg_text), new_seg)
     check = _parse(new_seg)
     for name in parts:
         check = check.get(name) if hasattr(check, "get") else None
@@ -1071,6 +1121,8 @@ def yaml_text(value, lower: bool = False) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(yaml_text(v, lower) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{yaml_text(k)}: {yaml_text(v, lower)}" for k, v in value.items()) + "}"
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -1100,10 +1152,12 @@ class DumpFacts(NamedTuple):
     tagged: frozenset[str]  # select keys of the forward primitives tagged for recompute
     full_layer: bool  # some decoder layer recomputed whole (Cell.recompute on the layer)
     models: dict[str, list[str]]  # the decoder layer class -> files
+    untagged: frozenset[str] = frozenset()  # select keys of forward primitives never tagged
 
 
-def mismatches(text: str, facts: DumpFacts) -> list[str]:
-    """How the config cannot be the one the dumps were compiled with (empty: it can be)."""
+def mismatches(text: str, facts: DumpFacts, planned: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """How the config cannot be the one the dumps were compiled with (empty: it can be). A key of
+    the plan (``planned``) the config already asks for is no mismatch: irlint fix wrote it."""
     out = []
     if len(facts.models) > 1:
         out.append(
@@ -1122,8 +1176,8 @@ def mismatches(text: str, facts: DumpFacts) -> list[str]:
             f"{facts.family} model: the config is for another model"
         )
     full = recompute is True or isinstance(recompute, list) and enabled(recompute)
-    if recompute is True and not facts.full_layer:
-        out.append("recompute is True in the config, and no decoder layer of the dumps is recomputed whole")
+    if full and not facts.full_layer:
+        out.append(f"recompute is {_show(recompute)} in the config, and no decoder layer of the dumps is recomputed whole")
     elif not full and facts.full_layer:
         out.append(f"recompute is {_show(recompute)} in the config, and the dumps recompute decoder layers whole")
     if not full:
@@ -1136,6 +1190,16 @@ def mismatches(text: str, facts: DumpFacts) -> list[str]:
                 + ", ".join(f"'{k}'" for k in missing)
                 + f" applied, which select_recompute ({_show(current)}) does not ask for"
             )
+        for p in applied:
+            if any(covers(p, k) for k in planned):
+                continue
+            named = sorted(k for k in facts.untagged if covers(p, k))
+            if named and not any(covers(p, k) for k in facts.tagged):
+                out.append(
+                    f"select_recompute asks for '{p}', and the dumps show the op it names ("
+                    + ", ".join(f"'{k}'" for k in named[:2])
+                    + ") not tagged: they were compiled without it"
+                )
     return out
 
 

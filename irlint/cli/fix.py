@@ -82,14 +82,16 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
         fail("some of the dumps could not be read: no fix is applied from a partial lint")
     plan = fix_plan(report.findings)
-    facts = dump_facts(found) if _writes_anything(plan) else None
+    # the config is checked against the dumps where it gets recompute keys (a model option alone is
+    # the same in every recompute setting)
+    facts = dump_facts(found) if plan["recompute"]["select_recompute"] else None
 
     def edit_of(current: str):
         """The plan applied to the config's text as it is now (exits 2 on a mismatch or a refusal)."""
         from ..mfyaml import apply_fix_plan, mismatches
 
         try:
-            wrong = mismatches(current, facts) if facts is not None else []
+            wrong = mismatches(current, facts, plan["recompute"]["select_recompute"]) if facts is not None else []
             if wrong and not force:
                 for w in wrong:
                     click.echo(f"{config_yaml}: does not match the dumps: {w}", err=True)
@@ -108,6 +110,7 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
         if result.edit.text != text:
             click.echo(_diff(config_yaml, text, result.edit.text), nl=False)
     else:
+        del text  # read again under the lock (a large file is not held twice)
         text, result = _replace(config_yaml, edit_of)
     edit = result.edit
     changed = edit.text != text
@@ -129,29 +132,34 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
     sys.exit(EXIT_LEFT if left or (show_diff and changed) else EXIT_CLEAN)
 
 
-def _writes_anything(plan: dict) -> bool:
-    return bool(plan["recompute"]["select_recompute"] or any(c["written_by_fix"] for c in plan.get("config") or []))
-
-
 def dump_facts(found) -> DumpFacts:
     """What the linted dumps say about the config they were compiled with (``mfyaml.DumpFacts``)."""
     from ..mfyaml import DumpFacts, family_of
-    from ..rules.recompute.evidence import CELL_PREFIX
-    from ..rules.recompute.keys import tagged_keys
+    from ..rules.recompute.evidence import BOOKKEEPING_OPS, CELL_PREFIX
+    from ..rules.recompute.keys import node_select_key, tagged_keys
     from ..runner.lint_file import read_dump
 
     tagged: set[str] = set()
+    untagged: set[str] = set()
     models: dict[str, list[str]] = {}
     full = False
     for f in found:
         ir = read_dump(f)
-        tagged.update(k for _, k in tagged_keys(ir))
+        mine = {key for _, key in tagged_keys(ir)}
+        tagged |= mine
         classes: set[str] = set()
         in_layers = recomputed = 0
         for k in ir.cnodes():
-            scope = ir[k].get("scope", "")
+            d = ir[k]
+            if ir.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
+                continue
+            if (d.get("primitive_attrs") or {}).get("recompute") is not True:
+                key, guessed = node_select_key(ir, k)
+                if key is not None and not guessed and key not in mine:
+                    untagged.add(key)
+            scope = d.get("scope", "")
             m = _LAYER_PART.search(scope)
-            if m is None or ir.is_backward(k) or ir.is_recompute_copy(k):
+            if m is None:
                 continue
             classes.add(m.group(1))
             in_layers += 1
@@ -160,7 +168,7 @@ def dump_facts(found) -> DumpFacts:
         full |= bool(in_layers) and recomputed * 2 > in_layers
         for cls in classes:
             models.setdefault(cls, []).append(f.display)
-    return DumpFacts(family_of(tagged), frozenset(tagged), full, models)
+    return DumpFacts(family_of(tagged), frozenset(tagged), full, models, frozenset(untagged - tagged))
 
 
 _LAYER_PART = re.compile(r"/layers-CellList/\d+-(\w+)(?=/|$)")  # a decoder layer of the model's list
