@@ -244,7 +244,9 @@ def scan(text: str) -> Layout:
                 if key is None:
                     if line[0] in "%":
                         continue  # a directive
-                    raise YamlError(f"is not valid YAML (line {lineno}): a top-level line that is not a key: {line[:60]!r}")
+                    raise YamlError(
+                        f"is not valid YAML (line {lineno}): a top-level line that is not a key: {line[:60]!r}"
+                    )
                 if seg_key is not None:
                     segments.append(Segment(seg_key, seg_start, last_end, seg_line))
                 seg_key, seg_start, seg_line = key, here, lineno
@@ -416,7 +418,9 @@ def _block(body: str, name: str = "recompute_config") -> _Block:
     text = body[seg.start : seg.end]
     newline = "\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n"
     if name == "recompute_config":
-        through = re.match(r"[^\n]*?:[ \t]*(?:&\S+[ \t]+)?\*(\S+)", text) or re.search(r"^[ \t]*<<[ \t]*:[^\n]*?\*(\S+)", text, re.M)
+        through = re.match(r"[^\n]*?:[ \t]*(?:&\S+[ \t]+)?\*(\S+)", text) or re.search(
+            r"^[ \t]*<<[ \t]*:[^\n]*?\*(\S+)", text, re.M
+        )
         if through:
             raise Refused(
                 f"recompute_config is built from the alias *{through.group(1)} (an anchor defined elsewhere): irlint "
@@ -474,12 +478,12 @@ def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
     if hasattr(current, "items"):
         _into_dict(current, keys, per_stage, recompute, out)
     elif isinstance(current, list) and all(isinstance(k, str) for k in current):
-        new = [k for k in keys if not _note_covered(k, current, out)]
-        if new:
-            out.added.extend(new)
-            inserted = _append_in_place(blk.text, cfg, current, new)
+        fresh = [k for k in keys if not _note_covered(k, current, out)]
+        if fresh:
+            out.added.extend(fresh)
+            inserted = _append_in_place(blk.text, cfg, current, fresh)
             if inserted is None:
-                for k in new:
+                for k in fresh:
                     current.append(_quoted(k, current))
         _per_stage_note(per_stage, out)
     elif _is_counts(current):
@@ -525,6 +529,11 @@ def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
             f"select_recompute: True (MindFormers' {family} default keys) is written out as that list, "
             + ", ".join(f"'{d}'" for d in defaults)
             + ", with the new keys"
+        )
+    elif current is not None and current is not False and not isinstance(current, str):
+        raise Refused(
+            f"select_recompute is {_show(current)}: not a form MindFormers reads (a list of keys, a dict of key -> "
+            "True or counts, counts for the default keys, a bool)"
         )
     else:  # missing, False, None, a single key as a string
         listed = _flow([])
@@ -608,9 +617,9 @@ def _into_dict(current, keys: list[str], per_stage: dict, recompute: dict, out: 
         have = covering(key, on)
         if have is None:
             if key in current:  # the user's own entry for it, off
-                before = _show(current[key])
+                was = _show(current[key])
                 current[key] = _flow(list(want)) if want else True
-                out.raised.append(f"{key}: {before} -> {_show(current[key])}")
+                out.raised.append(f"{key}: {was} -> {_show(current[key])}")
             else:
                 current[_key_like(key, list(current.keys()))] = _flow(list(want)) if want else True
                 out.added.append(key)
@@ -1049,13 +1058,14 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
         return text, f"{path} is {yaml_text(current)} already"
     line, col = node.lc.value(last)
     start = sum(len(ln) + 1 for ln in blk.text.split("\n")[:line]) + col
+    lineno = body.count("\n", 0, blk.base + start) + 1
     seg_text = blk.text
     if isinstance(current, list):
-        if not getattr(current.fa, "flow_style", False) or seg_text[start : start + 1] != "[":
+        if not getattr(getattr(current, "fa", None), "flow_style", False) or seg_text[start : start + 1] != "[":
             return text, f"{path} is a block-style list: nothing written (set it to {yaml_text(want)} yourself)"
         close = _closing(seg_text, start)
         if close is None:
-            return text, f"{path}: its value could not be found in line {body.count(chr(10), 0, blk.base + start) + 1}: nothing written"
+            return text, f"{path}: its value could not be found in line {lineno}: nothing written"
         end = close + 1
     else:
         token = re.match(
@@ -1063,7 +1073,7 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
             seg_text[start:],
         )
         if token is None or not token.group(0):
-            return text, f"{path}: its value could not be found in line {body.count(chr(10), 0, blk.base + start) + 1}: nothing written"
+            return text, f"{path}: its value could not be found in line {lineno}: nothing written"
         end = start + token.end()
     spelled = yaml_text(want, lower=seg_text[start:end] in ("true", "false"))
     new_seg = seg_text[:start] + spelled + seg_text[end:]
@@ -1076,7 +1086,7 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
         or type(check) is not type(want)
         and not isinstance(check, type(want))
     ):
-        return text, f"{path}: could not be set in line {body.count(chr(10), 0, blk.base + start) + 1}: nothing written"
+        return text, f"{path}: could not be set in line {lineno}: nothing written"
     try:
         verify(text, new, blk, tuple(parts))
     except Refused as exc:
@@ -1177,7 +1187,9 @@ def mismatches(text: str, facts: DumpFacts, planned: tuple[str, ...] | list[str]
         )
     full = recompute is True or isinstance(recompute, list) and enabled(recompute)
     if full and not facts.full_layer:
-        out.append(f"recompute is {_show(recompute)} in the config, and no decoder layer of the dumps is recomputed whole")
+        out.append(
+            f"recompute is {_show(recompute)} in the config, and no decoder layer of the dumps is recomputed whole"
+        )
     elif not full and facts.full_layer:
         out.append(f"recompute is {_show(recompute)} in the config, and the dumps recompute decoder layers whole")
     if not full:

@@ -265,7 +265,9 @@ def _one_round(tmp_path, round0, round1, exit_code=0):
     assert len(written) == len(compiled) == len(old)
     for mine, theirs, was in zip(written, compiled, old):
         if mine != theirs:
-            assert re.sub(r"\]\s+#", "] #", mine) == theirs and re.sub(r"\[.*\]", "", mine) == re.sub(r"\[.*\]", "", was)
+            assert re.sub(r"\]\s+#", "] #", mine) == theirs and re.sub(r"\[.*\]", "", mine) == re.sub(
+                r"\[.*\]", "", was
+            )
     return cfg, result
 
 

@@ -103,7 +103,13 @@ def test_any_top_level_line_after_the_block_stays(line):
 
 @pytest.mark.parametrize(
     "head",
-    ["\ufeffrecompute_config:", '"recompute_config":', "'recompute_config':", "recompute_config :", "recompute_config:   # mine"],
+    [
+        "\ufeffrecompute_config:",
+        '"recompute_config":',
+        "'recompute_config':",
+        "recompute_config :",
+        "recompute_config:   # mine",
+    ],
     ids=["bom", "double-quoted", "single-quoted", "space-before-colon", "comment"],
 )
 def test_a_bom_or_a_spelled_key_is_no_internal_error(head):
@@ -534,7 +540,10 @@ def test_an_offset_through_the_plans_config_changes():
 def test_a_config_that_is_not_the_dumps_is_refused_naming_the_mismatch(tmp_path):
     for name, said in [
         ("llm_pretrain_dense_template.yaml", "the dumps show 'mlp\\.activation_func\\.silu', 'mlp\\.mul' applied"),
-        ("finetune_qwen3.yaml", "recompute is True in the config, and no decoder layer of the dumps is recomputed whole"),
+        (
+            "finetune_qwen3.yaml",
+            "recompute is True in the config, and no decoder layer of the dumps is recomputed whole",
+        ),
         ("pretrain_telechat3_36b.yaml", "recompute is [[14, 14], [14, 14]]"),
     ]:
         path = tmp_path / name
