@@ -175,26 +175,53 @@ _LAYER_PART = re.compile(r"/layers-CellList/\d+-(\w+)(?=/|$)")  # a decoder laye
 
 
 def _diff(path: str, old: str, new: str) -> str:
-    """A unified diff of the lines between the texts' common start and end (a large file is not
-    compared line by line)."""
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    lo = max(0, head - 3)
-    keep = max(0, tail - 3)
-    out = "".join(difflib.unified_diff(a[lo : len(a) - keep], b[lo : len(b) - keep], fromfile=path, tofile=path))
-    if lo:  # the hunks' line numbers counted from the start of the file
+    """A unified diff of the lines between the texts' common start and end, found a piece at a
+    time (a large file is neither split into lines nor compared line by line)."""
+    head = _common(old, new, 1)
+    tail = _common(old, new, -1, limit=min(len(old), len(new)) - head)
+    # whole lines, and three of context on each side
+    start = head
+    for _ in range(4):
+        start = old.rfind("\n", 0, max(start - 1, 0)) + 1 if start else 0
+    old_end, new_end = len(old) - tail, len(new) - tail
+    for _ in range(3):
+        nl = old.find("\n", old_end)
+        if nl < 0:
+            old_end = new_end = None
+            break
+        new_end += nl + 1 - old_end
+        old_end = nl + 1
+    first = old.count("\n", 0, start)
+    a = old[start:old_end].splitlines(keepends=True)
+    b = new[start:new_end].splitlines(keepends=True)
+    out = "".join(difflib.unified_diff(a, b, fromfile=path, tofile=path))
+    if first:  # the hunks' line numbers counted from the start of the file
         out = re.sub(
             r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@",
-            lambda m: f"@@ -{int(m.group(1)) + lo}{m.group(2)} +{int(m.group(3)) + lo}{m.group(4)} @@",
+            lambda m: f"@@ -{int(m.group(1)) + first}{m.group(2)} +{int(m.group(3)) + first}{m.group(4)} @@",
             out,
             flags=re.M,
         )
     return out
+
+
+def _common(a: str, b: str, step: int, limit: int | None = None) -> int:
+    """The length of the common start (``step`` 1) or end (-1) of two texts, at most ``limit``."""
+    most = min(len(a), len(b)) if limit is None else limit
+    done, piece = 0, 1 << 16
+    while done < most:
+        size = min(piece, most - done)
+        if step > 0:
+            x, y = a[done : done + size], b[done : done + size]
+        else:
+            x, y = a[len(a) - done - size : len(a) - done], b[len(b) - done - size : len(b) - done]
+        if x == y:
+            done += size
+            continue
+        if size == 1:
+            break
+        piece = max(1, size // 16)
+    return done
 
 
 def _writable(path: str, st: os.stat_result) -> bool:
