@@ -500,6 +500,27 @@ def test_select_recompute_true_is_written_out_as_the_models_defaults_and_the_pla
     assert safe(edit.text)["recompute_config"]["select_recompute"] == [*DEFAULT_KEYS["legacy"], *KEYS]
 
 
+DS0 = TESTS / "fixtures" / "recompute" / "mf-deepseek3-dp4_mp2_ep2_select_true_round0"
+DS1 = TESTS / "fixtures" / "recompute" / "mf-deepseek3-dp4_mp2_ep2_select_true_round1"
+
+
+def test_deepseek_v3_with_select_recompute_true_converges_in_one_round(tmp_path):
+    """The real recompile: round 0 compiled with ``select_recompute: True``; round 1 with what
+    irlint fix writes from it (the fixture's cfg.yaml, byte for byte), and no finding is left."""
+    path = tmp_path / "cfg.yaml"
+    shutil.copyfile(DS0 / "cfg.yaml", path)
+    result = run(path, DS0)
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == (DS1 / "cfg.yaml").read_bytes()
+    assert safe(path.read_text())["recompute_config"]["select_recompute"] == [
+        *DEFAULT_KEYS["mcore"],
+        "mlp\\.linear_fc2\\.reshape",
+    ]
+    lint0 = CliRunner().invoke(irlint.cli.main, [str(DS0), "--format", "concise", "-n"])
+    lint1 = CliRunner().invoke(irlint.cli.main, [str(DS1), "--format", "concise", "-n"])
+    assert "RC002" in lint0.stdout and lint1.exit_code == 0 and lint1.stdout == ""
+
+
 @pytest.mark.parametrize(
     "line, value, written",
     [
