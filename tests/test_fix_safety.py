@@ -610,3 +610,17 @@ def test_every_fixture_config_with_its_own_dump_loads_and_differs_only_in_the_pl
     result = run(path, here)
     assert result.exit_code in (0, 1) and "does not match" not in result.stderr, result.stderr
     only_select_changed(before, path.read_text())
+
+
+@pytest.mark.parametrize("where", [0, 5, 2000, 3998])
+def test_the_diff_of_a_long_file_is_the_unified_diff_of_its_lines(where):
+    import difflib
+
+    lines = [f"k{i}: {i}  # line {i}\n" for i in range(4000)]
+    old = "".join(lines)
+    changed = list(lines)
+    changed[where] = changed[where].replace(": ", ": [1, 2] ", 1)
+    changed.insert(where + 1, "extra: 1\n")
+    new = "".join(changed)
+    whole = "".join(difflib.unified_diff(lines, changed, fromfile="c.yaml", tofile="c.yaml"))
+    assert fix_module._diff("c.yaml", old, new) == whole

@@ -179,15 +179,15 @@ def _diff(path: str, old: str, new: str) -> str:
     time (a large file is neither split into lines nor compared line by line)."""
     head = _common(old, new, 1)
     tail = _common(old, new, -1, limit=min(len(old), len(new)) - head)
-    # whole lines, and three of context on each side
+    # whole lines, with context enough on each side (unified_diff keeps three lines of it)
     start = head
     for _ in range(4):
         start = old.rfind("\n", 0, max(start - 1, 0)) + 1 if start else 0
     old_end, new_end = len(old) - tail, len(new) - tail
-    for _ in range(3):
+    for _ in range(4):
         nl = old.find("\n", old_end)
         if nl < 0:
-            old_end = new_end = None
+            old_end, new_end = len(old), len(new)
             break
         new_end += nl + 1 - old_end
         old_end = nl + 1
