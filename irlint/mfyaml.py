@@ -139,7 +139,7 @@ def select_patterns(current, family: str | None) -> list[str]:
 MAX_FLOW_DEPTH = 64
 MAX_INDENT = 200
 MAX_ALIASES = 10_000
-FULL_CHECK_BYTES = 1 << 20  # above this, the parts outside the edit are checked by the scan, not a load
+FULL_CHECK_BYTES = 64 << 10  # above this, the parts outside the edit are checked by the scan, not a load (ruamel.yaml reads ~100 KB/s)
 
 
 class Segment(NamedTuple):
@@ -435,7 +435,7 @@ def _block(body: str, name: str = "recompute_config") -> _Block:
         if len(body) > FULL_CHECK_BYTES:
             raise Refused(
                 f"{name} uses *{outside[0]}, an anchor defined elsewhere in the file: irlint fix edits such a "
-                f"block only in a file under {FULL_CHECK_BYTES >> 20} MiB"
+                f"block only in a file under {FULL_CHECK_BYTES >> 10} KiB"
             )
         return _Block(layout, seg, body, _parse(body), newline, 0)
     return _Block(layout, seg, text, _parse(text), newline, seg.start)
@@ -765,6 +765,8 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
     line, col = cfg.lc.value("select_recompute")
     lines = block.split("\n")
     start = sum(len(ln) + 1 for ln in lines[:line]) + col
+    props = re.match(r"(?:[&!]\S*[ \t]+)*", block[start:])  # an anchor or tag before the list
+    start += props.end() if props else 0
     if block[start : start + 1] != "[":
         return None
     end = _closing(block, start)
@@ -991,7 +993,7 @@ def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) ->
             raise Refused(f"the edited block {exc}: nothing written") from None
         if [s.key for s in ours.segments] != [blk.seg.key]:
             raise Refused("the edited block would not be one top-level key: nothing written")
-        before = blk.doc
+        before = _parse(blk.text)  # as read (the edit may have changed blk.doc)
         after = _parse(block, "would not be valid YAML after the edit")
         used = {a for a, at in blk.layout.aliases if not blk.seg.start <= at < blk.seg.end}
         defined = {a for a, at in blk.layout.anchors.items() if blk.seg.start <= at < blk.seg.end}
@@ -1054,12 +1056,14 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
     want = typed(value, current)
     if isinstance(current, dict):
         return text, f"{path} is not a single value: nothing written"
-    if _plain(current, [1000]) == _plain(want, [1000]) and type(current) is type(want):
+    if _value(current) == _value(want) and type(current) is type(want):
         return text, f"{path} is {yaml_text(current)} already"
     line, col = node.lc.value(last)
     start = sum(len(ln) + 1 for ln in blk.text.split("\n")[:line]) + col
     lineno = body.count("\n", 0, blk.base + start) + 1
     seg_text = blk.text
+    props = re.match(r"(?:[&!]\S*[ \t]+)*", seg_text[start:])  # an anchor or tag stays
+    start += props.end() if props else 0
     if isinstance(current, list):
         if not getattr(getattr(current, "fa", None), "flow_style", False) or seg_text[start : start + 1] != "[":
             return text, f"{path} is a block-style list: nothing written (set it to {yaml_text(want)} yourself)"
@@ -1082,7 +1086,7 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
     for name in parts:
         check = check.get(name) if hasattr(check, "get") else None
     if (
-        _plain(check, [1000]) != _plain(want, [1000])
+        _value(check) != _value(want)
         or type(check) is not type(want)
         and not isinstance(check, type(want))
     ):
@@ -1092,6 +1096,11 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
     except Refused as exc:
         return text, f"{path}: not written: {exc}"
     return new, f"{path}: {yaml_text(current)} -> {spelled}"
+
+
+def _value(node):
+    """A small option value as plain data, its anchors left out."""
+    return _unanchored(_plain(node, [1000]))
 
 
 def _absent(path: str) -> str:

@@ -537,6 +537,7 @@ def test_deepseek_v3_with_select_recompute_true_converges_in_one_round(tmp_path)
         ("offset: [[0, 0], [0, 0]]", [[1, 0], [0, -1]], "offset: [[1, 0], [0, -1]]"),
         ("use_rope_slice: true", False, "use_rope_slice: false"),
         ("num_layers: 4", "8", "num_layers: 8"),
+        ("offset: &off 0  # anchored", [1, -1], "offset: &off [1, -1]  # anchored"),
     ],
 )
 def test_a_model_option_is_written_with_the_type_it_has(line, value, written):
@@ -624,3 +625,34 @@ def test_the_diff_of_a_long_file_is_the_unified_diff_of_its_lines(where):
     new = "".join(changed)
     whole = "".join(difflib.unified_diff(lines, changed, fromfile="c.yaml", tofile="c.yaml"))
     assert fix_module._diff("c.yaml", old, new) == whole
+
+
+# --- the same checks in a large file, where only the block is loaded -------------------------------
+
+PAD = "pad:\n" + "".join(f"  k{i}: {{a: [1, 2], b: 'x # y'}}  # {i}\n" for i in range(3000))  # ~120 KB
+
+
+@pytest.mark.parametrize(
+    "text, refused",
+    [
+        ("recompute_config: {recompute: False, select_recompute: ['feed_forward\\.mul']}\nseed: 0\n", None),
+        ("recompute_config:\n  select_recompute: [\n    'a\\.b',  # mine\n  ]\nseed: 0\n", None),
+        ("recompute_config:\r\n  select_recompute:\r\n  - 'a\\.b'\r\nseed: 0\r\n", None),
+        ("recompute_config:\n  select_recompute: &keys ['a\\.b']\n  select_comm_recompute: *keys\n", "select_comm_recompute"),
+        ("recompute_config: &rc\n  select_recompute: []\neval_recompute: *rc\n", "used elsewhere"),
+        ("flag: &off False\nrecompute_config:\n  recompute: *off\n  select_recompute: []\n", "anchor defined elsewhere"),
+    ],
+    ids=["flow-block", "flow-list-comment", "crlf", "shared-anchor", "anchor-used-after", "alias-from-before"],
+)
+def test_a_large_file_gets_the_same_edit_or_the_same_refusal(text, refused):
+    from irlint.mfyaml import FULL_CHECK_BYTES
+
+    big = PAD + text
+    assert len(big) > FULL_CHECK_BYTES
+    if refused:
+        with pytest.raises(Refused, match=refused):
+            apply_plan(big, plan())
+        return
+    edit = apply_plan(big, plan())
+    assert edit.added == KEYS and edit.text.startswith(PAD)
+    assert edit.text[len(PAD) :] == apply_plan(text, plan()).text
