@@ -139,7 +139,9 @@ def select_patterns(current, family: str | None) -> list[str]:
 MAX_FLOW_DEPTH = 64
 MAX_INDENT = 200
 MAX_ALIASES = 10_000
-FULL_CHECK_BYTES = 64 << 10  # above this, the parts outside the edit are checked by the scan, not a load (ruamel.yaml reads ~100 KB/s)
+FULL_CHECK_BYTES = (
+    64 << 10
+)  # above this, the parts outside the edit are checked by the scan, not a load (ruamel.yaml reads ~100 KB/s)
 
 
 class Segment(NamedTuple):
@@ -1085,11 +1087,7 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
     check = _parse(new_seg)
     for name in parts:
         check = check.get(name) if hasattr(check, "get") else None
-    if (
-        _value(check) != _value(want)
-        or type(check) is not type(want)
-        and not isinstance(check, type(want))
-    ):
+    if _value(check) != _value(want) or type(check) is not type(want) and not isinstance(check, type(want)):
         return text, f"{path}: could not be set in line {lineno}: nothing written"
     try:
         verify(text, new, blk, tuple(parts))

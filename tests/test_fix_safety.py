@@ -638,9 +638,15 @@ PAD = "pad:\n" + "".join(f"  k{i}: {{a: [1, 2], b: 'x # y'}}  # {i}\n" for i in 
         ("recompute_config: {recompute: False, select_recompute: ['feed_forward\\.mul']}\nseed: 0\n", None),
         ("recompute_config:\n  select_recompute: [\n    'a\\.b',  # mine\n  ]\nseed: 0\n", None),
         ("recompute_config:\r\n  select_recompute:\r\n  - 'a\\.b'\r\nseed: 0\r\n", None),
-        ("recompute_config:\n  select_recompute: &keys ['a\\.b']\n  select_comm_recompute: *keys\n", "select_comm_recompute"),
+        (
+            "recompute_config:\n  select_recompute: &keys ['a\\.b']\n  select_comm_recompute: *keys\n",
+            "select_comm_recompute",
+        ),
         ("recompute_config: &rc\n  select_recompute: []\neval_recompute: *rc\n", "used elsewhere"),
-        ("flag: &off False\nrecompute_config:\n  recompute: *off\n  select_recompute: []\n", "anchor defined elsewhere"),
+        (
+            "flag: &off False\nrecompute_config:\n  recompute: *off\n  select_recompute: []\n",
+            "anchor defined elsewhere",
+        ),
     ],
     ids=["flow-block", "flow-list-comment", "crlf", "shared-anchor", "anchor-used-after", "alias-from-before"],
 )
