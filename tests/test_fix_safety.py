@@ -426,6 +426,15 @@ def test_an_alias_bomb_is_quick_and_quiet(levels):
     assert time.monotonic() - start < 2
 
 
+@pytest.mark.parametrize("levels", [9, 11])
+def test_an_alias_bomb_elsewhere_in_the_file_is_refused_quickly(levels):
+    text = _bomb(levels).replace("select_recompute: [*a", "select_recompute: ['x\\.y']\n  other: [*a")
+    start = time.monotonic()
+    with pytest.raises(Refused, match="alias bomb"):
+        apply_plan(text, plan())
+    assert time.monotonic() - start < 2
+
+
 @pytest.mark.parametrize("deep", ["[" * 5000 + "]" * 5000, "{a: " * 3000 + "1" + "}" * 3000])
 def test_deep_nesting_is_a_clear_error(deep):
     text = "recompute_config:\n  select_recompute: []\nx: " + deep + "\n"
