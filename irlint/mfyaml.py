@@ -1,18 +1,19 @@
 """A fix plan applied to a MindFormers YAML config (``irlint fix``): the recompute keys, the model
-options; the depth a config gives (``depth``, for cost/memory).
+options, in one place (``apply_fix_plan``); the config checked against the dumps (``mismatches``);
+the depth a config gives (``depth``, for cost/memory).
 
 The edit is an editor's, not a re-serialisation. The file's top-level keys are found by a bounded
-scan (``scan``: quotes, flow collections, block scalars, comments, anchors; nesting and aliases
-capped), and only the ``recompute_config`` block (and the token of an option's value) is rewritten:
-every other byte is copied. A list the plan adds to is extended in place; another form is rebuilt
-by ruamel.yaml's round trip of that block alone (comments, order, quoting kept). The new text is
-then checked (``verify``): loaded again, everything outside what the plan changes must equal the
-original (values, anchors, comments); else ``Refused`` names what would differ and nothing is written.
+scan (``yamlscan.scan``), and only the ``recompute_config`` block (and the token of an option's
+value) is rewritten: every other byte is copied. A flow list the plan adds to is extended in place;
+another form is rebuilt by ruamel.yaml's round trip of that block alone (comments, order, quoting
+kept). The new text is then checked (``verify``): loaded again, everything outside what the plan
+changes must equal the original (values, anchors, comments); else ``Refused`` names what would
+differ, and nothing is written.
 
 ``select_recompute`` in every form MindFormers' ``LayerSetting`` reads: a list of keys; a dict of
 key -> True/False or per-stage / per-chunk counts; a bool (True: the model's own default keys);
 per-stage or per-chunk counts for the default keys; a single key as a string. A key is covered
-as MindFormers matches it (``covering``).
+as MindFormers matches it (``covers``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,19 @@ import io
 import re
 from typing import Any, NamedTuple
 
+from .yamlscan import (
+    Layout,
+    Refused,
+    Segment,
+    YamlError,
+    closing,
+    key_colon,
+    outside_quotes,
+    scan,
+)
 
-class YamlError(Exception):
-    """The config cannot be used: not YAML, or no ``recompute_config`` mapping."""
-
-
-class Refused(YamlError):
-    """The config holds a construct the edit cannot change without changing something else."""
+# above this, the file outside the edit is checked by its scan, not by a load (ruamel.yaml reads ~100 KB/s)
+FULL_CHECK_BYTES = 64 << 10
 
 
 # --- MindFormers' own patterns (mindformers/parallel_core/training_graph/transformer/utils.py) ------
@@ -134,222 +141,6 @@ def select_patterns(current, family: str | None) -> list[str]:
     return []
 
 
-# --- the file's layout: a bounded scan --------------------------------------------------------------
-
-MAX_FLOW_DEPTH = 64
-MAX_INDENT = 200
-MAX_ALIASES = 10_000
-FULL_CHECK_BYTES = (
-    64 << 10
-)  # above this, the parts outside the edit are checked by the scan, not a load (ruamel.yaml reads ~100 KB/s)
-
-
-class Segment(NamedTuple):
-    key: str
-    start: int  # offset of its first line
-    end: int  # offset after its last content line (comments and blank lines after it excluded)
-    line: int  # 1-based
-
-
-class Layout(NamedTuple):
-    segments: list[Segment]
-    anchors: dict[str, int]  # name -> offset of its (last) definition
-    aliases: list[tuple[str, int]]
-    comments: list[str]
-
-
-_SPECIAL = re.compile(r"""['"\[\]{}#&*!|>]""")
-_NAME = re.compile(r"[^\s,\[\]{}]+")
-_BLOCK_HEAD = re.compile(r"[|>][0-9+-]*[ \t]*(?:#.*)?\Z")
-_PLAIN_KEY = re.compile(
-    r"""(?P<k>(?:[^\s#'"\[\]{},&*!|>%@`:-]|-(?=\S)|:(?=\S))(?:[^:#]|#(?<!\s#)|:(?=\S))*?)[ \t]*:(?:[ \t]|\Z)"""
-)
-_QUOTED_KEY = re.compile(r"""(?:'(?P<s>(?:[^']|'')*)'|"(?P<d>(?:[^"\\]|\\.)*)")[ \t]*:(?:[ \t]|\Z)""")
-
-
-# Indented lines that open nothing across lines (no multi-line quote, bracket or block scalar) and
-# hold no anchor or alias: read by one regex, a run at a time. Anything else is read token by token.
-_Q = r"'(?:[^'\n]|'')*+'" + r'|"(?:[^"\\\n]|\\.)*+"'
-_P = r"[^'\"\[\]{}#&*!|>\n]++"
-_F1 = rf"\[(?:{_P}|{_Q})*+\]|\{{(?:{_P}|{_Q})*+\}}"
-_F2 = rf"\[(?:{_P}|{_Q}|{_F1})*+\]|\{{(?:{_P}|{_Q}|{_F1})*+\}}"
-_FIRST = r"[^ \t\r\n#'\"\[\]{}&*!|>-]"  # not a comment, quote, bracket, property, block scalar or "- "
-_CLOSED_LINES = re.compile(
-    rf"(?:[ \t]{{1,{MAX_INDENT}}}(?:-[ \t]++)*+{_FIRST}(?:{_P}|{_Q}|{_F2})*+(?:(?<=[ \t])#[^\n]*+)?\n){{1,4096}}"
-)
-
-
-def _top_key(line: str) -> str | None:
-    """The key of a top-level ``key: value`` line, or None."""
-    m = _QUOTED_KEY.match(line)
-    if m:
-        return m.group("s").replace("''", "'") if m.group("s") is not None else m.group("d")
-    m = _PLAIN_KEY.match(line)
-    return m.group("k").rstrip() if m else None
-
-
-def scan(text: str) -> Layout:
-    """Top-level keys with their extent, anchors, aliases and comments of ``text`` (no BOM), in one
-    pass over its lines; YamlError for what the edit will not take (not one top-level mapping, too
-    deep, too many aliases, an unterminated quote or bracket)."""
-    segments: list[Segment] = []
-    anchors: dict[str, int] = {}
-    aliases: list[tuple[str, int]] = []
-    comments: list[str] = []
-    depth = 0  # flow nesting
-    quote = ""  # the quote of a scalar open across lines
-    block_indent = -1  # > -1: inside a block scalar whose parent line has that indentation
-    seg_key: str | None = None
-    seg_start = seg_line = last_end = 0
-    docs = opened = 0
-    pos, n, lineno = 0, len(text), 0
-    fast = n > FULL_CHECK_BYTES  # comments are then not collected: only a small file's are compared
-    while pos < n:
-        if fast and not quote and not depth and block_indent < 0:
-            run = _CLOSED_LINES.match(text, pos)
-            if run is not None and run.end() > pos:
-                lineno += text.count("\n", pos, run.end())
-                pos = last_end = run.end()
-                continue
-        nl = text.find("\n", pos)
-        stop = n if nl < 0 else nl + 1
-        line = text[pos:stop].rstrip("\r\n")
-        lineno += 1
-        here = pos
-        pos = stop
-        stripped = line.lstrip(" ")
-        indent = len(line) - len(stripped)
-        if block_indent >= 0:
-            if not stripped.strip() or indent > block_indent:
-                last_end = stop
-                continue
-            block_indent = -1
-        if not quote and not depth:
-            if not stripped or stripped.startswith("#"):
-                if stripped:
-                    comments.append(stripped)
-                continue
-            if indent > MAX_INDENT:
-                raise YamlError(f"is indented {indent} columns at line {lineno}: deeper than irlint fix reads")
-            if indent == 0:
-                if line.startswith(("---", "...")) and (len(line) == 3 or line[3] in " \t"):
-                    docs += line.startswith("---") and bool(segments or seg_key)
-                    if docs:
-                        raise Refused(f"holds more than one YAML document (line {lineno}): irlint fix edits one")
-                    if seg_key is not None:
-                        segments.append(Segment(seg_key, seg_start, last_end, seg_line))
-                        seg_key = None
-                    continue
-                if line.startswith(("- ", "-\t")) or line == "-" or line[0] in "[{":
-                    raise Refused(f"is not a mapping of keys at its top (line {lineno})")
-                key = _top_key(line)
-                if key is None:
-                    if line[0] in "%":
-                        continue  # a directive
-                    raise YamlError(
-                        f"is not valid YAML (line {lineno}): a top-level line that is not a key: {line[:60]!r}"
-                    )
-                if seg_key is not None:
-                    segments.append(Segment(seg_key, seg_start, last_end, seg_line))
-                seg_key, seg_start, seg_line = key, here, lineno
-        last_end = stop
-        # the tokens of the line that change the scanner's state
-        i = 0
-        if quote:
-            i = _close_quote(line, 0, quote)
-            if i < 0:
-                continue
-            quote = ""
-        for m in _SPECIAL.finditer(line, i):
-            c, j = m.group(), m.start()
-            if j < i:
-                continue  # inside a quoted scalar or name already read
-            at_token = _token_start(line, j, depth)
-            if c == "#":
-                if j == 0 or line[j - 1] in " \t":
-                    comments.append(line[j:])
-                    break
-            elif c in "'\"":
-                if at_token:
-                    end = _close_quote(line, j + 1, c)
-                    if end < 0:
-                        quote, opened = c, lineno
-                        break
-                    i = end
-            elif c in "[{":
-                if at_token or depth:
-                    if not depth:
-                        opened = lineno
-                    depth += 1
-                    if depth > MAX_FLOW_DEPTH:
-                        raise YamlError(f"nests flow collections more than {MAX_FLOW_DEPTH} deep (line {lineno})")
-            elif c in "]}":
-                if depth:
-                    depth -= 1
-            elif c in "&*!":
-                if at_token:
-                    name = _NAME.match(line, j + 1)
-                    end = name.end() if name else j + 1
-                    if c == "&" and name:
-                        anchors[name.group()] = here + j
-                    elif c == "*" and name:
-                        aliases.append((name.group(), here + j))
-                        if len(aliases) > MAX_ALIASES:
-                            raise YamlError(f"holds more than {MAX_ALIASES} aliases: more than irlint fix reads")
-                    i = end
-            elif c in "|>" and at_token and not depth and _BLOCK_HEAD.match(line, j):
-                block_indent = indent
-                break
-    if quote:
-        raise YamlError(f"is not valid YAML (line {opened}): a quoted scalar ({quote}) that is never closed")
-    if depth:
-        raise YamlError(f"is not valid YAML (line {opened}): a flow collection ([ or {{) that is never closed")
-    if seg_key is not None:
-        segments.append(Segment(seg_key, seg_start, last_end, seg_line))
-    return Layout(segments, anchors, aliases, comments)
-
-
-def _close_quote(line: str, i: int, q: str) -> int:
-    """The index after the quote closing a scalar opened before ``i``, or -1 (it goes on)."""
-    while True:
-        j = line.find(q, i)
-        if j < 0:
-            return -1
-        if q == "'":
-            if line.startswith("''", j):
-                i = j + 2
-                continue
-            return j + 1
-        back = 0
-        while j - back - 1 >= 0 and line[j - back - 1] == "\\":
-            back += 1
-        if back % 2 == 0:
-            return j + 1
-        i = j + 1
-
-
-def _token_start(line: str, j: int, depth: int) -> bool:
-    """Whether a node can start at ``line[j]`` (after indentation, ``: ``, ``- ``, ``? ``, a flow
-    indicator, or a property)."""
-    k = j - 1
-    while k >= 0 and line[k] in " \t":
-        k -= 1
-    if k < 0:
-        return True
-    c = line[k]
-    if c in "[{,":
-        return True
-    if c in ":-?" and k + 1 < j:
-        return True
-    if depth and c == ":":
-        return True
-    # after an anchor or a tag: the word before starts with & or !
-    w = k
-    while w >= 0 and line[w] not in " \t":
-        w -= 1
-    return k + 1 < j and line[w + 1 : w + 2] in ("&", "!") and _token_start(line, w + 1, depth)
-
-
 # --- the plan's recompute keys --------------------------------------------------------------------
 
 
@@ -406,7 +197,7 @@ class _Block(NamedTuple):
 def _block(body: str, name: str = "recompute_config") -> _Block:
     """The top-level ``name`` block of ``body`` (no BOM), loaded alone; the whole file when the
     block uses an anchor defined before it (a small file only)."""
-    layout = scan(body)
+    layout = scan(body, comments=len(body) <= FULL_CHECK_BYTES)
     found = [s for s in layout.segments if s.key == name]
     if not found:
         raise YamlError(
@@ -771,7 +562,7 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
     start += props.end() if props else 0
     if block[start : start + 1] != "[":
         return None
-    end = _closing(block, start)
+    end = closing(block, start)
     if end is None:
         return None
     # after the last item (a trailing comma kept in its place), before blanks and comments
@@ -782,7 +573,7 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
             k -= 1
         ln_start = block.rfind("\n", 0, k) + 1
         hashes = [m.start() for m in re.finditer(r"(?:^|(?<=[ \t]))#", block[ln_start : k + 1])]
-        comment = next((h for h in hashes if _outside_quotes(block[ln_start : ln_start + h])), None)
+        comment = next((h for h in hashes if outside_quotes(block[ln_start : ln_start + h])), None)
         if comment is not None:
             k = ln_start + comment
             continue
@@ -793,48 +584,6 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
     if block[k] == ",":
         return block[: k + 1] + " " + text + "," + block[k + 1 :]
     return block[: k + 1] + ", " + text + block[k + 1 :]
-
-
-def _outside_quotes(s: str) -> bool:
-    i, q = 0, ""
-    while i < len(s):
-        c = s[i]
-        if q:
-            if c == q and not (q == '"' and s[i - 1] == "\\"):
-                q = ""
-        elif c in "'\"" and _token_start(s, i, 1):
-            q = c
-        i += 1
-    return not q
-
-
-def _closing(text: str, start: int) -> int | None:
-    """The offset of the bracket closing the one at ``start`` (quotes and comments skipped)."""
-    depth, i, n = 0, start, len(text)
-    while i < n:
-        c = text[i]
-        if c in "'\"":
-            ls = text.rfind("\n", 0, i) + 1
-            if _token_start(text[ls : i + 1], i - ls, 1):
-                j = _close_quote(text, i + 1, c)
-                if j < 0:
-                    return None
-                i = j
-                continue
-        elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
-            nl = text.find("\n", i)
-            if nl < 0:
-                return None
-            i = nl + 1
-            continue
-        elif c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
 
 
 def _dump_block(doc, blk: _Block, body: str) -> str:
@@ -861,7 +610,7 @@ def _dump_block(doc, blk: _Block, body: str) -> str:
     new_first, _, rest = out.getvalue().partition("\n")
     # the key as the file spells it ("recompute_config", recompute_config :)
     old_first = text.split("\n", 1)[0].rstrip("\r")
-    a, b = _colon(old_first), _colon(new_first)
+    a, b = key_colon(old_first), key_colon(new_first)
     if a is not None and b is not None:
         new_first = old_first[:a] + new_first[b:]
     new = new_first + "\n" + rest
@@ -870,12 +619,6 @@ def _dump_block(doc, blk: _Block, body: str) -> str:
     if not text.endswith("\n"):
         new = new[:-1]
     return new.replace("\n", "\r\n") if blk.newline == "\r\n" else new
-
-
-def _colon(line: str) -> int | None:
-    """The offset of the colon after a top-level line's key."""
-    m = _QUOTED_KEY.match(line) or _PLAIN_KEY.match(line)
-    return line.rfind(":", 0, m.end()) if m else None
 
 
 def _walk(node, seen: set | None = None):
@@ -990,7 +733,7 @@ def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) ->
         after_block = len(old) - bom - blk.seg.end  # the bytes after the block: the old ones
         block = new[bom + blk.seg.start : len(new) - after_block]
         try:
-            ours = scan(block)
+            ours = scan(block, comments=False)
         except YamlError as exc:
             raise Refused(f"the edited block {exc}: nothing written") from None
         if [s.key for s in ours.segments] != [blk.seg.key]:
@@ -1069,7 +812,7 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
     if isinstance(current, list):
         if not getattr(getattr(current, "fa", None), "flow_style", False) or seg_text[start : start + 1] != "[":
             return text, f"{path} is a block-style list: nothing written (set it to {yaml_text(want)} yourself)"
-        close = _closing(seg_text, start)
+        close = closing(seg_text, start)
         if close is None:
             return text, f"{path}: its value could not be found in line {lineno}: nothing written"
         end = close + 1
