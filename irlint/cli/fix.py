@@ -1,19 +1,26 @@
-"""``irlint fix CONFIG.yaml DUMP...``: lint the dumps, and apply the run's fix plan to a MindFormers
-YAML config (the recompute keys); strategy changes are printed with the model line, never written
-into Python."""
+"""``irlint fix CONFIG.yaml DUMP...``: lint the dumps, check the config against them, and apply the
+run's fix plan to the MindFormers YAML config (``mfyaml.apply_fix_plan``: the one place the YAML is
+edited); strategy changes are printed with the model line, never written into Python. This module
+reads and replaces the file: permissions, a lock, compare-and-swap, no temporary file left."""
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
+import re
+import signal
 import stat
 import sys
-import tempfile
+from typing import TYPE_CHECKING
 
 import click
 
 from .exits import EXIT_CLEAN, fail
 from .options import config_file_option, debug_option, ignore_option, no_cache_option, select_option
+
+if TYPE_CHECKING:
+    from ..mfyaml import DumpFacts
 
 EXIT_LEFT = 1  # findings the plan leaves, or --diff with a change
 
@@ -22,70 +29,95 @@ EXIT_LEFT = 1  # findings the plan leaves, or --diff with a change
 @click.argument("config_yaml", metavar="CONFIG.yaml")
 @click.argument("dumps", nargs=-1, required=True, metavar="DUMP...")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the change as a unified diff and write nothing.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Apply the plan even when the config does not look like the one the dumps were compiled with.",
+)
 @config_file_option("the first DUMP")
 @select_option
 @ignore_option
 @no_cache_option
 @debug_option
-def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache):
+def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, no_cache):
     """Apply the fix plan of DUMP... (as a lint of them gives it) to CONFIG.yaml, a MindFormers
     config: the select_recompute keys the findings need are added to recompute_config (list,
-    dict or per-stage form; a key one of your patterns already matches is not added again;
-    per-stage counts are raised where the dump shows a pipeline). Your keys, comments, order
-    and quoting are kept, and no other line changes. The file is replaced atomically (a temporary
-    file in its folder, renamed over it, its mode kept); never through a symbolic link, never when
-    it does not parse. Config keys the plan names (a model option, parallel.enable_alltoall)
-    are set where the config has them. Strategy and Layout changes are printed with the model
+    dict, per-stage or per-chunk form; True is written out as the model's own default keys; a key
+    one of your patterns already matches, as MindFormers matches, is not added again; per-stage
+    counts are raised where the dump shows a pipeline). Your keys, comments, order and quoting are
+    kept, and no other line changes: the new text is loaded again and compared with yours, and an
+    edit that would change anything outside the plan's keys is refused. The config is first
+    checked against the dumps (default keys the dumps show applied that it lacks, full recompute
+    on one side only, another model): a mismatch is refused unless --force. The file is replaced
+    atomically (a temporary file in its folder, renamed over it, its mode and owner kept) after
+    checking it did not change meanwhile; never through a symbolic link, never a read-only file.
+    Config keys the plan names (a model option, parallel.enable_alltoall) are set where the config
+    has them, with the type they have there. Strategy and Layout changes are printed with the model
     file:line, as is every other fix the plan holds but no YAML can (by hand); a key to take out is
     named as your config writes it.
 
     Exit codes: 0 nothing left to do by hand (with --diff: no change), 1 a change was shown
-    (--diff) or something is left (strategy or Layout changes, ops no key can tag, fixes by hand), 2 unusable input
+    (--diff) or something is left (strategy or Layout changes, ops no key can tag, fixes by hand),
+    2 unusable input, a config that does not match the dumps, or an edit irlint fix will not make
     (nothing written).
     """
     from ..fixplan import fix_plan
-    from ..mfyaml import YamlError, apply_plan
+    from ..mfyaml import YamlError, load
     from ..runner.config import ConfigError
     from ..runner.discover import InputError
 
     text = _read_config(config_yaml, write=not show_diff)
     try:
-        report, inputs = _lint(dumps, config_file, select, ignore, no_cache)
+        report, found = _lint(dumps, config_file, select, ignore, no_cache)
     except (ConfigError, InputError) as exc:
         fail(str(exc))
-    if _same_file(config_yaml, inputs):
+    if _same_file(config_yaml, [f.path for f in found]):
         fail(f"{config_yaml}: is one of the dumps of this run, not a MindFormers config")
+    try:
+        load(text)
+    except YamlError as exc:
+        fail(f"{config_yaml}: {exc}")
     if report.diagnostics:
         for d in report.diagnostics:
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
         fail("some of the dumps could not be read: no fix is applied from a partial lint")
     plan = fix_plan(report.findings)
-    try:
-        edit = apply_plan(text, plan["recompute"])
-        new_text, settings, by_hand = _apply_config(edit.text, plan.get("config") or [])
-    except YamlError as exc:
-        fail(f"{config_yaml}: {exc}")
-    edit = edit._replace(text=new_text)
-    changed = edit.text != text
+    # the config is checked against the dumps where it gets recompute keys (a model option alone is
+    # the same in every recompute setting)
+    facts = dump_facts(found) if plan["recompute"]["select_recompute"] else None
+
+    def edit_of(current: str):
+        """The plan applied to the config's text as it is now (exits 2 on a mismatch or a refusal)."""
+        from ..mfyaml import apply_fix_plan, mismatches
+
+        try:
+            wrong = mismatches(current, facts, plan["recompute"]["select_recompute"]) if facts is not None else []
+            if wrong and not force:
+                for w in wrong:
+                    click.echo(f"{config_yaml}: does not match the dumps: {w}", err=True)
+                fail(
+                    f"{config_yaml}: is not the config the dumps were compiled with (above): nothing written; "
+                    "give the config they were compiled with, or --force to apply the plan to this one"
+                )
+            for w in wrong:
+                click.echo(f"{config_yaml}: warning: does not match the dumps: {w} (--force)", err=True)
+            return apply_fix_plan(current, plan, facts.family if facts else None)
+        except YamlError as exc:
+            fail(f"{config_yaml}: {exc}")
+
     if show_diff:
-        if changed:
-            click.echo(
-                "".join(
-                    difflib.unified_diff(
-                        text.splitlines(keepends=True),
-                        edit.text.splitlines(keepends=True),
-                        fromfile=config_yaml,
-                        tofile=config_yaml,
-                    )
-                ),
-                nl=False,
-            )
-    elif changed:
-        _replace(config_yaml, edit.text)
+        result = edit_of(text)
+        if result.edit.text != text:
+            click.echo(_diff(config_yaml, text, result.edit.text), nl=False)
+    else:
+        del text  # read again under the lock (a large file is not held twice)
+        text, result = _replace(config_yaml, edit_of)
+    edit = result.edit
+    changed = edit.text != text
     _say(config_yaml, edit, plan, changed, show_diff)
-    for line in settings:
+    for line in result.settings:
         click.echo(f"{config_yaml}: {'would set' if show_diff else 'set'} {line}", err=True)
-    for line in by_hand:
+    for line in result.by_hand:
         click.echo(f"{config_yaml}: {line}", err=True)
     left = bool(
         plan["strategies"]
@@ -96,30 +128,105 @@ def fix_cmd(config_yaml, dumps, show_diff, config_file, select, ignore, no_cache
         and not edit.added
         and not edit.raised
         and plan["recompute"]["select_recompute"]
-    ) or bool(by_hand)
+    ) or bool(result.by_hand)
     sys.exit(EXIT_LEFT if left or (show_diff and changed) else EXIT_CLEAN)
 
 
-def _apply_config(text: str, changes: list[dict]) -> tuple[str, list[str], list[str]]:
-    """The plan's config changes: a model option (use_rope_slice) set where the config has it; the
-    rest printed for the user (runner_config.batch_size changes the global batch: the user decides
-    how to keep it). (new text, what was set, what is left to do by hand)."""
-    from ..fixplan import yaml_value
-    from ..mfyaml import set_option
+def dump_facts(found) -> DumpFacts:
+    """What the linted dumps say about the config they were compiled with (``mfyaml.DumpFacts``)."""
+    from ..mfyaml import DumpFacts, family_of
+    from ..rules.recompute.evidence import BOOKKEEPING_OPS, CELL_PREFIX
+    from ..rules.recompute.keys import node_select_key, tagged_keys
+    from ..runner.lint_file import read_dump
 
-    done, by_hand = [], []
-    for c in changes:
-        want = f"{c['key']}: {yaml_value(c['value'])}"
-        if not c["written_by_fix"]:
-            by_hand.append(f"not written, set it yourself: {want} ({c['why']}; {c['note']})")
+    tagged: set[str] = set()
+    untagged: set[str] = set()
+    models: dict[str, list[str]] = {}
+    full = False
+    for f in found:
+        ir = read_dump(f)
+        mine = {key for _, key in tagged_keys(ir)}
+        tagged |= mine
+        classes: set[str] = set()
+        in_layers = recomputed = 0
+        for k in ir.cnodes():
+            d = ir[k]
+            if ir.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
+                continue
+            if (d.get("primitive_attrs") or {}).get("recompute") is not True:
+                key, guessed = node_select_key(ir, k)
+                if key is not None and not guessed and key not in mine:
+                    untagged.add(key)
+            scope = d.get("scope", "")
+            m = _LAYER_PART.search(scope)
+            if m is None:
+                continue
+            classes.add(m.group(1))
+            in_layers += 1
+            recomputed += scope.startswith(CELL_PREFIX)
+        # a layer's Cell.recompute() prefixes the scope of (nearly) every forward op in it
+        full |= bool(in_layers) and recomputed * 2 > in_layers
+        for cls in classes:
+            models.setdefault(cls, []).append(f.display)
+    return DumpFacts(family_of(tagged), frozenset(tagged), full, models, frozenset(untagged - tagged))
+
+
+_LAYER_PART = re.compile(r"/layers-CellList/\d+-(\w+)(?=/|$)")  # a decoder layer of the model's list
+
+
+def _diff(path: str, old: str, new: str) -> str:
+    """A unified diff of the lines between the texts' common start and end, found a piece at a
+    time (a large file is neither split into lines nor compared line by line)."""
+    head = _common(old, new, 1)
+    tail = _common(old, new, -1, limit=min(len(old), len(new)) - head)
+    # whole lines, with context enough on each side (unified_diff keeps three lines of it)
+    start = head
+    for _ in range(4):
+        start = old.rfind("\n", 0, max(start - 1, 0)) + 1 if start else 0
+    old_end, new_end = len(old) - tail, len(new) - tail
+    for _ in range(4):
+        nl = old.find("\n", old_end)
+        if nl < 0:
+            old_end, new_end = len(old), len(new)
+            break
+        new_end += nl + 1 - old_end
+        old_end = nl + 1
+    first = old.count("\n", 0, start)
+    a = old[start:old_end].splitlines(keepends=True)
+    b = new[start:new_end].splitlines(keepends=True)
+    out = "".join(difflib.unified_diff(a, b, fromfile=path, tofile=path))
+    if first:  # the hunks' line numbers counted from the start of the file
+        out = re.sub(
+            r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@",
+            lambda m: f"@@ -{int(m.group(1)) + first}{m.group(2)} +{int(m.group(3)) + first}{m.group(4)} @@",
+            out,
+            flags=re.M,
+        )
+    return out
+
+
+def _common(a: str, b: str, step: int, limit: int | None = None) -> int:
+    """The length of the common start (``step`` 1) or end (-1) of two texts, at most ``limit``."""
+    most = min(len(a), len(b)) if limit is None else limit
+    done, piece = 0, 1 << 16
+    while done < most:
+        size = min(piece, most - done)
+        if step > 0:
+            x, y = a[done : done + size], b[done : done + size]
+        else:
+            x, y = a[len(a) - done - size : len(a) - done], b[len(b) - done - size : len(b) - done]
+        if x == y:
+            done += size
             continue
-        new, said = set_option(text, c["key"], c["value"])
-        if new != text:
-            done.append(said)
-            text = new
-        elif not said.endswith("already"):
-            by_hand.append(f"not written: {said}")
-    return text, done, by_hand
+        if size == 1:
+            break
+        piece = max(1, size // 16)
+    return done
+
+
+def _writable(path: str, st: os.stat_result) -> bool:
+    """Write permission as the mode says, for root too (for whom os.access always says yes)."""
+    return bool(st.st_mode & 0o222) and os.access(path, os.W_OK)
 
 
 def _read_config(path: str, write: bool) -> str:
@@ -138,20 +245,144 @@ def _read_config(path: str, write: bool) -> str:
             f"{path}: is a graph dump, not a MindFormers config; the config comes first: irlint fix CONFIG.yaml DUMP..."
         )
     if write:
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.access(path, os.W_OK):
-            fail(f"{path}: cannot write: permission denied (the file is read-only)")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            fail(f"{path}: cannot replace it: its folder {folder} is not writable")
+        _check_permissions(path)
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as exc:
         fail(f"{path}: cannot read: {exc.strerror or exc}")
+    return _decoded(path, raw)
+
+
+def _check_permissions(path: str) -> None:
+    st = os.stat(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not _writable(path, st):
+        fail(f"{path}: cannot write: permission denied (the file is read-only, mode {stat.S_IMODE(st.st_mode):04o})")
+    if not _writable(folder, os.stat(folder)) or not os.access(folder, os.X_OK):
+        fail(f"{path}: cannot replace it: its folder {folder} is not writable")
+    if st.st_uid != os.geteuid() and os.geteuid() != 0:
+        fail(
+            f"{path}: belongs to another user (uid {st.st_uid}): replacing it would make it yours; "
+            "irlint fix edits only a file it can keep as it was"
+        )
+
+
+def _decoded(path: str, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         fail(f"{path}: is not UTF-8 text")
+
+
+class _Changed(Exception):
+    """The file changed between its read under the lock and the rename."""
+
+
+def _replace(path: str, edit_of):
+    """Apply ``edit_of`` to the file's text as it is now and replace the file with the result:
+    under an exclusive lock (``flock``: concurrent irlint fix runs take turns), on the content read
+    under the lock (an edit saved since the first read is kept), and renamed over the file only if
+    it is still that content (compare-and-swap on inode, size, mtime and hash). The temporary file
+    is written with SIGINT/SIGTERM held back, so it is never left behind. (the text, the edit)."""
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            fail(f"{path}: cannot read: {exc.strerror or exc}")
+        try:
+            _lock(fd)
+            st = os.fstat(fd)
+            try:
+                now = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue  # renamed away meanwhile: open it again
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                continue  # replaced while waiting for the lock: lock the new file
+            _check_permissions(path)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                raw = f.read()
+            text = _decoded(path, raw)
+            digest = hashlib.sha256(raw).digest()
+            del raw
+            result = edit_of(text)
+            if result.edit.text != text:
+                try:
+                    _write_over(path, result.edit.text, st, digest)
+                except _Changed:
+                    fail(f"{path}: changed while irlint fix was writing it: nothing written; run irlint fix again")
+            return text, result
+        finally:
+            os.close(fd)
+    return fail(f"{path}: keeps being replaced by another program: nothing written")
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # no flock here: the compare-and-swap alone guards the write
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:  # a file system without locks
+        pass
+
+
+def _same_content(path: str, st: os.stat_result, digest: bytes) -> bool:
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+        return False
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for piece in iter(lambda: f.read(1 << 20), b""):
+            h.update(piece)
+    return h.digest() == digest
+
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def _write_over(path: str, text: str, st: os.stat_result, digest: bytes) -> None:
+    """``text`` in a temporary file beside ``path`` (mode and owner of the old one), renamed over it
+    if ``path`` is still what was read (``st``, ``digest``); _Changed when it is not."""
+    from ..reporters import _new_temporary
+
+    folder = os.path.dirname(os.path.abspath(path))
+    held = hasattr(signal, "pthread_sigmask")
+    if held:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    tmp = None
+    try:
+        fd, tmp = _new_temporary(folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            for i in range(0, len(text), 1 << 20):  # encoded a piece at a time: a large file is not copied whole
+                f.write(text[i : i + (1 << 20)].encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                if st.st_uid != os.geteuid():
+                    raise
+        if not _same_content(path, st, digest):
+            raise _Changed()
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        fail(f"{path}: cannot replace it: {exc.strerror or exc}")
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        if held:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _lint(dumps, config_file, select, ignore, no_cache):
@@ -173,7 +404,7 @@ def _lint(dumps, config_file, select, ignore, no_cache):
         from ..runner.discover import InputError
 
         raise InputError(f"{raw}: no graph IR dumps (*.ir written by save_graphs) found: {why}")
-    return lint_files(found.files, found.diagnostics, config), [f.path for f in found.files]
+    return lint_files(found.files, found.diagnostics, config), found.files
 
 
 def _same_file(path: str, inputs: list[str]) -> bool:
@@ -189,27 +420,6 @@ def _same_file(path: str, inputs: list[str]) -> bool:
         if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
             return True
     return False
-
-
-def _replace(path: str, text: str) -> None:
-    """Write ``text`` to a temporary file in ``path``'s folder and rename it over ``path``: a reader
-    sees the old file or the new one, never half of one; the mode is kept."""
-    folder = os.path.dirname(os.path.abspath(path))
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        fail(f"{path}: cannot replace it: {exc.strerror or exc}")
 
 
 def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
