@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from .findings import Finding, Related, WastedBytes
+from .findings import NO_FIXES, CommWaste, Finding, FixCost, Fixes, OpFix, Related, WastedBytes
 
 if TYPE_CHECKING:
     from .model import IRFile
@@ -61,12 +61,15 @@ class Rule:
         related: Iterable[int | Related] = (),
         severity: str | None = None,
         identity: tuple = (),
-        extra: dict | None = None,
+        facts: dict | None = None,
         cause: str = "",
         fix: str = "",
         snippet: str = "",
         waste_kinds: Iterable[str] = (),
         wasted: Iterable[WastedBytes] = (),
+        fixes: Fixes = NO_FIXES,
+        waste: CommWaste | None = None,
+        fix_cost: FixCost | None = None,
     ) -> Finding:
         data = ir.nodes[key]
         if not data.get("scope"):
@@ -97,22 +100,25 @@ class Rule:
             related=tuple(r if isinstance(r, Related) else related_node(ir, r) for r in related),
             stage=ir.stage.label,
             identity=identity,
-            extra=tuple(sorted((extra or {}).items())),
+            facts=tuple(sorted((facts or {}).items())),
             source=source_of(ir, key),
             snippet=snippet,
             waste_kinds=tuple(waste_kinds),
             wasted=tuple(wasted),
+            fixes=fixes,
+            waste=waste,
+            fix_cost=fix_cost,
         )
 
 
-def strategy_snippet(related: Iterable[Related], fix: object) -> str:
-    """The in_strategy a redistribution finding proposes (``fix``: ``{"node", "in_strategy"}``) as
-    lines to paste, headed by the op it is for; "" for a fix that is not an in_strategy."""
-    if not isinstance(fix, dict) or not fix.get("in_strategy"):
+def strategy_snippet(related: Iterable[Related], fix: OpFix | None) -> str:
+    """The in_strategy a redistribution finding proposes (``fix``) as lines to paste, headed by
+    the op it is for; "" for a fix that is not an in_strategy."""
+    if fix is None or not fix.in_strategy:
         return ""
-    target = next((r for r in related if r.node == fix.get("node")), None)
-    where = f"{target.op} {target.node}, {target.scope}" if target else str(fix.get("node"))
-    new = fix["in_strategy"]
+    target = next((r for r in related if r.node == fix.node), None)
+    where = f"{target.op} {target.node}, {target.scope}" if target else str(fix.node)
+    new = fix.in_strategy
     return f"# {where}\nin_strategy = {new}   # e.g. ops.{target.op if target else 'Op'}().shard({new})"
 
 

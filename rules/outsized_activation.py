@@ -162,5 +162,5 @@ class OutsizedKeptActivation(Rule):
                 fix="flash attention, recompute or fp16/bf16" if squared else "recompute it or lower its dtype",
                 related=[related_node(ir, r, "backward reader") for r in t.readers[:3]],
                 identity=(d["op"], t.tensor.index, "seq2" if squared else "share"),
-                extra={"layer": t.layer, "share": round(share, 4)},
+                facts={"layer": t.layer, "share": round(share, 4)},
             ).with_(bytes_at_stake=t.nbytes)

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from conftest import TESTS, quiet_config
 
 from irlint.cli import main
+from irlint.findings import CommWaste
 from irlint.headline import MAX, layers_text
 from irlint.runner.config import Suppression
 from irlint.runner.engine import lint
@@ -166,7 +167,7 @@ def test_recomputed_copy_in_backward_is_one_finding_whose_cost_counts_both():
             scope,
             "m",
             identity=(("AllGather",), scope.rsplit("/", 1)[0]),
-            extra=(("waste_bytes", waste),),
+            waste=CommWaste(waste),
             layer=layer,
             model_path=f"network.model.layers.{layer}.attention",
         )

@@ -120,7 +120,8 @@ def _label(t) -> str:
 
 def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]:
     """The SVG of a finding's chain, and the related nodes not in it (context) as rows."""
-    moved = {s.get("node"): s.get("moved_bytes") for s in dict(f.extra).get("steps", ()) if isinstance(s, dict)}
+    steps = f.waste.steps if f.waste is not None and f.waste.steps else ()
+    moved = {s.node: s.moved_bytes for s in steps}
     forward: list[tuple[int, int, ChainNode]] = []
     backward: list[ChainNode] = []
     context: list[dict] = []
@@ -184,8 +185,7 @@ def _ranks_of(f: Finding) -> str:
 
 
 def comm_bytes(f: Finding) -> int:
-    extra = dict(f.extra)
-    return int(extra.get("moved_bytes") or 0) + int(extra.get("backward_moved_bytes") or 0)
+    return f.waste.comm_bytes if f.waste is not None else 0
 
 
 def finding_views(findings: list[Finding], sources: SourceLines, prefix: str) -> list[dict]:

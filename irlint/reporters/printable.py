@@ -20,9 +20,10 @@ from ..findings import Report
 _IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-# fields that hold a file name; fields never printed as text (what makes a finding the same)
+# fields that hold a file name; fields never printed as text (what makes a finding the same, the
+# facts machine formats and the fix plan carry as the rule gave them)
 _NAME_FIELDS = frozenset({"file", "path"})
-_KEPT_FIELDS = frozenset({"identity", "extra"})
+_KEPT_FIELDS = frozenset({"identity", "facts", "fixes", "waste", "stake", "fix_cost"})
 
 
 def _escape(m: re.Match) -> str:

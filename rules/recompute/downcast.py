@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from irlint.accounts.stake import downcast_cost, stake, staked
+from irlint.findings import Fixes
 from irlint.model import IRFile
 from irlint.read.values import TYPE_ID_NAMES
 from irlint.rule import related_node
@@ -138,11 +139,7 @@ class RecomputeDowncast(RecomputeRule):
                 cause=cause,
                 fix=short_fix([key], "drop") if key else "recompute the up-cast instead",
                 identity=(d["op"], place_path(ir, k), down.src, down.dst),
-                extra={
-                    "src_dtype": down.src,
-                    "dst_dtype": down.dst,
-                    "applied": facts.applied(k),
-                    **({"drop_select_recompute": [key]} if key else {}),
-                },
+                facts={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)},
+                fixes=Fixes(drop_select_recompute=(key,) if key else ()),
             )
             yield staked(finding, stake(ir, k, downcast_cost))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from irlint.findings import NoKeyOp, RecomputeFix
 from irlint.model import IRFile
 from irlint.model.layers import _LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
 from irlint.model.source import own_trace, source_of
@@ -459,16 +460,13 @@ def file_layers(ir: IRFile) -> list[int]:
     return found
 
 
-def fix_extra(ir: IRFile, k: int, needs: list[KeyNeed]) -> dict:
-    """The facts the run's fix plan needs from a recompute finding (``irlint.fixplan``): the
-    layer, the layers of the file (the pipeline stage's share), the ops no key can tag."""
+def recompute_fix(ir: IRFile, k: int, keys: list[str], needs: list[KeyNeed]) -> RecomputeFix:
+    """The fix plan's recompute facts of a finding on ``k`` (``irlint.fixplan``): the keys to add,
+    the layer, the layers of the file (the pipeline stage's share), the ops no key can tag."""
     layer = Places.of(ir).layer(k)[0]
-    out: dict = {"layer": int(layer) if layer.isdigit() else None, "stage_layers": file_layers(ir)}
-    unresolved = [
-        {"node": ir[n.node].get("id", ""), "op": ir[n.node]["op"], "source": source_text(ir, n.node)}
+    unresolved = tuple(
+        NoKeyOp(ir[n.node].get("id", ""), ir[n.node]["op"], source_text(ir, n.node))
         for n in needs
         if n.key is None and n.needed
-    ]
-    if unresolved:
-        out["no_key"] = unresolved
-    return out
+    )
+    return RecomputeFix(tuple(keys), int(layer) if layer.isdigit() else None, tuple(file_layers(ir)), unresolved)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from irlint.accounts.stake import stake, staked
+from irlint.findings import Fixes
 from irlint.model import IRFile
 from irlint.rule import related_node
 from irlint.units import human_bytes
@@ -14,7 +15,7 @@ from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
-from .keys import blocking_keys, fix_extra, folded_note, keys_hint, yaml_snippet
+from .keys import blocking_keys, folded_note, keys_hint, recompute_fix, yaml_snippet
 from .report import (
     RecomputeRule,
     backward_text,
@@ -167,11 +168,10 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             hint=hint,
             related=related,
             identity=identity,
-            extra={
+            fixes=Fixes(recompute=recompute_fix(ir, k, keys, needs)),
+            fix_cost=priced,
+            facts={
                 "request": b.request,
-                "select_recompute": keys,
-                **fix_extra(ir, k, needs),
-                **({"fix_cost": priced} if priced is not None else {}),
                 **(
                     {
                         "fix_keeps": [

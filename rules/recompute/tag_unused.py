@@ -81,7 +81,7 @@ class RecomputeTagUnused(RecomputeRule):
                 hint=hint,
                 related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
                 identity=(d["op"], place_path(ir, k)),
-                extra={"request": req, "impact": "none"},
+                facts={"request": req, "impact": "none"},
                 cause="tagged for recompute, no backward op reads it",
                 fix=short_fix([key], "drop") if key else "remove the tag",
             )

@@ -10,13 +10,13 @@ from math import prod
 from typing import Any
 
 from irlint.accounts.received import GATHER_OPS, received_bytes, step_received_bytes, waste_entry
-from irlint.findings import Finding, scope_path
+from irlint.findings import CommWaste, Finding, Fixes, OpFix, WastedBytes, scope_path
 from irlint.model import IRFile
-from irlint.model.source import source_dict
 from irlint.rule import Rule
 from irlint.units import human_share
 
 from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, waste_finding
+from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, collect_chain, end_note, is_weight, touches_backward
 from .fix_search import all_reduce_note, row_parallel
 from .layouts import output_layout, strategy, transposes
@@ -236,29 +236,28 @@ subgraph @main() {
             tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED) for g in gathers),
         )
         # every gathered element is used: the bytes are the cost of the scheme, not waste
-        extra: dict[str, Any] = {
-            "moved_bytes": moved,
-            "backward_moved_bytes": moved_back,
+        facts: dict[str, Any] = {
             "gathered_bytes": held,
-            "cost_kind": "received",
             "gathers": len(gathers),
             "matmul_strategy": fmt(strategy(ir, matmul)),
-            "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new), **_source(ir, matmul)},
-            "waste_bytes": moved + moved_back,
-            "step_received_bytes": total,
-            "waste": [
-                waste_entry(ir, k, received_bytes(ir, k) or 0)
-                for g in gathers
-                for k in g.chain.nodes + g.backward
-                if ir[k]["op"] in MOVING_OPS
-            ],
         }
+        cost = CommWaste(
+            bytes=moved + moved_back, step_received=total, moved=moved, backward_moved=moved_back, received=True
+        )
         return waste_finding(
             self,
             ir,
             anchor,
             message,
-            extra,
+            facts,
+            cost,
+            Fixes(ops=(OpFix(ir[matmul]["id"], in_strategy=fmt(new), source=fix_source(ir, matmul)),)),
+            wasted=[
+                WastedBytes(**waste_entry(ir, k, received_bytes(ir, k) or 0))
+                for g in gathers
+                for k in g.chain.nodes + g.backward
+                if ir[k]["op"] in MOVING_OPS
+            ],
             hint=hint,
             related=related,
             identity=identity,
@@ -349,9 +348,3 @@ def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple] | Non
             if new is not None:
                 return producer, new
     return None
-
-
-def _source(ir: IRFile, k: int) -> dict:
-    """The model line that creates the op whose strategy changes (``{"source": {path, line}}``)."""
-    src = source_dict(ir, k)
-    return {"source": src} if src else {}

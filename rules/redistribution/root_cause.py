@@ -8,9 +8,19 @@ from dataclasses import dataclass
 from math import prod
 
 from irlint.accounts.received import received_bytes, step_received_bytes, waste_entry
-from irlint.findings import Finding, Related, WastedBytes, scope_path
+from irlint.findings import (
+    CommWaste,
+    Finding,
+    Fixes,
+    Related,
+    RootCauseFix,
+    RootFix,
+    SourceLine,
+    WastedBytes,
+    scope_path,
+)
 from irlint.model import IRFile
-from irlint.model.source import source_dict, source_of
+from irlint.model.source import source_of
 from irlint.units import human_share
 
 from .chain import ELEMENTWISE_OPS, LAYOUT_KEEPING_OPS, MATMUL_OPS, MOVING_OPS, Chain
@@ -40,7 +50,7 @@ class RootCause:
     key: tuple
     text: str  # why the chains arise, in a sentence
     hint: str
-    fix: dict
+    fix: RootFix
     node: int | None = None  # the op whose strategy is the cause, when it is one op
 
 
@@ -105,11 +115,11 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
         ("batch-merge", per_replica),
         text,
         hint,
-        {
-            "runner_config.batch_size": 1,
-            "sequences_per_replica": per_replica,
-            "keep_global_batch_with": ["runner_config.gradient_accumulation_steps", "parallel_config.micro_batch_num"],
-        },
+        RootFix(
+            batch_size=1,
+            sequences_per_replica=per_replica,
+            keep_global_batch_with=("runner_config.gradient_accumulation_steps", "parallel_config.micro_batch_num"),
+        ),
     )
 
 
@@ -135,8 +145,10 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
     total = step_received_bytes(ir)
     backward = backward_index(ir) if caused else {}
     for items in caused.values():
+        from irlint.findings_json import extra_data, root_fix_data  # here: a lint without a root cause loads none
+
         # the chain whose ends name the most of the fix (a Layout to copy) speaks for the cause
-        cause = max((c for c, _, _ in items), key=lambda c: len(c.fix))
+        cause = max((c for c, _, _ in items), key=lambda c: len(root_fix_data(c.fix)))
         items = sorted(items, key=lambda item: (item[1].graph, item[1].line))
         found = [f for _, f, _ in items]
         first = found[0]
@@ -150,8 +162,8 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
         # and the copies recompute runs again in backward, because of a select key
         reruns = [rerun_of(ir, chain.nodes) for _, _, chain in items]
         moving += [c for r in reruns for c, _ in r.copies]
-        waste = [waste_entry(ir, k, received_bytes(ir, k) or 0) for k in dict.fromkeys(moving)]
-        wasted = sum(w["bytes"] for w in waste)
+        waste = [WastedBytes(**waste_entry(ir, k, received_bytes(ir, k) or 0)) for k in dict.fromkeys(moving)]
+        wasted = sum(w.bytes for w in waste)
         rerun = Rerun([c for r in reruns for c in r.copies], list(dict.fromkeys(k for r in reruns for k in r.keys)))
         kinds = sorted({(f.op, scope_path(f.scope).rsplit("/", 1)[0]) for f in found})
         message = (
@@ -184,20 +196,16 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
             )
             related += list(f.related)
             occurrences.append(
-                {"node": f.node, "graph": f.graph, "line": f.line, "op": f.op, "message": f.message, **dict(f.extra)}
+                {"node": f.node, "graph": f.graph, "line": f.line, "op": f.op, "message": f.message, **extra_data(f)}
             )
-        extra = {
-            "root_cause": {"kind": cause.kind, "why": cause.text, "fix": cause.fix},
+        facts = {
             "occurrences": occurrences,
             "chains": len(found),
             "chain_sites": len(kinds),
-            "kinds": sorted({k for f in found for k in dict(f.extra).get("kinds", ())}),
-            "waste_bytes": wasted,
-            "waste": waste,
-            "step_received_bytes": total,
+            "kinds": sorted({k for f in found for k in dict(f.facts).get("kinds", ())}),
         }
         if rerun.copies:
-            extra["recompute"] = {
+            facts["recompute"] = {
                 "keys": rerun.keys,
                 "bytes": rerun.bytes,
                 "copies": [ir[c]["id"] for c, _ in rerun.copies],
@@ -211,9 +219,13 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
             layer="",
             fix=_short_fix(cause.fix),
             identity=("root-cause", cause.key, tuple(f.identity for f in found)),
-            extra=tuple(sorted(extra.items())),
+            facts=tuple(sorted(facts.items())),
+            fixes=Fixes(root_cause=RootCauseFix(cause.kind, cause.text, cause.fix)),
+            waste=CommWaste(bytes=wasted, step_received=total),
+            stake=None,
+            fix_cost=None,
             waste_kinds=tuple(sorted({k for f in found for k in f.waste_kinds})),
-            wasted=tuple(WastedBytes(**w) for w in waste),
+            wasted=tuple(waste),
             snippet="",
         )
 
@@ -222,14 +234,12 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
 _SHORT = {"batch-merge": ">1 sequence per dp replica", "tuple-beside-layout": "tuple strategy beside a Layout"}
 
 
-def _short_fix(fix: dict) -> str:
-    if "runner_config.batch_size" in fix:
-        return f"runner_config.batch_size: {fix['runner_config.batch_size']} per dp replica"
-    if fix.get("device_matrix"):
-        return fix.get("config") or f"{fix['op']} {fix['in_strategy']} with {fix['device_matrix']}"
-    return fix.get("config") or (
-        f"{fix['cell']} Layout {fix['layout']}" if fix.get("layout") else f"a Layout for {fix.get('cell', 'the cell')}"
-    )
+def _short_fix(fix: RootFix) -> str:
+    if fix.batch_size is not None:
+        return f"runner_config.batch_size: {fix.batch_size} per dp replica"
+    if fix.device_matrix:
+        return fix.config or f"{fix.op} {fix.in_strategy} with {fix.device_matrix}"
+    return fix.config or (f"{fix.cell} Layout {fix.layout}" if fix.layout else f"a Layout for {fix.cell}")
 
 
 # MindFormers config keys that remove a cell's tuple-sharded ops (the cell class, from the scope)
@@ -434,17 +444,17 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
             + f"order the device axes of that Layout as a tuple places dims (the dims' axes in order, outermost "
             f"first): {matrix}, every layout(...) call unchanged; then both place each block on the same rank"
         ]
-        src = source_dict(ir, deviant)
-        fix = {
-            "cell": cell_class,
-            "op": ir[deviant]["op"],
-            "node": ir[deviant]["id"],
-            "in_strategy": fmt((split,)),
-            "keeps_tuple": same,
-            "device_matrix": matrix,
-            **({"source": src} if src else {}),
-            **({"config": removed.split(" (")[0]} if removed else {}),
-        }
+        src = source_of(ir, deviant)
+        fix = RootFix(
+            cell=cell_class,
+            op=ir[deviant]["op"],
+            node=ir[deviant]["id"],
+            in_strategy=fmt((split,)),
+            keeps_tuple=same,
+            device_matrix=matrix,
+            source=SourceLine(*src) if src else None,
+            config=removed.split(" (")[0] if removed else "",
+        )
         return RootCause(
             "tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix, deviant
         )
@@ -455,11 +465,7 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
             f"give {cell_class}'s tuple-sharded ops a Layout that places each dim on the device axis its neighbours use"
         ]
     )
-    fix = {
-        "cell": cell_class,
-        **({"config": removed.split(" (")[0]} if removed else {}),
-        **({"layout": layout} if layout else {}),
-    }
+    fix = RootFix(cell=cell_class, config=removed.split(" (")[0] if removed else "", layout=layout or "")
     return RootCause(
         "tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix, deviant
     )
