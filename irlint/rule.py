@@ -8,7 +8,8 @@ A rule is a small class::
         name = "reshape-blocks-silu-mul-recompute"
         summary = "one line"
         stages = ("validate", ...)      # stage names where its evidence is final, best first
-        VALID = [...]; INVALID = [...]  # IR snippets the test suite runs
+        VALID = [...]                   # IR snippets where it finds nothing
+        INVALID = [Invalid(snippet, Says("%6", cause="...", fix="..."))]  # and what it must say there
         def check(self, ir): yield self.finding(ir, key, "message", hint="...")
 """
 
@@ -20,6 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
@@ -31,6 +33,33 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "irlint.rules"
 
 
+@dataclass(frozen=True)
+class Says:
+    """One finding an INVALID example must give: the node it is at and what the rule states in
+    its headline (``Finding.cause``, ``Finding.fix``; "" for no fix)."""
+
+    node: str
+    cause: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An INVALID example: the dump text and, in order, every finding of the rule on it."""
+
+    code: str
+    says: tuple[Says, ...]
+
+    def __init__(self, code: str, *says: Says) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "says", says)
+
+
+def example_text(example: str | Invalid) -> str:
+    """The dump text of a VALID or INVALID example (a plugin's may be plain text)."""
+    return example.code if isinstance(example, Invalid) else example
+
+
 class Rule:
     code: ClassVar[str] = ""
     name: ClassVar[str] = ""
@@ -39,7 +68,7 @@ class Rule:
     stages: ClassVar[tuple[str, ...]] = ()  # empty: every file
     default_enabled: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
-    INVALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[str | Invalid]] = []  # built-in rules: Invalid, naming what they say
     # the kinds of redistribution waste its findings may name (irlint.findings.WASTE_KINDS):
     # ``irlint comm`` runs the built-in rules that declare some
     waste_kinds: ClassVar[tuple[str, ...]] = ()

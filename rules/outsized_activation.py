@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from irlint.accounts.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
 from irlint.model import IRFile
-from irlint.rule import Rule, related_node
+from irlint.rule import Invalid, Rule, Says, related_node
 from irlint.units import human_bytes
 
 HIGH_PRECISION = frozenset({"Float32", "Float64"})
@@ -114,7 +114,16 @@ class OutsizedKeptActivation(Rule):
     default_enabled = False
     max_layer_share = 0.25
     min_layer_tensors = 4
-    INVALID = [SOFTMAX_FP32_KEPT]
+    INVALID = [
+        Invalid(
+            SOFTMAX_FP32_KEPT,
+            Says(
+                "%0",
+                "keeps a seq x seq Float32 tensor for backward, 100% of the layer",
+                "flash attention, recompute or fp16/bf16",
+            ),
+        )
+    ]
     VALID = [SOFTMAX_FP16_KEPT]
 
     def check(self, ir: IRFile):

@@ -13,6 +13,7 @@ from irlint.rules.redistribution.redundant_chain import RedundantRedistributionC
 
 from irlint.findings_json import extra_data
 from irlint.read.reader import read_ir
+from irlint.rule import example_text
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint
 
@@ -149,17 +150,24 @@ def test_both_gathers_of_a_column_parallel_wo_are_one_finding():
     assert "layers-CellList/1-DecoderLayer/attention-Attention/wo-Linear" in f.scope
 
 
-def test_snapshot_of_findings_on_real_parallel_fixtures(snapshot):
-    found = []
+# one snapshot per rule and fixture
+REAL_SNAPSHOTS = [
+    (path, rule)
     for path in (
         ROWS_TO_COLS,
         MUL_8RANKS / "rank_0" / "21_validate_0082.ir",
         COL_COL / "rank_0" / "21_validate_0082.ir",
-    ):
-        ir = read_ir(str(path))
-        for rule in (RedundantRedistributionChain(), StrategyMismatchFullGather()):
-            found += [portable(f.to_dict(), CORPUS) for f in rule.check(ir)]
-    assert found == snapshot
+    )
+    for rule in (RedundantRedistributionChain, StrategyMismatchFullGather)
+]
+
+
+@pytest.mark.parametrize(
+    "path,rule", REAL_SNAPSHOTS, ids=[f"{p.relative_to(CORPUS).parts[0]}-{r.code}" for p, r in REAL_SNAPSHOTS]
+)
+def test_snapshot_of_findings_on_real_parallel_fixtures(path, rule, snapshot):
+    ir = read_ir(str(path))
+    assert [portable(f.to_dict(), CORPUS) for f in rule().check(ir)] == snapshot
 
 
 # --- the dumps made for issue 9 (tests/fixtures/corpus-gen/par_extra_gen.py) ---------------------
@@ -257,7 +265,9 @@ def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
     from irlint.rules.redistribution.layouts import strategy
 
-    text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
+    text = example_text(RedundantRedistributionChain.INVALID[0]).replace(
+        "in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"'
+    )
     ir = ir_from_text(text)
     assert ir.diagnostics == []
     (mm1,) = ir.nodes_by_op("MatMul")

@@ -12,6 +12,7 @@ from irlint.rules.redistribution.redundant_chain import RedundantRedistributionC
 
 from irlint.findings_json import extra_data
 from irlint.read.reader import read_ir
+from irlint.rule import example_text
 from irlint.runner.config import Config
 from irlint.runner.engine import lint
 
@@ -100,8 +101,9 @@ def test_user_slice_after_gather_with_own_strategy_is_not_part_of_a_chain():
                 assert r.note.startswith("producer")
 
 
-def test_snapshot_of_flagged_fixtures(snapshot):
-    found = findings(WRONG / "21_validate_0076.ir") + findings(PATTERNS / "21_validate_0076.ir")
+@pytest.mark.parametrize("folder", [WRONG, PATTERNS], ids=lambda p: f"{p.name}-PC001")
+def test_snapshot_of_flagged_fixtures(folder, snapshot):
+    found = findings(folder / "21_validate_0076.ir")
     assert [portable(f.to_dict(), SYNTH) for f in found] == snapshot
 
 
@@ -121,7 +123,7 @@ def test_rank_folders_merge_into_one_finding():
 
 def test_examples(tmp_path):
     rule = RedundantRedistributionChain()
-    for i, text in enumerate(rule.VALID + rule.INVALID):
+    for i, text in enumerate(map(example_text, rule.VALID + rule.INVALID)):
         path = tmp_path / f"{i}" / "21_validate_0001.ir"
         path.parent.mkdir()
         path.write_text(text, encoding="utf-8")

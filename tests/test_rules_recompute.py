@@ -3,6 +3,8 @@ snapshots of their findings."""
 
 from __future__ import annotations
 
+import functools
+
 import gzip
 import io
 
@@ -16,7 +18,7 @@ from irlint.accounts.memory import bytes_at_stake
 from irlint.findings_json import extra_data
 from irlint.fixplan import fix_plan
 from irlint.read.reader import read_ir
-from irlint.rule import load_rules
+from irlint.rule import example_text, load_rules
 from irlint.runner.engine import lint
 
 RULES = {cls.code: cls for cls in load_rules(plugins=False) if cls.code.startswith("RC")}
@@ -414,7 +416,7 @@ def test_without_trace_the_instance_name_is_used_and_the_hint_says_it_is_a_guess
 
 
 def test_untagged_primitive_without_instance_name_uses_the_op(ir_from_text):
-    snippet = RULES["RC002"].INVALID[0]  # s7 31_validate trimmed: no traces, no cell names
+    snippet = example_text(RULES["RC002"].INVALID[0])  # s7 31_validate trimmed: no traces, no cell names
     ir = ir_from_text(snippet.replace(" {instance name: reshape}", ""))
     k = _node(ir, "%5", "Reshape")
     assert keys.primitive_name(ir, k) == ("reshape", True)
@@ -483,9 +485,20 @@ SNAPSHOT_FILES = [
 ]
 
 
-@pytest.mark.parametrize("case,name", SNAPSHOT_FILES, ids=[c.rsplit("/", 1)[-1] for c, _ in SNAPSHOT_FILES])
-def test_findings_snapshot(case, name, snapshot):
-    found = sorted(check(read(case, name)), key=lambda f: (f.line, f.code))
+# one snapshot per rule and fixture: a changed message is reviewed as its rule's, on its fixture
+SNAPSHOTS = [(case, name, code) for case, name in SNAPSHOT_FILES for code in sorted(RULES)]
+
+
+@functools.cache
+def _snapshot_ir(case: str, name: str):
+    return read(case, name)
+
+
+@pytest.mark.parametrize(
+    "case,name,code", SNAPSHOTS, ids=[f"{c.rsplit('/', 1)[-1]}-{code}" for c, _, code in SNAPSHOTS]
+)
+def test_findings_snapshot(case, name, code, snapshot):
+    found = sorted(check(_snapshot_ir(case, name), code), key=lambda f: f.line)
     assert [portable(f.to_dict(), CORPUS) for f in found] == snapshot
 
 

@@ -8,7 +8,7 @@ from irlint.accounts.stake import downcast_cost, stake, staked
 from irlint.findings import Fixes
 from irlint.model import IRFile
 from irlint.read.values import TYPE_ID_NAMES
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 
 from . import examples as ex
 from .evidence import HIGH_PRECISION, LOW_PRECISION, RecomputeFacts
@@ -91,7 +91,24 @@ class RecomputeDowncast(RecomputeRule):
     name = "recompute-downcast"
     severity = "warning"
     summary = "A down-cast (fp32 -> fp16/bf16) is recomputed, which keeps its fp32 input and raises memory"
-    INVALID = [ex.CAST_DOWN_RECOMPUTED, ex.CAST_DOWN_TAGGED]
+    INVALID = [
+        Invalid(
+            ex.CAST_DOWN_RECOMPUTED,
+            Says(
+                "%1",
+                "recomputed Float32->Float16 down-cast keeps its Float32 input",
+                "select_recompute - 'attention_norm\\.cast'",
+            ),
+        ),
+        Invalid(
+            ex.CAST_DOWN_TAGGED,
+            Says(
+                "%1",
+                "recomputed Float32->Float16 down-cast keeps its Float32 input",
+                "select_recompute - 'attention_norm\\.rcast'",
+            ),
+        ),
+    ]
     VALID = [ex.CAST_UP_TAGGED, ex.FFN_RESHAPE_BLOCKS]
 
     def check_decided(self, ir: IRFile, facts: RecomputeFacts):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from irlint.accounts.stake import stake, staked
 from irlint.findings import Fixes, RecomputeFix
 from irlint.model import IRFile
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
 
 from . import examples as ex
@@ -88,7 +88,20 @@ class RecomputeNotApplied(RecomputeRule):
     name = "recompute-not-applied"
     severity = "warning"
     summary = "An op asked to recompute has no recomputed copy, and backward still keeps its output"
-    INVALID = [ex.ATTN_TRANSPOSE_BLOCKS, ex.ONE_OP_CELL]
+    INVALID = [
+        Invalid(
+            ex.ATTN_TRANSPOSE_BLOCKS,
+            Says(
+                "%0",
+                "kept for backward by non-recomputed Transpose, Reshape",
+                "select_recompute + 'attention\\.merger_head_transpose' (+1 more)",
+            ),
+        ),
+        Invalid(
+            ex.ONE_OP_CELL,
+            Says("%0", "a one-op cell's output is never recomputed", "key 'feed_forward\\.activation\\.silu' instead"),
+        ),
+    ]
     VALID = [
         ex.FFN_BEFORE_PASS,
         ex.FFN_2D_APPLIED,

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from irlint.accounts.stake import stake, staked
 from irlint.findings import Fixes
 from irlint.model import IRFile
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
 
 from . import examples as ex
@@ -108,7 +108,13 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     name = "reshape-blocks-silu-mul-recompute"
     severity = "warning"
     summary = "SiLU/Mul recompute saves nothing because a Reshape next to it is not recomputed"
-    INVALID = [ex.FFN_RESHAPE_BLOCKS]
+    INVALID = [
+        Invalid(
+            ex.FFN_RESHAPE_BLOCKS,
+            Says("%4", "recompute blocked by w1's Reshape"),
+            Says("%6", "recompute blocked by w2's Reshape", "select_recompute + 'feed_forward\\.w2\\.reshape'"),
+        )
+    ]
     VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED]
 
     def check_decided(self, ir: IRFile, facts: RecomputeFacts):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from irlint.model import IRFile
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 
 from . import examples as ex
 from .evidence import RecomputeFacts
@@ -42,7 +42,16 @@ class RecomputeTagUnused(RecomputeRule):
     severity = "info"
     default_enabled = False
     summary = "An op tagged for recompute has no copy because no backward op needs its output"
-    INVALID = [ex.LOSS_TAG_UNUSED, ex.ATTN_NOT_READ]
+    INVALID = [
+        Invalid(
+            ex.LOSS_TAG_UNUSED,
+            Says("%1", "tagged for recompute, no backward op reads it", "select_recompute - 'network\\.loss_mean'"),
+        ),
+        Invalid(
+            ex.ATTN_NOT_READ,
+            Says("%0", "tagged for recompute, no backward op reads it", "select_recompute - 'attention\\.bmm2'"),
+        ),
+    ]
     VALID = [
         ex.LOSS_CELL_OUTPUT,
         ex.FFN_2D_APPLIED,

@@ -12,7 +12,7 @@ from typing import Any
 from irlint.accounts.received import GATHER_OPS, received_bytes, step_received_bytes, waste_entry
 from irlint.findings import CommWaste, Finding, Fixes, OpFix, WastedBytes, scope_path
 from irlint.model import IRFile
-from irlint.rule import Rule
+from irlint.rule import Invalid, Rule, Says
 from irlint.units import human_share
 
 from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, waste_finding
@@ -94,7 +94,8 @@ class StrategyMismatchFullGather(Rule):
     INVALID = [
         # par-mismatch-ffn_col_col rank_0 21_validate, forward only (w3 and Mul left out): w1 and w2
         # both ((1, 1), (8, 1)), the hidden activation gathered whole before w2
-        """# IR entry: @main
+        Invalid(
+            """# IR entry: @main
 # Total subgraphs: 1
 
 # Total params: 3
@@ -164,6 +165,12 @@ subgraph @main() {
       # Fullname with scope: (Default/network-WithLoss/Return-op0)
 }
 """,
+            Says(
+                "%6",
+                "column-parallel MatMul (w2) has 1 activation gathered whole on every rank",
+                "row-parallel in_strategy ((1, 8), (1, 8))",
+            ),
+        ),
     ]
 
     def check(self, ir: IRFile) -> Iterator[Finding]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from irlint.findings import Finding
 from irlint.model import IRFile
-from irlint.rule import Rule
+from irlint.rule import Invalid, Rule, Says
 
 from .chain import COMM_OPS, Chain
 from .chain_finding import chain_finding
@@ -209,7 +209,8 @@ subgraph @main() {
     INVALID = [
         # par-mismatch-mm_rows8_to_cols8 rank_0 21_validate, forward to the ReLU: mm1 splits rows, the
         # ReLU columns; MindSpore gathers all rows and slices 1/8 of the columns away
-        """# IR entry: @main
+        Invalid(
+            """# IR entry: @main
 # Total subgraphs: 1
 
 # Total params: 2
@@ -245,8 +246,15 @@ subgraph @main() {
       # Fullname with scope: (Default/network-WithLoss/Return-op0)
 }
 """,
+            Says(
+                "%3",
+                "AllGather between MatMul mm1 (net) and ReLU (net): gather-then-slice",
+                "ReLU (net) in_strategy ((8, 1),)",
+            ),
+        ),
         # an AllGather re-split along the dim it gathered: the slice keeps what the rank sent
-        """# IR entry: @main
+        Invalid(
+            """# IR entry: @main
 # Total subgraphs: 1
 
 # Total params: 2
@@ -279,6 +287,8 @@ subgraph @main() {
       # Fullname with scope: (Default/network-Net/Return-op0)
 }
 """,
+            Says("%2", "AllGather between MatMul (w1) and SiLU (w2): gather-resplit"),
+        ),
     ]
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
