@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .diagnostics import Diagnostic
 
@@ -25,7 +26,7 @@ class Related:
     graph: str = ""
     note: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "file": self.file,
             "line": self.line,
@@ -235,11 +236,11 @@ class Finding:
     related: tuple[Related, ...] = ()
     stage: str = ""
     # what makes the problem the same across re-dumps: never node ids or line numbers
-    identity: tuple = ()
+    identity: tuple[Any, ...] = ()
     ranks: tuple[int, ...] = ()
     # ((key, value), ...) rule-specific facts for machine formats only (the JSON writer's "extra",
     # beside the typed facts below): nothing downstream reads them
-    facts: tuple = ()
+    facts: tuple[Any, ...] = ()
     bytes_at_stake: int | None = None  # activation bytes the problem keeps alive (irlint.accounts.memory)
     source: tuple[str, int] | None = None  # (path, line) of the model code that made the node (its trace)
     # the model's names for the node (irlint.model.layers): its decoder layer ("3", "outside", or
@@ -327,15 +328,15 @@ class Finding:
         return hashlib.sha256(f"{rule}\x1f{self.stage}\x1f{rest}".encode()).hexdigest()[:20]
 
     @property
-    def problem(self) -> tuple:
+    def problem(self) -> tuple[Any, ...]:
         """The same problem seen in several stage files of one folder: the chain around it may
         differ between stages (a backend inserts Casts), the rule, op, scope and identity do not."""
         return (self.rule, self.op, self.model_path or scope_path(self.scope), self.identity)
 
-    def with_(self, **changes) -> Finding:
+    def with_(self, **changes: Any) -> Finding:
         return replace(self, **changes)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {
             "code": self.code,
             "rule": self.rule,
@@ -378,7 +379,7 @@ class Finding:
             out["snippet"] = self.snippet
         return out
 
-    def occurrence(self) -> dict:
+    def occurrence(self) -> dict[str, Any]:
         """Where one occurrence of a grouped finding is, for tools."""
         out = {
             "file": self.file,
@@ -420,7 +421,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    rules: list = field(default_factory=list)  # the Rule objects that ran
+    rules: list[Any] = field(default_factory=list)  # the Rule objects that ran
     notes: list[str] = field(default_factory=list)  # about the run, not the input (e.g. a cache not used)
     # findings silenced by a [[suppress]] entry: (finding, the entry's reason), counted in every format
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
@@ -429,7 +430,7 @@ class Report:
     # files whose results the lint cache gave (a fact of the run, not of the input: in no report)
     cache_hits: int = 0
     # [[suppress]] entries that silenced nothing in this run (irlint.runner.config.Suppression)
-    unused_suppressions: list = field(default_factory=list)
+    unused_suppressions: list[Any] = field(default_factory=list)
 
     @property
     def graphs_read(self) -> int:

@@ -4,7 +4,7 @@ names the file by whatever it is called in this run."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from .diagnostics import Diagnostic
 from .findings import (
@@ -30,7 +30,7 @@ from .findings import (
 _HERE = ""  # stands for the file the entry is about, whatever it is called in this run
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
@@ -46,7 +46,7 @@ def _plain(value):
     raise TypeError(f"{type(value).__name__} is not a plain value")
 
 
-def _unplain(value):
+def _unplain(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, list):
@@ -184,7 +184,7 @@ def _int_value(value: Any) -> int:
     return int(value)
 
 
-def _op_fix(d: dict) -> OpFix:
+def _op_fix(d: dict[str, Any]) -> OpFix:
     return OpFix(
         node=str(d["node"]),
         in_strategy=str(d.get("in_strategy", "")),
@@ -194,7 +194,7 @@ def _op_fix(d: dict) -> OpFix:
     )
 
 
-def _root_fix(d: dict) -> RootFix:
+def _root_fix(d: dict[str, Any]) -> RootFix:
     if "runner_config.batch_size" in d:
         return RootFix(
             batch_size=_int_value(d["runner_config.batch_size"]),
@@ -301,13 +301,13 @@ def _file_data(name: str, display: str) -> str:
     return _HERE if name == display else name
 
 
-def _file_name(stored, display: str) -> str:
+def _file_name(stored: object, display: str) -> str:
     if not isinstance(stored, str):
         raise ValueError("file")
     return display if stored == _HERE else stored
 
 
-def finding_data(f: Finding, display: str) -> dict:
+def finding_data(f: Finding, display: str) -> dict[str, Any]:
     data = {k: getattr(f, k) for k in _FINDING_TEXT}
     data.update(
         file=_file_data(f.file, display),
@@ -331,7 +331,7 @@ def finding_data(f: Finding, display: str) -> dict:
     return data
 
 
-def finding_from_data(data, display: str) -> Finding:
+def finding_from_data(data: object, display: str) -> Finding:
     if not isinstance(data, dict):
         raise ValueError("finding")
     identity, extra = _unplain(data["identity"]), _unplain(data["extra"])
@@ -374,7 +374,7 @@ def finding_from_data(data, display: str) -> Finding:
     )
 
 
-def _related(data, display: str) -> Related:
+def _related(data: object, display: str) -> Related:
     if not isinstance(data, dict):
         raise ValueError("related")
     return Related(
@@ -382,7 +382,7 @@ def _related(data, display: str) -> Related:
     )
 
 
-def diagnostic_data(d: Diagnostic, display: str) -> dict:
+def diagnostic_data(d: Diagnostic, display: str) -> dict[str, Any]:
     return {
         "file": _file_data(d.file, display),
         "line": d.line,
@@ -392,7 +392,7 @@ def diagnostic_data(d: Diagnostic, display: str) -> dict:
     }
 
 
-def diagnostic_from_data(data, display: str) -> Diagnostic:
+def diagnostic_from_data(data: object, display: str) -> Diagnostic:
     if not isinstance(data, dict):
         raise ValueError("diagnostic")
     return Diagnostic(
@@ -404,23 +404,25 @@ def diagnostic_from_data(data, display: str) -> Diagnostic:
     )
 
 
-def as_list(value) -> list:
+def as_list(value: object) -> list[Any]:
     if not isinstance(value, list):
         raise ValueError("not a list")
     return value
 
 
-def _text(data: dict, key: str) -> str:
-    if not isinstance(data[key], str):
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str):
         raise ValueError(key)
-    return data[key]
+    return value
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _int(data: dict, key: str) -> int:
-    if not _is_int(data[key]):
+def _int(data: dict[str, Any], key: str) -> int:
+    value = data[key]
+    if not _is_int(value):
         raise ValueError(key)
-    return data[key]
+    return value

@@ -18,6 +18,7 @@ The plan is a fold over the findings' ``fixes`` (irlint.findings.Fixes). The con
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .findings import Finding, RootFix, SourceLine
@@ -25,7 +26,7 @@ from .findings import Finding, RootFix, SourceLine
 PLAN_VERSION = 1
 
 
-def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
+def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, Any]:
     """The plan of ``findings``: ``{"version", "recompute", "strategies", "resolves"}`` (see the
     schema); empty lists where nothing is to change. Without ``fingerprints`` (the text and HTML
     reports, which show none) the lists of findings stay empty: a default lint loads no hashlib."""
@@ -34,15 +35,15 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
         return f.fingerprint if fingerprints else ""
 
     keys: dict[str, dict[str, Any]] = {}
-    no_key: list[dict] = []
+    no_key: list[dict[str, Any]] = []
     spans: set[tuple[int, ...]] = set()
     pipeline = False
     resolved: list[str] = []
-    strategies: list[dict] = []
-    seen_shards: set[tuple] = set()
-    config: dict[str, dict] = {}
-    layouts: dict[tuple, dict] = {}
-    by_hand: dict[tuple, dict] = {}
+    strategies: list[dict[str, Any]] = []
+    seen_shards: set[tuple[Any, ...]] = set()
+    config: dict[str, dict[str, Any]] = {}
+    layouts: dict[tuple[Any, ...], dict[str, Any]] = {}
+    by_hand: dict[tuple[Any, ...], dict[str, Any]] = {}
     # a finding grouped by root cause stands for one occurrence per layer: each names its own layer
     for f in (o for g in findings for o in g.occurrences):
         fixes = f.fixes
@@ -119,7 +120,11 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
         elif stages:
             row["per_stage"] = [_count(entry["by_span"].get(span, ()), span) for span in stages]
         out_keys.append(row)
-    recompute: dict = {"select_recompute": [k["key"] for k in out_keys], "keys": out_keys, "no_key": _dedup(no_key)}
+    recompute: dict[str, Any] = {
+        "select_recompute": [k["key"] for k in out_keys],
+        "keys": out_keys,
+        "no_key": _dedup(no_key),
+    }
     if stages:
         recompute["stages"] = [list(s) for s in stages]
         if chunks and len(chunks) > 1:
@@ -142,7 +147,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     }  # sorted: the same plan grouped or not
 
 
-def _sorted_findings(row: dict) -> dict:
+def _sorted_findings(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "findings": sorted({x for x in row["findings"] if x})}
 
 
@@ -150,7 +155,7 @@ def _sorted_findings(row: dict) -> dict:
 CONTEXT_SECTION = "parallel."
 
 
-def context_changes(setting: str) -> list[dict]:
+def context_changes(setting: str) -> list[dict[str, Any]]:
     """A ``set_auto_parallel_context`` setting a finding's fix names (``enable_alltoall=True``) as
     a config change of MindFormers' ``parallel`` section."""
     if "=" not in setting:
@@ -169,7 +174,7 @@ def context_changes(setting: str) -> list[dict]:
     ]
 
 
-def layout_changes(f: Finding, root: RootFix | None) -> list[dict]:
+def layout_changes(f: Finding, root: RootFix | None) -> list[dict[str, Any]]:
     """The Layout changes a finding's fix names: a Layout's device axes ordered as a tuple places
     dims (for an op MindSpore will not shard with a Layout, whose tuple may change too), or an op
     given its neighbour's Layout. Written in the model code, never by ``irlint fix``."""
@@ -226,7 +231,7 @@ def _layout_row(
     in_strategy: str,
     source: SourceLine | None,
     scope: str = "",
-) -> dict:
+) -> dict[str, Any]:
     return {
         "code": f.code,
         "file": f.file,
@@ -241,8 +246,8 @@ def _layout_row(
     }
 
 
-def _by_hand(f: Finding) -> dict:
-    row: dict = {
+def _by_hand(f: Finding) -> dict[str, Any]:
+    row: dict[str, Any] = {
         "code": f.code,
         "file": f.file,
         "node": f.node,
@@ -259,11 +264,11 @@ def _by_hand(f: Finding) -> dict:
     return row
 
 
-def _source(f: Finding) -> dict | None:
+def _source(f: Finding) -> dict[str, Any] | None:
     return {"path": f.source[0], "line": f.source[1]} if f.source else None
 
 
-def _source_data(src: SourceLine | None) -> dict | None:
+def _source_data(src: SourceLine | None) -> dict[str, Any] | None:
     return {"path": src.path, "line": src.line} if src is not None else None
 
 
@@ -276,7 +281,7 @@ BATCH_NOTE = (
 )
 
 
-def config_changes(kind: str, fix: RootFix) -> list[dict]:
+def config_changes(kind: str, fix: RootFix) -> list[dict[str, Any]]:
     """The config changes a root cause's fix names: ``{"key", "value", "cause", "why", "written_by_fix",
     "note"}``. A model option (``use_rope_slice: False``) is written by ``irlint fix`` where the
     config has the key under model_config; ``runner_config.batch_size`` only printed."""
@@ -314,7 +319,7 @@ def config_changes(kind: str, fix: RootFix) -> list[dict]:
     return out
 
 
-def yaml_value(value) -> str:
+def yaml_value(value: object) -> str:
     """A config value as MindFormers' configs spell it (True/False)."""
     return repr(value) if isinstance(value, bool) else str(value)
 
@@ -359,12 +364,12 @@ def _runs(layers: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [tuple(r) for r in out]
 
 
-def _count(blocked, run: tuple[int, ...]) -> int:
+def _count(blocked: Iterable[int], run: tuple[int, ...]) -> int:
     """Layers of ``run`` a key must cover from its first: up to its last blocked layer."""
     return max((layer - run[0] + 1 for layer in blocked if layer in run), default=0)
 
 
-def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list[dict]:
+def _dedup(rows: list[dict[str, Any]], fields: tuple[str, ...] = ("node", "file")) -> list[dict[str, Any]]:
     seen, out = set(), []
     for r in rows:
         mark = tuple(str(r.get(x)) for x in fields)
@@ -374,7 +379,7 @@ def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list
     return out
 
 
-def is_empty(plan: dict) -> bool:
+def is_empty(plan: dict[str, Any]) -> bool:
     rc = plan["recompute"]
     return (
         not rc["select_recompute"]
@@ -386,7 +391,7 @@ def is_empty(plan: dict) -> bool:
     )
 
 
-def plan_text(plan: dict) -> str:
+def plan_text(plan: dict[str, Any]) -> str:
     """The plan for a person: the keys to add in both MindFormers forms where there is a pipeline,
     the ops no key can tag, each strategy change with its model line."""
     rc = plan["recompute"]
@@ -436,7 +441,7 @@ def plan_text(plan: dict) -> str:
     return "\n".join(lines)
 
 
-def model_line(row: dict) -> str:
+def model_line(row: dict[str, Any]) -> str:
     """Where a plan row's change is made: the model file:line, else the dump and the node."""
     src = row.get("source")
     return f"{src['path']}:{src['line']}" if src else f"{row['file']} {row['node']} {row['op']} (no source trace)"

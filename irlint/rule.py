@@ -218,7 +218,7 @@ def _may_declare(group: str) -> bool:
     return False
 
 
-def _builtin_package():
+def builtin_package():
     """``irlint.rules``: inside the wheel; in a source checkout, the top-level ``rules/`` folder."""
     try:
         return importlib.import_module("irlint.rules")
@@ -354,7 +354,7 @@ def plugin_problems(plugins: bool = True) -> list[str]:
 def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]:
     found: dict[str, type[Rule]] = {}
     problems: list[str] = []
-    package = _builtin_package()
+    package = builtin_package()
     # a rule family may be a package of its own (rules/recompute/): its modules are walked too
     for name in sorted(_module_names(package)):
         module = importlib.import_module(name)

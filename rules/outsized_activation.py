@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from irlint.accounts.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
+from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Invalid, Rule, Says, related_node
 from irlint.units import human_bytes
@@ -126,7 +129,7 @@ class OutsizedKeptActivation(Rule):
     ]
     VALID = [SOFTMAX_FP16_KEPT]
 
-    def check(self, ir: IRFile):
+    def check(self, ir: IRFile) -> Iterator[Finding]:
         report = account(ir)
         layers = {row.layer: row for row in report.layers()}
         for t in sorted(report.kept, key=lambda t: (ir[t.tensor.node].get("line", 0), t.tensor.index or 0)):

@@ -103,13 +103,13 @@ def _built() -> tuple[int, int]:
     """(scanner patterns compiled, Lark parsers built) in this process."""
     from irlint.read import parser, scanner
 
-    return scanner._pattern.cache_info().currsize, parser._parser.cache_info().currsize
+    return scanner.record_pattern.cache_info().currsize, parser._parser.cache_info().currsize
 
 
 def test_workers_that_read_fork_with_what_a_first_read_builds():
     from irlint.read import parser, scanner
 
-    scanner._pattern.cache_clear()
+    scanner.record_pattern.cache_clear()
     parser._parser.cache_clear()
     pool = workers.start_pool(2, reads=False)  # hashing only (a cache may answer every file): nothing built
     try:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from irlint.accounts.stake import downcast_cost, stake, staked
-from irlint.findings import Fixes
+from irlint.findings import Finding, Fixes
 from irlint.model import IRFile
 from irlint.read.values import TYPE_ID_NAMES
 from irlint.rule import Invalid, Says, related_node
@@ -19,12 +20,12 @@ from .report import RecomputeRule, nodes_text, place_path, short_fix
 def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
     """(source, destination) dtype of a Cast: from its types, else the dst type id argument."""
     d = ir[k]
-    ins: tuple = d.get("in_types") or ()
+    ins: tuple[Any, ...] = d.get("in_types") or ()
     src = ins[0].dtype if ins else None
     out = d.get("out_type")
     dst = out.dtype if out is not None else None
     if dst is None:
-        args: tuple = d.get("args") or ()
+        args: tuple[Any, ...] = d.get("args") or ()
         if len(args) > 1 and isinstance(args[1], int):
             dst = TYPE_ID_NAMES.get(args[1])
     return src, dst
@@ -111,7 +112,7 @@ class RecomputeDowncast(RecomputeRule):
     ]
     VALID = [ex.CAST_UP_TAGGED, ex.FFN_RESHAPE_BLOCKS]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         for k in ir.nodes_by_op("Cast"):
             down = costly_downcast(ir, facts, k)
             if down is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from irlint.accounts.stake import stake, staked
-from irlint.findings import Fixes, RecomputeFix
+from irlint.findings import Finding, Fixes, RecomputeFix
 from irlint.model import IRFile
 from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
@@ -111,7 +113,7 @@ class RecomputeNotApplied(RecomputeRule):
         ex.ATTN_NOT_READ,
     ]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         left_to_rc002 = {b.node for b in blocked_silu_muls(ir, facts)}
         for k, req in self.unapplied_requests(ir, facts):
             if k in left_to_rc002 or costly_downcast(ir, facts, k) is not None:
@@ -120,7 +122,7 @@ class RecomputeNotApplied(RecomputeRule):
             if readers:
                 yield self._finding(ir, facts, k, req, readers)
 
-    def _finding(self, ir: IRFile, facts: RecomputeFacts, k: int, req: str, readers: list[KeptRead]):
+    def _finding(self, ir: IRFile, facts: RecomputeFacts, k: int, req: str, readers: list[KeptRead]) -> Finding:
         d = ir[k]
         chain = list(dict.fromkeys(v for r in readers for v in r.chain))
         blocking = facts.blocking_chain(readers)

@@ -3,10 +3,11 @@ non-recomputed Reshape."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from irlint.accounts.stake import stake, staked
-from irlint.findings import Fixes
+from irlint.findings import Finding, Fixes
 from irlint.model import IRFile
 from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
@@ -50,7 +51,7 @@ def freed_net(ir: IRFile, k: int) -> int:
 def blocked_silu_muls(ir: IRFile, facts: RecomputeFacts) -> list[BlockedSiluMul]:
     """Tagged FeedForward SiLU/Mul ops with no copy whose output backward reads through a chain
     holding a non-recomputed Reshape (what RC002 reports; RC001 leaves them to it)."""
-    cached = ir.__dict__.get("_recompute_blocked_silu_muls")
+    cached: list[BlockedSiluMul] | None = ir.__dict__.get("_recompute_blocked_silu_muls")
     if cached is not None:
         return cached
     out = []
@@ -117,11 +118,11 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     ]
     VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         for blocked in blocked_silu_muls(ir, facts):
             yield self._finding(ir, blocked)
 
-    def _finding(self, ir: IRFile, b: BlockedSiluMul):
+    def _finding(self, ir: IRFile, b: BlockedSiluMul) -> Finding:
         k, ffn, blocking = b.node, b.ffn, b.blocking
         d = ir[k]
         needs = blocking_keys(ir, blocking)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.rule import Invalid, Says, related_node
 
@@ -60,7 +63,7 @@ class RecomputeTagUnused(RecomputeRule):
         ex.ATTN_TRANSPOSE_BLOCKS,
     ]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         for k, req in self.unapplied_requests(ir, facts):
             # ops of a Cell.recompute() cell were not tagged one by one: the pass skips the ones
             # backward does not need by design

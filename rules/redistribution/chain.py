@@ -5,12 +5,15 @@ ones it never counts), the record of one chain (``Chain``) and of the bytes it m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS
 from irlint.findings import NO_FIXES, CommWaste, Finding, Fixes
 from irlint.model import IRFile
 from irlint.read.values import TensorType
+
+if TYPE_CHECKING:
+    from irlint.rule import Rule
 
 COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
 SLICE_OPS = frozenset({"StridedSlice", "Slice"})
@@ -62,11 +65,11 @@ class Chain:
         return self.producer
 
     @property
-    def entry_shape(self) -> tuple:
+    def entry_shape(self) -> tuple[Any, ...]:
         return (self.entry.shape or ()) if self.entry is not None else ()
 
     @property
-    def exit_shape(self) -> tuple:
+    def exit_shape(self) -> tuple[Any, ...]:
         return (self.exit.shape or ()) if self.exit is not None else ()
 
     def span(self, ir: IRFile) -> list[int]:
@@ -115,7 +118,14 @@ LAYOUT_KEEPING_OPS = frozenset({"AllReduce", "Cast", "Depend", "Load", "_Virtual
 
 
 def waste_finding(
-    rule, ir: IRFile, anchor: int, message: str, facts: dict, waste: CommWaste, fixes: Fixes = NO_FIXES, **fields
+    rule: Rule,
+    ir: IRFile,
+    anchor: int,
+    message: str,
+    facts: dict[str, Any],
+    waste: CommWaste,
+    fixes: Fixes = NO_FIXES,
+    **fields: Any,
 ) -> Finding:
     """A redistribution finding about ``waste`` (its bytes per collective in ``fields["wasted"]``),
     with the shard() lines of its op fix to paste when that is an in_strategy."""

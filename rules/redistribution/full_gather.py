@@ -19,7 +19,7 @@ from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, w
 from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, collect_chain, end_note, is_weight, touches_backward
 from .fix_search import all_reduce_note, row_parallel
-from .layouts import output_layout, strategy, transposes
+from .layouts import Strategy, output_layout, strategy, transposes
 from .redundant_chain import RedundantRedistributionChain
 from .round_trip import round_trips
 from .simulation import simulate
@@ -174,7 +174,7 @@ subgraph @main() {
     ]
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
-        groups: dict[tuple, list[FullGather]] = {}
+        groups: dict[tuple[Any, ...], list[FullGather]] = {}
         # a gather undone by a slice after the ops between is PC001's round trip, not a full gather
         seen: set[int] = {k for t in round_trips(ir) for k in t.before.nodes + t.after.nodes}
         for key in ir.nodes_by_op(*GATHER_OPS):
@@ -195,7 +195,7 @@ subgraph @main() {
         for (matmul, new), gathers in groups.items():
             yield self._finding(ir, matmul, new, gathers)
 
-    def _finding(self, ir: IRFile, matmul: int, new, gathers: list[FullGather]) -> Finding:
+    def _finding(self, ir: IRFile, matmul: int, new: Strategy, gathers: list[FullGather]) -> Finding:
         gathers.sort(key=lambda g: ir[g.chain.nodes[0]].get("line", 0))
         anchor = gathers[0].chain.nodes[0]
         moved = sum(g.chain.moved for g in gathers)
@@ -321,7 +321,7 @@ def _gathered_dims(ir: IRFile, chain: Chain) -> tuple[int | None, int | None]:
     return _dim_at(chain.exit_shape, before), _dim_at(chain.entry_shape, before) if src is not None else None
 
 
-def _dim_at(shape: tuple, before: int) -> int | None:
+def _dim_at(shape: tuple[Any, ...], before: int) -> int | None:
     """The dim of ``shape`` that starts after ``before`` elements (of the outer dims)."""
     p = 1
     for j, n in enumerate(shape):
@@ -333,7 +333,7 @@ def _dim_at(shape: tuple, before: int) -> int | None:
     return None
 
 
-def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple] | None:
+def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple[Any, ...]] | None:
     """The column-parallel MatMul whose row-parallel form removes the gather, and that form."""
     chain = gather.chain
     for consumer, pos in chain.consumers:  # the consumer reads the gathered dim as its contracted dim

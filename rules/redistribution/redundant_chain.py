@@ -4,6 +4,7 @@ discards it, between two compute ops of the forward graph."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from irlint.findings import Finding
 from irlint.model import IRFile
@@ -295,7 +296,7 @@ subgraph @main() {
         seen: set[int] = set()
         chains: list[Chain] = []
         # chains one config choice causes are reported once, under the cause
-        caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]] = {}
+        caused: dict[tuple[Any, ...], list[tuple[RootCause, Finding, Chain]]] = {}
         uncaused: list[Chain] = []
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):

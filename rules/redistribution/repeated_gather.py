@@ -22,7 +22,7 @@ from .wording import fmt, note, size, who
 
 def repeated_gathers(rule: Rule, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
     """Identical gathers of one producer output, one per consumer."""
-    groups: dict[tuple, list[Chain]] = {}
+    groups: dict[tuple[Any, ...], list[Chain]] = {}
     for chain in chains:
         first = chain.nodes[0]
         data = ir[first]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from irlint.accounts.received import received_bytes, step_received_bytes, waste_entry
 from irlint.findings import (
@@ -47,7 +48,7 @@ class RootCause:
     """A cause several chains share: ``key`` tells one cause from another, ``hint`` removes it."""
 
     kind: str
-    key: tuple
+    key: tuple[Any, ...]
     text: str  # why the chains arise, in a sentence
     hint: str
     fix: RootFix
@@ -59,7 +60,7 @@ def root_cause(ir: IRFile, chain: Chain) -> RootCause | None:
     return batch_merge(ir, chain) or tuple_beside_layout(ir, chain)
 
 
-def _ends(ir: IRFile, chain: Chain):
+def _ends(ir: IRFile, chain: Chain) -> tuple[int, int, int, tuple[Any, ...], tuple[Any, ...] | None] | None:
     """(2-D end, ≥3-D end, local rows at the 2-D end, local shape at the ≥3-D end, its layout) when
     the chain joins a 2-D tensor to a ≥3-D one, else None."""
     entry = chain.entry.shape if chain.entry is not None else None
@@ -124,7 +125,7 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
 
 
 def at_cause_ops(
-    ir: IRFile, chains: list[Chain], caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]
+    ir: IRFile, chains: list[Chain], caused: dict[tuple[Any, ...], list[tuple[RootCause, Finding, Chain]]]
 ) -> Iterator[tuple[Chain, RootCause | None]]:
     """Each chain with the cause whose op it feeds or leaves, else None: a chain that keeps the
     local shape into (or out of) the op whose tuple another chain showed to be the cause is that op's
@@ -139,7 +140,7 @@ def at_cause_ops(
         yield chain, next((at[k] for k in ends if same and k in at), None)
 
 
-def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
+def grouped(ir: IRFile, caused: dict[tuple[Any, ...], list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
     """One finding per root cause: the first chain's anchor, every chain it causes as an occurrence
     (its nodes in ``related``, its account in ``extra["occurrences"]``), the bytes summed."""
     total = step_received_bytes(ir)
@@ -289,7 +290,7 @@ def _cell_class(ir: IRFile, key: int) -> str:
     return cell.rsplit("-", 1)[-1]
 
 
-def _tuple_placement(ir: IRFile, strat: tuple) -> tuple:
+def _tuple_placement(ir: IRFile, strat: tuple[Any, ...]) -> tuple[Any, ...]:
     """Per dim ((split, rank stride),) of a tuple strategy: the devices it leaves over repeat the
     computation on the innermost device axis, so every split sits that many ranks further apart."""
     repeat = max(devices(ir) // max(prod(strat), 1), 1)
@@ -304,14 +305,15 @@ def _repeats(ir: IRFile, key: int) -> bool:
     strat = strategy(ir, key)
     return (
         not _is_layout(ir, key)
-        and bool(strat)
+        and strat is not None
+        and len(strat) > 0
         and isinstance(strat[0], tuple)
         and devices(ir) > prod(strat[0])
         and ir[key]["op"] in _SHAPE_KEEPING | {"Transpose"}
     )
 
 
-def _in_placement(ir: IRFile, key: int, pos: int):
+def _in_placement(ir: IRFile, key: int, pos: int) -> tuple[Any, ...] | None:
     if _is_layout(ir, key):
         placed = placements(ir, key)
         return placed[pos] if placed and pos < len(placed) else None
@@ -321,7 +323,7 @@ def _in_placement(ir: IRFile, key: int, pos: int):
     return _tuple_placement(ir, tuple(strat[pos]))
 
 
-def _out_placement(ir: IRFile, key: int):
+def _out_placement(ir: IRFile, key: int) -> tuple[Any, ...] | None:
     if ir[key]["op"] in MATMUL_OPS:
         return output_placement(ir, key) if _is_layout(ir, key) else None
     placed = _in_placement(ir, key, 0)
@@ -405,12 +407,14 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
         None,
     )
     layout = neighbour[0] if neighbour else None
+    deviant_strat = strategy(ir, deviant)
+    assert deviant_strat is not None  # the deviant is the op whose tuple strategy is the cause
     away = ranks_moved(tuple(produced[d] for d in moved), tuple(read[d] for d in moved), devices(ir))
     text = (
         f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
         + (
             f"that uses {used} of {devices(ir)} devices"
-            if (used := prod(strategy(ir, deviant)[0])) < devices(ir)
+            if (used := prod(deviant_strat[0])) < devices(ir)
             else "that puts its split dims on the device axes in order, outermost first"
         )
         + ", so its splits sit on other "
@@ -471,5 +475,5 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
     )
 
 
-def _axes(placed: tuple, dims: list[int]) -> str:
+def _axes(placed: tuple[Any, ...], dims: list[int]) -> str:
     return ", ".join(" x ".join(f"{n} ranks {stride} apart" for n, stride in placed[d]) for d in dims)

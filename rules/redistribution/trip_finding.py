@@ -12,7 +12,7 @@ from irlint.model import IRFile
 from irlint.rule import Rule
 from irlint.units import human_share
 
-from .chain import MOVING_OPS, QUIET_IN_RELATED, waste_finding
+from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain, waste_finding
 from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, end_note, strategy_source
 from .fix_search import all_reduce_note, reading_as_produced
@@ -36,7 +36,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
     op, consumer = trip.op, trip.after.consumers[0][0]
     maker = strategy_source(ir, trip.before.source) or trip.before.source  # past a TupleGetItem
 
-    def steps(chain):
+    def steps(chain: Chain) -> str:
         return " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
 
     kind = (
@@ -76,7 +76,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then {reads}, and both runs and their "
         f"backward transpose disappear" + all_reduce_note(ir, op, trip.fix)
     )
-    also: list = []  # the other ops of a run to reshard with ``op``
+    also: list[Any] = []  # the other ops of a run to reshard with ``op``
     if trip.region:
         hint, also = _region_hint(ir, trip)
     related = [end_note(ir, trip.before.source, "producer")]
@@ -176,7 +176,7 @@ def _grown(trip: RoundTrip) -> int:
     return n // m if n % m == 0 and n > m else 1
 
 
-def _region_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list]:
+def _region_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list[Any]]:
     """The hint, and the ops besides ``trip.op`` whose strategy it changes, with their new one."""
     ops = (trip.op, *trip.region)
     given = [k for k in ops if _given(ir, k)]
