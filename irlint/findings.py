@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .diagnostics import Diagnostic
 
@@ -25,7 +26,7 @@ class Related:
     graph: str = ""
     note: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "file": self.file,
             "line": self.line,
@@ -67,6 +68,156 @@ class WastedBytes:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceLine:
+    """The model line that creates an op (its file and line)."""
+
+    path: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoKeyOp:
+    """An op a recompute fix needs that no select_recompute key can tag, with its model line."""
+
+    node: str
+    op: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecomputeFix:
+    """The select_recompute keys a finding needs added (as the dump names the ops), with what the
+    fix plan counts them by: the finding's decoder layer and the layers of its file (a pipeline
+    stage's share), and the ops no key can tag."""
+
+    keys: tuple[str, ...]
+    layer: int | None = None
+    stage_layers: tuple[int, ...] = ()
+    no_key: tuple[NoKeyOp, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OpFix:
+    """A change to one op in the model code: its new in_strategy (a shard() line), the device-axis
+    order of its Layout (``device_matrix``, with the tuple it is sharded with), or its neighbour's
+    Layout (``in_layout``). Only ``node``: the op whose placement is to change, the hint says how."""
+
+    node: str
+    in_strategy: str = ""
+    device_matrix: str = ""
+    in_layout: str = ""
+    source: SourceLine | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RootFix:
+    """What removes a root cause of re-layouts: one sequence per data-parallel replica
+    (``batch_size``), or for a tuple-sharded op beside a Layout the config option that removes
+    the op, the neighbours' Layout, or the device-axis order that places the blocks alike."""
+
+    batch_size: int | None = None  # runner_config.batch_size
+    sequences_per_replica: int | None = None
+    keep_global_batch_with: tuple[str, ...] = ()
+    cell: str = ""
+    op: str = ""
+    node: str = ""
+    in_strategy: str = ""
+    keeps_tuple: bool = False  # with device_matrix: the op keeps its tuple
+    device_matrix: str = ""
+    source: SourceLine | None = None
+    config: str = ""  # "option: value" that removes the op
+    layout: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RootCauseFix:
+    """A cause several chains share (rules.redistribution.root_cause): its kind, why, and fix."""
+
+    kind: str
+    why: str
+    fix: RootFix
+
+
+@dataclass(frozen=True, slots=True)
+class Fixes:
+    """What resolves a finding, as the fix plan (irlint.fixplan) folds it: keys to add to
+    select_recompute, op changes in the model code (the first is the finding's own, the others
+    the ops to reshard with it), an auto-parallel context setting, the root cause's fix, a key to
+    take out (a by-hand step: irlint fix names the user's own)."""
+
+    recompute: RecomputeFix | None = None
+    ops: tuple[OpFix, ...] = ()
+    context: str = ""  # set_auto_parallel_context setting, "name=value"
+    root_cause: RootCauseFix | None = None
+    drop_select_recompute: tuple[str, ...] = ()
+
+
+NO_FIXES = Fixes()  # a finding with nothing to change
+
+
+@dataclass(frozen=True, slots=True)
+class ChainStep:
+    """One op of a redistribution chain, with the bytes it receives per rank."""
+
+    node: str
+    op: str
+    in_type: str
+    out_type: str
+    moved_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommWaste:
+    """Redistribution bytes a finding is about, per step and rank: ``bytes`` a consistent strategy
+    would not move (or, ``received``, what the scheme costs), of the ``step_received`` the step's
+    collectives receive; received forward (``moved``) and by the backward transpose, per step."""
+
+    bytes: int
+    step_received: int | None = None
+    moved: int | None = None
+    backward_moved: int | None = None
+    received: bool = False  # the bytes are the scheme's cost, not waste
+    steps: tuple[ChainStep, ...] | None = None
+
+    @property
+    def comm_bytes(self) -> int:
+        """Bytes received forward and backward."""
+        return (self.moved or 0) + (self.backward_moved or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Stake:
+    """Activation bytes at stake beyond the finding's own (``Finding.bytes_at_stake``): summed over
+    the ``layers`` with the same problem and, in a pipeline stage, per micro batch."""
+
+    total: int
+    layers: int
+    micro_batches: int = 1
+    in_flight: int = 1
+    per_micro_batch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OpFlops:
+    node: str
+    op: str
+    graph: str
+    flops: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FixCost:
+    """The FLOPs a recompute fix re-spends per step (matrix and element-wise apart), of the step's."""
+
+    flops: int
+    matrix_flops: int
+    elementwise_flops: int
+    step_flops: int
+    step_share: float
+    ops: tuple[OpFlops, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem a rule found at a node of a dump."""
 
@@ -85,9 +236,11 @@ class Finding:
     related: tuple[Related, ...] = ()
     stage: str = ""
     # what makes the problem the same across re-dumps: never node ids or line numbers
-    identity: tuple = ()
+    identity: tuple[Any, ...] = ()
     ranks: tuple[int, ...] = ()
-    extra: tuple = ()  # ((key, value), ...) rule-specific facts for machine formats
+    # ((key, value), ...) rule-specific facts for machine formats only (the JSON writer's "extra",
+    # beside the typed facts below): nothing downstream reads them
+    facts: tuple[Any, ...] = ()
     bytes_at_stake: int | None = None  # activation bytes the problem keeps alive (irlint.accounts.memory)
     source: tuple[str, int] | None = None  # (path, line) of the model code that made the node (its trace)
     # the model's names for the node (irlint.model.layers): its decoder layer ("3", "outside", or
@@ -107,6 +260,12 @@ class Finding:
     wasted: tuple[WastedBytes, ...] = ()
     # the configuration that applies the fix, ready to paste (YAML, an in_strategy line); "" if none
     snippet: str = ""
+    # what resolves it (the fix plan), the redistribution bytes it is about, the activation bytes
+    # at stake beyond its own and what the fix re-spends in compute
+    fixes: Fixes = field(default_factory=Fixes)
+    waste: CommWaste | None = None
+    stake: Stake | None = None
+    fix_cost: FixCost | None = None
     # the model the graph compiled (its network cell's class, irlint.model.layers.network_class): in
     # the fingerprint, so a baseline of one model hides nothing of another's dump
     model: str = ""
@@ -180,15 +339,15 @@ class Finding:
         return hashlib.sha256(f"{rule}\x1f{self.stage}\x1f{rest}".encode()).hexdigest()[:20]
 
     @property
-    def problem(self) -> tuple:
+    def problem(self) -> tuple[Any, ...]:
         """The same problem seen in several stage files of one folder: the chain around it may
         differ between stages (a backend inserts Casts), the rule, op, scope and identity do not."""
         return (self.rule, self.op, self.model_path or scope_path(self.scope), self.identity)
 
-    def with_(self, **changes) -> Finding:
+    def with_(self, **changes: Any) -> Finding:
         return replace(self, **changes)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {
             "code": self.code,
             "rule": self.rule,
@@ -213,8 +372,11 @@ class Finding:
         }
         if self.ranks:
             out["ranks"] = list(self.ranks)
-        if self.extra:
-            out["extra"] = dict(self.extra)
+        from .findings_json import extra_data  # the typed facts and the rule's own, as the contract names them
+
+        extra = extra_data(self)
+        if extra:
+            out["extra"] = extra
         if self.bytes_at_stake is not None:
             out["bytes_at_stake"] = self.bytes_at_stake
         if self.source is not None:
@@ -228,7 +390,7 @@ class Finding:
             out["snippet"] = self.snippet
         return out
 
-    def occurrence(self) -> dict:
+    def occurrence(self) -> dict[str, Any]:
         """Where one occurrence of a grouped finding is, for tools."""
         out = {
             "file": self.file,
@@ -270,7 +432,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    rules: list = field(default_factory=list)  # the Rule objects that ran
+    rules: list[Any] = field(default_factory=list)  # the Rule objects that ran
     notes: list[str] = field(default_factory=list)  # about the run, not the input (e.g. a cache not used)
     # findings silenced by a [[suppress]] entry: (finding, the entry's reason), counted in every format
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
@@ -279,7 +441,7 @@ class Report:
     # files whose results the lint cache gave (a fact of the run, not of the input: in no report)
     cache_hits: int = 0
     # [[suppress]] entries that silenced nothing in this run (irlint.runner.config.Suppression)
-    unused_suppressions: list = field(default_factory=list)
+    unused_suppressions: list[Any] = field(default_factory=list)
 
     @property
     def graphs_read(self) -> int:

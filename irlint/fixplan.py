@@ -7,22 +7,26 @@ per-stage form (key -> number of layers per stage, counted from the first layer 
 the last blocked layer of a stage decides its count); the ops no key can tag, with their model
 line. Strategies: each op's new in_strategy as its ``shard()`` line, with the model line that
 creates the op. Configuration: the config keys that remove a root cause of re-layouts
-(``extra["root_cause"]["fix"]``) or make an expert-parallel re-layout one AlltoAll
+(``Fixes.root_cause``) or make an expert-parallel re-layout one AlltoAll
 (``set_auto_parallel_context``, MindFormers' ``parallel`` section), each marked as ``irlint fix``
 writes it or only prints it. Layouts: the device-axis order of a Layout (and the tuple of an op
 MindSpore will not shard with one), changed in the model code. By hand: every other finding with a
 fix, with its op and model line, so that a finding that has a fix is never missing from the plan.
-The contract is ``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
+The plan is a fold over the findings' ``fixes`` (irlint.findings.Fixes). The contract is
+``tests/fixtures/schemas/irlint-fix-plan-1.json``; ``irlint fix`` applies it.
 """
 
 from __future__ import annotations
 
-from .findings import Finding
+from collections.abc import Iterable
+from typing import Any
+
+from .findings import Finding, RootFix, SourceLine
 
 PLAN_VERSION = 1
 
 
-def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
+def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, Any]:
     """The plan of ``findings``: ``{"version", "recompute", "strategies", "resolves"}`` (see the
     schema); empty lists where nothing is to change. Without ``fingerprints`` (the text and HTML
     reports, which show none) the lists of findings stay empty: a default lint loads no hashlib."""
@@ -30,57 +34,56 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     def mark(f: Finding) -> str:
         return f.fingerprint if fingerprints else ""
 
-    keys: dict[str, dict] = {}
-    no_key: list[dict] = []
+    keys: dict[str, dict[str, Any]] = {}
+    no_key: list[dict[str, Any]] = []
     spans: set[tuple[int, ...]] = set()
     pipeline = False
     resolved: list[str] = []
-    strategies: list[dict] = []
-    seen_shards: set[tuple] = set()
-    config: dict[str, dict] = {}
-    layouts: dict[tuple, dict] = {}
-    by_hand: dict[tuple, dict] = {}
+    strategies: list[dict[str, Any]] = []
+    seen_shards: set[tuple[Any, ...]] = set()
+    config: dict[str, dict[str, Any]] = {}
+    layouts: dict[tuple[Any, ...], dict[str, Any]] = {}
+    by_hand: dict[tuple[Any, ...], dict[str, Any]] = {}
     # a finding grouped by root cause stands for one occurrence per layer: each names its own layer
     for f in (o for g in findings for o in g.occurrences):
-        extra = dict(f.extra)
+        fixes = f.fixes
         planned = len(resolved)
-        need = extra.get("select_recompute")
+        need = fixes.recompute
         if need is not None:
-            span = tuple(extra.get("stage_layers") or ())
+            span = need.stage_layers
             if span:
                 spans.add(span)
-            pipeline |= int(extra.get("micro_batches") or 0) > 1
-            for key in need:
+            pipeline |= f.stake is not None and f.stake.micro_batches > 1
+            for key in need.keys:
                 entry = keys.setdefault(key, {"key": key, "layers": set(), "by_span": {}, "findings": []})
-                layer = extra.get("layer")
-                if isinstance(layer, int):
-                    entry["layers"].add(layer)
-                    entry["by_span"].setdefault(span, set()).add(layer)
+                if need.layer is not None:
+                    entry["layers"].add(need.layer)
+                    entry["by_span"].setdefault(span, set()).add(need.layer)
                 entry["findings"].append(mark(f))
-            for op in extra.get("no_key") or ():
-                no_key.append({**op, "file": f.file, "finding": mark(f)})
-            if need:
+            for nk in need.no_key:
+                no_key.append({"node": nk.node, "op": nk.op, "source": nk.source, "file": f.file, "finding": mark(f)})
+            if need.keys:
                 resolved.append(mark(f))
-        cause = extra.get("root_cause")
-        changes = config_changes(cause) if isinstance(cause, dict) and isinstance(cause.get("fix"), dict) else []
-        changes += context_changes(extra.get("fix"))
+        root = fixes.root_cause
+        changes = config_changes(root.kind, root.fix) if root is not None else []
+        changes += context_changes(fixes.context)
         for change in changes:
             row = config.setdefault(change["key"], {**change, "findings": []})
             row["findings"].append(mark(f))
             resolved.append(mark(f))
-        for change in layout_changes(f, cause if isinstance(cause, dict) else None):
+        for change in layout_changes(f, root.fix if root is not None else None):
             row = layouts.setdefault((change["op"], change["change"]), {**change, "findings": []})
             row["findings"].append(mark(f))
             resolved.append(mark(f))
         # a run of ops to reshard together (a round trip across several ops): one fix per op
-        for fix in [extra.get("fix"), *(extra.get("also_fix") or ())]:
-            if not (isinstance(fix, dict) and fix.get("in_strategy")):
+        for fix in () if fixes.context else fixes.ops:
+            if not fix.in_strategy:
                 continue
-            target = next((r for r in f.related if r.node == fix.get("node")), None)
+            target = next((r for r in f.related if r.node == fix.node), None)
             op = target.op if target else f.op
             # one shard() line per line of model code: the same op of every layer is one change
-            where = fix.get("source") or (f.file, fix.get("node"))
-            once = (op, fix["in_strategy"], repr(where))
+            where = _source_data(fix.source) or (f.file, fix.node)
+            once = (op, fix.in_strategy, repr(where))
             resolved.append(mark(f))
             if once in seen_shards:
                 continue
@@ -90,12 +93,12 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
                     "finding": mark(f),
                     "code": f.code,
                     "file": f.file,
-                    "node": fix.get("node"),
+                    "node": fix.node,
                     "op": op,
                     "scope": target.scope if target else f.scope,
-                    "in_strategy": fix["in_strategy"],
-                    "shard": f"ops.{op}().shard({fix['in_strategy']})",
-                    "source": fix.get("source"),
+                    "in_strategy": fix.in_strategy,
+                    "shard": f"ops.{op}().shard({fix.in_strategy})",
+                    "source": _source_data(fix.source),
                 }
             )
         if f.fix and len(resolved) == planned:
@@ -117,7 +120,11 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
         elif stages:
             row["per_stage"] = [_count(entry["by_span"].get(span, ()), span) for span in stages]
         out_keys.append(row)
-    recompute: dict = {"select_recompute": [k["key"] for k in out_keys], "keys": out_keys, "no_key": _dedup(no_key)}
+    recompute: dict[str, Any] = {
+        "select_recompute": [k["key"] for k in out_keys],
+        "keys": out_keys,
+        "no_key": _dedup(no_key),
+    }
     if stages:
         recompute["stages"] = [list(s) for s in stages]
         if chunks and len(chunks) > 1:
@@ -140,7 +147,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     }  # sorted: the same plan grouped or not
 
 
-def _sorted_findings(row: dict) -> dict:
+def _sorted_findings(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "findings": sorted({x for x in row["findings"] if x})}
 
 
@@ -148,11 +155,10 @@ def _sorted_findings(row: dict) -> dict:
 CONTEXT_SECTION = "parallel."
 
 
-def context_changes(fix) -> list[dict]:
+def context_changes(setting: str) -> list[dict[str, Any]]:
     """A ``set_auto_parallel_context`` setting a finding's fix names (``enable_alltoall=True``) as
     a config change of MindFormers' ``parallel`` section."""
-    setting = fix.get("set_auto_parallel_context") if isinstance(fix, dict) else None
-    if not isinstance(setting, str) or "=" not in setting:
+    if "=" not in setting:
         return []
     name, _, raw = setting.partition("=")
     value: object = {"True": True, "False": False}.get(raw.strip(), raw.strip())
@@ -168,35 +174,46 @@ def context_changes(fix) -> list[dict]:
     ]
 
 
-def layout_changes(f: Finding, cause: dict | None) -> list[dict]:
+def layout_changes(f: Finding, root: RootFix | None) -> list[dict[str, Any]]:
     """The Layout changes a finding's fix names: a Layout's device axes ordered as a tuple places
     dims (for an op MindSpore will not shard with a Layout, whose tuple may change too), or an op
     given its neighbour's Layout. Written in the model code, never by ``irlint fix``."""
     out = []
-    root = cause.get("fix") if cause else None
-    if isinstance(root, dict) and not root.get("config") and (root.get("device_matrix") or root.get("layout")):
-        cell = str(root.get("cell") or "")
-        if root.get("device_matrix"):
-            op = str(root.get("op") or "")
-            change = _axis_order(root["device_matrix"])
-            if root.get("in_strategy"):
-                how = "keeps its tuple" if root.get("keeps_tuple") else "is sharded with the tuple"
-                change += f"; {op} ({cell}) {how} {root['in_strategy']}"
+    if root is not None and not root.config and (root.device_matrix or root.layout):
+        cell = root.cell or ""
+        if root.device_matrix:
+            op = root.op
+            change = _axis_order(root.device_matrix)
+            if root.in_strategy:
+                how = "keeps its tuple" if root.keeps_tuple else "is sharded with the tuple"
+                change += f"; {op} ({cell}) {how} {root.in_strategy}"
         else:
-            op, change = "", f"give {cell}'s tuple-sharded ops the Layout {root['layout']}"
-        out.append(_layout_row(f, cell, op, change, root))
-    fix = dict(f.extra).get("fix")
-    if isinstance(fix, dict) and (fix.get("device_matrix") or fix.get("in_layout")):
-        target = next((r for r in f.related if r.node == fix.get("node")), None)
+            op, change = "", f"give {cell}'s tuple-sharded ops the Layout {root.layout}"
+        out.append(_layout_row(f, cell, op, change, root.node, root.device_matrix, root.in_strategy, root.source))
+    fix = f.fixes.ops[0] if f.fixes.ops and not f.fixes.context else None
+    if fix is not None and (fix.device_matrix or fix.in_layout):
+        target = next((r for r in f.related if r.node == fix.node), None)
         op = target.op if target else f.op
-        if fix.get("device_matrix"):
-            change = _axis_order(fix["device_matrix"])
-            if fix.get("in_strategy"):
-                change += f"; shard {op} with the tuple {fix['in_strategy']}"
+        if fix.device_matrix:
+            change = _axis_order(fix.device_matrix)
+            if fix.in_strategy:
+                change += f"; shard {op} with the tuple {fix.in_strategy}"
         else:
-            expr = str(fix["in_layout"])
+            expr = fix.in_layout
             change = f"shard {op} with {expr.split(' of ')[-1]}: {expr}"
-        out.append(_layout_row(f, "", op, change, fix, target.scope if target else f.scope))
+        out.append(
+            _layout_row(
+                f,
+                "",
+                op,
+                change,
+                fix.node,
+                fix.device_matrix,
+                fix.in_strategy,
+                fix.source,
+                target.scope if target else f.scope,
+            )
+        )
     return out
 
 
@@ -204,23 +221,33 @@ def _axis_order(device_matrix: str) -> str:
     return f"order the device axes of the Layout: {device_matrix}, every layout(...) call unchanged"
 
 
-def _layout_row(f: Finding, cell: str, op: str, change: str, fix: dict, scope: str = "") -> dict:
+def _layout_row(
+    f: Finding,
+    cell: str,
+    op: str,
+    change: str,
+    node: str,
+    device_matrix: str,
+    in_strategy: str,
+    source: SourceLine | None,
+    scope: str = "",
+) -> dict[str, Any]:
     return {
         "code": f.code,
         "file": f.file,
-        "node": str(fix.get("node") or f.node),
+        "node": node or f.node,
         "op": op,
         "cell": cell,
         "scope": scope or f.scope,
-        "device_matrix": str(fix.get("device_matrix") or ""),
-        "in_strategy": str(fix.get("in_strategy") or ""),
+        "device_matrix": device_matrix,
+        "in_strategy": in_strategy,
         "change": change,
-        "source": fix.get("source") or _source(f),
+        "source": _source_data(source) or _source(f),
     }
 
 
-def _by_hand(f: Finding) -> dict:
-    row: dict = {
+def _by_hand(f: Finding) -> dict[str, Any]:
+    row: dict[str, Any] = {
         "code": f.code,
         "file": f.file,
         "node": f.node,
@@ -231,14 +258,18 @@ def _by_hand(f: Finding) -> dict:
         "source": _source(f),
         "findings": [],
     }
-    drop = dict(f.extra).get("drop_select_recompute")
+    drop = f.fixes.drop_select_recompute
     if drop:  # a key to take out, as the dump names the op: irlint fix names the user's own
         row["drop_select_recompute"] = list(drop)
     return row
 
 
-def _source(f: Finding) -> dict | None:
+def _source(f: Finding) -> dict[str, Any] | None:
     return {"path": f.source[0], "line": f.source[1]} if f.source else None
+
+
+def _source_data(src: SourceLine | None) -> dict[str, Any] | None:
+    return {"path": src.path, "line": src.line} if src is not None else None
 
 
 # MindFormers' model options sit under model.model_config; runner_config.batch_size is a training
@@ -250,39 +281,37 @@ BATCH_NOTE = (
 )
 
 
-def config_changes(cause: dict) -> list[dict]:
+def config_changes(kind: str, fix: RootFix) -> list[dict[str, Any]]:
     """The config changes a root cause's fix names: ``{"key", "value", "cause", "why", "written_by_fix",
     "note"}``. A model option (``use_rope_slice: False``) is written by ``irlint fix`` where the
     config has the key under model_config; ``runner_config.batch_size`` only printed."""
-    fix = cause["fix"]
-    kind = str(cause.get("kind", ""))
     out = []
-    if "runner_config.batch_size" in fix:
-        keep = " or ".join(fix.get("keep_global_batch_with") or ["gradient accumulation or micro batches"])
+    if fix.batch_size is not None:
+        keep = " or ".join(fix.keep_global_batch_with or ["gradient accumulation or micro batches"])
         out.append(
             {
                 "key": "runner_config.batch_size",
-                "value": fix["runner_config.batch_size"],
+                "value": fix.batch_size,
                 "cause": kind,
                 "why": "one sequence per data-parallel replica"
-                + (f" (now {fix['sequences_per_replica']})" if fix.get("sequences_per_replica") else ""),
+                + (f" (now {fix.sequences_per_replica})" if fix.sequences_per_replica else ""),
                 "written_by_fix": False,
                 "note": BATCH_NOTE.format(keep=keep),
             }
         )
-    setting = fix.get("config")
-    if isinstance(setting, str) and ":" in setting:
+    setting = fix.config
+    if ":" in setting:
         name, _, raw = setting.partition(":")
         name, raw = name.strip(), raw.strip()
         value: object = {"True": True, "False": False}.get(raw, int(raw) if raw.lstrip("-").isdigit() else raw)
         key = name if "." in name else MODEL_CONFIG + name
-        note = f"or give {fix['cell']}'s tuple-sharded ops the Layout {fix['layout']}" if fix.get("layout") else ""
+        note = f"or give {fix.cell}'s tuple-sharded ops the Layout {fix.layout}" if fix.layout else ""
         out.append(
             {
                 "key": key,
                 "value": value,
                 "cause": kind,
-                "why": f"removes {fix.get('cell', 'the')} ops whose tuple strategy sits beside a Layout",
+                "why": f"removes {fix.cell} ops whose tuple strategy sits beside a Layout",
                 "written_by_fix": key.startswith(MODEL_CONFIG),
                 "note": note,
             }
@@ -290,7 +319,7 @@ def config_changes(cause: dict) -> list[dict]:
     return out
 
 
-def yaml_value(value) -> str:
+def yaml_value(value: object) -> str:
     """A config value as MindFormers' configs spell it (True/False)."""
     return repr(value) if isinstance(value, bool) else str(value)
 
@@ -335,12 +364,12 @@ def _runs(layers: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [tuple(r) for r in out]
 
 
-def _count(blocked, run: tuple[int, ...]) -> int:
+def _count(blocked: Iterable[int], run: tuple[int, ...]) -> int:
     """Layers of ``run`` a key must cover from its first: up to its last blocked layer."""
     return max((layer - run[0] + 1 for layer in blocked if layer in run), default=0)
 
 
-def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list[dict]:
+def _dedup(rows: list[dict[str, Any]], fields: tuple[str, ...] = ("node", "file")) -> list[dict[str, Any]]:
     seen, out = set(), []
     for r in rows:
         mark = tuple(str(r.get(x)) for x in fields)
@@ -350,7 +379,7 @@ def _dedup(rows: list[dict], fields: tuple[str, ...] = ("node", "file")) -> list
     return out
 
 
-def is_empty(plan: dict) -> bool:
+def is_empty(plan: dict[str, Any]) -> bool:
     rc = plan["recompute"]
     return (
         not rc["select_recompute"]
@@ -362,7 +391,7 @@ def is_empty(plan: dict) -> bool:
     )
 
 
-def plan_text(plan: dict) -> str:
+def plan_text(plan: dict[str, Any]) -> str:
     """The plan for a person: the keys to add in both MindFormers forms where there is a pipeline,
     the ops no key can tag, each strategy change with its model line."""
     rc = plan["recompute"]
@@ -422,7 +451,7 @@ def plan_text(plan: dict) -> str:
     return "\n".join(lines)
 
 
-def model_line(row: dict) -> str:
+def model_line(row: dict[str, Any]) -> str:
     """Where a plan row's change is made: the model file:line, else the dump and the node."""
     src = row.get("source")
     return f"{src['path']}:{src['line']}" if src else f"{row['file']} {row['node']} {row['op']} (no source trace)"

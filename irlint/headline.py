@@ -66,27 +66,26 @@ def cost(f: Finding) -> str:
     other devices) are not summed: the largest file's figure is the one a device holds."""
     kept: dict[str, int] = {}
     waste: dict[str, int] = {}
-    moved = "/step received" if dict(f.extra).get("cost_kind") == "received" else "/step wasted"
+    moved = "/step received" if f.waste is not None and f.waste.received else "/step wasted"
     for o in f.occurrences:
         if o.bytes_at_stake is not None:
             kept[o.file] = kept.get(o.file, 0) + o.bytes_at_stake
-        w = dict(o.extra).get("waste_bytes")
-        if isinstance(w, int):
-            waste[o.file] = waste.get(o.file, 0) + w
+        if o.waste is not None:
+            waste[o.file] = waste.get(o.file, 0) + o.waste.bytes
     if kept:
         return _per_device(kept, "kept")
     return _per_device(waste, moved) if any(waste.values()) else ""
 
 
 def compute(f: Finding) -> str:
-    """What a recompute fix re-spends per step (``extra["fix_cost"]``), summed over the occurrences
+    """What a recompute fix re-spends per step (``fix_cost``), summed over the occurrences
     of a file as the bytes are; the largest file's figure: ``+3.1 MFLOP/step, 0.2%``."""
     spent: dict[str, list[int]] = {}
     for o in f.occurrences:
-        c = dict(o.extra).get("fix_cost")
-        if isinstance(c, dict):
-            row = spent.setdefault(o.file, [0, c.get("step_flops") or 0])
-            row[0] += c.get("flops") or 0
+        c = o.fix_cost
+        if c is not None:
+            row = spent.setdefault(o.file, [0, c.step_flops or 0])
+            row[0] += c.flops or 0
     if not spent:
         return ""
     flops, step = max(spent.values())

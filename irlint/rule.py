@@ -8,7 +8,8 @@ A rule is a small class::
         name = "reshape-blocks-silu-mul-recompute"
         summary = "one line"
         stages = ("validate", ...)      # stage names where its evidence is final, best first
-        VALID = [...]; INVALID = [...]  # IR snippets the test suite runs
+        VALID = [...]                   # IR snippets where it finds nothing
+        INVALID = [Invalid(snippet, Says("%6", cause="...", fix="..."))]  # and what it must say there
         def check(self, ir): yield self.finding(ir, key, "message", hint="...")
 """
 
@@ -20,15 +21,43 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from .findings import Finding, Related, WastedBytes
+from .findings import NO_FIXES, CommWaste, Finding, FixCost, Fixes, OpFix, Related, WastedBytes
 
 if TYPE_CHECKING:
     from .model import IRFile
 
 ENTRY_POINT_GROUP = "irlint.rules"
+
+
+@dataclass(frozen=True)
+class Says:
+    """One finding an INVALID example must give: the node it is at and what the rule states in
+    its headline (``Finding.cause``, ``Finding.fix``; "" for no fix)."""
+
+    node: str
+    cause: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An INVALID example: the dump text and, in order, every finding of the rule on it."""
+
+    code: str
+    says: tuple[Says, ...]
+
+    def __init__(self, code: str, *says: Says) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "says", says)
+
+
+def example_text(example: str | Invalid) -> str:
+    """The dump text of a VALID or INVALID example (a plugin's may be plain text)."""
+    return example.code if isinstance(example, Invalid) else example
 
 
 class Rule:
@@ -39,7 +68,7 @@ class Rule:
     stages: ClassVar[tuple[str, ...]] = ()  # empty: every file
     default_enabled: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
-    INVALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[str | Invalid]] = []  # built-in rules: Invalid, naming what they say
     # the kinds of redistribution waste its findings may name (irlint.findings.WASTE_KINDS):
     # ``irlint comm`` runs the built-in rules that declare some
     waste_kinds: ClassVar[tuple[str, ...]] = ()
@@ -61,12 +90,15 @@ class Rule:
         related: Iterable[int | Related] = (),
         severity: str | None = None,
         identity: tuple = (),
-        extra: dict | None = None,
+        facts: dict | None = None,
         cause: str = "",
         fix: str = "",
         snippet: str = "",
         waste_kinds: Iterable[str] = (),
         wasted: Iterable[WastedBytes] = (),
+        fixes: Fixes = NO_FIXES,
+        waste: CommWaste | None = None,
+        fix_cost: FixCost | None = None,
     ) -> Finding:
         data = ir.nodes[key]
         if not data.get("scope"):
@@ -98,22 +130,25 @@ class Rule:
             related=tuple(r if isinstance(r, Related) else related_node(ir, r) for r in related),
             stage=ir.stage.label,
             identity=identity,
-            extra=tuple(sorted((extra or {}).items())),
+            facts=tuple(sorted((facts or {}).items())),
             source=source_of(ir, key),
             snippet=snippet,
             waste_kinds=tuple(waste_kinds),
             wasted=tuple(wasted),
+            fixes=fixes,
+            waste=waste,
+            fix_cost=fix_cost,
         )
 
 
-def strategy_snippet(related: Iterable[Related], fix: object) -> str:
-    """The in_strategy a redistribution finding proposes (``fix``: ``{"node", "in_strategy"}``) as
-    lines to paste, headed by the op it is for; "" for a fix that is not an in_strategy."""
-    if not isinstance(fix, dict) or not fix.get("in_strategy"):
+def strategy_snippet(related: Iterable[Related], fix: OpFix | None) -> str:
+    """The in_strategy a redistribution finding proposes (``fix``) as lines to paste, headed by
+    the op it is for; "" for a fix that is not an in_strategy."""
+    if fix is None or not fix.in_strategy:
         return ""
-    target = next((r for r in related if r.node == fix.get("node")), None)
-    where = f"{target.op} {target.node}, {target.scope}" if target else str(fix.get("node"))
-    new = fix["in_strategy"]
+    target = next((r for r in related if r.node == fix.node), None)
+    where = f"{target.op} {target.node}, {target.scope}" if target else str(fix.node)
+    new = fix.in_strategy
     return f"# {where}\nin_strategy = {new}   # e.g. ops.{target.op if target else 'Op'}().shard({new})"
 
 
@@ -184,7 +219,7 @@ def _may_declare(group: str) -> bool:
     return False
 
 
-def _builtin_package():
+def builtin_package():
     """``irlint.rules``: inside the wheel; in a source checkout, the top-level ``rules/`` folder."""
     try:
         return importlib.import_module("irlint.rules")
@@ -320,7 +355,7 @@ def plugin_problems(plugins: bool = True) -> list[str]:
 def _load_rules(plugins: bool) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]:
     found: dict[str, type[Rule]] = {}
     problems: list[str] = []
-    package = _builtin_package()
+    package = builtin_package()
     # a rule family may be a package of its own (rules/recompute/): its modules are walked too
     for name in sorted(_module_names(package)):
         module = importlib.import_module(name)

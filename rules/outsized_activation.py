@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from irlint.accounts.memory import MEMORY_STAGES, OUTSIDE, KeptTensor, account
+from irlint.findings import Finding
 from irlint.model import IRFile
-from irlint.rule import Rule, related_node
+from irlint.rule import Invalid, Rule, Says, related_node
 from irlint.units import human_bytes
 
 HIGH_PRECISION = frozenset({"Float32", "Float64"})
@@ -114,10 +117,19 @@ class OutsizedKeptActivation(Rule):
     default_enabled = False
     max_layer_share = 0.25
     min_layer_tensors = 4
-    INVALID = [SOFTMAX_FP32_KEPT]
+    INVALID = [
+        Invalid(
+            SOFTMAX_FP32_KEPT,
+            Says(
+                "%0",
+                "keeps a seq x seq Float32 tensor for backward, 100% of the layer",
+                "flash attention, recompute or fp16/bf16",
+            ),
+        )
+    ]
     VALID = [SOFTMAX_FP16_KEPT]
 
-    def check(self, ir: IRFile):
+    def check(self, ir: IRFile) -> Iterator[Finding]:
         report = account(ir)
         layers = {row.layer: row for row in report.layers()}
         for t in sorted(report.kept, key=lambda t: (ir[t.tensor.node].get("line", 0), t.tensor.index or 0)):
@@ -162,5 +174,5 @@ class OutsizedKeptActivation(Rule):
                 fix="flash attention, recompute or fp16/bf16" if squared else "recompute it or lower its dtype",
                 related=[related_node(ir, r, "backward reader") for r in t.readers[:3]],
                 identity=(d["op"], t.tensor.index, "seq2" if squared else "share"),
-                extra={"layer": t.layer, "share": round(share, 4)},
+                facts={"layer": t.layer, "share": round(share, 4)},
             ).with_(bytes_at_stake=t.nbytes)

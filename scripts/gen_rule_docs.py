@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from irlint.cli import main  # noqa: E402
 from irlint.diagnostics import EXPLANATIONS, KINDS  # noqa: E402
-from irlint.rule import load_rules  # noqa: E402
+from irlint.rule import example_text, load_rules  # noqa: E402
 
 DOCS = ROOT / "docs" / "rules"
 MKDOCS = ROOT / "mkdocs.yml"
@@ -112,7 +112,7 @@ def _rule_page(cls) -> str:
             "## A dump it reports",
             "The first of the rule's `INVALID` snippets (`tests/test_rule_examples.py` checks that the rule "
             "reports it, and finds nothing in its `VALID` ones):",
-            "```text\n" + cls.INVALID[0].rstrip("\n") + "\n```",
+            "```text\n" + example_text(cls.INVALID[0]).rstrip("\n") + "\n```",
         ]
     return "\n\n".join(parts) + "\n"
 

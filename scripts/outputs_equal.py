@@ -4,8 +4,8 @@
     python scripts/outputs_equal.py compare /tmp/before     # on the new tree: exit 1 on any difference
 
 Cases: each folder directly under ../shared/corpus and each folder two levels under tests/fixtures.
-Per case: `irlint --all-stages --format json`, `irlint memory --format json` and `irlint comm --format json`
-(standard output, standard error and exit code), run with the irlint of this interpreter, without the cache.
+Per case: `irlint --all-stages --format json`, `irlint memory --format json` and `irlint comm --format json`,
+the text, HTML and SARIF reports and `irlint comm`'s text (standard output, standard error and exit code), run with the irlint of this interpreter, without the cache.
 Paths are given relative to the repository, so two worktrees give the same bytes.
 """
 
@@ -21,6 +21,11 @@ COMMANDS = {
     "lint": ["check", "--all-stages", "--format", "json", "--no-cache"],
     "memory": ["memory", "--format", "json"],
     "comm": ["comm", "--format", "json"],
+    # the outputs a finding's headline, fixes and waste reach by other roads than the JSON
+    "text": ["check", "--all-stages", "--no-cache", "--color", "never"],
+    "html": ["check", "--all-stages", "--format", "html", "--no-cache"],
+    "sarif": ["check", "--all-stages", "--format", "sarif", "--no-cache"],
+    "comm-text": ["comm"],
 }
 
 

@@ -11,7 +11,22 @@ from pathlib import Path
 import pytest
 
 import irlint.runner.engine as engine
-from irlint.findings import Finding, Related
+from irlint.findings import (
+    ChainStep,
+    CommWaste,
+    Finding,
+    FixCost,
+    Fixes,
+    NoKeyOp,
+    OpFix,
+    OpFlops,
+    RecomputeFix,
+    Related,
+    RootCauseFix,
+    RootFix,
+    SourceLine,
+    Stake,
+)
 from irlint.rule import Rule
 from irlint.runner.cache import LintCache, default_dir
 from irlint.runner.config import Config
@@ -221,8 +236,18 @@ def _finding(**kw) -> Finding:
         stage="validate",
         related=(Related("d.ir", 4, "%2", "Add", "Default/b"), Related("other.ir", 5, "%3", "Cast", "x")),
         identity=("a", 1, (2.5, None, True), ["l"]),
-        extra=(("shape", (1, 2)), ("note", {"k": [1]})),
+        facts=(("note", {"k": [1]}), ("shape", (1, 2))),
         bytes_at_stake=4096,
+        # the typed facts go through the entry's "extra" and come back as they were
+        fixes=Fixes(
+            recompute=RecomputeFix(("a\\.b",), 3, (2, 3), (NoKeyOp("%4", "Reshape", "m.py:3"),)),
+            ops=(OpFix("%1", in_strategy="((1, 8),)", source=SourceLine("m.py", 9)), OpFix("%2", in_layout="x")),
+            root_cause=RootCauseFix("batch-merge", "why", RootFix(batch_size=1, sequences_per_replica=2)),
+            drop_select_recompute=("c",),
+        ),
+        waste=CommWaste(10, 100, 8, 2, True, (ChainStep("%1", "AllGather", "a", "b", 8),)),
+        stake=Stake(8192, 2, 4, 2, 1024),
+        fix_cost=FixCost(10, 6, 4, 1000, 0.01, (OpFlops("%1", "Mul", "@g", 4),)),
     )
     base.update(kw)
     return Finding(**base)

@@ -17,6 +17,7 @@ from conftest import CORPUS, SHARED_CORPUS, TESTS
 
 from irlint.accounts.comm import account, as_dict, received_bytes, redistribution_findings
 from irlint.cli import main
+from irlint.findings_json import extra_data
 from irlint.read.reader import read_ir
 from irlint.runner.discover import discover
 
@@ -51,7 +52,7 @@ def test_consistent_sequence_parallel_net_has_no_waste_and_the_wrong_one_the_pc_
     # (2·7/8·4 = 7); the norm weight's gradient AllReduce (2·7/8·128 = 224)
     assert good.waste_bytes == 0
     assert good.received_bytes == good.scheme_bytes == 4 * seq + 7 + 224
-    assert bad.waste_bytes == sum(dict(f.extra)["waste_bytes"] for f in bad.findings) == 4 * seq
+    assert bad.waste_bytes == sum(extra_data(f)["waste_bytes"] for f in bad.findings) == 4 * seq
     assert bad.scheme_bytes == good.received_bytes
     assert bad.received_bytes == 8 * seq + 7 + 224
     assert sorted(ir[c.node]["id"] for c in bad.collectives if c.waste_bytes) == ["%13", "%16", "%47", "%50"]
@@ -76,7 +77,7 @@ def test_allreduce_that_is_sliced_wastes_what_a_reduce_scatter_would_not_move():
     assert nodes["%15"].waste_bytes == ring - scatter  # its gradforward AllReduce
     assert nodes["%9"].waste_bytes == 0  # the loss AllReduce
     (f,) = acc.findings
-    assert dict(f.extra)["waste_bytes"] == acc.waste_bytes == 2 * (ring - scatter)
+    assert extra_data(f)["waste_bytes"] == acc.waste_bytes == 2 * (ring - scatter)
 
 
 def test_full_gather_of_pc002_is_counted_as_waste():
@@ -85,7 +86,7 @@ def test_full_gather_of_pc002_is_counted_as_waste():
     (f,) = acc.findings
     assert f.code == "PC002"
     gathered = 64 * 64 * F32 * 7 // 8  # (64, 8) -> (512, 8) forward, its ReduceScatter backward
-    assert acc.waste_bytes == dict(f.extra)["waste_bytes"] == 2 * gathered
+    assert acc.waste_bytes == extra_data(f)["waste_bytes"] == 2 * gathered
 
 
 def test_receive_counts_its_output_and_send_nothing():
@@ -115,7 +116,7 @@ def test_every_finding_byte_is_counted_once_and_consistent_cases_have_no_waste()
         path, ir = f.path, read_dump(f)
         assert ir.diagnostics == [], path
         acc = account(ir)
-        named = sum(dict(x.extra).get("waste_bytes", 0) for x in acc.findings)
+        named = sum(extra_data(x).get("waste_bytes", 0) for x in acc.findings)
         assert acc.waste_bytes == named, path
         assert acc.scheme_bytes + acc.waste_bytes == acc.received_bytes
         if "par-fixed-" in path or path.endswith("llama_dp2_mp4/rank_0/21_validate_0093.ir"):

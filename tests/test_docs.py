@@ -7,7 +7,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from irlint.rule import load_rules
+from irlint.rule import example_text, load_rules
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -38,7 +38,7 @@ def test_every_built_in_rule_has_a_page_with_its_four_parts_and_a_dump_it_report
         headings = re.findall(r"^## (.+)$", page, re.M)
         assert headings[:4] == ["What it finds", "Why it matters", "How to fix", "Example"], (cls.code, headings)
         # the snippet the rule's own test reports, verbatim in a fence
-        assert "## A dump it reports" in page and cls.INVALID[0].rstrip("\n") in page, cls.code
+        assert "## A dump it reports" in page and example_text(cls.INVALID[0]).rstrip("\n") in page, cls.code
         assert f"[{cls.code}]({cls.code}.md)" in (DOCS / "rules" / "index.md").read_text(encoding="utf-8")
 
 

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from conftest import quiet_config
 
 from irlint.cli import main
+from irlint.findings_json import extra_data
 from irlint.runner.engine import lint
 
 FORMATS = Path(__file__).parent / "fixtures" / "dump-formats"
@@ -17,7 +18,7 @@ FORMATS = Path(__file__).parent / "fixtures" / "dump-formats"
 def _verdicts(report):
     # the key to drop is a cell path: it needs the scope lines that format leaves out (not a verdict)
     return sorted(
-        (f.code, f.op, f.node, tuple(kv for kv in f.extra if kv[0] != "drop_select_recompute"))
+        (f.code, f.op, f.node, tuple(kv for kv in extra_data(f).items() if kv[0] != "drop_select_recompute"))
         for g in report.findings
         for f in g.occurrences
     )

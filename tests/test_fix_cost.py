@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import CORPUS, TESTS
 
 import irlint.cli
+from irlint.findings_json import extra_data
 from irlint.headline import MAX
 from irlint.runner.config import Config
 from irlint.runner.engine import lint
@@ -43,7 +44,7 @@ def fix_costs(path) -> dict:
     ops: dict = {}
     steps: dict = {}
     for f in report.findings:
-        c = dict(f.extra).get("fix_cost")
+        c = extra_data(f).get("fix_cost")
         if f.code in ("RC001", "RC002"):
             assert c is not None, f.message
         if c:
@@ -79,7 +80,7 @@ def test_s2_fixes_cost_one_operation_per_element_of_silu_and_mul():
     # x (2, 8, 32), hidden 64: the SiLU and the Mul each re-spend one operation per element of a
     # (16, 64) tensor; the Reshapes their keys add cost nothing
     report = lint([str(CORPUS / "s2_ffn_3d_reshape_blocks")], Config(group=False))
-    priced = {f.op: dict(f.extra)["fix_cost"] for f in report.findings if f.code == "RC002"}
+    priced = {f.op: extra_data(f)["fix_cost"] for f in report.findings if f.code == "RC002"}
     assert set(priced) == {"SiLU", "Mul"}
     for op, c in priced.items():
         assert (c["flops"], c["matrix_flops"], c["elementwise_flops"]) == (16 * 64, 0, 16 * 64)
@@ -95,7 +96,7 @@ def test_the_headline_states_the_fix_cost_summed_over_layers_within_its_length()
     for f in report.findings:
         assert len(f.headline) <= MAX
     for f in shown:
-        total = sum(dict(o.extra)["fix_cost"]["flops"] for o in f.occurrences)
+        total = sum(extra_data(o)["fix_cost"]["flops"] for o in f.occurrences)
         from irlint.units import human_flops
 
         assert f"(+{human_flops(total)}/step, " in f.headline, f.headline
@@ -103,10 +104,10 @@ def test_the_headline_states_the_fix_cost_summed_over_layers_within_its_length()
 
 
 def test_the_price_goes_before_the_fix_when_the_line_is_full():
-    from irlint.findings import Finding
+    from irlint.findings import Finding, FixCost
     from irlint.headline import headline
 
-    extra = (("fix_cost", {"flops": 5_000_000, "step_flops": 10**9}),)
+    priced = FixCost(flops=5_000_000, matrix_flops=5_000_000, elementwise_flops=0, step_flops=10**9, step_share=0.005)
     f = Finding(
         code="RC002",
         rule="r",
@@ -121,7 +122,7 @@ def test_the_price_goes_before_the_fix_when_the_line_is_full():
         cause="c" * 60,
         model_path="model.layers.0." + ".".join(["a_rather_long_cell_name"] * 2),
         fix="select_recompute + 'feed_forward\\.w2\\.reshape'",
-        extra=extra,
+        fix_cost=priced,
     )
     line = headline(f)
     assert len(line) <= MAX and "fix: select_recompute" in line and "/step" not in line

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 from conftest import CORPUS, TESTS, quiet_config
 
+from irlint.findings_json import extra_data
 from irlint.fixplan import fix_plan, plan_text
 from irlint.runner.engine import lint
 
@@ -151,7 +152,7 @@ def _weights_read(case, f) -> set[str]:
 def test_every_key_names_a_cell_path_the_finding_itself_shows(case):
     report, plan = plan_of(case)
     for f in report.findings:
-        keys = dict(f.extra).get("select_recompute") or []
+        keys = extra_data(f).get("select_recompute") or []
         paths = {_cells_below_layer(s) for s in [f.scope] + [r.scope for r in f.related]}
         paths |= _weights_read(case, f)
         for key in keys:
@@ -176,7 +177,7 @@ def test_an_op_that_carries_the_tag_itself_gets_no_key():
     # Bool(1)) yet blocked with the folded Reshape %99: only the Reshape's key is asked for
     report, _ = plan_of(UNSEEN / "attn-transpose" / "21_validate_0076.ir")
     f = next(o for g in report.findings for o in g.occurrences if o.node == "%97")
-    assert dict(f.extra)["select_recompute"] == [r"attention\.reshape"]
+    assert extra_data(f)["select_recompute"] == [r"attention\.reshape"]
     assert (
         "%98 Transpose (/work/scratch/rc/gen2/llama_tiny.py:121) already carries the recompute tag: no key for it"
         in f.hint

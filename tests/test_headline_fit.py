@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from irlint.findings import Finding, Report, WastedBytes
+from irlint.findings import CommWaste, Finding, Report, WastedBytes
 from irlint.headline import MAX, headline
 from irlint.reporters import RenderContext
 from irlint.reporters.concise import LINE_MAX, render
@@ -67,7 +67,7 @@ def _chain_finding(**kw) -> Finding:
         "fix": "BatchMatMul batch_matmul (core_attention) in_strategy ((1, 2, 1, 4), (1, 2, 1, 4))",
         "waste_kinds": ("gather-then-slice",),
         "wasted": (WastedBytes("g", "%1", "AllGather", 12288),),
-        "extra": (("waste_bytes", 12288),),
+        "waste": CommWaste(12288),
     }
     base.update(kw)
     return Finding(**base)

@@ -70,11 +70,11 @@ def test_sizes_and_fix_snippets():
         "3.00 MiB",
         "1.21 GiB",
     ]
-    from irlint.findings import Finding, Related
+    from irlint.findings import Finding, OpFix, Related
     from irlint.rule import strategy_snippet
 
     related = (Related("f.ir", 65, "%2", "MatMul", "Default/net/MatMul-op0", note="producer"),)
-    snippet = strategy_snippet(related, {"node": "%2", "in_strategy": "((1, 1), (1, 8))"})
+    snippet = strategy_snippet(related, OpFix("%2", in_strategy="((1, 1), (1, 8))"))
     f = Finding(
         "PC001",
         "redundant-redistribution-chain",

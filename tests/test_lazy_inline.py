@@ -16,6 +16,7 @@ from irlint.rules.recompute import evidence, keys
 
 from irlint.accounts.memory import account
 from irlint.cli import main
+from irlint.findings_json import extra_data
 from irlint.model.layers import Places
 from irlint.model.pipeline import schedules
 from irlint.read.reader import read_ir
@@ -146,7 +147,7 @@ def test_kept_activation_of_a_pipeline_stage_is_priced_per_micro_batch_in_flight
     assert "4.00 KiB at stake, at the pipeline stage's peak: 2.00 KiB per micro batch" in silu.message
     assert "2 of this layer's 4 micro batches in flight then" in silu.message
     assert silu.bytes_at_stake == 4096
-    extra = dict(silu.extra)
+    extra = extra_data(silu)
     assert (extra["micro_batches_in_flight"], extra["bytes_at_stake_per_micro_batch"]) == (2, 2048)
 
 

@@ -18,6 +18,7 @@ from conftest import CORPUS, TESTS
 
 from irlint.accounts.memory import account, bytes_at_stake, layer_of
 from irlint.cli import main
+from irlint.findings_json import extra_data
 from irlint.read.reader import read_ir
 
 GPT = TESTS / "fixtures" / "memory"
@@ -456,7 +457,7 @@ def test_recompute_findings_state_bytes_per_layer_and_across_layers(lint_paths):
     report = lint_paths([CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"])
     found = [o for f in report.findings for o in f.occurrences]  # each occurrence of a grouped finding
     stakes = {
-        (f.code, f.node): (f.bytes_at_stake, dict(f.extra)["bytes_at_stake_total"])
+        (f.code, f.node): (f.bytes_at_stake, extra_data(f)["bytes_at_stake_total"])
         for f in found
         if f.code in ("RC001", "RC002")
     }
@@ -524,7 +525,7 @@ def test_outsized_rule_flags_the_fp32_softmax_of_each_layer_not_recomputed():
     ir = read_ir(str(CORPUS / "llama-recompute-modes" / "21_validate_0076.ir"))
     found = list(OutsizedKeptActivation().check(ir))
     # layers 0-2 keep their fp32 softmax (1, 4, 16, 16); layer 3 is fully recomputed
-    assert [(f.op, dict(f.extra)["layer"], f.bytes_at_stake) for f in found] == [
+    assert [(f.op, extra_data(f)["layer"], f.bytes_at_stake) for f in found] == [
         ("Softmax", str(i), HEADS * S * S * F32) for i in range(3)
     ]
     assert "flash attention" in found[0].hint
@@ -539,7 +540,7 @@ def test_outsized_rule_share_of_layer():
     rule.max_layer_share = 0.15
     # GeLU input and output (8 s b h each) are 19% of layer 0 and 22% of layer 1; the fully
     # recomputed layer 2 keeps one tensor and is never judged
-    assert sorted((f.op, dict(f.extra)["layer"]) for f in rule.check(ir)) == [
+    assert sorted((f.op, extra_data(f)["layer"]) for f in rule.check(ir)) == [
         ("Add", "0"),
         ("Add", "1"),
         ("GeLU", "0"),

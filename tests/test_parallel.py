@@ -9,6 +9,7 @@ import pytest
 
 import irlint.runner.engine as engine
 import irlint.runner.workers as workers
+from irlint.findings_json import extra_data
 from irlint.rule import Rule
 from irlint.runner.config import Config
 from irlint.runner.discover import discover
@@ -26,7 +27,7 @@ class RecomputedNodes(Rule):
     def check(self, ir):
         for key in ir.cnodes():
             if ir[key]["cnode_attrs"].get("recompute") is True:
-                yield self.finding(ir, key, f"{ir[key]['op']} is recomputed", extra={"pid": os.getpid()})
+                yield self.finding(ir, key, f"{ir[key]['op']} is recomputed", facts={"pid": os.getpid()})
 
 
 class Validate(Rule):
@@ -53,7 +54,7 @@ def _plain(report):
     pids = set()
     for f in report.findings:
         d = f.to_dict()
-        extra = dict(f.extra)
+        extra = extra_data(f)
         pids.add(extra.pop("pid", None))
         d["extra"] = extra
         findings.append(d)
@@ -102,13 +103,13 @@ def _built() -> tuple[int, int]:
     """(scanner patterns compiled, Lark parsers built) in this process."""
     from irlint.read import parser, scanner
 
-    return scanner._pattern.cache_info().currsize, parser._parser.cache_info().currsize
+    return scanner.record_pattern.cache_info().currsize, parser._parser.cache_info().currsize
 
 
 def test_workers_that_read_fork_with_what_a_first_read_builds():
     from irlint.read import parser, scanner
 
-    scanner._pattern.cache_clear()
+    scanner.record_pattern.cache_clear()
     parser._parser.cache_clear()
     pool = workers.start_pool(2, reads=False)  # hashing only (a cache may answer every file): nothing built
     try:

@@ -11,7 +11,9 @@ from conftest import CORPUS, SHARED_CORPUS, portable, quiet_config
 from irlint.rules.redistribution.full_gather import StrategyMismatchFullGather
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
+from irlint.findings_json import extra_data
 from irlint.read.reader import read_ir
+from irlint.rule import example_text
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint
 
@@ -51,7 +53,7 @@ def _check(rule, path: Path):
 
 def test_rows_to_cols_chain_in_order_with_bytes_and_its_backward_transpose():
     ir, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, f.op) == ("%3", "AllGather")
     assert [(s["node"], s["op"], s["in"], s["out"], s["moved_bytes"]) for s in extra["steps"]] == [
         ("%3", "AllGather", "Float32(8, 32)", "Float32(64, 32)", 7 * 8 * 32 * 4),
@@ -71,7 +73,7 @@ def test_rows_to_cols_hint_changes_the_producer_not_the_relu():
     _, (f,) = _check(RedundantRedistributionChain(), ROWS_TO_COLS)
     assert "set MatMul mm1 (net-TwoMatMul) to in_strategy ((1, 1), (1, 8))" in f.hint
     assert "every other neighbour of the two ops still in agreement" in f.hint
-    assert dict(f.extra)["fix"] == {
+    assert extra_data(f)["fix"] == {
         "node": "%2",
         "in_strategy": "((1, 1), (1, 8))",
         "source": {"path": "/home/user/llm/parallel/mismatch/gen.py", "line": 48},
@@ -107,7 +109,7 @@ def test_all_three_chains_around_the_mul_name_the_same_fix():
     assert len(found) == 3
     for f in found:
         assert "set Mul (net-FeedForward) to in_strategy ((2, 4), (2, 4))" in f.hint
-        assert dict(f.extra)["fix"]["node"] == "%28"
+        assert extra_data(f)["fix"]["node"] == "%28"
 
 
 def test_col_col_folder_gives_one_full_gather_finding_on_ranks_0_to_7():
@@ -120,7 +122,7 @@ def test_col_col_folder_gives_one_full_gather_finding_on_ranks_0_to_7():
 
 def test_full_gather_before_column_parallel_w2():
     ir, (f,) = _check(StrategyMismatchFullGather(), COL_COL / "rank_0" / "21_validate_0082.ir")
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert f.severity == "info"
     assert extra["fix"] == {
         "node": "%19",
@@ -143,22 +145,29 @@ def test_pc001_stays_silent_on_the_full_gather():
 def test_both_gathers_of_a_column_parallel_wo_are_one_finding():
     _, found = _check(StrategyMismatchFullGather(), WRONG_WO)
     (f,) = found
-    assert dict(f.extra)["gathers"] == 2
-    assert dict(f.extra)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
+    assert extra_data(f)["gathers"] == 2
+    assert extra_data(f)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
     assert "layers-CellList/1-DecoderLayer/attention-Attention/wo-Linear" in f.scope
 
 
-def test_snapshot_of_findings_on_real_parallel_fixtures(snapshot):
-    found = []
+# one snapshot per rule and fixture
+REAL_SNAPSHOTS = [
+    (path, rule)
     for path in (
         ROWS_TO_COLS,
         MUL_8RANKS / "rank_0" / "21_validate_0082.ir",
         COL_COL / "rank_0" / "21_validate_0082.ir",
-    ):
-        ir = read_ir(str(path))
-        for rule in (RedundantRedistributionChain(), StrategyMismatchFullGather()):
-            found += [portable(f.to_dict(), CORPUS) for f in rule.check(ir)]
-    assert found == snapshot
+    )
+    for rule in (RedundantRedistributionChain, StrategyMismatchFullGather)
+]
+
+
+@pytest.mark.parametrize(
+    "path,rule", REAL_SNAPSHOTS, ids=[f"{p.relative_to(CORPUS).parts[0]}-{r.code}" for p, r in REAL_SNAPSHOTS]
+)
+def test_snapshot_of_findings_on_real_parallel_fixtures(path, rule, snapshot):
+    ir = read_ir(str(path))
+    assert [portable(f.to_dict(), CORPUS) for f in rule().check(ir)] == snapshot
 
 
 # --- the dumps made for issue 9 (tests/fixtures/corpus-gen/par_extra_gen.py) ---------------------
@@ -171,7 +180,7 @@ def _only(case: str) -> Path:
 
 def test_allreduce_whose_result_is_sliced_points_to_a_reduce_scatter():
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-allreduce_then_rows"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, f.op, extra["kinds"]) == ("%5", "AllReduce", ["allreduce-then-slice"])
     # ring AllReduce of Float32(64, 16) over 8 ranks: 2 * 7/8 * 4 KiB; a ReduceScatter half of it
     assert extra["moved_bytes"] == 2 * 7 * 64 * 16 * 4 // 8
@@ -206,7 +215,7 @@ def test_expert_dispatch_by_gather_and_slice_names_enable_alltoall():
     assert [f.node for f in found] == ["%3", "%18"]
     for f in found:
         assert "enable_alltoall=True" in f.hint and "receiving 7.00 KiB instead of 56.0 KiB" in f.hint
-        assert dict(f.extra)["fix"] == {"set_auto_parallel_context": "enable_alltoall=True"}
+        assert extra_data(f)["fix"] == {"set_auto_parallel_context": "enable_alltoall=True"}
 
 
 def test_alltoall_dispatch_and_combine_around_the_experts_are_silent():
@@ -237,14 +246,14 @@ def test_one_redistribution_shared_by_two_readers_is_one_chain():
     assert "its 2 readers ReLU (net-Net), GeLU (net-Net)" in f.message
     assert [r.node for r in f.related if r.note.startswith("consumer")] == ["%5", "%6"]
     assert "set MatMul mm1 (net-Net) to in_strategy ((1, 1), (1, 8))" in f.hint
-    assert "repeated-gather" not in dict(f.extra)["kinds"]
+    assert "repeated-gather" not in extra_data(f)["kinds"]
 
 
 def test_mindformers_column_parallel_w2_is_one_full_gather_finding_with_its_own_strategy():
     """The fix PC002 derives is the strategy MindFormers itself gives w2: ((dp, mp), (1, mp))."""
     ir, found = _check(StrategyMismatchFullGather(), _only("par-mindformers-llama_dp2_mp4_wrong_w2"))
     (f,) = found
-    assert dict(f.extra)["gathers"] == 2 and dict(f.extra)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
+    assert extra_data(f)["gathers"] == 2 and extra_data(f)["fix"]["in_strategy"] == "((2, 4), (1, 4))"
     assert "1-LLamaDecodeLayer/feed_forward-LlamaFeedForward/w2-Linear" in f.scope
     # the Partial that hands the gathered activation to the backward half is not a reader
     assert not [r for r in f.related if r.op == "Partial"]
@@ -256,7 +265,9 @@ def test_a_strategy_of_an_unseen_form_is_no_strategy(ir_from_text):
     """Unknown constructs never crash a rule: a strategy that is not tuples of ints is ignored."""
     from irlint.rules.redistribution.layouts import strategy
 
-    text = RedundantRedistributionChain.INVALID[0].replace("in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"')
+    text = example_text(RedundantRedistributionChain.INVALID[0]).replace(
+        "in_strategy: ((8, 1), (1, 1))", 'in_strategy: "8x1"'
+    )
     ir = ir_from_text(text)
     assert ir.diagnostics == []
     (mm1,) = ir.nodes_by_op("MatMul")
@@ -295,7 +306,7 @@ def test_scheme_reduce_scatter_before_a_wasteful_relayout_is_neither_anchor_nor_
     ir, found = _check(RedundantRedistributionChain(), _only("par-mismatch-sp_then_cols"))
     first, second = sorted(found, key=lambda f: f.line)
     assert (first.node, first.op) == ("%13", "AllGather") and (second.node, second.op) == ("%16", "AllGather")
-    extra = dict(first.extra)
+    extra = extra_data(first)
     assert extra["scheme"] == ["%12"] and [s["node"] for s in extra["steps"]] == ["%13", "%14"]
     assert [(w["node"], w["bytes"]) for w in extra["waste"]] == [("%13", 7 * 8 * 32 * 4), ("%50", 7 * 8 * 32 * 4)]
     assert extra["waste_bytes"] == 2 * 7168
@@ -305,7 +316,7 @@ def test_scheme_reduce_scatter_before_a_wasteful_relayout_is_neither_anchor_nor_
     # 8 collectives of 7168 bytes, the loss AllReduce (2·7/8·4) and the norm weight's gradient (2·7/8·128)
     assert extra["step_received_bytes"] == 8 * 7168 + 7 + 224
     assert "24.9% of the 56.2 KiB this step's collectives receive per rank" in first.message
-    assert sum(dict(f.extra)["waste_bytes"] for f in found) == 4 * 7168
+    assert sum(extra_data(f)["waste_bytes"] for f in found) == 4 * 7168
 
 
 def test_the_consistent_sequence_parallel_net_has_no_finding():
@@ -317,7 +328,7 @@ def test_gather_before_a_replicated_router_and_slice_after_it_is_one_round_trip(
     """The gather is used whole and the slice moves nothing: only together are they waste, with
     7/8 of the gate's compute."""
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-gate_gather_slice"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, f.op, extra["kinds"]) == ("%3", "AllGather", ["gather-compute-slice"])
     assert extra["discarded_compute"] == "7/8" and extra["layout"] == "(8, 1)"
     assert {k: v for k, v in extra["fix"].items() if k != "source"} == {"node": "%5", "in_strategy": "((8, 1), (1, 1))"}
@@ -329,7 +340,7 @@ def test_gather_before_a_replicated_router_and_slice_after_it_is_one_round_trip(
 
 def test_slice_before_a_relu_gathered_straight_back_is_one_round_trip():
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-slice_relu_gather"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, extra["kinds"]) == ("%4", ["round-trip"])
     assert [r.node for r in f.related[:3]] == ["%1", "%2", "%3"]  # producer, slice, the ReLU
     assert "set ReLU (net-Net) to in_strategy ((1, 1),)" in f.hint
@@ -338,7 +349,7 @@ def test_slice_before_a_relu_gathered_straight_back_is_one_round_trip():
 
 def test_alltoall_undone_by_the_inverse_alltoall_after_a_relu_is_one_round_trip():
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-alltoall_relu_back"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, f.op, extra["kinds"]) == ("%2", "AlltoAll", ["alltoall-round-trip"])
     assert extra["backward"] == ["%15", "%17"]
     assert extra["waste_bytes"] == 4 * (64 * 8 * 4 * 7 // 8)  # two AlltoAll forward, two backward
@@ -348,19 +359,19 @@ def test_alltoall_undone_by_the_inverse_alltoall_after_a_relu_is_one_round_trip(
 def test_runs_wasteful_on_their_own_are_not_reported_again_as_a_round_trip():
     for case in ("par-mismatch-sp_then_cols", "par-mismatch-ffn_mul_disagrees_8ranks"):
         _, found = _check(RedundantRedistributionChain(), _only(case))
-        assert not [f for f in found if dict(f.extra)["kinds"][0].endswith(("round-trip", "compute-slice"))]
+        assert not [f for f in found if extra_data(f)["kinds"][0].endswith(("round-trip", "compute-slice"))]
 
 
 def test_same_split_counts_on_other_device_axes_is_a_permutation_paid_as_a_full_gather():
     """add1 and add2 use layout("tp", "dp"); the ReLU between them the tuple (4, 2): same counts,
     other ranks. The hint names the ReLU and the Layout, never 'the strategies already agree'."""
     ir, found = _check(RedundantRedistributionChain(), _only("par-mismatch-layout_permutation"))
-    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
+    assert [(f.node, extra_data(f)["kinds"]) for f in found] == [
         ("%5", ["permutation-as-gather"]),
         ("%20", ["permutation-as-gather"]),
     ]
     for f in found:
-        extra = dict(f.extra)
+        extra = extra_data(f)
         assert extra["fix"] == {"node": "%18", "in_layout": 'layout("tp", "dp") of Layout((2, 4), ("dp", "tp"))'}
         assert "ReLU (net-Net) (in_strategy ((4, 2),)) places its blocks differently" in f.hint
         assert 'in_strategy=(layout("tp", "dp"),)' in f.hint and "already agree" not in f.hint
@@ -402,7 +413,7 @@ def test_mindformers_router_with_a_replicated_strategy_wastes_its_gather_and_com
     3/4 of the router's result sliced away; layer 1's router keeps MindFormers' strategy."""
     ir = _mf_moe("par-mismatch-mf_moe_router_replicated")
     (f,) = RedundantRedistributionChain().check(ir)
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, f.op, extra["kinds"], extra["discarded_compute"]) == (
         "%57",
         "AllGather",
@@ -424,7 +435,7 @@ def test_mindformers_expert_relayout_by_gather_counts_only_what_one_alltoall_wou
     for f in found:
         assert "enable_alltoall=True" in f.hint and "receiving 8.00 KiB instead of 16.0 KiB" in f.hint
         assert "the expert-parallel re-layout itself is scheme (one AlltoAll: 8.00 KiB)" in f.message
-        assert dict(f.extra)["waste_bytes"] == 2 * (16384 - 8192)
+        assert extra_data(f)["waste_bytes"] == 2 * (16384 - 8192)
 
 
 def test_mindformers_sequence_parallel_reduce_scatter_is_scheme_and_the_relayout_after_it_waste():
@@ -437,7 +448,7 @@ def test_mindformers_sequence_parallel_reduce_scatter_is_scheme_and_the_relayout
     # split by SP): one finding at the first, the four chains its occurrences
     assert [(f.node, f.op) for f in found] == [("%60", "AllGather")]
     (f,) = found
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert extra["root_cause"]["kind"] == "batch-merge"
     assert [o["node"] for o in extra["occurrences"]] == ["%60", "%91", "%140", "%171"]
     assert {"%60", "%91", "%140", "%171"} <= {r.node for r in f.related}
@@ -463,7 +474,7 @@ def test_a_4d_permutation_after_a_batchmatmul_names_the_device_axis_order_dropou
     compile with that Layout, par-fixed-attn_dropout_reordered, has no chain). Both chains are the
     Dropout's tuple: one finding for the cause."""
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_tuple"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert extra["root_cause"]["kind"] == "tuple-beside-layout" and extra["chains"] == 2
     assert extra["root_cause"]["fix"]["device_matrix"] == 'Layout((2, 2, 2), ("dp", "tp", "cp"))'
     assert "MindSpore does not shard Dropout with a Layout" in f.hint and "already agree" not in f.hint
@@ -485,7 +496,7 @@ def test_a_4d_permutation_after_a_batchmatmul_names_the_device_axis_order_dropou
     # a point-wise op that takes a Layout gets it, its broadcast input unsplit (the compile with it,
     # par-fixed-attn_scale_layout, has no chain)
     _, found = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_scale_tuple"))
-    assert [(f.node, dict(f.extra)["kinds"]) for f in found] == [
+    assert [(f.node, extra_data(f)["kinds"]) for f in found] == [
         ("%8", ["permutation-as-gather"]),
         ("%24", ["permutation-as-gather"]),
     ]
@@ -499,7 +510,7 @@ def test_mindformers_dropout_tuple_on_half_the_devices_is_one_root_cause_with_ev
     """The Dropout's (dp, mp, 1, 1) leaves S whole and N on the cp axis: both chains are the tuple's
     (40 KiB per step with the backward), and the fix gives the tuple S's split too."""
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-attn_dropout_dp_mp"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert extra["root_cause"]["kind"] == "tuple-beside-layout" and extra["chains"] == 2
     assert extra["root_cause"]["fix"] == {
         "cell": "Attention",
@@ -525,7 +536,7 @@ def test_a_column_split_output_gathered_before_propagated_pointwise_ops_and_slic
     no redistribution left). PC002 leaves the gather alone: it is not used whole."""
     ir, found = _check(RedundantRedistributionChain(), _only("par-auto-propagation_cols_gathered"))
     (f,) = found
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, extra["kinds"], extra["region"]) == ("%2", ["round-trip"], ["%16", "%17"])
     assert extra["fix"]["node"] == "%14" and extra["fix"]["in_strategy"] == "((1, 8),)"
     assert extra["waste_bytes"] == 2 * 7 * 64 * 64 * 4 // 8 and extra["discarded_compute"] == "7/8"
@@ -538,7 +549,7 @@ def test_a_column_split_output_gathered_before_propagated_pointwise_ops_and_slic
 
 def test_a_replicated_residual_sliced_for_propagated_ops_and_gathered_again():
     _, (f,) = _check(RedundantRedistributionChain(), _only("par-auto-propagation_residual_sliced"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, extra["kinds"], extra["region"]) == ("%6", ["round-trip"], ["%4", "%5"])
     assert extra["fix"]["node"] == "%3" and extra["fix"]["in_strategy"] == "((1, 1),)"
     # the AllGather of (8, 32) -> (64, 32) and its ReduceScatter; the slice and its grad are local
@@ -553,7 +564,7 @@ def test_under_semi_auto_the_whole_run_is_resharded_and_the_fix_plan_says_so():
     from irlint.fixplan import fix_plan
 
     ir, (f,) = _check(RedundantRedistributionChain(), _only("par-mismatch-semi_residual_sliced"))
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert (f.node, extra["region"], extra["fix"]["node"]) == ("%6", ["%4", "%5"], "%3")
     assert [(x["node"], x["in_strategy"]) for x in extra["also_fix"]] == [
         ("%4", "((1, 1), (1, 1))"),
@@ -595,7 +606,7 @@ def test_mindformers_sequence_parallel_dropout_is_one_permutation_cause_removed_
     removes the Dropouts, and the compile with it (..._nodrop) has no chain."""
     ir = _dump(QWEN_MOE, tmp_path)
     (f,) = RedundantRedistributionChain().check(ir)
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert extra["root_cause"]["kind"] == "tuple-beside-layout" and extra["chains"] == 11
     assert extra["root_cause"]["fix"]["config"] == "hidden_dropout: 0.0"
     assert f.hint.startswith("hidden_dropout: 0.0 (model_config;") and "already agree" not in f.hint

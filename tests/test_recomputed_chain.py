@@ -18,6 +18,7 @@ from irlint.rules.redistribution.discovery import collect_chain
 from irlint.rules.redistribution.recomputed_chain import is_copy, kept_type, rerun_of
 
 from irlint.accounts.comm import account, redistribution_findings
+from irlint.findings_json import extra_data
 from irlint.runner.discover import discover
 from irlint.runner.engine import read_dump
 
@@ -36,7 +37,7 @@ def _node(ir, node, half):
 def test_rerun_is_priced_into_the_forward_chain_with_its_key():
     ir = _ir()
     (finding,) = [f for f in redistribution_findings(ir) if f.code == "PC001"]
-    extra = dict(finding.extra)
+    extra = extra_data(finding)
     assert extra["recompute"] == {"keys": [r"attention\.wq\.reshape"], "bytes": 2 * 4096, "copies": ["%378", "%170"]}
     assert extra["waste_bytes"] == 180224 + 2 * 4096
     assert r"run twice because of key attention\.wq\.reshape: +8.00 KiB in backward" in finding.message

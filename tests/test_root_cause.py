@@ -9,6 +9,7 @@ from conftest import CORPUS, quiet_config
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
 from irlint.accounts.received import received_bytes
+from irlint.findings_json import extra_data
 from irlint.runner.discover import discover
 from irlint.runner.engine import lint, read_dump
 
@@ -27,7 +28,7 @@ def test_batch_merge_is_one_finding_with_every_chain(rank):
     """dp2 x mp2 x cp2, 2 sequences per dp replica: 10 chains per layer and one before lm_head,
     the same on ranks of every cp and mp index."""
     (f,) = _found("par-mindformers-llama_cp2_b2", rank)
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert extra["root_cause"]["kind"] == "batch-merge"
     assert extra["root_cause"]["fix"]["runner_config.batch_size"] == 1
     assert extra["root_cause"]["fix"]["sequences_per_replica"] == 2
@@ -65,14 +66,14 @@ def test_one_sequence_per_replica_has_no_chain(case):
 
 def test_sequence_parallel_batch_merge():
     (f,) = _found("par-mindformers-llama_seq_parallel")
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert extra["root_cause"]["kind"] == "batch-merge" and extra["chains"] == 4
     assert extra["waste_bytes"] == 4 * 2 * 6144
 
 
 def test_rope_tuple_beside_layout_is_one_finding_with_q_and_k():
     (f,) = _found("par-mindformers-llama_cp2_b1_rope_slice")
-    extra = dict(f.extra)
+    extra = extra_data(f)
     cause = extra["root_cause"]
     assert cause["kind"] == "tuple-beside-layout"
     assert cause["fix"]["cell"] == "RotaryEmbedding" and cause["fix"]["config"] == "use_rope_slice: False"
@@ -90,12 +91,12 @@ def test_gather_resplit_makes_no_claim_about_which_block():
     for rank in (0, 1, 2):
         (f,) = _found("par-mindformers-llama_cp2_b2", rank)
         assert "already had" not in f.message
-        assert all("already had" not in o["message"] for o in dict(f.extra)["occurrences"])
+        assert all("already had" not in o["message"] for o in extra_data(f)["occurrences"])
 
 
 def test_two_causes_in_one_compile_are_two_findings():
     found = _found("par-mindformers-llama_cp2_b2_rope_slice")
-    causes = {dict(f.extra)["root_cause"]["kind"]: dict(f.extra) for f in found}
+    causes = {extra_data(f)["root_cause"]["kind"]: extra_data(f) for f in found}
     assert len(found) == 2 and set(causes) == {"batch-merge", "tuple-beside-layout"}
     assert causes["batch-merge"]["chains"] == 21 and causes["batch-merge"]["waste_bytes"] == 163840
     # 2 sequences per rank: twice the RoPE bytes of the 1-sequence compile
@@ -115,7 +116,7 @@ def test_pre_cse_copies_of_step_parallel_end_are_not_findings():
     gathers = [k for k in ir.nodes_by_op("AllGather") if ir[k]["id"] in ("%57", "%337")]
     assert len(gathers) == 2 and all(not received_bytes(ir, k) for k in gathers)
     found = list(RedundantRedistributionChain().check(ir))
-    assert not [x for x in found if "repeated-gather" in dict(x.extra).get("kinds", ())]
+    assert not [x for x in found if "repeated-gather" in extra_data(x).get("kinds", ())]
 
 
 class _Nodes(dict):

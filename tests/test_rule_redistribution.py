@@ -10,7 +10,9 @@ from conftest import portable
 from irlint.rules.redistribution import discovery, simulation
 from irlint.rules.redistribution.redundant_chain import RedundantRedistributionChain
 
+from irlint.findings_json import extra_data
 from irlint.read.reader import read_ir
+from irlint.rule import example_text
 from irlint.runner.config import Config
 from irlint.runner.engine import lint
 
@@ -30,7 +32,7 @@ def findings(path: Path):
 def by_kind(found):
     out = {}
     for f in found:
-        for kind in dict(f.extra)["kinds"]:
+        for kind in extra_data(f)["kinds"]:
             out.setdefault(kind, []).append(f)
     return out
 
@@ -44,7 +46,7 @@ def test_fixtures_read_cleanly_and_counts_match(path):
 
 def test_gather_split_concat_slice_chain_is_flagged():
     (f,) = findings(WRONG / "21_validate_0076.ir")
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert f.code == "PC001" and f.op == "AllGather"
     assert extra["kinds"] == ["gather-then-slice"]
     # 7 foreign (16, 8) float32 pieces arrive, a (2, 64) float32 slice survives
@@ -63,7 +65,7 @@ def test_backward_transpose_is_part_of_the_finding_not_a_finding_of_its_own():
     backward = [r for r in f.related if r.scope.startswith("Gradients/")]
     assert [r.op for r in backward] == ["AllGather", "StridedSlice"]
     assert all(r.note.startswith("backward transpose") for r in backward)
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert extra["backward_moved_bytes"] == 7 * 2 * 64 * 4
     assert "7.00 KiB per step in all" in f.message
 
@@ -74,9 +76,9 @@ def test_pattern_kinds_each_flagged():
     (a2a,) = kinds["alltoall-undone"]
     assert [r.op for r in a2a.related] == ["MatMul", "AlltoAll", "Softmax"]
     (resplit,) = kinds["gather-resplit"]
-    assert dict(resplit.extra)["surviving_bytes"] == 2 * 64 * 2
+    assert extra_data(resplit)["surviving_bytes"] == 2 * 64 * 2
     (twice,) = kinds["repeated-gather"]
-    assert dict(twice.extra)["gathers"] == 2
+    assert extra_data(twice)["gathers"] == 2
     assert {r.scope.rsplit("/", 2)[-2] for r in twice.related if r.note.startswith("consumer")} == {
         "wq-Linear",
         "wk-Linear",
@@ -99,8 +101,9 @@ def test_user_slice_after_gather_with_own_strategy_is_not_part_of_a_chain():
                 assert r.note.startswith("producer")
 
 
-def test_snapshot_of_flagged_fixtures(snapshot):
-    found = findings(WRONG / "21_validate_0076.ir") + findings(PATTERNS / "21_validate_0076.ir")
+@pytest.mark.parametrize("folder", [WRONG, PATTERNS], ids=lambda p: f"{p.name}-PC001")
+def test_snapshot_of_flagged_fixtures(folder, snapshot):
+    found = findings(folder / "21_validate_0076.ir")
     assert [portable(f.to_dict(), SYNTH) for f in found] == snapshot
 
 
@@ -120,7 +123,7 @@ def test_rank_folders_merge_into_one_finding():
 
 def test_examples(tmp_path):
     rule = RedundantRedistributionChain()
-    for i, text in enumerate(rule.VALID + rule.INVALID):
+    for i, text in enumerate(map(example_text, rule.VALID + rule.INVALID)):
         path = tmp_path / f"{i}" / "21_validate_0001.ir"
         path.parent.mkdir()
         path.write_text(text, encoding="utf-8")
@@ -142,7 +145,7 @@ def node(ir, op, nth=0):
 
 def test_split_concat_round_trip_is_flagged_without_communication():
     (f,) = by_kind(findings(ROUND_TRIPS))["split-concat-round-trip"]
-    extra = dict(f.extra)
+    extra = extra_data(f)
     assert f.op == "Split" and extra["kinds"] == ["split-concat-round-trip"]
     assert extra["moved_bytes"] == 0 and extra["entry"] == extra["exit"] == "Float16(16, 8)"
     assert [r.op for r in f.related] == ["MatMul", "Concat", "SiLU"]
@@ -158,7 +161,7 @@ def test_alltoall_pair_around_reshape_is_flagged_with_a_strategy_hint():
     assert "set Softmax (attention-Attention) to in_strategy ((1, 1, 1, 8),)" in f.hint
     assert "already agree" not in f.hint
     # 7/8 of each (4, 2, 2, 16) float16 output arrives from other ranks, twice
-    assert dict(f.extra)["moved_bytes"] == 2 * (2 * 4 * 2 * 16 * 2) * 7 // 8
+    assert extra_data(f)["moved_bytes"] == 2 * (2 * 4 * 2 * 16 * 2) * 7 // 8
 
 
 def test_near_misses_are_silent():

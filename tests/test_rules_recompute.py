@@ -3,6 +3,8 @@ snapshots of their findings."""
 
 from __future__ import annotations
 
+import functools
+
 import gzip
 import io
 
@@ -13,9 +15,10 @@ from irlint.rules.recompute import downcast, evidence, feed_forward, keys
 
 import irlint.cli
 from irlint.accounts.memory import bytes_at_stake
+from irlint.findings_json import extra_data
 from irlint.fixplan import fix_plan
 from irlint.read.reader import read_ir
-from irlint.rule import load_rules
+from irlint.rule import example_text, load_rules
 from irlint.runner.engine import lint
 
 RULES = {cls.code: cls for cls in load_rules(plugins=False) if cls.code.startswith("RC")}
@@ -115,7 +118,7 @@ def test_cell_output_bool0_is_never_flagged_when_the_cell_recomputed_something()
 def test_one_op_recompute_cell_that_recomputed_nothing_is_flagged():
     ir = read("llama-recompute-modes", "21_validate_0076.ir")
     silu = [f for f in check(ir, "RC001") if f.node == "%184"]
-    assert len(silu) == 1 and dict(silu[0].extra)["request"] == "one-op-cell"
+    assert len(silu) == 1 and extra_data(silu[0])["request"] == "one-op-cell"
     assert "activation-SiLU" in silu[0].message
     # layer 3 (Cell.recompute() on the whole layer): the unneeded last ops are by design
     assert [f for f in check(ir) if "3-DecoderLayer/" in f.scope] == []
@@ -143,7 +146,7 @@ def test_one_op_cell_is_found_where_forward_scopes_print_layer_0():
     assert sorted(found) == ["%119", "%183", "%247"]  # layer 0's SiLU was recomputed with its layer
     for layer, node in (("1", "%119"), ("2", "%183"), ("3", "%247")):
         f = found[node]
-        assert dict(f.extra)["request"] == "one-op-cell"
+        assert extra_data(f)["request"] == "one-op-cell"
         assert f"layer {layer} (from the weights it reads)" in f.message
         assert f"{layer}-DecoderLayer/feed_forward-FeedForward/activation-SiLU," in f.message
         # the primitive's key, never the cell's
@@ -187,7 +190,7 @@ def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshap
     f = blocked["%165"]
     assert "%166 StridedSlice" in f.message and "%167 Reshape" in f.message
     assert "add 'mlp\\.dense_4h_to_h\\.reshape'" in f.hint and "stridedslice'" not in f.hint
-    assert dict(f.extra)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"]
+    assert extra_data(f)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"]
     assert "inserted by the parallel pass (redistribution_op_" in f.hint
     assert [r.op for r in f.related][:2] == ["StridedSlice", "Reshape"]
     assert check(lint_fixture("mf-glm2-dp4_mp2_slice_fixed"), "RC001", "RC002") == []
@@ -214,13 +217,13 @@ def test_rc002_finds_the_structure_without_cell_names():
     assert [n for n, op, _ in notes if op == "MatMul"][:3] == ["%5", "%2", "%11"]
     # no cell names in the scopes: the key comes from the weight w2's MatMul reads, never from
     # another model's naming
-    assert dict(mul.extra)["select_recompute"] == ["feed_forward\\.w2\\.reshape"]
+    assert extra_data(mul)["select_recompute"] == ["feed_forward\\.w2\\.reshape"]
     assert "'feed_forward\\.w2\\.reshape' is built from the weight its Linear reads" in mul.hint
     # the SiLU's Reshape sits between SiLU and Mul, next to no weight: no key, its op and model line
     silu = next(f for f in check(ir, "RC002") if f.op == "SiLU")
     assert "no select_recompute key can be derived for %7 Reshape (/home/user/llm/llm_common.py:52)" in silu.hint
-    assert "recompute_config" not in silu.hint and dict(silu.extra)["select_recompute"] == []
-    assert dict(silu.extra)["no_key"] == [{"node": "%7", "op": "Reshape", "source": "/home/user/llm/llm_common.py:52"}]
+    assert "recompute_config" not in silu.hint and extra_data(silu)["select_recompute"] == []
+    assert extra_data(silu)["no_key"] == [{"node": "%7", "op": "Reshape", "source": "/home/user/llm/llm_common.py:52"}]
 
 
 def test_rc002_on_cpu_backend_graph_with_expanded_silu():
@@ -248,7 +251,7 @@ def test_rc002_steps_over_backend_casts_around_fp16_matmuls(name):
         assert f.op == "Mul"
         assert [r.op for r in f.related][:1] == ["Reshape"] and "w2-Linear" in f.related[0].scope
         # the merged primitive prints nn.Embedding's "reshape_flat"; the trace names Linear's "reshape"
-        assert dict(f.extra)["select_recompute"] == ["feed_forward\\.w2\\.reshape"]
+        assert extra_data(f)["select_recompute"] == ["feed_forward\\.w2\\.reshape"]
     # one problem, one finding: RC001 leaves these Mul nodes to RC002
     assert not {f.node for f in found} & {f.node for f in check(ir, "RC001")}
 
@@ -406,14 +409,14 @@ def test_without_trace_the_instance_name_is_used_and_the_hint_says_it_is_a_guess
     assert keys.primitive_name(ir, mul) == ("mul", False)
     found = [f for f in check(ir, "RC002") if "0-DecoderLayer/" in f.scope]
     assert len(found) == len(with_trace) == 1
-    assert dict(found[0].extra)["select_recompute"] == [r"mlp\.down_proj\.reshape_flat"]
+    assert extra_data(found[0])["select_recompute"] == [r"mlp\.down_proj\.reshape_flat"]
     assert "no source trace" in found[0].hint and "no source trace" not in with_trace[0].hint
-    assert dict(with_trace[0].extra)["select_recompute"] == [r"mlp\.down_proj\.reshape"]
+    assert extra_data(with_trace[0])["select_recompute"] == [r"mlp\.down_proj\.reshape"]
     assert [f for f in check(ir, "RC001") if f.node == "%60"] == []  # RC002's alone
 
 
 def test_untagged_primitive_without_instance_name_uses_the_op(ir_from_text):
-    snippet = RULES["RC002"].INVALID[0]  # s7 31_validate trimmed: no traces, no cell names
+    snippet = example_text(RULES["RC002"].INVALID[0])  # s7 31_validate trimmed: no traces, no cell names
     ir = ir_from_text(snippet.replace(" {instance name: reshape}", ""))
     k = _node(ir, "%5", "Reshape")
     assert keys.primitive_name(ir, k) == ("reshape", True)
@@ -482,9 +485,20 @@ SNAPSHOT_FILES = [
 ]
 
 
-@pytest.mark.parametrize("case,name", SNAPSHOT_FILES, ids=[c.rsplit("/", 1)[-1] for c, _ in SNAPSHOT_FILES])
-def test_findings_snapshot(case, name, snapshot):
-    found = sorted(check(read(case, name)), key=lambda f: (f.line, f.code))
+# one snapshot per rule and fixture: a changed message is reviewed as its rule's, on its fixture
+SNAPSHOTS = [(case, name, code) for case, name in SNAPSHOT_FILES for code in sorted(RULES)]
+
+
+@functools.cache
+def _snapshot_ir(case: str, name: str):
+    return read(case, name)
+
+
+@pytest.mark.parametrize(
+    "case,name,code", SNAPSHOTS, ids=[f"{c.rsplit('/', 1)[-1]}-{code}" for c, _, code in SNAPSHOTS]
+)
+def test_findings_snapshot(case, name, code, snapshot):
+    found = sorted(check(_snapshot_ir(case, name), code), key=lambda f: f.line)
     assert [portable(f.to_dict(), CORPUS) for f in found] == snapshot
 
 
@@ -514,10 +528,10 @@ def test_transpose_after_a_tagged_batchmatmul_blocks_it_and_every_blocking_op_is
     assert [f.code for f in found] == ["RC001"]  # memory at stake, not the info-level unused tag
     f = found[0]
     assert "%34 Transpose" in f.message and "%35 Reshape" in f.message and "%655 MatMul" in f.message
-    assert dict(f.extra)["blocking"] == ["%34", "%35"]
+    assert extra_data(f)["blocking"] == ["%34", "%35"]
     # %35 reads the 4-D Transpose and makes 2-D: the attention's own reshape and wo's folded into
     # one that keeps the attention's primitive, so wo's key would not tag it (layer 1 shows it)
-    assert dict(f.extra)["select_recompute"] == ["attention\\.merger_head_transpose", "attention\\.reshape"]
+    assert extra_data(f)["select_recompute"] == ["attention\\.merger_head_transpose", "attention\\.reshape"]
     assert "'attention\\.wo\\.reshape' does not" in f.hint
 
 
@@ -525,7 +539,7 @@ def test_a_tagged_but_not_recomputed_blocking_op_still_blocks():
     # layer 1: the Transpose %98 is tagged too but has no copy, so it is part of the chain
     ir = read_ir(str(UNSEEN / "attn-transpose" / "21_validate_0076.ir"))
     f = next(f for f in check(ir, "RC001") if f.node == "%97")
-    assert dict(f.extra)["blocking"] == ["%98", "%99"]
+    assert extra_data(f)["blocking"] == ["%98", "%99"]
 
 
 def test_walk_stops_at_a_multi_op_cell_output():
@@ -566,7 +580,7 @@ def test_fused_gate_up_matmul_is_one_feed_forward():
     assert ir[first.gate_mul]["id"] == "%59" and {ir[v]["op"] for v in first.roles} >= {"Split", "TupleGetItem"}
     found = check(ir, "RC002")
     assert sorted(f.node for f in found) == ["%185", "%59"]
-    assert all(dict(f.extra)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"] for f in found)
+    assert all(extra_data(f)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"] for f in found)
     assert not {f.node for f in found} & {f.node for f in check(ir, "RC001")}
 
 
@@ -589,11 +603,11 @@ def test_downcast_is_judged_only_when_recomputed_or_held_back():
     assert check(ir, "RC003") == []
     # s4 %11 recomputed (recompute_id 2, copy %92): its Float32 input %10 stays alive
     s4 = check(read("s4_cast_rmsnorm", "21_validate_0076.ir"), "RC003")
-    assert [(f.node, dict(f.extra)["applied"]) for f in s4] == [("%11", True)]
+    assert [(f.node, extra_data(f)["applied"]) for f in s4] == [("%11", True)]
     assert s4[0].message.startswith("Cast Float32 -> Float16 was recomputed")
     # llama-cast %75: tagged, no copy, held back only by the wq Reshape %76 backward reads
     cast = [f for f in check(read("llama-cast", "21_validate_0076.ir"), "RC003") if f.node == "%75"]
-    assert len(cast) == 1 and not dict(cast[0].extra)["applied"]
+    assert len(cast) == 1 and not extra_data(cast[0])["applied"]
     assert "not recomputed only because non-recomputed %76 Reshape" in cast[0].message
 
 
@@ -605,7 +619,7 @@ def test_mindformers_glm2_keys_come_from_its_cell_paths_and_the_fix_applies():
     found = {(f.code, f.node): f for f in check(select, "RC001", "RC002", "RC003")}
     assert sorted(found) == [("RC001", "%196"), ("RC001", "%99"), ("RC002", "%101"), ("RC002", "%198")]
     assert "'mlp\\.activation_func\\.silu\\.silu'" in found["RC001", "%99"].hint
-    keys = dict(found["RC002", "%101"].extra)["select_recompute"]
+    keys = extra_data(found["RC002", "%101"])["select_recompute"]
     assert keys == ["mlp\\.dense_4h_to_h\\.reshape"]
     fixed = read_ir(str(RECOMPUTE / "mf-glm2-fixed" / "21_validate_0076.ir"))
     facts = evidence.RecomputeFacts.of(fixed)
@@ -680,7 +694,7 @@ def test_bytes_at_stake_of_a_transpose_blocked_op_are_the_kept_transpose_output(
     assert (bytes_at_stake(ir, bmm), bytes_at_stake(ir, transpose)) == (0, 4 * 16 * 16 * 2)
     f = next(f for f in check(ir, "RC001") if f.node == "%33")
     assert f.bytes_at_stake == 4 * 16 * 16 * 2
-    assert dict(f.extra)["layers_with_problem"] == 2  # layer 1's bmm2 is blocked too
+    assert extra_data(f)["layers_with_problem"] == 2  # layer 1's bmm2 is blocked too
 
 
 def test_following_the_one_op_cell_and_reshape_hints_frees_what_the_findings_priced():

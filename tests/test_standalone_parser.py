@@ -123,7 +123,7 @@ def test_an_edited_grammar_is_built_not_loaded(fresh_parser, monkeypatch):
     assert built_parser.parse("(a # b)", start="value") == ("a # b",)  # the edit took effect
     assert built_parser.parse("{k: (a # b)}", start="attrs") == {"k": ("a # b",)}  # Lark's tokens known as such
     with pytest.raises(parser.GrammarError, match="column 3"):  # and its errors as errors
-        parser._parse("a ) b", "value")
+        parser.parse_rule("a ) b", "value")
     assert built == [edited]
 
 
@@ -175,7 +175,7 @@ def _pieces(monkeypatch, grammar_parses) -> list[tuple[str, str]]:
 
 def _outcome(text: str, start: str):
     try:
-        return ["value", repr(parser._parse(text, start))]
+        return ["value", repr(parser.parse_rule(text, start))]
     except parser.GrammarError as exc:  # what the reader reports of a piece Lark refuses
         return ["error", str(exc), exc.column]
 
@@ -187,7 +187,7 @@ from irlint.read import parser
 
 def outcome(text, start):
     try:
-        return ["value", repr(parser._parse(text, start))]
+        return ["value", repr(parser.parse_rule(text, start))]
     except parser.GrammarError as exc:
         return ["error", str(exc), exc.column]
 

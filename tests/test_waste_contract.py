@@ -9,6 +9,7 @@ from conftest import CORPUS
 
 from irlint.accounts.comm import account, redistribution_findings
 from irlint.findings import WASTE_KINDS, Finding, WastedBytes
+from irlint.findings_json import extra_data
 from irlint.read.reader import read_ir
 from irlint.rule import load_rules
 
@@ -32,7 +33,7 @@ def test_each_finding_names_its_waste_in_typed_fields(case):
     found = redistribution_findings(ir)
     assert found
     for f in found:
-        extra = dict(f.extra)
+        extra = extra_data(f)
         assert f.waste_kinds and set(f.waste_kinds) <= WASTE_KINDS
         assert [(w.graph, w.node, w.op, w.bytes) for w in f.wasted] == [
             (e["graph"], e["node"], e["op"], e["bytes"]) for e in extra["waste"]
@@ -55,8 +56,8 @@ def test_the_account_reads_the_typed_fields_not_the_code_or_extra():
     found = redistribution_findings(ir)
     counted = account(ir, found)
     assert counted.waste_bytes > 0
-    # the same bytes under another code, without extra: counted the same
-    renamed = [f.with_(code="XX900", extra=()) for f in found]
+    # the same bytes under another code, without the rule's facts or its waste total: counted the same
+    renamed = [f.with_(code="XX900", facts=(), waste=None) for f in found]
     assert account(ir, renamed).waste_bytes == counted.waste_bytes
     # extra["waste"] alone names no waste
     untyped = [f.with_(waste_kinds=(), wasted=()) for f in found]

@@ -287,8 +287,8 @@ def as_dict(ir: IRFile, acc: CommAccount) -> dict:
                 "node": f.node,
                 "graph": f.graph,
                 "line": f.line,
-                "waste_bytes": dict(f.extra).get("waste_bytes", 0),
-                "share": human_share(dict(f.extra).get("waste_bytes", 0), acc.received_bytes),
+                "waste_bytes": f.waste.bytes if f.waste is not None else 0,
+                "share": human_share(f.waste.bytes if f.waste is not None else 0, acc.received_bytes),
             }
             for f in acc.findings
         ],

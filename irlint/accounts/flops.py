@@ -134,7 +134,7 @@ def _shape(t) -> tuple[int, ...] | None:
     return tuple(t.shape)
 
 
-def _flag(ir: IRFile, k: int, position: int, *names: str, ins: list[int] | None = None) -> bool:
+def attr_flag(ir: IRFile, k: int, position: int, *names: str, ins: list[int] | None = None) -> bool:
     """A MatMul transpose flag: the constant input at ``position`` (MindSpore 2.3 and later), else
     the primitive attribute of one of ``names`` (older dumps). ``ins``: ``k``'s producers, if known."""
     if ins is None:
@@ -161,8 +161,8 @@ def matmul_dims(ir: IRFile, k: int) -> tuple[int, int, int, int] | None:
         ta, tb = False, True
     else:
         ins = ir.producers(k)  # once for both flags
-        ta = _flag(ir, k, 2, "transpose_a", "transpose_x1", ins=ins)
-        tb = _flag(ir, k, 3, "transpose_b", "transpose_x2", ins=ins)
+        ta = attr_flag(ir, k, 2, "transpose_a", "transpose_x1", ins=ins)
+        tb = attr_flag(ir, k, 3, "transpose_b", "transpose_x2", ins=ins)
     if len(a) == 1:
         a = (1, *a)
     if len(b) == 1:

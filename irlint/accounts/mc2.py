@@ -239,11 +239,11 @@ def _misses(ir: IRFile, mm: int, coll: int, c: Candidate, ins: list[int]) -> lis
     elif c.group_size != 8:
         out.append(f"group of {c.group_size or '?'} ranks (8 consecutive ranks of one server only)")
     if c.pattern == "AllGatherMatmul":
-        from .flops import _flag
+        from .flops import attr_flag
 
         if ins and ins[0] != coll:
             out.append("the gathered input is the second")
-        if _flag(ir, mm, 2, "transpose_a", "transpose_x1"):
+        if attr_flag(ir, mm, 2, "transpose_a", "transpose_x1"):
             out.append("transpose_a")
     if c.pattern == "MatmulReduceScatter" and len(ir.consumers(mm)) > 1:
         out.append("the MatMul has other readers")

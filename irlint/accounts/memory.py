@@ -152,7 +152,7 @@ def is_backward(ir: IRFile, key: int) -> bool:
     return ir.is_backward(key) or bool(_EXPANDED_GRAD.match(ir[key].get("scope", ""))) or key in backward_calls(ir)
 
 
-def _original_of_copies(ir: IRFile) -> dict[int, int]:
+def original_of_copies(ir: IRFile) -> dict[int, int]:
     """Recomputed copy -> the forward node it rebuilds."""
     out: dict[int, int] = {}
     for k in ir.cnodes():
@@ -174,7 +174,7 @@ def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
         kept_tensor = lambda t, type, node: _PlacedOnRead(t, type, ir, node)  # noqa: E731
     else:
         kept_tensor = lambda t, type, node: KeptTensor(t, type, layer_of_node(ir, node))  # noqa: E731
-    originals = _original_of_copies(ir)
+    originals = original_of_copies(ir)
     from_weights = weight_derived(ir)
     kept: dict[Tensor, KeptTensor] = {}
     saved: dict[Tensor, KeptTensor] = {}

@@ -81,9 +81,9 @@ def asked_by(ir: IRFile, key: int) -> tuple[str, str]:
     from importlib import import_module
 
     from ..model.layers import Places
-    from ..rule import _builtin_package
+    from ..rule import builtin_package
 
-    _builtin_package()  # irlint.rules is the top-level rules/ folder in a source checkout
+    builtin_package()  # irlint.rules is the top-level rules/ folder in a source checkout
     keys = import_module("irlint.rules.recompute.keys")
     node_select_key = keys.node_select_key
 
@@ -149,9 +149,8 @@ def recomputed_cell(ir: IRFile, key: int) -> tuple[str, list[str]] | None:
                 while i < min(len(shared), len(cells)) and shared[i] == cells[i]:
                     i += 1
                 shared = shared[:i]
-            if len(layers) == 1 and shared and None not in layers:
-                return layers.pop(), shared  # type: ignore[return-value]
-            return None
+            layer = next(iter(layers)) if len(layers) == 1 else None
+            return (layer, shared) if layer is not None and shared else None
         frontier = nxt
     return None
 

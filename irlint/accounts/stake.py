@@ -7,6 +7,7 @@ import re
 from typing import NamedTuple
 
 from ..findings import Finding
+from ..findings import Stake as AtStake
 from ..model import IRFile, weights_upstream
 from ..model.layers import OUTSIDE, Places
 from ..units import human_bytes
@@ -105,15 +106,11 @@ class Stake(NamedTuple):
             )
         return out
 
-    def extra(self) -> dict:
-        out = {"bytes_at_stake_total": self.total, "layers_with_problem": self.layers}
+    def typed(self) -> AtStake:
+        """The finding's ``stake`` field: what it holds beyond ``bytes_at_stake``."""
         if self.micro_batches > 1:
-            out.update(
-                micro_batches=self.micro_batches,
-                micro_batches_in_flight=self.in_flight,
-                bytes_at_stake_per_micro_batch=self.per_micro_batch,
-            )
-        return out
+            return AtStake(self.total, self.layers, self.micro_batches, self.in_flight, self.per_micro_batch)
+        return AtStake(self.total, self.layers)
 
 
 def stake(ir: IRFile, key: int, cost=None) -> Stake:
@@ -161,9 +158,5 @@ def downcast_cost(ir: IRFile, cast: int) -> int:
 
 
 def staked(finding: Finding, at: Stake) -> Finding:
-    """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``extra``."""
-    return finding.with_(
-        message=f"{finding.message} ({at.text()})",
-        bytes_at_stake=at.bytes,
-        extra=tuple(sorted({**dict(finding.extra), **at.extra()}.items())),
-    )
+    """``finding`` stating the bytes at stake: in its message, ``bytes_at_stake`` and ``stake``."""
+    return finding.with_(message=f"{finding.message} ({at.text()})", bytes_at_stake=at.bytes, stake=at.typed())

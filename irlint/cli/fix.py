@@ -348,7 +348,7 @@ _HELD = (signal.SIGINT, signal.SIGTERM)
 def _write_over(path: str, text: str, st: os.stat_result, digest: bytes) -> None:
     """``text`` in a temporary file beside ``path`` (mode and owner of the old one), renamed over it
     if ``path`` is still what was read (``st``, ``digest``); _Changed when it is not."""
-    from ..reporters import _new_temporary
+    from ..reporters import new_temporary
 
     folder = os.path.dirname(os.path.abspath(path))
     held = hasattr(signal, "pthread_sigmask")
@@ -356,7 +356,7 @@ def _write_over(path: str, text: str, st: os.stat_result, digest: bytes) -> None
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     tmp = None
     try:
-        fd, tmp = _new_temporary(folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+        fd, tmp = new_temporary(folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             for i in range(0, len(text), 1 << 20):  # encoded a piece at a time: a large file is not copied whole
                 f.write(text[i : i + (1 << 20)].encode("utf-8"))

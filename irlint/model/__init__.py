@@ -32,11 +32,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic
 from .stages import Stage, stage_of
+
+_KIND_OF = methodcaller("get", "kind")  # a node's kind, called in C over the node dicts
 
 if TYPE_CHECKING:  # networkx is imported only when something reads ``IRFile.graph``
     import networkx as nx
@@ -45,10 +48,10 @@ PASSTHROUGH_OPS = frozenset({"Reshape", "Depend", "Load", "TupleGetItem", "MakeT
 GRADIENT_SCOPE = "Gradients/"
 # ops whose later inputs are monads, shapes or indices rather than data
 _DATA_FIRST_OPS = frozenset({"Depend", "Load", "TupleGetItem", "Reshape"})
-_NO_ATTRS: dict = {}
+_NO_ATTRS: dict[str, Any] = {}
 
 
-def primal_attr(data: dict, name: str) -> Any:
+def primal_attr(data: dict[str, Any], name: str) -> Any:
     """One entry of a node's ``primal_attrs`` (``unique_id``, ``forward_unique_id``, ...), or None."""
     return (data.get("primal_attrs") or _NO_ATTRS).get(name)
 
@@ -63,7 +66,7 @@ class Subgraph:
     nodes: list[int] = field(default_factory=list)
     return_node: int | None = None
     parent: str | None = None
-    attrs: dict = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
     closed: bool = False
 
 
@@ -87,12 +90,12 @@ class IRFile:
     stage: Stage
     # the multigraph in networkx's layout: nodes[key] = attribute dict, succ[u][v][edge key] =
     # edge attribute dict, pred[v][u] is the same dict of edge keys as succ[u][v]
-    nodes: dict[int, dict] = field(default_factory=dict, repr=False)
-    succ: dict[int, dict[int, dict]] = field(default_factory=dict, repr=False)
-    pred: dict[int, dict[int, dict]] = field(default_factory=dict, repr=False)
+    nodes: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    succ: dict[int, dict[int, dict[Any, Any]]] = field(default_factory=dict, repr=False)
+    pred: dict[int, dict[int, dict[Any, Any]]] = field(default_factory=dict, repr=False)
     entry: str | None = None
-    header: dict = field(default_factory=dict)
-    attrs: dict = field(default_factory=dict)
+    header: dict[str, Any] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
     subgraphs: dict[str, Subgraph] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     size: int = 0
@@ -106,7 +109,7 @@ class IRFile:
     symbol_engines: dict[str, list[str]] = field(default_factory=dict)
     _by_op: dict[str, list[int]] | None = field(default=None, repr=False)
     _by_uid: dict[str, int] | None = field(default=None, repr=False)
-    _kind_counts: tuple[int, Counter] | None = field(default=None, repr=False)
+    _kind_counts: tuple[int, Counter[str]] | None = field(default=None, repr=False)
     _graph: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -155,19 +158,19 @@ class IRFile:
         in Python, a visible share of inspecting a large dump)."""
         return sum(map(len, chain.from_iterable(map(dict.values, self.succ.values()))))
 
-    def _kinds(self) -> Counter:
+    def _kinds(self) -> Counter[str]:
         # counted in C over the node dict (a Python loop over 100k+ nodes is slow), and again only
         # when the number of nodes changed
         nodes = self.nodes
         if self._kind_counts is None or self._kind_counts[0] != len(nodes):
-            self._kind_counts = (len(nodes), Counter(map(dict.get, nodes.values(), repeat("kind", len(nodes)))))
+            self._kind_counts = (len(nodes), Counter(map(_KIND_OF, nodes.values())))
         return self._kind_counts[1]
 
     # --- lookup -----------------------------------------------------------------------------
     # The accessors read the dicts, not networkx's views: rules call them hundreds of thousands of
     # times per file, and each view call builds objects (the dicts made the rules about 1.5x
     # faster). Same results, same order.
-    def __getitem__(self, key: int) -> dict:
+    def __getitem__(self, key: int) -> dict[str, Any]:
         return self.nodes[key]
 
     def cnodes(self) -> Iterator[int]:
@@ -230,7 +233,16 @@ class IRFile:
         step = self.consumers if direction == "down" else self.producers
         out: dict[int, None] = {}
         seen = {key}
-        queue = [n for n in step(key) if not (n in seen or seen.add(n))]  # type: ignore[func-returns-value]
+
+        def unseen(nodes: Iterable[int]) -> list[int]:
+            fresh = []
+            for n in nodes:
+                if n not in seen:
+                    seen.add(n)
+                    fresh.append(n)
+            return fresh
+
+        queue = unseen(step(key))
         while queue:
             node = queue.pop()
             data = self.nodes[node]
@@ -238,7 +250,7 @@ class IRFile:
                 nexts = step(node)
                 if direction == "up" and data["op"] in _DATA_FIRST_OPS:
                     nexts = nexts[:1]
-                queue.extend(n for n in nexts if not (n in seen or seen.add(n)))  # type: ignore[func-returns-value]
+                queue.extend(unseen(nexts))
             elif data["kind"] != "const":
                 out[node] = None
         return sorted(out)
@@ -290,7 +302,7 @@ class IRFile:
             return True
         return key in self._lazy_copies()
 
-    def _lazy_copies(self) -> frozenset:
+    def _lazy_copies(self) -> frozenset[Any]:
         found = self.__dict__.get("_lazy_copy_keys")
         if found is None:
             nodes = self.nodes
@@ -357,7 +369,7 @@ class IRFile:
         return list(index.get(("at", d.get("graph"), d.get("op"), _cell_scope(d.get("scope", ""))), ()))
 
 
-def _first(pair: tuple) -> Any:
+def _first(pair: tuple[Any, ...]) -> Any:
     return pair[0]
 
 

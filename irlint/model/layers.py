@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from . import IRFile, primal_attr
 
@@ -33,7 +33,7 @@ OUTSIDE = "outside"
 MAX_HOPS = 16
 NEAR = 2  # hops within which the printed layer still agrees with the nearest weights
 _LAYER_PART = re.compile(r"\A(\d+)-")
-_LAYER_IN_NAME = re.compile(r"\.(\d+)\.")
+LAYER_IN_NAME = re.compile(r"\.(\d+)\.")
 _PARA_PREFIX = re.compile(r"\A%?para\d+_")
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 # ops that tie unrelated tensors together (state order, tuples of everything, calls): the
@@ -100,14 +100,14 @@ def weight_name(ir: IRFile, param: int) -> str | None:
 
 
 def weight_layer(name: str) -> str:
-    m = _LAYER_IN_NAME.search(name)
+    m = LAYER_IN_NAME.search(name)
     return m.group(1) if m else OUTSIDE
 
 
 def weight_cell(name: str) -> str:
     """The first cell attribute below the layer in a weight's name (``attention`` for
     ``model.layers.0.attention.wo.weight``), or the weight's first name outside the layers."""
-    m = _LAYER_IN_NAME.search(name)
+    m = LAYER_IN_NAME.search(name)
     rest = name[m.end() :] if m else name.split(".", 1)[-1] if name.count(".") > 1 else name
     return rest.split(".", 1)[0]
 
@@ -121,7 +121,9 @@ class Places:
         self._near: dict[int, dict[str, int]] = {}  # node -> layer -> hops to its nearest weight
         self._weights: dict[int, tuple[str, str] | None] = {}  # node -> layer and cell of the weight it is
         self._forward_memo: dict[int, bool] = {}
-        self._steps: dict[int, tuple[tuple, tuple]] = {}  # node -> its weights and forward neighbours
+        self._steps: dict[
+            int, tuple[tuple[Any, ...], tuple[Any, ...]]
+        ] = {}  # node -> its weights and forward neighbours
         self._near_cells: dict[int, set[str]] = {}  # node -> those cells of the weights near it
         self._grad_scopes: dict[str, str] | None = None  # forward unique_id -> a gradient op's scope
         self._places: dict[int, Place] = {}
@@ -166,7 +168,7 @@ class Places:
                         self._grad_scopes.setdefault(str(uid), d["scope"])
         return self._grad_scopes
 
-    def _step(self, node: int) -> tuple[tuple, tuple]:
+    def _step(self, node: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """The neighbours of ``node`` a walk can use, once per node: the weights (with their layer
         and cell) and the forward ops it goes on through; the others end a walk either way."""
         ir, forward, known = self.ir, self._forward_memo, self._weights

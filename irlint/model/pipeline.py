@@ -64,7 +64,7 @@ def backward_calls(ir: IRFile) -> set[int]:
 
 def schedules(ir: IRFile) -> list[Schedule]:
     """One entry per forward half called more than once (a pipeline stage's micro batches)."""
-    cached = ir.__dict__.get("_pipeline_schedules")
+    cached: list[Schedule] | None = ir.__dict__.get("_pipeline_schedules")
     if cached is not None:
         return cached
     out = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import IRFile
 
@@ -38,7 +39,7 @@ def source_of(ir: IRFile, k: int) -> tuple[str, int] | None:
     return None
 
 
-def source_dict(ir: IRFile, k: int) -> dict | None:
+def source_dict(ir: IRFile, k: int) -> dict[str, Any] | None:
     """``source_of`` as the JSON contract writes it: ``{"path", "line"}``."""
     src = source_of(ir, k)
     return None if src is None else {"path": src[0], "line": src[1]}

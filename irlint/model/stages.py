@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 FRONTEND = "frontend"  # NN_name_SSSS.ir
 OPT_PASS = "opt_pass"  # opt_pass_K_name_SSSS.ir (optimizer sub-passes)
@@ -82,13 +83,13 @@ def stage_of(filename: str) -> Stage:
 
 
 @cache
-def _with_suffix() -> tuple:
+def _with_suffix() -> tuple[Any, ...]:
     """``_PATTERNS`` followed by a copy's suffix: compiled on the first name that gets this far
     (a renamed copy, a stage of no family), not by every run."""
     return tuple((re.compile(p + r"(?=[.\s(~])"), family) for p, family in _STAGES)
 
 
-def _stage(m: re.Match, family: str) -> Stage:
+def _stage(m: re.Match[str], family: str) -> Stage:
     groups = m.groupdict()
     index, seq = groups.get("index"), groups.get("seq")
     return Stage(groups["name"], family, int(seq) if seq else None, int(index) if index else None)

@@ -3,7 +3,7 @@
 ``grammar/ir.lark`` is small: words, strings, the marks ``:`` ``=`` ``*`` and bracketed groups of
 comma-separated items. ``parse`` reads a piece with one regex for its tokens (Lark's terminals, in
 the order its lexer tries them: ``->`` first) and a recursive descent over them, and builds the values
-with the same callbacks the LALR parser calls (``tree_values._ToValues``), so a piece it reads gives
+with the same callbacks the LALR parser calls (``tree_values.ToValues``), so a piece it reads gives
 the value Lark's parse gives. It returns None, and the piece goes to Lark, whenever it is not sure:
 a text the lexer or the grammar would refuse (Lark's error then says where), and the rare forms in
 which a mark would outlive its item (``a: b: c``, a mark among a call's top-level terms).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .tree_values import _Angle, _Brace, _Brack, _juxtapose, _Mark, _Paren, _plain, _ToValues, _word
+from .tree_values import Angle, Brace, Brack, Mark, Paren, ToValues, juxtapose, plain, word_value
 
 # Lark's terminals (``standalone_parser``'s MEMO): ARROW, STRING, WORD, then single characters; the
 # ignored blanks before each. Any other character (a newline, an unclosed quote) matches nothing.
@@ -26,9 +26,9 @@ _TOKEN = re.compile(
     r"([(\[{<])|([)\]}>])|(,)|([:=*]))"
 )
 _ARROW, _STRING, _WORD, _OPEN, _CLOSE, _COMMA, _MARK = range(1, 8)
-_GROUPS = {"(": (")", _Paren), "[": ("]", _Brack), "{": ("}", _Brace), "<": (">", _Angle)}
-_MARKS = {":": _Mark.COLON, "=": _Mark.EQUAL, "*": _Mark.STAR}
-_ITEM = _ToValues().item
+_GROUPS = {"(": (")", Paren), "[": ("]", Brack), "{": ("}", Brace), "<": (">", Angle)}
+_MARKS = {":": Mark.COLON, "=": Mark.EQUAL, "*": Mark.STAR}
+_ITEM = ToValues().item
 
 
 class _Refused(Exception):
@@ -45,7 +45,7 @@ def _tokens(text: str) -> list[tuple[int, Any]]:
         kind = m.lastindex or 0
         value = m.group(kind)
         if kind == _WORD:
-            out.append((kind, _word(value)))
+            out.append((kind, word_value(value)))
         elif kind == _STRING:
             out.append((kind, value[1:-1]))
         elif kind == _MARK:
@@ -113,13 +113,13 @@ class _Descent:
 def _item(terms: list) -> Any:
     """The ``item`` callback, unless a mark would be kept in its value."""
     if len(terms) > 1:
-        marks = [i for i, t in enumerate(terms) if type(t) is _Mark]
+        marks = [i for i, t in enumerate(terms) if type(t) is Mark]
         if marks:
-            colon = next((i for i in marks if i > 0 and terms[i] is _Mark.COLON), -1)
+            colon = next((i for i in marks if i > 0 and terms[i] is Mark.COLON), -1)
             if colon > 0:
                 if marks[-1] > colon:
                     raise _Refused  # "a: b: c": the value would hold the mark
-            elif len(terms) >= 3 and terms[1] is _Mark.EQUAL and marks[-1] > 1:
+            elif len(terms) >= 3 and terms[1] is Mark.EQUAL and marks[-1] > 1:
                 raise _Refused
     return _ITEM(terms)
 
@@ -133,9 +133,9 @@ def parse(text: str, start: str) -> Any:
         d = _Descent(toks)
         if start == "call" or start == "value":
             terms = d.terms()
-            if d.i != d.n or not terms or any(type(t) is _Mark for t in terms):
+            if d.i != d.n or not terms or any(type(t) is Mark for t in terms):
                 return None
-            return terms if start == "call" else _juxtapose(terms)
+            return terms if start == "call" else juxtapose(terms)
         if start == "types":
             if toks[0] != (_OPEN, "("):
                 return None
@@ -151,9 +151,9 @@ def parse(text: str, start: str) -> Any:
             if toks[0] != (_OPEN, "{"):
                 return None
             block = d.group()
-            return _plain(block) if d.i == d.n else None
+            return plain(block) if d.i == d.n else None
         if start == "param":
-            if toks[0][0] != _WORD or d.n < 3 or toks[1] != (_MARK, _Mark.COLON):
+            if toks[0][0] != _WORD or d.n < 3 or toks[1] != (_MARK, Mark.COLON):
                 return None
             d.i = 2
             terms = d.terms()

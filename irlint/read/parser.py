@@ -1,5 +1,5 @@
 """Loading the parser: the standalone LALR parser shipped with irlint (or, for an edited grammar, one
-built by the installed Lark), and ``_parse``, which parses one piece of a record: with
+built by the installed Lark), and ``parse_rule``, which parses one piece of a record: with
 ``irlint.read.fast_parse`` (the same values, no parser to load), with Lark when it refuses the piece."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from . import fast_parse, tree_values
 from .grammar_file import grammar_text
-from .tree_values import _know, _ToValues
+from .tree_values import ToValues, know
 
 
 class GrammarError(ValueError):
@@ -42,8 +42,8 @@ def build_parser(grammar: str) -> Any:
     import lark
     from lark.exceptions import LarkError
 
-    _know(lark.Token, LarkError)
-    return lark.Lark(grammar, transformer=_ToValues(), **PARSER_OPTIONS)
+    know(lark.Token, LarkError)
+    return lark.Lark(grammar, transformer=ToValues(), **PARSER_OPTIONS)
 
 
 def _load_shipped(grammar: str) -> Any:
@@ -55,8 +55,8 @@ def _load_shipped(grammar: str) -> Any:
         return None
     if shipped.GRAMMAR != grammar or shipped.OPTIONS != PARSER_OPTIONS:
         return None
-    _know(shipped.Token, shipped.LarkError)
-    return shipped.Lark_StandAlone(transformer=_ToValues())
+    know(shipped.Token, shipped.LarkError)
+    return shipped.Lark_StandAlone(transformer=ToValues())
 
 
 # Deeper nesting than any dump prints (real ones stay under 10) is refused before Lark: the
@@ -84,7 +84,7 @@ def nesting(text: str) -> int:
     return deepest
 
 
-def _parse(text: str, start: str) -> Any:
+def parse_rule(text: str, start: str) -> Any:
     # only a text with that many opening brackets can nest that deep: counted in C
     if (
         text.count("(") + text.count("[") + text.count("{") + text.count("<") > MAX_NESTING

@@ -36,9 +36,9 @@ def warm() -> None:
     """What the first read of a process does whatever the file: compile the scanner's pattern (the
     fast parser reads the common forms: Lark's parser is built only for a piece it refuses). A
     process that forks workers to read does it once, before, for all of them."""
-    from .scanner import _pattern
+    from .scanner import record_pattern
 
-    _pattern(True, False)
+    record_pattern(True, False)
 
 
 def read_ir(path: str, display: str | None = None, stream: BinaryIO | None = None) -> IRFile:

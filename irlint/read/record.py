@@ -170,7 +170,7 @@ _SKELETONS: dict[tuple[str, str, str, str], _Proto | None] = {}
 
 def _shaped_entry(text: str) -> TensorType | None:
     m = _SHAPED.match(text)
-    if m is None or refill._has_blank(text):  # (a blank's character in a text would join two skeletons)
+    if m is None or refill.has_blank(text):  # (a blank's character in a text would join two skeletons)
         return None
     chain, closing, dims, tail = m.groups("")
     at = chain.rfind("[")

@@ -1,11 +1,11 @@
 """Rebuilding the values of a parsed template (``irlint.read.templates``) with the fills of one text.
 
-Refilling. ``_plan`` walks the parsed template once and records, per part, ``None`` (no blank and
+Refilling. ``fill_plan`` walks the parsed template once and records, per part, ``None`` (no blank and
 nothing mutable: the part is shared by every text of the shape) or how to rebuild it (a reference, a
 string with blanks, a scalar, a tuple/list/dict/``Call``/``TensorType`` to rebuild part by part).
-``_refill`` follows that plan with the fills of one text.
+``refill_value`` follows that plan with the fills of one text.
 
-Generated code. A template seen a second time gets a recipe: ``_builder`` writes the plan as one
+Generated code. A template seen a second time gets a recipe: ``fill_builder`` writes the plan as one
 Python expression (``_BuilderSource``) and compiles ``lambda f: <expression>`` with ``eval``, so a
 shape is rebuilt by tuple, list and dict displays instead of a recursive walk. The source is built
 only from the parse of a template (never from dump text: fills reach the function as the argument
@@ -22,7 +22,7 @@ and for the attribute block ``{instance_name: "matmul", id: I64(981)}``::
     lambda f: {'instance_name': f[0][1:-1], 'id': I(f[1])}
 
 An expression over ``MAX_BUILDER_SOURCE`` characters (or one the compiler refuses) is not compiled:
-that template is refilled by ``_refill``. ``templates.VERIFY_RECIPES`` (set by the tests) checks every new
+that template is refilled by ``refill_value``. ``templates.VERIFY_RECIPES`` (set by the tests) checks every new
 recipe against a plain parse of its first text.
 """
 
@@ -35,18 +35,18 @@ from typing import Any
 from .values import Call, FreeVar, GraphRef, Ref, TensorType
 
 # The blanks of a template (``templates._template`` puts them in): N numbers the blank.
-_REF_SLOT = "%\x00"
-_STR_SLOT = "\x00"
-_WORD_SLOT = "\x01"
-_INT_SLOT = "\x02"
-_GRAPH_SLOT = "@\x03"
-_NAME_SLOT = "\x05"  # the name of a free variable, in $(@\x03N:\x05N): both parts of one blank
+REF_SLOT = "%\x00"
+STR_SLOT = "\x00"
+WORD_SLOT = "\x01"
+INT_SLOT = "\x02"
+GRAPH_SLOT = "@\x03"
+NAME_SLOT = "\x05"  # the name of a free variable, in $(@\x03N:\x05N): both parts of one blank
 
 
-_SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)|\x02(\\d+)|@\x03(\\d+)|\x05(\\d+)")
+SLOT = re.compile("%\x00(\\d+)|\x00(\\d+)|\x01(\\d+)|\x02(\\d+)|@\x03(\\d+)|\x05(\\d+)")
 
 
-def _has_blank(text: str) -> bool:
+def has_blank(text: str) -> bool:
     return "\x00" in text or "\x01" in text or "\x02" in text or "\x03" in text or "\x05" in text
 
 
@@ -68,7 +68,7 @@ def _fill_text(text: str, fills: list[str]) -> str:
         blank = fills[int(m.group(6))]
         return blank[blank.index(":") + 1 : -1]
 
-    return _SLOT.sub(fill, text)
+    return SLOT.sub(fill, text)
 
 
 # A refill plan mirrors a parsed template: None where a part holds no blank and nothing mutable
@@ -81,43 +81,43 @@ def _int_value(scalar: str) -> int:
     return int(scalar[scalar.index("(") + 1 : -1])
 
 
-def _plan(value: Any) -> Any:
+def fill_plan(value: Any) -> Any:
     kind = type(value)
     if kind is Ref:
         return _REF_PLAN if "\x00" in value else None
     if kind is GraphRef:
         return _GRAPH_PLAN if "\x03" in value else None
     if kind is str:
-        if value[:1] == _INT_SLOT and value[1:].isdigit():
+        if value[:1] == INT_SLOT and value[1:].isdigit():
             return ("int", int(value[1:]))  # I64(<blank>): the number itself
-        return _TEXT_PLAN if _has_blank(value) else None
+        return _TEXT_PLAN if has_blank(value) else None
     if isinstance(value, list):
-        return ("list", [_plan(v) for v in value])
+        return ("list", [fill_plan(v) for v in value])
     if isinstance(value, dict):
-        return ("dict", [(_plan(k), _plan(v)) for k, v in value.items()])
+        return ("dict", [(fill_plan(k), fill_plan(v)) for k, v in value.items()])
     if isinstance(value, tuple):
-        parts: Any = [_plan(v) for v in value]
+        parts: Any = [fill_plan(v) for v in value]
         return ("tuple", parts) if any(p is not None for p in parts) else None
     if isinstance(value, Call):
         parts = (
-            _plan(value.name),
-            _plan(value.args),
-            [_plan(v) for _, v in value.kwargs],
-            [_plan(k) for k, _ in value.kwargs],
+            fill_plan(value.name),
+            fill_plan(value.args),
+            [fill_plan(v) for _, v in value.kwargs],
+            [fill_plan(k) for k, _ in value.kwargs],
         )
         if parts[0] is None and parts[1] is None and not any(parts[2]) and not any(parts[3]):
             return None
         return ("call", parts)
     if kind is TensorType:
-        parts = (_plan(value.kind), _plan(value.dtype), _plan(value.raw))
+        parts = (fill_plan(value.kind), fill_plan(value.dtype), fill_plan(value.raw))
         return ("type", parts) if any(p is not None for p in parts) else None
     if kind is FreeVar:
-        parts = (_plan(value.graph), _plan(value.name))
+        parts = (fill_plan(value.graph), fill_plan(value.name))
         return ("freevar", parts) if any(p is not None for p in parts) else None
     return None
 
 
-def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
+def refill_value(value: Any, plan: Any, fills: list[str]) -> Any:
     if plan is None:
         return value
     if plan is _REF_PLAN:
@@ -131,25 +131,30 @@ def _refill(value: Any, plan: Any, fills: list[str]) -> Any:
         return _int_value(fills[parts])
     if tag == "tuple":
         # keeps the group classes (_Paren, _KeyValue ...) that parse_call still needs
-        return value.__class__([v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)])
+        return value.__class__([v if p is None else refill_value(v, p, fills) for v, p in zip(value, parts)])
     if tag == "list":
-        return [v if p is None else _refill(v, p, fills) for v, p in zip(value, parts)]
+        return [v if p is None else refill_value(v, p, fills) for v, p in zip(value, parts)]
     if tag == "dict":
-        return {_refill(k, kp, fills): _refill(v, vp, fills) for (k, v), (kp, vp) in zip(value.items(), parts)}
+        return {
+            refill_value(k, kp, fills): refill_value(v, vp, fills) for (k, v), (kp, vp) in zip(value.items(), parts)
+        }
     if tag == "type":
         return TensorType(
-            _refill(value.kind, parts[0], fills),
-            _refill(value.dtype, parts[1], fills),
+            refill_value(value.kind, parts[0], fills),
+            refill_value(value.dtype, parts[1], fills),
             value.shape,
-            _refill(value.raw, parts[2], fills),
+            refill_value(value.raw, parts[2], fills),
         )
     if tag == "freevar":
-        return FreeVar(_refill(value.graph, parts[0], fills), _refill(value.name, parts[1], fills))
+        return FreeVar(refill_value(value.graph, parts[0], fills), refill_value(value.name, parts[1], fills))
     name, args, values, keys = parts
     return Call(
-        _refill(value.name, name, fills),
-        _refill(value.args, args, fills),
-        tuple((_refill(k, kp, fills), _refill(v, vp, fills)) for (k, v), vp, kp in zip(value.kwargs, values, keys)),
+        refill_value(value.name, name, fills),
+        refill_value(value.args, args, fills),
+        tuple(
+            (refill_value(k, kp, fills), refill_value(v, vp, fills))
+            for (k, v), vp, kp in zip(value.kwargs, values, keys)
+        ),
         value.bracket,
     )
 
@@ -158,7 +163,7 @@ _SLOT_ONLY = re.compile("(%\x00|\x00|\x01|\x02)(\\d+)\\Z")
 MAX_BUILDER_SOURCE = 20_000
 
 
-def _builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
+def fill_builder(value: Any, plan: Any) -> Callable[[list[str]], Any] | None:
     """The refill of one template as a compiled lambda: a template's values are rebuilt by one
     Python expression (tuple, dict and list displays) instead of a recursive walk of its plan.
     None when the expression would be too large or too deep for the compiler."""

@@ -39,7 +39,7 @@ _STRICT_TEXT = rb"[^\n\x00-\x08\x0b-\x1f]*"
 
 
 @cache
-def _pattern(records: bool, strict: bool) -> re.Pattern:
+def record_pattern(records: bool, strict: bool) -> re.Pattern:
     """The regex of a block: with whole node records or line by line, telling control bytes apart
     or not. Compiled when a block first needs it (most dumps need one of the four)."""
     text, name = (_STRICT_TEXT, rb"[^\s)\x00-\x1f]*") if strict else (rb"[^\n]*", rb"[^\s)]*")
@@ -133,9 +133,9 @@ def scan(f: BinaryIO, block_bytes: int | None = None) -> Iterator[Item]:
         valid_utf8 = _is_utf8(buf, cut)
         strict = _has_control_byte(buf, cut)
         if valid_utf8 and RECORDS and buf.find(b"\r", 0, cut) < 0:
-            pattern, run_group, line_group, control_group = _pattern(True, strict), _RUN, _LINE, _CONTROL
+            pattern, run_group, line_group, control_group = record_pattern(True, strict), _RUN, _LINE, _CONTROL
         else:  # lines one by one, so that the reader reports each bad one
-            pattern, run_group, line_group, control_group = _pattern(False, strict), 1, 2, 3
+            pattern, run_group, line_group, control_group = record_pattern(False, strict), 1, 2, 3
         for m in pattern.finditer(buf, 0, cut):
             kind = m.lastindex
             if kind == line_group:

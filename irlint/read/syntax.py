@@ -15,8 +15,8 @@ from typing import Any
 from . import tree_values
 from .grammar_file import grammar_text
 from .parser import GrammarError
-from .templates import _memo_parse
-from .tree_values import _apply, _Brace, _Brack, _Group, _Paren, _plain, _source, _unkey
+from .templates import memo_parse
+from .tree_values import Brace, Brack, Group, Paren, apply, plain, source, unkey
 from .values import Call, GraphRef, TensorType
 
 __all__ = [
@@ -33,15 +33,15 @@ __all__ = [
 
 def parse_call(text: str) -> tuple[Any, tuple]:
     """``PrimFunc_MatMul(%0, %1)`` -> (callee, argument tuple)."""
-    terms = _memo_parse(text, "call")
+    terms = memo_parse(text, "call")
     args = terms[-1] if terms else None
-    if not isinstance(args, _Group) or args.bracket != "(":
+    if not isinstance(args, Group) or args.bracket != "(":
         raise GrammarError("a call needs an argument list in parentheses")
     callee = terms[:-1]
     if not callee:
         raise GrammarError("a call needs a callee")
     try:
-        return _callee(callee), tuple(_unkey(a) for a in args)
+        return _callee(callee), tuple(unkey(a) for a in args)
     except RecursionError:  # values are walked recursively, as the parse itself is
         raise GrammarError("nesting too deep") from None
 
@@ -50,19 +50,19 @@ def _callee(terms: list) -> Any:
     """The callee of a call: a primitive name, ``call @g``, ``%3``, ``%0[@@g]``, ``$(@g:n)``."""
     if len(terms) == 2 and terms[0] == "call" and isinstance(terms[1], GraphRef):
         return terms[1]
-    if len(terms) == 2 and isinstance(terms[1], _Group):
-        return _apply(terms[0], terms[1])
+    if len(terms) == 2 and isinstance(terms[1], Group):
+        return apply(terms[0], terms[1])
     if len(terms) == 1:
         return terms[0]
     if len(terms) >= 4 and _is_colon(terms[1]) and _is_colon(terms[2]) and type(terms[3]) is str:
         # 1.x-2.0 name a primitive with its class: "DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[attrs]",
         # "Primitive::Return{prim_type=1}"; the braces hold the class's type tag
         name = terms[3][7:] if terms[3].startswith("S-Prim-") else terms[3]
-        attrs = [t for t in terms[4:] if isinstance(t, _Brack)]
-        if len(attrs) + sum(isinstance(t, _Brace) for t in terms[4:]) == len(terms) - 4:
-            return _apply(name, attrs[0]) if len(attrs) == 1 else name
+        attrs = [t for t in terms[4:] if isinstance(t, Brack)]
+        if len(attrs) + sum(isinstance(t, Brace) for t in terms[4:]) == len(terms) - 4:
+            return apply(name, attrs[0]) if len(attrs) == 1 else name
     # as text, not repr: a template's blanks inside must stay what they are to be filled back
-    return " ".join(_source(t) for t in terms)
+    return " ".join(source(t) for t in terms)
 
 
 def _is_colon(term: Any) -> bool:
@@ -71,7 +71,7 @@ def _is_colon(term: Any) -> bool:
 
 def parse_attrs(text: str) -> dict:
     """``{recompute: Bool(1), recompute_id: I64(3)}`` -> ``{"recompute": True, "recompute_id": 3}``."""
-    value = _memo_parse(text, "attrs")
+    value = memo_parse(text, "attrs")
     if isinstance(value, dict):
         return value
     if value == []:
@@ -82,7 +82,7 @@ def parse_attrs(text: str) -> dict:
 @lru_cache(maxsize=65536)
 def parse_types(text: str) -> tuple[tuple[TensorType, ...], tuple[TensorType, ...] | None]:
     """``(<T1>, <T2>) -> (<T>)`` -> (input types, output types); a Return's ``(<T>)`` has no arrow."""
-    parts = _memo_parse(text, "types")
+    parts = memo_parse(text, "types")
     ins = tuple(_tensor_type(t) for t in parts[0])
     outs = tuple(_tensor_type(t) for t in parts[1]) if len(parts) > 1 else None
     return ins, outs
@@ -90,29 +90,29 @@ def parse_types(text: str) -> tuple[tuple[TensorType, ...], tuple[TensorType, ..
 
 def parse_param(text: str) -> tuple[str, list]:
     """``%para1_x: <Tensor[Float32], (2, 8)> : [2, 8]`` -> (name, fields after the first colon)."""
-    items = _memo_parse(text, "param")
+    items = memo_parse(text, "param")
     name, fields = items[0], [t for t in items[1:] if not isinstance(t, tree_values._TOKENS)]
-    return str(name), [_plain(f) if isinstance(f, _Group) else f for f in fields]
+    return str(name), [plain(f) if isinstance(f, Group) else f for f in fields]
 
 
 @lru_cache(maxsize=65536)  # the value is immutable; every stage file repeats the subgraph headers
 def parse_header(text: str) -> tuple[str, str | None, tuple]:
     """``subgraph @g parent: [subgraph @p](%para1_x) {`` -> (name, parent, parameter refs)."""
-    items = _memo_parse(text, "header")  # headers differ in their names: one parse per shape
-    words = [t for t in items if not isinstance(t, (*tree_values._TOKENS, _Group))]
-    groups = [t for t in items if isinstance(t, _Group)]
+    items = memo_parse(text, "header")  # headers differ in their names: one parse per shape
+    words = [t for t in items if not isinstance(t, (*tree_values._TOKENS, Group))]
+    groups = [t for t in items if isinstance(t, Group)]
     if len(words) < 2 or words[0] != "subgraph" or not isinstance(words[1], GraphRef) or not groups:
         raise GrammarError("not a subgraph header")
     parent = None
     for g in groups:
-        if isinstance(g, _Brack):
+        if isinstance(g, Brack):
             parent = next((str(v).split()[-1] for v in g if isinstance(v, str) and "@" in str(v)), None)
-    params = tuple(_unkey(p) for p in groups[-1]) if isinstance(groups[-1], _Paren) else ()
+    params = tuple(unkey(p) for p in groups[-1]) if isinstance(groups[-1], Paren) else ()
     return str(words[1]), parent, params
 
 
 def parse_value(text: str) -> Any:
-    return _memo_parse(text, "value")
+    return memo_parse(text, "value")
 
 
 # MindSpore 1.x prints a type as element type "x" shape: <Tensor[Float32]x[const vector][2, 3]>,

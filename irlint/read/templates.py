@@ -14,12 +14,12 @@ reference, ``\x00N`` inside a string, ``=\x01N`` a ``key=name`` value, ``\x02N``
 ``I64(981)``, ``@\x03N`` a graph name, ``\x05N`` a free variable's name); N numbers the blank, so
 that filling it back does not depend on the order the parser builds values. The template is parsed
 like any text (``irlint.read.parser``); the values hold the blanks, for instance
-``['PrimFunc_MatMul', _Paren((Ref('%\x000'), Ref('%\x001'), '\x002'))]``.
+``['PrimFunc_MatMul', Paren((Ref('%\x000'), Ref('%\x001'), '\x002'))]``.
 
 Refilling a parsed template with the fills of one text, and the code generated for it, are
 ``irlint.read.refill``.
 
-Two memos use this: ``_memo_parse`` for one piece of a record (a call, an attribute block, a type
+Two memos use this: ``memo_parse`` for one piece of a record (a call, an attribute block, a type
 list), whose template is parsed piece by piece (``_parse_piece``: a call's arguments one by one, so
 that the same argument in calls of other primitives is parsed once), and ``memo_by_template`` for a
 whole record, keyed on its text between the blanks and the kind of each blank.
@@ -33,21 +33,21 @@ from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any
 
-from .parser import GrammarError, _parse
+from .parser import GrammarError, parse_rule
 from .refill import (
-    _GRAPH_SLOT,
-    _INT_SLOT,
-    _NAME_SLOT,
-    _REF_SLOT,
-    _SLOT,
-    _STR_SLOT,
-    _WORD_SLOT,
-    _builder,
-    _has_blank,
-    _plan,
-    _refill,
+    GRAPH_SLOT,
+    INT_SLOT,
+    NAME_SLOT,
+    REF_SLOT,
+    SLOT,
+    STR_SLOT,
+    WORD_SLOT,
+    fill_builder,
+    fill_plan,
+    has_blank,
+    refill_value,
 )
-from .tree_values import _Paren, _word, is_plain_name
+from .tree_values import Paren, is_plain_name, word_value
 from .values import Call, FreeVar, Ref, TensorType
 
 # Templates: node ids, parameter names, string literals and ``key=name`` values (``ref_key=``)
@@ -84,16 +84,16 @@ def _template(text: str) -> tuple[str, list[str]]:
         n = len(fills)
         fills.append(s)
         if s[0] == "%":
-            return f"{_REF_SLOT}{n}"
+            return f"{REF_SLOT}{n}"
         if s[0] == '"':
-            return f'"{_STR_SLOT}{n}"'
+            return f'"{STR_SLOT}{n}"'
         if s[0] == "@":
-            return f"{_GRAPH_SLOT}{n}"
+            return f"{GRAPH_SLOT}{n}"
         if s[0] == "$":
-            return f"$({_GRAPH_SLOT}{n}:{_NAME_SLOT}{n})"
+            return f"$({GRAPH_SLOT}{n}:{NAME_SLOT}{n})"
         if s[-1] == ")":
-            return f"{_INT_SLOT}{n}"
-        return f"={_WORD_SLOT}{n}"
+            return f"{INT_SLOT}{n}"
+        return f"={WORD_SLOT}{n}"
 
     return _VOLATILE.sub(blank, text), fills
 
@@ -102,7 +102,7 @@ def _template(text: str) -> tuple[str, list[str]]:
 def _parse_marked(text: str, start: str) -> Any:
     # the pieces of a record's template (memo_by_template parses one per new record shape): the
     # same call or attribute block recurs in many record shapes; values are shared, never mutated
-    return _parse(text, start)
+    return parse_rule(text, start)
 
 
 def _parse_blanked(text: str, start: str) -> Any:
@@ -125,14 +125,14 @@ def _renumbered(text: str) -> tuple[str, list[str]]:
         numbers.append(digits)
         return f"{m.group()[: -len(digits)]}{len(numbers) - 1}"
 
-    return _SLOT.sub(local, text), numbers
+    return SLOT.sub(local, text), numbers
 
 
 def _relabel(value: Any, numbers: list[str]) -> Any:
     """``value`` with the blank numbered i in its strings numbered ``numbers[i]``."""
     if isinstance(value, str):
-        if _has_blank(value):
-            new = _SLOT.sub(
+        if has_blank(value):
+            new = SLOT.sub(
                 lambda m: f"{m.group()[: -len(m.group(m.lastindex or 0))]}{numbers[int(m.group(m.lastindex or 0))]}",
                 value,
             )
@@ -159,7 +159,7 @@ def _relabel(value: Any, numbers: list[str]) -> Any:
 
 
 def _parse_piece(text: str, start: str) -> Any:
-    """``_parse``, shared: a call whose callee is a plain name (``PrimFunc_Mul(%0, %1)``) is
+    """``parse_rule``, shared: a call whose callee is a plain name (``PrimFunc_Mul(%0, %1)``) is
     parsed with a stand-in name, as the calls of every primitive with the same arguments are,
     and its arguments one by one: the same argument recurs in calls of other arguments."""
     if start == "call":
@@ -170,9 +170,9 @@ def _parse_piece(text: str, start: str) -> Any:
                 items = _call_items(text, open_at)
                 if items is None:
                     return [name, *_parse_marked(f"F{text[open_at:]}", start)[1:]]
-                return [name, _Paren([_parse_argument(item) for item in items])]
+                return [name, Paren([_parse_argument(item) for item in items])]
             except GrammarError:
-                return _parse(text, start)  # the error, with the columns of the real piece
+                return parse_rule(text, start)  # the error, with the columns of the real piece
     return _parse_marked(text, start)
 
 
@@ -211,7 +211,7 @@ def _parse_argument(item: str) -> Any:
     """One argument of a call, parsed alone (as ``F(item)``) with its blanks numbered from 0."""
     renumbered, numbers = _renumbered(item)
     terms = _parse_marked(f"F({renumbered})", "call")
-    if len(terms) != 2 or type(terms[1]) is not _Paren or len(terms[1]) != 1:
+    if len(terms) != 2 or type(terms[1]) is not Paren or len(terms[1]) != 1:
         raise GrammarError("not one argument")
     value = terms[1][0]
     return value if not numbers else _relabel(value, numbers)
@@ -220,22 +220,22 @@ def _parse_argument(item: str) -> Any:
 @lru_cache(maxsize=65536)
 def _parse_template(template: str, start: str) -> tuple[Any, Any]:
     value = _parse_piece(template, start)
-    return value, _plan(value)
+    return value, fill_plan(value)
 
 
-def _memo_parse(text: str, start: str) -> Any:
+def memo_parse(text: str, start: str) -> Any:
     if len(text) > MAX_TEMPLATE_CHARS:
-        return _long_call(text) if start == "call" else _parse(text, start)
-    if _has_blank(text) or _ESCAPED_QUOTE in text:
+        return _long_call(text) if start == "call" else parse_rule(text, start)
+    if has_blank(text) or _ESCAPED_QUOTE in text:
         return _parse_blanked(text, start)  # would be mistaken for blanks, or too slow to blank
     template, fills = _template(text)
     try:
         value, plan = _parse_template(template, start)
     except GrammarError:
-        return _parse(text, start)  # the error, with columns and text of the real piece
+        return parse_rule(text, start)  # the error, with columns and text of the real piece
     if not fills:
         return value
-    return _refill(value, plan, fills)
+    return refill_value(value, plan, fills)
 
 
 # ``MakeTuple(%1, %2, ...)``: a primitive applied to node references only, the one kind of piece
@@ -246,11 +246,11 @@ _PLAIN_CALL = re.compile(rf"({_W}+)\(({_REF_WORD}(?:, {_REF_WORD})*)\)\Z")
 
 def _long_call(text: str) -> Any:
     m = _PLAIN_CALL.match(text)
-    if m is None or type(_word(m.group(1))) is not str:
-        return _parse(text, "call")
+    if m is None or type(word_value(m.group(1))) is not str:
+        return parse_rule(text, "call")
     refs: dict[str, Ref] = {}
     args = tuple([refs.get(r) or refs.setdefault(r, Ref(r)) for r in m.group(2).split(", ")])
-    return [m.group(1), _Paren(args)]
+    return [m.group(1), Paren(args)]
 
 
 _FIRST = itemgetter(0)
@@ -261,7 +261,7 @@ MAX_RECIPES = 65536
 
 # Tests set this: every new recipe is then checked against the parse of the pieces of its first
 # text, and a mismatch is recorded (and that template is never memoised). A recipe is built from
-# the parse of the template, the same way each piece of a record is (``_memo_parse``); checking
+# the parse of the template, the same way each piece of a record is (``memo_parse``); checking
 # it while reading would parse every new template twice (most of the cost of a first lint).
 VERIFY_RECIPES = False
 RECIPE_MISMATCHES: list[tuple[str, str]] = []
@@ -278,7 +278,7 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
         or "\x01" in text
         or "\x02" in text
         or "\x03" in text
-        or "\x05" in text  # _has_blank, inline: this runs once a record
+        or "\x05" in text  # has_blank, inline: this runs once a record
         or _ESCAPED_QUOTE in text
     ):
         return parse(text)  # too long to repeat, would be mistaken for blanks, or too slow to blank
@@ -295,16 +295,16 @@ def memo_by_template(kind: str, text: str, parse: Callable[[str], Any]) -> Any:
     template, fills = _template(text)
     try:
         shape = parse(template)
-        plan = _plan(shape)
+        plan = fill_plan(shape)
     except GrammarError:
         recipe = None
     else:
         # most templates of a small dump occur once: compile the refill when one comes back
-        recipe = _Deferred(key, shape, plan) if not VERIFY_RECIPES else _builder(shape, plan)
+        recipe = _Deferred(key, shape, plan) if not VERIFY_RECIPES else fill_builder(shape, plan)
     if recipe is None:
         value = parse(text)  # a GrammarError here is the real text's, with its columns
     else:
-        value = _refill(shape, plan, fills)
+        value = refill_value(shape, plan, fills)
         if VERIFY_RECIPES:
             direct = repr(parse(text))
             if direct != repr(value) or direct != repr(recipe(fills)):
@@ -325,7 +325,7 @@ class _Deferred:
 
     def __call__(self, fills: list[str]) -> Any:
         # a template too large to compile is refilled by walking its plan
-        recipe = _builder(self.shape, self.plan) or partial(_refill, self.shape, self.plan)
+        recipe = fill_builder(self.shape, self.plan) or partial(refill_value, self.shape, self.plan)
         if _RECIPES.get(self.key) is self:
             _RECIPES[self.key] = recipe
         return recipe(fills)

@@ -1,4 +1,4 @@
-"""Lark's trees into Python values: the callbacks the LALR parser calls inline (``_ToValues``) and the
+"""Lark's trees into Python values: the callbacks the LALR parser calls inline (``ToValues``) and the
 bracketed groups they build, which juxtaposition turns into tuples, lists, dicts and ``Call`` values."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def is_plain_name(text: str) -> bool:
     return text.isidentifier() and text != "None" and text.lower() not in ("inf", "nan")
 
 
-def _word(text: str) -> Any:
+def word_value(text: str) -> Any:
     first = text[0]
     if first == "%":
         return Ref(text)
@@ -35,29 +35,29 @@ def _word(text: str) -> Any:
     return text
 
 
-class _Group(tuple):
+class Group(tuple):
     """A bracketed group before juxtaposition decides what it means."""
 
     __slots__ = ()
     bracket = "("
 
 
-class _Paren(_Group):
+class Paren(Group):
     __slots__ = ()
     bracket = "("
 
 
-class _Brack(_Group):
+class Brack(Group):
     __slots__ = ()
     bracket = "["
 
 
-class _Brace(_Group):
+class Brace(Group):
     __slots__ = ()
     bracket = "{"
 
 
-class _Angle(_Group):
+class Angle(Group):
     __slots__ = ()
     bracket = "<"
 
@@ -74,43 +74,43 @@ class _Keyword(tuple):
     __slots__ = ()
 
 
-def _plain(group: _Group) -> Any:
+def plain(group: Group) -> Any:
     """A group standing alone: ``(..)`` is a tuple, ``[..]`` a list, ``{k: v}`` a dict."""
     items = list(group)
-    if isinstance(group, _Brace):
+    if isinstance(group, Brace):
         if items and all(isinstance(i, _KeyValue) for i in items):
             return dict(items)
-        return [_unkey(i) for i in items]
-    if isinstance(group, _Brack):
-        return [_unkey(i) for i in items]
-    if isinstance(group, _Angle):
+        return [unkey(i) for i in items]
+    if isinstance(group, Brack):
+        return [unkey(i) for i in items]
+    if isinstance(group, Angle):
         return Call(
             "",
-            tuple(_unkey(i) for i in items if not isinstance(i, _Keyword)),
+            tuple(unkey(i) for i in items if not isinstance(i, _Keyword)),
             tuple((k, v) for k, v in (i for i in items if isinstance(i, _Keyword))),
             "<",
         )
-    return tuple(_unkey(i) for i in items)
+    return tuple(unkey(i) for i in items)
 
 
-def _unkey(item: Any) -> Any:
+def unkey(item: Any) -> Any:
     if isinstance(item, _KeyValue):
         return {item[0]: item[1]}
     if isinstance(item, _Keyword):
-        return f"{item[0]}={_source(item[1])}"  # as text: a repr would hide a template's blanks
-    if isinstance(item, _Group):
-        return _plain(item)
+        return f"{item[0]}={source(item[1])}"  # as text: a repr would hide a template's blanks
+    if isinstance(item, Group):
+        return plain(item)
     return item
 
 
-def _apply(head: Any, group: _Group) -> Any:
+def apply(head: Any, group: Group) -> Any:
     """Juxtaposition: ``I64(1)``, ``Tensor[Float32]``, ``[const vector]{1, 1}``, ``$(..)(..)``."""
-    if isinstance(head, list) and isinstance(group, _Brace):
+    if isinstance(head, list) and isinstance(group, Brace):
         # "[const vector]{1, 1}": the bracket is a label, the braces hold the values
-        return [_unkey(i) for i in group]
+        return [unkey(i) for i in group]
     if head == "$" and len(group) == 1 and isinstance(group[0], _KeyValue):
         return FreeVar(str(group[0][0]), str(group[0][1]))
-    args = tuple(_unkey(i) for i in group if not isinstance(i, _Keyword))
+    args = tuple(unkey(i) for i in group if not isinstance(i, _Keyword))
     kwargs = tuple((i[0], i[1]) for i in group if isinstance(i, _Keyword))
     if isinstance(head, str) and group.bracket == "(" and len(args) == 1 and not kwargs:
         if head == "Bool" and args[0] in (0, 1):
@@ -122,20 +122,20 @@ def _apply(head: Any, group: _Group) -> Any:
     return Call(head, args, kwargs, group.bracket)
 
 
-def _juxtapose(terms: list) -> Any:
+def juxtapose(terms: list) -> Any:
     if len(terms) == 1:
         term = terms[0]
-        return _plain(term) if isinstance(term, _Group) else term
+        return plain(term) if isinstance(term, Group) else term
     acc = terms[0]
-    if isinstance(acc, _Group):
-        acc = _plain(acc)
+    if isinstance(acc, Group):
+        acc = plain(acc)
     words: list = []
     for term in terms[1:]:
-        if isinstance(term, _Group):
+        if isinstance(term, Group):
             if words:
                 acc = " ".join(str(w) for w in [acc, *words])
                 words = []
-            acc = _apply(acc, term)
+            acc = apply(acc, term)
         else:
             words.append(term)
     if words:
@@ -147,48 +147,48 @@ def _juxtapose(terms: list) -> Any:
 _CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
 
 
-def _source(value: Any) -> str:
-    """A parsed value written back as dump text (``_plain`` of a group, ``Call``, a token)."""
-    if isinstance(value, _Group):
-        value = _plain(value)
+def source(value: Any) -> str:
+    """A parsed value written back as dump text (``plain`` of a group, ``Call``, a token)."""
+    if isinstance(value, Group):
+        value = plain(value)
     if isinstance(value, Call):
-        items = [_source(a) for a in value.args] + [f"{k}={_source(v)}" for k, v in value.kwargs]
-        return f"{_source(value.name)}{value.bracket}{', '.join(items)}{_CLOSE[value.bracket]}"
+        items = [source(a) for a in value.args] + [f"{k}={source(v)}" for k, v in value.kwargs]
+        return f"{source(value.name)}{value.bracket}{', '.join(items)}{_CLOSE[value.bracket]}"
     if isinstance(value, tuple):
-        return f"({', '.join(_source(v) for v in value)})"
+        return f"({', '.join(source(v) for v in value)})"
     if isinstance(value, list):
-        return f"[{', '.join(_source(v) for v in value)}]"
+        return f"[{', '.join(source(v) for v in value)}]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_source(k)}: {_source(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{source(k)}: {source(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
-class _Mark(str):
+class Mark(str):
     """A mark of the grammar (``:``, ``=``, ``*``) as ``irlint.read.fast_parse`` reads it: what Lark's
     ``Token`` of that terminal is to the callbacks (a string with its terminal's name in ``type``)."""
 
     type = ""
-    COLON: _Mark
-    EQUAL: _Mark
-    STAR: _Mark
+    COLON: Mark
+    EQUAL: Mark
+    STAR: Mark
 
 
-def _mark(text: str, terminal: str) -> _Mark:
-    mark = _Mark(text)
+def _mark(text: str, terminal: str) -> Mark:
+    mark = Mark(text)
     mark.type = terminal
     return mark
 
 
-_Mark.COLON, _Mark.EQUAL, _Mark.STAR = _mark(":", "COLON"), _mark("=", "EQUAL"), _mark("*", "STAR")
+Mark.COLON, Mark.EQUAL, Mark.STAR = _mark(":", "COLON"), _mark("=", "EQUAL"), _mark("*", "STAR")
 
 # The token and error classes of the parsers made so far: the shipped standalone parser
 # (``standalone_parser``) and the installed Lark's (an edited checkout) each have their own; the
 # marks of the fast parser.
-_TOKENS: tuple[type[Any], ...] = (_Mark,)
+_TOKENS: tuple[type[Any], ...] = (Mark,)
 _PARSE_ERRORS: tuple[type[Exception], ...] = ()
 
 
-def _know(token: type, error: type[Exception]) -> None:
+def know(token: type, error: type[Exception]) -> None:
     global _TOKENS, _PARSE_ERRORS
     if token not in _TOKENS:
         _TOKENS = (*_TOKENS, token)
@@ -196,27 +196,27 @@ def _know(token: type, error: type[Exception]) -> None:
         _PARSE_ERRORS = (*_PARSE_ERRORS, error)
 
 
-class _ToValues:
+class ToValues:
     """Called inline by the LALR parser, looked up by rule and terminal name (no Transformer base:
     the standalone parser and Lark's each have their own)."""
 
     def WORD(self, token: str) -> Any:  # noqa: N802 - Lark names callbacks after terminals
-        return _word(str(token))
+        return word_value(str(token))
 
     def STRING(self, token: str) -> str:  # noqa: N802
         return str(token)[1:-1]
 
     def paren(self, items):
-        return _Paren(items[0] if items else ())
+        return Paren(items[0] if items else ())
 
     def brack(self, items):
-        return _Brack(items[0] if items else ())
+        return Brack(items[0] if items else ())
 
     def brace(self, items):
-        return _Brace(items[0] if items else ())
+        return Brace(items[0] if items else ())
 
     def angle(self, items):
-        return _Angle(items[0] if items else ())
+        return Angle(items[0] if items else ())
 
     def seq(self, items):
         return tuple(items)  # a None item is the value None: missing items never reach here
@@ -226,16 +226,16 @@ class _ToValues:
             if isinstance(t, _TOKENS) and t.type == "COLON" and i > 0:
                 key = " ".join(str(x) for x in terms[:i])
                 rest = terms[i + 1 :]
-                return _KeyValue((key, _juxtapose(rest) if rest else None))
+                return _KeyValue((key, juxtapose(rest) if rest else None))
         if len(terms) >= 3 and isinstance(terms[1], _TOKENS) and terms[1].type == "EQUAL":
-            return _Keyword((str(terms[0]), _juxtapose(terms[2:])))
-        return _juxtapose([t for t in terms if not isinstance(t, _TOKENS)] or [str(terms[0])])
+            return _Keyword((str(terms[0]), juxtapose(terms[2:])))
+        return juxtapose([t for t in terms if not isinstance(t, _TOKENS)] or [str(terms[0])])
 
     def call(self, terms):
         return list(terms)
 
     def attrs(self, items):
-        return _plain(items[0])
+        return plain(items[0])
 
     def types(self, items):
         return [t for t in items if not isinstance(t, _TOKENS)]
@@ -247,4 +247,4 @@ class _ToValues:
         return list(items)
 
     def value(self, terms):
-        return _juxtapose([t for t in terms if not isinstance(t, _TOKENS)])
+        return juxtapose([t for t in terms if not isinstance(t, _TOKENS)])

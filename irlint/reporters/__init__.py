@@ -81,7 +81,7 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
     those of the file replaced, or as the umask allows)."""
     target = os.fspath(path)
     folder, name = os.path.split(target)
-    fd, tmp = _new_temporary(folder or ".", prefix=f".{name}.", suffix=".tmp")
+    fd, tmp = new_temporary(folder or ".", prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -104,7 +104,7 @@ def write_atomically(path: str | os.PathLike, text: str, durable: bool = True, m
         raise
 
 
-def _new_temporary(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
+def new_temporary(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
     """A new file, as ``tempfile.mkstemp`` makes it (mode 0600, created exclusively, no symbolic link
     followed), without importing tempfile (and with it shutil, random, bz2, lzma: a share of a lint's start)."""
     flags = (

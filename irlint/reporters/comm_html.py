@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import __version__
 from . import ranks_text
-from .html import _environment, _markup, per_layer_chart
+from .html import environment, markup, per_layer_chart
 
 SCHEME_COLOUR, WASTE_COLOUR = "#1971c2", "#d9480f"
 
@@ -32,14 +32,14 @@ def render_comm(entries: list[dict], problems: list, counted: str, top: int = 10
             {
                 "e": e,
                 "same": same_label(g),
-                "chart": _markup(chart),
+                "chart": markup(chart),
                 "share": waste_share(e),
                 "largest": sorted(largest, key=lambda c: c["line"]),
             }
         )
     busiest = max(entries, key=lambda e: e["received_bytes"] or 0, default=None)
     return (
-        _environment()
+        environment()
         .get_template("comm.html.j2")
         .render(
             title="irlint comm",

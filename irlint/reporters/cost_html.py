@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import __version__
 from ..units import human_flops
 from . import ranks_text
-from .html import _environment, _markup, per_layer_chart
+from .html import environment, markup, per_layer_chart
 
 FORWARD_COLOUR, BACKWARD_COLOUR, RECOMPUTE_COLOUR = "#1971c2", "#adb5bd", "#d9480f"
 
@@ -30,8 +30,8 @@ def render_cost(entries: list[dict], problems: list, counted: str) -> str:
             ],
             flops,
         )
-        files.append({"e": e, "same": same_label(g), "chart": _markup(chart)})
-    env = _environment()
+        files.append({"e": e, "same": same_label(g), "chart": markup(chart)})
+    env = environment()
     env.filters["flops"] = flops
     env.filters["pct"] = lambda x: f"{100 * x:.1f}%"
     return env.get_template("cost.html.j2").render(

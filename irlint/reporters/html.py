@@ -40,7 +40,7 @@ BEFORE_COLOUR, AFTER_COLOUR, KEPT_COLOUR = "#adb5bd", "#1971c2", "#1971c2"
 size = human_bytes  # the one byte formatter of every report (irlint.units)
 
 
-def _environment():
+def environment():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
     env = Environment(
@@ -57,7 +57,7 @@ def _environment():
     return env
 
 
-def _markup(text: str):
+def markup(text: str):
     from markupsafe import Markup
 
     return Markup(text)
@@ -120,7 +120,8 @@ def _label(t) -> str:
 
 def chain_of(f: Finding, types: OutputTypes, uid: str) -> tuple[str, list[dict]]:
     """The SVG of a finding's chain, and the related nodes not in it (context) as rows."""
-    moved = {s.get("node"): s.get("moved_bytes") for s in dict(f.extra).get("steps", ()) if isinstance(s, dict)}
+    steps = f.waste.steps if f.waste is not None and f.waste.steps else ()
+    moved = {s.node: s.moved_bytes for s in steps}
     forward: list[tuple[int, int, ChainNode]] = []
     backward: list[ChainNode] = []
     context: list[dict] = []
@@ -205,7 +206,7 @@ def finding_views(findings: list[Finding], sources: SourceLines, prefix: str) ->
             {
                 "id": uid,
                 "f": f,
-                "svg": _markup(svg),
+                "svg": markup(svg),
                 "context": context,
                 "fix": what,
                 "snippet": snippet,
@@ -301,7 +302,7 @@ def render(report: Report, ctx: RenderContext) -> str:
 
     plan = fix_plan(report.findings, fingerprints=False)
     return (
-        _environment()
+        environment()
         .get_template("lint.html.j2")
         .render(
             title="irlint report",
@@ -310,10 +311,10 @@ def render(report: Report, ctx: RenderContext) -> str:
             findings=views,
             rules=rows,
             fix_plan="" if is_empty(plan) else plan_text(plan),
-            layer_chart=_markup(layer_chart),
+            layer_chart=markup(layer_chart),
             ranks=ranks_of_files(report.files),
-            legend=_markup(legend_svg()),
-            rule_chart=_markup(chart),
+            legend=markup(legend_svg()),
+            rule_chart=markup(chart),
             memory_total=sum(v["memory"] for v in views),
             comm_total=sum(v["comm"] for v in views),
             baselined=ctx.baselined,
@@ -329,9 +330,9 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
     for g in graph_groups(entries):  # one section per distinct graph (ranks that hold it share it)
         e = g[0]
         chart = per_layer_chart(e["layers"], [("kept bytes", KEPT_COLOUR, "kept_bytes")])
-        files.append({"e": e, "same": same_label(g), "chart": _markup(chart)})
+        files.append({"e": e, "same": same_label(g), "chart": markup(chart)})
     return (
-        _environment()
+        environment()
         .get_template("memory.html.j2")
         .render(
             title="irlint memory",
@@ -391,8 +392,8 @@ def render_diff(result) -> str:
                 "label": rank_label(members),
                 "alike": len(members) - 1,
                 "r": r,
-                "chart": _markup(chart),
-                "comm_chart": _markup(comm_chart),
+                "chart": markup(chart),
+                "comm_chart": markup(comm_chart),
             }
         )
     failing = [f for f in result.new if f.severity in FAILING_SEVERITIES]
@@ -410,7 +411,7 @@ def render_diff(result) -> str:
         else f"; {len(result.fixed)} fixed; activations kept for backward unchanged ({size(kept_after)})"
     )
     return (
-        _environment()
+        environment()
         .get_template("diff.html.j2")
         .render(
             title="irlint diff",
@@ -420,7 +421,7 @@ def render_diff(result) -> str:
             groups=groups,
             verdict=verdict,
             failing=bool(failing),
-            legend=_markup(legend_svg()),
+            legend=markup(legend_svg()),
             kept_before=kept_before,
             kept_after=kept_after,
             comm_before=sum((r.communication or {}).get("before_total", 0) for r in result.ranks),

@@ -23,9 +23,10 @@ _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _IN_TEXT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 _IN_NAME = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-# fields that hold a file name; fields never printed as text (what makes a finding the same)
+# fields that hold a file name; fields never printed as text (what makes a finding the same, the
+# facts machine formats and the fix plan carry as the rule gave them)
 _NAME_FIELDS = frozenset({"file", "path"})
-_KEPT_FIELDS = frozenset({"identity", "extra"})
+_KEPT_FIELDS = frozenset({"identity", "facts", "fixes", "waste", "stake", "fix_cost"})
 
 
 def _escape(m: re.Match) -> str:

@@ -90,7 +90,7 @@ def _related(f) -> list[tuple[dict, str]]:
     nodes of its first chain, the model code that made the node, its other occurrences (one
     result per root cause: an alert per layer would be the alerts this grouping removes), the node
     heading each further chain, then the rest of those chains while there is room."""
-    from .text import _CHAIN_HEAD, first_chain
+    from .text import CHAIN_HEAD, first_chain
 
     def node(r) -> tuple[dict, str]:
         label = (
@@ -115,8 +115,8 @@ def _related(f) -> list[tuple[dict, str]]:
             )
         )
     rest = f.related[chain:]
-    heads = [node(r) for r in rest if _CHAIN_HEAD.match(r.note)]
-    others = [node(r) for r in rest if not _CHAIN_HEAD.match(r.note)]
+    heads = [node(r) for r in rest if CHAIN_HEAD.match(r.note)]
+    others = [node(r) for r in rest if not CHAIN_HEAD.match(r.note)]
     return (key + heads + others)[:RELATED_MAX]
 
 

@@ -184,21 +184,21 @@ def _finding(f, ctx: RenderContext) -> Grid:
 
 GRAPH_NAME_MAX = 40
 CONTEXT_MAX = 24  # nodes of context a text report shows of one finding
-_CHAIN_HEAD = re.compile(r"chain \d+ of \d+\b")
+CHAIN_HEAD = re.compile(r"chain \d+ of \d+\b")
 
 
 def first_chain(related: tuple) -> tuple:
     """The context of a finding's first chain: up to the node that heads its second (a root
     cause's related nodes are its chains one after another, each headed ``chain N of M``), at
     most ``CONTEXT_MAX`` nodes."""
-    heads = [i for i, r in enumerate(related) if _CHAIN_HEAD.match(r.note)]
+    heads = [i for i, r in enumerate(related) if CHAIN_HEAD.match(r.note)]
     end = heads[1] if len(heads) > 1 else len(related)
     return related[: min(end, CONTEXT_MAX)]
 
 
 def more_text(related: tuple, shown: int) -> str:
     """``+181 more (20 more chains) in --format json or html``."""
-    chains = sum(1 for r in related[shown:] if _CHAIN_HEAD.match(r.note))
+    chains = sum(1 for r in related[shown:] if CHAIN_HEAD.match(r.note))
     what = f" ({chains} more chain{'s' if chains != 1 else ''})" if chains else ""
     return f"+{len(related) - shown} more context nodes{what}: every one in --format json or html"
 

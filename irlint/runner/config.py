@@ -138,7 +138,7 @@ def _toml_load(path: str | Path) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
+        import tomli as tomllib  # type: ignore[no-redef, unused-ignore]  # Python 3.10: the same API as tomllib
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import NO_ATTRIBUTES, NO_SCOPES, UNREADABLE, Diagnostic
 from ..findings import Finding
-from ..rule import Rule, _builtin_package
+from ..rule import Rule, builtin_package
 from .discover import DumpFile
 from .hashes import content_hash, content_sample
 from .sandbox import run_rule
@@ -134,7 +134,7 @@ def path_free(rule: Rule) -> bool:
     ``path_free = True``. Only then are its results given to another file of the same graph
     (``irlint.runner.dedup``) or found in the cache by content."""
     cls = type(rule)
-    return cls.__module__.startswith(_builtin_package().__name__ + ".") or getattr(cls, "path_free", False) is True
+    return cls.__module__.startswith(builtin_package().__name__ + ".") or getattr(cls, "path_free", False) is True
 
 
 def cache_key(store: LintCache | type[LintCache], digest: str, f: DumpFile, rules: list[Rule]) -> str:

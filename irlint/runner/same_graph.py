@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..diagnostics import UNREADABLE, Diagnostic
-from ..rule import Rule, _builtin_package
+from ..rule import Rule, builtin_package
 from .discover import DumpFile
 from .hashes import content_hash
 from .lint_file import cache_key, path_free, sample
@@ -219,7 +219,7 @@ def _stage_free(todo: dict[str, list[Rule]]) -> dict[str, bool]:
     """Per path: whether its rules read the file's stage only to label findings, which
     ``dedup.as_member`` relabels. True of the built-in rules; a plugin may read ``ir.stage``, so
     files of different stages are one class only for built-in rules."""
-    package = _builtin_package().__name__ + "."
+    package = builtin_package().__name__ + "."
     return {path: all(type(r).__module__.startswith(package) for r in rules) for path, rules in todo.items()}
 
 

@@ -111,13 +111,13 @@ def compression_of(head: bytes) -> str | None:
 def _zstd_module():
     """A zstd reader if one is installed (Python 3.14's compression.zstd, or the zstandard package)."""
     try:
-        from compression import zstd  # type: ignore[import-not-found]
+        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14 and later only
 
         return zstd
     except ImportError:
         pass
     try:
-        import zstandard  # type: ignore[import-not-found]
+        import zstandard  # type: ignore[import-not-found]  # optional, and without type stubs
 
         return zstandard
     except ImportError:
@@ -141,15 +141,15 @@ def open_dump(path: str, compression: str | None = None) -> BinaryIO:
         if compression == "gzip":
             import gzip
 
-            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+            inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]  # a binary file, typeshed's BufferedIOBase
         elif compression == "bzip2":
             import bz2
 
-            inner = bz2.BZ2File(raw, mode="rb")  # type: ignore[assignment]
+            inner = bz2.BZ2File(raw, mode="rb")  # type: ignore[assignment]  # a binary file, as above
         elif compression == "xz":
             import lzma
 
-            inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]
+            inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]  # a binary file, as above
         else:
             module = _zstd_module()
             if module is None:

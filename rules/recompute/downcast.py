@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from irlint.accounts.stake import downcast_cost, stake, staked
+from irlint.findings import Finding, Fixes
 from irlint.model import IRFile
 from irlint.read.values import TYPE_ID_NAMES
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 
 from . import examples as ex
 from .evidence import HIGH_PRECISION, LOW_PRECISION, RecomputeFacts
@@ -18,12 +20,12 @@ from .report import RecomputeRule, nodes_text, place_path, short_fix
 def cast_types(ir: IRFile, k: int) -> tuple[str | None, str | None]:
     """(source, destination) dtype of a Cast: from its types, else the dst type id argument."""
     d = ir[k]
-    ins: tuple = d.get("in_types") or ()
+    ins: tuple[Any, ...] = d.get("in_types") or ()
     src = ins[0].dtype if ins else None
     out = d.get("out_type")
     dst = out.dtype if out is not None else None
     if dst is None:
-        args: tuple = d.get("args") or ()
+        args: tuple[Any, ...] = d.get("args") or ()
         if len(args) > 1 and isinstance(args[1], int):
             dst = TYPE_ID_NAMES.get(args[1])
     return src, dst
@@ -90,10 +92,27 @@ class RecomputeDowncast(RecomputeRule):
     name = "recompute-downcast"
     severity = "warning"
     summary = "A down-cast (fp32 -> fp16/bf16) is recomputed, which keeps its fp32 input and raises memory"
-    INVALID = [ex.CAST_DOWN_RECOMPUTED, ex.CAST_DOWN_TAGGED]
+    INVALID = [
+        Invalid(
+            ex.CAST_DOWN_RECOMPUTED,
+            Says(
+                "%1",
+                "recomputed Float32->Float16 down-cast keeps its Float32 input",
+                "select_recompute - 'attention_norm\\.cast'",
+            ),
+        ),
+        Invalid(
+            ex.CAST_DOWN_TAGGED,
+            Says(
+                "%1",
+                "recomputed Float32->Float16 down-cast keeps its Float32 input",
+                "select_recompute - 'attention_norm\\.rcast'",
+            ),
+        ),
+    ]
     VALID = [ex.CAST_UP_TAGGED, ex.FFN_RESHAPE_BLOCKS]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         for k in ir.nodes_by_op("Cast"):
             down = costly_downcast(ir, facts, k)
             if down is None:
@@ -138,11 +157,7 @@ class RecomputeDowncast(RecomputeRule):
                 cause=cause,
                 fix=short_fix([key], "drop") if key else "recompute the up-cast instead",
                 identity=(d["op"], place_path(ir, k), down.src, down.dst),
-                extra={
-                    "src_dtype": down.src,
-                    "dst_dtype": down.dst,
-                    "applied": facts.applied(k),
-                    **({"drop_select_recompute": [key]} if key else {}),
-                },
+                facts={"src_dtype": down.src, "dst_dtype": down.dst, "applied": facts.applied(k)},
+                fixes=Fixes(drop_select_recompute=(key,) if key else ()),
             )
             yield staked(finding, stake(ir, k, downcast_cost))

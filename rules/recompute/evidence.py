@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from irlint.accounts.weights import is_weight_derived
 from irlint.model import IRFile
@@ -58,17 +58,17 @@ LOW_PRECISION = frozenset({"Float16", "BFloat16"})
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 _REDISTRIBUTION = "redistribution_op_"
 _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
-_NONE: dict = {}
+_NONE: dict[str, Any] = {}
 
 
-def _marked(attrs: dict | None) -> bool:
+def _marked(attrs: dict[str, Any] | None) -> bool:
     """cnode_attrs the recompute pass writes on a node it decided on."""
     if not attrs:
         return False
     return attrs.get("recompute") is True or "recompute_id" in attrs or attrs.get("duplicated") is True
 
 
-def is_inserted_slice(d: dict) -> bool:
+def is_inserted_slice(d: dict[str, Any]) -> bool:
     """A StridedSlice the parallel pass inserted (``redistribution_op_…``), e.g. before a row-parallel
     Linear that reads a split the op before it did not make. It has no select key of its own: it takes
     the recompute tag of the op after it (the Linear's Reshape), and until then it blocks like a
@@ -118,7 +118,7 @@ class RecomputeFacts:
     decided: bool = False
     _applied: dict[int, bool] = field(default_factory=dict)
     _readers: dict[int, list[KeptRead]] = field(default_factory=dict)
-    _cell_index: dict[tuple, _Cell] | None = None
+    _cell_index: dict[tuple[Any, ...], _Cell] | None = None
     _tagged: list[int] | None = None
 
     @classmethod
@@ -151,7 +151,7 @@ class RecomputeFacts:
         return any(self.is_backward(k) for k in reversed(nodes) if nodes[k]["kind"] == "cnode")
 
     @property
-    def _cells(self) -> dict[tuple, _Cell]:
+    def _cells(self) -> dict[tuple[Any, ...], _Cell]:
         """The cells of the forward compute ops, by scope path (one walk of the file, when first
         asked: only ``recompute: Bool(0)`` nodes need them)."""
         cells = self._cell_index
@@ -235,7 +235,7 @@ class RecomputeFacts:
             return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
         return None
 
-    def _uncopied_cell_op(self, k: int, ca: dict, pa: dict) -> bool:
+    def _uncopied_cell_op(self, k: int, ca: dict[str, Any], pa: dict[str, Any]) -> bool:
         """lazy_inline's form of a recompute cell's op that got no copy (its output, or every op of
         a one-op cell): no ``recompute`` attribute in the forward half, only
         ``need_cse_after_recompute: Bool(1)`` and the ``recompute_`` scope prefix."""

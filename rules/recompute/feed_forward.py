@@ -91,7 +91,7 @@ def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
     """``MatMul(w1) -> [views] -> SiLU -> [views] -> Mul <- [views] <- MatMul(w3)``, then
     ``Mul -> [Reshape/Cast] -> MatMul(w2)``, found by structure (scopes may carry no cell names).
     w1 and w3 may be one MatMul whose output is split."""
-    cached = ir.__dict__.get("_recompute_feed_forwards")
+    cached: list[FeedForward] | None = ir.__dict__.get("_recompute_feed_forwards")
     if cached is not None:
         return cached
     out = []

@@ -7,6 +7,7 @@ op (``irlint.accounts.flops``), and only when it has a recompute finding."""
 
 from __future__ import annotations
 
+from irlint.findings import FixCost, OpFlops
 from irlint.model import IRFile
 from irlint.model.layers import Places
 from irlint.units import human_flops, human_share
@@ -59,8 +60,8 @@ def recomputed_by_fix(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNe
     return list(ops)
 
 
-def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> dict | None:
-    """``extra["fix_cost"]`` of a recompute finding on ``k``: the FLOPs its fix re-spends per step
+def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> FixCost | None:
+    """The ``fix_cost`` of a recompute finding on ``k``: the FLOPs its fix re-spends per step
     (matrix and element-wise apart), the step's FLOPs and the share; None when no op's shape is
     known."""
     from irlint.accounts.flops import kind_of, op_flops  # only where a finding needs it
@@ -72,9 +73,7 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
     for v in ops:
         kind = kind_of(ir[v].get("op", ""))
         flops = op_flops(ir, v)
-        rows.append(
-            {"node": ir[v].get("id", ""), "op": ir[v].get("op", ""), "graph": ir[v].get("graph", ""), "flops": flops}
-        )
+        rows.append(OpFlops(ir[v].get("id", ""), ir[v].get("op", ""), ir[v].get("graph", ""), flops))
         if kind is None or flops is None:
             continue
         sized = True
@@ -86,31 +85,24 @@ def fix_cost(ir: IRFile, k: int, blocking: list[int], needs: list[KeyNeed]) -> d
         return None
     step = step_flops(ir)
     total = matrix + elementwise
-    return {
-        "flops": total,
-        "matrix_flops": matrix,
-        "elementwise_flops": elementwise,
-        "step_flops": step,
-        "step_share": total / step if step else 0.0,
-        "ops": rows,
-    }
+    return FixCost(total, matrix, elementwise, step, total / step if step else 0.0, tuple(rows))
 
 
-def short_text(cost: dict) -> str:
+def short_text(cost: FixCost) -> str:
     """``+1.57 MFLOP/step, <0.1%`` for a headline's fix."""
-    return f"+{human_flops(cost['flops'])}/step, {human_share(cost['flops'], cost['step_flops'])}"
+    return f"+{human_flops(cost.flops)}/step, {human_share(cost.flops, cost.step_flops)}"
 
 
-def hint_text(cost: dict) -> str:
+def hint_text(cost: FixCost) -> str:
     """The sentence of the hint that prices the fix in compute."""
     parts = []
-    if cost["matrix_flops"]:
-        parts.append(f"{human_flops(cost['matrix_flops'])} matrix")
-    if cost["elementwise_flops"]:
-        parts.append(f"{human_flops(cost['elementwise_flops'])} element-wise, memory-bound")
+    if cost.matrix_flops:
+        parts.append(f"{human_flops(cost.matrix_flops)} matrix")
+    if cost.elementwise_flops:
+        parts.append(f"{human_flops(cost.elementwise_flops)} element-wise, memory-bound")
     detail = f" ({', '.join(parts)})" if parts else ""
     return (
-        f"The fix re-spends {human_flops(cost['flops'])} per step{detail} on {len(cost['ops'])} recomputed "
-        f"op(s) of this layer, {human_share(cost['flops'], cost['step_flops'])} of the step's "
-        f"{human_flops(cost['step_flops'])} (irlint cost)."
+        f"The fix re-spends {human_flops(cost.flops)} per step{detail} on {len(cost.ops)} recomputed "
+        f"op(s) of this layer, {human_share(cost.flops, cost.step_flops)} of the step's "
+        f"{human_flops(cost.step_flops)} (irlint cost)."
     )

@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from irlint.findings import NoKeyOp, RecomputeFix
 from irlint.model import IRFile
-from irlint.model.layers import _LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
+from irlint.model.layers import LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
 from irlint.model.source import own_trace, source_of
 
 from .evidence import RecomputeFacts, cell_path
@@ -107,7 +108,7 @@ def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     (once per node and trace region: the name may come from the node's trace in the file)."""
     known = ir.__dict__.setdefault("_recompute_select_keys", {})
     asked = (k, ir.traces.get(k))
-    found = known.get(asked)
+    found: tuple[str | None, bool] | None = known.get(asked)
     if found is None:
         d = ir[k]
         name, guessed = primitive_name(ir, k)
@@ -169,7 +170,8 @@ def tagged_with(ir: IRFile, layer: str, key: str | None) -> int | None:
             ),
             None,
         )
-    return asked[layer, key]
+    found: int | None = asked[layer, key]
+    return found
 
 
 def _tagged_primitives(ir: IRFile) -> list[int]:
@@ -296,7 +298,7 @@ _MATMULS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "D
 _PASS = frozenset({"Cast", "Load", "Depend", "AllReduce", "AllGather", "ReduceScatter"})
 
 
-def _weight_of_matmul(ir: IRFile, m: int) -> str | None:
+def weight_of_matmul(ir: IRFile, m: int) -> str | None:
     """The weight name a MatMul reads (through a Load or Cast), or None."""
     for u in ir.producers(m):
         for _ in range(3):
@@ -340,10 +342,10 @@ def weight_cell_key(ir: IRFile, v: int) -> str | None:
     (source trace, else the op): only when the MatMuls next to it read weights of one cell."""
     cells = set()
     for m in _near_matmuls(ir, v):
-        name = _weight_of_matmul(ir, m)
+        name = weight_of_matmul(ir, m)
         if name is None:
             continue
-        layer = _LAYER_IN_NAME.search(name)
+        layer = LAYER_IN_NAME.search(name)
         below = name[layer.end() :] if layer else name
         parts = below.split(".")[:-1]  # drop "weight"
         if parts:
@@ -459,16 +461,13 @@ def file_layers(ir: IRFile) -> list[int]:
     return found
 
 
-def fix_extra(ir: IRFile, k: int, needs: list[KeyNeed]) -> dict:
-    """The facts the run's fix plan needs from a recompute finding (``irlint.fixplan``): the
-    layer, the layers of the file (the pipeline stage's share), the ops no key can tag."""
+def recompute_fix(ir: IRFile, k: int, keys: list[str], needs: list[KeyNeed]) -> RecomputeFix:
+    """The fix plan's recompute facts of a finding on ``k`` (``irlint.fixplan``): the keys to add,
+    the layer, the layers of the file (the pipeline stage's share), the ops no key can tag."""
     layer = Places.of(ir).layer(k)[0]
-    out: dict = {"layer": int(layer) if layer.isdigit() else None, "stage_layers": file_layers(ir)}
-    unresolved = [
-        {"node": ir[n.node].get("id", ""), "op": ir[n.node]["op"], "source": source_text(ir, n.node)}
+    unresolved = tuple(
+        NoKeyOp(ir[n.node].get("id", ""), ir[n.node]["op"], source_text(ir, n.node))
         for n in needs
         if n.key is None and n.needed
-    ]
-    if unresolved:
-        out["no_key"] = unresolved
-    return out
+    )
+    return RecomputeFix(tuple(keys), int(layer) if layer.isdigit() else None, tuple(file_layers(ir)), unresolved)

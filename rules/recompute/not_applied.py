@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from irlint.accounts.stake import stake, staked
+from irlint.findings import Finding, Fixes, RecomputeFix
 from irlint.model import IRFile
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
 
 from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .fix_cost import fix_cost, hint_text
-from .keys import GUESS_NOTE, blocking_keys, fix_extra, folded_note, keys_hint, keys_snippet, node_select_key
+from .keys import GUESS_NOTE, blocking_keys, folded_note, keys_hint, keys_snippet, node_select_key, recompute_fix
 from .report import (
     RecomputeRule,
     backward_text,
@@ -87,7 +90,20 @@ class RecomputeNotApplied(RecomputeRule):
     name = "recompute-not-applied"
     severity = "warning"
     summary = "An op asked to recompute has no recomputed copy, and backward still keeps its output"
-    INVALID = [ex.ATTN_TRANSPOSE_BLOCKS, ex.ONE_OP_CELL]
+    INVALID = [
+        Invalid(
+            ex.ATTN_TRANSPOSE_BLOCKS,
+            Says(
+                "%0",
+                "kept for backward by non-recomputed Transpose, Reshape",
+                "select_recompute + 'attention\\.merger_head_transpose' (+1 more)",
+            ),
+        ),
+        Invalid(
+            ex.ONE_OP_CELL,
+            Says("%0", "a one-op cell's output is never recomputed", "key 'feed_forward\\.activation\\.silu' instead"),
+        ),
+    ]
     VALID = [
         ex.FFN_BEFORE_PASS,
         ex.FFN_2D_APPLIED,
@@ -97,7 +113,7 @@ class RecomputeNotApplied(RecomputeRule):
         ex.ATTN_NOT_READ,
     ]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         left_to_rc002 = {b.node for b in blocked_silu_muls(ir, facts)}
         for k, req in self.unapplied_requests(ir, facts):
             if k in left_to_rc002 or costly_downcast(ir, facts, k) is not None:
@@ -106,11 +122,11 @@ class RecomputeNotApplied(RecomputeRule):
             if readers:
                 yield self._finding(ir, facts, k, req, readers)
 
-    def _finding(self, ir: IRFile, facts: RecomputeFacts, k: int, req: str, readers: list[KeptRead]):
+    def _finding(self, ir: IRFile, facts: RecomputeFacts, k: int, req: str, readers: list[KeptRead]) -> Finding:
         d = ir[k]
         chain = list(dict.fromkeys(v for r in readers for v in r.chain))
         blocking = facts.blocking_chain(readers)
-        needed: dict = {}
+        needed: RecomputeFix | None = None
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
@@ -128,7 +144,7 @@ class RecomputeNotApplied(RecomputeRule):
                 + (GUESS_NOTE if guessed else "")
                 + "."
             )
-            needed = {"select_recompute": [key], **fix_extra(ir, k, [])} if key else {}
+            needed = recompute_fix(ir, k, [key], []) if key else None
             priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
@@ -162,7 +178,7 @@ class RecomputeNotApplied(RecomputeRule):
                 hint = "Recompute the blocking op(s) between it and the backward reader as well"
                 hint += (": " + said if said else "") + "."
                 keys = [n.key for n in needs if n.key and n.needed]
-                needed = {"select_recompute": keys, **fix_extra(ir, k, needs)}
+                needed = recompute_fix(ir, k, keys, needs)
                 fix = short_fix(keys)
                 priced = fix_cost(ir, k, blocking or chain, needs)
                 hint += folded_note(ir, blocking)
@@ -178,7 +194,6 @@ class RecomputeNotApplied(RecomputeRule):
             priced = None
             hint = "Check the compile log for recompute warnings about this op."
         if priced is not None:
-            needed["fix_cost"] = priced
             hint += " " + hint_text(priced)
         message = (
             f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
@@ -200,10 +215,12 @@ class RecomputeNotApplied(RecomputeRule):
             related=related,
             identity=(d["op"], place_path(ir, k)),
             severity=severity,
-            extra={"request": req, "impact": impact, "blocking": [ir[v].get("id", "") for v in blocking], **needed},
+            facts={"request": req, "impact": impact, "blocking": [ir[v].get("id", "") for v in blocking]},
+            fixes=Fixes(recompute=needed),
+            fix_cost=priced,
             cause=short,
             fix=fix,
-            snippet=keys_snippet(needed["select_recompute"]) if needed.get("select_recompute") else "",
+            snippet=keys_snippet(list(needed.keys)) if needed and needed.keys else "",
         )
         if impact == "none":
             return finding  # nothing at stake: no bytes to state

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from irlint.accounts.memory import bytes_at_stake
+from irlint.findings import Finding
 from irlint.model import IRFile
 from irlint.model.layers import Places, model_path
 from irlint.rule import Rule
@@ -46,7 +50,7 @@ def _inputs_kept_by_fix(ir: IRFile, k: int) -> list[tuple[int, int]]:
     segment = _segment(ir, k)
     inside = set(segment)
     out: list[tuple[int, int]] = []
-    seen: set = set()
+    seen: set[Any] = set()
     for n in segment:
         for u in ir.producers(n):
             if u in inside or ir[u]["kind"] != "cnode" or ir.copy_of(u):
@@ -136,16 +140,16 @@ class RecomputeRule(Rule):
 
     stages = RECOMPUTE_STAGES
 
-    def check(self, ir: IRFile):
+    def check(self, ir: IRFile) -> Iterator[Finding]:
         facts = RecomputeFacts.of(ir)
         if facts.decided:  # before the recompute pass a tag is only a request
             yield from self.check_decided(ir, facts)
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         raise NotImplementedError
 
     @staticmethod
-    def unapplied_requests(ir: IRFile, facts: RecomputeFacts):
+    def unapplied_requests(ir: IRFile, facts: RecomputeFacts) -> Iterator[tuple[int, str]]:
         for k in facts.tagged():
             req = RecomputeRule.unapplied_request(facts, k)
             if req is not None:

@@ -3,18 +3,20 @@ non-recomputed Reshape."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from irlint.accounts.stake import stake, staked
+from irlint.findings import Finding, Fixes
 from irlint.model import IRFile
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
 
 from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
-from .keys import blocking_keys, fix_extra, folded_note, keys_hint, yaml_snippet
+from .keys import blocking_keys, folded_note, keys_hint, recompute_fix, yaml_snippet
 from .report import (
     RecomputeRule,
     backward_text,
@@ -49,7 +51,7 @@ def freed_net(ir: IRFile, k: int) -> int:
 def blocked_silu_muls(ir: IRFile, facts: RecomputeFacts) -> list[BlockedSiluMul]:
     """Tagged FeedForward SiLU/Mul ops with no copy whose output backward reads through a chain
     holding a non-recomputed Reshape (what RC002 reports; RC001 leaves them to it)."""
-    cached = ir.__dict__.get("_recompute_blocked_silu_muls")
+    cached: list[BlockedSiluMul] | None = ir.__dict__.get("_recompute_blocked_silu_muls")
     if cached is not None:
         return cached
     out = []
@@ -107,14 +109,20 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     name = "reshape-blocks-silu-mul-recompute"
     severity = "warning"
     summary = "SiLU/Mul recompute saves nothing because a Reshape next to it is not recomputed"
-    INVALID = [ex.FFN_RESHAPE_BLOCKS]
+    INVALID = [
+        Invalid(
+            ex.FFN_RESHAPE_BLOCKS,
+            Says("%4", "recompute blocked by w1's Reshape"),
+            Says("%6", "recompute blocked by w2's Reshape", "select_recompute + 'feed_forward\\.w2\\.reshape'"),
+        )
+    ]
     VALID = [ex.FFN_BEFORE_PASS, ex.FFN_2D_APPLIED]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         for blocked in blocked_silu_muls(ir, facts):
             yield self._finding(ir, blocked)
 
-    def _finding(self, ir: IRFile, b: BlockedSiluMul):
+    def _finding(self, ir: IRFile, b: BlockedSiluMul) -> Finding:
         k, ffn, blocking = b.node, b.ffn, b.blocking
         d = ir[k]
         needs = blocking_keys(ir, blocking)
@@ -167,11 +175,10 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             hint=hint,
             related=related,
             identity=identity,
-            extra={
+            fixes=Fixes(recompute=recompute_fix(ir, k, keys, needs)),
+            fix_cost=priced,
+            facts={
                 "request": b.request,
-                "select_recompute": keys,
-                **fix_extra(ir, k, needs),
-                **({"fix_cost": priced} if priced is not None else {}),
                 **(
                     {
                         "fix_keeps": [

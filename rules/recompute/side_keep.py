@@ -20,7 +20,7 @@ from irlint.accounts.memory import bytes_at_stake
 from irlint.model import IRFile
 from irlint.model.layers import Places
 
-from .keys import KeyNeed, _weight_of_matmul
+from .keys import KeyNeed, weight_of_matmul
 
 _CHAIN = {"Reshape", "Concat", "Split", "StridedSlice", "Transpose"}
 _PLUMBING = {"TupleGetItem", "MakeTuple"}
@@ -71,7 +71,7 @@ def _forward_matmul_weights(ir: IRFile) -> list[tuple[int, str]]:
         found = ir.__dict__["_side_keep_matmul_weights"] = [
             (m, name)
             for m in ir.nodes_by_op("MatMul")
-            if not (ir.is_backward(m) or ir.is_recompute_copy(m)) and (name := _weight_of_matmul(ir, m))
+            if not (ir.is_backward(m) or ir.is_recompute_copy(m)) and (name := weight_of_matmul(ir, m))
         ]
     return found
 

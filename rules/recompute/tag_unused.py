@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from irlint.findings import Finding
 from irlint.model import IRFile
-from irlint.rule import related_node
+from irlint.rule import Invalid, Says, related_node
 
 from . import examples as ex
 from .evidence import RecomputeFacts
@@ -42,7 +45,16 @@ class RecomputeTagUnused(RecomputeRule):
     severity = "info"
     default_enabled = False
     summary = "An op tagged for recompute has no copy because no backward op needs its output"
-    INVALID = [ex.LOSS_TAG_UNUSED, ex.ATTN_NOT_READ]
+    INVALID = [
+        Invalid(
+            ex.LOSS_TAG_UNUSED,
+            Says("%1", "tagged for recompute, no backward op reads it", "select_recompute - 'network\\.loss_mean'"),
+        ),
+        Invalid(
+            ex.ATTN_NOT_READ,
+            Says("%0", "tagged for recompute, no backward op reads it", "select_recompute - 'attention\\.bmm2'"),
+        ),
+    ]
     VALID = [
         ex.LOSS_CELL_OUTPUT,
         ex.FFN_2D_APPLIED,
@@ -51,7 +63,7 @@ class RecomputeTagUnused(RecomputeRule):
         ex.ATTN_TRANSPOSE_BLOCKS,
     ]
 
-    def check_decided(self, ir: IRFile, facts: RecomputeFacts):
+    def check_decided(self, ir: IRFile, facts: RecomputeFacts) -> Iterator[Finding]:
         for k, req in self.unapplied_requests(ir, facts):
             # ops of a Cell.recompute() cell were not tagged one by one: the pass skips the ones
             # backward does not need by design
@@ -81,7 +93,7 @@ class RecomputeTagUnused(RecomputeRule):
                 hint=hint,
                 related=[related_node(ir, c, "consumer (forward)") for c in users[:4]],
                 identity=(d["op"], place_path(ir, k)),
-                extra={"request": req, "impact": "none"},
+                facts={"request": req, "impact": "none"},
                 cause="tagged for recompute, no backward op reads it",
                 fix=short_fix([key], "drop") if key else "remove the tag",
             )

@@ -5,12 +5,15 @@ ones it never counts), the record of one chain (``Chain``) and of the bytes it m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS
-from irlint.findings import Finding, WastedBytes
+from irlint.findings import NO_FIXES, CommWaste, Finding, Fixes
 from irlint.model import IRFile
 from irlint.read.values import TensorType
+
+if TYPE_CHECKING:
+    from irlint.rule import Rule
 
 COMM_OPS = GATHER_OPS | ALLTOALL_OPS | {"ReduceScatter"}
 SLICE_OPS = frozenset({"StridedSlice", "Slice"})
@@ -62,11 +65,11 @@ class Chain:
         return self.producer
 
     @property
-    def entry_shape(self) -> tuple:
+    def entry_shape(self) -> tuple[Any, ...]:
         return (self.entry.shape or ()) if self.entry is not None else ()
 
     @property
-    def exit_shape(self) -> tuple:
+    def exit_shape(self) -> tuple[Any, ...]:
         return (self.exit.shape or ()) if self.exit is not None else ()
 
     def span(self, ir: IRFile) -> list[int]:
@@ -114,10 +117,19 @@ ELEMENTWISE_OPS = frozenset(
 LAYOUT_KEEPING_OPS = frozenset({"AllReduce", "Cast", "Depend", "Load", "_VirtualDiv", "RealDiv", "TupleGetItem"})
 
 
-def waste_finding(rule, ir: IRFile, anchor: int, message: str, extra: dict, **fields) -> Finding:
-    """A redistribution finding whose wasted bytes are ``extra["waste"]``, with the shard() lines of
-    ``extra["fix"]`` to paste when that is an in_strategy."""
+def waste_finding(
+    rule: Rule,
+    ir: IRFile,
+    anchor: int,
+    message: str,
+    facts: dict[str, Any],
+    waste: CommWaste,
+    fixes: Fixes = NO_FIXES,
+    **fields: Any,
+) -> Finding:
+    """A redistribution finding about ``waste`` (its bytes per collective in ``fields["wasted"]``),
+    with the shard() lines of its op fix to paste when that is an in_strategy."""
     from irlint.rule import strategy_snippet
 
-    found = rule.finding(ir, anchor, message, extra=extra, wasted=[WastedBytes(**w) for w in extra["waste"]], **fields)
-    return found.with_(snippet=strategy_snippet(found.related, extra.get("fix")))
+    found = rule.finding(ir, anchor, message, facts=facts, waste=waste, fixes=fixes, **fields)
+    return found.with_(snippet=strategy_snippet(found.related, fixes.ops[0] if fixes.ops else None))

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from irlint.accounts.received import received_bytes, step_received_bytes, waste_entry
-from irlint.findings import Finding, scope_path
+from irlint.findings import ChainStep, CommWaste, Finding, Fixes, OpFix, SourceLine, WastedBytes, scope_path
 from irlint.model import IRFile
-from irlint.model.source import source_dict
+from irlint.model.source import source_of
 from irlint.rule import Rule
 from irlint.units import human_share, spans
 
@@ -150,55 +150,56 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
         tuple(scope_path(ir[c].get("scope", "")) for c, _ in chain.consumers),
         tuple(kinds),
     )
-    extra: dict[str, Any] = {
-        "kinds": kinds,
-        "moved_bytes": chain.moved,
-        "surviving_bytes": survive,
-        "backward_moved_bytes": moved_back,
-        "steps": [
-            {
-                "node": ir[k]["id"],
-                "op": ir[k]["op"],
-                "in": str(first_in(ir, k)),
-                "out": str(ir[k].get("out_type")),
-                "moved_bytes": received_bytes(ir, k) or 0,
-            }
+    waste_bytes = CommWaste(
+        bytes=in_all,
+        step_received=total,
+        moved=chain.moved,
+        backward_moved=moved_back,
+        steps=tuple(
+            ChainStep(
+                ir[k]["id"], ir[k]["op"], str(first_in(ir, k)), str(ir[k].get("out_type")), received_bytes(ir, k) or 0
+            )
             for k in chain.nodes
             if ir[k]["op"] not in QUIET_IN_RELATED
-        ],
+        ),
+    )
+    facts: dict[str, Any] = {
+        "kinds": kinds,
+        "surviving_bytes": survive,
         "backward": [ir[k]["id"] for k in transpose],
         "scheme": [ir[k]["id"] for k in chain.scheme],
         "entry": str(chain.entry) if chain.entry else None,
         "exit": str(chain.exit) if chain.exit else None,
         "producer_strategy": fmt(strategy(ir, chain.producer)),
         "consumer_strategy": fmt(strategy(ir, consumer)) if consumer is not None else None,
-        "waste_bytes": in_all,
-        "step_received_bytes": total,
-        "waste": [waste_entry(ir, k, b) for k, b in waste],
     }
     if rerun.copies:
-        extra["recompute"] = {
+        facts["recompute"] = {
             "keys": rerun.keys,
             "bytes": rerun.bytes,
             "copies": [ir[c]["id"] for c, _ in rerun.copies],
         }
     fix = best_fix(ir, chain.source, consumer, pos) if consumer is not None and same_rank else None
+    fixes = Fixes()
     if moved_blocks is not None:
-        extra["fix"] = fix_of_blocks
-        extra["split"] = fmt(moved_blocks.split)
+        fixes = Fixes(ops=(fix_of_blocks,))
+        facts["split"] = fmt(moved_blocks.split)
     elif alltoall and expert is not None:
-        extra["fix"] = {"set_auto_parallel_context": "enable_alltoall=True"}
+        fixes = Fixes(context="enable_alltoall=True")
     elif fix is not None and chain.hint is None:
-        extra["fix"] = {"node": ir[fix[0]]["id"], "in_strategy": fmt(fix[1]), **fix_source(ir, fix[0])}
+        fixes = Fixes(ops=(OpFix(ir[fix[0]]["id"], in_strategy=fmt(fix[1]), source=fix_source(ir, fix[0])),))
     ops = "->".join(dict.fromkeys(ir[k]["op"] for k in chain.nodes if ir[k]["op"] in MOVING_OPS)) or "re-layout"
     cause = f"{ops} between {short_who(ir, chain.producer)} and {short_who(ir, consumer)}: {', '.join(kinds)}"
-    short = _short_fix(ir, fixed_op if moved_blocks is not None else fix[0] if fix else None, extra.get("fix"))
+    short = _short_fix(ir, fixed_op if moved_blocks is not None else fix[0] if fix else None, fixes)
     return waste_finding(
         rule,
         ir,
         anchor,
         message,
-        extra,
+        facts,
+        waste_bytes,
+        fixes,
+        wasted=[WastedBytes(**waste_entry(ir, k, b)) for k, b in waste],
         hint=hint,
         related=related,
         identity=identity,
@@ -220,24 +221,25 @@ def _trading(moved: Permutation, chain: Chain) -> str:
     )
 
 
-def _short_fix(ir: IRFile, key: int | None, fix: dict | None) -> str:
-    """The headline's few words for the change ``extra["fix"]`` holds (the hint's, never another);
+def _short_fix(ir: IRFile, key: int | None, fixes: Fixes) -> str:
+    """The headline's few words for the change ``fixes`` holds (the hint's, never another);
     ``key``: the op it changes."""
-    if not fix:
+    if fixes.context:
+        return fixes.context
+    if not fixes.ops:
         return ""
-    if fix.get("set_auto_parallel_context"):
-        return str(fix["set_auto_parallel_context"])
+    fix = fixes.ops[0]
     named = short_who(ir, key)
-    if fix.get("device_matrix"):
-        return " ".join(x for x in (named, fix.get("in_strategy", ""), "with", fix["device_matrix"]) if x)
-    if fix.get("in_layout"):
-        return f"{named} with {str(fix['in_layout']).split(' of ')[-1]}"
-    if fix.get("in_strategy"):
-        return f"{named} in_strategy {fix['in_strategy']}"
+    if fix.device_matrix:
+        return " ".join(x for x in (named, fix.in_strategy, "with", fix.device_matrix) if x)
+    if fix.in_layout:
+        return f"{named} with {fix.in_layout.split(' of ')[-1]}"
+    if fix.in_strategy:
+        return f"{named} in_strategy {fix.in_strategy}"
     return ""
 
 
-def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, dict, int]:
+def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[str, OpFix, int]:
     """Which of two ops with the same split counts to change, and to what: the one sharded with a
     plain tuple takes the Layout the other was given; an op MindSpore will not shard with a Layout
     keeps its tuple, and the Layout's device axes are ordered the way the tuple places dims."""
@@ -260,7 +262,7 @@ def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[
                 f"to the same device axis, so that the blocks stay on their ranks and the chain and its backward "
                 f"transpose disappear"
             ),
-            {"node": ir[op]["id"]},
+            OpFix(ir[op]["id"]),
             op,
         )
     matching = tuple_matching(layout) if ir[op]["op"] in NO_LAYOUT_OPS and isinstance(layout, dict) else None
@@ -277,11 +279,7 @@ def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[
                 + "; then the tuple places every block where the Layout does, and the chain and its backward "
                 "transpose disappear"
             ),
-            {
-                "node": ir[op]["id"],
-                "device_matrix": matrix,
-                **({} if same else {"in_strategy": fmt((split,))}),
-            },
+            OpFix(ir[op]["id"], device_matrix=matrix, in_strategy="" if same else fmt((split,))),
             op,
         )
     entries = tuple(strategy(ir, op) or ())
@@ -296,12 +294,12 @@ def placement_hint(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[
             f"strategies name the same split counts, so only the device axes change, and the chain and its "
             f"backward transpose disappear"
         ),
-        {"node": ir[op]["id"], "in_layout": expr},
+        OpFix(ir[op]["id"], in_layout=expr),
         op,
     )
 
 
-def fix_source(ir: IRFile, k: int) -> dict:
-    """The model line that creates the op whose strategy changes (``{"source": {path, line}}``)."""
-    src = source_dict(ir, k)
-    return {"source": src} if src else {}
+def fix_source(ir: IRFile, k: int) -> SourceLine | None:
+    """The model line that creates the op whose strategy changes."""
+    src = source_of(ir, k)
+    return SourceLine(*src) if src else None

@@ -12,7 +12,7 @@ from irlint.model import IRFile, primal_attr
 
 from .chain import CHAIN_OPS, MATMUL_OPS, QUIET_IN_RELATED, SCHEME_REDUCE_OPS, SLICE_OPS, WEIGHT_PATH_OPS, Chain, Waste
 from .layouts import strategy
-from .steps import _shrunk_dims
+from .steps import shrunk_dims
 from .wording import first_in, fmt, note, size, who
 
 
@@ -172,7 +172,7 @@ def allreduce_then_slice(ir: IRFile, key: int) -> Chain | None:
         if not in_chain(ir, node) or ir[node]["op"] not in SLICE_OPS:
             return None  # someone reads the whole reduced tensor
         factor = 1
-        for _, f in _shrunk_dims(ir, node):
+        for _, f in shrunk_dims(ir, node):
             factor *= f
         if factor < 2:
             return None

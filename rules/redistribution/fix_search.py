@@ -4,25 +4,27 @@
 from __future__ import annotations
 
 from math import prod
+from typing import Any
 
 from irlint.model import IRFile, primal_attr
 
 from .chain import ELEMENTWISE_OPS, MATMUL_OPS
 from .layouts import (
-    _matmul_dims,
-    _matmul_strategy,
-    _perm,
+    Strategy,
     compute_consumers,
     compute_inputs,
     devices,
+    matmul_dims,
+    matmul_strategy,
     output_layout,
     strategy,
+    transpose_perm,
     transposes,
 )
 from .wording import fmt, size, who
 
 
-def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple):
+def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple[Any, ...]) -> Strategy | None:
     """The consumer's strategy with input ``pos`` read in ``layout``; a MatMul's other operand
     follows the contracted dim, an element-wise op reads every input of that rank alike."""
     strat = strategy(ir, consumer)
@@ -56,7 +58,7 @@ def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple):
     return tuple(new)
 
 
-def producing(ir: IRFile, producer: int, layout: tuple):
+def producing(ir: IRFile, producer: int, layout: tuple[Any, ...]) -> Strategy | None:
     """The producer's strategy that outputs ``layout``, for MatMuls, element-wise ops and Transpose."""
     strat = strategy(ir, producer)
     if strat is None:
@@ -64,19 +66,19 @@ def producing(ir: IRFile, producer: int, layout: tuple):
     op = ir[producer]["op"]
     if op in MATMUL_OPS and len(strat) >= 2 and len(layout) >= 2:
         ta, tb = transposes(ir, producer)
-        batch, _, k, _ = _matmul_dims(strat, ta, tb)
+        batch, _, k, _ = matmul_dims(strat, ta, tb)
         if len(batch) != len(layout) - 2:
             return None
         rows, cols = layout[-2], layout[-1]
         if prod(layout) * k > devices(ir):
             k = 1
-        return _matmul_strategy(tuple(layout[:-2]), rows, k, cols, ta, tb, len(strat[1]))
+        return matmul_strategy(tuple(layout[:-2]), rows, k, cols, ta, tb, len(strat[1]))
     if op in ELEMENTWISE_OPS:
         if not any(len(s) == len(layout) for s in strat):
             return None
         return tuple(tuple(layout) if len(s) == len(layout) else tuple(s) for s in strat)
     if op == "Transpose":
-        perm = _perm(ir, producer)
+        perm = transpose_perm(ir, producer)
         if not perm or len(perm) != len(layout):
             return None
         src = [1] * len(perm)
@@ -86,29 +88,29 @@ def producing(ir: IRFile, producer: int, layout: tuple):
     return None
 
 
-def row_parallel(ir: IRFile, matmul: int, factor: int):
+def row_parallel(ir: IRFile, matmul: int, factor: int) -> Strategy | None:
     """A MatMul's strategy with ``factor`` moved onto the contracted dim of both operands (and off
     the weight's output columns): Megatron's row-parallel form of a column-parallel layer."""
     strat = strategy(ir, matmul)
     if strat is None or len(strat) < 2 or ir[matmul]["op"] not in MATMUL_OPS:
         return None
     ta, tb = transposes(ir, matmul)
-    batch, rows, k, cols = _matmul_dims(strat, ta, tb)
+    batch, rows, k, cols = matmul_dims(strat, ta, tb)
     cols = cols // factor if cols % factor == 0 else 1
-    return _matmul_strategy(batch, rows, k * factor, cols, ta, tb, len(strat[1]))
+    return matmul_strategy(batch, rows, k * factor, cols, ta, tb, len(strat[1]))
 
 
-def mismatches(ir: IRFile, keys: tuple[int, ...], changed: dict[int, tuple]) -> int:
+def mismatches(ir: IRFile, keys: tuple[int, ...], changed: dict[int, tuple[Any, ...]]) -> int:
     """Layout disagreements on the edges of ``keys`` (into and out of each), with the strategies
     in ``changed`` replacing the dump's. Parameters and graph inputs take any layout; an edge
     across a rank-changing Reshape is not compared."""
 
-    def out_layout(k):
+    def out_layout(k: int) -> tuple[Any, ...] | None:
         if k in changed:
             return _layout_under(ir, k, changed[k])
         return output_layout(ir, k)
 
-    def wanted(k, pos):
+    def wanted(k: int, pos: int) -> tuple[Any, ...] | None:
         strat = changed.get(k) or strategy(ir, k)
         return tuple(strat[pos]) if strat and pos < len(strat) and isinstance(strat[pos], tuple) else None
 
@@ -128,18 +130,18 @@ def mismatches(ir: IRFile, keys: tuple[int, ...], changed: dict[int, tuple]) -> 
     return bad
 
 
-def _layout_under(ir: IRFile, key: int, strat) -> tuple | None:
+def _layout_under(ir: IRFile, key: int, strat: Strategy) -> tuple[Any, ...] | None:
     op = ir[key]["op"]
     if op in MATMUL_OPS and len(strat) >= 2:
-        batch, rows, _, cols = _matmul_dims(strat, *transposes(ir, key))
+        batch, rows, _, cols = matmul_dims(strat, *transposes(ir, key))
         return batch + (rows, cols)
     if op == "Transpose":
-        perm = _perm(ir, key)
+        perm = transpose_perm(ir, key)
         return tuple(strat[0][p] for p in perm) if perm else None
     return tuple(strat[0]) if strat else None
 
 
-def best_fix(ir: IRFile, producer: int, consumer: int, pos: int):
+def best_fix(ir: IRFile, producer: int, consumer: int, pos: int) -> tuple[int, Strategy, int] | None:
     """The single strategy change that makes ``producer``'s output and ``consumer``'s input ``pos``
     agree while leaving the fewest disagreements around the two ops: (op, strategy, disagreements
     left), or None when neither side's layout rule is known."""
@@ -163,7 +165,7 @@ def best_fix(ir: IRFile, producer: int, consumer: int, pos: int):
     return op, s, left
 
 
-def global_output(ir: IRFile, key: int) -> tuple | None:
+def global_output(ir: IRFile, key: int) -> tuple[Any, ...] | None:
     """The whole output shape: ``origin_output_shape`` (MatMuls), else the local shape times the layout."""
     origin = primal_attr(ir[key], "origin_output_shape")
     if isinstance(origin, tuple) and all(isinstance(d, int) for d in origin):
@@ -174,11 +176,11 @@ def global_output(ir: IRFile, key: int) -> tuple | None:
     return tuple(d * n for d, n in zip(out.shape, layout))
 
 
-def all_reduce_note(ir: IRFile, key: int, new) -> str:
+def all_reduce_note(ir: IRFile, key: int, new: Strategy) -> str:
     """What a MatMul strategy with a split contracted dim costs: one AllReduce of its output."""
     if ir[key]["op"] not in MATMUL_OPS or new is None or len(new) < 2:
         return ""
-    batch, rows, k, cols = _matmul_dims(new, *transposes(ir, key))
+    batch, rows, k, cols = matmul_dims(new, *transposes(ir, key))
     whole, out = global_output(ir, key), ir[key].get("out_type")
     if k <= 1 or whole is None or out is None or out.nbytes is None or len(whole) != len(batch) + 2:
         return ""

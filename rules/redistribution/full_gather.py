@@ -10,16 +10,16 @@ from math import prod
 from typing import Any
 
 from irlint.accounts.received import GATHER_OPS, received_bytes, step_received_bytes, waste_entry
-from irlint.findings import Finding, scope_path
+from irlint.findings import CommWaste, Finding, Fixes, OpFix, WastedBytes, scope_path
 from irlint.model import IRFile
-from irlint.model.source import source_dict
-from irlint.rule import Rule
+from irlint.rule import Invalid, Rule, Says
 from irlint.units import human_share
 
 from .chain import MATMUL_OPS, MOVING_OPS, QUIET_IN_RELATED, SLICE_OPS, Chain, waste_finding
+from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, collect_chain, end_note, is_weight, touches_backward
 from .fix_search import all_reduce_note, row_parallel
-from .layouts import output_layout, strategy, transposes
+from .layouts import Strategy, output_layout, strategy, transposes
 from .redundant_chain import RedundantRedistributionChain
 from .round_trip import round_trips
 from .simulation import simulate
@@ -94,7 +94,8 @@ class StrategyMismatchFullGather(Rule):
     INVALID = [
         # par-mismatch-ffn_col_col rank_0 21_validate, forward only (w3 and Mul left out): w1 and w2
         # both ((1, 1), (8, 1)), the hidden activation gathered whole before w2
-        """# IR entry: @main
+        Invalid(
+            """# IR entry: @main
 # Total subgraphs: 1
 
 # Total params: 3
@@ -164,10 +165,16 @@ subgraph @main() {
       # Fullname with scope: (Default/network-WithLoss/Return-op0)
 }
 """,
+            Says(
+                "%6",
+                "column-parallel MatMul (w2) has 1 activation gathered whole on every rank",
+                "row-parallel in_strategy ((1, 8), (1, 8))",
+            ),
+        ),
     ]
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
-        groups: dict[tuple, list[FullGather]] = {}
+        groups: dict[tuple[Any, ...], list[FullGather]] = {}
         # a gather undone by a slice after the ops between is PC001's round trip, not a full gather
         seen: set[int] = {k for t in round_trips(ir) for k in t.before.nodes + t.after.nodes}
         for key in ir.nodes_by_op(*GATHER_OPS):
@@ -188,7 +195,7 @@ subgraph @main() {
         for (matmul, new), gathers in groups.items():
             yield self._finding(ir, matmul, new, gathers)
 
-    def _finding(self, ir: IRFile, matmul: int, new, gathers: list[FullGather]) -> Finding:
+    def _finding(self, ir: IRFile, matmul: int, new: Strategy, gathers: list[FullGather]) -> Finding:
         gathers.sort(key=lambda g: ir[g.chain.nodes[0]].get("line", 0))
         anchor = gathers[0].chain.nodes[0]
         moved = sum(g.chain.moved for g in gathers)
@@ -236,29 +243,28 @@ subgraph @main() {
             tuple(tuple(ir[k]["op"] for k in g.chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED) for g in gathers),
         )
         # every gathered element is used: the bytes are the cost of the scheme, not waste
-        extra: dict[str, Any] = {
-            "moved_bytes": moved,
-            "backward_moved_bytes": moved_back,
+        facts: dict[str, Any] = {
             "gathered_bytes": held,
-            "cost_kind": "received",
             "gathers": len(gathers),
             "matmul_strategy": fmt(strategy(ir, matmul)),
-            "fix": {"node": ir[matmul]["id"], "in_strategy": fmt(new), **_source(ir, matmul)},
-            "waste_bytes": moved + moved_back,
-            "step_received_bytes": total,
-            "waste": [
-                waste_entry(ir, k, received_bytes(ir, k) or 0)
-                for g in gathers
-                for k in g.chain.nodes + g.backward
-                if ir[k]["op"] in MOVING_OPS
-            ],
         }
+        cost = CommWaste(
+            bytes=moved + moved_back, step_received=total, moved=moved, backward_moved=moved_back, received=True
+        )
         return waste_finding(
             self,
             ir,
             anchor,
             message,
-            extra,
+            facts,
+            cost,
+            Fixes(ops=(OpFix(ir[matmul]["id"], in_strategy=fmt(new), source=fix_source(ir, matmul)),)),
+            wasted=[
+                WastedBytes(**waste_entry(ir, k, received_bytes(ir, k) or 0))
+                for g in gathers
+                for k in g.chain.nodes + g.backward
+                if ir[k]["op"] in MOVING_OPS
+            ],
             hint=hint,
             related=related,
             identity=identity,
@@ -315,7 +321,7 @@ def _gathered_dims(ir: IRFile, chain: Chain) -> tuple[int | None, int | None]:
     return _dim_at(chain.exit_shape, before), _dim_at(chain.entry_shape, before) if src is not None else None
 
 
-def _dim_at(shape: tuple, before: int) -> int | None:
+def _dim_at(shape: tuple[Any, ...], before: int) -> int | None:
     """The dim of ``shape`` that starts after ``before`` elements (of the outer dims)."""
     p = 1
     for j, n in enumerate(shape):
@@ -327,7 +333,7 @@ def _dim_at(shape: tuple, before: int) -> int | None:
     return None
 
 
-def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple] | None:
+def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple[Any, ...]] | None:
     """The column-parallel MatMul whose row-parallel form removes the gather, and that form."""
     chain = gather.chain
     for consumer, pos in chain.consumers:  # the consumer reads the gathered dim as its contracted dim
@@ -349,9 +355,3 @@ def _row_parallel_fix(ir: IRFile, gather: FullGather) -> tuple[int, tuple] | Non
             if new is not None:
                 return producer, new
     return None
-
-
-def _source(ir: IRFile, k: int) -> dict:
-    """The model line that creates the op whose strategy changes (``{"source": {path, line}}``)."""
-    src = source_dict(ir, k)
-    return {"source": src} if src else {}

@@ -8,14 +8,18 @@ it."""
 from __future__ import annotations
 
 from math import prod
+from typing import Any
 
 from irlint.model import IRFile
 
 from .chain import ELEMENTWISE_OPS, LAYOUT_KEEPING_OPS, MATMUL_OPS
 from .wording import as_int, fmt
 
+# a strategy as the dump prints it: per input, a tuple of split counts per dim
+Strategy = tuple[Any, ...]
 
-def strategy(ir: IRFile, key: int | None):
+
+def strategy(ir: IRFile, key: int | None) -> Strategy | None:
     if key is None:
         return None
     data = ir[key]
@@ -33,7 +37,7 @@ def strategy(ir: IRFile, key: int | None):
 # per dim, () for a dim that is not split. Two ops with the same split counts can place the blocks
 # on different ranks (a plain tuple strategy maps dim 0 to the outermost device axis, a Layout
 # names its axes): then the tensor is re-laid although the local shape does not change.
-def placements(ir: IRFile, key: int | None) -> tuple | None:
+def placements(ir: IRFile, key: int | None) -> tuple[Any, ...] | None:
     """Per input of ``key``: its placement, from ``in_layout`` or a tuple strategy."""
     if key is None or ir[key]["kind"] != "cnode":
         return None
@@ -46,7 +50,7 @@ def placements(ir: IRFile, key: int | None) -> tuple | None:
     return tuple(tuple(((n, prod(s[i + 1 :])),) if n > 1 else () for i, n in enumerate(s)) for s in strat)
 
 
-def _layout_placements(value) -> tuple | None:
+def _layout_placements(value: object) -> tuple[Any, ...] | None:
     if not (isinstance(value, tuple) and value and all(isinstance(v, dict) for v in value)):
         return None
     out = []
@@ -73,24 +77,24 @@ def layout_expression(ir: IRFile, key: int, pos: int = 0) -> str | None:
     return _expression(value[pos])
 
 
-def _expression(layout: dict) -> str | None:
+def _expression(layout: dict[str, Any]) -> str | None:
     dev, tmap, names = layout.get("device_matrix"), layout.get("tensor_map"), layout.get("alias_name")
     if not (isinstance(dev, tuple) and isinstance(tmap, tuple) and isinstance(names, tuple) and len(names) == len(dev)):
         return None
     n = len(dev)
 
-    def axis(a):
+    def axis(a: int) -> str:
         return '"None"' if a == -1 else f'"{names[n - 1 - a]}"'
 
     dims = [f"({', '.join(axis(a) for a in e)})" if isinstance(e, tuple) else axis(e) for e in tmap]
     return f"layout({', '.join(dims)}) of {_device_matrix(dev, names)}"
 
 
-def _device_matrix(dev: tuple, names: tuple) -> str:
+def _device_matrix(dev: tuple[Any, ...], names: tuple[Any, ...]) -> str:
     return f"Layout({fmt(dev)}, ({', '.join(f'{chr(34)}{x}{chr(34)}' for x in names)}))"
 
 
-def output_layout_dict(ir: IRFile, key: int) -> dict | None:
+def output_layout_dict(ir: IRFile, key: int) -> dict[str, Any] | None:
     """The Layout of ``key``'s output, when its inputs were given Layouts: the first input's for an
     element-wise or row-wise op, batch and rows of the first and columns of the second for a MatMul."""
     value = (ir[key].get("primitive_attrs") or {}).get("in_layout")
@@ -111,7 +115,7 @@ def output_layout_expression(ir: IRFile, key: int) -> str | None:
     return _expression(layout) if layout else None
 
 
-def layout_call(layout: dict, entry: tuple) -> str | None:
+def layout_call(layout: dict[str, Any], entry: tuple[Any, ...]) -> str | None:
     """``layout(...)`` for one input of an op given this Layout's placement, from the input's tuple
     entry: the dims the entry splits take the Layout's axes, the others (a broadcast dim) none."""
     tmap = layout.get("tensor_map")
@@ -122,7 +126,7 @@ def layout_call(layout: dict, entry: tuple) -> str | None:
     return expr.split(" of ")[0] if expr else None
 
 
-def tuple_matching(layout: dict) -> tuple[tuple, str] | None:
+def tuple_matching(layout: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
     """The tuple strategy and the order of device axes under which a tuple places this Layout's
     dims where the Layout does: a tuple maps its split dims, in order, to the device axes from the
     outermost, and repeats on the innermost axes it leaves over, so the Layout's axes are ordered
@@ -143,7 +147,7 @@ def tuple_matching(layout: dict) -> tuple[tuple, str] | None:
     return tuple(split), _device_matrix(tuple(dev[i] for i in order), tuple(names[i] for i in order))
 
 
-def output_placement(ir: IRFile, key: int) -> tuple | None:
+def output_placement(ir: IRFile, key: int) -> tuple[Any, ...] | None:
     """The placement of an element-wise, row-wise or MatMul op's output (past a TupleGetItem or a
     Cast to the op that made it)."""
     for _ in range(6):
@@ -163,7 +167,7 @@ def output_placement(ir: IRFile, key: int) -> tuple | None:
         return placed_out[0] if placed_out else None
     if ir[key]["op"] == "Transpose":
         # output dim i is input dim perm[i], on the same device axes
-        perm = _perm(ir, key)
+        perm = transpose_perm(ir, key)
         return tuple(placed[0][p] for p in perm) if perm and sorted(perm) == list(range(len(placed[0]))) else None
     return placed[0] if ir[key]["op"] in _ROW_WISE else None
 
@@ -175,12 +179,12 @@ _ROW_WISE = ELEMENTWISE_OPS | {"Softmax", "RmsNorm", "LayerNorm", "Dropout", "Dr
 NO_LAYOUT_OPS = frozenset({"Dropout", "DropoutExt"})
 
 
-def ranks_moved(produced: tuple, read: tuple, ranks: int) -> list[int]:
+def ranks_moved(produced: tuple[Any, ...], read: tuple[Any, ...], ranks: int) -> list[int]:
     """The ranks whose block under ``read`` is not the one they hold under ``produced``."""
     return [r for r in range(ranks) if block_of(produced, r) != block_of(read, r)]
 
 
-def block_of(placed: tuple, rank: int) -> tuple:
+def block_of(placed: tuple[Any, ...], rank: int) -> tuple[Any, ...]:
     """Which block of each dim ``rank`` holds under a placement."""
     out = []
     for axes in placed:
@@ -191,7 +195,7 @@ def block_of(placed: tuple, rank: int) -> tuple:
     return tuple(out)
 
 
-def _well_formed(strat) -> bool:
+def _well_formed(strat: object) -> bool:
     """A tuple of per-input tuples of ints: anything else (a dump we have not seen) is no strategy."""
     return isinstance(strat, tuple) and all(
         isinstance(s, tuple) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in s) for s in strat
@@ -199,14 +203,14 @@ def _well_formed(strat) -> bool:
 
 
 def transposes(ir: IRFile, key: int) -> tuple[bool, bool]:
-    args: tuple = ir[key].get("args") or ()
+    args: tuple[Any, ...] = ir[key].get("args") or ()
     attrs = ir[key].get("primitive_attrs") or {}
     ta = args[2] if len(args) > 3 and isinstance(args[2], bool) else bool(attrs.get("transpose_a", False))
     tb = args[3] if len(args) > 3 and isinstance(args[3], bool) else bool(attrs.get("transpose_b", False))
     return bool(ta), bool(tb)
 
 
-def _matmul_dims(strat, ta: bool, tb: bool) -> tuple[tuple, int, int, int]:
+def matmul_dims(strat: Strategy, ta: bool, tb: bool) -> tuple[tuple[Any, ...], int, int, int]:
     """(batch dims, rows, contracted, cols) of a MatMul strategy."""
     x, w = tuple(strat[0]), tuple(strat[1])
     rows, k = (x[-1], x[-2]) if ta else (x[-2], x[-1])
@@ -214,14 +218,16 @@ def _matmul_dims(strat, ta: bool, tb: bool) -> tuple[tuple, int, int, int]:
     return x[:-2], rows, k, cols
 
 
-def _matmul_strategy(batch: tuple, rows: int, k: int, cols: int, ta: bool, tb: bool, w_rank: int) -> tuple:
+def matmul_strategy(
+    batch: tuple[Any, ...], rows: int, k: int, cols: int, ta: bool, tb: bool, w_rank: int
+) -> tuple[Any, ...]:
     x = batch + ((k, rows) if ta else (rows, k))
     w2 = (cols, k) if tb else (k, cols)
     w = batch[len(batch) - (w_rank - 2) :] + w2 if w_rank > 2 else w2
     return (x, w)
 
 
-def output_layout(ir: IRFile, key: int, depth: int = 0):
+def output_layout(ir: IRFile, key: int, depth: int = 0) -> tuple[Any, ...] | None:
     """How ``key``'s output is sharded, from its strategy, when the op's rule is known."""
     data = ir[key]
     if data["kind"] != "cnode":
@@ -236,18 +242,18 @@ def output_layout(ir: IRFile, key: int, depth: int = 0):
             return output_layout(ir, inputs[0], depth + 1)
         return None
     if data["op"] in MATMUL_OPS and len(strat) >= 2:
-        batch, rows, _, cols = _matmul_dims(strat, *transposes(ir, key))
+        batch, rows, _, cols = matmul_dims(strat, *transposes(ir, key))
         return batch + (rows, cols)
     if data["op"] == "Transpose":
-        perm = _perm(ir, key)
+        perm = transpose_perm(ir, key)
         return tuple(strat[0][p] for p in perm) if perm and len(perm) == len(strat[0]) else None
     if not strat or not isinstance(strat[0], tuple):
         return None
     return tuple(strat[0])
 
 
-def _perm(ir: IRFile, key: int):
-    args: tuple = ir[key].get("args") or ()
+def transpose_perm(ir: IRFile, key: int) -> tuple[int, ...] | None:
+    args: tuple[Any, ...] = ir[key].get("args") or ()
     perm = args[1] if len(args) > 1 else (ir[key].get("primitive_attrs") or {}).get("perm")
     if isinstance(perm, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in perm):
         return perm
@@ -269,11 +275,11 @@ def devices(ir: IRFile) -> int:
     return index
 
 
-def _devices_of(ir: IRFile, key: int, strat) -> int | None:
+def _devices_of(ir: IRFile, key: int, strat: Strategy) -> int | None:
     try:
         if ir[key]["op"] in MATMUL_OPS and len(strat) >= 2:
-            batch, rows, k, cols = _matmul_dims(strat, *transposes(ir, key))
-            return prod(batch) * rows * k * cols
+            batch, rows, k, cols = matmul_dims(strat, *transposes(ir, key))
+            return int(prod(batch)) * rows * k * cols
         return max(prod(s) for s in strat if isinstance(s, tuple)) if strat else None
     except (TypeError, IndexError, ValueError):
         return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from irlint.accounts.received import received_bytes
 from irlint.model import IRFile
+from irlint.read.values import TensorType
 
 from .chain import MOVING_OPS
 from .wording import size
@@ -63,11 +64,12 @@ def is_copy(ir: IRFile, nodes: list[int]) -> bool:
     return bool(moving) and all(ir.is_recompute_copy(k) for k in moving)
 
 
-def kept_type(ir: IRFile, nodes: list[int]):
+def kept_type(ir: IRFile, nodes: list[int]) -> TensorType | None:
     """What the chain hands on when every reader is in backward (a weight-gradient MatMul, which has
     no strategy): the output type of its last op whose output leaves the chain, else None."""
     inside = set(nodes)
     for k in sorted(nodes, key=lambda k: ir[k].get("line", 0), reverse=True):
-        if any(u not in inside for u in ir.consumers(k)) and ir[k].get("out_type") is not None:
-            return ir[k]["out_type"]
+        out: TensorType | None = ir[k].get("out_type")
+        if out is not None and any(u not in inside for u in ir.consumers(k)):
+            return out
     return None

@@ -4,10 +4,11 @@ discards it, between two compute ops of the forward graph."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from irlint.findings import Finding
 from irlint.model import IRFile
-from irlint.rule import Rule
+from irlint.rule import Invalid, Rule, Says
 
 from .chain import COMM_OPS, Chain
 from .chain_finding import chain_finding
@@ -209,7 +210,8 @@ subgraph @main() {
     INVALID = [
         # par-mismatch-mm_rows8_to_cols8 rank_0 21_validate, forward to the ReLU: mm1 splits rows, the
         # ReLU columns; MindSpore gathers all rows and slices 1/8 of the columns away
-        """# IR entry: @main
+        Invalid(
+            """# IR entry: @main
 # Total subgraphs: 1
 
 # Total params: 2
@@ -245,8 +247,15 @@ subgraph @main() {
       # Fullname with scope: (Default/network-WithLoss/Return-op0)
 }
 """,
+            Says(
+                "%3",
+                "AllGather between MatMul mm1 (net) and ReLU (net): gather-then-slice",
+                "ReLU (net) in_strategy ((8, 1),)",
+            ),
+        ),
         # an AllGather re-split along the dim it gathered: the slice keeps what the rank sent
-        """# IR entry: @main
+        Invalid(
+            """# IR entry: @main
 # Total subgraphs: 1
 
 # Total params: 2
@@ -279,13 +288,15 @@ subgraph @main() {
       # Fullname with scope: (Default/network-Net/Return-op0)
 }
 """,
+            Says("%2", "AllGather between MatMul (w1) and SiLU (w2): gather-resplit"),
+        ),
     ]
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
         seen: set[int] = set()
         chains: list[Chain] = []
         # chains one config choice causes are reported once, under the cause
-        caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]] = {}
+        caused: dict[tuple[Any, ...], list[tuple[RootCause, Finding, Chain]]] = {}
         uncaused: list[Chain] = []
         for key in ir.nodes_by_op(*COMM_OPS, "Split"):
             if key in seen or not in_chain(ir, key):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from irlint.accounts.received import GATHER_OPS, received_bytes, step_received_bytes, waste_entry
-from irlint.findings import Finding, scope_path
+from irlint.findings import CommWaste, Finding, WastedBytes, scope_path
 from irlint.model import IRFile
 from irlint.rule import Rule
 from irlint.units import human_share
@@ -22,7 +22,7 @@ from .wording import fmt, note, size, who
 
 def repeated_gathers(rule: Rule, ir: IRFile, chains: list[Chain]) -> Iterator[Finding]:
     """Identical gathers of one producer output, one per consumer."""
-    groups: dict[tuple, list[Chain]] = {}
+    groups: dict[tuple[Any, ...], list[Chain]] = {}
     for chain in chains:
         first = chain.nodes[0]
         data = ir[first]
@@ -68,13 +68,9 @@ def repeated_gathers(rule: Rule, ir: IRFile, chains: list[Chain]) -> Iterator[Fi
         )
         total = step_received_bytes(ir)
         message += f"; {human_share(moved, total)} of the {size(total)} this step's collectives receive per rank"
-        extra: dict[str, Any] = {
+        facts: dict[str, Any] = {
             "kinds": ["repeated-gather"],
-            "moved_bytes": moved,
             "gathers": len(gathers),
-            "waste_bytes": moved,
-            "step_received_bytes": total,
-            "waste": [waste_entry(ir, g, received_bytes(ir, g) or 0) for g in gathers[1:]],
             "surviving_bytes": ir[gathers[0]]["out_type"].nbytes if ir[gathers[0]].get("out_type") else None,
             "producer_strategy": fmt(strategy(ir, same[0].producer)),
         }
@@ -83,7 +79,9 @@ def repeated_gathers(rule: Rule, ir: IRFile, chains: list[Chain]) -> Iterator[Fi
             ir,
             gathers[1],
             message,
-            extra,
+            facts,
+            CommWaste(bytes=moved, step_received=total, moved=moved),
+            wasted=[WastedBytes(**waste_entry(ir, g, received_bytes(ir, g) or 0)) for g in gathers[1:]],
             hint=hint,
             related=related,
             identity=identity,

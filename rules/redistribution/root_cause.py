@@ -6,11 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from irlint.accounts.received import received_bytes, step_received_bytes, waste_entry
-from irlint.findings import Finding, Related, WastedBytes, scope_path
+from irlint.findings import (
+    CommWaste,
+    Finding,
+    Fixes,
+    Related,
+    RootCauseFix,
+    RootFix,
+    SourceLine,
+    WastedBytes,
+    scope_path,
+)
 from irlint.model import IRFile
-from irlint.model.source import source_dict, source_of
+from irlint.model.source import source_of
 from irlint.units import human_share
 
 from .chain import ELEMENTWISE_OPS, LAYOUT_KEEPING_OPS, MATMUL_OPS, MOVING_OPS, Chain
@@ -37,10 +48,10 @@ class RootCause:
     """A cause several chains share: ``key`` tells one cause from another, ``hint`` removes it."""
 
     kind: str
-    key: tuple
+    key: tuple[Any, ...]
     text: str  # why the chains arise, in a sentence
     hint: str
-    fix: dict
+    fix: RootFix
     node: int | None = None  # the op whose strategy is the cause, when it is one op
 
 
@@ -49,7 +60,7 @@ def root_cause(ir: IRFile, chain: Chain) -> RootCause | None:
     return batch_merge(ir, chain) or tuple_beside_layout(ir, chain)
 
 
-def _ends(ir: IRFile, chain: Chain):
+def _ends(ir: IRFile, chain: Chain) -> tuple[int, int, int, tuple[Any, ...], tuple[Any, ...] | None] | None:
     """(2-D end, ≥3-D end, local rows at the 2-D end, local shape at the ≥3-D end, its layout) when
     the chain joins a 2-D tensor to a ≥3-D one, else None."""
     entry = chain.entry.shape if chain.entry is not None else None
@@ -105,16 +116,16 @@ def batch_merge(ir: IRFile, chain: Chain) -> RootCause | None:
         ("batch-merge", per_replica),
         text,
         hint,
-        {
-            "runner_config.batch_size": 1,
-            "sequences_per_replica": per_replica,
-            "keep_global_batch_with": ["runner_config.gradient_accumulation_steps", "parallel_config.micro_batch_num"],
-        },
+        RootFix(
+            batch_size=1,
+            sequences_per_replica=per_replica,
+            keep_global_batch_with=("runner_config.gradient_accumulation_steps", "parallel_config.micro_batch_num"),
+        ),
     )
 
 
 def at_cause_ops(
-    ir: IRFile, chains: list[Chain], caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]
+    ir: IRFile, chains: list[Chain], caused: dict[tuple[Any, ...], list[tuple[RootCause, Finding, Chain]]]
 ) -> Iterator[tuple[Chain, RootCause | None]]:
     """Each chain with the cause whose op it feeds or leaves, else None: a chain that keeps the
     local shape into (or out of) the op whose tuple another chain showed to be the cause is that op's
@@ -129,14 +140,16 @@ def at_cause_ops(
         yield chain, next((at[k] for k in ends if same and k in at), None)
 
 
-def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
+def grouped(ir: IRFile, caused: dict[tuple[Any, ...], list[tuple[RootCause, Finding, Chain]]]) -> Iterator[Finding]:
     """One finding per root cause: the first chain's anchor, every chain it causes as an occurrence
     (its nodes in ``related``, its account in ``extra["occurrences"]``), the bytes summed."""
     total = step_received_bytes(ir)
     backward = backward_index(ir) if caused else {}
     for items in caused.values():
+        from irlint.findings_json import extra_data, root_fix_data  # here: a lint without a root cause loads none
+
         # the chain whose ends name the most of the fix (a Layout to copy) speaks for the cause
-        cause = max((c for c, _, _ in items), key=lambda c: len(c.fix))
+        cause = max((c for c, _, _ in items), key=lambda c: len(root_fix_data(c.fix)))
         items = sorted(items, key=lambda item: (item[1].graph, item[1].line))
         found = [f for _, f, _ in items]
         first = found[0]
@@ -150,8 +163,8 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
         # and the copies recompute runs again in backward, because of a select key
         reruns = [rerun_of(ir, chain.nodes) for _, _, chain in items]
         moving += [c for r in reruns for c, _ in r.copies]
-        waste = [waste_entry(ir, k, received_bytes(ir, k) or 0) for k in dict.fromkeys(moving)]
-        wasted = sum(w["bytes"] for w in waste)
+        waste = [WastedBytes(**waste_entry(ir, k, received_bytes(ir, k) or 0)) for k in dict.fromkeys(moving)]
+        wasted = sum(w.bytes for w in waste)
         rerun = Rerun([c for r in reruns for c in r.copies], list(dict.fromkeys(k for r in reruns for k in r.keys)))
         kinds = sorted({(f.op, scope_path(f.scope).rsplit("/", 1)[0]) for f in found})
         message = (
@@ -184,20 +197,16 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
             )
             related += list(f.related)
             occurrences.append(
-                {"node": f.node, "graph": f.graph, "line": f.line, "op": f.op, "message": f.message, **dict(f.extra)}
+                {"node": f.node, "graph": f.graph, "line": f.line, "op": f.op, "message": f.message, **extra_data(f)}
             )
-        extra = {
-            "root_cause": {"kind": cause.kind, "why": cause.text, "fix": cause.fix},
+        facts = {
             "occurrences": occurrences,
             "chains": len(found),
             "chain_sites": len(kinds),
-            "kinds": sorted({k for f in found for k in dict(f.extra).get("kinds", ())}),
-            "waste_bytes": wasted,
-            "waste": waste,
-            "step_received_bytes": total,
+            "kinds": sorted({k for f in found for k in dict(f.facts).get("kinds", ())}),
         }
         if rerun.copies:
-            extra["recompute"] = {
+            facts["recompute"] = {
                 "keys": rerun.keys,
                 "bytes": rerun.bytes,
                 "copies": [ir[c]["id"] for c, _ in rerun.copies],
@@ -211,9 +220,13 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
             layer="",
             fix=_short_fix(cause.fix),
             identity=("root-cause", cause.key, tuple(f.identity for f in found)),
-            extra=tuple(sorted(extra.items())),
+            facts=tuple(sorted(facts.items())),
+            fixes=Fixes(root_cause=RootCauseFix(cause.kind, cause.text, cause.fix)),
+            waste=CommWaste(bytes=wasted, step_received=total),
+            stake=None,
+            fix_cost=None,
             waste_kinds=tuple(sorted({k for f in found for k in f.waste_kinds})),
-            wasted=tuple(WastedBytes(**w) for w in waste),
+            wasted=tuple(waste),
             snippet="",
         )
 
@@ -222,14 +235,12 @@ def grouped(ir: IRFile, caused: dict[tuple, list[tuple[RootCause, Finding, Chain
 _SHORT = {"batch-merge": ">1 sequence per dp replica", "tuple-beside-layout": "tuple strategy beside a Layout"}
 
 
-def _short_fix(fix: dict) -> str:
-    if "runner_config.batch_size" in fix:
-        return f"runner_config.batch_size: {fix['runner_config.batch_size']} per dp replica"
-    if fix.get("device_matrix"):
-        return fix.get("config") or f"{fix['op']} {fix['in_strategy']} with {fix['device_matrix']}"
-    return fix.get("config") or (
-        f"{fix['cell']} Layout {fix['layout']}" if fix.get("layout") else f"a Layout for {fix.get('cell', 'the cell')}"
-    )
+def _short_fix(fix: RootFix) -> str:
+    if fix.batch_size is not None:
+        return f"runner_config.batch_size: {fix.batch_size} per dp replica"
+    if fix.device_matrix:
+        return fix.config or f"{fix.op} {fix.in_strategy} with {fix.device_matrix}"
+    return fix.config or (f"{fix.cell} Layout {fix.layout}" if fix.layout else f"a Layout for {fix.cell}")
 
 
 # MindFormers config keys that remove a cell's tuple-sharded ops (the cell class, from the scope)
@@ -279,7 +290,7 @@ def _cell_class(ir: IRFile, key: int) -> str:
     return cell.rsplit("-", 1)[-1]
 
 
-def _tuple_placement(ir: IRFile, strat: tuple) -> tuple:
+def _tuple_placement(ir: IRFile, strat: tuple[Any, ...]) -> tuple[Any, ...]:
     """Per dim ((split, rank stride),) of a tuple strategy: the devices it leaves over repeat the
     computation on the innermost device axis, so every split sits that many ranks further apart."""
     repeat = max(devices(ir) // max(prod(strat), 1), 1)
@@ -294,14 +305,15 @@ def _repeats(ir: IRFile, key: int) -> bool:
     strat = strategy(ir, key)
     return (
         not _is_layout(ir, key)
-        and bool(strat)
+        and strat is not None
+        and len(strat) > 0
         and isinstance(strat[0], tuple)
         and devices(ir) > prod(strat[0])
         and ir[key]["op"] in _SHAPE_KEEPING | {"Transpose"}
     )
 
 
-def _in_placement(ir: IRFile, key: int, pos: int):
+def _in_placement(ir: IRFile, key: int, pos: int) -> tuple[Any, ...] | None:
     if _is_layout(ir, key):
         placed = placements(ir, key)
         return placed[pos] if placed and pos < len(placed) else None
@@ -311,7 +323,7 @@ def _in_placement(ir: IRFile, key: int, pos: int):
     return _tuple_placement(ir, tuple(strat[pos]))
 
 
-def _out_placement(ir: IRFile, key: int):
+def _out_placement(ir: IRFile, key: int) -> tuple[Any, ...] | None:
     if ir[key]["op"] in MATMUL_OPS:
         return output_placement(ir, key) if _is_layout(ir, key) else None
     placed = _in_placement(ir, key, 0)
@@ -395,12 +407,14 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
         None,
     )
     layout = neighbour[0] if neighbour else None
+    deviant_strat = strategy(ir, deviant)
+    assert deviant_strat is not None  # the deviant is the op whose tuple strategy is the cause
     away = ranks_moved(tuple(produced[d] for d in moved), tuple(read[d] for d in moved), devices(ir))
     text = (
         f"{cell_class} shards its ops with a tuple strategy (e.g. {who(ir, deviant)} {fmt(strategy(ir, deviant))}) "
         + (
             f"that uses {used} of {devices(ir)} devices"
-            if (used := prod(strategy(ir, deviant)[0])) < devices(ir)
+            if (used := prod(deviant_strat[0])) < devices(ir)
             else "that puts its split dims on the device axes in order, outermost first"
         )
         + ", so its splits sit on other "
@@ -434,17 +448,17 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
             + f"order the device axes of that Layout as a tuple places dims (the dims' axes in order, outermost "
             f"first): {matrix}, every layout(...) call unchanged; then both place each block on the same rank"
         ]
-        src = source_dict(ir, deviant)
-        fix = {
-            "cell": cell_class,
-            "op": ir[deviant]["op"],
-            "node": ir[deviant]["id"],
-            "in_strategy": fmt((split,)),
-            "keeps_tuple": same,
-            "device_matrix": matrix,
-            **({"source": src} if src else {}),
-            **({"config": removed.split(" (")[0]} if removed else {}),
-        }
+        src = source_of(ir, deviant)
+        fix = RootFix(
+            cell=cell_class,
+            op=ir[deviant]["op"],
+            node=ir[deviant]["id"],
+            in_strategy=fmt((split,)),
+            keeps_tuple=same,
+            device_matrix=matrix,
+            source=SourceLine(*src) if src else None,
+            config=removed.split(" (")[0] if removed else "",
+        )
         return RootCause(
             "tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix, deviant
         )
@@ -455,15 +469,11 @@ def tuple_beside_layout(ir: IRFile, chain: Chain) -> RootCause | None:
             f"give {cell_class}'s tuple-sharded ops a Layout that places each dim on the device axis its neighbours use"
         ]
     )
-    fix = {
-        "cell": cell_class,
-        **({"config": removed.split(" (")[0]} if removed else {}),
-        **({"layout": layout} if layout else {}),
-    }
+    fix = RootFix(cell=cell_class, config=removed.split(" (")[0] if removed else "", layout=layout or "")
     return RootCause(
         "tuple-beside-layout", ("tuple-beside-layout", cell_class), text, "; or ".join(fixes), fix, deviant
     )
 
 
-def _axes(placed: tuple, dims: list[int]) -> str:
+def _axes(placed: tuple[Any, ...], dims: list[int]) -> str:
     return ", ".join(" x ".join(f"{n} ranks {stride} apart" for n, stride in placed[d]) for d in dims)

@@ -20,7 +20,7 @@ Three forms, read from the local shapes and the strategies around the op:
 from __future__ import annotations
 
 from math import prod
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from irlint.accounts.received import GATHER_OPS
 from irlint.model import IRFile
@@ -44,19 +44,19 @@ class RoundTrip(NamedTuple):
     pos: int  # which input of it the first run feeds
     before: Chain
     after: Chain
-    layout: tuple  # what the producer outputs and the consumer reads
-    fix: tuple  # the op's strategy that reads the tensor as produced
+    layout: tuple[Any, ...]  # what the producer outputs and the consumer reads
+    fix: tuple[Any, ...]  # the op's strategy that reads the tensor as produced
     discarded: int = 1  # a MatMul computes this many row blocks for each one kept
-    region: tuple = ()  # the other point-wise ops of the run that share ``op``'s layout, in order
+    region: tuple[Any, ...] = ()  # the other point-wise ops of the run that share ``op``'s layout, in order
 
 
 def round_trips(ir: IRFile) -> list[RoundTrip]:
     """Every round trip of the file's forward graph (once per IRFile: PC001 reports them, PC002
     leaves their gathers alone)."""
-    found = ir.__dict__.get("_round_trips")
-    if found is not None:
-        return found
-    found = []
+    cached: list[RoundTrip] | None = ir.__dict__.get("_round_trips")
+    if cached is not None:
+        return cached
+    found: list[RoundTrip] = []
     in_region: set[int] = set()
     for key, data in sorted(ir.nodes.items(), key=lambda item: item[1].get("line", 0)):
         if (
@@ -100,7 +100,11 @@ def _round_trip(ir: IRFile, key: int) -> RoundTrip | None:
             factor = _rows_gathered_then_sliced(ir, key, pos, before, after)
             if factor is None:
                 continue
-        elif before.entry.shape != after.exit.shape or tuple(strategy(ir, key)[pos]) == layout:
+        elif (
+            before.entry.shape != after.exit.shape
+            or (strat := strategy(ir, key)) is None
+            or tuple(strat[pos]) == layout
+        ):
             continue
         else:
             factor = 1
@@ -159,7 +163,7 @@ def _rows_gathered_then_sliced(ir: IRFile, key: int, pos: int, before: Chain, af
     return grown if grown > 1 else None
 
 
-def _rows_split(ir: IRFile, key: int, factor: int) -> tuple | None:
+def _rows_split(ir: IRFile, key: int, factor: int) -> tuple[Any, ...] | None:
     """The MatMul's strategy with its rows split ``factor`` times more: it then computes only the
     rows this rank keeps, from the input as produced (Reshapes that fold the rows need no change)."""
     strat = strategy(ir, key)
@@ -233,12 +237,12 @@ def _region_trip(ir: IRFile, key: int) -> RoundTrip | None:
     return RoundTrip(key, pos, before, after, produced, fix, 1, tuple(region[1:]))
 
 
-def _layout(ir: IRFile, key: int) -> tuple | None:
+def _layout(ir: IRFile, key: int) -> tuple[Any, ...] | None:
     strat = strategy(ir, key)
     return tuple(strat[0]) if strat and isinstance(strat[0], tuple) else None
 
 
-def _grow(ir: IRFile, key: int, layout: tuple) -> list[int]:
+def _grow(ir: IRFile, key: int, layout: tuple[Any, ...]) -> list[int]:
     """``key`` and the forward point-wise ops reading its results directly whose full-rank inputs
     all take ``layout`` (lower-rank ones, a bias, its trailing dims), in dump order."""
     region, stack = [key], [key]
@@ -264,7 +268,7 @@ def _quiet_pair(ir: IRFile, before: Chain, after: Chain) -> bool:
     return not (before.wastes or after.wastes)
 
 
-def _layout_restored(ir: IRFile, before: Chain, after: Chain) -> tuple | None:
+def _layout_restored(ir: IRFile, before: Chain, after: Chain) -> tuple[Any, ...] | None:
     """The producer's output layout when the reader after the trip reads that layout again, else None."""
     layout = output_layout(ir, before.source)
     consumer, c_pos = after.consumers[0]

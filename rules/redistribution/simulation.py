@@ -3,15 +3,15 @@ undoes, and a permutation of device axes paid as a gather (``permutation``)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS, received_bytes
 from irlint.model import IRFile
 
 from .chain import SLICE_OPS, Chain, Waste
 from .discovery import data_inputs
-from .layouts import _perm, devices, output_layout, output_placement, placements, ranks_moved, strategy
-from .steps import _norm_dim, _rank, _shrunk_dims, axis_of, split_args, step_text, used_split_outputs
+from .layouts import devices, output_layout, output_placement, placements, ranks_moved, strategy, transpose_perm
+from .steps import axis_of, norm_dim, shrunk_dims, split_args, step_text, tensor_rank, used_split_outputs
 from .wording import as_int, size
 
 
@@ -51,7 +51,7 @@ def simulate(ir: IRFile, chain: Chain) -> None:
             used = used_split_outputs(ir, key)
             concat = _reassembling_concat(ir, key, outputs)
             if concat is not None:
-                c_axis = _norm_dim(axis_of(ir, concat), _rank(ir, concat, out=True))
+                c_axis = norm_dim(axis_of(ir, concat), tensor_rank(ir, concat, out=True))
                 if axis in gathered and c_axis is not None and c_axis != axis:
                     gathered[c_axis] = gathered.pop(axis)
                 elif c_axis == axis:
@@ -65,7 +65,7 @@ def simulate(ir: IRFile, chain: Chain) -> None:
             elif outputs and len(used) < outputs:
                 _discard(ir, chain, gathered, key, axis, outputs // max(len(used), 1))
         elif op in SLICE_OPS:
-            dims = _shrunk_dims(ir, key)
+            dims = shrunk_dims(ir, key)
             for dim, factor in dims:
                 _discard(ir, chain, gathered, key, dim, factor)
 
@@ -91,7 +91,7 @@ def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
         if op == "Reshape":
             back = _reshape_kept_dims(ir, node)
         elif op == "Transpose":
-            perm = _perm(ir, node)
+            perm = transpose_perm(ir, node)
             back = dict(enumerate(perm)) if perm else {}
         else:
             return None
@@ -100,12 +100,12 @@ def _alltoall_undone(ir: IRFile, members: set[int], key: int) -> int | None:
         split, concat = back[split], back[concat]
 
 
-def _alltoall_dims(ir: IRFile, key: int):
+def _alltoall_dims(ir: IRFile, key: int) -> tuple[int | None, int | None, int | None, Any]:
     attrs = ir[key].get("primitive_attrs") or {}
-    rank = _rank(ir, key)
+    rank = tensor_rank(ir, key)
     return (
-        _norm_dim(as_int(attrs.get("split_dim")), rank),
-        _norm_dim(as_int(attrs.get("concat_dim")), rank),
+        norm_dim(as_int(attrs.get("split_dim")), rank),
+        norm_dim(as_int(attrs.get("concat_dim")), rank),
         as_int(attrs.get("split_count")),
         attrs.get("group"),
     )
@@ -131,10 +131,12 @@ def _reshape_kept_dims(ir: IRFile, key: int) -> dict[int, int]:
     return kept
 
 
-def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None, factor: int) -> None:
+def _discard(
+    ir: IRFile, chain: Chain, gathered: dict[int, tuple[int, int]], key: int, dim: int | None, factor: int
+) -> None:
     if not gathered or factor <= 1:
         return
-    if dim in gathered and gathered[dim][0] == factor:
+    if dim is not None and dim in gathered and gathered[dim][0] == factor:
         _, g = gathered.pop(dim)
         chain.wastes.append(
             Waste(
@@ -148,7 +150,7 @@ def _discard(ir: IRFile, chain: Chain, gathered: dict, key: int, dim: int | None
     g = max(v[1] for v in gathered.values())
     text = f"{ir[g]['op']} then {ir[key]['op']} keeps 1/{factor} along dim {dim}"
     out = ir[key].get("out_type")
-    if dim not in gathered and out is not None and out.nbytes:
+    if (dim is None or dim not in gathered) and out is not None and out.nbytes:
         # a change of split dim: one AlltoAll sends each rank only the pieces it keeps
         alltoall = out.nbytes * (factor - 1) // factor
         text += f"; one AlltoAll would make the same re-layout receiving {size(alltoall)}"
@@ -162,7 +164,7 @@ def _growth(ir: IRFile, key: int, dim: int) -> int | None:
     dst = ir[key].get("out_type")
     if not src or not dst or not src.shape or not dst.shape or len(src.shape) <= dim or not src.shape[dim]:
         return None
-    return dst.shape[dim] // src.shape[dim]
+    return int(dst.shape[dim] // src.shape[dim])
 
 
 def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | None:
@@ -174,7 +176,7 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
     tup = tuples.pop()
     order = []
     for item in ir.producers(tup):  # every piece, straight from the Split, in order
-        args: tuple = ir[item].get("args") or ()
+        args: tuple[Any, ...] = ir[item].get("args") or ()
         if ir[item]["op"] != "TupleGetItem" or ir.producers(item)[:1] != [split] or len(args) < 2:
             return None
         order.append(as_int(args[1]))
@@ -187,11 +189,11 @@ def _reassembling_concat(ir: IRFile, split: int, outputs: int | None) -> int | N
 class Permutation(NamedTuple):
     """A change of device axes paid as a gather."""
 
-    split: tuple  # the split counts both ends use
-    produced: tuple  # the producer's output placement
-    read: tuple  # the consumer's input placement
+    split: tuple[Any, ...]  # the split counts both ends use
+    produced: tuple[Any, ...]  # the producer's output placement
+    read: tuple[Any, ...]  # the consumer's input placement
     factor: int  # how many times the tensor is gathered
-    moved: tuple = ()  # the ranks whose block is one another rank holds
+    moved: tuple[Any, ...] = ()  # the ranks whose block is one another rank holds
     ranks: int = 0  # the devices the strategies use
 
 

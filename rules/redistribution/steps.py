@@ -3,6 +3,8 @@ changes, and the line a finding shows for it (``step_text``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from irlint.accounts.received import ALLTOALL_OPS, received_bytes
 from irlint.model import IRFile
 
@@ -10,7 +12,7 @@ from .chain import MOVING_OPS
 from .wording import as_int, first_in, size
 
 
-def _shrunk_dims(ir: IRFile, key: int) -> list[tuple[int, int]]:
+def shrunk_dims(ir: IRFile, key: int) -> list[tuple[int, int]]:
     src = (ir[key].get("in_types") or (None,))[0]
     dst = ir[key].get("out_type")
     if not src or not dst or not src.shape or not dst.shape or len(src.shape) != len(dst.shape):
@@ -19,25 +21,25 @@ def _shrunk_dims(ir: IRFile, key: int) -> list[tuple[int, int]]:
 
 
 def split_args(ir: IRFile, key: int) -> tuple[int | None, int | None]:
-    args: tuple = ir[key].get("args") or ()
+    args: tuple[Any, ...] = ir[key].get("args") or ()
     attrs = ir[key].get("primitive_attrs") or {}
     axis = as_int(args[1]) if len(args) > 1 else as_int(attrs.get("axis"))
     outputs = as_int(args[2]) if len(args) > 2 else as_int(attrs.get("output_num"))
-    return _norm_dim(axis, _rank(ir, key)), outputs
+    return norm_dim(axis, tensor_rank(ir, key)), outputs
 
 
-def _rank(ir: IRFile, key: int, out: bool = False) -> int | None:
+def tensor_rank(ir: IRFile, key: int, out: bool = False) -> int | None:
     t = ir[key].get("out_type") if out else (ir[key].get("in_types") or (None,))[0]
     return len(t.shape) if t is not None and t.shape is not None else None
 
 
-def _norm_dim(dim: int | None, rank: int | None) -> int | None:
+def norm_dim(dim: int | None, rank: int | None) -> int | None:
     """-1 and rank-1 name the same axis."""
     return dim + rank if dim is not None and dim < 0 and rank else dim
 
 
 def axis_of(ir: IRFile, key: int) -> int | None:
-    args: tuple = ir[key].get("args") or ()
+    args: tuple[Any, ...] = ir[key].get("args") or ()
     return as_int(args[1]) if len(args) > 1 else as_int((ir[key].get("primitive_attrs") or {}).get("axis"))
 
 
@@ -45,7 +47,7 @@ def used_split_outputs(ir: IRFile, key: int) -> set[int]:
     used: set[int] = set()
     for user in ir.consumers(key):
         if ir[user]["op"] == "TupleGetItem" and ir.consumers(user):
-            args: tuple = ir[user].get("args") or ()
+            args: tuple[Any, ...] = ir[user].get("args") or ()
             index = as_int(args[1]) if len(args) > 1 else None
             if index is not None:
                 used.add(index)

@@ -7,12 +7,12 @@ from math import prod
 from typing import Any
 
 from irlint.accounts.received import ALLTOALL_OPS, received_bytes, step_received_bytes, waste_entry
-from irlint.findings import Finding, scope_path
+from irlint.findings import CommWaste, Finding, Fixes, OpFix, WastedBytes, scope_path
 from irlint.model import IRFile
 from irlint.rule import Rule
 from irlint.units import human_share
 
-from .chain import MOVING_OPS, QUIET_IN_RELATED, waste_finding
+from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain, waste_finding
 from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, end_note, strategy_source
 from .fix_search import all_reduce_note, reading_as_produced
@@ -36,7 +36,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
     op, consumer = trip.op, trip.after.consumers[0][0]
     maker = strategy_source(ir, trip.before.source) or trip.before.source  # past a TupleGetItem
 
-    def steps(chain):
+    def steps(chain: Chain) -> str:
         return " -> ".join(step_text(ir, k, costs=True) for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED)
 
     kind = (
@@ -76,7 +76,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then {reads}, and both runs and their "
         f"backward transpose disappear" + all_reduce_note(ir, op, trip.fix)
     )
-    also: list = []  # the other ops of a run to reshard with ``op``
+    also: list[Any] = []  # the other ops of a run to reshard with ``op``
     if trip.region:
         hint, also = _region_hint(ir, trip)
     related = [end_note(ir, trip.before.source, "producer")]
@@ -101,31 +101,35 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         ir[op]["op"],
         tuple(ir[k]["op"] for k in runs if ir[k]["op"] not in QUIET_IN_RELATED),
     )
-    extra: dict[str, Any] = {
+    waste_of = CommWaste(
+        bytes=wasted,
+        step_received=total,
+        moved=sum(received_bytes(ir, k) or 0 for k in runs),
+        backward_moved=sum(received_bytes(ir, k) or 0 for k in transpose),
+    )
+    facts: dict[str, Any] = {
         "kinds": [kind],
-        "moved_bytes": sum(received_bytes(ir, k) or 0 for k in runs),
-        "backward_moved_bytes": sum(received_bytes(ir, k) or 0 for k in transpose),
         "backward": [ir[k]["id"] for k in transpose],
         "op_strategy": fmt(strategy(ir, op)),
         "layout": fmt(trip.layout),
         "discarded_compute": f"{trip.discarded - 1}/{trip.discarded}"
         if trip.discarded > 1
         else (f"{grown - 1}/{grown}" if trip.region and grown > 1 else None),
-        "fix": {"node": ir[op]["id"], "in_strategy": fmt(trip.fix), **fix_source(ir, op)},
-        "waste_bytes": wasted,
-        "step_received_bytes": total,
-        "waste": [waste_entry(ir, k, b) for k, b in waste],
     }
     if trip.region:
-        extra["region"] = [ir[k]["id"] for k in trip.region]
-    if also:
-        extra["also_fix"] = [{"node": ir[k]["id"], "in_strategy": fmt(new), **fix_source(ir, k)} for k, new in also]
+        facts["region"] = [ir[k]["id"] for k in trip.region]
+    # a run of ops to reshard together (a round trip across several ops): the op's fix first
+    ops = [(op, trip.fix), *also]
+    fixes = Fixes(ops=tuple(OpFix(ir[k]["id"], in_strategy=fmt(new), source=fix_source(ir, k)) for k, new in ops))
     return waste_finding(
         rule,
         ir,
         anchor,
         message,
-        extra,
+        facts,
+        waste_of,
+        fixes,
+        wasted=[WastedBytes(**waste_entry(ir, k, b)) for k, b in waste],
         hint=hint,
         related=related,
         identity=identity,
@@ -172,7 +176,7 @@ def _grown(trip: RoundTrip) -> int:
     return n // m if n % m == 0 and n > m else 1
 
 
-def _region_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list]:
+def _region_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list[Any]]:
     """The hint, and the ops besides ``trip.op`` whose strategy it changes, with their new one."""
     ops = (trip.op, *trip.region)
     given = [k for k in ops if _given(ir, k)]

@@ -3,8 +3,11 @@ or strategy, ``size`` a byte count."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from irlint.findings import Related, scope_path
 from irlint.model import IRFile
+from irlint.read.values import TensorType
 from irlint.rule import related_node
 from irlint.units import human_bytes
 
@@ -39,7 +42,7 @@ def note(ir: IRFile, key: int, text: str) -> Related:
 size = human_bytes  # the one byte formatter of every report (irlint.units)
 
 
-def fmt(value) -> str:
+def fmt(value: object) -> str:
     if value is None:
         return "?"
     if isinstance(value, (tuple, list)):
@@ -47,15 +50,15 @@ def fmt(value) -> str:
     return str(value)
 
 
-def first_in(ir: IRFile, key: int):
+def first_in(ir: IRFile, key: int) -> TensorType | None:
     return (ir[key].get("in_types") or (None,))[0]
 
 
-def as_int(value) -> int | None:
+def as_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def placement_text(placed: tuple) -> str:
+def placement_text(placed: tuple[Any, ...]) -> str:
     parts = []
     for d, axes in enumerate(placed):
         if axes:
