@@ -165,8 +165,7 @@ def key_exists(ir: IRFile, key: str) -> bool:
         return True
     try:
         return any(
-            len(path) == len(cells) and all(re.fullmatch(seg, part) for seg, part in zip(cells, path))
-            for path in known
+            len(path) == len(cells) and all(re.fullmatch(seg, part) for seg, part in zip(cells, path)) for path in known
         )
     except re.error:
         return False
