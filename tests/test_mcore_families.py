@@ -197,3 +197,14 @@ def test_deepseek3_q_path_reshape_is_named_by_its_own_linear():
 
 def test_deepseek3_shipped_full_recompute_has_no_finding():
     assert _lint(DS)["findings"] == []
+
+
+def test_a_key_that_recomputes_an_op_is_not_to_be_dropped_for_an_unused_tag_it_also_sets():
+    # round 1: 'mlp\.linear_fc2\.cast' tags RowParallelLinear's input Cast (recomputed) and its output
+    # Cast after the ReduceScatter (the same primitive; backward does not read it)
+    found = _lint(TC1, "--no-group", "--extend-select", "RC004")["findings"]
+    casts = [f for f in found if f["code"] == "RC004" and f["op"] == "Cast"]
+    assert len(casts) == 4
+    for f in casts:
+        assert f["hint"].startswith("Keep 'mlp\\.linear_fc2\\.cast': it also tags ")
+        assert f["fix"] == ""

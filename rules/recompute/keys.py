@@ -469,21 +469,26 @@ def blocking_keys(ir: IRFile, blocking: list[int]) -> list[KeyNeed]:
                     )
                 )
                 continue
-            out.append(
-                KeyNeed(
-                    v,
-                    None,
-                    f"no select_recompute key can be derived for {desc}: neither its "
-                    f"scope nor the weights near it name its cell",
-                    True,
-                )
+            unknown = _missing_cells_key(ir, v)
+            why = (
+                f"'{unknown}' would name cells this model does not have (no scope or weight of the dump "
+                f"shows them), and MindFormers matches a key cell by cell"
+                if unknown
+                else "neither its scope nor the weights near it name its cell"
             )
+            out.append(KeyNeed(v, None, f"no select_recompute key can be derived for {desc}: {why}", True))
             continue
         note = _also_tags(ir, v, layer, key).removeprefix("; ")
         if guessed:
             note = (note + "; " if note else "") + GUESS_NOTE.strip(" ()")
         out.append(KeyNeed(v, key, note, True))
     return out
+
+
+def _missing_cells_key(ir: IRFile, v: int) -> str | None:
+    """The key a node's place would give when ``key_exists`` turned it down, else None."""
+    key = select_key(Places.of(ir).cell_scope(v), primitive_name(ir, v)[0], ir[v]["op"]) or weight_cell_key(ir, v)
+    return key if key is not None and not key_exists(ir, key) else None
 
 
 def keys_hint(needs: list[KeyNeed]) -> str:
