@@ -208,3 +208,26 @@ def test_a_key_that_recomputes_an_op_is_not_to_be_dropped_for_an_unused_tag_it_a
     for f in casts:
         assert f["hint"].startswith("Keep 'mlp\\.linear_fc2\\.cast': it also tags ")
         assert f["fix"] == ""
+
+
+DS0 = RECOMPUTE / "mf-deepseek3-pp2_irlint_fix_round0"
+DS1 = RECOMPUTE / "mf-deepseek3-pp2_irlint_fix_round1"
+
+
+def test_deepseek3_q_path_finding_is_named_by_linear_q_down_proj_and_its_fix_frees_what_was_priced(tmp_path):
+    found = _lint(DS0, "--no-group")["findings"]
+    assert [(f["code"], f["op"], f["model_path"]) for f in found] == [
+        ("RC001", "Reshape", f"decoder.layers.{n}.self_attention.linear_q_down_proj") for n in (2, 0)
+    ]
+    assert all(f["extra"]["select_recompute"] == ["self_attention\\.q_layernorm\\.cast"] for f in found)
+    assert len(_lint(DS0)["findings"]) == 1  # one root cause: one finding for both layers
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(DS0 / "cfg.yaml", cfg)
+    result = CliRunner().invoke(irlint.cli.main, ["fix", str(cfg), str(DS0), "--no-cache"])
+    assert result.exit_code == 0, result.stderr
+    assert cfg.read_bytes() == (DS1 / "cfg.yaml").read_bytes()
+    assert [f for f in _lint(DS1)["findings"] if f["code"] in ("RC001", "RC002", "RC003")] == []
+    (kept0, peak0), (kept1, peak1) = _kept_per_layer(DS0)["rank_0"], _kept_per_layer(DS1)["rank_0"]
+    per_layer = {str(f["extra"]["layer"]): f["extra"]["bytes_at_stake_per_micro_batch"] for f in found}
+    assert {layer: kept0[layer] - kept1[layer] for layer in per_layer} == per_layer == {"0": 512, "2": 512}
+    assert peak0 - peak1 == sum(f["bytes_at_stake"] for f in found) == 2560
