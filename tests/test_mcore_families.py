@@ -231,3 +231,19 @@ def test_deepseek3_q_path_finding_is_named_by_linear_q_down_proj_and_its_fix_fre
     per_layer = {str(f["extra"]["layer"]): f["extra"]["bytes_at_stake_per_micro_batch"] for f in found}
     assert {layer: kept0[layer] - kept1[layer] for layer in per_layer} == per_layer == {"0": 512, "2": 512}
     assert peak0 - peak1 == sum(f["bytes_at_stake"] for f in found) == 2560
+
+
+DSF = RECOMPUTE / "mf-deepseek3-dp4_mp2_ep2_full_recompute"
+
+
+def test_full_layer_recompute_copies_without_duplicated_are_copies_and_no_request():
+    ir = _ir(DSF / STAGE0)
+    half = next(g for g in ir.subgraphs if "_◂1210_" in g)
+    facts = RecomputeFacts.of(ir)
+    for nid in ("%59", "%154", "%610"):
+        k = _node(ir, half, nid)
+        d = ir[k]
+        # need_cse_after_recompute and a unique_id, no duplicated mark: read by hand in the ◂ half
+        assert d["cnode_attrs"].get("need_cse_after_recompute") is True and "duplicated" not in d["cnode_attrs"]
+        assert ir.is_recompute_copy(k) and facts.request(k) is None
+    assert _lint(DSF)["findings"] == []
