@@ -173,7 +173,7 @@ def test_recomputed_copy_in_backward_is_one_finding_whose_cost_counts_both():
             identity=(("AllGather",), scope.rsplit("/", 1)[0]),
             waste=CommWaste(waste),
             layer=layer,
-            model_path=f"network.model.layers.{layer}.attention",
+            model_path=f"model.layers.{layer}.attention",
         )
 
     forward = pc("Default/network-N/model-M/layers-CellList/0-L/attention-A/AllGather-op0", 10, 4096, "0")
@@ -188,8 +188,8 @@ def test_recomputed_copy_in_backward_is_one_finding_whose_cost_counts_both():
 def test_findings_carry_layer_and_model_path():
     report = lint([str(MF)], quiet_config(group=False))
     assert {(f.layer, f.model_path) for f in report.findings if f.op == "SiLU"} == {
-        ("0", "network.model.layers.0.feed_forward.w1.activation"),
-        ("1", "network.model.layers.1.feed_forward.w1.activation"),
+        ("0", "model.layers.0.feed_forward.w1.activation"),
+        ("1", "model.layers.1.feed_forward.w1.activation"),
     }
     # lazy_inline: the printed scope names no cell (Default/SiLU-op0)
     assert all(re.fullmatch(r"Default/SiLU-op\d+", f.scope) for f in report.findings if f.op == "SiLU")

@@ -230,6 +230,6 @@ def test_two_layers_default_scoped_problems_are_two_problems():
     silus = [o for f in lint([str(MF)], quiet_config()).findings for o in f.occurrences if o.op == "SiLU"]
     assert len({f.problem for f in silus}) == 2
     assert sorted(dict(enumerate(f.identity))[1] for f in silus) == [
-        "network.model.layers.0.feed_forward.w1.activation",
-        "network.model.layers.1.feed_forward.w1.activation",
+        "model.layers.0.feed_forward.w1.activation",
+        "model.layers.1.feed_forward.w1.activation",
     ]

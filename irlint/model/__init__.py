@@ -316,6 +316,7 @@ class IRFile:
                 return found
             outside: set[str] = set()
             inside: list[tuple[int, str]] = []
+            marked: set[int] = set()
             for k, data in nodes.items():
                 uid = primal_attr(data, "unique_id") if data["kind"] == "cnode" else None
                 if uid is None:
@@ -323,9 +324,14 @@ class IRFile:
                 if data["graph"] in halves:
                     if not self.is_backward(k):
                         inside.append((k, str(uid)))
+                        # full-layer recompute copies a segment's ops whose forward node the
+                        # graph no longer holds (a Linear's output Reshape folded away): marked
+                        # for the pass's CSE, without ``duplicated``
+                        if (data.get("cnode_attrs") or _NO_ATTRS).get("need_cse_after_recompute") is True:
+                            marked.add(k)
                 else:
                     outside.add(str(uid))
-            found = frozenset(k for k, uid in inside if uid in outside)
+            found = frozenset(k for k, uid in inside if uid in outside or k in marked)
             self.__dict__["_lazy_copy_keys"] = found
         return found
 

@@ -40,6 +40,10 @@ _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 # neighbourhood walk does not pass through them
 _VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
 _COMM_OPS = frozenset({"AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll"})
+# ops between a Linear's MatMul and its input or output: its Casts and the collectives of tensor parallel
+_LINK_OPS = frozenset({"Cast", *_COMM_OPS})
+# the ops computing a Linear (one vocabulary for the model's questions)
+MATMUL_OPS = frozenset({"MatMul", "MatMulV2", "MatMulExt", "BatchMatMul", "BatchMatMulExt", "GroupedMatmul", "Dense"})
 _NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return", "Send", "Receive"})
 
 
@@ -50,7 +54,7 @@ class Place(NamedTuple):
     cells: tuple[str, ...]  # cell scope parts (``name-Class``) below the layer, e.g. feed_forward-X, w1-Linear
     scope: str  # a full scope that names the cells (printed or recovered), else the printed one
     layer_from: str  # "scope" or "weights"
-    cells_from: str  # "scope", "copy", "gradient", "producer" or "none"
+    cells_from: str  # "scope", "weights", "copy", "links", "gradient", "producer" or "none"
 
 
 def scope_parts(scope: str) -> list[str]:
@@ -82,20 +86,33 @@ def below_layer(parts: list[str]) -> tuple[str, ...]:
     return tuple(parts[numeric[-1] + 1 :]) if numeric else tuple(parts)
 
 
-def weight_name(ir: IRFile, param: int) -> str | None:
-    """The name of the weight a parameter holds: its own for a parameter with a default, else that
-    of the weight every call (or Partial) passes to it; None for inputs, monads, activations."""
-    for _ in range(16):
-        d = ir[param]
-        if d["kind"] != "param":
+# ops a weight passes through on its way to the op that reads it: the Load of the parameter, the
+# model's Cast to the compute type, Depend, and the parallel optimizer's gather of a sharded weight
+_WEIGHT_PASS = frozenset({"Load", "Cast", "Depend", "AllGather", "MirrorMicroStep", "MicroStepAllGather"})
+
+
+def weight_name(ir: IRFile, node: int) -> str | None:
+    """The name of the weight a node holds or passes on: a parameter's own when it has a default,
+    else that of the weight every call (or Partial) passes to it; through a Load, Cast or Depend of
+    it (an outer graph passes a lazy_inline subgraph the Cast of a weight). None for inputs,
+    monads and activations."""
+    for _ in range(32):
+        d = ir[node]
+        if d["kind"] == "param":
+            if d.get("has_default"):
+                return _PARA_PREFIX.sub("", d.get("name") or d.get("id", ""))
+            args = ir.inputs_of_kind(node, "call_in")
+            if not args:
+                return None
+            # a parameter passed on as it is first (the nearest weight), then what an op made of one
+            node = min(args, key=lambda a: ir[a]["kind"] != "param")
+        elif d["kind"] == "cnode" and d["op"] in _WEIGHT_PASS:
+            ins = ir.producers(node)[:1]
+            if not ins:
+                return None
+            node = ins[0]
+        else:
             return None
-        if d.get("has_default"):
-            return _PARA_PREFIX.sub("", d.get("name") or d.get("id", ""))
-        args = ir.inputs_of_kind(param, "call_in")
-        params = [a for a in args if ir[a]["kind"] == "param"]
-        if not params:
-            return None
-        param = params[0]
     return None
 
 
@@ -110,6 +127,29 @@ def weight_cell(name: str) -> str:
     m = LAYER_IN_NAME.search(name)
     rest = name[m.end() :] if m else name.split(".", 1)[-1] if name.count(".") > 1 else name
     return rest.split(".", 1)[0]
+
+
+def weight_cells(name: str) -> tuple[str, ...]:
+    """The cell attributes of a weight's name below the layer, its own parameter name left out
+    (``decoder.layers.0.mlp.linear_fc2.weight`` -> ``("mlp", "linear_fc2")``); outside the layers
+    the whole path (``embedding.word_embeddings``)."""
+    m = LAYER_IN_NAME.search(name)
+    rest = name[m.end() :] if m else name
+    return tuple(rest.split(".")[:-1])
+
+
+def read_weights(ir: IRFile, k: int) -> list[str]:
+    """The weights a node reads as data inputs, each followed through Load, Cast, Depend and the
+    call arguments of outer graphs (``weight_name``), in argument order."""
+    names = (weight_name(ir, u) for u in ir.producers(k) if ir[u]["kind"] in ("param", "cnode"))
+    return [n for n in names if n and "." in n]
+
+
+def linear_name(ir: IRFile, matmul: int) -> str:
+    """The model's own name of the Linear a MatMul computes: the cell of the weight it reads
+    (``linear_fc2``, ``w2``, ``dense_4h_to_h``); "" when it reads no named weight."""
+    cells = {weight_cells(n)[-1:] for n in read_weights(ir, matmul)} - {()}
+    return cells.pop()[0] if len(cells) == 1 else ""
 
 
 class Places:
@@ -264,16 +304,93 @@ class Places:
             self._places[k] = self._place(k)
         return self._places[k]
 
+    def _classes(self) -> dict[tuple[str, ...], tuple[str, ...]]:
+        """Cell attribute path below the layer (``("mlp", "linear_fc2")``) -> the scope parts that
+        print it (``mlp-MLP``, ``linear_fc2-RowParallelLinear``), and ``()`` -> the parts down to a
+        layer; from every printed scope of the file (one walk, when a place is first built from
+        weights)."""
+        found = self.__dict__.get("_class_index")
+        if found is None:
+            found = {}
+            for d in self.ir.nodes.values():
+                parts = scope_parts(d.get("scope", ""))
+                at = layer_prefix(tuple(parts))
+                if at is None:
+                    continue
+                found.setdefault((), at)
+                below = [p for p in parts[len(at) :] if "-" in p]
+                names = tuple(p.split("-", 1)[0] for p in below)
+                for i in range(1, len(below) + 1):
+                    found.setdefault(names[:i], tuple(below[:i]))
+            self.__dict__["_class_index"] = found
+        return found
+
+    def own_cells(self, k: int) -> tuple[str, ...] | None:
+        """The cell attributes below the layer of the weights ``k`` reads itself (a MatMul its
+        Linear's, a norm its own), when they are of one cell; None otherwise."""
+        cells = {weight_cells(n) for n in read_weights(self.ir, k) if LAYER_IN_NAME.search(n)} - {()}
+        return cells.pop() if len(cells) == 1 else None
+
+    def linked_cells(self, k: int) -> tuple[str, ...] | None:
+        """The cell of the Linear a Cast, a collective or an output view belongs to, from its
+        forward links: the MatMul whose output it casts, reduces or reshapes, else (not for a
+        view: a Reshape before a Linear may be its caller's, folded) the MatMul its output feeds,
+        through Casts and collectives only. None when those MatMuls read weights of more than one
+        cell, or none."""
+        ir = self.ir
+        op = ir[k]["op"]
+        if op not in _LINK_OPS and op not in _VIEWS:
+            return None
+        for step, ok in ((ir.producers, True), (ir.consumers, op not in _VIEWS)):
+            if not ok:
+                continue
+            cells, frontier, seen = set(), [k], {k}
+            for _ in range(4):
+                nxt = []
+                for n in frontier:
+                    for w in step(n)[:1] if step is ir.producers else step(n):
+                        if w in seen or ir[w]["kind"] != "cnode" or not self._forward(w):
+                            continue
+                        seen.add(w)
+                        if ir[w]["op"] in MATMUL_OPS:
+                            found = self.own_cells(w)
+                            cells.add(found)
+                        elif ir[w]["op"] in _LINK_OPS:
+                            nxt.append(w)
+                frontier = nxt
+            if cells:
+                return cells.pop() if len(cells) == 1 and None not in cells else None
+        return None
+
+    def _from_weights(self, k: int, layer: str, layer_from: str, cells: tuple[str, ...], source: str) -> Place:
+        """A place whose cells come from weight names, printed as the file's scopes print them."""
+        index = self._classes()
+        parts = index.get(cells) or tuple(f"{c}-" for c in cells)
+        top = with_layer(index[()], layer) if () in index and layer.isdigit() else ("Default",)
+        op = self.ir[k]["op"]
+        return Place(layer, parts, "/".join([*top, *parts, f"{op}-op0"]), layer_from, source)
+
     def _place(self, k: int) -> Place:
         ir = self.ir
         d = ir[k]
         scope = d.get("scope", "")
         layer, layer_from = self.layer(k)
-        if names_cells(scope):
-            return Place(layer, below_layer(scope_parts(scope)), scope, layer_from, "scope")
+        printed = below_layer(scope_parts(scope)) if names_cells(scope) else None
+        # the weights an op reads are its own cell's: no scope (lazy_inline's Default/MatMul-op3,
+        # an mcore Linear's Morph) and no neighbour can say otherwise
+        own = self.own_cells(k) if layer.isdigit() else None
+        if own is not None:
+            if printed is not None and tuple(p.split("-", 1)[0] for p in printed) == own:
+                return Place(layer, printed, scope, layer_from, "scope")
+            return self._from_weights(k, layer, layer_from, own, "weights")
+        if printed is not None:
+            return Place(layer, printed, scope, layer_from, "scope")
         for c in ir.copy_of(k):
             if names_cells(ir[c].get("scope", "")):
                 return Place(layer, below_layer(scope_parts(ir[c]["scope"])), ir[c]["scope"], layer_from, "copy")
+        linked = self.linked_cells(k) if layer.isdigit() else None
+        if linked is not None:
+            return self._from_weights(k, layer, layer_from, linked, "links")
         uid = primal_attr(d, "unique_id")
         grad = self._grad_scope().get(str(uid)) if uid is not None else None
         if grad is not None:
@@ -330,21 +447,74 @@ def layer_of_node(ir: IRFile, k: int) -> str:
     return Places.of(ir).layer(k)[0]
 
 
+class Naming(NamedTuple):
+    """How a file's parameter names spell the way to the decoder layers."""
+
+    layers: tuple[str, ...]  # the parameter names' path to the layer list: ("decoder", "layers")
+    wrappers: tuple[str, ...] | None  # the scope's cells above it that names leave out, None: unknown
+
+
+_LAYERED_NAME = re.compile(r"\A(.+?)\.\d+\.")
+
+
+def naming(ir: IRFile) -> Naming | None:
+    """The parameter names' path to the layers (the most common one; ``model.layers`` in
+    MindFormers' Llama, ``decoder.layers`` in its mcore models) and the wrapper cells the printed
+    scopes hold above it (``network``, ``model`` of the training and pipeline cells), so that a path
+    is the same whatever cells wrap the model; None when no parameter is a layer's."""
+    if "_naming" in ir.__dict__:
+        cached: Naming | None = ir.__dict__["_naming"]
+        return cached
+    counts: dict[str, int] = {}
+    for d in ir.nodes.values():
+        if d["kind"] == "param" and d.get("has_default"):
+            m = _LAYERED_NAME.match(_PARA_PREFIX.sub("", d.get("name") or d.get("id", "")))
+            if m:
+                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    found = None
+    if counts:
+        # the optimizer's state and accumulated gradients repeat the names behind a prefix of theirs
+        # (``moments.decoder.layers``, ``accu_grads.model.layers``): the model's own path is the one
+        # no other ends with
+        own = [p for p in counts if not any(p.endswith("." + q) for q in counts)]
+        layers = tuple(max(own, key=lambda p: (counts[p], p)).split("."))
+        wrappers = None
+        for d in ir.nodes.values():
+            parts = scope_parts(d.get("scope", ""))
+            at = next((i for i, part in enumerate(parts) if _LAYER_PART.match(part)), None)
+            if at is None:
+                continue
+            above = tuple(part.split("-", 1)[0] for part in parts[:at] if "-" in part)
+            if above[len(above) - len(layers) :] == layers:
+                wrappers = above[: len(above) - len(layers)]
+                break
+        found = Naming(layers, wrappers)
+    ir.__dict__["_naming"] = found
+    return found
+
+
 def model_path(ir: IRFile, k: int) -> tuple[str, str]:
-    """A node's resolved layer ("3", "outside", "" when nothing tells) and cell path as the weights
-    name it, class names left out and the layer the graph resolved put in
-    (``network.model.layers.3.feed_forward.w2``); the path of what recovered the place where the
-    printed scope lost it (lazy_inline's ``Default/SiLU-op0``)."""
+    """A node's resolved layer ("3", "outside", "" when nothing tells) and cell path as the
+    model's parameter names spell it, class names and the wrapper cells of training and pipeline
+    left out and the layer the graph resolved put in (``model.layers.3.feed_forward.w2``,
+    ``decoder.layers.0.mlp.linear_fc2``: the same whatever the parallel configuration); the path of
+    what recovered the place where the printed scope lost it (lazy_inline's ``Default/SiLU-op0``)."""
     p = Places.of(ir).place(k)
     parts = scope_parts(p.scope)
+    names = naming(ir)
     at = next((i for i, part in enumerate(parts) if _LAYER_PART.match(part)), None)
     above = [part.split("-", 1)[0] for part in (parts[:at] if at is not None else []) if "-" in part]
     below = [part.split("-", 1)[0] for part in p.cells if "-" in part]
     if p.layer.isdigit():
-        return p.layer, ".".join([*(above or ["layers"]), p.layer, *below])
+        lead = list(names.layers) if names else (above or ["layers"])
+        return p.layer, ".".join([*lead, p.layer, *below])
     if not parts and p.layer == OUTSIDE and not p.cells:
         return "", ""
-    return p.layer, ".".join(part.split("-", 1)[0] for part in parts if "-" in part)
+    path = [part.split("-", 1)[0] for part in parts if "-" in part]
+    wrappers = names.wrappers if names else None
+    if wrappers and path[: len(wrappers)] == list(wrappers) and len(path) > len(wrappers):
+        path = path[len(wrappers) :]
+    return p.layer, ".".join(path)
 
 
 _NETWORK_PART = re.compile(r"network-(\w+)")

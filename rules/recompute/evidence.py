@@ -229,7 +229,11 @@ class RecomputeFacts:
             # a multi-op cell's output is its checkpoint, kept by design: not a request
             return "one-op-cell" if self._cells[cell].ops == 1 else None
         if pa.get("recompute") is True:
-            return "select"
+            # inside a Cell.recompute() cell the primitive's tag is the cell's (MindSpore tags the
+            # primitives of a recomputed cell) or the model code's own (MindFormers' MLP
+            # ``Reshape().recompute(True)``): MindFormers applies no select_recompute key to a
+            # layer it recomputes whole, so nobody asked for this op by a key
+            return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
         if ca.get("recompute") is True:
             # marked by the pass: the primitive was not tagged, so the request came from a cell
             return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from irlint.model import IRFile
+from irlint.model.layers import linear_name
 
 from .evidence import MATMUL_OPS, RecomputeFacts
 
@@ -25,7 +26,24 @@ class FeedForward(NamedTuple):
     w1: int
     w3: int  # the same node as w1 when gate and up are one fused MatMul
     w2: list[int]
-    roles: dict[int, str]  # op between the MatMuls and SiLU/Mul -> "w1" | "w2" | "w3" (its Linear)
+    roles: dict[int, str]  # op between the MatMuls and SiLU/Mul -> the name of its Linear
+    names: dict[str, str]  # "gate", "up", "down" -> the Linear's name in the model (linear_fc1, w1, ...)
+
+    def role(self, k: int) -> str:
+        """The Linear an op between the MatMuls and SiLU/Mul belongs to, by the model's name."""
+        return self.roles.get(k) or self.names["gate"]
+
+
+def linear_names(ir: IRFile, w1: int, w3: int, w2: list[int]) -> dict[str, str]:
+    """The model's own names of a FeedForward's Linears, from the weights their MatMuls read
+    (mcore's ``linear_fc1``/``linear_fc2``, Llama's ``w1``/``w3``/``w2``, GLM's
+    ``dense_h_to_4h``/``dense_4h_to_h``); a MatMul reading no named weight is called by what it does."""
+    down = {linear_name(ir, w) for w in w2} - {""}
+    return {
+        "gate": linear_name(ir, w1) or "gate projection",
+        "up": linear_name(ir, w3) or "up projection",
+        "down": down.pop() if len(down) == 1 else "down projection",
+    }
 
 
 def up_to_compute(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[int | None, list[int], bool]:
@@ -115,10 +133,11 @@ def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
             w2, w2_views = _down_to_matmul(ir, facts, m)
             if not w2:
                 continue
-            roles = dict.fromkeys(silu_views + w1_views, "w1")
-            roles.update({v: "w3" for v in w3_views if v not in roles})
-            roles.update(dict.fromkeys(w2_views, "w2"))
-            out.append(FeedForward(m, silu, w1, other, w2, roles))
+            names = linear_names(ir, w1, other, w2)
+            roles = dict.fromkeys(silu_views + w1_views, names["gate"])
+            roles.update({v: names["up"] for v in w3_views if v not in roles})
+            roles.update(dict.fromkeys(w2_views, names["down"]))
+            out.append(FeedForward(m, silu, w1, other, w2, roles, names))
             break
     ir.__dict__["_recompute_feed_forwards"] = out
     return out

@@ -10,7 +10,18 @@ from typing import NamedTuple
 
 from irlint.findings import NoKeyOp, RecomputeFix
 from irlint.model import IRFile
-from irlint.model.layers import LAYER_IN_NAME, Places, names_cells, weight_layer, weight_name
+from irlint.model.layers import (
+    LAYER_IN_NAME,
+    MATMUL_OPS,
+    Places,
+    below_layer,
+    layer_prefix,
+    names_cells,
+    scope_parts,
+    weight_cells,
+    weight_layer,
+    weight_name,
+)
 from irlint.model.source import own_trace, source_of
 
 from .evidence import RecomputeFacts, cell_path
@@ -105,7 +116,8 @@ def inserted_by_parallel(ir: IRFile, k: int) -> bool:
 
 def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
     """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)
-    (once per node and trace region: the name may come from the node's trace in the file)."""
+    (once per node and trace region: the name may come from the node's trace in the file). None
+    for a key whose cells the dump does not show (``key_exists``): MindFormers would match nothing."""
     known = ir.__dict__.setdefault("_recompute_select_keys", {})
     asked = (k, ir.traces.get(k))
     found: tuple[str | None, bool] | None = known.get(asked)
@@ -113,8 +125,51 @@ def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
         d = ir[k]
         name, guessed = primitive_name(ir, k)
         key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
+        if key is not None and not key_exists(ir, key):
+            key = None
         found = known[asked] = (key, guessed and key is not None)
     return found
+
+
+def dump_cells(ir: IRFile) -> frozenset[tuple[str, ...]]:
+    """The cell attribute paths below a decoder layer that the dump shows (``("mlp",
+    "linear_fc2")``): the cells of every printed scope below its layer and of every layer weight's
+    name, each prefix included (one walk per file)."""
+    found = ir.__dict__.get("_recompute_dump_cells")
+    if found is None:
+        paths: set[tuple[str, ...]] = set()
+        for k, d in ir.nodes.items():
+            if d["kind"] == "param" and d.get("has_default"):
+                name = weight_name(ir, k)
+                if name and LAYER_IN_NAME.search(name):
+                    cells = weight_cells(name)
+                    paths.update(cells[:i] for i in range(1, len(cells) + 1))
+                continue
+            parts = tuple(scope_parts(d.get("scope", "")))
+            if layer_prefix(parts) is None:
+                continue
+            cells = tuple(p.split("-", 1)[0] for p in below_layer(list(parts)) if "-" in p)
+            paths.update(cells[:i] for i in range(1, len(cells) + 1))
+        found = ir.__dict__["_recompute_dump_cells"] = frozenset(paths)
+    return found
+
+
+def key_exists(ir: IRFile, key: str) -> bool:
+    """A select_recompute key's cells exist in the model, as MindFormers matches a key
+    (``LayerSetting.set_pattern_recompute``): the pattern split on ``\\.``, each segment but the last
+    fullmatched against the child cells' names from the layer down, the last against the attributes
+    of the cell reached (a primitive or a child cell, which the dump cannot list: not checked).
+    True in a dump that shows no decoder layer (nothing to check against)."""
+    known = dump_cells(ir)
+    cells = key.split("\\.")[:-1]
+    if not known or not cells:
+        return True
+    try:
+        return any(
+            len(path) == len(cells) and all(re.fullmatch(seg, part) for seg, part in zip(cells, path)) for path in known
+        )
+    except re.error:
+        return False
 
 
 GUESS_NOTE = (
@@ -294,7 +349,7 @@ def tagged_in_layer(ir: IRFile, op: str, key: str, layer: str) -> list[int]:
     return list(by_layer.get(layer, ()))
 
 
-_MATMULS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
+_MATMULS = MATMUL_OPS
 _PASS = frozenset({"Cast", "Load", "Depend", "AllReduce", "AllGather", "ReduceScatter"})
 
 
@@ -403,6 +458,8 @@ def blocking_keys(ir: IRFile, blocking: list[int]) -> list[KeyNeed]:
         key, guessed = node_select_key(ir, v)
         if key is None:
             key = weight_cell_key(ir, v)
+            if key is not None and not key_exists(ir, key):
+                key = None
             if key is not None:
                 out.append(
                     KeyNeed(
@@ -414,21 +471,26 @@ def blocking_keys(ir: IRFile, blocking: list[int]) -> list[KeyNeed]:
                     )
                 )
                 continue
-            out.append(
-                KeyNeed(
-                    v,
-                    None,
-                    f"no select_recompute key can be derived for {desc}: neither its "
-                    f"scope nor the weights near it name its cell",
-                    True,
-                )
+            unknown = _missing_cells_key(ir, v)
+            why = (
+                f"'{unknown}' would name cells this model does not have (no scope or weight of the dump "
+                f"shows them), and MindFormers matches a key cell by cell"
+                if unknown
+                else "neither its scope nor the weights near it name its cell"
             )
+            out.append(KeyNeed(v, None, f"no select_recompute key can be derived for {desc}: {why}", True))
             continue
         note = _also_tags(ir, v, layer, key).removeprefix("; ")
         if guessed:
             note = (note + "; " if note else "") + GUESS_NOTE.strip(" ()")
         out.append(KeyNeed(v, key, note, True))
     return out
+
+
+def _missing_cells_key(ir: IRFile, v: int) -> str | None:
+    """The key a node's place would give when ``key_exists`` turned it down, else None."""
+    key = select_key(Places.of(ir).cell_scope(v), primitive_name(ir, v)[0], ir[v]["op"]) or weight_cell_key(ir, v)
+    return key if key is not None and not key_exists(ir, key) else None
 
 
 def keys_hint(needs: list[KeyNeed]) -> str:

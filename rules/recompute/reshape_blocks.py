@@ -153,20 +153,22 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         if priced is not None:
             hint += ("\n" if keys else ". ") + hint_text(priced)
         # the Linear as the model names it (the key's cell: mcore's linear_fc2), else its role
-        linear = {n.node: _linear_name(n.key) or ffn.roles.get(n.node, "w1") for n in needs}
+        linear = {n.node: _linear_name(n.key) or ffn.role(n.node) for n in needs}
+        names = ffn.names
         related = [
-            related_node(ir, v, f"blocking {ir[v]['op']} ({linear.get(v) or ffn.roles.get(v, 'w1')}), not recomputed")
+            related_node(ir, v, f"blocking {ir[v]['op']} ({linear.get(v) or ffn.role(v)}), not recomputed")
             for v in blocking
         ]
-        related += [related_node(ir, ffn.w1, "MatMul w1" if ffn.w1 != ffn.w3 else "MatMul w1+w3 (fused)")]
-        related += [related_node(ir, ffn.w3, "MatMul w3")] if ffn.w3 != ffn.w1 else []
-        related += [related_node(ir, w, "MatMul w2") for w in ffn.w2]
+        fused = f"MatMul {names['gate']} (gate and up fused)"
+        related += [related_node(ir, ffn.w1, f"MatMul {names['gate']}" if ffn.w1 != ffn.w3 else fused)]
+        related += [related_node(ir, ffn.w3, f"MatMul {names['up']}")] if ffn.w3 != ffn.w1 else []
+        related += [related_node(ir, w, f"MatMul {names['down']}") for w in ffn.w2]
         related += [
             related_node(ir, r.reader, reader_note(ir, r.reader, "backward reader of the saved tensor"))
             for r in b.readers
         ]
         identity = (d["op"], place_path(ir, k), tuple(place_path(ir, v) for v in blocking))
-        held = ", ".join(dict.fromkeys(f"{linear.get(v) or ffn.roles.get(v, 'w1')}'s {ir[v]['op']}" for v in blocking))
+        held = ", ".join(dict.fromkeys(f"{linear.get(v) or ffn.role(v)}'s {ir[v]['op']}" for v in blocking))
         cause = f"recompute blocked by {held}"  # the rule's name; the evidence says it saves nothing
         finding = self.finding(
             ir,

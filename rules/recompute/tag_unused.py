@@ -6,11 +6,12 @@ from collections.abc import Iterator
 
 from irlint.findings import Finding
 from irlint.model import IRFile
+from irlint.model.layers import Places
 from irlint.rule import Invalid, Says, related_node
 
 from . import examples as ex
 from .evidence import RecomputeFacts
-from .keys import GUESS_NOTE, inserted_by_parallel, node_select_key
+from .keys import GUESS_NOTE, inserted_by_parallel, node_select_key, tagged_in_layer
 from .report import RecomputeRule, how, place_path, short_fix
 
 
@@ -80,12 +81,25 @@ class RecomputeTagUnused(RecomputeRule):
                 f"so the tag has no effect and no memory is at stake"
             )
             key, guessed = node_select_key(ir, k)
-            hint = (
-                "Remove the tag"
-                + (f" (select_recompute key '{key}')" if key else "")
-                + (GUESS_NOTE if guessed else "")
-                + "."
-            )
+            # a key that also tags ops of the layer which are recomputed is needed there: dropping
+            # it would undo them (a Linear's ``cast`` tags its weight's Cast and its input's)
+            used = [
+                n
+                for n in (tagged_in_layer(ir, d["op"], key, Places.of(ir).layer(k)[0]) if key else ())
+                if n != k and facts.applied(n)
+            ]
+            if used:
+                hint = (
+                    f"Keep '{key}': it also tags {ir.describe(used[0])}, which is recomputed; on "
+                    f"{ir.describe(k)} the tag costs nothing."
+                )
+            else:
+                hint = (
+                    "Remove the tag"
+                    + (f" (select_recompute key '{key}')" if key else "")
+                    + (GUESS_NOTE if guessed else "")
+                    + "."
+                )
             yield self.finding(
                 ir,
                 k,
@@ -95,5 +109,5 @@ class RecomputeTagUnused(RecomputeRule):
                 identity=(d["op"], place_path(ir, k)),
                 facts={"request": req, "impact": "none"},
                 cause="tagged for recompute, no backward op reads it",
-                fix=short_fix([key], "drop") if key else "remove the tag",
+                fix="" if used else short_fix([key], "drop") if key else "remove the tag",
             )
