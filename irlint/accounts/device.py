@@ -297,3 +297,61 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
     )
     ir.__dict__["_device_peak"] = peak
     return peak
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(GB|MB|KB)\s*", re.IGNORECASE)
+_UNITS = {"GB": 1024**3, "MB": 1024**2, "KB": 1024}
+
+
+def parse_device_memory(text: str) -> int:
+    """MindSpore's ``max_device_memory`` syntax (``58GB``, ``0.5GB``; MB and KB too; 1 GB = 1024³ bytes) as
+    bytes; ValueError for anything else."""
+    m = _SIZE.fullmatch(str(text))
+    if m is None or float(m.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not a device memory size like 58GB or 0.5GB")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def config_device_memory(text: str) -> str | None:
+    """``context.max_device_memory`` of a MindFormers YAML config, as written, or None; ValueError when the
+    text is no YAML."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        doc = YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        raise ValueError(f"is not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    ctx = doc.get("context") if isinstance(doc, dict) else None
+    found = ctx.get("max_device_memory") if isinstance(ctx, dict) else None
+    return None if found is None else str(found)
+
+
+def device_fields(ir: IRFile, report: MemoryReport | None = None) -> dict:
+    """The JSON fields of ``irlint memory`` for one file's device peak."""
+    peak = device_peak(ir, report)
+    return {
+        "device_peak_bytes": peak.bytes,
+        "device_peak_parts": dict(peak.parts),
+        "device_peak_at": peak.peak_at,
+        "device_peak_source": peak.source,
+    }
+
+
+def stage_numbers(entries: list[dict], cases: list[str]) -> list[int | None]:
+    """The pipeline stage of each file (of ``irlint memory``'s entries): within a run (``cases``), the files of
+    pipeline stages ordered by their first decoder layer; None outside a pipeline."""
+    out: list[int | None] = [None] * len(entries)
+    runs: dict[str, list[int]] = {}
+    for i, (e, case) in enumerate(zip(entries, cases)):
+        if e.get("micro_batches", 1) > 1:
+            runs.setdefault(case, []).append(i)
+    for members in runs.values():
+        firsts = {}
+        for i in members:
+            layers = [int(r["layer"]) for r in entries[i]["layers"] if str(r["layer"]).isdigit()]
+            firsts[i] = min(layers) if layers else -1
+        order = sorted(set(firsts.values()))
+        for i in members:
+            out[i] = order.index(firsts[i])
+    return out

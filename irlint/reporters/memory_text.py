@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..accounts.memory import SCOPE_NOTE
 from ..units import human_bytes, layer_spans
+from .device_lines import device_lines
 from .account_lines import AT_STAKE_NOTE, AT_STAKE_PIPELINE_NOTE, memory_headline, rule_codes
 from .tables import (
     add_layer_rows,
@@ -29,10 +30,13 @@ def in_flight(e: dict) -> str:
     return f"× {e['micro_batches_in_flight']} of {e['micro_batches']}"
 
 
-def render_text(entries: list[dict], width: int | None = None, cases: list[str] | None = None) -> str:
+def render_text(
+    entries: list[dict], width: int | None = None, cases: list[str] | None = None, budget: int | None = None
+) -> str:
     """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case), its
-    ranks side by side."""
+    ranks side by side; the device peaks first (``budget``: max_device_memory in bytes, if known)."""
     out, buffer = plain_console(width)
+    device_lines(out, entries, budget)
     by_case(out, entries, cases, _render_case)
     out.print(SCOPE_NOTE, soft_wrap=True)
     if rule_codes(entries):
@@ -142,7 +146,8 @@ def _render_case(out, case: str, entries: list[dict]) -> None:
             out.print(
                 f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
                 f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
-                f"parameters, not the batch.",
+                f"parameters, and a pipeline stage makes them again for each micro batch in flight "
+                f"(the device peak counts them so).",
                 soft_wrap=True,
             )
 
