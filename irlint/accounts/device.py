@@ -72,6 +72,7 @@ class DevicePeak:
     bytes: int
     parts: dict[str, int]
     peak_at: str = ""  # the scope of the node running at the peak
+    node: int | None = None  # that node
     source: str = SOURCE_FRONTEND
     micro_batches: int = 1
     in_flight: int = 1
@@ -190,9 +191,12 @@ def _from_parameters(ir: IRFile, order: list[int]) -> set[int]:
     return out
 
 
-def liveness(ir: IRFile, order: list[int]) -> Iterator[tuple[Tensor, int, int, int]]:
+def liveness(
+    ir: IRFile, order: list[int], repeated: dict[str, int] | None = None
+) -> Iterator[tuple[Tensor, int, int, int]]:
     """(tensor, its block, the position it is made at, the position of its last reader) for each kernel
-    output the step makes, positions in ``order``."""
+    output the step makes, positions in ``order``. ``repeated``: the subgraphs called once per micro batch
+    (walked at their first call) -> the position of their last call."""
     pos = {n: i for i, n in enumerate(order)}
     start: dict[Tensor, int] = {}
     end: dict[Tensor, int] = {}
@@ -217,8 +221,12 @@ def liveness(ir: IRFile, order: list[int]) -> Iterator[tuple[Tensor, int, int, i
                     if t is None or not t.nbytes:
                         continue
                     start[tensor], end[tensor], size[tensor] = p, p, block(t.nbytes)
-                if i > end[tensor]:
-                    end[tensor] = i
+                last = i
+                if repeated and ir[n]["graph"] in repeated and ir[tensor.node]["graph"] not in repeated:
+                    # made once, read by every micro batch's call of the half: alive until the last call
+                    last = max(i, repeated[ir[n]["graph"]])
+                if last > end[tensor]:
+                    end[tensor] = last
                 if tensor not in first_read:
                     first_read[tensor] = i
     for t, s in size.items():
@@ -236,7 +244,7 @@ def _in_flight_others_by_part(ir: IRFile, report: MemoryReport) -> dict[str, int
     out = {"activations": 0, "weight_copies": 0}
     for part, tensors in (("activations", report.kept), ("weight_copies", report.weight_copies)):
         for t in tensors:
-            n = chunks.get(ir[t.tensor.node]["graph"], report.in_flight)
+            n = chunks.get(ir[t.tensor.node]["graph"], 1)  # outside the forward halves: once per step
             out[part] += block(t.nbytes) * max(n - 1, 0)
     return out
 
@@ -256,13 +264,19 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
     events: dict[int, int] = {}
     kept_nodes = {t.tensor for t in report.kept}
     copy_nodes = {t.tensor for t in report.weight_copies}
-    lifetimes = list(liveness(ir, order))
+    stages = schedules(ir)
+    halves = {g for s in stages for g in (s.forward, s.backward)}
+    last_call: dict[str, int] = {}
+    for i, n in enumerate(order):
+        if ir[n]["op"] == "call":
+            for g in _callees(ir, n):
+                if g in halves:
+                    last_call[g] = i
+    lifetimes = list(liveness(ir, order, last_call))
     for _, s, a, b in lifetimes:
         events[a] = events.get(a, 0) + s
         events[b + 1] = events.get(b + 1, 0) - s
-    stages = schedules(ir)
     extra_bytes = _in_flight_others(ir, report) if stages else 0
-    halves = {g for s in stages for g in (s.forward, s.backward)}
     live = 0
     best, best_at = -1, -1
     for i in range(len(order)):
@@ -291,6 +305,7 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
         total,
         {k: parts[k] for k in PARTS},
         at,
+        order[best_at] if 0 <= best_at < len(order) else None,
         micro_batches=report.micro_batches,
         in_flight=report.in_flight,
         kept_per_micro_batch=per_mb,
