@@ -38,6 +38,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
     strategies: list[dict] = []
     seen_shards: set[tuple] = set()
     config: dict[str, dict] = {}
+    pipeline_plan: dict | None = None
     layouts: dict[tuple, dict] = {}
     by_hand: dict[tuple, dict] = {}
     # a finding grouped by root cause stands for one occurrence per layer: each names its own layer
@@ -61,6 +62,11 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
                 no_key.append({**op, "file": f.file, "finding": mark(f)})
             if need:
                 resolved.append(mark(f))
+        if isinstance(extra.get("pipeline"), dict):
+            pipeline_plan = extra["pipeline"]
+            row = config.setdefault(OFFSET_KEY, {**offset_change(pipeline_plan), "findings": []})
+            row["findings"].append(mark(f))
+            resolved.append(mark(f))
         cause = extra.get("root_cause")
         changes = config_changes(cause) if isinstance(cause, dict) and isinstance(cause.get("fix"), dict) else []
         changes += context_changes(extra.get("fix"))
@@ -137,6 +143,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict:
         "layouts": [_sorted_findings(r) for r in layouts.values()],
         "by_hand": [_sorted_findings(r) for r in by_hand.values()],
         "resolves": sorted({x for x in resolved if x}),
+        **({"pipeline": pipeline_plan} if pipeline_plan else {}),
     }  # sorted: the same plan grouped or not
 
 
@@ -146,6 +153,22 @@ def _sorted_findings(row: dict) -> dict:
 
 # MindFormers passes its YAML's parallel section to set_auto_parallel_context
 CONTEXT_SECTION = "parallel."
+
+
+OFFSET_KEY = "model.model_config.offset"
+
+
+def offset_change(pipeline: dict) -> dict:
+    """The config change of a pipeline plan (pipeline-stage-imbalance): MindFormers' offset."""
+    return {
+        "key": OFFSET_KEY,
+        "value": list(pipeline["offset"]),
+        "cause": "pipeline stage imbalance",
+        "why": "layers moved between pipeline stages: the worst stage's peak "
+        f"{max(pipeline['stage_peak_bytes_now'])} -> {max(pipeline['stage_peak_bytes_after'])} bytes",
+        "written_by_fix": True,
+        "note": "layers of stage i = num_layers / pipeline_stage + offset[i]",
+    }
 
 
 def context_changes(fix) -> list[dict]:
