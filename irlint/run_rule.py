@@ -10,7 +10,7 @@ reports and the fix plan). ``check`` finds nothing: the per-file pass does not r
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from .findings import Finding
 from .rule import Rule
@@ -30,6 +30,8 @@ class RunFile(NamedTuple):
 
 class RunRule(Rule):
     """A rule over all files of one run (see the module)."""
+
+    needs: ClassVar[str] = ""  # what ``wants_run`` waits for, as the user gives it (an option)
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
         return iter(())

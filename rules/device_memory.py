@@ -118,6 +118,7 @@ class DeviceMemoryOverBudget(RunRule):
     summary = "A rank's predicted peak of device memory exceeds max_device_memory"
     stages = MEMORY_STAGES
     EXAMPLE_CONFIG = {"max_device_memory": EXAMPLE_BUDGET}
+    needs = "--max-device-memory"
     INVALID = [one_op_dump("512, 512")]  # 1 MiB weight + 1 MiB input + 1 MiB product
     VALID = [one_op_dump("16, 16")]
 

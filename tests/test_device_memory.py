@@ -1,0 +1,200 @@
+"""The whole device: each rank's predicted peak of device memory against MindSpore's DryRun (the memory
+tracker's peak of used memory), the budget rule and the pipeline offset plan.
+
+The fixture ``fixtures/dryrun/pp4`` is a MindFormers 2.1.0 Llama (hidden 256, 8 layers, vocabulary 4096,
+sequence 128, fp16 compute) at pp4 x dp2 with 8 micro batches, one validate dump per stage (gzipped) and the
+tracker's peak per rank (``TRUTH.json``), compiled and stepped under DryRun (MS_SIMULATION_LEVEL=1)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from conftest import TESTS
+
+from irlint.accounts.device import PARTS, block, config_device_memory, param_role, parse_device_memory
+from irlint.cli import main
+
+PP4 = TESTS / "fixtures" / "dryrun" / "pp4"
+SHARED_PP4 = TESTS.parent.parent / "shared" / "dryrun" / "pp4"
+SCHEMAS = TESTS / "fixtures" / "schemas"
+QWEN = TESTS / "fixtures" / "mindformers-configs" / "finetune_qwen3.yaml"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [*map(str, args)], catch_exceptions=False)
+
+
+def memory_json(folder: Path, *args) -> dict:
+    result = run("memory", folder, "--format", "json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def truth(folder: Path) -> dict[int, int]:
+    data = json.loads((folder / "TRUTH.json").read_text(encoding="utf-8"))
+    if "tracker_peak_used_bytes" in data:
+        return {int(k): v for k, v in data["tracker_peak_used_bytes"].items()}
+    return {int(k): v["tracker_peak_used_bytes"] for k, v in data["ranks"].items()}
+
+
+def _within_3_percent(folder: Path) -> None:
+    files = memory_json(folder)["files"]
+    expected = truth(folder)
+    assert sorted(f["rank"] for f in files) == sorted(expected)
+    for f in files:
+        assert abs(f["device_peak_bytes"] / expected[f["rank"]] - 1) < 0.03, (f["rank"], f["device_peak_bytes"])
+        assert sum(f["device_peak_parts"].values()) == f["device_peak_bytes"]
+        assert f["device_peak_source"] == "frontend dump"
+
+
+def test_device_peak_within_3_percent_of_dryrun_on_every_rank():
+    _within_3_percent(PP4)
+
+
+@pytest.mark.skipif(not SHARED_PP4.exists(), reason="../shared/dryrun is not here")
+def test_device_peak_within_3_percent_of_dryrun_on_the_shared_run():
+    _within_3_percent(SHARED_PP4)
+
+
+def test_device_peak_parts_and_where():
+    files = {f["rank"]: f for f in memory_json(PP4)["files"]}
+    assert [files[r]["pipeline_stage"] for r in (0, 2, 4, 6)] == [0, 1, 2, 3]
+    first, last = files[0], files[6]
+    assert list(first["device_peak_parts"]) == list(PARTS)
+    # the first stage: 4 micro batches in flight, each with its own fp16 weight copies, more than its activations
+    assert first["micro_batches_in_flight"] == 4
+    assert first["device_peak_parts"]["weight_copies"] > first["device_peak_parts"]["activations"]
+    assert "Grad_MatMul" in first["device_peak_at"]
+    # the last stage peaks at the loss's forward: vocabulary-sized temporaries, nothing backward keeps
+    assert "loss-CrossEntropyLoss" in last["device_peak_at"] and "Gradients" not in last["device_peak_at"]
+    assert last["device_peak_parts"]["temporaries"] > 4 * 1024**2
+    # parameters, moments and accumulation buffers are alike in bytes (one fp32 copy each)
+    parts = first["device_peak_parts"]
+    assert parts["parameters"] == parts["gradients"] and 0 <= parts["optimizer_states"] - parts["parameters"] <= 3 * 512
+
+
+def test_memory_json_validates_with_the_budget():
+    data = memory_json(PP4, "--max-device-memory", "0.5GB")
+    assert data["max_device_memory_bytes"] == 512 * 1024**2
+    schema = json.loads((SCHEMAS / "irlint-memory-1.json").read_text(encoding="utf-8"))
+    jsonschema.validate(data, schema)
+
+
+def test_memory_text_headline_names_the_largest_device_against_the_budget():
+    result = run("memory", PP4, "--max-device-memory", "0.06GB")
+    first = result.output.splitlines()[0]
+    assert first.startswith("Device peak: 64.6 MiB on rank 0, stage 0 against max_device_memory 61.4 MiB (over by")
+    assert "(predicted from the frontend dump)" in first
+    html = run("memory", PP4, "--format", "html").output
+    assert "Device peak: 64.6 MiB on rank 0, stage 0" in html
+
+
+def test_weight_copy_note_says_a_stage_makes_them_per_micro_batch():
+    text = run("memory", PP4).output
+    assert "not the batch" not in text
+    assert "makes them again for each micro batch in flight" in text
+
+
+def test_budget_syntax():
+    assert parse_device_memory("58GB") == 58 * 1024**3
+    assert parse_device_memory("0.5GB") == 512 * 1024**2
+    assert parse_device_memory(" 1024MB ") == 1024**3
+    for bad in ("58", "58 GiB", "-1GB", "0GB", "GB", "1.2.3GB"):
+        with pytest.raises(ValueError):
+            parse_device_memory(bad)
+    result = CliRunner().invoke(main, ["memory", str(PP4), "--max-device-memory", "lots"])
+    assert result.exit_code == 2 and "not a device memory size" in result.output and "Traceback" not in result.output
+
+
+def test_budget_from_the_config(tmp_path):
+    assert config_device_memory(QWEN.read_text(encoding="utf-8")) == "58GB"
+    data = memory_json(PP4, "--config", QWEN)
+    assert data["max_device_memory_bytes"] == 58 * 1024**3
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(QWEN.read_text(encoding="utf-8").replace('"58GB"', '"a lot"'), encoding="utf-8")
+    result = CliRunner().invoke(main, ["memory", str(PP4), "--config", str(bad)])
+    assert result.exit_code == 2 and "context.max_device_memory" in result.output
+
+
+def test_param_roles_and_blocks():
+    assert param_role("para65_▸accu_grads.lm_head.weight") == "gradients"
+    assert param_role("para61_moments.model.layers.7.feed_forward.w2.weight") == "optimizer_states"
+    assert param_role("para3_global_step") == "optimizer_states"
+    assert param_role("para3_model.layers.6.attention.wq.weight") == "parameters"
+    # the memory pool's blocks (MindSpore's tracker): 4 B -> 512, 1 KiB -> 1.5 KiB, 64 KiB -> 64.5 KiB
+    assert [block(4), block(1024), block(65536), block(0)] == [512, 1536, 66048, 0]
+
+
+# --- device-memory-over-budget --------------------------------------------------------------------
+
+
+def lint_json(*args) -> dict:
+    result = CliRunner().invoke(main, [*map(str, args), "--format", "json", "-n"])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def peaks() -> dict[int, int]:
+    return {f["rank"]: f["device_peak_bytes"] for f in memory_json(PP4)["files"]}
+
+
+def test_budget_just_under_one_stage_finds_that_stage_only():
+    p = peaks()
+    rank = max(p, key=lambda r: p[r])
+    budget = f"{(p[rank] - 1024) / 1024**3:.9f}GB"
+    found = [f for f in lint_json(PP4, "--select", "DM001", "--max-device-memory", budget)["findings"]]
+    assert [f["code"] for f in found] == ["DM001"]
+    assert f"rank {rank} (pipeline stage 0)" in found[0]["message"] and "exceeds" in found[0]["message"]
+    assert "recompute" in found[0]["hint"] and "offset" in found[0]["hint"]
+
+
+def test_budget_above_every_peak_finds_nothing():
+    budget = f"{(max(peaks().values()) + 1024**2) / 1024**3:.6f}GB"
+    assert lint_json(PP4, "--select", "DM001", "--max-device-memory", budget)["findings"] == []
+    # no budget: nothing to check, and the lint says why instead of passing
+    result = CliRunner().invoke(main, [str(PP4), "--select", "DM001", "-n"])
+    assert result.exit_code == 2 and "nothing to check without --max-device-memory (DM001)" in result.output
+
+
+def test_budget_under_two_stages_finds_both():
+    p = peaks()
+    budget = f"{(sorted(p.values())[-2] - 1024) / 1024**3:.9f}GB"
+    found = lint_json(PP4, "--select", "DM001", "--max-device-memory", budget)["findings"]
+    assert sorted(re.search(r"rank (\d+)", f["message"]).group(1) for f in found) == ["0", "6"]
+
+
+# --- pipeline-stage-imbalance --------------------------------------------------------------------
+
+
+def test_offset_plan_lowers_the_worst_stage():
+    data = lint_json(PP4, "--select", "PP001")
+    assert [f["code"] for f in data["findings"]] == ["PP001"]
+    plan = data["fix_plan"]["pipeline"]
+    assert plan["offset"] == [-1, 1, 1, -1] and sum(plan["offset"]) == 0
+    assert all(len(plan[k]) == 4 for k in plan)
+    assert max(plan["stage_peak_bytes_after"]) < max(plan["stage_peak_bytes_now"])
+    assert max(plan["stage_flops_after"]) < max(plan["stage_flops_now"])
+    # the first and last stages (embedding; head and loss) are the heaviest now
+    now = plan["stage_peak_bytes_now"]
+    assert sorted(range(4), key=lambda i: -now[i])[:2] == [0, 3]
+    change = next(c for c in data["fix_plan"]["config"] if c["key"] == "model.model_config.offset")
+    assert change["value"] == [-1, 1, 1, -1] and change["written_by_fix"]
+    jsonschema.validate(data["fix_plan"], json.loads((SCHEMAS / "irlint-fix-plan-1.json").read_text(encoding="utf-8")))
+
+
+def test_one_stage_alone_is_no_imbalance():
+    assert lint_json(PP4 / "rank_2", "--select", "PP001")["findings"] == []
+
+
+def test_fix_writes_the_offset(tmp_path):
+    config = tmp_path / "qwen3.yaml"
+    shutil.copy(QWEN, config)
+    result = CliRunner().invoke(main, ["fix", str(config), str(PP4), "--select", "PP001", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert "    offset: [-1, 1, 1, -1]\n" in config.read_text(encoding="utf-8")
