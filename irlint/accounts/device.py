@@ -177,6 +177,10 @@ def _makes_storage(ir: IRFile, n: int) -> bool:
     return t is None or t.kind != "Ref"
 
 
+def _fixed(d: dict) -> bool:
+    return d["kind"] in ("const", "subgraph") or (d["kind"] == "param" and bool(d.get("has_default")))
+
+
 def _from_parameters(ir: IRFile, order: list[int]) -> set[int]:
     """The nodes of ``order`` that read only parameters, constants and other such nodes (an AllGather of a
     sharded weight, a weight's cast): nothing of the step's data orders them."""
@@ -185,8 +189,8 @@ def _from_parameters(ir: IRFile, order: list[int]) -> set[int]:
         d = ir[n]
         if d["op"] in _IN_PLACE or d["op"] in ("call", "Receive", "UpdateState"):
             continue
-        ins = ir.producers(n)
-        if ins and all(ir[i]["kind"] in ("const", "subgraph") or (ir[i]["kind"] == "param" and ir[i].get("has_default")) or i in out for i in ins):
+        ins = ir.pred[n]
+        if ins and all(_fixed(ir[i]) or i in out for i in ins):
             out.add(n)
     return out
 
@@ -203,28 +207,33 @@ def liveness(
     size: dict[Tensor, int] = {}
     first_read: dict[Tensor, int] = {}
     late = _from_parameters(ir, order)
+    storage = {n for n in order if _makes_storage(ir, n)}
+    found: dict[int, list] = {}  # an argument's source tensors: many readers share an argument
+    nodes = ir.nodes
     for i, n in enumerate(order):
-        if _makes_storage(ir, n):
-            t = ir[n].get("out_type")
+        d = nodes[n]
+        if n in storage:
+            t = d.get("out_type")
             if t is not None and t.kind != "Tuple" and t.nbytes:
                 key = Tensor(n, None)
                 start[key], end[key], size[key] = i, i, block(t.nbytes)
-        if ir[n]["op"] in _NOT_READERS:
+        if d["op"] in _NOT_READERS:
             continue  # a reader only through the node that reads its output, or the callee's body
         for arg in reader_inputs(ir, n):
-            for tensor, getitem in sources(ir, arg):
-                p = pos.get(tensor.node)
-                if p is None or not _makes_storage(ir, tensor.node):
-                    continue
+            srcs = found.get(arg)
+            if srcs is None:
+                srcs = found[arg] = [(t, g) for t, g in sources(ir, arg) if t.node in storage]
+            for tensor, getitem in srcs:
+                p = pos[tensor.node]
                 if tensor not in size:
                     t = tensor_type(ir, tensor, getitem)
                     if t is None or not t.nbytes:
                         continue
                     start[tensor], end[tensor], size[tensor] = p, p, block(t.nbytes)
                 last = i
-                if repeated and ir[n]["graph"] in repeated and ir[tensor.node]["graph"] not in repeated:
+                if repeated and d["graph"] in repeated and nodes[tensor.node]["graph"] not in repeated:
                     # made once, read by every micro batch's call of the half: alive until the last call
-                    last = max(i, repeated[ir[n]["graph"]])
+                    last = max(i, repeated[d["graph"]])
                 if last > end[tensor]:
                     end[tensor] = last
                 if tensor not in first_read:
