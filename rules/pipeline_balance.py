@@ -44,7 +44,7 @@ class PipelineStageImbalance(RunRule):
     stages = MEMORY_STAGES
     # a run of several stage files (tests/fixtures/INVALID_RUN): the example test lints it whole
     VALID = [one_op_dump("16, 16")]  # no pipeline
-    INVALID: list[str] = []
+    INVALID = []  # its finding needs a run of stages: INVALID_RUN
     INVALID_RUN = "dryrun/pp4"
 
     def check_run(self, run: list[RunFile], config) -> Iterator[Finding]:

@@ -148,7 +148,7 @@ def test_budget_just_under_one_stage_finds_that_stage_only():
     p = peaks()
     rank = max(p, key=lambda r: p[r])
     budget = f"{(p[rank] - 1024) / 1024**3:.9f}GB"
-    found = [f for f in lint_json(PP4, "--select", "DM001", "--max-device-memory", budget)["findings"]]
+    found = lint_json(PP4, "--select", "DM001", "--max-device-memory", budget)["findings"]
     assert [f["code"] for f in found] == ["DM001"]
     assert f"rank {rank} (pipeline stage 0)" in found[0]["message"] and "exceeds" in found[0]["message"]
     assert "recompute" in found[0]["hint"] and "offset" in found[0]["hint"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import IRFile
-from .device import block, device_peak, param_role
+from .device import block, device_peak
 from .memory import cached_account
 
 
@@ -82,19 +82,18 @@ def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") 
     layers = sorted({int(r.layer) for r in report.layers() if r.layer.isdigit()})
     if not layers:
         return None
-    static = params = 0
-    layer_static = 0
+    static = 0
+    layer_static = 0.0
     for d in ir.nodes.values():
         if d["kind"] == "param" and d.get("has_default") and d["graph"] == ir.entry and d.get("out_type") is not None:
             b = block(d["out_type"].nbytes or 0)
             static += b
-            if param_role(d.get("name", "")) == "parameters":
-                params += b
             if _decoder_layer(d.get("name", "")) is not None:
                 layer_static += b
     # the constants (the zeros of the gradient clearing) follow the parameters
     consts = peak.parts.get("constants", 0)
-    layer_static += consts * (layer_static / static) if static else 0
+    if static:
+        layer_static += consts * layer_static / static
     kept = sum(block(t.nbytes) for t in report.kept if t.layer.isdigit())
     kept += sum(block(t.nbytes) for t in report.weight_copies if t.layer.isdigit())
     cost = cost_account(ir, keys=False)

@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from .budget import budget_of, budget_option
 from .. import rule as rule_module
 from ..findings import FAILING_SEVERITIES
 from ..reporters import FORMATS, RenderContext, render, write_output
@@ -16,6 +15,7 @@ from ..runner.config import Config, ConfigError, check_selectors, shown
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
 from ..runner.plan import why_nothing_checked
+from .budget import budget_of, budget_option
 from .exits import EXIT_CLEAN, EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, fail
 from .options import (
     Command,

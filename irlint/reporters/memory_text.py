@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..accounts.memory import SCOPE_NOTE
 from ..units import human_bytes, layer_spans
-from .device_lines import device_lines
 from .account_lines import AT_STAKE_NOTE, AT_STAKE_PIPELINE_NOTE, memory_headline, rule_codes
+from .device_lines import device_lines
 from .tables import (
     add_layer_rows,
     by_case,

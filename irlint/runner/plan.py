@@ -113,9 +113,7 @@ def why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str
         return ""
     idle = [r for r in rules if hasattr(r, "wants_run") and not r.wants_run(config)]
     if idle and len(idle) == len(rules):
-        return "the selected rules have nothing to check without " + ", ".join(
-            f"{r.needs} ({r.code})" for r in idle
-        )
+        return "the selected rules have nothing to check without " + ", ".join(f"{r.needs} ({r.code})" for r in idle)
     if not found.files:
         return "no graph IR dump was read"
     stages = sorted({f.stage.label for f in found.files})
