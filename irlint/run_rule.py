@@ -32,6 +32,7 @@ class RunRule(Rule):
     """A rule over all files of one run (see the module)."""
 
     needs: ClassVar[str] = ""  # what ``wants_run`` waits for, as the user gives it (an option)
+    min_files: ClassVar[int] = 1  # the fewest distinct graphs in a run worth reading it for
 
     def check(self, ir: IRFile) -> Iterator[Finding]:
         return iter(())

@@ -177,4 +177,4 @@ class DeviceMemoryOverBudget(RunRule):
                     "device_peak_parts": dict(peak.parts),
                     "ways_down": ways,
                 },
-            )
+            ).with_(file=r.file.path)  # ranks of one graph share its model: each finding is its own rank's

@@ -46,6 +46,7 @@ class PipelineStageImbalance(RunRule):
     VALID = [one_op_dump("16, 16")]  # no pipeline
     INVALID = []  # its finding needs a run of stages: INVALID_RUN
     INVALID_RUN = "dryrun/pp4"
+    min_files = 2  # one graph is one stage: nothing to balance, and no file is read again
 
     def check_run(self, run: list[RunFile], config) -> Iterator[Finding]:
         stages = run_stages([(r.ir, r.file.rank, r.file.display) for r in run])

@@ -189,7 +189,10 @@ def test_offset_plan_lowers_the_worst_stage():
 
 
 def test_one_stage_alone_is_no_imbalance():
-    assert lint_json(PP4 / "rank_2", "--select", "PP001")["findings"] == []
+    # one stage's graph is no run to balance: not read again, and a lint of that rule alone says why
+    assert lint_json(PP4 / "rank_2", "--select", "PP001,RC001")["findings"] == []
+    result = CliRunner().invoke(main, [str(PP4 / "rank_2"), "--select", "PP001", "-n"])
+    assert result.exit_code == 2 and "a run of 2 or more distinct graphs (PP001)" in result.output
 
 
 def test_fix_writes_the_offset(tmp_path):
@@ -198,3 +201,15 @@ def test_fix_writes_the_offset(tmp_path):
     result = CliRunner().invoke(main, ["fix", str(config), str(PP4), "--select", "PP001", "--no-cache"])
     assert result.exit_code == 0, result.output
     assert "    offset: [-1, 1, 1, -1]\n" in config.read_text(encoding="utf-8")
+
+
+def test_ranks_of_one_graph_are_read_once_and_found_each(tmp_path):
+    run_dir = tmp_path / "pp4"
+    shutil.copytree(PP4, run_dir)
+    shutil.copytree(run_dir / "rank_0", run_dir / "rank_1")  # stage 0's other data-parallel rank: the same graph
+    budget = f"{(peaks()[0] - 1024) / 1024**3:.9f}GB"
+    found = lint_json(run_dir, "--select", "DM001,PP001", "--max-device-memory", budget)["findings"]
+    dm = sorted(Path(f["file"]).parent.name for f in found if f["code"] == "DM001")
+    assert dm == ["rank_0", "rank_1"]
+    pp = [f for f in found if f["code"] == "PP001"]
+    assert len(pp) == 1 and pp[0]["extra"]["stage_ranks"] == [[0, 1], [2], [4], [6]]

@@ -73,15 +73,15 @@ def _decoder_layer(name: str) -> int | None:
 
 def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") -> Stage | None:
     """The figures of the pipeline stage ``ir`` is the final graph of; None outside a pipeline."""
-    from .compute import account as cost_account
-
     report = cached_account(ir)
     if report.micro_batches < 2:
         return None
-    peak = device_peak(ir, report)
     layers = sorted({int(r.layer) for r in report.layers() if r.layer.isdigit()})
     if not layers:
         return None
+    from .compute import account as cost_account  # a pipeline only: a lint of one graph loads no cost account
+
+    peak = device_peak(ir, report)
     static = 0
     layer_static = 0.0
     for d in ir.nodes.values():
@@ -181,22 +181,26 @@ def plan_offset(stages: list[Stage]) -> Plan | None:
 
 def run_stages(files: list[tuple[IRFile, int | None, str]]) -> list[Stage]:
     """The pipeline stages of one run's files ((model, rank, path) each), in stage order: the files of one stage
-    (its data-parallel ranks) hold the same layers and are one entry, their ranks listed."""
-    by_layers: dict[tuple[int, ...], Stage] = {}
+    (its data-parallel ranks) hold the same layers and are one entry, their ranks listed, figured from the rank
+    with the highest peak. None but pipeline files count, and fewer than two stages are no pipeline to show."""
+    groups: dict[tuple[int, ...], list[tuple[IRFile, int | None, str]]] = {}
     for ir, rank, path in files:
-        s = stage_of_file(ir, rank, path=path)
-        if s is None:
+        report = cached_account(ir)
+        if report.micro_batches < 2:
             continue
-        key = tuple(s.layers)
-        if key in by_layers:
-            kept = by_layers[key]
-            kept.ranks.append(rank)
-            if s.peak_bytes > kept.peak_bytes:
-                s.ranks = kept.ranks
-                by_layers[key] = s
-        else:
-            by_layers[key] = s
-    out = sorted(by_layers.values(), key=lambda s: s.layers[0])
+        layers = tuple(sorted({int(r.layer) for r in report.layers() if r.layer.isdigit()}))
+        if layers:
+            groups.setdefault(layers, []).append((ir, rank, path))
+    if len(groups) < 2:
+        return []
+    out = []
+    for members in groups.values():
+        ir, rank, path = max(members, key=lambda m: device_peak(m[0]).bytes)
+        stage = stage_of_file(ir, rank, path=path)
+        if stage is not None:
+            stage.ranks = [m[1] for m in members]
+            out.append(stage)
+    out.sort(key=lambda s: s.layers[0])
     for i, s in enumerate(out):
         s.index = i
     return out

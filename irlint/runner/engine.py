@@ -107,7 +107,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
                 (silenced if silent else found).append((f, finding.with_(severity=sev)))
         # a truncated final stage must not hide what the complete earlier stages show
         todo = fallback_plan(files, per_file, done, incomplete, config.all_stages) if incomplete else {}
-    for f, finding in check_runs(files, run_rules, config, report.diagnostics, read):
+    for f, finding in check_runs(files, run_rules, config, report.diagnostics, read, shared):
         sev = config.severity_for(finding.code, finding.rule, finding.severity)
         silent = config.suppressed(finding.code, finding.rule, finding.scope, finding.model_path)
         (silenced if silent else found).append((f, finding.with_(severity=sev)))

@@ -20,12 +20,20 @@ def split_rules(rules: list) -> tuple[list, list[RunRule]]:
 
 
 def check_runs(
-    files: list[DumpFile], rules: list[RunRule], config: Config, diagnostics: list[Diagnostic], read: set[str]
+    files: list[DumpFile],
+    rules: list[RunRule],
+    config: Config,
+    diagnostics: list[Diagnostic],
+    read: set[str],
+    shared: dict[str, str] | None = None,
 ) -> Iterator[tuple[DumpFile, Finding]]:
     """(file, finding) of each run-level rule over each run; a rule that fails is reported as a
-    diagnostic and the others still run. The paths of the files read are added to ``read``."""
+    diagnostic and the others still run. The paths of the files read are added to ``read``. Files that
+    hold the same graph (``shared``: path -> the path of the file read for it) are read once; a run with
+    fewer distinct graphs than the rule's ``min_files`` is not read for it."""
     from .lint_file import read_dump
 
+    same = shared or {}
     models: dict[str, object] = {}
     for rule in rules:
         if not rule.wants_run(config):
@@ -36,12 +44,14 @@ def check_runs(
         for f in chosen:
             runs.setdefault(case_of(f), []).append(f)
         for members in runs.values():
+            if len({same.get(f.path, f.path) for f in members}) < rule.min_files:
+                continue
             run = []
             for f in members:
-                ir = models.get(f.path)
+                ir = models.get(same.get(f.path, f.path))
                 if ir is None:
                     try:
-                        ir = models[f.path] = read_dump(f)
+                        ir = models[same.get(f.path, f.path)] = read_dump(f)
                     except OSError:
                         continue  # the per-file pass reports it
                     read.add(f.path)
@@ -49,7 +59,7 @@ def check_runs(
                     run.append(RunFile(f, ir))  # type: ignore[arg-type]
             if not run:
                 continue
-            by_path = {r.ir.path: r.file for r in run}
+            by_path = {r.file.path: r.file for r in run}
             try:
                 for finding in rule.check_run(run, config):
                     yield by_path.get(finding.file, run[0].file), finding
