@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model import IRFile
 from ..model.pipeline import schedules
@@ -38,15 +38,6 @@ PARTS = (
     "activations",
     "temporaries",
 )
-PART_NOTES = {
-    "parameters": "the weights (local shards)",
-    "optimizer_states": "optimizer moments and scalar states",
-    "gradients": "gradient accumulation buffers (accu_grads); the gradients alive at the peak are temporaries",
-    "constants": "constant tensors of the graph (e.g. the zeros of the gradient clearing)",
-    "weight_copies": "weight casts (fp16 copies) kept for backward, once per micro batch in flight",
-    "activations": "activations kept for backward, once per micro batch in flight",
-    "temporaries": "other kernel outputs alive at the peak (gradients, communication buffers, the loss)",
-}
 SOURCE_FRONTEND = "frontend dump"
 
 _OPTIMIZER_STATE = re.compile(r"(^|\.)(moments|adam_m|adam_v|exp_avg|exp_avg_sq|accum|mean_square|moment\d?)\.")
@@ -76,11 +67,6 @@ class DevicePeak:
     source: str = SOURCE_FRONTEND
     micro_batches: int = 1
     in_flight: int = 1
-    # per micro batch: what one forward keeps for its backward (activations, weight copies), in blocks
-    kept_per_micro_batch: dict[str, int] = field(default_factory=dict)
-
-    def largest(self) -> str:
-        return max(self.parts, key=lambda k: self.parts[k])
 
 
 def param_role(name: str) -> str:
@@ -258,10 +244,6 @@ def _in_flight_others_by_part(ir: IRFile, report: MemoryReport) -> dict[str, int
     return out
 
 
-def _in_flight_others(ir: IRFile, report: MemoryReport) -> int:
-    return sum(_in_flight_others_by_part(ir, report).values())
-
-
 def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
     """The predicted peak of used device memory of the rank ``ir`` is the final graph of (computed once per file)."""
     cached = ir.__dict__.get("_device_peak")
@@ -285,7 +267,8 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
     for _, s, a, b in lifetimes:
         events[a] = events.get(a, 0) + s
         events[b + 1] = events.get(b + 1, 0) - s
-    extra_bytes = _in_flight_others(ir, report) if stages else 0
+    others = _in_flight_others_by_part(ir, report) if stages else {}
+    extra_bytes = sum(others.values())
     live = 0
     best, best_at = -1, -1
     for i in range(len(order)):
@@ -300,12 +283,8 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
         if a <= best_at <= b:
             part = "activations" if t in kept_nodes else "weight_copies" if t in copy_nodes else "temporaries"
             alive[part] += s
-    per_mb = {
-        "activations": sum(block(t.nbytes) for t in report.kept),
-        "weight_copies": sum(block(t.nbytes) for t in report.weight_copies),
-    }
     if extra_bytes and best_at >= 0 and ir[order[best_at]]["graph"] in halves:
-        for part, n in _in_flight_others_by_part(ir, report).items():
+        for part, n in others.items():
             alive[part] += n
     parts.update(alive)
     total = sum(parts.values())
@@ -317,7 +296,6 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
         order[best_at] if 0 <= best_at < len(order) else None,
         micro_batches=report.micro_batches,
         in_flight=report.in_flight,
-        kept_per_micro_batch=per_mb,
     )
     ir.__dict__["_device_peak"] = peak
     return peak
