@@ -28,6 +28,7 @@ PP4 = DRYRUN / "pp4"
 SHARED_PP4 = TESTS.parent.parent / "shared" / "dryrun" / "pp4"
 SCHEMAS = TESTS / "fixtures" / "schemas"
 QWEN = TESTS / "fixtures" / "mindformers-configs" / "finetune_qwen3.yaml"
+GLM4 = TESTS / "fixtures" / "mindformers-configs" / "finetune_glm4_9b.yaml"  # sets num_layers and the budget
 
 
 def run(*args):
@@ -119,10 +120,11 @@ def test_budget_syntax():
 
 def test_budget_from_the_config(tmp_path):
     assert config_device_memory(QWEN.read_text(encoding="utf-8")) == "58GB"
-    data = memory_json(PP4, "--config", QWEN)
+    data = memory_json(PP4, "--config", GLM4)
     assert data["max_device_memory_bytes"] == 58 * 1024**3
+    assert memory_json(PP4, "--config", GLM4, "--max-device-memory", "0.5GB")["max_device_memory_bytes"] == 2**29
     bad = tmp_path / "bad.yaml"
-    bad.write_text(QWEN.read_text(encoding="utf-8").replace('"58GB"', '"a lot"'), encoding="utf-8")
+    bad.write_text(GLM4.read_text(encoding="utf-8").replace('"58GB"', '"a lot"'), encoding="utf-8")
     result = CliRunner().invoke(main, ["memory", str(PP4), "--config", str(bad)])
     assert result.exit_code == 2 and "context.max_device_memory" in result.output
 

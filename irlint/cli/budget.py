@@ -34,19 +34,3 @@ def budget_of(given: str | None, config: str | None) -> int | None:
     except ValueError as exc:
         fail(f"{where}: {exc}")
 
-
-def budget_only(config: str, layers: int | None) -> bool:
-    """Whether a ``--config`` gives ``irlint memory`` a budget but no depth (an mcore config that reads its
-    depth elsewhere): then it is read for the budget alone, with no projection."""
-    from ..accounts.device import config_device_memory
-    from ..mfyaml import YamlError, depth
-
-    text = read_or_fail(config, "the config")
-    try:
-        depth(text)
-    except YamlError:
-        try:
-            return layers is None and config_device_memory(text) is not None
-        except ValueError:
-            return False
-    return False

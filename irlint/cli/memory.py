@@ -13,7 +13,7 @@ from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.memory_text import render_text
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile, case_of
-from .budget import budget_of, budget_only, budget_option
+from .budget import budget_of, budget_option
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
@@ -227,7 +227,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, max_device_memory, follo
     or the config's context.max_device_memory when given.
     """
     budget = budget_of(max_device_memory, config)
-    depth = resolve(layers, config) if config is None or not budget_only(config, layers) else resolve(layers, None)
+    depth = resolve(layers, config)
     chosen, problems = final_inputs(paths, output, follow_links, MEMORY_STAGES)
     entries: list[dict] = []
     cases: list[str] = []
