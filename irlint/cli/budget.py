@@ -33,4 +33,3 @@ def budget_of(given: str | None, config: str | None) -> int | None:
         return parse_device_memory(given)
     except ValueError as exc:
         fail(f"{where}: {exc}")
-
