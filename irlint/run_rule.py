@@ -41,5 +41,9 @@ class RunRule(Rule):
         """Whether this lint gives the rule what it needs (e.g. a budget): else no file is read for it."""
         return True
 
+    def settings(self, config: Config) -> tuple:
+        """The settings the rule's findings depend on (part of their cache key)."""
+        return ()
+
     def check_run(self, run: list[RunFile], config: Config) -> Iterator[Finding]:
         raise NotImplementedError

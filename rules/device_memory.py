@@ -125,6 +125,9 @@ class DeviceMemoryOverBudget(RunRule):
     def wants_run(self, config) -> bool:
         return bool(getattr(config, "max_device_memory", None))
 
+    def settings(self, config) -> tuple:
+        return (getattr(config, "max_device_memory", None),)
+
     def check_run(self, run: list[RunFile], config) -> Iterator[Finding]:
         from irlint.accounts.pipeline_plan import plan_offset, run_stages
 
@@ -177,4 +180,4 @@ class DeviceMemoryOverBudget(RunRule):
                     "device_peak_parts": dict(peak.parts),
                     "ways_down": ways,
                 },
-            ).with_(file=r.file.path)  # ranks of one graph share its model: each finding is its own rank's
+            ).with_(file=r.file.display)  # ranks of one graph share its model: each finding is its own rank's

@@ -11,6 +11,7 @@ full recompute (``pp4_rc``), dp2 x mp4 without a pipeline (``dp2mp4``) and with 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -260,3 +261,33 @@ def test_interleave_counts_each_chunk_in_flight_and_plans_no_offset():
     files = {f["rank"]: f for f in memory_json(DRYRUN / "pp2_vpp2")["files"]}
     assert [len(f["chunks"]) for f in files.values()] == [2, 2]
     assert lint_json(DRYRUN / "pp2_vpp2", "--select", "PP001,RC001")["findings"] == []  # offsets per chunk: not planned
+
+
+def test_run_findings_come_from_the_cache_the_second_time(tmp_path, monkeypatch):
+    from irlint.runner import lint_file
+    from irlint.runner.config import Config
+    from irlint.runner.engine import lint
+
+    run_dir = tmp_path / "pp4"
+    shutil.copytree(PP4, run_dir)
+    for f in run_dir.rglob("*.gz"):  # older than the cache's racy window: their content hashes are kept
+        os.utime(f, (f.stat().st_mtime - 3600, f.stat().st_mtime - 3600))
+    budget = peaks()[0] - 1024
+
+    def findings(max_bytes: int) -> list[tuple[str, str]]:
+        config = Config(
+            select=["DM001", "PP001"], cache_dir=str(tmp_path / "cache"), jobs=1, max_device_memory=max_bytes
+        )
+        return sorted((f.code, f.message) for f in lint(run_dir, config).findings)
+
+    first = findings(budget)
+    assert [c for c, _ in first] == ["DM001", "PP001"]
+
+    def no_read(f):
+        raise AssertionError(f"read again: {f.path}")
+
+    monkeypatch.setattr(lint_file, "read_dump", no_read)
+    assert findings(budget) == first
+    monkeypatch.undo()
+    # another budget is another key: computed, not taken from the entry of the first
+    assert [c for c, _ in findings(budget + 2048)] == ["PP001"]

@@ -35,6 +35,7 @@ def check_runs(
 
     same = shared or {}
     models: dict[str, object] = {}
+    store = _store(config)
     for rule in rules:
         if not rule.wants_run(config):
             continue
@@ -45,6 +46,12 @@ def check_runs(
             runs.setdefault(case_of(f), []).append(f)
         for members in runs.values():
             if len({same.get(f.path, f.path) for f in members}) < rule.min_files:
+                continue
+            members.sort(key=lambda f: f.path)
+            keys = _keys(store, rule, config, members) if store is not None else None
+            hits = _hits(store, keys, members) if keys else None
+            if hits is not None:
+                yield from hits
                 continue
             run = []
             for f in members:
@@ -59,11 +66,61 @@ def check_runs(
                     run.append(RunFile(f, ir))  # type: ignore[arg-type]
             if not run:
                 continue
-            by_path = {r.file.path: r.file for r in run}
+            by_path = {name: r.file for r in run for name in (r.file.path, r.file.display)}
+            found: list[tuple[DumpFile, Finding]] = []
             try:
-                for finding in rule.check_run(run, config):
-                    yield by_path.get(finding.file, run[0].file), finding
+                found = [(by_path.get(x.file, run[0].file), x) for x in rule.check_run(run, config)]
             except Exception as exc:  # noqa: BLE001 - one rule's failure must not stop the lint
                 diagnostics.append(
                     Diagnostic(run[0].file.display, 0, RULE_FAILED, f"{rule.code} {rule.name} failed: {exc!r}")
                 )
+                continue
+            if keys and len(run) == len(members):
+                for f, key in zip(members, keys):
+                    store.put(key, ([x for g, x in found if g is f], []), f.display)
+            yield from found
+
+
+def _store(config: Config):
+    if not config.cache:
+        return None
+    from .cache import LintCache, default_dir  # only a lint with a cache loads it
+
+    return LintCache(default_dir(config.cache_dir))
+
+
+def _keys(store, rule: RunRule, config: Config, members: list[DumpFile]) -> list[str] | None:
+    """One cache key per file of the run: the rule, its settings, irlint, and every file's content, rank and
+    stage (a run's findings depend on all of them); None when a file's content hash is not known."""
+    from hashlib import sha256
+
+    from .discover import is_buffered
+    from .hashes import rules_hash, tool_hash
+    from .same_graph import stored_hash
+
+    if any(is_buffered(f.path) for f in members):
+        return None  # standard input is never cached
+    digests = []
+    for f in members:
+        digest = store.known_hash(f.path)
+        if digest is None:  # not hashed by the per-file pass (no per-file rule read it)
+            digest = stored_hash(f.path)
+            if digest is None:
+                return None
+            store.remember_hash(f.path, digest)
+        digests.append(digest)
+    run = "\0".join(f"{d}:{f.rank}:{f.stage.label}" for d, f in zip(digests, members))
+    ident = "\0".join(("run", tool_hash(), rules_hash([rule]), repr(rule.settings(config)), run))
+    whole = sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
+    return [sha256(f"{whole}\0{i}".encode()).hexdigest() for i in range(len(members))]
+
+
+def _hits(store, keys: list[str], members: list[DumpFile]) -> list[tuple[DumpFile, Finding]] | None:
+    """The run's findings from the cache, when every file of it has its entry."""
+    out = []
+    for f, key in zip(members, keys):
+        hit = store.get(key, f.display)
+        if hit is None:
+            return None
+        out += [(f, x) for x in hit[0]]
+    return out
