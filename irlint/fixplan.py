@@ -160,12 +160,14 @@ OFFSET_KEY = "model.model_config.offset"
 
 def offset_change(pipeline: dict) -> dict:
     """The config change of a pipeline plan (pipeline-stage-imbalance): MindFormers' offset."""
+    from .units import human_bytes
+
     return {
         "key": OFFSET_KEY,
         "value": list(pipeline["offset"]),
         "cause": "pipeline stage imbalance",
         "why": "layers moved between pipeline stages: the worst stage's peak "
-        f"{max(pipeline['stage_peak_bytes_now'])} -> {max(pipeline['stage_peak_bytes_after'])} bytes",
+        f"{human_bytes(max(pipeline['stage_peak_bytes_now']))} -> {human_bytes(max(pipeline['stage_peak_bytes_after']))}",
         "written_by_fix": True,
         "note": "layers of stage i = num_layers / pipeline_stage + offset[i]",
     }
