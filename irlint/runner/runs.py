@@ -51,6 +51,7 @@ def check_runs(
             keys = _keys(store, rule, config, members) if store is not None else None
             hits = _hits(store, keys, members) if keys else None
             if hits is not None:
+                read.update(f.path for f in members)  # checked, from the cache
                 yield from hits
                 continue
             run = []
