@@ -278,7 +278,9 @@ def test_run_findings_come_from_the_cache_the_second_time(tmp_path, monkeypatch)
         config = Config(
             select=["DM001", "PP001"], cache_dir=str(tmp_path / "cache"), jobs=1, max_device_memory=max_bytes
         )
-        return sorted((f.code, f.message) for f in lint(run_dir, config).findings)
+        report = lint(run_dir, config)
+        assert len(report.files) == 4  # checked, read or answered by the cache
+        return sorted((f.code, f.message) for f in report.findings)
 
     first = findings(budget)
     assert [c for c, _ in first] == ["DM001", "PP001"]
