@@ -30,8 +30,8 @@ class PipelineStageImbalance(RunRule):
     A pipeline's bubble, (p-1)/(v·m+p-1), is reported with the stage figures.
 
     How to fix: set MindFormers' ``model.model_config.offset`` (layers of stage i = num_layers / pp +
-    offset[i]) to the planned one; ``irlint fix`` writes it. The finding gives each stage's peak and FLOPs now
-    and after.
+    offset[i]; with interleave per chunk, offset[chunk][stage] of num_layers / (pp·chunks)) to the planned one;
+    ``irlint fix`` writes it. The finding gives each stage's peak and FLOPs now and after.
 
     Example: pp4, 8 layers (2 per stage): stage peaks 64.6 / 39.8 / 35.0 / 60.1 MiB; offset [-1, 1, 1, -1]
     makes the worst 59.5 MiB.

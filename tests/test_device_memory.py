@@ -6,7 +6,8 @@ fp16 compute, nn.Momentum) compiled and stepped under DryRun (MS_SIMULATION_LEVE
 each rank's validate dump (gzipped) and the tracker's peak of used memory (``TRUTH.json``, with the layout):
 pp4 x dp2 with 8 micro batches (``pp4``), the same with the offset [-1, 1, 1, -1] (``pp4_off_0110``) and with
 full recompute (``pp4_rc``), dp2 x mp4 without a pipeline (``dp2mp4``) and with optimizer parallel
-(``dp2mp4_opt``), pp2 x dp4 with 2 interleave chunks (``pp2_vpp2``)."""
+(``dp2mp4_opt``), pp2 x dp4 with 2 interleave chunks (``pp2_vpp2``: 4 layers; ``pp2_vpp2_l8``: 8 layers, and
+``pp2_vpp2_l8_off`` with the per-chunk offset planned for it)."""
 
 from __future__ import annotations
 
@@ -293,3 +294,23 @@ def test_run_findings_come_from_the_cache_the_second_time(tmp_path, monkeypatch)
     monkeypatch.undo()
     # another budget is another key: computed, not taken from the entry of the first
     assert [c for c, _ in findings(budget + 2048)] == ["PP001"]
+
+
+def test_interleave_plans_the_offset_per_chunk_and_the_recompile_agrees():
+    from irlint.accounts.pipeline_plan import plan_offset, run_stages
+    from irlint.runner.discover import discover_inputs
+    from irlint.runner.lint_file import read_dump
+
+    def stages(run: str):
+        files = discover_inputs([str(DRYRUN / run)], None).files
+        return run_stages([(read_dump(f), f.rank, f.display) for f in files])
+
+    plan = plan_offset(stages("pp2_vpp2_l8"))
+    assert plan is not None
+    # MindFormers' per-chunk form: fewer layers in the first chunk, whose micro batches wait longest
+    assert plan.offset == [[-1, -1], [1, 1]] and plan.layers_after == plan.layers_now == [4, 4]
+    recompiled = DRYRUN / "pp2_vpp2_l8_off"
+    assert json.loads((recompiled / "TRUTH.json").read_text(encoding="utf-8"))["config"]["offset"] == plan.offset
+    before, after = truth(DRYRUN / "pp2_vpp2_l8"), truth(recompiled)
+    assert max(after.values()) < max(before.values())
+    assert all(abs(p / after[r] - 1) < 0.03 for p, r in zip(plan.peak_after, sorted(after)))

@@ -35,11 +35,18 @@ class Stage:
     layer_flops: float
     file: str = ""
     node: int | None = None  # the node at the peak
+    # with interleave, per chunk in layer order: its decoder layers here and its micro batches in flight at the peak
+    chunk_layers: list[int] = field(default_factory=list)
+    chunk_in_flight: list[int] = field(default_factory=list)
+    # with interleave: the stage's final graph and its chunks' forward halves, to find the peak point again
+    # for other layer counts (the 1F1B order weighed by what each chunk then keeps)
+    ir: IRFile | None = field(default=None, repr=False)
+    chunk_graphs: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Plan:
-    offset: list[int]
+    offset: list  # per stage; with interleave per chunk, then per stage
     layers_now: list[int]
     layers_after: list[int]
     peak_now: list[int]
@@ -108,6 +115,7 @@ def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") 
         if r.layer.isdigit()
     )
     n = len(layers)
+    chunk_layers, chunk_in_flight, chunk_graphs = _chunks(ir, report, len(layers))
     return Stage(
         index,
         [rank],
@@ -122,42 +130,87 @@ def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") 
         layer_flops / n,
         path,
         peak.node,
+        chunk_layers,
+        chunk_in_flight,
+        ir if len(chunk_graphs) > 1 else None,
+        chunk_graphs,
     )
 
 
-def _peak(s: Stage, layers: int) -> int:
-    return round(s.peak_bytes + (layers - len(s.layers)) * (s.layer_static_bytes + s.in_flight * s.layer_kept_bytes))
+def _chunks(ir: IRFile, report, layers: int) -> tuple[list[int], list[int], list[str]]:
+    """(decoder layers, micro batches in flight at the peak, forward half) of each chunk of the stage, in layer
+    order."""
+    rows = []
+    for c in report.chunks:
+        held = {t.layer for t in report.kept if t.layer.isdigit() and ir[t.tensor.node]["graph"] == c["graph"]}
+        if held:
+            rows.append((min(int(x) for x in held), len(held), c["in_flight_at_peak"], c["graph"]))
+    rows.sort()
+    if not rows or sum(r[1] for r in rows) != layers:
+        return [layers], [report.in_flight], []
+    return [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
 
 
-def _flops(s: Stage, layers: int, per_layer: float) -> int:
-    return round(s.flops + (layers - len(s.layers)) * per_layer)
+def _in_flight(s: Stage, counts: list[int]) -> list[int]:
+    """Each chunk's micro batches in flight at the stage's peak with ``counts`` layers per chunk: with
+    interleave the peak point of the 1F1B order moves with what each chunk keeps."""
+    if s.ir is None or len(counts) != len(s.chunk_graphs):
+        return s.chunk_in_flight or [s.in_flight]
+    from ..model.pipeline import at_peak
+
+    found = at_peak(s.ir, {g: max(n, 0) for g, n in zip(s.chunk_graphs, counts)})
+    return [found.get(g, 1) for g in s.chunk_graphs]
+
+
+def _peak(s: Stage, counts: list[int]) -> int:
+    """The stage's peak with ``counts`` layers per chunk: one layer's parameters, states and constants once, its
+    kept activations and weight copies once per micro batch of its chunk in flight at the peak."""
+    now = s.chunk_layers or [len(s.layers)]
+    held = sum(n - m for n, m in zip(counts, now)) * s.layer_static_bytes
+
+    def kept(c: list[int]) -> float:
+        return sum(n * f for n, f in zip(c, _in_flight(s, c))) * s.layer_kept_bytes
+
+    return round(s.peak_bytes + held + kept(counts) - kept(now))
+
+
+def _flops(s: Stage, counts: list[int], per_layer: float) -> int:
+    return round(s.flops + (sum(counts) - len(s.layers)) * per_layer)
 
 
 def plan_offset(stages: list[Stage]) -> Plan | None:
     """The offset that lowers the worst stage's peak (then the slowest stage's FLOPs), or None when no move
-    of a layer does (or the stages hold several chunks each: interleave's offsets are per chunk)."""
-    if len(stages) < 2 or any(s.chunks > 1 for s in stages):
+    of a layer does. With interleave the offset is MindFormers' per chunk form, ``offset[chunk][stage]``."""
+    if len(stages) < 2:
         return None
+    chunks = {len(s.chunk_layers or [0]) for s in stages}
+    if len(chunks) != 1:
+        return None  # the stages disagree on the chunks: no plan
+    v = chunks.pop()
     total = sum(len(s.layers) for s in stages)
     per_layer = sum(s.layer_flops * len(s.layers) for s in stages) / total
-    now = [len(s.layers) for s in stages]
-    counts = list(now)
+    now = [list(s.chunk_layers or [len(s.layers)]) for s in stages]
+    counts = [list(c) for c in now]
 
-    def score(c: list[int]) -> tuple:
+    def score(c: list[list[int]]) -> tuple:
         peaks = [_peak(s, n) for s, n in zip(stages, c)]
         flops = [_flops(s, n, per_layer) for s, n in zip(stages, c)]
-        return (max(peaks), max(flops), sum(abs(a - b) for a, b in zip(c, now)))
+        moved = sum(abs(a - b) for x, y in zip(c, now) for a, b in zip(x, y))
+        return (max(peaks), max(flops), moved)
 
+    slots = [(i, k) for i in range(len(stages)) for k in range(v)]
     best = score(counts)
     while True:
         moves = []
-        for i in range(len(stages)):
-            for j in range(len(stages)):
-                if i == j or counts[i] <= 1:
+        for i, k in slots:
+            if counts[i][k] <= 1:
+                continue
+            for j, m in slots:
+                if (i, k) == (j, m):
                     continue
-                c = list(counts)
-                c[i] -= 1
-                c[j] += 1
+                c = [list(x) for x in counts]
+                c[i][k] -= 1
+                c[j][m] += 1
                 moves.append((score(c), c))
         if not moves:
             break
@@ -167,11 +220,16 @@ def plan_offset(stages: list[Stage]) -> Plan | None:
         best, counts = found, c
     if counts == now:
         return None
-    base = total // len(stages)
+    base = total // (len(stages) * v)
+    offset: list = (
+        [n - base for n in (c[0] for c in counts)]
+        if v == 1
+        else [[counts[i][k] - base for i in range(len(stages))] for k in range(v)]
+    )
     return Plan(
-        offset=[n - base for n in counts],
-        layers_now=now,
-        layers_after=counts,
+        offset=offset,
+        layers_now=[sum(c) for c in now],
+        layers_after=[sum(c) for c in counts],
         peak_now=[s.peak_bytes for s in stages],
         peak_after=[_peak(s, n) for s, n in zip(stages, counts)],
         flops_now=[s.flops for s in stages],
