@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from irlint.accounts.device import DevicePeak, device_peak
-from irlint.accounts.memory import MEMORY_STAGES, cached_account
-from irlint.findings import Finding
-from irlint.model import IRFile
+from irlint.accounts.memory import MEMORY_STAGES
 from irlint.run_rule import RunFile, RunRule
 from irlint.units import human_bytes
+
+if TYPE_CHECKING:  # the device account is loaded by a lint that gives a budget only
+    from irlint.accounts.device import DevicePeak
+    from irlint.findings import Finding
+    from irlint.model import IRFile
 
 # the budget the examples run with
 EXAMPLE_BUDGET = 1024**2
@@ -63,6 +66,7 @@ def ways_down(ir: IRFile, peak: DevicePeak) -> list[dict]:
     """The cheapest ways to lower this rank's peak, each priced: ``{"way", "saves_bytes", "costs", "how"}``,
     the most bytes first."""
     from irlint.accounts.compute import account as cost_account
+    from irlint.accounts.memory import cached_account
 
     out = []
     report = cached_account(ir)
@@ -129,6 +133,7 @@ class DeviceMemoryOverBudget(RunRule):
         return (getattr(config, "max_device_memory", None),)
 
     def check_run(self, run: list[RunFile], config) -> Iterator[Finding]:
+        from irlint.accounts.device import device_peak
         from irlint.accounts.pipeline_plan import plan_offset, run_stages
 
         budget = getattr(config, "max_device_memory", None)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from irlint.accounts.memory import MEMORY_STAGES
-from irlint.accounts.pipeline_plan import bubble, plan_offset, run_stages
-from irlint.findings import Finding
 from irlint.run_rule import RunFile, RunRule
 from irlint.units import human_bytes
+
+if TYPE_CHECKING:
+    from irlint.findings import Finding
 
 from .device_memory import one_op_dump
 
@@ -49,6 +51,8 @@ class PipelineStageImbalance(RunRule):
     min_files = 2  # one graph is one stage: nothing to balance, and no file is read again
 
     def check_run(self, run: list[RunFile], config) -> Iterator[Finding]:
+        from irlint.accounts.pipeline_plan import bubble, plan_offset, run_stages  # a run of stages only
+
         stages = run_stages([(r.ir, r.file.rank, r.file.display) for r in run])
         plan = plan_offset(stages)
         if plan is None:

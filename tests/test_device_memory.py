@@ -314,3 +314,16 @@ def test_interleave_plans_the_offset_per_chunk_and_the_recompile_agrees():
     before, after = truth(DRYRUN / "pp2_vpp2_l8"), truth(recompiled)
     assert max(after.values()) < max(before.values())
     assert all(abs(p / after[r] - 1) < 0.03 for p, r in zip(plan.peak_after, sorted(after)))
+
+
+def test_a_lint_of_one_graph_without_a_budget_loads_no_device_account():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom irlint.cli import main\n"
+        f"CliRunner().invoke(main, ['-q', '--no-cache', {str(PP4 / 'rank_0')!r}])\n"
+        "print([m for m in sys.modules if m in ('irlint.accounts.device', 'irlint.accounts.pipeline_plan')])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "[]", proc.stderr
