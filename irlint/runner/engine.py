@@ -67,7 +67,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
 
     rules = active_rules(config)
     per_file, run_rules = split_rules(rules)
-    todo = plan(files, per_file, config.all_stages)
+    todo = first_plan = plan(files, per_file, config.all_stages)
     by_path = {f.path: f for f in files}
     report = Report(diagnostics=list(diagnostics), files=[], rules=rules)
     if config.cache and files:
@@ -107,7 +107,7 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
                 (silenced if silent else found).append((f, finding.with_(severity=sev)))
         # a truncated final stage must not hide what the complete earlier stages show
         todo = fallback_plan(files, per_file, done, incomplete, config.all_stages) if incomplete else {}
-    for f, finding in check_runs(files, run_rules, config, report.diagnostics, read, shared):
+    for f, finding in check_runs(files, run_rules, config, report.diagnostics, read, shared, first_plan):
         sev = config.severity_for(finding.code, finding.rule, finding.severity)
         silent = config.suppressed(finding.code, finding.rule, finding.scope, finding.model_path)
         (silenced if silent else found).append((f, finding.with_(severity=sev)))

@@ -26,6 +26,7 @@ def check_runs(
     diagnostics: list[Diagnostic],
     read: set[str],
     shared: dict[str, str] | None = None,
+    first_plan: dict[str, list] | None = None,
 ) -> Iterator[tuple[DumpFile, Finding]]:
     """(file, finding) of each run-level rule over each run; a rule that fails is reported as a
     diagnostic and the others still run. The paths of the files read are added to ``read``. Files that
@@ -39,7 +40,7 @@ def check_runs(
     for rule in rules:
         if not rule.wants_run(config):
             continue
-        planned = plan(files, [rule], config.all_stages)
+        planned = _planned(files, rule, config, first_plan)
         chosen = [f for f in files if f.path in planned]
         runs: dict[str, list[DumpFile]] = {}
         for f in chosen:
@@ -80,6 +81,17 @@ def check_runs(
                 for f, key in zip(members, keys):
                     store.put(key, ([x for g, x in found if g is f], []), f.display)
             yield from found
+
+
+def _planned(files: list[DumpFile], rule: RunRule, config: Config, first_plan: dict[str, list] | None) -> set[str]:
+    """The files the plan picks for ``rule``: those the per-file pass planned for a rule of the same stages
+    (``first_plan``, the lint's plan), else a plan of its own."""
+    stages = tuple(rule.stages)
+    if first_plan:
+        same = {path for path, rules in first_plan.items() if any(tuple(r.stages) == stages for r in rules)}
+        if same:
+            return same
+    return set(plan(files, [rule], config.all_stages))
 
 
 def _store(config: Config):
