@@ -139,6 +139,48 @@ class RootCauseFix:
 
 
 @dataclass(frozen=True, slots=True)
+class PipelineFix:
+    """MindFormers' pipeline ``offset`` a stage-imbalance finding plans (per stage; per chunk, then
+    stage, with interleave), with each stage's peak device bytes and FLOPs per micro batch now and
+    after it, in stage order: the lint's ``fix_plan.pipeline``."""
+
+    offset: tuple[Any, ...]
+    stage_peak_bytes_now: tuple[int, ...]
+    stage_peak_bytes_after: tuple[int, ...]
+    stage_flops_now: tuple[int, ...]
+    stage_flops_after: tuple[int, ...]
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> PipelineFix:
+        """From ``fix_plan.pipeline``'s JSON form (lists)."""
+
+        def frozen(v: Any) -> Any:
+            return tuple(frozen(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+        return cls(
+            offset=frozen(data["offset"]),
+            stage_peak_bytes_now=tuple(int(x) for x in data["stage_peak_bytes_now"]),
+            stage_peak_bytes_after=tuple(int(x) for x in data["stage_peak_bytes_after"]),
+            stage_flops_now=tuple(int(x) for x in data["stage_flops_now"]),
+            stage_flops_after=tuple(int(x) for x in data["stage_flops_after"]),
+        )
+
+    def data(self) -> dict[str, Any]:
+        """``fix_plan.pipeline``'s JSON form."""
+
+        def listed(v: Any) -> Any:
+            return [listed(x) for x in v] if isinstance(v, tuple) else v
+
+        return {
+            "offset": listed(self.offset),
+            "stage_peak_bytes_now": list(self.stage_peak_bytes_now),
+            "stage_peak_bytes_after": list(self.stage_peak_bytes_after),
+            "stage_flops_now": list(self.stage_flops_now),
+            "stage_flops_after": list(self.stage_flops_after),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Fixes:
     """What resolves a finding, as the fix plan (irlint.fixplan) folds it: keys to add to
     select_recompute, op changes in the model code (the first is the finding's own, the others
@@ -150,6 +192,7 @@ class Fixes:
     context: str = ""  # set_auto_parallel_context setting, "name=value"
     root_cause: RootCauseFix | None = None
     drop_select_recompute: tuple[str, ...] = ()
+    pipeline: PipelineFix | None = None  # the layers moved between pipeline stages
 
 
 NO_FIXES = Fixes()  # a finding with nothing to change

@@ -16,6 +16,7 @@ from .findings import (
     NoKeyOp,
     OpFix,
     OpFlops,
+    PipelineFix,
     RecomputeFix,
     Related,
     RootCauseFix,
@@ -83,6 +84,8 @@ def extra_data(f: Finding) -> dict[str, Any]:
         out["root_cause"] = {"kind": rc_.kind, "why": rc_.why, "fix": root_fix_data(rc_.fix)}
     if fixes.drop_select_recompute:
         out["drop_select_recompute"] = list(fixes.drop_select_recompute)
+    if fixes.pipeline is not None:
+        out["pipeline"] = fixes.pipeline.data()
     if f.waste is not None:
         w = f.waste
         out["waste_bytes"] = w.bytes
@@ -234,7 +237,8 @@ def _typed_facts(d: dict[str, Any]) -> dict[str, Any]:
     cause = d.pop("root_cause", None)
     root = None if cause is None else RootCauseFix(str(cause["kind"]), str(cause["why"]), _root_fix(cause["fix"]))
     drop = tuple(str(k) for k in d.pop("drop_select_recompute", ()))
-    out["fixes"] = Fixes(recompute, ops, context, root, drop)
+    plan = d.pop("pipeline", None)
+    out["fixes"] = Fixes(recompute, ops, context, root, drop, None if plan is None else PipelineFix.of(plan))
     if "waste_bytes" in d:
         steps = d.pop("steps", None)
         received = d.get("cost_kind") == "received"

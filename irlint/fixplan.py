@@ -42,6 +42,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
     strategies: list[dict[str, Any]] = []
     seen_shards: set[tuple[Any, ...]] = set()
     config: dict[str, dict[str, Any]] = {}
+    pipeline_plan: dict[str, Any] | None = None
     layouts: dict[tuple[Any, ...], dict[str, Any]] = {}
     by_hand: dict[tuple[Any, ...], dict[str, Any]] = {}
     # a finding grouped by root cause stands for one occurrence per layer: each names its own layer
@@ -64,6 +65,11 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
                 no_key.append({"node": nk.node, "op": nk.op, "source": nk.source, "file": f.file, "finding": mark(f)})
             if need.keys:
                 resolved.append(mark(f))
+        if fixes.pipeline is not None:
+            pipeline_plan = fixes.pipeline.data()
+            row = config.setdefault(OFFSET_KEY, {**offset_change(pipeline_plan), "findings": []})
+            row["findings"].append(mark(f))
+            resolved.append(mark(f))
         root = fixes.root_cause
         changes = config_changes(root.kind, root.fix) if root is not None else []
         changes += context_changes(fixes.context)
@@ -144,6 +150,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
         "layouts": [_sorted_findings(r) for r in layouts.values()],
         "by_hand": [_sorted_findings(r) for r in by_hand.values()],
         "resolves": sorted({x for x in resolved if x}),
+        **({"pipeline": pipeline_plan} if pipeline_plan else {}),
     }  # sorted: the same plan grouped or not
 
 
@@ -153,6 +160,24 @@ def _sorted_findings(row: dict[str, Any]) -> dict[str, Any]:
 
 # MindFormers passes its YAML's parallel section to set_auto_parallel_context
 CONTEXT_SECTION = "parallel."
+
+
+OFFSET_KEY = "model.model_config.offset"
+
+
+def offset_change(pipeline: dict[str, Any]) -> dict[str, Any]:
+    """The config change of a pipeline plan (pipeline-stage-imbalance): MindFormers' offset."""
+    from .units import human_bytes
+
+    return {
+        "key": OFFSET_KEY,
+        "value": list(pipeline["offset"]),
+        "cause": "pipeline stage imbalance",
+        "why": "layers moved between pipeline stages: the worst stage's peak "
+        f"{human_bytes(max(pipeline['stage_peak_bytes_now']))} -> {human_bytes(max(pipeline['stage_peak_bytes_after']))}",
+        "written_by_fix": True,
+        "note": "layers of stage i = num_layers / pipeline_stage + offset[i]",
+    }
 
 
 def context_changes(setting: str) -> list[dict[str, Any]]:

@@ -107,6 +107,12 @@ def _rule_page(cls) -> str:
         f"Select it with `--select {cls.code}` or `--select {cls.name}`; `irlint explain {cls.code}` prints this page.",
         _markdown(body),
     ]
+    if not cls.INVALID and getattr(cls, "INVALID_RUN", None):
+        parts += [
+            "## A run it reports",
+            f"It needs every stage of a run at once: `tests/test_rule_examples.py` lints the fixture folder "
+            f"`tests/fixtures/{cls.INVALID_RUN}` and expects its finding.",
+        ]
     if cls.INVALID:
         parts += [
             "## A dump it reports",

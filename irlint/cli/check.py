@@ -15,6 +15,7 @@ from ..runner.config import Config, ConfigError, check_selectors, shown
 from ..runner.discover import STDIN, Discovery, InputError, discover_inputs, forget_buffers, read_stdin
 from ..runner.engine import lint_files
 from ..runner.plan import why_nothing_checked
+from .budget import budget_of, budget_option
 from .exits import EXIT_CLEAN, EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, fail
 from .options import (
     Command,
@@ -117,6 +118,7 @@ PROGRESS_MIN_BYTES = 50 * 1024 * 1024  # about a second of reading; smaller runs
     help="Record the current findings in this file (they are then accepted: exit 0).",
 )
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@budget_option
 @follow_links_option
 @debug_option
 def check_cmd(
@@ -142,6 +144,7 @@ def check_cmd(
     baseline_file,
     write_baseline_file,
     exit_zero,
+    max_device_memory,
     follow_links,
 ):
     """Lint PATHS: .ir dump files, or folders searched recursively (rank_N/ subfolders included).
@@ -158,6 +161,8 @@ def check_cmd(
         check_selectors(config, known, config_file or (shown(source) if source else None))
         check_option_selectors(known, select=select, extend_select=extend_select, ignore=ignore)
         apply_options(config, select, extend_select, ignore, all_stages, jobs, no_cache, cache_dir, rule_timeout)
+        if max_device_memory is not None:
+            config.max_device_memory = budget_of(max_device_memory, None)
         if no_dedup:
             config.dedup = False
         if no_group:

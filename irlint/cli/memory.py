@@ -7,11 +7,13 @@ import sys
 
 import click
 
+from ..accounts.device import device_fields, stage_numbers
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..diagnostics import UNREADABLE, Diagnostic
 from ..reporters.memory_text import render_text
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile, case_of
+from .budget import budget_of, budget_option
 from .depth import config_json, config_option, config_text, layers_option, project_entries, resolve
 from .exits import EXIT_ERROR
 from .inputs import final_inputs
@@ -188,6 +190,8 @@ def file_entry(f: DumpFile, ir, report: MemoryReport, top: int, found: list | No
         "chunks": [
             {**c, "layers": sorted(chunk_layers(ir, report, c["graph"]), key=_layer_order)} for c in report.chunks
         ],
+        # added to version 1: the whole device's predicted peak (irlint.accounts.device)
+        **device_fields(ir, report),
     }
 
 
@@ -225,8 +229,9 @@ def project_entry(entry: dict, layers: int, first: int = 0) -> dict | None:
 @top_option("How many of the largest kept tensors to list per file.")
 @layers_option
 @config_option
+@budget_option
 @follow_links_option
-def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, quiet):
+def memory_cmd(paths, fmt, output, top, layers, config, max_device_memory, follow_links, color, quiet):
     """Activation memory kept for the backward pass, per layer, from a dump file or folder.
 
     For a folder, the final graph of each rank is read (validate, else cse_after_recomputation,
@@ -239,10 +244,17 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, qui
     ops as just `Default/...`). In a pipeline stage (lazy_inline forward half called per micro
     batch) the figures are per micro batch; the peak row counts them once per micro batch in flight.
 
-    Not counted: parameters and graph inputs, optimizer state, gradients, constants, the
-    backward pass's own workspace, and tensors computed from weights and constants only (e.g.
-    fp16 casts of weights; their total is shown apart).
+    Not counted as activations: parameters and graph inputs, optimizer state, gradients,
+    constants, the backward pass's own workspace, and tensors computed from weights and constants
+    only (e.g. fp16 casts of weights; their total is shown apart, and a pipeline stage holds them
+    once per micro batch in flight).
+
+    The device peak adds the rest of the device: parameters, optimizer states, accumulation
+    buffers, constants, the weight copies and activations of the micro batches in flight, and the
+    temporaries alive at the peak (a walk over the execution order), against --max-device-memory
+    or the config's context.max_device_memory when given.
     """
+    budget = budget_of(max_device_memory, config)
     depth = resolve(layers, config)
     chosen, problems = final_inputs(paths, output, follow_links, MEMORY_STAGES)
     entries: list[dict] = []
@@ -255,6 +267,8 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, qui
         cases.append(case_of(f))
         read.append(f)
     note = project_entries(depth, entries, cases, project_entry)
+    for e, stage in zip(entries, stage_numbers(entries, cases)):
+        e["pipeline_stage"] = stage
     if fmt == "json":
         text = (
             json.dumps(
@@ -263,6 +277,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, qui
                     "counted": SCOPE_NOTE,
                     "files": json_files(statuses, entries),
                     **config_json(depth, note),
+                    **({"max_device_memory_bytes": budget} if budget else {}),
                 },
                 indent=1,
             )
@@ -271,7 +286,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, qui
     elif fmt == "html":
         from ..reporters.html import render_memory
 
-        text = render_memory(mark_same_graphs(read, entries), problems, SCOPE_NOTE)
+        text = render_memory(mark_same_graphs(read, entries), problems, SCOPE_NOTE, budget)
     else:
         from ..reporters.printable import printable_data
 
@@ -283,6 +298,7 @@ def memory_cmd(paths, fmt, output, top, layers, config, follow_links, color, qui
                 color=text_color(color, output),
                 quiet=quiet,
                 cases=[printable_name(c) for c in cases],
+                budget=budget,
             )
             if entries
             else ""

@@ -322,8 +322,9 @@ def render(report: Report, ctx: RenderContext) -> str:
     )
 
 
-def render_memory(entries: list[dict], problems: list, counted: str) -> str:
+def render_memory(entries: list[dict], problems: list, counted: str, budget: int | None = None) -> str:
     from .account_lines import AT_STAKE_NOTE, largest_device, memory_headline, rule_codes
+    from .device_lines import device_headline, device_rows
     from .tables import graph_groups, same_label
 
     files = []
@@ -343,6 +344,8 @@ def render_memory(entries: list[dict], problems: list, counted: str) -> str:
             counted=counted,
             largest=largest_device(entries),
             headline=memory_headline(entries),
+            device_headline=device_headline(entries, budget),
+            device_rows=device_rows(entries) if len(entries) > 1 else [],
             codes=rule_codes(entries),
             at_stake_note=AT_STAKE_NOTE,
             ranks=ranks_text(tuple(e["rank"] for e in entries if e["rank"] is not None))

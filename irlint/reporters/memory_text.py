@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..accounts.memory import SCOPE_NOTE
 from ..units import human_bytes, layer_spans
 from .account_lines import AT_STAKE_NOTE, AT_STAKE_PIPELINE_NOTE, memory_headline, rule_codes
+from .device_lines import device_lines
 from .tables import (
     add_layer_rows,
     by_case,
@@ -37,10 +38,13 @@ def render_text(
     cases: list[str] | None = None,
     color: bool = False,
     quiet: bool = False,
+    budget: int | None = None,
 ) -> str:
     """One table per case (``cases[i]`` names the case of ``entries[i]``; default: one case) and
-    distinct graph; ``quiet``: without the notes on what is counted."""
+    distinct graph, the device peaks first (``budget``: max_device_memory in bytes, if known);
+    ``quiet``: without the notes on what is counted."""
     out, buffer = plain_console(width, color)
+    device_lines(out, entries, budget)
     by_case(out, entries, cases, _render_case)
     if quiet:
         return text_of(buffer, width)
@@ -147,7 +151,8 @@ def _render_entry(out, e: dict, name: str) -> None:
         out.print(
             f"Not counted: {human_bytes(e['weight_copy_bytes'])} that backward reads but that are computed "
             f"from weights and constants only (e.g. fp16 casts of weights): they scale with the "
-            f"parameters, not the batch.",
+            f"parameters, and a pipeline stage makes them again for each micro batch in flight "
+            f"(the device peak counts them so).",
             soft_wrap=True,
         )
 

@@ -53,6 +53,8 @@ class Config:
     plugins: bool = True
     # seconds one rule may run on one file before it is stopped and reported (IR011); 0: no limit
     rule_timeout: float = 300
+    # bytes of device memory each rank may use (--max-device-memory): the device-memory rule's budget
+    max_device_memory: int | None = None
     # called as progress(display_path, size_in_bytes) after each file is read, when the engine supports it
     progress: Callable[[str, int], None] | None = field(default=None, repr=False, compare=False)
 

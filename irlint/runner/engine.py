@@ -63,8 +63,11 @@ def lint(paths, config: Config | None = None, *, stdin_name: str | None = None) 
 
 
 def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Config) -> Report:
+    from .runs import check_runs, split_rules
+
     rules = active_rules(config)
-    todo = plan(files, rules, config.all_stages)
+    per_file, run_rules = split_rules(rules)
+    todo = first_plan = plan(files, per_file, config.all_stages)
     by_path = {f.path: f for f in files}
     report = Report(diagnostics=list(diagnostics), files=[], rules=rules)
     if config.cache and files:
@@ -103,7 +106,11 @@ def lint_files(files: list[DumpFile], diagnostics: list[Diagnostic], config: Con
                 silent = config.suppressed(finding.code, finding.rule, finding.scope, finding.model_path)
                 (silenced if silent else found).append((f, finding.with_(severity=sev)))
         # a truncated final stage must not hide what the complete earlier stages show
-        todo = fallback_plan(files, rules, done, incomplete, config.all_stages) if incomplete else {}
+        todo = fallback_plan(files, per_file, done, incomplete, config.all_stages) if incomplete else {}
+    for f, finding in check_runs(files, run_rules, config, report.diagnostics, read, shared, first_plan):
+        sev = config.severity_for(finding.code, finding.rule, finding.severity)
+        silent = config.suppressed(finding.code, finding.rule, finding.scope, finding.model_path)
+        (silenced if silent else found).append((f, finding.with_(severity=sev)))
     # only files that were read count as checked
     report.files = [f.display for f in files if f.path in read]
     report.shared = {by_path[member].display: by_path[rep].display for member, rep in shared.items()}

@@ -18,6 +18,7 @@ from .sandbox import run_rule
 from .streams import damage_of, open_dump
 
 if TYPE_CHECKING:
+    from ..model import IRFile
     from .cache import LintCache
 
 
@@ -166,7 +167,7 @@ def remember(
         store.put(cache_key(store, digest, f, todo[f.path]), (findings, diags), f.display, sample(f.path), graph)
 
 
-def read_dump(f: DumpFile):
+def read_dump(f: DumpFile) -> IRFile:
     """Read one discovered dump whole (decompressed, or from standard input) for the commands that
     show the model rather than lint it. Raises OSError when it cannot be opened; damage found
     while reading becomes a diagnostic."""

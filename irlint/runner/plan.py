@@ -111,6 +111,11 @@ def why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str
         )
     if checked:
         return ""
+    if rules and all(hasattr(r, "check_run") for r in rules):  # run-level rules only: say what each waits for
+        return "the selected rules have nothing to check without " + ", ".join(
+            f"{r.needs if not r.wants_run(config) else f'a run of {r.min_files} or more distinct graphs'} ({r.code})"
+            for r in rules
+        )
     if not found.files:
         return "no graph IR dump was read"
     stages = sorted({f.stage.label for f in found.files})
