@@ -138,6 +138,7 @@ def dump_cells(ir: IRFile) -> frozenset[tuple[str, ...]]:
     found = ir.__dict__.get("_recompute_dump_cells")
     if found is None:
         paths: set[tuple[str, ...]] = set()
+        scopes: set[str] = set()
         for k, d in ir.nodes.items():
             if d["kind"] == "param" and d.get("has_default"):
                 name = weight_name(ir, k)
@@ -145,7 +146,9 @@ def dump_cells(ir: IRFile) -> frozenset[tuple[str, ...]]:
                     cells = weight_cells(name)
                     paths.update(cells[:i] for i in range(1, len(cells) + 1))
                 continue
-            parts = tuple(scope_parts(d.get("scope", "")))
+            scopes.add(d.get("scope", ""))
+        for scope in scopes:  # a scope is printed on many nodes: each read once
+            parts = tuple(scope_parts(scope))
             if layer_prefix(parts) is None:
                 continue
             cells = tuple(p.split("-", 1)[0] for p in below_layer(list(parts)) if "-" in p)
