@@ -179,16 +179,20 @@ def test_lazy_inline_one_op_cell_is_marked_only_by_need_cse_and_the_scope_prefix
 def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshape_key():
     """GLM's SwiGLU Mul keeps the hidden dimension whole; the row-parallel dense_4h_to_h reads it split,
     so a StridedSlice {redistribution_op_...} sits between the Mul and the Partial: it blocks, has no key
-    of its own, and takes the tag of the Linear's Reshape (the fixed compile copies all three)."""
+    of its own, and takes the tag of the Linear's Reshape (the fixed compile copies all three). The
+    FeedForward stays whole through the parallel pass's re-layouts (dense_h_to_4h's AllGather -> Split
+    -> Concat, the slice before dense_4h_to_h): RC002's, not RC001's."""
 
     def lint_fixture(name):
         path = TESTS / "fixtures" / "recompute" / name / "rank_0" / "21_validate_0093.ir.gz"
         return read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
 
-    blocked = {f.node: f for f in check(lint_fixture("mf-glm2-dp4_mp2_slice_blocked"), "RC001")}
-    assert sorted(blocked) == ["%165", "%327"]
+    found = check(lint_fixture("mf-glm2-dp4_mp2_slice_blocked"), "RC001", "RC002")
+    blocked = {f.node: f for f in found if f.code == "RC002"}
+    assert sorted(blocked) == ["%165", "%327"] and len(found) == 2
     f = blocked["%165"]
     assert "%166 StridedSlice" in f.message and "%167 Reshape" in f.message
+    assert "blocked by dense_4h_to_h's StridedSlice, dense_4h_to_h's Reshape" in f.headline
     assert "add 'mlp\\.dense_4h_to_h\\.reshape'" in f.hint and "stridedslice'" not in f.hint
     assert extra_data(f)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"]
     assert "inserted by the parallel pass (redistribution_op_" in f.hint

@@ -76,6 +76,12 @@ def is_inserted_slice(d: dict[str, Any]) -> bool:
     return d.get("op") == "StridedSlice" and str(d.get("instance") or "").startswith(_REDISTRIBUTION)
 
 
+def is_redistribution(d: dict[str, Any]) -> bool:
+    """An op of a re-layout the parallel pass inserted (``redistribution_op_…``: AllGather, Split,
+    Concat, StridedSlice, Reshape): it moves a tensor between layouts and computes nothing."""
+    return str(d.get("instance") or "").startswith(_REDISTRIBUTION)
+
+
 def cell_path(scope: str) -> tuple[str, ...]:
     """Scope components without the ``recompute_`` prefix and the ``Op-opN`` suffix. A cell
     compiled as a function has an empty name (``recompute_/SiLU-op1`` gives ``("",)``)."""
