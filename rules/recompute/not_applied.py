@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from irlint.accounts.stake import stake, staked
 from irlint.findings import Finding, Fixes, RecomputeFix
@@ -14,7 +15,16 @@ from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .fix_cost import fix_cost, hint_text
-from .keys import GUESS_NOTE, blocking_keys, folded_note, keys_hint, keys_snippet, node_select_key, recompute_fix
+from .keys import (
+    GUESS_NOTE,
+    blocking_keys,
+    folded_note,
+    keys_hint,
+    keys_snippet,
+    model_code_recompute,
+    node_select_key,
+    recompute_fix,
+)
 from .report import (
     RecomputeRule,
     backward_text,
@@ -127,6 +137,7 @@ class RecomputeNotApplied(RecomputeRule):
         chain = list(dict.fromkeys(v for r in readers for v in r.chain))
         blocking = facts.blocking_chain(readers)
         needed: RecomputeFix | None = None
+        code = None
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
@@ -135,15 +146,25 @@ class RecomputeNotApplied(RecomputeRule):
                 f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                 f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it"
             )
-            key, guessed = node_select_key(ir, k)
             short = "a one-op cell's output is never recomputed"
-            fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
-            hint = (
-                "Name the primitive inside the cell, not the cell: "
-                + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
-                + (GUESS_NOTE if guessed else "")
-                + "."
-            )
+            code = model_code_recompute(ir, k)
+            if code is not None:
+                # a model without MindFormers' recompute_config: the call to write, not a key
+                key, guessed = None, False
+                fix = f"{code.call} in place of {code.instead}"
+                hint = (
+                    f"Name the primitive inside the cell, not the cell: in the model code, write {code.call} "
+                    f"in place of {code.instead} (the cell called at {code.path}:{code.line})."
+                )
+            else:
+                key, guessed = node_select_key(ir, k)
+                fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
+                hint = (
+                    "Name the primitive inside the cell, not the cell: "
+                    + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
+                    + (GUESS_NOTE if guessed else "")
+                    + "."
+                )
             needed = recompute_fix(ir, k, [key], []) if key else None
             priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
@@ -222,6 +243,8 @@ class RecomputeNotApplied(RecomputeRule):
             fix=fix,
             snippet=keys_snippet(list(needed.keys)) if needed and needed.keys else "",
         )
+        if code is not None:  # the fix is made where the model calls the cell, not in MindSpore's pooling.py
+            finding = replace(finding, source=(code.path, code.line))
         if impact == "none":
             return finding  # nothing at stake: no bytes to state
         return staked(finding, stake(ir, k, freed_by_recompute))
