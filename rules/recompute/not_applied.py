@@ -65,7 +65,9 @@ class RecomputeNotApplied(RecomputeRule):
     it is reported, and the hint gives the key of the primitive inside the cell. A multi-op
     cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported. Cells are
     counted in the layer the op's weights give, not the printed one: a model whose decoder
-    layers are one class can print layer 0's scope on the SiLU of every layer. Under lazy_inline
+    layers are one class can print layer 0's scope on the SiLU of every layer; and per call: a
+    cell called twice (LeNet's ``self.pool`` after each conv) prints one scope for both calls,
+    whose ops are linked only through ops outside the cell. Under lazy_inline
     the one-op cell's op has no recompute attribute at all, only ``need_cse_after_recompute:
     Bool(1)`` and the ``recompute_`` scope prefix, and no copy.
 
@@ -74,8 +76,9 @@ class RecomputeNotApplied(RecomputeRule):
 
     Stage files: ``validate`` (final front-end graph), else ``cse_after_recomputation``,
     ``add_recomputation``, ``graph_build``. A file is judged only when it shows the pass ran
-    (cnode_attrs ``recompute: Bool(1)``/``recompute_id``/``duplicated`` on a forward op, and a
-    backward graph): files before it (``06_add_attr``, ``12_pipeline_split``,
+    (cnode_attrs ``recompute: Bool(1)``/``recompute_id``/``duplicated``/``checkpoint: Bool(1)`` on a
+    forward op, and a backward graph; a one-op cell's ``Bool(0)`` op may leave only the
+    ``checkpoint`` marks): files before it (``06_add_attr``, ``12_pipeline_split``,
     ``22_environ_conv``, ``opt_pass_18_*`` ...) hold requests only.
 
     Why it matters:
@@ -85,7 +88,10 @@ class RecomputeNotApplied(RecomputeRule):
     How to fix:
     Recompute the blocking ops between the op and its backward reader too (the finding names
     them and the hint gives the select_recompute keys), or, for a one-op cell, put the recompute
-    on the primitive inside the cell. Where recomputing the chain would make backward keep its
+    on the primitive inside the cell. For a model without MindFormers' ``recompute_config`` (no
+    MindFormers frame in the op's source trace, no decoder layer) the fix is the call in the model
+    code, at the line that calls the cell: ``self.pool.max_pool.recompute()`` in place of
+    ``self.pool.recompute()``; the fix plan lists it as a by-hand row, not a key. Where recomputing the chain would make backward keep its
     input instead, as large (wv's output Reshape and the Transpose after it, read from wv's MatMul
     output), nothing is saved: the finding is info, with no key, and the run's fix plan adds none.
 

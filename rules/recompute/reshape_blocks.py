@@ -74,7 +74,9 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     is not recomputed, and a backward op reads the tensor through that Reshape. MindSpore then
     makes no copy of the SiLU/Mul, and nothing is saved. The FeedForward is found by its
     structure, not by names: separate or fused gate/up MatMuls (one MatMul split afterwards by
-    Split / SplitWithSize / StridedSlice / TupleGetItem, as GLM's ``dense_h_to_4h``), SiLU or its
+    Split / SplitWithSize / StridedSlice / TupleGetItem, as GLM's ``dense_h_to_4h``, also through the
+    AllGather / Split / Concat the parallel pass inserts after it, and the StridedSlice it inserts
+    before a row-parallel ``dense_4h_to_h``, which has no key of its own), SiLU or its
     CPU expansion ``x * Sigmoid(x)`` (also fed by two backend Casts of one MatMul), and the
     model's own Casts around a Linear; function-compiled dumps with scopes like
     ``Default/SiLU-op1`` are covered. The finding is on the SiLU/Mul and names every
