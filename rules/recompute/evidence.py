@@ -132,6 +132,7 @@ class RecomputeFacts:
     _readers: dict[int, list[KeptRead]] = field(default_factory=dict)
     _cell_index: dict[tuple[Any, ...], _Cell] | None = None
     _node_paths: dict[int, tuple[str, ...]] = field(default_factory=dict)  # forward node -> its cell path
+    _call_sizes: dict[tuple[tuple[str, ...], int], int] = field(default_factory=dict)  # (cell, node) -> call's ops
     _tagged: list[int] | None = None
 
     @classmethod
@@ -315,6 +316,9 @@ class RecomputeFacts:
         total = self._cells[cell].ops
         if total == 1:
             return 1
+        known = self._call_sizes.get((cell, k))
+        if known is not None:
+            return known
         ir, paths, n = self.ir, self._node_paths, len(cell)
 
         def inside(u: int) -> bool:
@@ -333,7 +337,10 @@ class RecomputeFacts:
                 if u not in seen and inside(u):
                     seen.add(u)
                     stack.append(u)
-        return min(ops, total)
+        size = min(ops, total)
+        for v in seen:  # one walk per call: a cell's every op may ask (lazy_inline's uncopied ops)
+            self._call_sizes[(cell, v)] = size
+        return size
 
     # --- kept for backward / blocking chain ------------------------------------------------
 
