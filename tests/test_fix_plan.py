@@ -292,3 +292,17 @@ def test_fixes_no_yaml_holds_are_planned_by_hand_with_the_model_line():
         for r in rows.values()
     )
     assert r"# by hand, at /home/user/llm/llama_tiny.py:77: select_recompute - 'ffn_norm\.rcast'" in plan_text(plan)
+
+
+def test_a_plain_mindspore_one_op_cell_is_fixed_in_the_model_code_not_by_a_key():
+    """LeNet (no MindFormers) with self.pool.recompute() on the one-op nn.MaxPool2d cell: the plan is
+    the .recompute() call on the primitive, at the line that calls the cell; no select_recompute key."""
+    report, plan = plan_of(RECOMPUTE / "lenet-pool_twice_blocked")
+    assert [(f.code, f.node) for f in report.findings for f in f.occurrences] == [("RC001", "%3"), ("RC001", "%7")]
+    assert plan["recompute"]["select_recompute"] == [] and not plan["recompute"]["no_key"]
+    [row] = plan["by_hand"]
+    assert row["fix"] == "self.pool.max_pool.recompute() in place of self.pool.recompute()"
+    assert row["source"] == {"path": "/home/user/lenet/lenet_pool_recompute.py", "line": 46}
+    text = plan_text(plan)
+    assert "select_recompute" not in text and "recompute_config" not in text
+    assert "lenet_pool_recompute.py:46: self.pool.max_pool.recompute()" in text

@@ -179,21 +179,59 @@ def test_lazy_inline_one_op_cell_is_marked_only_by_need_cse_and_the_scope_prefix
 def test_a_slice_the_parallel_pass_inserted_blocks_and_the_hint_names_the_reshape_key():
     """GLM's SwiGLU Mul keeps the hidden dimension whole; the row-parallel dense_4h_to_h reads it split,
     so a StridedSlice {redistribution_op_...} sits between the Mul and the Partial: it blocks, has no key
-    of its own, and takes the tag of the Linear's Reshape (the fixed compile copies all three)."""
+    of its own, and takes the tag of the Linear's Reshape (the fixed compile copies all three). The
+    FeedForward stays whole through the parallel pass's re-layouts (dense_h_to_4h's AllGather -> Split
+    -> Concat, the slice before dense_4h_to_h): RC002's, not RC001's."""
 
     def lint_fixture(name):
         path = TESTS / "fixtures" / "recompute" / name / "rank_0" / "21_validate_0093.ir.gz"
         return read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
 
-    blocked = {f.node: f for f in check(lint_fixture("mf-glm2-dp4_mp2_slice_blocked"), "RC001")}
-    assert sorted(blocked) == ["%165", "%327"]
+    found = check(lint_fixture("mf-glm2-dp4_mp2_slice_blocked"), "RC001", "RC002")
+    blocked = {f.node: f for f in found if f.code == "RC002"}
+    assert sorted(blocked) == ["%165", "%327"] and len(found) == 2
     f = blocked["%165"]
     assert "%166 StridedSlice" in f.message and "%167 Reshape" in f.message
+    assert "blocked by dense_4h_to_h's StridedSlice, dense_4h_to_h's Reshape" in f.headline
     assert "add 'mlp\\.dense_4h_to_h\\.reshape'" in f.hint and "stridedslice'" not in f.hint
     assert extra_data(f)["select_recompute"] == ["mlp\\.dense_4h_to_h\\.reshape"]
     assert "inserted by the parallel pass (redistribution_op_" in f.hint
     assert [r.op for r in f.related][:2] == ["StridedSlice", "Reshape"]
     assert check(lint_fixture("mf-glm2-dp4_mp2_slice_fixed"), "RC001", "RC002") == []
+
+
+def test_a_one_op_cell_called_twice_with_only_checkpoint_marks_is_reported_per_call():
+    """Plain MindSpore LeNet, self.pool.recompute() on the one-op MaxPool2d called after each conv: the
+    file's only recompute marks are checkpoint: Bool(1) (no Bool(1), recompute_id or copy), and the
+    two calls print one scope, yet each call is one op, never recomputed, read by MaxPoolGrad."""
+    ir = read_ir(str(TESTS / "fixtures" / "recompute" / "lenet-pool_twice_blocked" / "31_validate_0035.ir"))
+    facts = evidence.RecomputeFacts.of(ir)
+    assert facts.decided
+    pools = ir.nodes_by_op("MaxPool")
+    assert [ir[k]["id"] for k in pools] == ["%3", "%7"]
+    assert [facts.request(k) for k in pools] == ["one-op-cell", "one-op-cell"]
+    found = check(ir)
+    assert [(f.code, f.node) for f in found] == [("RC001", "%3"), ("RC001", "%7")]
+    f = found[0]
+    assert f.fix == "self.pool.max_pool.recompute() in place of self.pool.recompute()"
+    assert "select_recompute key" not in f.hint and f.fixes.recompute is None
+    assert f.source == ("/home/user/lenet/lenet_pool_recompute.py", 46)  # the cell's call, not pooling.py
+    fixed = TESTS / "fixtures" / "recompute" / "lenet-pool_twice_fixed" / "31_validate_0032.ir"
+    assert check(read_ir(str(fixed))) == []
+    # compiled as a TrainOneStepCell the scopes name the cell (pool-MaxPool2d): still the call, no key
+    cell = read_ir(str(TESTS / "fixtures" / "recompute" / "lenet-pool_twice_cell" / "21_validate_0076.ir"))
+    named = check(cell)
+    assert [(f.code, f.node, f.fix) for f in named] == [("RC001", n, f.fix) for n in ("%3", "%7")]
+    assert all("pool\\.max_pool" not in f.hint and f.fixes.recompute is None for f in named)
+
+
+def test_a_multi_op_cells_outputs_read_from_one_input_are_one_call():
+    """kept-output's cell returns transpose(x), scale(neg(x)): linked only by their input, still one
+    call of three ops, so its Bool(0) outputs are kept by design."""
+    ir = read_ir(str(TESTS / "fixtures" / "recompute" / "kept-output" / "21_validate_0076.ir"))
+    facts = evidence.RecomputeFacts.of(ir)
+    transpose = next(k for k in ir.nodes_by_op("Transpose") if ir[k]["id"] == "%3")
+    assert facts.is_kept_output(transpose) and facts.request(transpose) is None
 
 
 # --- RC002 -------------------------------------------------------------------------------------------

@@ -62,10 +62,16 @@ _NONE: dict[str, Any] = {}
 
 
 def _marked(attrs: dict[str, Any] | None) -> bool:
-    """cnode_attrs the recompute pass writes on a node it decided on."""
+    """cnode_attrs the recompute pass writes on a node it decided on: ``checkpoint: Bool(1)`` too (the
+    pass writes it on what backward keeps; a one-op cell's ``Bool(0)`` op may be its only mark)."""
     if not attrs:
         return False
-    return attrs.get("recompute") is True or "recompute_id" in attrs or attrs.get("duplicated") is True
+    return (
+        attrs.get("recompute") is True
+        or "recompute_id" in attrs
+        or attrs.get("duplicated") is True
+        or attrs.get("checkpoint") is True
+    )
 
 
 def is_inserted_slice(d: dict[str, Any]) -> bool:
@@ -74,6 +80,12 @@ def is_inserted_slice(d: dict[str, Any]) -> bool:
     the recompute tag of the op after it (the Linear's Reshape), and until then it blocks like a
     layout op: backward keeps its output."""
     return d.get("op") == "StridedSlice" and str(d.get("instance") or "").startswith(_REDISTRIBUTION)
+
+
+def is_redistribution(d: dict[str, Any]) -> bool:
+    """An op of a re-layout the parallel pass inserted (``redistribution_op_…``: AllGather, Split,
+    Concat, StridedSlice, Reshape): it moves a tensor between layouts and computes nothing."""
+    return str(d.get("instance") or "").startswith(_REDISTRIBUTION)
 
 
 def cell_path(scope: str) -> tuple[str, ...]:
@@ -119,6 +131,8 @@ class RecomputeFacts:
     _applied: dict[int, bool] = field(default_factory=dict)
     _readers: dict[int, list[KeptRead]] = field(default_factory=dict)
     _cell_index: dict[tuple[Any, ...], _Cell] | None = None
+    _node_paths: dict[int, tuple[str, ...]] = field(default_factory=dict)  # forward node -> its cell path
+    _call_sizes: dict[tuple[tuple[str, ...], int], int] = field(default_factory=dict)  # (cell, node) -> call's ops
     _tagged: list[int] | None = None
 
     @classmethod
@@ -162,9 +176,12 @@ class RecomputeFacts:
             judged = set()  # the printed layers holding a recompute_ op: only there can an aliased op change a verdict
             for k in ir.cnodes():
                 d = ir[k]
-                if self.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
+                if self.is_backward(k) or ir.is_recompute_copy(k):
                     continue
                 path = cell_path(d.get("scope", ""))
+                if d["op"] in BOOKKEEPING_OPS:
+                    self._node_paths[k] = path  # links a call's ops (TupleGetItem of a Split), counts for nothing
+                    continue
                 prefixed = d.get("scope", "").startswith(CELL_PREFIX)
                 ops.append((k, path, prefixed))
                 if prefixed:
@@ -173,6 +190,7 @@ class RecomputeFacts:
             for k, path, prefixed in ops:
                 if judged and layer_prefix(path) in judged:
                     path = self.cell_path_of(k)
+                self._node_paths[k] = path
                 for i in range(1, len(path) + 1):
                     cell = cells.setdefault(path[:i], _Cell())
                     cell.unprefixed |= not prefixed
@@ -227,7 +245,7 @@ class RecomputeFacts:
             if cell is None:
                 return None
             # a multi-op cell's output is its checkpoint, kept by design: not a request
-            return "one-op-cell" if self._cells[cell].ops == 1 else None
+            return "one-op-cell" if self.call_ops(cell, k) == 1 else None
         if pa.get("recompute") is True:
             # inside a Cell.recompute() cell the primitive's tag is the cell's (MindSpore tags the
             # primitives of a recomputed cell) or the model code's own (MindFormers' MLP
@@ -288,7 +306,41 @@ class RecomputeFacts:
         if (d.get("cnode_attrs") or {}).get("recompute") is not False:
             return False
         cell = self.recompute_cell(k)
-        return cell is not None and self._cells[cell].ops > 1
+        return cell is not None and self.call_ops(cell, k) > 1
+
+    def call_ops(self, cell: tuple[str, ...], k: int) -> int:
+        """The forward compute ops of the call of ``cell`` that ``k`` belongs to. A cell called twice
+        prints one scope for both calls; a call's ops are linked by data inside the cell or read the
+        same input (a cell returning ``transpose(x), neg(x)``), while two calls are linked only
+        through ops outside it (``self.pool`` after each conv): the ops linked to ``k``."""
+        total = self._cells[cell].ops
+        if total == 1:
+            return 1
+        known = self._call_sizes.get((cell, k))
+        if known is not None:
+            return known
+        ir, paths, n = self.ir, self._node_paths, len(cell)
+
+        def inside(u: int) -> bool:
+            return paths.get(u, ())[:n] == cell and ir[u].get("op") != "UpdateState"
+
+        seen, stack, ops = {k}, [k], 0
+        while stack:
+            v = stack.pop()
+            ops += ir[v]["op"] not in BOOKKEEPING_OPS
+            near = list(ir.consumers(v))
+            for u in ir.producers(v):
+                near.append(u)
+                if not inside(u) and ir[u].get("op") != "UpdateState":
+                    near += ir.consumers(u)  # the call's input, read by its other ops
+            for u in near:
+                if u not in seen and inside(u):
+                    seen.add(u)
+                    stack.append(u)
+        size = min(ops, total)
+        for v in seen:  # one walk per call: a cell's every op may ask (lazy_inline's uncopied ops)
+            self._call_sizes[(cell, v)] = size
+        return size
 
     # --- kept for backward / blocking chain ------------------------------------------------
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from irlint.model import IRFile
 from irlint.model.layers import linear_name
 
-from .evidence import MATMUL_OPS, RecomputeFacts
+from .evidence import MATMUL_OPS, RecomputeFacts, is_inserted_slice, is_redistribution
 
 # One MatMul computing gate and up together (GLM's dense_h_to_4h, Megatron's linear_fc1) is split
 # afterwards; TupleGetItem picks a part of a Split's tuple.
@@ -57,7 +57,9 @@ def up_to_compute(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[int | None
         up, views = facts.up_through_views(node)
         passed += views
         split |= any(ir[v]["op"] in SPLIT_OPS for v in views)
-        if up is None or ir[up]["op"] not in SPLIT_OPS and ir[up]["op"] != "Cast":
+        # a re-layout the parallel pass inserted (a column-parallel fused MatMul's output gathered:
+        # AllGather -> Split -> Concat) is stepped over like a view
+        if up is None or ir[up]["op"] not in SPLIT_OPS and ir[up]["op"] != "Cast" and not is_redistribution(ir[up]):
             return up, passed, split
         split |= ir[up]["op"] in SPLIT_OPS
         passed.append(up)
@@ -99,7 +101,8 @@ def _down_to_matmul(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[list[int
             seen.add(c)
             if ir[c]["op"] in MATMUL_OPS:
                 matmuls.append(c)
-            elif ir[c]["op"] in ("Reshape", "Cast"):
+            elif ir[c]["op"] in ("Reshape", "Cast") or is_inserted_slice(ir[c]):
+                # a row-parallel w2 reading the Mul split over mp: the parallel pass slices the Mul's output
                 views.append(c)
                 stack.append(c)
     return matmuls, views
@@ -107,7 +110,7 @@ def _down_to_matmul(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[list[int
 
 def find_feed_forwards(ir: IRFile, facts: RecomputeFacts) -> list[FeedForward]:
     """``MatMul(w1) -> [views] -> SiLU -> [views] -> Mul <- [views] <- MatMul(w3)``, then
-    ``Mul -> [Reshape/Cast] -> MatMul(w2)``, found by structure (scopes may carry no cell names).
+    ``Mul -> [Reshape/Cast/inserted StridedSlice] -> MatMul(w2)``, found by structure (scopes may carry no cell names).
     w1 and w3 may be one MatMul whose output is split."""
     cached: list[FeedForward] | None = ir.__dict__.get("_recompute_feed_forwards")
     if cached is not None:

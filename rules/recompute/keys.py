@@ -536,3 +536,46 @@ def recompute_fix(ir: IRFile, k: int, keys: list[str], needs: list[KeyNeed]) -> 
         if n.key is None and n.needed
     )
     return RecomputeFix(tuple(keys), int(layer) if layer.isdigit() else None, tuple(file_layers(ir)), unresolved)
+
+
+class ModelCodeRecompute(NamedTuple):
+    """A recompute fix made in the model code, for a model that takes no select_recompute keys:
+    the ``.recompute()`` call to write, the one it replaces, and where the cell is called."""
+
+    call: str  # self.pool.max_pool.recompute()
+    instead: str  # self.pool.recompute()
+    path: str
+    line: int
+
+
+_MINDFORMERS_FRAME = "/mindformers/"
+
+
+def model_code_recompute(ir: IRFile, k: int) -> ModelCodeRecompute | None:
+    """The ``.recompute()`` call that tags the primitive of a one-op cell, for a model without
+    MindFormers' recompute_config (no MindFormers frame in its source trace, no decoder layer):
+    ``self.<cell>.<primitive>.recompute()`` in place of ``self.<cell>.recompute()``, at the line
+    that calls the cell. From the node's own trace: the innermost ``self.<attr>(`` frame names the
+    primitive, the next ``self.<attr>(`` frame outward the cell and its call site. None for a
+    MindFormers model, a node in a decoder layer, or a trace that names neither."""
+    own = own_trace(ir.trace(k))
+    if not own or any(_MINDFORMERS_FRAME in ln for ln in own) or Places.of(ir).layer(k)[0].isdigit():
+        return None
+    calls: list[tuple[str, str, int]] = []
+    for ln in reversed(own):
+        line = _SHARED_SUFFIX.sub("/", ln)
+        m = _TRACE_LINE.match(line) if line.endswith("/") else None
+        call = _SELF_CALL.match(m.group("text"), int(m.group("start"))) if m else None
+        frame = _FRAME_AT.match(line)
+        if call is None or frame is None:
+            continue
+        calls.append((call.group(1), frame.group("path"), int(frame.group("line"))))
+        if len(calls) == 2:
+            break
+    if len(calls) < 2:
+        return None
+    (prim, _, _), (cell, path, lineno) = calls
+    return ModelCodeRecompute(f"self.{cell}.{prim}.recompute()", f"self.{cell}.recompute()", path, lineno)
+
+
+_FRAME_AT = re.compile(r"# In file (?P<path>.+?):(?P<line>\d+)(?:~\d+)?, \d+~\d+/")

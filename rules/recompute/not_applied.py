@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from irlint.accounts.stake import stake, staked
 from irlint.findings import Finding, Fixes, RecomputeFix
@@ -14,7 +15,16 @@ from . import examples as ex
 from .downcast import costly_downcast
 from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .fix_cost import fix_cost, hint_text
-from .keys import GUESS_NOTE, blocking_keys, folded_note, keys_hint, keys_snippet, node_select_key, recompute_fix
+from .keys import (
+    GUESS_NOTE,
+    blocking_keys,
+    folded_note,
+    keys_hint,
+    keys_snippet,
+    model_code_recompute,
+    node_select_key,
+    recompute_fix,
+)
 from .report import (
     RecomputeRule,
     backward_text,
@@ -55,7 +65,9 @@ class RecomputeNotApplied(RecomputeRule):
     it is reported, and the hint gives the key of the primitive inside the cell. A multi-op
     cell's ``Bool(0)`` output is its checkpoint, kept by design: never reported. Cells are
     counted in the layer the op's weights give, not the printed one: a model whose decoder
-    layers are one class can print layer 0's scope on the SiLU of every layer. Under lazy_inline
+    layers are one class can print layer 0's scope on the SiLU of every layer; and per call: a
+    cell called twice (LeNet's ``self.pool`` after each conv) prints one scope for both calls,
+    whose ops are linked only through ops outside the cell. Under lazy_inline
     the one-op cell's op has no recompute attribute at all, only ``need_cse_after_recompute:
     Bool(1)`` and the ``recompute_`` scope prefix, and no copy.
 
@@ -64,8 +76,9 @@ class RecomputeNotApplied(RecomputeRule):
 
     Stage files: ``validate`` (final front-end graph), else ``cse_after_recomputation``,
     ``add_recomputation``, ``graph_build``. A file is judged only when it shows the pass ran
-    (cnode_attrs ``recompute: Bool(1)``/``recompute_id``/``duplicated`` on a forward op, and a
-    backward graph): files before it (``06_add_attr``, ``12_pipeline_split``,
+    (cnode_attrs ``recompute: Bool(1)``/``recompute_id``/``duplicated``/``checkpoint: Bool(1)`` on a
+    forward op, and a backward graph; a one-op cell's ``Bool(0)`` op may leave only the
+    ``checkpoint`` marks): files before it (``06_add_attr``, ``12_pipeline_split``,
     ``22_environ_conv``, ``opt_pass_18_*`` ...) hold requests only.
 
     Why it matters:
@@ -75,7 +88,10 @@ class RecomputeNotApplied(RecomputeRule):
     How to fix:
     Recompute the blocking ops between the op and its backward reader too (the finding names
     them and the hint gives the select_recompute keys), or, for a one-op cell, put the recompute
-    on the primitive inside the cell. Where recomputing the chain would make backward keep its
+    on the primitive inside the cell. For a model without MindFormers' ``recompute_config`` (no
+    MindFormers frame in the op's source trace, no decoder layer) the fix is the call in the model
+    code, at the line that calls the cell: ``self.pool.max_pool.recompute()`` in place of
+    ``self.pool.recompute()``; the fix plan lists it as a by-hand row, not a key. Where recomputing the chain would make backward keep its
     input instead, as large (wv's output Reshape and the Transpose after it, read from wv's MatMul
     output), nothing is saved: the finding is info, with no key, and the run's fix plan adds none.
 
@@ -127,6 +143,7 @@ class RecomputeNotApplied(RecomputeRule):
         chain = list(dict.fromkeys(v for r in readers for v in r.chain))
         blocking = facts.blocking_chain(readers)
         needed: RecomputeFix | None = None
+        code = None
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
@@ -135,15 +152,25 @@ class RecomputeNotApplied(RecomputeRule):
                 f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                 f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it"
             )
-            key, guessed = node_select_key(ir, k)
             short = "a one-op cell's output is never recomputed"
-            fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
-            hint = (
-                "Name the primitive inside the cell, not the cell: "
-                + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
-                + (GUESS_NOTE if guessed else "")
-                + "."
-            )
+            code = model_code_recompute(ir, k)
+            if code is not None:
+                # a model without MindFormers' recompute_config: the call to write, not a key
+                key, guessed = None, False
+                fix = f"{code.call} in place of {code.instead}"
+                hint = (
+                    f"Name the primitive inside the cell, not the cell: in the model code, write {code.call} "
+                    f"in place of {code.instead} (the cell called at {code.path}:{code.line})."
+                )
+            else:
+                key, guessed = node_select_key(ir, k)
+                fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
+                hint = (
+                    "Name the primitive inside the cell, not the cell: "
+                    + (f"select_recompute key '{key}'" if key else "call recompute() on the primitive")
+                    + (GUESS_NOTE if guessed else "")
+                    + "."
+                )
             needed = recompute_fix(ir, k, [key], []) if key else None
             priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
@@ -222,6 +249,8 @@ class RecomputeNotApplied(RecomputeRule):
             fix=fix,
             snippet=keys_snippet(list(needed.keys)) if needed and needed.keys else "",
         )
+        if code is not None:  # the fix is made where the model calls the cell, not in MindSpore's pooling.py
+            finding = replace(finding, source=(code.path, code.line))
         if impact == "none":
             return finding  # nothing at stake: no bytes to state
         return staked(finding, stake(ir, k, freed_by_recompute))

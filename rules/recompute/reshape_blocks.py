@@ -13,7 +13,7 @@ from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
 
 from . import examples as ex
-from .evidence import KeptRead, RecomputeFacts
+from .evidence import KeptRead, RecomputeFacts, is_inserted_slice
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
 from .keys import blocking_keys, folded_note, keys_hint, recompute_fix, yaml_snippet
@@ -44,7 +44,7 @@ def freed_net(ir: IRFile, k: int) -> int:
     """What RC002's fix frees for ``k``: ``freed_by_recompute`` less what its keys make backward keep
     (``side_keep``: under sequence parallel a Linear's re-layout chain, recomputed with its input kept)."""
     blocked = next((b for b in blocked_silu_muls(ir, RecomputeFacts.of(ir)) if b.node == k), None)
-    side = kept_by_fix(ir, blocking_keys(ir, blocked.blocking)) if blocked is not None else []
+    side = kept_by_fix(ir, blocking_keys(ir, _keyed(ir, blocked.blocking))) if blocked is not None else []
     return max(0, freed_by_recompute(ir, k) - sum(c.bytes for c in side))
 
 
@@ -74,7 +74,9 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     is not recomputed, and a backward op reads the tensor through that Reshape. MindSpore then
     makes no copy of the SiLU/Mul, and nothing is saved. The FeedForward is found by its
     structure, not by names: separate or fused gate/up MatMuls (one MatMul split afterwards by
-    Split / SplitWithSize / StridedSlice / TupleGetItem, as GLM's ``dense_h_to_4h``), SiLU or its
+    Split / SplitWithSize / StridedSlice / TupleGetItem, as GLM's ``dense_h_to_4h``, also through the
+    AllGather / Split / Concat the parallel pass inserts after it, and the StridedSlice it inserts
+    before a row-parallel ``dense_4h_to_h``, which has no key of its own), SiLU or its
     CPU expansion ``x * Sigmoid(x)`` (also fed by two backend Casts of one MatMul), and the
     model's own Casts around a Linear; function-compiled dumps with scopes like
     ``Default/SiLU-op1`` are covered. The finding is on the SiLU/Mul and names every
@@ -125,7 +127,8 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     def _finding(self, ir: IRFile, b: BlockedSiluMul) -> Finding:
         k, ffn, blocking = b.node, b.ffn, b.blocking
         d = ir[k]
-        needs = blocking_keys(ir, blocking)
+        needs = blocking_keys(ir, _keyed(ir, blocking))
+        slices = [v for v in blocking if is_inserted_slice(ir[v])]
         keys = [n.key for n in needs if n.key and n.needed]
         reader_text = ", ".join(backward_text(ir, r.reader) for r in b.readers)
         message = (
@@ -136,6 +139,12 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         )
         hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
         hint += folded_note(ir, blocking).rstrip(".")
+        if slices:
+            hint += (
+                f"; {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
+                f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
+                "of the op it feeds, whose key recomputes it too"
+            )
         side = kept_by_fix(ir, needs)
         if side:
             hint += (
@@ -203,3 +212,9 @@ def _linear_name(key: str | None) -> str:
     """The cell a primitive key tags under: ``mlp\\.linear_fc2\\.reshape`` -> ``linear_fc2``."""
     parts = (key or "").replace("\\.", ".").split(".")
     return parts[-2] if len(parts) >= 3 else ""
+
+
+def _keyed(ir: IRFile, blocking: list[int]) -> list[int]:
+    """The blocking ops a key is asked for: not a slice the parallel pass inserted (the key of the
+    op it feeds tags it)."""
+    return [v for v in blocking if not is_inserted_slice(ir[v])]
