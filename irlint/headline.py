@@ -117,6 +117,8 @@ SHORT_CAUSE = {
     "RC004": "tagged for recompute, never read",
     "AM001": "one outsized kept tensor",
 }
+# a Layout fix's definition of its device matrix: ``layout("dp", "mp") of Layout((2, 4), ("dp", "mp"))``
+_LAYOUT_DEFINITION = re.compile(r" of Layout\(.*\)\Z")
 # a fix's op named with its cell in brackets: ``MatMul mm1 (net) in_strategy ...``
 _FIX_CELL = re.compile(r"\A(\w+(?: \w+)?) \([\w.]+\) ")
 
@@ -149,7 +151,8 @@ class _Form(NamedTuple):
 def _forms(f: Finding) -> list[_Form]:
     """The sentence's forms from the whole to the shortest, in the order its parts give way: the
     fix's compute price, the cause's second clause, the cause for its kind's phrase, the
-    occurrence count, 'per device', the cell path, the cost, the cell named in the fix."""
+    occurrence count, 'per device', the cell path, the cost, the cell named in the fix, a Layout's
+    device matrix."""
     cause, price = _cause(f), cost(f)
     spent = compute(f) if f.fix else ""
     fix = f"fix: {f.fix}" if f.fix else ""
@@ -167,8 +170,19 @@ def _forms(f: Finding) -> list[_Form]:
     give(price=re.sub(r"\Aup to (.*) per device\Z", r"\1", price))
     give(head=f.op)
     give(price="")
-    give(fix="fix: " + _FIX_CELL.sub(r"\1 ", f.fix) if f.fix else "")
+    for short in fix_forms(f.fix)[1:]:
+        give(fix=f"fix: {short}")
     return forms
+
+
+def fix_forms(fix: str) -> list[str]:
+    """A fix as a headline may state it, whole first: then without its op's cell, then without a
+    Layout's device matrix (both stay in the hint); [] for no fix."""
+    if not fix:
+        return []
+    forms = [fix, _FIX_CELL.sub(r"\1 ", fix)]
+    forms.append(_LAYOUT_DEFINITION.sub("", forms[-1]))
+    return list(dict.fromkeys(forms))
 
 
 def headline(f: Finding, limit: int = MAX) -> str:

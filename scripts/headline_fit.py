@@ -53,6 +53,7 @@ def lint_here(case: Path):
 
 def problems(case: Path) -> Iterator[str]:
     """What does not fit among the findings of one case, one text per failure."""
+    from irlint.headline import fix_forms
     from irlint.reporters import RenderContext
     from irlint.reporters.concise import render, short_text
 
@@ -66,14 +67,14 @@ def problems(case: Path) -> Iterator[str]:
         message = line[len(prefix) :] if line.startswith(prefix) else line
         if "…" in message:
             yield f"{f.code} concise line cut: {line}"
-        if f.fix and f"fix: {f.fix}" not in message:
+        if f.fix and not any(f"fix: {fix}" in message for fix in fix_forms(f.fix)):
             yield f"{f.code} concise line without its fix ({f.fix!r}): {line}"
         if len(message) > MESSAGE_MAX:
             yield f"{f.code} concise message of {len(message)} chars: {line}"
         if len(line) > MESSAGE_MAX and len(prefix) + len(f.code) + len(f.severity) < MESSAGE_MAX - 100:
             yield f"{f.code} concise line of {len(line)} chars: {line}"
         ci = short_text(f)
-        if (f.fix and f"fix: {f.fix}" not in ci) or len(ci) > MESSAGE_MAX or "…" in ci:
+        if (f.fix and not any(f"fix: {fix}" in ci for fix in fix_forms(f.fix))) or len(ci) > MESSAGE_MAX or "…" in ci:
             yield f"{f.code} CI message ({len(ci)} chars) without its whole fix: {ci}"
 
 

@@ -105,3 +105,11 @@ def test_a_path_too_long_for_any_form_keeps_the_shortest_whole():
     f = _chain_finding(file=deep)
     line = render(Report(findings=[f]), RenderContext()).splitlines()[0]
     assert deep in line and "…" not in line and "fix: BatchMatMul batch_matmul" in line
+
+
+def test_a_layout_fix_too_long_for_the_line_gives_up_its_device_matrix_not_its_layout():
+    fix = 'ChatGLM2SelfAttention Layout layout("dp", "mp", "None", "cp") of Layout((1, 4, 1, 2), ("dp", "cp", "rep", "mp"))'
+    f = _chain_finding(cause="tuple strategy beside a Layout (4 chains)", fix=fix, layer="", model_path="")
+    text = headline(f)
+    assert len(text) <= MAX and "…" not in text
+    assert text.endswith('fix: ChatGLM2SelfAttention Layout layout("dp", "mp", "None", "cp")'), text
