@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import TESTS
+from conftest import SHARED_CORPUS, TESTS
 
 from irlint.accounts import comm, memory
 from irlint.accounts.comm import as_dict
@@ -18,6 +18,7 @@ from irlint.runner.discover import discover
 from irlint.runner.engine import read_dump
 
 RECOMPUTE = TESTS / "fixtures" / "recompute"
+CORPUS_FIXTURES = TESTS / "fixtures" / "corpus"
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -102,25 +103,27 @@ def test_real_compile_keeps_no_gradient_accumulation_addn():
         "mf-pp2_dp2_mp2_irlint_fix_round0",
         "mf-pp2_interleave_irlint_fix_round0",
         "mf-telechat3-pp2_irlint_fix_round0",
-        "mf-deepseek3-dp4_mp2_ep2_full_recompute",
+        "par-mindformers-llama_dp2_mp4",  # no pipeline: 41,856 and 66,432 backward bytes before
+        "par-llama_mp-dp2_mp4_optpar",
     ],
 )
 def test_identical_layers_give_equal_comm_bytes(case):
-    # lazy_inline prints one layer's scope on the gradients of every layer: a backward collective
-    # is counted in the layer of the forward op it is the gradient of
+    # lazy_inline prints one layer's scope on the gradients of every layer (and a reused cell's
+    # gradient carries the first layer's without it): a backward collective is counted in the layer
+    # of the forward op it is the gradient of
     seen = 0
-    for ir in _irs(RECOMPUTE / case):
-        layers = [r for r in comm.account(ir).layers() if r.layer.isdigit()]
-        dense = [r for r in layers if case != "mf-deepseek3-dp4_mp2_ep2_full_recompute" or r.layer == "1"]
-        if "deepseek3" in case:  # layer 0 is dense, layer 1 MoE: compared with itself across ranks
+    folder = next(d / case for d in (RECOMPUTE, CORPUS_FIXTURES, SHARED_CORPUS) if (d / case).is_dir())
+    for ir in _irs(folder):
+        if ir.stage.name != "validate":
             continue
-        assert len(dense) >= 2
-        assert len({(r.forward_bytes, r.backward_bytes, r.recompute_bytes) for r in dense}) == 1, [
-            (r.layer, r.forward_bytes, r.backward_bytes) for r in dense
+        layers = [r for r in comm.account(ir).layers() if r.layer.isdigit()]
+        assert len(layers) >= 2
+        assert len({(r.forward_bytes, r.backward_bytes, r.recompute_bytes) for r in layers}) == 1, [
+            (r.layer, r.forward_bytes, r.backward_bytes) for r in layers
         ]
-        assert dense[0].backward_bytes > 0
+        assert layers[0].backward_bytes > 0
         seen += 1
-    assert seen or "deepseek3" in case
+    assert seen
 
 
 def test_a_backward_collective_is_in_its_forward_ops_layer():
