@@ -8,9 +8,10 @@ ReduceScatter its input minus its output, an AllReduce (a ring: reduce-scatter t
 data decides (MoE token dispatch and combine) is counted as (n-1)/n of what the rank sends over the n
 peers of its send list (balanced routing), the combine and the gradients from the dispatch with the
 same two lists. A collective whose scope names no cell (one a cell builds inside a function)
-takes the layer of the recomputed cell around it. Forward and backward are told
-apart as the rules do (``Gradients/`` scope, ``forward_unique_id``); a backward collective names
-the forward op it transposes. Layers come from the ``layers-…/N-`` scope path.
+takes the layer of the recomputed cell around it. Forward and backward are the model's answer
+(``IRFile.is_backward``); a backward collective names the forward op it transposes and is counted
+in that op's layer, a recomputed copy in the layer of the op it repeats. Layers are the model's
+(``irlint.model.layers``: the printed scope checked against the weights around the op).
 
 Each byte is either **waste** (a redistribution finding names the op and how many of its bytes a
 consistent strategy would not move in ``Finding.wasted``, under a kind of ``Finding.waste_kinds``) or **scheme** (the communication the parallel
@@ -18,7 +19,8 @@ configuration needs: data- and tensor-parallel AllReduces, sequence-parallel Red
 AllGather, expert AlltoAll, pipeline Send/Receive, optimizer-parallel gathers, loss reductions).
 
 **Recompute** is the part of the backward bytes that recomputed copies of forward collectives
-receive again (``irlint.accounts.recompute_comm``), by the select key that asked for it.
+receive again (``irlint.accounts.recompute_comm``), by what asked for it: a select key,
+``select_comm_recompute``, full-layer ``recompute`` or ``mp_comm_recompute``.
 
 Not counted: what a collective sends, the latency of each call, communication the backend adds
 after the front-end graph (fusion and overlap passes), and loops a graph runs more than once
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ..findings import Finding
 from ..model import IRFile
-from ..model.layers import model_path, names_cells
+from ..model.layers import Places, model_path, names_cells
 from ..units import human_share
 from .memory import OUTSIDE, layer_of, runs_in_backward
 
@@ -180,7 +182,7 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
                 key,
                 KINDS[data["op"]],
                 backward,
-                layer_of(data.get("scope", "")),
+                _layer(ir, key, backward, forward),
                 group_size(ir, key),
                 got,
                 min(waste.get(key, 0), got or 0),
@@ -195,6 +197,21 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
     for r in reruns(ir, out):
         by_node[r.node].rerun = r
     return CommAccount(out, list(findings))
+
+
+def _layer(ir: IRFile, key: int, backward: bool, forward: int | None) -> str:
+    """The model's layer of a collective: a forward op's own (``irlint.model.layers``, the printed
+    scope checked against the weights around it); a backward one's is the forward op it is the
+    gradient of (lazy_inline prints a reused layer's scope on the gradients of every layer), a
+    recomputed copy's the op it repeats; else the printed scope's."""
+    base = key
+    if ir.is_recompute_copy(key):
+        base = original_of(ir, key) or key
+    elif backward and forward is not None:
+        base = forward
+    if ir.is_backward(base) or ir.is_recompute_copy(base):
+        return layer_of(ir[base].get("scope", ""))
+    return Places.of(ir).layer(base)[0]
 
 
 def _layer_around(ir: IRFile, c: Collective) -> str:
@@ -306,6 +323,6 @@ def reruns(ir: IRFile, collectives: list[Collective]) -> list[Rerun]:
         if not c.backward or not ir.is_recompute_copy(c.node):
             continue
         original = original_of(ir, c.node)
-        key, via = asked_by(ir, original if original is not None else c.node)
+        key, via = asked_by(ir, original if original is not None else c.node, c.layer)
         out.append(Rerun(c.node, original, key, via, c.layer, c.kind, c.received_bytes or 0))
     return out

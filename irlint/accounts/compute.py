@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ..model import IRFile
 from ..model.layers import OUTSIDE, layer_of_node, printed_layer
 from .flops import kind_of, op_flops
-from .memory import cached_account, is_backward, original_of_copies
+from .memory import cached_account, original_of_copies
 
 # The stage files whose graph is final for the accounting, best first: the memory account's choice
 # (the copies of the recompute pass exist there).
@@ -142,7 +142,7 @@ class CostAccount:
 def direction_of(ir: IRFile, k: int) -> str:
     if ir.is_recompute_copy(k):
         return "recompute"
-    return "backward" if is_backward(ir, k) else "forward"
+    return "backward" if ir.is_backward(k) else "forward"
 
 
 def account(ir: IRFile, keys: bool = True) -> CostAccount:
@@ -193,13 +193,9 @@ def recompute_costs(ir: IRFile, acc: CostAccount, originals: dict[int, int] | No
     copies = [o for o in acc.ops if o.direction == "recompute"]
     if not copies and not saved_by_node:
         return []
-    from importlib import import_module
-
+    from ..model.keys import node_select_key
     from ..model.layers import Places
-    from ..rule import builtin_package
 
-    builtin_package()
-    node_select_key = import_module("irlint.rules.recompute.keys").node_select_key
     places = Places.of(ir)
 
     def group_of(node: int):

@@ -6,21 +6,9 @@ from __future__ import annotations
 from math import prod
 
 from ..model import IRFile
+from ..model.ops import ATTENTION_OPS
+from ..model.ops import DENSE_MATMUL_OPS as MATMUL_OPS  # priced from two operand shapes
 
-MATMUL_OPS = frozenset(
-    {
-        "MatMul",
-        "BatchMatMul",
-        "MatMulExt",
-        "BatchMatMulExt",
-        "MatMulV2",
-        "BatchMatMulV2",
-        "Dense",
-        "Matmul",
-        "BatchMatmul",
-    }
-)
-ATTENTION_OPS = frozenset({"FlashAttentionScore", "FlashAttentionScoreGrad"})
 CONV_OPS = frozenset(
     {
         "Conv2D",

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..model import IRFile
+from ..model.ops import PLAIN_MATMUL_OPS
 from .compute import direction_of
 from .flops import MATMUL_OPS, matmul_dims, op_flops
 from .received import GATHER_OPS, group_size, received_bytes
@@ -225,7 +226,7 @@ def _price(c: Candidate, profile: Profile, ir: IRFile) -> None:
 def _misses(ir: IRFile, mm: int, coll: int, c: Candidate, ins: list[int]) -> list[str]:
     """The conditions of MindSpore's fusion pass this pair does not meet."""
     out = []
-    if ir[mm]["op"] not in ("MatMul", "MatMulV2", "MatMulExt"):
+    if ir[mm]["op"] not in PLAIN_MATMUL_OPS:
         out.append(f"{ir[mm]['op']} is not a MatMul")
     if c.dtype not in _FUSIBLE_DTYPES:
         out.append(f"{c.dtype or 'unknown dtype'} (float16 or bfloat16 only)")

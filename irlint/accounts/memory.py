@@ -14,14 +14,13 @@ gradients, constants, and workspace or temporary buffers of the backward pass it
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..model import IRFile
 from ..model.layers import OUTSIDE, Places, layer_of_node, printed_layer
-from ..model.pipeline import at_peak, backward_calls, schedules
+from ..model.pipeline import at_peak, schedules
 from ..read.values import TensorType
 from .tensors import VIEW_OPS, Tensor, reader_inputs, sources, tensor_type
 from .weights import is_weight_derived, weight_derived
@@ -39,8 +38,8 @@ SCOPE_NOTE = (
 
 # backward bookkeeping: they pass tensors on or order effects, they need no storage of their own
 _PLUMBING = frozenset({"MakeTuple", "TupleGetItem", "UpdateState", "Depend", "Load"})
-_EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 _TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
+_MONADS = frozenset({"UpdateState"})
 
 
 @dataclass
@@ -143,20 +142,14 @@ def runs_in_backward(ir: IRFile, key: int) -> bool:
     """A backward node, or a recomputed copy (which backward runs to rebuild a tensor)."""
     if ir.is_recompute_copy(key):
         return True
-    return is_backward(ir, key)
-
-
-def is_backward(ir: IRFile, key: int) -> bool:
-    # CPU kernel graphs expand grad ops under "Expand/_SiLUGrad/..." with no Gradients scope; a
-    # call of lazy_inline's backward half (the Partial the forward half returns) is backward too
-    return ir.is_backward(key) or bool(_EXPANDED_GRAD.match(ir[key].get("scope", ""))) or key in backward_calls(ir)
+    return ir.is_backward(key)
 
 
 def original_of_copies(ir: IRFile) -> dict[int, int]:
     """Recomputed copy -> the forward node it rebuilds."""
     out: dict[int, int] = {}
     for k in ir.cnodes():
-        if ir.is_recompute_copy(k) or is_backward(ir, k):
+        if ir.is_recompute_copy(k) or ir.is_backward(k):
             continue
         for c in ir.copy_of(k):
             out.setdefault(c, k)
@@ -236,7 +229,8 @@ def _backward_reads(
         for arg in reader_inputs(ir, reader):
             if args_in is None or arg in args_in:
                 for tensor, getitem in sources(ir, arg):
-                    yield reader, tensor, getitem
+                    if ir[tensor.node].get("op") not in _MONADS:  # the order of effects, no tensor
+                        yield reader, tensor, getitem
 
 
 def bytes_at_stake(ir: IRFile, key: int) -> int:

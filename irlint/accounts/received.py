@@ -7,19 +7,11 @@ from __future__ import annotations
 import re
 
 from ..model import IRFile
+from ..model.ops import ALLTOALL_OPS as ALLTOALL_OPS
+from ..model.ops import COLLECTIVE_OPS as COLLECTIVE_OPS
+from ..model.ops import GATHER_OPS as GATHER_OPS
+from ..model.ops import KINDS as KINDS
 
-GATHER_OPS = frozenset({"AllGather", "_MiniStepAllGather"})
-ALLTOALL_OPS = frozenset({"AlltoAll", "AllToAll", "_AlltoAll", "AlltoAllV", "AllToAllV"})
-KINDS = {
-    **dict.fromkeys(GATHER_OPS, "AllGather"),
-    **dict.fromkeys(ALLTOALL_OPS, "AlltoAll"),
-    "ReduceScatter": "ReduceScatter",
-    "AllReduce": "AllReduce",
-    "Send": "Send/Receive",
-    "Receive": "Send/Receive",
-    "Broadcast": "Broadcast",
-}
-COLLECTIVE_OPS = frozenset(KINDS)
 _GROUP_SIZE = re.compile(r"^(\d+)-")
 
 

@@ -1,4 +1,4 @@
-"""Communication that recompute runs again in backward, by the select key that asked for it.
+"""Communication that recompute runs again in backward, by what asked for it.
 
 A collective recompute copies (``duplicated: Bool(1)``, or lazy_inline's copy in the backward half
 with its forward node's ``unique_id``) receives its bytes a second time in backward: cost the user
@@ -10,8 +10,12 @@ chose with a key. The key is told from the forward op the copy repeats:
 - ``select_recompute``: for an op the parallel pass inserted (``redistribution_op_…``), the key of the
   tagged model primitive it re-lays out the input of (MindSpore passes that primitive's tag to the
   ops inserted for it: a chain before wq's Reshape runs again under ``attention\\.wq\\.reshape``);
-  else the op's own select key (``irlint.rules.recompute.keys.node_select_key``,
+  else the op's own select key (``irlint.model.keys.node_select_key``,
   which a whole-cell key such as ``mlp\\.experts`` matches as a prefix);
+- ``recompute``: the op is in a decoder layer recomputed whole (``recompute: True`` or a layer
+  list; ``irlint.model.keys.recomputed_layers``), which no select key is applied to; the key is
+  ``recompute``. A collective the parallel pass inserted there (``redistribution_op_…``) runs again
+  because of ``mp_comm_recompute``, its key;
 - ``cell``: no key can be derived; the cell scope names it.
 
 The bytes are the copy's, counted as every collective (``irlint.accounts.received``); they are
@@ -23,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import IRFile, primal_attr
+from ..model.keys import inserted_by_parallel, key_cells, node_select_key, recomputed_layers, select_key_part
 
 # ops between a recompute_comm_op primitive and the communication inserted for its output
 _BETWEEN = frozenset(
@@ -50,7 +55,7 @@ class Rerun:
     node: int  # the copy
     original: int | None  # the forward op it repeats
     key: str  # the select key (or cell scope) that asked for it
-    via: str  # "select_comm_recompute", "select_recompute" or "cell"
+    via: str  # "select_comm_recompute", "select_recompute", "recompute" (whole layer), "mp_comm_recompute" or "cell"
     layer: str
     kind: str
     received_bytes: int
@@ -76,24 +81,22 @@ def original_of(ir: IRFile, copy: int) -> int | None:
     return None if uid is None else ir.by_unique_id(str(uid))
 
 
-def asked_by(ir: IRFile, key: int) -> tuple[str, str]:
-    """(select key or cell scope, how it was asked) for a recomputed forward collective."""
-    from importlib import import_module
-
+def asked_by(ir: IRFile, key: int, layer: str | None = None) -> tuple[str, str]:
+    """(select key, config setting or cell scope; how it was asked) for a recomputed forward
+    collective in decoder layer ``layer`` (default: the model's layer of it)."""
     from ..model.layers import Places
-    from ..rule import builtin_package
-
-    builtin_package()  # irlint.rules is the top-level rules/ folder in a source checkout
-    keys = import_module("irlint.rules.recompute.keys")
-    node_select_key = keys.node_select_key
 
     source = comm_recompute_source(ir, key)
     if source is not None:
         found, _ = node_select_key(ir, source)
         if found is not None:
             return found, "select_comm_recompute"
-    if keys.inserted_by_parallel(ir, key):
-        target = tagged_reader(ir, key, keys.inserted_by_parallel)
+    # a layer recomputed whole takes no select key (MindFormers applies none to it): the config's
+    # ``recompute``, and for the communication the parallel pass inserted in it ``mp_comm_recompute``
+    if (layer or Places.of(ir).layer(key)[0]) in recomputed_layers(ir):
+        return ("mp_comm_recompute",) * 2 if inserted_by_parallel(ir, key) else ("recompute",) * 2
+    if inserted_by_parallel(ir, key):
+        target = tagged_reader(ir, key, inserted_by_parallel)
         found = node_select_key(ir, target)[0] if target is not None else None
         if found is not None:
             return found, "select_recompute"
@@ -102,7 +105,7 @@ def asked_by(ir: IRFile, key: int) -> tuple[str, str]:
         return found, "select_recompute"
     around = recomputed_cell(ir, key)
     if around is not None:
-        return "\\.".join(keys.select_key_part(n) for n in around[1]), "select_recompute"
+        return "\\.".join(select_key_part(n) for n in around[1]), "select_recompute"
     return Places.of(ir).cell_scope(key) or ir[key].get("scope", ""), "cell"
 
 
@@ -117,13 +120,11 @@ def recomputed_cell(ir: IRFile, key: int) -> tuple[str, list[str]] | None:
     while the cell's other ops print ``recompute_…/mlp-MoELayer/experts-…``. The nearest forward
     data neighbours carrying that prefix and naming cells decide, when they agree on the layer; the
     cells are what they all share. None when the op names cells itself or nothing around agrees."""
-    from importlib import import_module
-
     from ..model.layers import names_cells, printed_layer
 
     if names_cells(ir[key].get("scope", "")):
         return None
-    cells_of = import_module("irlint.rules.recompute.keys").key_cells
+    cells_of = key_cells
     seen = {key}
     frontier = [key]
     for _ in range(_AROUND_STEPS):

@@ -9,12 +9,11 @@ from typing import NamedTuple
 from ..findings import Finding
 from ..findings import Stake as AtStake
 from ..model import IRFile, weights_upstream
-from ..model.layers import OUTSIDE, Places
+from ..model.layers import OUTSIDE, Places, any_layer
 from ..units import human_bytes
-from .memory import bytes_at_stake, in_flight_at_peak, is_backward, kept_of
+from .memory import bytes_at_stake, in_flight_at_peak, kept_of
 from .tensors import sources
 
-_LAYER = re.compile(r"layers-[^/]*/(\d+)-")
 _WEIGHT_LAYER = re.compile(r"\.layers\.(\d+)\.")
 
 
@@ -35,7 +34,7 @@ def _asked_peers(ir: IRFile, key: int) -> list[int]:
     pattern = _peer_pattern(ir, key)
     if pattern is None:
         return [key]
-    if ir.is_recompute_copy(key) or is_backward(ir, key):  # not among its own peers
+    if ir.is_recompute_copy(key) or ir.is_backward(key):  # not among its own peers
         return [p for p in layer_peers(ir, key) if p == key or _asked_to_recompute(ir, p)]
     return sorted({key, *_peers_by_pattern(ir, ir[key]["op"], asked=True).get(pattern, ())})
 
@@ -49,7 +48,7 @@ def _peers_by_pattern(ir: IRFile, op: str, asked: bool) -> dict:
         found = {}
         index[op, asked] = found
         for k in ir.nodes_by_op(op):
-            if (not asked or _asked_to_recompute(ir, k)) and not (ir.is_recompute_copy(k) or is_backward(ir, k)):
+            if (not asked or _asked_to_recompute(ir, k)) and not (ir.is_recompute_copy(k) or ir.is_backward(k)):
                 p = _peer_pattern(ir, k)
                 if p is not None:
                     found.setdefault(p, []).append(k)
@@ -58,8 +57,9 @@ def _peers_by_pattern(ir: IRFile, op: str, asked: bool) -> dict:
 
 def _peer_pattern(ir: IRFile, k: int) -> str | tuple | None:
     scope = ir[k].get("scope", "").removeprefix("recompute_")
-    if _LAYER.search(scope):
-        return _LAYER.sub(lambda m: m.group(0).replace(m.group(1), "*", 1), scope)
+    same = any_layer(scope)  # the model's layer, not a ``layers-`` name
+    if same is not None:
+        return same
     if not scope:  # a dump without scope lines: the weights it is computed from
         names = weights_upstream(ir, k)
         if not names or not all(_WEIGHT_LAYER.search(n) for n in names):

@@ -29,6 +29,7 @@ Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -49,6 +50,12 @@ GRADIENT_SCOPE = "Gradients/"
 # ops whose later inputs are monads, shapes or indices rather than data
 _DATA_FIRST_OPS = frozenset({"Depend", "Load", "TupleGetItem", "Reshape"})
 _NO_ATTRS: dict[str, Any] = {}
+# CPU kernel graphs expand grad ops under "…/Expand/_SiLUGrad/…" with no Gradients scope
+_EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
+# a backward input does not make these backward: the order of effects, and subgraph calls
+# (lazy_inline's forward half takes the step's monad; the backward half's calls are known)
+_NOT_FED = frozenset({"UpdateState", "call", "Partial"})
+_ORDER_INPUTS = frozenset({"Depend", "Load"})  # only their first input carries data
 
 
 def primal_attr(data: dict[str, Any], name: str) -> Any:
@@ -257,11 +264,57 @@ class IRFile:
 
     # --- forward / backward -------------------------------------------------------------------
     def is_backward(self, key: int) -> bool:
-        data = self.nodes[key]
-        if data.get("scope", "").startswith(GRADIENT_SCOPE):
+        """The node runs in the backward half of the step: the one answer every rule and account
+        asks. Marked so by MindSpore (a ``Gradients/`` scope, ``forward_unique_id`` or
+        ``forward_node_name``, a CPU kernel graph's ``Expand/_XGrad/`` expansion), a call of
+        lazy_inline's backward half ◂ (the Partial its forward half returns), or fed by such a node
+        (gradient accumulation ``AddN`` of ``Default/AddN-op0``, the optimizer): a forward op never
+        reads a backward one. Not fed through ``Depend``/``Load``'s order inputs, ``UpdateState``,
+        a subgraph call or a recomputed copy (which runs in backward but rebuilds a forward op); a
+        ``MakeTuple`` only when all it packs is backward (the step's output packs the loss with the
+        gradients)."""
+        found = self.__dict__.get("_backward_keys")
+        if found is None:
+            found = self.__dict__["_backward_keys"] = self._backward_half()
+        return key in found
+
+    def _marked_backward(self, data: dict[str, Any]) -> bool:
+        """What MindSpore prints on a backward node itself (scope or primal attributes)."""
+        scope = data.get("scope", "")
+        if scope.startswith(GRADIENT_SCOPE) or scope.startswith("Expand/") and _EXPANDED_GRAD.match(scope):
             return True
-        primal = data.get("primal_attrs") or {}
+        primal = data.get("primal_attrs") or _NO_ATTRS
         return "forward_unique_id" in primal or "forward_node_name" in primal
+
+    def _backward_half(self) -> frozenset[int]:
+        from .pipeline import backward_calls
+
+        nodes = self.nodes
+        seeds = [k for k, d in nodes.items() if d.get("kind") == "cnode" and self._marked_backward(d)]
+        found = set(seeds) | backward_calls(self)
+        queue = list(found)
+        lazy = self._lazy_copies()
+        while queue:
+            k = queue.pop()
+            for c in self.consumers(k):
+                if c in found:
+                    continue
+                d = nodes[c]
+                op = d.get("op")
+                if (
+                    d.get("kind") != "cnode"
+                    or op in _NOT_FED
+                    or op in _ORDER_INPUTS
+                    and self.producers(c)[:1] != [k]
+                    or op == "MakeTuple"
+                    and not all(p in found for p in self.producers(c) if nodes[p].get("kind") == "cnode")
+                    or (d.get("cnode_attrs") or _NO_ATTRS).get("duplicated") is True
+                    or c in lazy
+                ):
+                    continue
+                found.add(c)
+                queue.append(c)
+        return frozenset(found)
 
     def forward_of(self, key: int) -> int | None:
         """The forward node a backward node was derived from (``forward_unique_id``)."""
@@ -322,7 +375,7 @@ class IRFile:
                 if uid is None:
                     continue
                 if data["graph"] in halves:
-                    if not self.is_backward(k):
+                    if not self._marked_backward(data):
                         inside.append((k, str(uid)))
                         # full-layer recompute copies a segment's ops whose forward node the
                         # graph no longer holds (a Linear's output Reshape folded away): marked

@@ -28,6 +28,8 @@ import weakref
 from typing import Any, NamedTuple
 
 from . import IRFile, primal_attr
+from .ops import MATMUL_OPS as MATMUL_OPS
+from .ops import TENSOR_PARALLEL_COMM_OPS
 
 OUTSIDE = "outside"
 MAX_HOPS = 16
@@ -39,11 +41,9 @@ _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 # ops that tie unrelated tensors together (state order, tuples of everything, calls): the
 # neighbourhood walk does not pass through them
 _VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
-_COMM_OPS = frozenset({"AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll"})
+_COMM_OPS = TENSOR_PARALLEL_COMM_OPS
 # ops between a Linear's MatMul and its input or output: its Casts and the collectives of tensor parallel
 _LINK_OPS = frozenset({"Cast", *_COMM_OPS})
-# the ops computing a Linear (one vocabulary for the model's questions)
-MATMUL_OPS = frozenset({"MatMul", "MatMulV2", "MatMulExt", "BatchMatMul", "BatchMatMulExt", "GroupedMatmul", "Dense"})
 _NOT_NEIGHBOURS = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return", "Send", "Receive"})
 
 
@@ -432,6 +432,18 @@ def with_layer(parts: tuple[str, ...], layer: str) -> tuple[str, ...]:
         if m:
             return parts[:i] + (OUTSIDE if layer == OUTSIDE else layer + p[m.end(1) :],) + parts[i + 1 :]
     return parts
+
+
+def any_layer(scope: str) -> str | None:
+    """A scope with its decoder layer's number (the outermost numbered cell, whatever the layer
+    list is called) as ``*``: the same scope in every layer; None when it prints no layer."""
+    parts = scope.split("/")
+    for i, p in enumerate(parts):
+        m = _LAYER_PART.match(p)
+        if m:
+            parts[i] = "*" + p[m.end(1) :]
+            return "/".join(parts)
+    return None
 
 
 def layer_prefix(parts: tuple[str, ...]) -> tuple[str, ...] | None:

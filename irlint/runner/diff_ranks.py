@@ -8,7 +8,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..accounts.memory import cached_account, is_backward
+from ..accounts.memory import cached_account
 from ..findings import scope_path
 from ..model import IRFile
 from .discover import DumpFile
@@ -29,7 +29,7 @@ def node_key(ir: IRFile, key: int) -> tuple:
     recomputed copy, the scope path (without the ``recompute_`` prefix ``Cell.recompute()`` adds
     and the per-dump ``-opN`` suffix), the op and the primitive's instance name."""
     d = ir[key]
-    role = "copy" if ir.is_recompute_copy(key) else "backward" if is_backward(ir, key) else "forward"
+    role = "copy" if ir.is_recompute_copy(key) else "backward" if ir.is_backward(key) else "forward"
     scope = d.get("scope", "").removeprefix("recompute_")
     return (role, scope_path(scope), d.get("op", ""), HASH.sub("#", d.get("instance") or ""))
 

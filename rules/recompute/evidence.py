@@ -36,7 +36,10 @@ from typing import Any, NamedTuple
 
 from irlint.accounts.weights import is_weight_derived
 from irlint.model import IRFile
+from irlint.model.keys import CELL_PREFIX as CELL_PREFIX
+from irlint.model.keys import cell_path as cell_path
 from irlint.model.layers import Places, layer_prefix, with_layer
+from irlint.model.ops import MATMUL_OPS as MATMUL_OPS
 from irlint.model.pipeline import halves
 
 # Stage files where the recompute decision is final, best first: the final front-end graph
@@ -44,20 +47,17 @@ from irlint.model.pipeline import halves
 # there and drops its attributes, so it is the last resort).
 RECOMPUTE_STAGES = ("validate", "cse_after_recomputation", "add_recomputation", "graph_build")
 
-CELL_PREFIX = "recompute_"
 # Layout ops: a non-recomputed one between a tagged op and its backward reader blocks the
 # recompute (MindSpore keeps its output for backward, so the tagged op gets no copy).
 LAYOUT_OPS = frozenset({"Reshape", "Transpose", "Cast", "ExpandDims", "Squeeze", "Flatten"})
 # ops that only pass a tensor on (no new data): walked through, never named as blocking
 PASSTHROUGH_OPS = frozenset({"Depend", "Load", "TupleGetItem", "MakeTuple"})
 FIRST_INPUT_ONLY = frozenset({"Depend", "Load", "TupleGetItem"})
-MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt", "Dense"})
 BOOKKEEPING_OPS = frozenset({"Load", "UpdateState", "MakeTuple", "Depend", "TupleGetItem", "call"})
 HIGH_PRECISION = frozenset({"Float32", "Float64"})
 LOW_PRECISION = frozenset({"Float16", "BFloat16"})
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
 _REDISTRIBUTION = "redistribution_op_"
-_EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 _NONE: dict[str, Any] = {}
 
 
@@ -86,17 +86,6 @@ def is_redistribution(d: dict[str, Any]) -> bool:
     """An op of a re-layout the parallel pass inserted (``redistribution_op_…``: AllGather, Split,
     Concat, StridedSlice, Reshape): it moves a tensor between layouts and computes nothing."""
     return str(d.get("instance") or "").startswith(_REDISTRIBUTION)
-
-
-def cell_path(scope: str) -> tuple[str, ...]:
-    """Scope components without the ``recompute_`` prefix and the ``Op-opN`` suffix. A cell
-    compiled as a function has an empty name (``recompute_/SiLU-op1`` gives ``("",)``)."""
-    if scope.startswith(CELL_PREFIX):
-        scope = scope[len(CELL_PREFIX) :]
-    parts = scope.split("/")
-    if parts and _OP_SUFFIX.match(parts[-1]):
-        parts = parts[:-1]
-    return tuple(parts)
 
 
 def cell_text(path: tuple[str, ...] | None, scope: str) -> str:
@@ -218,8 +207,7 @@ class RecomputeFacts:
     # --- requested / applied ---------------------------------------------------------------
 
     def is_backward(self, k: int) -> bool:
-        # CPU backend graphs expand grad ops under "Expand/_SiLUGrad/..." with no Gradients scope
-        return self.ir.is_backward(k) or bool(_EXPANDED_GRAD.match(self.ir[k].get("scope", "")))
+        return self.ir.is_backward(k)  # the model's answer
 
     def applied(self, k: int) -> bool:
         """The node was recomputed: a copy of it exists."""

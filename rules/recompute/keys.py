@@ -10,169 +10,35 @@ from typing import NamedTuple
 
 from irlint.findings import NoKeyOp, RecomputeFix
 from irlint.model import IRFile
+
+# the model's answers (irlint.model.keys), under this module's names too
+from irlint.model.keys import SELF_CALL, SHARED_SUFFIX, TRACE_LINE
+from irlint.model.keys import WRAPPER_CELLS as WRAPPER_CELLS
+from irlint.model.keys import attribute_from_trace as attribute_from_trace
+from irlint.model.keys import dump_cells as dump_cells
+from irlint.model.keys import inserted_by_parallel as inserted_by_parallel
+from irlint.model.keys import key_cells as key_cells
+from irlint.model.keys import key_exists as key_exists
+from irlint.model.keys import node_select_key as node_select_key
+from irlint.model.keys import primitive_name as primitive_name
+from irlint.model.keys import select_key as select_key
+from irlint.model.keys import select_key_part as select_key_part
 from irlint.model.layers import (
     LAYER_IN_NAME,
     MATMUL_OPS,
     Places,
-    below_layer,
-    layer_prefix,
     names_cells,
-    scope_parts,
-    weight_cells,
     weight_layer,
     weight_name,
 )
-from irlint.model.source import own_trace, source_of
+from irlint.model.source import own_trace as own_trace
+from irlint.model.source import source_of
 
-from .evidence import RecomputeFacts, cell_path
+from .evidence import RecomputeFacts
 
-WRAPPER_CELLS = frozenset({"network", "_backbone", "backbone", "model", "net"})
-
-
-def select_key(scope: str, name: str | None, op: str) -> str | None:
-    """The select_recompute regex key of a primitive: its cell path below the layer (cell
-    attribute names from ``name-Class`` scope parts) plus the primitive's attribute ``name``
-    (see ``primitive_name``; the lower-cased op when None); None when the scope holds no cell
-    names."""
-    names = _key_cells(scope)
-    if not names:
-        return None
-    return "\\.".join(_key_part(n) for n in names + [name or op.lower()])
-
-
-def _key_cells(scope: str) -> list[str]:
-    """The cell attribute names of a scope that start its select key."""
-    names = [p.split("-", 1)[0] for p in cell_path(scope) if "-" in p]
-    numeric = [i for i, n in enumerate(names) if n.isdigit()]
-    if numeric:
-        return names[numeric[-1] + 1 :]
-    while len(names) > 1 and names[0] in WRAPPER_CELLS:
-        names = names[1:]
-    return names
-
-
-def _key_part(name: str) -> str:
-    return re.escape(name).replace("\\_", "_")
-
-
-key_cells = _key_cells
-select_key_part = _key_part
-
-
-# ``# In file PATH:LINE[~LINE], COL~COL/SOURCE LINE/``; the columns are 0-based, the end is
-# exclusive and on the last line of the range, while only the first source line is printed.
-_TRACE_LINE = re.compile(r"# In file .*?:\d+(?:~\d+)?, (?P<start>\d+)~\d+/(?P<text>.*)/\Z")
-_SHARED_SUFFIX = re.compile(r"/<~~[^/]*/\Z")  # "<~~This line of code can be shared by multiple nodes..."
-_SELF_CALL = re.compile(r"self\.(\w+)\s*\(")
-# instance names the parallel passes give the ops they insert or replace
-_INSERTED_INSTANCE = re.compile(r"(?:redistribution_op|forward_op|gradforward_op|mirror_)\w*?_?\d{6,}")
-
-
-def attribute_from_trace(lines: list[str]) -> str | None:
-    """The cell attribute a primitive was called through: ``self.<attr>(`` at the start column of
-    the innermost call site of its own source trace; None when the call is not of that form
-    (functional ops, a primitive held in a local) or there is no trace."""
-    own = own_trace(lines)
-    if not own:
-        return None
-    line = _SHARED_SUFFIX.sub("/", own[-1])
-    # without its closing "/" the regex would rescan the rest of the line at every ":" (quadratic)
-    m = _TRACE_LINE.match(line) if line.endswith("/") else None
-    if m is None:
-        return None
-    call = _SELF_CALL.match(m.group("text"), int(m.group("start")))
-    return call.group(1) if call else None
-
-
-def primitive_name(ir: IRFile, k: int) -> tuple[str, bool]:
-    """The name select_recompute matches for a node's primitive, and whether it is a guess.
-
-    The cell attribute named by the source trace comes first: MindSpore merges identical
-    untagged primitives after grad expansion and then prints one instance name for all of
-    them (e.g. nn.Embedding's ``reshape_flat`` on every Linear's ``reshape``). It is preferred
-    always, not only when a name looks merged: it is what select_recompute matches, it agrees
-    with every tagged primitive's name, and the key stays the same in every stage file. Without a usable
-    trace the instance name is used; it is only trustworthy on a tagged primitive (the tag keeps
-    it apart from untagged ones)."""
-    d = ir[k]
-    attr = attribute_from_trace(ir.trace(k))
-    if attr is not None:
-        return attr, False
-    if d.get("instance") and _INSERTED_INSTANCE.match(d["instance"]):
-        # the parallel pass replaced the primitive (a Linear's Reshape becomes redistribution_op_<hash>,
-        # keeping the attributes): its printed name names nothing a key matches; MindFormers' cells
-        # call such primitives by the op's name (Linear's ``reshape``)
-        return d["op"].lower(), False
-    tagged = (d.get("primitive_attrs") or {}).get("recompute") is True
-    return d.get("instance") or d["op"].lower(), not (tagged and d.get("instance"))
-
-
-def inserted_by_parallel(ir: IRFile, k: int) -> bool:
-    """An op the parallel passes inserted (communication, slicing, ``redistribution_op_…``), not a
-    model primitive they replaced (a Linear's Reshape keeps its primitive's attributes)."""
-    d = ir[k]
-    return bool(d.get("instance") and _INSERTED_INSTANCE.match(d["instance"])) and d["op"] != "Reshape"
-
-
-def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
-    """``select_key`` of a node with its primitive's name from ``primitive_name``; (key, guessed)
-    (once per node and trace region: the name may come from the node's trace in the file). None
-    for a key whose cells the dump does not show (``key_exists``): MindFormers would match nothing."""
-    known = ir.__dict__.setdefault("_recompute_select_keys", {})
-    asked = (k, ir.traces.get(k))
-    found: tuple[str | None, bool] | None = known.get(asked)
-    if found is None:
-        d = ir[k]
-        name, guessed = primitive_name(ir, k)
-        key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
-        if key is not None and not key_exists(ir, key):
-            key = None
-        found = known[asked] = (key, guessed and key is not None)
-    return found
-
-
-def dump_cells(ir: IRFile) -> frozenset[tuple[str, ...]]:
-    """The cell attribute paths below a decoder layer that the dump shows (``("mlp",
-    "linear_fc2")``): the cells of every printed scope below its layer and of every layer weight's
-    name, each prefix included (one walk per file)."""
-    found = ir.__dict__.get("_recompute_dump_cells")
-    if found is None:
-        paths: set[tuple[str, ...]] = set()
-        scopes: set[str] = set()
-        for k, d in ir.nodes.items():
-            if d["kind"] == "param" and d.get("has_default"):
-                name = weight_name(ir, k)
-                if name and LAYER_IN_NAME.search(name):
-                    cells = weight_cells(name)
-                    paths.update(cells[:i] for i in range(1, len(cells) + 1))
-                continue
-            scopes.add(d.get("scope", ""))
-        for scope in scopes:  # a scope is printed on many nodes: each read once
-            parts = tuple(scope_parts(scope))
-            if layer_prefix(parts) is None:
-                continue
-            cells = tuple(p.split("-", 1)[0] for p in below_layer(list(parts)) if "-" in p)
-            paths.update(cells[:i] for i in range(1, len(cells) + 1))
-        found = ir.__dict__["_recompute_dump_cells"] = frozenset(paths)
-    return found
-
-
-def key_exists(ir: IRFile, key: str) -> bool:
-    """A select_recompute key's cells exist in the model, as MindFormers matches a key
-    (``LayerSetting.set_pattern_recompute``): the pattern split on ``\\.``, each segment but the last
-    fullmatched against the child cells' names from the layer down, the last against the attributes
-    of the cell reached (a primitive or a child cell, which the dump cannot list: not checked).
-    True in a dump that shows no decoder layer (nothing to check against)."""
-    known = dump_cells(ir)
-    cells = key.split("\\.")[:-1]
-    if not known or not cells:
-        return True
-    try:
-        return any(
-            len(path) == len(cells) and all(re.fullmatch(seg, part) for seg, part in zip(cells, path)) for path in known
-        )
-    except re.error:
-        return False
+# the key that tags an op is the model's answer (``irlint.model.keys``); kept under these names here
+_key_cells = key_cells
+_key_part = select_key_part
 
 
 GUESS_NOTE = (
@@ -563,9 +429,9 @@ def model_code_recompute(ir: IRFile, k: int) -> ModelCodeRecompute | None:
         return None
     calls: list[tuple[str, str, int]] = []
     for ln in reversed(own):
-        line = _SHARED_SUFFIX.sub("/", ln)
-        m = _TRACE_LINE.match(line) if line.endswith("/") else None
-        call = _SELF_CALL.match(m.group("text"), int(m.group("start"))) if m else None
+        line = SHARED_SUFFIX.sub("/", ln)
+        m = TRACE_LINE.match(line) if line.endswith("/") else None
+        call = SELF_CALL.match(m.group("text"), int(m.group("start"))) if m else None
         frame = _FRAME_AT.match(line)
         if call is None or frame is None:
             continue

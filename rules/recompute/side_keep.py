@@ -19,6 +19,7 @@ from typing import NamedTuple
 from irlint.accounts.memory import bytes_at_stake
 from irlint.model import IRFile
 from irlint.model.layers import Places
+from irlint.model.ops import DENSE_MATMUL_OPS
 
 from .keys import KeyNeed, weight_of_matmul
 
@@ -70,7 +71,7 @@ def _forward_matmul_weights(ir: IRFile) -> list[tuple[int, str]]:
     if found is None:
         found = ir.__dict__["_side_keep_matmul_weights"] = [
             (m, name)
-            for m in ir.nodes_by_op("MatMul")
+            for m in ir.nodes_by_op(*DENSE_MATMUL_OPS)
             if not (ir.is_backward(m) or ir.is_recompute_copy(m)) and (name := weight_of_matmul(ir, m))
         ]
     return found

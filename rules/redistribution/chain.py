@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from irlint.accounts.received import ALLTOALL_OPS, GATHER_OPS
 from irlint.findings import NO_FIXES, CommWaste, Finding, Fixes
 from irlint.model import IRFile
+from irlint.model.ops import ALLTOALL_OPS, FLAGGED_MATMUL_OPS, GATHER_OPS
 from irlint.read.values import TensorType
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class Chain:
         return self.nodes[min(at) : max(at) + 1] if at else []
 
 
-MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "MatMulExt", "BatchMatMulExt"})
+MATMUL_OPS = FLAGGED_MATMUL_OPS  # the model's vocabulary: read by their transpose flags
 # every input of the same rank is read in the output's layout
 ELEMENTWISE_OPS = frozenset(
     {

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from irlint.accounts.received import GATHER_OPS
 from irlint.model import IRFile
+from irlint.model.ops import PLAIN_MATMUL_OPS
 
 from .chain import ELEMENTWISE_OPS, MATMUL_OPS, MOVING_OPS, SLICE_OPS, Chain
 from .discovery import collect_chain, in_chain, is_weight, touches_backward
@@ -140,7 +141,7 @@ def _run_after(ir: IRFile, key: int) -> Chain | None:
 def _rows_gathered_then_sliced(ir: IRFile, key: int, pos: int, before: Chain, after: Chain) -> int | None:
     """For a MatMul: the factor by which its input ``pos`` is gathered along the rows it keeps
     (not the contracted dim) and its output sliced back along the same rows; None otherwise."""
-    if pos != 0 or ir[key]["op"] != "MatMul":
+    if pos != 0 or ir[key]["op"] not in PLAIN_MATMUL_OPS:
         return None
     ta, _ = transposes(ir, key)
     if ta:
