@@ -244,17 +244,20 @@ def _in_flight_others_by_part(ir: IRFile, report: MemoryReport) -> dict[str, int
     return out
 
 
-def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
-    """The predicted peak of used device memory of the rank ``ir`` is the final graph of (computed once per file)."""
-    cached = ir.__dict__.get("_device_peak")
-    if cached is not None:
-        return cached
+@dataclass
+class Walk:
+    """The execution order of one rank's step and what lives along it."""
+
+    order: list[int]
+    lifetimes: list[tuple[Tensor, int, int, int]]  # (tensor, block, made at, last read at), positions in order
+    in_halves: list[bool]  # per position: inside a micro batch's halves, where the others in flight hold theirs
+    others: dict[str, int]  # what the other micro batches in flight hold there, by part
+
+
+def walk(ir: IRFile, report: MemoryReport | None = None) -> Walk:
+    """The step's execution order with each kernel output's lifetime along it."""
     report = report if report is not None else cached_account(ir)
-    parts = static_parts(ir)
     order = execution_order(ir)
-    events: dict[int, int] = {}
-    kept_nodes = {t.tensor for t in report.kept}
-    copy_nodes = {t.tensor for t in report.weight_copies}
     stages = schedules(ir)
     halves = {g for s in stages for g in (s.forward, s.backward)}
     last_call: dict[str, int] = {}
@@ -264,17 +267,32 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
                 if g in halves:
                     last_call[g] = i
     lifetimes = list(liveness(ir, order, last_call))
+    others = _in_flight_others_by_part(ir, report) if stages else {}
+    return Walk(order, lifetimes, [ir[n]["graph"] in halves for n in order], others)
+
+
+def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
+    """The predicted peak of used device memory of the rank ``ir`` is the final graph of (computed once per file)."""
+    cached = ir.__dict__.get("_device_peak")
+    if cached is not None:
+        return cached
+    report = report if report is not None else cached_account(ir)
+    parts = static_parts(ir)
+    w = walk(ir, report)
+    order, lifetimes, others = w.order, w.lifetimes, w.others
+    events: dict[int, int] = {}
+    kept_nodes = {t.tensor for t in report.kept}
+    copy_nodes = {t.tensor for t in report.weight_copies}
     for _, s, a, b in lifetimes:
         events[a] = events.get(a, 0) + s
         events[b + 1] = events.get(b + 1, 0) - s
-    others = _in_flight_others_by_part(ir, report) if stages else {}
     extra_bytes = sum(others.values())
     live = 0
     best, best_at = -1, -1
     for i in range(len(order)):
         live += events.get(i, 0)
         # inside a micro batch's halves the other micro batches in flight hold their kept tensors
-        here = live + (extra_bytes if ir[order[i]]["graph"] in halves else 0)
+        here = live + (extra_bytes if w.in_halves[i] else 0)
         if here > best:
             best, best_at = here, i
     # what is alive at the peak, by part
@@ -283,7 +301,7 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
         if a <= best_at <= b:
             part = "activations" if t in kept_nodes else "weight_copies" if t in copy_nodes else "temporaries"
             alive[part] += s
-    if extra_bytes and best_at >= 0 and ir[order[best_at]]["graph"] in halves:
+    if extra_bytes and best_at >= 0 and w.in_halves[best_at]:
         for part, n in others.items():
             alive[part] += n
     parts.update(alive)

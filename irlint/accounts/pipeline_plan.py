@@ -1,12 +1,18 @@
 """A pipeline run's stages side by side (peak device memory, FLOPs per micro batch, micro batches, chunks, the
 bubble) and the MindFormers ``offset`` that balances them.
 
-MindFormers places ``num_layers // pp + offset[i]`` decoder layers on stage ``i``. Moving a layer changes a
-stage's peak by what one layer holds there: its parameters, optimizer states, accumulation buffers and constants
-once, and its kept activations and weight copies once per micro batch in flight on that stage (more on the first
-stages); and its FLOPs per micro batch by one layer's. The decoder layers are alike, so one layer's figures are
-the mean over the dumped layers. The plan moves one layer at a time from the stage it helps most to the stage it
-costs least, while the worst stage's peak (then the slowest stage's FLOPs) goes down.
+MindFormers places ``num_layers // pp + offset[i]`` decoder layers on stage ``i``. A stage's peak with another
+count of layers comes from the device walk of its dump (``accounts.device``): at each point of the execution
+order, what is alive splits into a part that scales with the layers (their parameters, optimizer states,
+accumulation buffers and constants, and what is made from those alone, like the gradients scaled for the update;
+the kept activations and weight copies of the decoder layers, of the micro batch running and of each other one in
+flight) and a part that does not (the embedding, head and loss, their gradients, the temporaries of the op
+running). The predicted peak is the largest over the points of the fixed
+part plus the scaled one, so it follows the peak where it moves: a one-layer first stage peaks at its embedding
+gradient, not at the forward/backward turn. The FLOPs per micro batch change by one layer's per layer. The
+decoder layers are alike, so one layer's figures are the mean over the dumped layers. The plan moves one layer at
+a time from the stage it helps most to the stage it costs least, while the worst stage's peak (then the slowest
+stage's FLOPs) goes down.
 """
 
 from __future__ import annotations
@@ -14,8 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import IRFile
-from .device import block, device_peak
+from .device import block, device_peak, static_parts, walk
 from .memory import cached_account
+
+# a point of the walk: (what does not scale with the layers, the decoder layers' kept tensors of the running
+# micro batch per chunk, inside the halves, the chunk of the decoder layer running there or -1, what is made
+# there from the decoder layers' parameters alone: their gradients scaled for the update, casts, gathers)
+Point = tuple[int, tuple[int, ...], bool, int, int]
 
 
 @dataclass
@@ -42,6 +53,11 @@ class Stage:
     # for other layer counts (the 1F1B order weighed by what each chunk then keeps)
     ir: IRFile | None = field(default=None, repr=False)
     chunk_graphs: list[str] = field(default_factory=list)
+    # the walk's points that can be the peak for some layer counts; per chunk what one layer keeps per micro
+    # batch; what the other micro batches in flight hold inside the halves
+    points: list[Point] = field(default_factory=list, repr=False)
+    chunk_kept_bytes: list[float] = field(default_factory=list)
+    others_bytes: int = 0
 
 
 @dataclass
@@ -116,6 +132,7 @@ def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") 
     )
     n = len(layers)
     chunk_layers, chunk_in_flight, chunk_graphs = _chunks(ir, report, len(layers))
+    points, chunk_kept, others = _points(ir, report, chunk_layers, chunk_graphs)
     return Stage(
         index,
         [rank],
@@ -134,7 +151,100 @@ def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") 
         chunk_in_flight,
         ir if len(chunk_graphs) > 1 else None,
         chunk_graphs,
+        points,
+        chunk_kept,
+        others,
     )
+
+
+def _points(
+    ir: IRFile, report, chunk_layers: list[int], chunk_graphs: list[str]
+) -> tuple[list[Point], list[float], int]:
+    """The walk of the stage's step split into what scales with its decoder layers and what does not, at each
+    point that can be the peak for some layer counts; what one layer of each chunk keeps per micro batch; what
+    the other micro batches in flight hold inside the halves."""
+    from ..model.layers import layer_of_node
+
+    w = walk(ir, report)
+    index = {g: k for k, g in enumerate(chunk_graphs)}
+    v = len(chunk_layers)
+    chunk_of = {}  # a decoder layer's kept tensor or weight copy -> its chunk
+    per_chunk = [0] * v
+    for t in (*report.kept, *report.weight_copies):
+        if t.layer.isdigit():
+            k = index.get(ir[t.tensor.node]["graph"], 0) if v > 1 else 0
+            chunk_of[t.tensor] = k
+            per_chunk[k] += block(t.nbytes)
+    # the stage's layers in order fill its chunks in turn
+    layers = sorted({int(t.layer) for t in report.kept if t.layer.isdigit()})
+    chunk_of_layer = {str(x): c for c, n in enumerate(chunk_layers) for x in layers[sum(chunk_layers[:c]) :][:n]}
+    share = _layer_parameter_share(ir, w.order)
+    events: dict[int, list[int]] = {}
+    for t, size, a, b in w.lifetimes:
+        split = [0] * (v + 2)  # does not scale, each chunk's kept, made from the layers' parameters
+        if t in chunk_of:
+            split[chunk_of[t] + 1] = size
+        else:
+            split[v + 1] = round(size * share.get(t.node, 0.0))
+            split[0] = size - split[v + 1]
+        for at, sign in ((a, 1), (b + 1, -1)):
+            row = events.setdefault(at, [0] * (v + 2))
+            for slot, x in enumerate(split):
+                row[slot] += sign * x
+    static = sum(static_parts(ir).values())
+    live = [0] * (v + 2)
+    found: set[Point] = set()
+    for i, halves in enumerate(w.in_halves):
+        for slot, step in enumerate(events.get(i, ())):
+            live[slot] += step
+        chunk = chunk_of_layer.get(layer_of_node(ir, w.order[i]), -1)
+        found.add((static + live[0], tuple(live[1 : v + 1]), halves, chunk, live[v + 1]))
+    # a point no larger in every part than another of its kind is never the peak: drop it
+    points: list[Point] = []
+    for p in sorted(found, reverse=True):
+        if not any(q[2:4] == p[2:4] and q[4] >= p[4] and all(x >= y for x, y in zip(q[1], p[1])) for q in points):
+            points.append(p)
+    kept = [b / n for b, n in zip(per_chunk, chunk_layers)]
+    return points, kept, sum(w.others.values())
+
+
+def _layer_parameter_share(ir: IRFile, order: list[int]) -> dict[int, float]:
+    """The nodes of ``order`` that read parameters and constants alone (a gradient scaled before the update, a
+    weight's cast or gather) -> the share of the decoder layers' parameters in the bytes of those parameters."""
+    read: dict[int, tuple[int, int] | None] = {}  # node -> (bytes of decoder layers' parameters, of all) read
+
+    def of(n: int, depth: int = 0) -> tuple[int, int] | None:
+        if n in read:
+            return read[n]
+        d = ir[n]
+        found: tuple[int, int] | None = None
+        if d["kind"] == "param":
+            b = (d["out_type"].nbytes or 0) if d.get("has_default") and d.get("out_type") is not None else None
+            if b is not None:
+                found = (b if _decoder_layer(d.get("name", "")) is not None else 0, b)
+        elif d["kind"] == "const" or d.get("op") == "UpdateState":
+            found = (0, 0)
+        elif d["kind"] == "cnode" and d["op"] not in ("call", "Receive") and depth < 8:  # near parameters only
+            ins = list(ir.pred[n])
+            if d["op"] == "Depend":
+                ins = ins[:1]  # the value; the rest only orders it
+            layer = total = 0
+            for i in ins:
+                got = of(i, depth + 1)
+                if got is None:
+                    break
+                layer, total = layer + got[0], total + got[1]
+            else:
+                found = (layer, total)
+        read[n] = found
+        return found
+
+    out = {}
+    for n in order:
+        got = of(n)
+        if got is not None and got[1]:
+            out[n] = got[0] / got[1]
+    return out
 
 
 def _chunks(ir: IRFile, report, layers: int) -> tuple[list[int], list[int], list[str]]:
@@ -162,16 +272,45 @@ def _in_flight(s: Stage, counts: list[int]) -> list[int]:
     return [found.get(g, 1) for g in s.chunk_graphs]
 
 
-def _peak(s: Stage, counts: list[int]) -> int:
-    """The stage's peak with ``counts`` layers per chunk: one layer's parameters, states and constants once, its
-    kept activations and weight copies once per micro batch of its chunk in flight at the peak."""
+def peak_with(s: Stage, counts: list[int]) -> int:
+    """The stage's peak with ``counts`` layers per chunk: the largest over the walk's points of what does not
+    scale with the layers plus what does: each layer's parameters, states and constants once; inside the halves
+    one layer's kept activations and weight copies for each other micro batch of its chunk in flight; and the
+    running micro batch's kept tensors of each chunk. Outside a chunk's layers those are all of its layers or
+    none: in proportion. Inside them they count the layers alive at the point (a layer runs forward on top of
+    the ones before it and frees its own in backward), and the layers are alike: a point with the last layer
+    before the turn alive holds the layers added or taken there too, one with fewer alive is as it was, or gone
+    with the layers taken."""
     now = s.chunk_layers or [len(s.layers)]
+    if not s.points:
+        return s.peak_bytes
     held = sum(n - m for n, m in zip(counts, now)) * s.layer_static_bytes
 
-    def kept(c: list[int]) -> float:
-        return sum(n * f for n, f in zip(c, _in_flight(s, c))) * s.layer_kept_bytes
+    def others(c: list[int]) -> float:
+        return sum(n * (f - 1) * b for n, f, b in zip(c, _in_flight(s, c), s.chunk_kept_bytes))
 
-    return round(s.peak_bytes + held + kept(counts) - kept(now))
+    in_halves = s.others_bytes + others(counts) - others(now)
+    best: float | None = None
+    layers = sum(counts) / sum(now)
+    for fixed, running, halves, chunk, from_layers in s.points:
+        here: float = fixed + (in_halves if halves else 0) + from_layers * layers
+        for j, (x, n, m, one) in enumerate(zip(running, counts, now, s.chunk_kept_bytes)):
+            alive = x / one if one else 0.0
+            if j != chunk:
+                here += x * n / m
+            elif alive > m - 1 - _SLACK:
+                here += x + (n - m) * one
+            elif alive > n + _SLACK:
+                break  # more layers alive than the chunk will have
+            else:
+                here += x
+        else:
+            best = here if best is None or here > best else best
+    return round((best if best is not None else s.peak_bytes) + held)
+
+
+# in layers: a layer's kept tensors differ a little from the mean of the stage's
+_SLACK = 0.05
 
 
 def _flops(s: Stage, counts: list[int], per_layer: float) -> int:
@@ -193,7 +332,7 @@ def plan_offset(stages: list[Stage]) -> Plan | None:
     counts = [list(c) for c in now]
 
     def score(c: list[list[int]]) -> tuple:
-        peaks = [_peak(s, n) for s, n in zip(stages, c)]
+        peaks = [peak_with(s, n) for s, n in zip(stages, c)]
         flops = [_flops(s, n, per_layer) for s, n in zip(stages, c)]
         moved = sum(abs(a - b) for x, y in zip(c, now) for a, b in zip(x, y))
         return (max(peaks), max(flops), moved)
@@ -231,7 +370,7 @@ def plan_offset(stages: list[Stage]) -> Plan | None:
         layers_now=[sum(c) for c in now],
         layers_after=[sum(c) for c in counts],
         peak_now=[s.peak_bytes for s in stages],
-        peak_after=[_peak(s, n) for s, n in zip(stages, counts)],
+        peak_after=[peak_with(s, n) for s, n in zip(stages, counts)],
         flops_now=[s.flops for s in stages],
         flops_after=[_flops(s, n, per_layer) for s, n in zip(stages, counts)],
     )
