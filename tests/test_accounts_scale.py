@@ -44,6 +44,7 @@ def test_ranks_of_one_graph_share_one_table_that_fits_the_width(ranks, command):
     assert f"ranks 0–{RANKS - 1}: same graph ({RANKS} files" in done.stdout
     assert len(lines) < 80 and max(map(len, lines)) <= 120
     assert "(rank 1)" not in done.stdout and "rank_1/" not in done.stdout  # no column, no line per rank
+    assert not [ln for ln in lines if ln.lstrip().startswith("rank 1")]  # nor a device line per rank
     assert "Default/network" not in done.stdout  # printed scopes give way to model paths
 
 
