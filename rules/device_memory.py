@@ -68,20 +68,21 @@ def ways_down(ir: IRFile, peak: DevicePeak) -> list[dict[str, Any]]:
     """The cheapest ways to lower this rank's peak, each priced: ``{"way", "saves_bytes", "costs", "how"}``,
     the most bytes first."""
     from irlint.accounts.compute import account as cost_account
+    from irlint.accounts.device import peak_with_full_recompute
     from irlint.accounts.memory import cached_account
 
     out = []
     report = cached_account(ir)
-    acts = peak.parts.get("activations", 0)
     layers = [r for r in report.layers() if r.layer.isdigit()]
-    if acts and layers:
+    saves = peak.bytes - peak_with_full_recompute(ir, report) if layers else 0
+    if saves > 0:
         cost = {r.layer: r for r in cost_account(ir, keys=False).layers()}
         forward = sum(cost[r.layer].forward_flops for r in layers if r.layer in cost)
-        # full recompute keeps each layer's input only: most of the activations, for one more forward
+        # the layers' kept tensors and weight copies rebuilt in backward, for one more forward
         out.append(
             {
                 "way": "recompute",
-                "saves_bytes": acts,
+                "saves_bytes": saves,
                 "costs": f"{forward / 1e9:.3g} GFLOP more per micro batch (one more forward of {len(layers)} layers)",
                 "how": "recompute_config: recompute: True (or select_recompute the largest ops, see irlint cost)",
             }

@@ -246,6 +246,19 @@ def test_optimizer_parallel_is_offered_where_it_is_off_and_priced():
     assert 0.8 < off["optimizer parallel"] / measured < 1.1
 
 
+def test_full_recompute_is_priced_as_the_recompile_measured():
+    # pp4 recompiled with recompute: True (pp4_rc): DryRun's peak drops 4.8-10.9 MB per stage; the price
+    # is the layers' kept tensors and weight copies gone, the peak moved to what is left (the update, the
+    # loss): counting the activations at the peak alone gave 0.51-0.93 of it
+    found = lint_json(PP4, "--select", "DM001", "--max-device-memory", "0.01GB")["findings"]
+    measured = {r: truth(PP4)[r] - truth(DRYRUN / "pp4_rc")[r] for r in truth(PP4)}
+    assert len(found) == len(measured) == 4
+    for f in found:
+        rank = int(re.search(r"rank_(\d+)", f["file"]).group(1))
+        price = {w["way"]: w["saves_bytes"] for w in f["extra"]["ways_down"]}["recompute"]
+        assert 0.97 < price / measured[rank] < 1.05, (rank, price, measured[rank])
+
+
 @pytest.mark.parametrize(("run", "recompiled"), [("pp4", "pp4_off_0110"), ("pp4_rc", "pp4_rc_off_0110")])
 def test_the_planned_offset_recompiled_lowers_the_worst_stage_as_predicted(run, recompiled):
     plan = lint_json(DRYRUN / run, "--select", "PP001")["fix_plan"]["pipeline"]

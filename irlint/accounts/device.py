@@ -319,6 +319,26 @@ def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
     return peak
 
 
+def peak_with_full_recompute(ir: IRFile, report: MemoryReport | None = None) -> int:
+    """The device peak of the same step with full-layer recompute: the decoder layers' kept activations and
+    weight copies are rebuilt in backward instead of kept (for this and every micro batch in flight), so
+    the peak moves to what is left: the static parts, the rest of the walk (the embedding, head and loss,
+    the optimizer update)."""
+    report = report if report is not None else cached_account(ir)
+    w = walk(ir, report)
+    rebuilt = {t.tensor for t in (*report.kept, *report.weight_copies) if t.layer.isdigit()}
+    events: dict[int, int] = {}
+    for t, s, a, b in w.lifetimes:
+        if t not in rebuilt:
+            events[a] = events.get(a, 0) + s
+            events[b + 1] = events.get(b + 1, 0) - s
+    live = best = 0
+    for i in range(len(w.order)):
+        live += events.get(i, 0)
+        best = max(best, live)
+    return sum(static_parts(ir).values()) + best
+
+
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(GB|MB|KB)\s*", re.IGNORECASE)
 _UNITS = {"GB": 1024**3, "MB": 1024**2, "KB": 1024}
 
