@@ -255,7 +255,11 @@ class Walk:
 
 
 def walk(ir: IRFile, report: MemoryReport | None = None) -> Walk:
-    """The step's execution order with each kernel output's lifetime along it."""
+    """The step's execution order with each kernel output's lifetime along it (computed once per file: the
+    device peak and a pipeline stage's plan both walk it)."""
+    cached = ir.__dict__.get("_device_walk")
+    if cached is not None:
+        return cached
     report = report if report is not None else cached_account(ir)
     order = execution_order(ir)
     stages = schedules(ir)
@@ -268,7 +272,8 @@ def walk(ir: IRFile, report: MemoryReport | None = None) -> Walk:
                     last_call[g] = i
     lifetimes = list(liveness(ir, order, last_call))
     others = _in_flight_others_by_part(ir, report) if stages else {}
-    return Walk(order, lifetimes, [ir[n]["graph"] in halves for n in order], others)
+    w = ir.__dict__["_device_walk"] = Walk(order, lifetimes, [ir[n]["graph"] in halves for n in order], others)
+    return w
 
 
 def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:
