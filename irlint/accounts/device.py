@@ -38,6 +38,7 @@ PARTS = (
     "activations",
     "temporaries",
 )
+STATIC_PARTS = PARTS[:4]  # the parts alive the whole step (``static_parts``)
 SOURCE_FRONTEND = "frontend dump"
 
 _OPTIMIZER_STATE = re.compile(r"(^|\.)(moments|adam_m|adam_v|exp_avg|exp_avg_sq|accum|mean_square|moment\d?)\.")
@@ -95,7 +96,7 @@ def _const_bytes(value) -> int:
 def static_parts(ir: IRFile) -> dict[str, int]:
     """Parameters, optimizer states, accumulation buffers (the top graph's parameters with a default value)
     and constant tensors, in device blocks."""
-    parts = dict.fromkeys(("parameters", "optimizer_states", "gradients", "constants"), 0)
+    parts = dict.fromkeys(STATIC_PARTS, 0)
     for d in ir.nodes.values():
         kind = d["kind"]
         if kind == "param":

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import IRFile
-from .device import block, device_peak, static_parts, walk
+from .device import STATIC_PARTS, block, device_peak, walk
 from .memory import cached_account
 
 # a point of the walk: (what does not scale with the layers, the decoder layers' kept tensors of the running
@@ -191,7 +191,8 @@ def _points(
             row = events.setdefault(at, [0] * (v + 2))
             for slot, x in enumerate(split):
                 row[slot] += sign * x
-    static = sum(static_parts(ir).values())
+    peak = device_peak(ir, report)  # its static parts: what is alive the whole step
+    static = sum(peak.parts[k] for k in STATIC_PARTS)
     live = [0] * (v + 2)
     found: set[Point] = set()
     for i, halves in enumerate(w.in_halves):
