@@ -38,6 +38,7 @@ PARTS = (
     "activations",
     "temporaries",
 )
+STATIC_PARTS = PARTS[:4]  # the parts alive the whole step (``static_parts``)
 SOURCE_FRONTEND = "frontend dump"
 
 _OPTIMIZER_STATE = re.compile(r"(^|\.)(moments|adam_m|adam_v|exp_avg|exp_avg_sq|accum|mean_square|moment\d?)\.")
@@ -95,7 +96,7 @@ def _const_bytes(value) -> int:
 def static_parts(ir: IRFile) -> dict[str, int]:
     """Parameters, optimizer states, accumulation buffers (the top graph's parameters with a default value)
     and constant tensors, in device blocks."""
-    parts = dict.fromkeys(("parameters", "optimizer_states", "gradients", "constants"), 0)
+    parts = dict.fromkeys(STATIC_PARTS, 0)
     for d in ir.nodes.values():
         kind = d["kind"]
         if kind == "param":
@@ -255,7 +256,11 @@ class Walk:
 
 
 def walk(ir: IRFile, report: MemoryReport | None = None) -> Walk:
-    """The step's execution order with each kernel output's lifetime along it."""
+    """The step's execution order with each kernel output's lifetime along it (computed once per file: the
+    device peak and a pipeline stage's plan both walk it)."""
+    cached = ir.__dict__.get("_device_walk")
+    if cached is not None:
+        return cached
     report = report if report is not None else cached_account(ir)
     order = execution_order(ir)
     stages = schedules(ir)
@@ -268,7 +273,8 @@ def walk(ir: IRFile, report: MemoryReport | None = None) -> Walk:
                     last_call[g] = i
     lifetimes = list(liveness(ir, order, last_call))
     others = _in_flight_others_by_part(ir, report) if stages else {}
-    return Walk(order, lifetimes, [ir[n]["graph"] in halves for n in order], others)
+    w = ir.__dict__["_device_walk"] = Walk(order, lifetimes, [ir[n]["graph"] in halves for n in order], others)
+    return w
 
 
 def device_peak(ir: IRFile, report: MemoryReport | None = None) -> DevicePeak:

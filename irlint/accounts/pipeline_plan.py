@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import IRFile
-from .device import block, device_peak, static_parts, walk
+from .device import STATIC_PARTS, block, device_peak, walk
 from .memory import cached_account
 
 # a point of the walk: (what does not scale with the layers, the decoder layers' kept tensors of the running
@@ -94,6 +94,11 @@ def _decoder_layer(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _row_flops(r) -> int:
+    """A cost row's FLOPs per micro batch: forward, backward and recomputed copies, element-wise ones included."""
+    return r.step_flops + r.forward_elementwise_flops + r.backward_elementwise_flops + r.recompute_elementwise_flops
+
+
 def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") -> Stage | None:
     """The figures of the pipeline stage ``ir`` is the final graph of; None outside a pipeline."""
     report = cached_account(ir)
@@ -121,15 +126,8 @@ def stage_of_file(ir: IRFile, rank: int | None, index: int = 0, path: str = "") 
     kept += sum(block(t.nbytes) for t in report.weight_copies if t.layer.isdigit())
     cost = cost_account(ir, keys=False)
     rows = cost.layers()
-    total_flops = sum(
-        r.step_flops + r.forward_elementwise_flops + r.backward_elementwise_flops + r.recompute_elementwise_flops
-        for r in rows
-    )
-    layer_flops = sum(
-        r.step_flops + r.forward_elementwise_flops + r.backward_elementwise_flops + r.recompute_elementwise_flops
-        for r in rows
-        if r.layer.isdigit()
-    )
+    total_flops = sum(_row_flops(r) for r in rows)
+    layer_flops = sum(_row_flops(r) for r in rows if r.layer.isdigit())
     n = len(layers)
     chunk_layers, chunk_in_flight, chunk_graphs = _chunks(ir, report, len(layers))
     points, chunk_kept, others = _points(ir, report, chunk_layers, chunk_graphs)
@@ -191,7 +189,8 @@ def _points(
             row = events.setdefault(at, [0] * (v + 2))
             for slot, x in enumerate(split):
                 row[slot] += sign * x
-    static = sum(static_parts(ir).values())
+    peak = device_peak(ir, report)  # its static parts: what is alive the whole step
+    static = sum(peak.parts[k] for k in STATIC_PARTS)
     live = [0] * (v + 2)
     found: set[Point] = set()
     for i, halves in enumerate(w.in_halves):

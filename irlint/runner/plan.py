@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..diagnostics import TRUNCATED, UNREADABLE
 from ..model.stages import FRONTEND
 from ..rule import Rule
+from ..run_rule import RunRule
 from .discover import DumpFile
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def why_nothing_checked(rules, checked, found: Discovery, config: Config) -> str
         )
     if checked:
         return ""
-    if rules and all(hasattr(r, "check_run") for r in rules):  # run-level rules only: say what each waits for
+    if rules and all(isinstance(r, RunRule) for r in rules):  # run-level rules only: say what each waits for
         return "the selected rules have nothing to check without " + ", ".join(
             f"{r.needs if not r.wants_run(config) else f'a run of {r.min_files} or more distinct graphs'} ({r.code})"
             for r in rules
