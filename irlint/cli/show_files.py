@@ -64,7 +64,7 @@ def show_files(found: Discovery, config: Config) -> bool:
 def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
     """How many graphs a lint reads, and which ranks share each graph that several files hold."""
     from ..reporters import ranks_text
-    from ..runner.engine import RANK_DIR_NAME
+    from ..runner.discover import rank_folder
 
     checked = [f for f in files if f.path in todo]
     graphs = len(checked) - len(same)
@@ -87,7 +87,7 @@ def _show_shared(files, todo: dict, same: dict[str, str]) -> None:
     by_stage: dict[tuple, dict[str, list[int]]] = {}
     for f in checked:
         if f.rank is not None:
-            key = (RANK_DIR_NAME.sub(r"\1rank_*", f.folder), os.path.basename(f.path))
+            key = (rank_folder(f), os.path.basename(f.path))
             by_stage.setdefault(key, {}).setdefault(same.get(f.path, f.path), []).append(f.rank)
     for (_, name), ranks_of in by_stage.items():
         if len(ranks_of) > 1 and sum(map(len, ranks_of.values())) > len(ranks_of):

@@ -532,9 +532,14 @@ def final_files(files: list[DumpFile], stages: tuple[str, ...]) -> list[DumpFile
     return sorted(out, key=lambda f: (case_of(f), f.rank if f.rank is not None else -1, f.display))
 
 
+def rank_folder(f: DumpFile) -> str:
+    """A file's folder with its rank part as ``rank_*``: the same for every rank of one run."""
+    return RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
+
+
 def case_of(f: DumpFile) -> str:
     """The save_graphs folder a file belongs to: rank folders of one run side by side, one table
     per run."""
     if f.explicit or not f.folder:
         return f.display
-    return RANK_DIR.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
+    return rank_folder(f)

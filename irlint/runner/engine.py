@@ -13,8 +13,7 @@ from ..findings import Finding, Report
 from ..rule import Rule, load_rules, plugin_problems
 from .check import check_files
 from .config import Config, selector_matches, validate
-from .discover import RANK_DIR as RANK_DIR_NAME
-from .discover import DumpFile, InputError, discover, discover_inputs
+from .discover import DumpFile, InputError, discover, discover_inputs, rank_folder
 from .lint_file import read_dump
 from .plan import INCOMPLETE, compiles, fallback_plan, plan
 from .same_graph import same_graphs
@@ -23,7 +22,6 @@ from .workers import capped_jobs
 # the runner's API, and names the commands import from here
 __all__ = [
     "INCOMPLETE",
-    "RANK_DIR_NAME",
     "active_rules",
     "capped_jobs",
     "check_files",
@@ -178,7 +176,7 @@ def _group(
         kept.extend(x for x in seen if x[0] is best or (best.explicit and x[0].stage.label == best.stage.label))
     merged: dict[tuple, list[tuple[DumpFile, Finding]]] = defaultdict(list)
     for f, finding in kept + singles:
-        folder = RANK_DIR_NAME.sub(r"\1rank_*", f.folder) if f.rank is not None else f.folder
+        folder = rank_folder(f)
         key = (folder if not f.explicit else f.path, finding.fingerprint_text, f.explicit)
         merged[key].append((f, finding))
     out = []
