@@ -234,15 +234,21 @@ def _block(body: str, name: str = "recompute_config") -> _Block:
     return _Block(layout, seg, text, _parse(text), newline, seg.start)
 
 
-def load(text: str):
-    """The recompute_config block's round-trip document (``{recompute_config: {...}}``); YamlError
-    when the file's top is not a mapping, or has no recompute_config mapping."""
-    doc = _block(_split_bom(text)[1]).doc
-    if not hasattr(doc, "get") or not hasattr(doc.get("recompute_config"), "get"):
+def _recompute_block(body: str) -> _Block:
+    """``_block`` of recompute_config; YamlError when the file's top is not a mapping, or has no
+    recompute_config mapping."""
+    blk = _block(body)
+    if not hasattr(blk.doc, "get") or not hasattr(blk.doc.get("recompute_config"), "get"):
         raise YamlError(
             "has no recompute_config mapping (MindFormers' recompute settings): nothing to apply the keys to"
         )
-    return doc
+    return blk
+
+
+def load(text: str):
+    """The recompute_config block's round-trip document (``{recompute_config: {...}}``); YamlError
+    when the file's top is not a mapping, or has no recompute_config mapping."""
+    return _recompute_block(_split_bom(text)[1]).doc
 
 
 def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
@@ -250,12 +256,8 @@ def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
     ``family`` (legacy or mcore: whose default keys ``select_recompute: True`` means) comes from the
     dump; without it, from the plan's keys."""
     bom, body = _split_bom(text)
-    blk = _block(body)
+    blk = _recompute_block(body)
     doc = blk.doc
-    if not hasattr(doc, "get") or not hasattr(doc.get("recompute_config"), "get"):
-        raise YamlError(
-            "has no recompute_config mapping (MindFormers' recompute settings): nothing to apply the keys to"
-        )
     cfg = doc["recompute_config"]
     current = cfg.get("select_recompute")
     mine = [str(k) for k in current.keys()] if hasattr(current, "keys") else _string_items(current)
