@@ -260,7 +260,7 @@ def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
     doc = blk.doc
     cfg = doc["recompute_config"]
     current = cfg.get("select_recompute")
-    mine = [str(k) for k in current.keys()] if hasattr(current, "keys") else _string_items(current)
+    mine = _user_keys(current)
     keys = list(dict.fromkeys(recompute.get("select_recompute") or []))
     per_stage = recompute.get("select_recompute_per_stage") or {}
     out = Edit(text, [], [], [], [], mine)
@@ -365,7 +365,10 @@ def _spliced(body: str, start: int, end: int, new: str) -> str:
     return body[:start] + new + body[end:]
 
 
-def _string_items(current) -> list[str]:
+def _user_keys(current) -> list[str]:
+    """The keys a select_recompute value names: a dict's keys, a list's strings, a single key."""
+    if hasattr(current, "keys"):
+        return [str(k) for k in current.keys()]
     if isinstance(current, list):
         return [k for k in current if isinstance(k, str)]
     return [current] if isinstance(current, str) else []
@@ -930,7 +933,7 @@ def mismatches(text: str, facts: DumpFacts, planned: tuple[str, ...] | list[str]
     cfg = load(text)["recompute_config"]
     current = cfg.get("select_recompute")
     recompute = cfg.get("recompute")
-    mine = [str(k) for k in current.keys()] if hasattr(current, "keys") else _string_items(current)
+    mine = _user_keys(current)
     theirs = family_of(mine)
     if theirs and facts.family and theirs != facts.family:
         out.append(
