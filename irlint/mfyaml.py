@@ -721,7 +721,7 @@ def _drop(plain, path: tuple[str, ...]):
     return plain
 
 
-def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) -> None:
+def verify(old: str, new: str, blk: _Block, *changed: tuple[str, ...]) -> None:
     """Refused unless ``new`` says what ``old`` says everywhere but at the ``changed`` paths:
     the whole documents compared when the file is small, else the block loaded alone and the
     rest of the file scanned (its bytes are the old ones); every comment kept."""
@@ -733,7 +733,7 @@ def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) ->
         except YamlError as exc:
             raise Refused(f"{exc}: nothing written") from None
     else:
-        assert blk is not None and blk.alone
+        assert blk.alone
         bom = 1 if new.startswith("\ufeff") else 0
         after_block = len(old) - bom - blk.seg.end  # the bytes after the block: the old ones
         block = new[bom + blk.seg.start : len(new) - after_block]
@@ -759,18 +759,19 @@ def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) ->
         raise Refused(
             f"{where} would change too (an anchor or alias shares it with what the plan changes?): nothing written"
         )
-    lost = _lost_comments(old, new)
+    lost = _lost_comments(old, new, blk.layout)
     if lost:
         raise Refused(f"the comment {lost!r} would be lost by the edit: nothing written")
 
 
-def _lost_comments(old: str, new: str) -> str | None:
+def _lost_comments(old: str, new: str, layout: Layout) -> str | None:
+    """A comment of ``old`` (``layout``: its scan, which reads comments in a small file) not in ``new``."""
     from collections import Counter
 
     if len(old) > FULL_CHECK_BYTES:
         return None  # the bytes outside the block are copied; the block's were checked by its scan
     have = Counter(c.strip() for c in scan(_split_bom(new)[1]).comments)
-    for c in scan(_split_bom(old)[1]).comments:
+    for c in layout.comments:
         c = c.strip()
         if have[c] <= 0:
             return c
