@@ -560,11 +560,7 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
     (its comments, spacing and line endings untouched); None for a block-style list."""
     if not getattr(current.fa, "flow_style", False):
         return None
-    line, col = cfg.lc.value("select_recompute")
-    lines = block.split("\n")
-    start = sum(len(ln) + 1 for ln in lines[:line]) + col
-    props = re.match(r"(?:[&!]\S*[ \t]+)*", block[start:])  # an anchor or tag before the list
-    start += props.end() if props else 0
+    start = _value_at(block, *cfg.lc.value("select_recompute"))
     if block[start : start + 1] != "[":
         return None
     end = closing(block, start)
@@ -589,6 +585,19 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
     if block[k] == ",":
         return block[: k + 1] + " " + text + "," + block[k + 1 :]
     return block[: k + 1] + ", " + text + block[k + 1 :]
+
+
+_PROPERTIES = re.compile(r"(?:[&!]\S*[ \t]+)*")
+
+
+def _value_at(text: str, line: int, col: int) -> int:
+    """The offset in ``text`` of the value ruamel.yaml places at 0-based ``line``, ``col``, after
+    an anchor or tag before it (they stay)."""
+    start = 0
+    for _ in range(line):
+        start = text.index("\n", start) + 1
+    props = _PROPERTIES.match(text, start + col)
+    return props.end() if props else start + col
 
 
 def _dump_block(doc, blk: _Block, body: str) -> str:
@@ -809,12 +818,9 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
         return text, f"{path} is not a single value: nothing written"
     if _value(current) == _value(want) and type(current) is type(want):
         return text, f"{path} is {yaml_text(current)} already"
-    line, col = node.lc.value(last)
-    start = sum(len(ln) + 1 for ln in blk.text.split("\n")[:line]) + col
-    lineno = body.count("\n", 0, blk.base + start) + 1
     seg_text = blk.text
-    props = re.match(r"(?:[&!]\S*[ \t]+)*", seg_text[start:])  # an anchor or tag stays
-    start += props.end() if props else 0
+    start = _value_at(seg_text, *node.lc.value(last))
+    lineno = body.count("\n", 0, blk.base + start) + 1
     if isinstance(current, list):
         if not getattr(getattr(current, "fa", None), "flow_style", False) or seg_text[start : start + 1] != "[":
             return text, f"{path} is a block-style list: nothing written (set it to {yaml_text(want)} yourself)"
