@@ -234,15 +234,21 @@ def _block(body: str, name: str = "recompute_config") -> _Block:
     return _Block(layout, seg, text, _parse(text), newline, seg.start)
 
 
-def load(text: str):
-    """The recompute_config block's round-trip document (``{recompute_config: {...}}``); YamlError
-    when the file's top is not a mapping, or has no recompute_config mapping."""
-    doc = _block(_split_bom(text)[1]).doc
-    if not hasattr(doc, "get") or not hasattr(doc.get("recompute_config"), "get"):
+def _recompute_block(body: str) -> _Block:
+    """``_block`` of recompute_config; YamlError when the file's top is not a mapping, or has no
+    recompute_config mapping."""
+    blk = _block(body)
+    if not hasattr(blk.doc, "get") or not hasattr(blk.doc.get("recompute_config"), "get"):
         raise YamlError(
             "has no recompute_config mapping (MindFormers' recompute settings): nothing to apply the keys to"
         )
-    return doc
+    return blk
+
+
+def load(text: str):
+    """The recompute_config block's round-trip document (``{recompute_config: {...}}``); YamlError
+    when the file's top is not a mapping, or has no recompute_config mapping."""
+    return _recompute_block(_split_bom(text)[1]).doc
 
 
 def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
@@ -250,15 +256,11 @@ def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
     ``family`` (legacy or mcore: whose default keys ``select_recompute: True`` means) comes from the
     dump; without it, from the plan's keys."""
     bom, body = _split_bom(text)
-    blk = _block(body)
+    blk = _recompute_block(body)
     doc = blk.doc
-    if not hasattr(doc, "get") or not hasattr(doc.get("recompute_config"), "get"):
-        raise YamlError(
-            "has no recompute_config mapping (MindFormers' recompute settings): nothing to apply the keys to"
-        )
     cfg = doc["recompute_config"]
     current = cfg.get("select_recompute")
-    mine = [str(k) for k in current.keys()] if hasattr(current, "keys") else _string_items(current)
+    mine = _user_keys(current)
     keys = list(dict.fromkeys(recompute.get("select_recompute") or []))
     per_stage = recompute.get("select_recompute_per_stage") or {}
     out = Edit(text, [], [], [], [], mine)
@@ -363,7 +365,10 @@ def _spliced(body: str, start: int, end: int, new: str) -> str:
     return body[:start] + new + body[end:]
 
 
-def _string_items(current) -> list[str]:
+def _user_keys(current) -> list[str]:
+    """The keys a select_recompute value names: a dict's keys, a list's strings, a single key."""
+    if hasattr(current, "keys"):
+        return [str(k) for k in current.keys()]
     if isinstance(current, list):
         return [k for k in current if isinstance(k, str)]
     return [current] if isinstance(current, str) else []
@@ -555,11 +560,7 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
     (its comments, spacing and line endings untouched); None for a block-style list."""
     if not getattr(current.fa, "flow_style", False):
         return None
-    line, col = cfg.lc.value("select_recompute")
-    lines = block.split("\n")
-    start = sum(len(ln) + 1 for ln in lines[:line]) + col
-    props = re.match(r"(?:[&!]\S*[ \t]+)*", block[start:])  # an anchor or tag before the list
-    start += props.end() if props else 0
+    start = _value_at(block, *cfg.lc.value("select_recompute"))
     if block[start : start + 1] != "[":
         return None
     end = closing(block, start)
@@ -584,6 +585,19 @@ def _append_in_place(block: str, cfg, current, new: list[str]) -> str | None:
     if block[k] == ",":
         return block[: k + 1] + " " + text + "," + block[k + 1 :]
     return block[: k + 1] + ", " + text + block[k + 1 :]
+
+
+_PROPERTIES = re.compile(r"(?:[&!]\S*[ \t]+)*")
+
+
+def _value_at(text: str, line: int, col: int) -> int:
+    """The offset in ``text`` of the value ruamel.yaml places at 0-based ``line``, ``col``, after
+    an anchor or tag before it (they stay)."""
+    start = 0
+    for _ in range(line):
+        start = text.index("\n", start) + 1
+    props = _PROPERTIES.match(text, start + col)
+    return props.end() if props else start + col
 
 
 def _dump_block(doc, blk: _Block, body: str) -> str:
@@ -716,7 +730,7 @@ def _drop(plain, path: tuple[str, ...]):
     return plain
 
 
-def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) -> None:
+def verify(old: str, new: str, blk: _Block, *changed: tuple[str, ...]) -> None:
     """Refused unless ``new`` says what ``old`` says everywhere but at the ``changed`` paths:
     the whole documents compared when the file is small, else the block loaded alone and the
     rest of the file scanned (its bytes are the old ones); every comment kept."""
@@ -728,7 +742,7 @@ def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) ->
         except YamlError as exc:
             raise Refused(f"{exc}: nothing written") from None
     else:
-        assert blk is not None and blk.alone
+        assert blk.alone
         bom = 1 if new.startswith("\ufeff") else 0
         after_block = len(old) - bom - blk.seg.end  # the bytes after the block: the old ones
         block = new[bom + blk.seg.start : len(new) - after_block]
@@ -754,18 +768,19 @@ def verify(old: str, new: str, blk: _Block | None, *changed: tuple[str, ...]) ->
         raise Refused(
             f"{where} would change too (an anchor or alias shares it with what the plan changes?): nothing written"
         )
-    lost = _lost_comments(old, new)
+    lost = _lost_comments(old, new, blk.layout)
     if lost:
         raise Refused(f"the comment {lost!r} would be lost by the edit: nothing written")
 
 
-def _lost_comments(old: str, new: str) -> str | None:
+def _lost_comments(old: str, new: str, layout: Layout) -> str | None:
+    """A comment of ``old`` (``layout``: its scan, which reads comments in a small file) not in ``new``."""
     from collections import Counter
 
     if len(old) > FULL_CHECK_BYTES:
         return None  # the bytes outside the block are copied; the block's were checked by its scan
     have = Counter(c.strip() for c in scan(_split_bom(new)[1]).comments)
-    for c in scan(_split_bom(old)[1]).comments:
+    for c in layout.comments:
         c = c.strip()
         if have[c] <= 0:
             return c
@@ -803,12 +818,9 @@ def set_option(text: str, path: str, value) -> tuple[str, str]:
         return text, f"{path} is not a single value: nothing written"
     if _value(current) == _value(want) and type(current) is type(want):
         return text, f"{path} is {yaml_text(current)} already"
-    line, col = node.lc.value(last)
-    start = sum(len(ln) + 1 for ln in blk.text.split("\n")[:line]) + col
-    lineno = body.count("\n", 0, blk.base + start) + 1
     seg_text = blk.text
-    props = re.match(r"(?:[&!]\S*[ \t]+)*", seg_text[start:])  # an anchor or tag stays
-    start += props.end() if props else 0
+    start = _value_at(seg_text, *node.lc.value(last))
+    lineno = body.count("\n", 0, blk.base + start) + 1
     if isinstance(current, list):
         if not getattr(getattr(current, "fa", None), "flow_style", False) or seg_text[start : start + 1] != "[":
             return text, f"{path} is a block-style list: nothing written (set it to {yaml_text(want)} yourself)"
@@ -928,7 +940,7 @@ def mismatches(text: str, facts: DumpFacts, planned: tuple[str, ...] | list[str]
     cfg = load(text)["recompute_config"]
     current = cfg.get("select_recompute")
     recompute = cfg.get("recompute")
-    mine = [str(k) for k in current.keys()] if hasattr(current, "keys") else _string_items(current)
+    mine = _user_keys(current)
     theirs = family_of(mine)
     if theirs and facts.family and theirs != facts.family:
         out.append(
