@@ -41,7 +41,7 @@ class PipelineStageImbalance(RunRule):
     ``irlint fix`` writes it. The finding gives each stage's peak and FLOPs now and after.
 
     Example:
-    Pp4, 8 layers (2 per stage): stage peaks 64.6 / 39.8 / 35.0 / 60.1 MiB; offset [-1, 1, 1, -1]
+    A pp4 run, 8 layers (2 per stage): stage peaks 64.6 / 39.8 / 35.0 / 60.1 MiB; offset [-1, 1, 1, -1]
     makes the worst 59.5 MiB.
     """
 
