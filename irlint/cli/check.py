@@ -222,8 +222,9 @@ def check_cmd(
     if fmt == "github" and not quiet:
         from ..reporters.github import limit_text
 
-        if limit_text(report):
-            click.echo(f"irlint: warning: {limit_text(report)}", err=True)
+        limit = limit_text(report)
+        if limit:
+            click.echo(f"irlint: warning: {limit}", err=True)
     if output is None:
         click.echo(text, nl=False, color=ctx.color)  # click would strip the colours off a pipe
     else:
