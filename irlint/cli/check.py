@@ -31,8 +31,8 @@ from .options import (
     output_option,
     split_values,
 )
-from .outputs import check_targets, prepare_output
-from .terminal import on_terminal, use_color
+from .outputs import check_targets, prepare_output, text_color
+from .terminal import on_terminal
 
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024  # about a second of reading; smaller runs need no bar
 
@@ -217,13 +217,14 @@ def check_cmd(
 
         ctx.width = shutil.get_terminal_size((120, 24)).columns
     # else (a file or a pipe): full lines, so a scope can be copied into a suppression whole
-    ctx.color = use_color(color, tty=output is None and on_terminal(sys.stdout))
+    ctx.color = text_color(color, output)
     text = render(report, fmt, ctx)
     if fmt == "github" and not quiet:
         from ..reporters.github import limit_text
 
-        if limit_text(report):
-            click.echo(f"irlint: warning: {limit_text(report)}", err=True)
+        limit = limit_text(report)
+        if limit:
+            click.echo(f"irlint: warning: {limit}", err=True)
     if output is None:
         click.echo(text, nl=False, color=ctx.color)  # click would strip the colours off a pipe
     else:
