@@ -6,6 +6,7 @@ model's answer: the recompute rules, the fix plan, ``comm`` and ``cost`` all ask
 
 from __future__ import annotations
 
+import functools
 import re
 
 from . import IRFile
@@ -52,6 +53,7 @@ def _key_cells(scope: str) -> list[str]:
     return names
 
 
+@functools.cache
 def _key_part(name: str) -> str:
     return re.escape(name).replace("\\_", "_")
 
@@ -163,8 +165,16 @@ def key_exists(ir: IRFile, key: str) -> bool:
     (``LayerSetting.set_pattern_recompute``): the pattern split on ``\\.``, each segment but the last
     fullmatched against the child cells' names from the layer down, the last against the attributes
     of the cell reached (a primitive or a child cell, which the dump cannot list: not checked).
-    True in a dump that shows no decoder layer (nothing to check against)."""
-    known = dump_cells(ir)
+    True in a dump that shows no decoder layer (nothing to check against). Once per file and key:
+    every layer asks for the same keys."""
+    asked: dict[str, bool] = ir.__dict__.setdefault("_recompute_key_exists", {})
+    found = asked.get(key)
+    if found is None:
+        found = asked[key] = _key_exists(dump_cells(ir), key)
+    return found
+
+
+def _key_exists(known: frozenset[tuple[str, ...]], key: str) -> bool:
     cells = key.split("\\.")[:-1]
     if not known or not cells:
         return True
