@@ -13,9 +13,7 @@ from irlint.model import IRFile
 
 # the model's answers (irlint.model.keys), under this module's names too
 from irlint.model.keys import SELF_CALL, SHARED_SUFFIX, TRACE_LINE
-from irlint.model.keys import WRAPPER_CELLS as WRAPPER_CELLS
 from irlint.model.keys import attribute_from_trace as attribute_from_trace
-from irlint.model.keys import dump_cells as dump_cells
 from irlint.model.keys import inserted_by_parallel as inserted_by_parallel
 from irlint.model.keys import key_cells as key_cells
 from irlint.model.keys import key_exists as key_exists
@@ -35,11 +33,6 @@ from irlint.model.source import own_trace as own_trace
 from irlint.model.source import source_of
 
 from .evidence import RecomputeFacts
-
-# the key that tags an op is the model's answer (``irlint.model.keys``); kept under these names here
-_key_cells = key_cells
-_key_part = select_key_part
-
 
 GUESS_NOTE = (
     " (no source trace names the primitive's cell attribute, so the key uses the printed "
@@ -117,8 +110,8 @@ def _may_have_key(ir: IRFile, k: int, key: str) -> bool:
     starts = ir.__dict__.setdefault("_recompute_key_starts", {})
     if k not in starts:
         scope = ir[k].get("scope", "")
-        cells = _key_cells(scope) if names_cells(scope) else None  # None: its cells come from the graph
-        starts[k] = None if cells is None else "\\.".join(map(_key_part, cells)) + "\\." if cells else ""
+        cells = key_cells(scope) if names_cells(scope) else None  # None: its cells come from the graph
+        starts[k] = None if cells is None else "\\.".join(map(select_key_part, cells)) + "\\." if cells else ""
     start = starts[k]
     return start is None or bool(start) and key.startswith(start)
 
@@ -277,7 +270,7 @@ def weight_cell_key(ir: IRFile, v: int) -> str | None:
     if len(cells) != 1:
         return None
     attr = attribute_from_trace(ir.trace(v)) or ir[v]["op"].lower()
-    return "\\.".join(_key_part(p) for p in [*cells.pop(), attr])
+    return "\\.".join(select_key_part(p) for p in [*cells.pop(), attr])
 
 
 def _also_tags(ir: IRFile, v: int, layer: str, key: str) -> str:
