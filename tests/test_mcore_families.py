@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 from dataclasses import dataclass
+from functools import cache
 
 import pytest
 from click.testing import CliRunner
@@ -354,8 +355,13 @@ def test_family_matrix_the_models_answers_on_nodes_read_by_hand(
         assert linear_name(ir, k) == role
 
 
+@cache
+def _family_lint_of(folder: str) -> dict:
+    return _lint(RECOMPUTE / folder, "--no-group")
+
+
 def _family_lint(family: Family) -> dict:
-    return _lint(RECOMPUTE / family.folder, "--no-group")
+    return _family_lint_of(family.folder)  # read only by the tests
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
