@@ -209,6 +209,13 @@ FAMILIES = {
         False,
         ((("rank_0", "0"), ("rank_0", "4")), (("rank_0", "1"), ("rank_0", "5")), (("rank_4", "2"), ("rank_4", "6"))),
     ),
+    "llama-pp2": Family(
+        "mf-pp2_dp2_mp2_irlint_fix_round0",
+        False,
+        False,
+        (tuple(("rank_0", str(n)) for n in range(3)), tuple(("rank_4", str(n)) for n in range(4, 8))),
+    ),
+    "llama-sp": Family("mf-dp2_mp4_sp_comm_recompute", False, False, ((("rank_0", "0"), ("rank_0", "1")),)),
     "mixtral": Family("mf-moe-dp4_mp2_ep2_ffn_recompute", False, True, ((("rank_0", "0"), ("rank_0", "1")),)),
     "glm2": Family("mf-glm2-dp4_mp2_slice_blocked", False, False, ((("rank_0", "0"), ("rank_0", "1")),)),
     "glm4": Family("mf-glm4-pp2_select", False, False, ((("rank_4", "2"), ("rank_4", "3")),)),
@@ -234,6 +241,8 @@ FAMILIES = {
 UNEQUAL = {
     ("qwen3", "memory"): "the embedding's Dropout (Default/Dropout-op0, no trace, between the embedding's "
     "Transpose and layer 0's input_layernorm) is taken for layer 0's: its weights are the nearest",
+    ("llama-sp", "memory"): "layer 0 counts two residual Adds (0-LLamaDecodeLayer/Add-op0, Add-op1), layer 1 one "
+    "(not read further by hand)",
     ("qwen3-moe", "memory"): "the hidden Dropouts' re-layouts (the nodrop compile prices both layers alike)",
     ("qwen3-moe", "comm"): "the hidden Dropouts' re-layouts (the nodrop compile prices both layers alike)",
     ("glm2", "memory"): "layer 1's rotary and attention ops print layer 0's scope (one compiled cell) and read "
