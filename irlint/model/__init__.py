@@ -321,6 +321,20 @@ class IRFile:
         uid = primal_attr(self.nodes[key], "forward_unique_id")
         return None if uid is None else self.by_unique_id(str(uid))
 
+    def is_inserted_slice(self, key: int) -> bool:
+        """A StridedSlice the parallel pass inserted, e.g. before a row-parallel Linear that reads a
+        split the op before it did not make: named ``redistribution_op_…``, or carrying the
+        ``forward_comm_node_unique_id`` of the re-layout it was made for and no source trace of its
+        own (under sequence parallel it is named ``strided_slice``; a slice the model code calls keeps
+        its trace). It has no select key of its own: it takes the recompute tag of the op after it
+        (the Linear's Reshape), and until then it blocks like a layout op."""
+        data = self.nodes[key]
+        if data.get("op") != "StridedSlice":
+            return False
+        if str(data.get("instance") or "").startswith("redistribution_op_"):
+            return True
+        return primal_attr(data, "forward_comm_node_unique_id") is not None and key not in self.traces
+
     # --- raw text -----------------------------------------------------------------------------
     def trace(self, key: int) -> list[str]:
         """The source-trace comment lines of a node (read from the file on demand)."""

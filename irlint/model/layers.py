@@ -34,7 +34,9 @@ from .ops import TENSOR_PARALLEL_COMM_OPS
 OUTSIDE = "outside"
 MAX_HOPS = 16
 NEAR = 2  # hops within which the printed layer still agrees with the nearest weights
-_LAYER_PART = re.compile(r"\A(\d+)-")
+# a numbered cell of a list: a decoder layer, not one of the micro batches MindSpore's pipeline and
+# interleave wrappers slice the inputs into (``micro_inputs-CellList/0-_MicroBatch``)
+_LAYER_PART = re.compile(r"\A(\d+)-(?!_MicroBatch\Z)")
 LAYER_IN_NAME = re.compile(r"\.(\d+)\.")
 _PARA_PREFIX = re.compile(r"\A%?para\d+_")
 _OP_SUFFIX = re.compile(r".+-op\d+\Z")
@@ -265,10 +267,15 @@ class Places:
 
     def layer(self, k: int) -> tuple[str, str]:
         """(layer, "scope" | "weights") of a forward node."""
-        printed = printed_layer(self.ir[k].get("scope", ""))
+        scope = self.ir[k].get("scope", "")
+        printed = printed_layer(scope)
         near = self.near(k)
         if not near:
             return (printed or OUTSIDE), "scope"
+        if printed == OUTSIDE and outside_cell(self.ir, scope):
+            # a cell of the model outside its layers (the embedding, the final norm, the loss) is no
+            # layer's, however near a layer's weights are: its output feeds layer 0
+            return OUTSIDE, "scope"
         nearest = min(near.values())
         if printed is not None and printed in near and near[printed] <= nearest + NEAR:
             return printed, "scope"
@@ -376,6 +383,8 @@ class Places:
         scope = d.get("scope", "")
         layer, layer_from = self.layer(k)
         printed = below_layer(scope_parts(scope)) if names_cells(scope) else None
+        if printed is not None and layer.isdigit() and layer_prefix(tuple(scope_parts(scope))) is None:
+            printed = None  # a scope printing no layer names no cell inside the one the weights gave
         # the weights an op reads are its own cell's: no scope (lazy_inline's Default/MatMul-op3,
         # an mcore Linear's Morph) and no neighbour can say otherwise
         own = self.own_cells(k) if layer.isdigit() else None
@@ -505,6 +514,20 @@ def naming(ir: IRFile) -> Naming | None:
     return found
 
 
+def outside_cell(ir: IRFile, scope: str) -> bool:
+    """Whether a scope names a cell of the model that is not on the way to its layers (the
+    embedding, ``decoder.final_layernorm``, the loss, the pipeline's micro batches): the cells below
+    the wrappers leave the parameter names' path to the layers. False when the file's naming is
+    unknown or the scope stops on that path (``decoder-TransformerBlock/Cast-op0``)."""
+    names = naming(ir)
+    if names is None or names.wrappers is None:
+        return False
+    path = [p.split("-", 1)[0] for p in scope_parts(scope) if "-" in p]
+    wrappers = list(names.wrappers)
+    rest = path[len(wrappers) :] if path[: len(wrappers)] == wrappers else path
+    return bool(rest) and tuple(rest[: len(names.layers)]) != names.layers[: len(rest)]
+
+
 def model_path(ir: IRFile, k: int) -> tuple[str, str]:
     """A node's resolved layer ("3", "outside", "" when nothing tells) and cell path as the
     model's parameter names spell it, class names and the wrapper cells of training and pipeline
@@ -524,8 +547,8 @@ def model_path(ir: IRFile, k: int) -> tuple[str, str]:
         return "", ""
     path = [part.split("-", 1)[0] for part in parts if "-" in part]
     wrappers = names.wrappers if names else None
-    if wrappers and path[: len(wrappers)] == list(wrappers) and len(path) > len(wrappers):
-        path = path[len(wrappers) :]
+    if wrappers and path[: len(wrappers)] == list(wrappers):
+        path = path[len(wrappers) :]  # the model's own cell (its mirror ops' gradients) is the root, ""
     return p.layer, ".".join(path)
 
 

@@ -74,14 +74,6 @@ def _marked(attrs: dict[str, Any] | None) -> bool:
     )
 
 
-def is_inserted_slice(d: dict[str, Any]) -> bool:
-    """A StridedSlice the parallel pass inserted (``redistribution_op_…``), e.g. before a row-parallel
-    Linear that reads a split the op before it did not make. It has no select key of its own: it takes
-    the recompute tag of the op after it (the Linear's Reshape), and until then it blocks like a
-    layout op: backward keeps its output."""
-    return d.get("op") == "StridedSlice" and str(d.get("instance") or "").startswith(_REDISTRIBUTION)
-
-
 def is_redistribution(d: dict[str, Any]) -> bool:
     """An op of a re-layout the parallel pass inserted (``redistribution_op_…``: AllGather, Split,
     Concat, StridedSlice, Reshape): it moves a tensor between layouts and computes nothing."""
@@ -362,7 +354,7 @@ class RecomputeFacts:
                     # a recomputed copy runs in backward too: what it reads is kept for it
                     out.append(KeptRead(c, chain))
                 elif (
-                    (d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or is_inserted_slice(d))
+                    (d["op"] in LAYOUT_OPS or d["op"] in PASSTHROUGH_OPS or ir.is_inserted_slice(c))
                     and not self.applied(c)
                     and not ir.is_recompute_copy(c)
                     and not self.is_kept_output(c)
@@ -376,7 +368,7 @@ class RecomputeFacts:
         """The layout ops and inserted slices (not pass-through ops) in the chains of ``reads``, each once."""
         ir = self.ir
         return list(
-            dict.fromkeys(v for r in reads for v in r.chain if ir[v]["op"] in LAYOUT_OPS or is_inserted_slice(ir[v]))
+            dict.fromkeys(v for r in reads for v in r.chain if ir[v]["op"] in LAYOUT_OPS or ir.is_inserted_slice(v))
         )
 
     def up_through_views(self, k: int) -> tuple[int | None, list[int]]:

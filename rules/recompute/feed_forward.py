@@ -9,7 +9,7 @@ from typing import NamedTuple
 from irlint.model import IRFile
 from irlint.model.layers import linear_name
 
-from .evidence import MATMUL_OPS, RecomputeFacts, is_inserted_slice, is_redistribution
+from .evidence import MATMUL_OPS, RecomputeFacts, is_redistribution
 
 # One MatMul computing gate and up together (GLM's dense_h_to_4h, Megatron's linear_fc1) is split
 # afterwards; TupleGetItem picks a part of a Split's tuple.
@@ -101,7 +101,7 @@ def _down_to_matmul(ir: IRFile, facts: RecomputeFacts, k: int) -> tuple[list[int
             seen.add(c)
             if ir[c]["op"] in MATMUL_OPS:
                 matmuls.append(c)
-            elif ir[c]["op"] in ("Reshape", "Cast") or is_inserted_slice(ir[c]):
+            elif ir[c]["op"] in ("Reshape", "Cast") or ir.is_inserted_slice(c):
                 # a row-parallel w2 reading the Mul split over mp: the parallel pass slices the Mul's output
                 views.append(c)
                 stack.append(c)

@@ -13,7 +13,7 @@ from irlint.units import human_bytes
 
 from . import examples as ex
 from .downcast import costly_downcast
-from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
+from .evidence import KeptRead, RecomputeFacts, cell_text
 from .fix_cost import fix_cost, hint_text
 from .keys import (
     GUESS_NOTE,
@@ -198,7 +198,7 @@ class RecomputeNotApplied(RecomputeRule):
                     )
             else:
                 # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
-                slices = [v for v in blocking if is_inserted_slice(ir[v])]
+                slices = [v for v in blocking if ir.is_inserted_slice(v)]
                 needs = blocking_keys(ir, [v for v in blocking if v not in slices])
                 short = f"kept for backward by non-recomputed {ops}"
                 said = keys_hint(needs)

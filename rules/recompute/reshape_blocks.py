@@ -13,7 +13,7 @@ from irlint.rule import Invalid, Says, related_node
 from irlint.units import human_bytes
 
 from . import examples as ex
-from .evidence import KeptRead, RecomputeFacts, is_inserted_slice
+from .evidence import KeptRead, RecomputeFacts
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
 from .keys import blocking_keys, folded_note, keys_hint, recompute_fix, yaml_snippet
@@ -128,7 +128,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
         k, ffn, blocking = b.node, b.ffn, b.blocking
         d = ir[k]
         needs = blocking_keys(ir, _keyed(ir, blocking))
-        slices = [v for v in blocking if is_inserted_slice(ir[v])]
+        slices = [v for v in blocking if ir.is_inserted_slice(v)]
         keys = [n.key for n in needs if n.key and n.needed]
         reader_text = ", ".join(backward_text(ir, r.reader) for r in b.readers)
         message = (
@@ -217,4 +217,4 @@ def _linear_name(key: str | None) -> str:
 def _keyed(ir: IRFile, blocking: list[int]) -> list[int]:
     """The blocking ops a key is asked for: not a slice the parallel pass inserted (the key of the
     op it feeds tags it)."""
-    return [v for v in blocking if not is_inserted_slice(ir[v])]
+    return [v for v in blocking if not ir.is_inserted_slice(v)]
