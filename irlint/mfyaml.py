@@ -22,6 +22,7 @@ import io
 import re
 from typing import Any, NamedTuple
 
+from .fixplan import yaml_text
 from .yamlscan import (
     Layout,
     Refused,
@@ -882,36 +883,6 @@ def typed(value, current):
         like = current[0] if isinstance(current, list) and current else None
         return [typed(v, like) for v in value]
     return value
-
-
-def yaml_text(value, lower: bool = False) -> str:
-    """A value as a MindFormers config spells it: True/False, a float with its point, flow lists."""
-    if isinstance(value, bool):
-        word = "True" if value else "False"
-        return word.lower() if lower else word
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(yaml_text(v, lower) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{yaml_text(k)}: {yaml_text(v, lower)}" for k, v in value.items()) + "}"
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        if re.fullmatch(r"[A-Za-z_][\w.\-/]*", value) and value.lower() not in (
-            "true",
-            "false",
-            "null",
-            "yes",
-            "no",
-            "on",
-            "off",
-            "y",
-            "n",
-        ):
-            return value
-        return "'" + value.replace("'", "''") + "'"
-    return str(value)
 
 
 # --- the config against the dumps -----------------------------------------------------------------
