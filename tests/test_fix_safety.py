@@ -604,6 +604,42 @@ def test_a_config_that_is_not_the_dumps_is_refused_naming_the_mismatch(tmp_path)
     assert result.exit_code == 0 and "already covered" in result.stderr, result.stderr
 
 
+def test_fix_reads_each_dump_once_and_checks_the_config_against_what_the_lint_read(tmp_path, monkeypatch):
+    import irlint.read.reader as reader
+    from irlint.runner.discover import discover
+    from irlint.runner.lint_file import READ_HOOKS
+    from irlint.runner.streams import open_dump
+
+    for dump, cfg in ((LLAMA0, "mf-dp2_mp4_rcast_recomputed"), (QWEN0, "mf-qwen3-dp2_mp4_irlint_fix_round0")):
+        (f,) = discover([str(dump)])[0]
+        with open_dump(f.path, f.compression) as stream:  # its source traces readable, as in the lint
+            ir = reader.read_ir(f.display, f.display, stream=stream)
+            ir.stage = f.stage
+            fresh = fix_module.file_facts(ir)
+        seen: list = []
+        real = reader.read_ir
+        monkeypatch.setattr(reader, "read_ir", lambda *a, **kw: seen.append(a[0]) or real(*a, **kw))
+        kept: dict = {}
+        real_facts = fix_module.dump_facts
+        monkeypatch.setattr(
+            fix_module, "dump_facts", lambda found, known=None: kept.update(known) or real_facts(found, known)
+        )
+        path = tmp_path / "cfg.yaml"
+        shutil.copyfile(TESTS / "fixtures" / "recompute" / cfg / "cfg.yaml", path)
+        result = run(path, dump)
+        assert result.exit_code in (0, 2), result.output
+        assert seen == [f.display], seen  # the lint's read, and no second one for the check
+        # the facts of the lint's read, source traces readable (a read of its own closed its stream first)
+        assert kept == {f.path: fresh}
+        assert READ_HOOKS == []
+        monkeypatch.undo()
+    # the check still refuses the config of another compile (its keys shown untagged in the dump)
+    path = tmp_path / "other.yaml"
+    shutil.copyfile(TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_rcast_recomputed" / "cfg.yaml", path)
+    result = run(path, LLAMA0)
+    assert result.exit_code == 2 and "compiled without it" in result.stderr
+
+
 def test_mismatches_are_empty_for_the_config_the_dump_was_compiled_with():
     facts = DumpFacts("legacy", frozenset(DEFAULT_KEYS["legacy"]), False, {"LLamaDecodeLayer": ["a"]})
     text = f"recompute_config:\n  recompute: False\n  select_recompute: {DEFAULTS}\n"
