@@ -156,6 +156,36 @@ def test_an_edit_saved_during_the_lint_is_kept(tmp_path, monkeypatch):
     assert "seed: 42  # saved meanwhile" in text and "'attention\\.reshape'" in text
 
 
+def test_the_config_is_parsed_once_and_anew_only_when_it_changed_during_the_lint(tmp_path, monkeypatch):
+    import irlint.mfyaml as mfyaml
+
+    loads: list[str] = []
+    real_parse = mfyaml._parse
+    monkeypatch.setattr(mfyaml, "_parse", lambda text, *a: loads.append(text) or real_parse(text, *a))
+    path = _config(tmp_path)
+    block = path.read_text().split("seed:")[0]
+    result = run(path, MF)
+    assert result.exit_code == 0 and "'attention\\.reshape'" in path.read_text(), result.output
+    # the block once (the check and the edit), the whole file before and after the edit (verify)
+    assert loads.count(block) == 1 and len(loads) == 3, loads
+    # a block changed during the lint is the one edited (the first parse would splice the old one in)
+    path = _config(tmp_path)
+    real = fix_module._lint
+
+    def lint_while_the_user_adds_a_key(*a):
+        out = real(*a)
+        path.write_text(path.read_text().replace("select_recompute: [", "select_recompute: ['mine\\.key', "))
+        return out
+
+    monkeypatch.setattr(fix_module, "_lint", lint_while_the_user_adds_a_key)
+    loads.clear()
+    result = run(path, MF)
+    text = path.read_text()
+    assert result.exit_code == 0 and "'mine\\.key'" in text and "'attention\\.reshape'" in text, result.output
+    assert len(loads) == 4  # the first read's block, the changed one, verify's two
+    assert safe(text)["seed"] == 0 and safe(text)["recompute_config"]["select_recompute"][0] == "mine\\.key"
+
+
 def test_a_second_fix_during_the_first_is_not_lost_nor_doubled(tmp_path, monkeypatch):
     path = _config(tmp_path)
     real = fix_module._lint

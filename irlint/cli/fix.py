@@ -62,7 +62,7 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
     (nothing written).
     """
     from ..fixplan import fix_plan
-    from ..mfyaml import YamlError, load
+    from ..mfyaml import YamlError, parsed
     from ..runner.config import ConfigError
     from ..runner.discover import InputError
     from ..runner.lint_file import READ_HOOKS
@@ -79,9 +79,11 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
     if _same_file(config_yaml, [f.path for f in found]):
         fail(f"{config_yaml}: is one of the dumps of this run, not a MindFormers config")
     try:
-        load(text)
+        # parsed once: the check and the edit take it while the text under the lock is this one
+        first_block = parsed(text)
     except YamlError as exc:
         fail(f"{config_yaml}: {exc}")
+    first_digest = hashlib.sha256(text.encode("utf-8")).digest()
     if report.diagnostics:
         for d in report.diagnostics:
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
@@ -91,12 +93,17 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
     # the same in every recompute setting)
     facts = dump_facts(found, read.facts) if plan["recompute"]["select_recompute"] else None
 
-    def edit_of(current: str):
-        """The plan applied to the config's text as it is now (exits 2 on a mismatch or a refusal)."""
+    def edit_of(current: str, digest: bytes):
+        """The plan applied to the config's text as it is now, ``digest`` its SHA-256 (exits 2 on a
+        mismatch or a refusal)."""
         from ..mfyaml import apply_fix_plan, mismatches
 
+        nonlocal first_digest
         try:
-            wrong = mismatches(current, facts, plan["recompute"]["select_recompute"]) if facts is not None else []
+            block = first_block if digest == first_digest else parsed(current)
+            first_digest = b""  # the edit changes the block's document: one edit per parse
+            planned = plan["recompute"]["select_recompute"]
+            wrong = mismatches(current, facts, planned, block) if facts is not None else []
             if wrong and not force:
                 for w in wrong:
                     click.echo(f"{config_yaml}: does not match the dumps: {w}", err=True)
@@ -106,12 +113,12 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
                 )
             for w in wrong:
                 click.echo(f"{config_yaml}: warning: does not match the dumps: {w} (--force)", err=True)
-            return apply_fix_plan(current, plan, facts.family if facts else None)
+            return apply_fix_plan(current, plan, facts.family if facts else None, block)
         except YamlError as exc:
             fail(f"{config_yaml}: {exc}")
 
     if show_diff:
-        result = edit_of(text)
+        result = edit_of(text, first_digest)
         if result.edit.text != text:
             click.echo(_diff(config_yaml, text, result.edit.text), nl=False)
     else:
@@ -342,7 +349,7 @@ def _replace(path: str, edit_of):
             text = _decoded(path, raw)
             digest = hashlib.sha256(raw).digest()
             del raw
-            result = edit_of(text)
+            result = edit_of(text, digest)
             if result.edit.text != text:
                 try:
                     _write_over(path, result.edit.text, st, digest)
