@@ -18,6 +18,7 @@ The plan is a fold over the findings' ``fixes`` (irlint.findings.Fixes). The con
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -344,9 +345,31 @@ def config_changes(kind: str, fix: RootFix) -> list[dict[str, Any]]:
     return out
 
 
-def yaml_value(value: object) -> str:
-    """A config value as MindFormers' configs spell it (True/False)."""
-    return repr(value) if isinstance(value, bool) else str(value)
+_PLAIN = re.compile(r"[A-Za-z_][\w.\-/]*")
+_NOT_PLAIN = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n"})  # YAML reads these as others
+
+
+def yaml_text(value: object, lower: bool = False, spelled: bool = False) -> str:
+    """A value as a MindFormers config spells it: True/False (``lower``: true/false), a float with its
+    point, flow lists and maps, null, a string quoted where YAML would read another type. ``spelled``:
+    a string is the value's spelling already (a fix's ``hidden_dropout: 0.0`` gives "0.0"), written as
+    it is (the fix plan's lines; ``irlint fix`` gives the option the type the config has)."""
+    if isinstance(value, bool):
+        word = "True" if value else "False"
+        return word.lower() if lower else word
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(yaml_text(v, lower, spelled) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{yaml_text(k)}: {yaml_text(v, lower, spelled)}" for k, v in value.items()) + "}"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        if spelled or _PLAIN.fullmatch(value) and value.lower() not in _NOT_PLAIN:
+            return value
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)
 
 
 def _stages(spans: set[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
@@ -465,7 +488,7 @@ def plan_text(plan: dict[str, Any]) -> str:
         lines += [f"{'  ' * i}{name}:" for i, name in enumerate(sections) if i >= shared]
         open_path = sections
         pad = "  " * len(sections)
-        lines.append(f"{pad}{leaf}: {yaml_value(c['value'])}   # {c['why']} ({c['cause']}); {how}")
+        lines.append(f"{pad}{leaf}: {yaml_text(c['value'], spelled=True)}   # {c['why']} ({c['cause']}); {how}")
         if c["note"]:
             lines.append(f"{pad}#   {c['note']}")
     for row in plan.get("layouts") or ():

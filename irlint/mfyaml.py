@@ -22,6 +22,7 @@ import io
 import re
 from typing import Any, NamedTuple
 
+from .fixplan import yaml_text
 from .yamlscan import (
     Layout,
     Refused,
@@ -245,18 +246,25 @@ def _recompute_block(body: str) -> _Block:
     return blk
 
 
+def parsed(text: str) -> _Block:
+    """The recompute_config block of a config's text, scanned and loaded, for a caller that parses
+    the text once and passes it on (``mismatches`` reads it, ``apply_plan`` edits its document: one
+    edit per parse). YamlError when the file's top is not a mapping, or has no recompute_config mapping."""
+    return _recompute_block(_split_bom(text)[1])
+
+
 def load(text: str):
     """The recompute_config block's round-trip document (``{recompute_config: {...}}``); YamlError
     when the file's top is not a mapping, or has no recompute_config mapping."""
-    return _recompute_block(_split_bom(text)[1]).doc
+    return parsed(text).doc
 
 
-def apply_plan(text: str, recompute: dict, family: str | None = None) -> Edit:
+def apply_plan(text: str, recompute: dict, family: str | None = None, block: _Block | None = None) -> Edit:
     """``text`` with the plan's keys (``fix_plan()["recompute"]``) added to its select_recompute.
     ``family`` (legacy or mcore: whose default keys ``select_recompute: True`` means) comes from the
-    dump; without it, from the plan's keys."""
+    dump; without it, from the plan's keys. ``block``: ``parsed(text)``, when the caller has it."""
     bom, body = _split_bom(text)
-    blk = _recompute_block(body)
+    blk = block if block is not None else _recompute_block(body)
     doc = blk.doc
     cfg = doc["recompute_config"]
     current = cfg.get("select_recompute")
@@ -884,36 +892,6 @@ def typed(value, current):
     return value
 
 
-def yaml_text(value, lower: bool = False) -> str:
-    """A value as a MindFormers config spells it: True/False, a float with its point, flow lists."""
-    if isinstance(value, bool):
-        word = "True" if value else "False"
-        return word.lower() if lower else word
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(yaml_text(v, lower) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{yaml_text(k)}: {yaml_text(v, lower)}" for k, v in value.items()) + "}"
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        if re.fullmatch(r"[A-Za-z_][\w.\-/]*", value) and value.lower() not in (
-            "true",
-            "false",
-            "null",
-            "yes",
-            "no",
-            "on",
-            "off",
-            "y",
-            "n",
-        ):
-            return value
-        return "'" + value.replace("'", "''") + "'"
-    return str(value)
-
-
 # --- the config against the dumps -----------------------------------------------------------------
 
 
@@ -927,9 +905,12 @@ class DumpFacts(NamedTuple):
     untagged: frozenset[str] = frozenset()  # select keys of forward primitives never tagged
 
 
-def mismatches(text: str, facts: DumpFacts, planned: tuple[str, ...] | list[str] = ()) -> list[str]:
+def mismatches(
+    text: str, facts: DumpFacts, planned: tuple[str, ...] | list[str] = (), block: _Block | None = None
+) -> list[str]:
     """How the config cannot be the one the dumps were compiled with (empty: it can be). A key of
-    the plan (``planned``) the config already asks for is no mismatch: irlint fix wrote it."""
+    the plan (``planned``) the config already asks for is no mismatch: irlint fix wrote it.
+    ``block``: ``parsed(text)``, when the caller has it (read, not changed)."""
     out = []
     if len(facts.models) > 1:
         out.append(
@@ -937,7 +918,7 @@ def mismatches(text: str, facts: DumpFacts, planned: tuple[str, ...] | list[str]
             + "; ".join(f"{m}: {', '.join(files[:2])}" for m, files in sorted(facts.models.items()))
             + "): one config cannot be both"
         )
-    cfg = load(text)["recompute_config"]
+    cfg = (block.doc if block is not None else load(text))["recompute_config"]
     current = cfg.get("select_recompute")
     recompute = cfg.get("recompute")
     mine = _user_keys(current)
@@ -1035,10 +1016,11 @@ class ConfigEdit(NamedTuple):
     by_hand: list[str]  # config changes left to the user
 
 
-def apply_fix_plan(text: str, plan: dict, family: str | None = None) -> ConfigEdit:
+def apply_fix_plan(text: str, plan: dict, family: str | None = None, block: _Block | None = None) -> ConfigEdit:
     """Every change of a fix plan irlint writes: the recompute keys, then the config keys the plan
-    writes (``written_by_fix``); the rest listed for the user."""
-    edit = apply_plan(text, plan["recompute"], family)
+    writes (``written_by_fix``); the rest listed for the user. ``block``: ``parsed(text)``, when the
+    caller has it (its document is edited)."""
+    edit = apply_plan(text, plan["recompute"], family, block)
     new = edit.text
     done, by_hand = [], []
     for c in plan.get("config") or []:

@@ -64,3 +64,30 @@ def test_sarif_rules_link_their_documentation_page(monkeypatch):
     monkeypatch.setattr(sarif, "docs_url", lambda: "")
     rules = sarif.as_dict(_lint(), RenderContext())["runs"][0]["tool"]["driver"]["rules"]
     assert not any("helpUri" in r for r in rules)  # no page to name: no made-up address
+
+
+def test_the_documentation_url_comes_from_the_installed_package_metadata(monkeypatch):
+    from email.message import Message
+    from importlib import metadata
+
+    def package(urls):
+        meta = Message()
+        for u in urls:
+            meta["Project-URL"] = u
+        return lambda name: meta
+
+    monkeypatch.setattr(
+        metadata,
+        "metadata",
+        package(["Repository, https://git.example/irlint", "Documentation, https://docs.example/x"]),
+    )
+    assert sarif.docs_url() == "https://docs.example/x/"
+    data = sarif.as_dict(_lint(), RenderContext())
+    jsonschema.Draft7Validator(json.loads(SCHEMA.read_text(encoding="utf-8"))).validate(data)
+    assert {r["helpUri"] for r in data["runs"][0]["tool"]["driver"]["rules"]} >= {"https://docs.example/x/rules/PC001/"}
+    # a Homepage or Repository alone is not the documentation; nor is an address that is not a web one
+    monkeypatch.setattr(metadata, "metadata", package(["Homepage, https://git.example/irlint", "Docs, file:///tmp"]))
+    assert sarif.docs_url() == ""
+    assert not any(
+        "helpUri" in r for r in sarif.as_dict(_lint(), RenderContext())["runs"][0]["tool"]["driver"]["rules"]
+    )

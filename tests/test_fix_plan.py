@@ -306,3 +306,27 @@ def test_a_plain_mindspore_one_op_cell_is_fixed_in_the_model_code_not_by_a_key()
     text = plan_text(plan)
     assert "select_recompute" not in text and "recompute_config" not in text
     assert "lenet_pool_recompute.py:46: self.pool.max_pool.recompute()" in text
+
+
+def test_config_lines_spell_values_as_the_config_and_irlint_fix_do():
+    from irlint.fixplan import yaml_text
+    from irlint.mfyaml import yaml_text as fix_spelling
+
+    assert fix_spelling is yaml_text  # one spelling for the plan's lines and irlint fix's messages
+    rows = [
+        ("model.model_config.hidden_dropout", "0.0"),  # a fix's raw spelling: YAML's float, not the string '0.0'
+        ("model.model_config.offset", [1, -1]),
+        ("model.model_config.use_rope_slice", False),
+        ("runner_config.batch_size", 1),
+    ]
+    plan = {
+        "recompute": {"select_recompute": [], "no_key": []},
+        "strategies": [],
+        "config": [
+            {"key": k, "value": v, "why": "w", "cause": "c", "written_by_fix": True, "note": ""} for k, v in rows
+        ],
+    }
+    lines = plan_text(plan).splitlines()
+    for leaf in ("hidden_dropout: 0.0 ", "offset: [1, -1] ", "use_rope_slice: False ", "batch_size: 1 "):
+        assert any(line.strip().startswith(leaf) for line in lines), (leaf, lines)
+    assert yaml_text("0.0") == "'0.0'" and yaml_text(None) == "null" and yaml_text(True, lower=True) == "true"

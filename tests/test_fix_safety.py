@@ -156,6 +156,36 @@ def test_an_edit_saved_during_the_lint_is_kept(tmp_path, monkeypatch):
     assert "seed: 42  # saved meanwhile" in text and "'attention\\.reshape'" in text
 
 
+def test_the_config_is_parsed_once_and_anew_only_when_it_changed_during_the_lint(tmp_path, monkeypatch):
+    import irlint.mfyaml as mfyaml
+
+    loads: list[str] = []
+    real_parse = mfyaml._parse
+    monkeypatch.setattr(mfyaml, "_parse", lambda text, *a: loads.append(text) or real_parse(text, *a))
+    path = _config(tmp_path)
+    block = path.read_text().split("seed:")[0]
+    result = run(path, MF)
+    assert result.exit_code == 0 and "'attention\\.reshape'" in path.read_text(), result.output
+    # the block once (the check and the edit), the whole file before and after the edit (verify)
+    assert loads.count(block) == 1 and len(loads) == 3, loads
+    # a block changed during the lint is the one edited (the first parse would splice the old one in)
+    path = _config(tmp_path)
+    real = fix_module._lint
+
+    def lint_while_the_user_adds_a_key(*a):
+        out = real(*a)
+        path.write_text(path.read_text().replace("select_recompute: [", "select_recompute: ['mine\\.key', "))
+        return out
+
+    monkeypatch.setattr(fix_module, "_lint", lint_while_the_user_adds_a_key)
+    loads.clear()
+    result = run(path, MF)
+    text = path.read_text()
+    assert result.exit_code == 0 and "'mine\\.key'" in text and "'attention\\.reshape'" in text, result.output
+    assert len(loads) == 4  # the first read's block, the changed one, verify's two
+    assert safe(text)["seed"] == 0 and safe(text)["recompute_config"]["select_recompute"][0] == "mine\\.key"
+
+
 def test_a_second_fix_during_the_first_is_not_lost_nor_doubled(tmp_path, monkeypatch):
     path = _config(tmp_path)
     real = fix_module._lint
@@ -602,6 +632,42 @@ def test_a_config_that_is_not_the_dumps_is_refused_naming_the_mismatch(tmp_path)
     shutil.copyfile(TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_irlint_fix_round1" / "cfg.yaml", path)
     result = run(path, LLAMA0)
     assert result.exit_code == 0 and "already covered" in result.stderr, result.stderr
+
+
+def test_fix_reads_each_dump_once_and_checks_the_config_against_what_the_lint_read(tmp_path, monkeypatch):
+    import irlint.read.reader as reader
+    from irlint.runner.discover import discover
+    from irlint.runner.lint_file import READ_HOOKS
+    from irlint.runner.streams import open_dump
+
+    for dump, cfg in ((LLAMA0, "mf-dp2_mp4_rcast_recomputed"), (QWEN0, "mf-qwen3-dp2_mp4_irlint_fix_round0")):
+        (f,) = discover([str(dump)])[0]
+        with open_dump(f.path, f.compression) as stream:  # its source traces readable, as in the lint
+            ir = reader.read_ir(f.display, f.display, stream=stream)
+            ir.stage = f.stage
+            fresh = fix_module.file_facts(ir)
+        seen: list = []
+        real = reader.read_ir
+        monkeypatch.setattr(reader, "read_ir", lambda *a, **kw: seen.append(a[0]) or real(*a, **kw))
+        kept: dict = {}
+        real_facts = fix_module.dump_facts
+        monkeypatch.setattr(
+            fix_module, "dump_facts", lambda found, known=None: kept.update(known) or real_facts(found, known)
+        )
+        path = tmp_path / "cfg.yaml"
+        shutil.copyfile(TESTS / "fixtures" / "recompute" / cfg / "cfg.yaml", path)
+        result = run(path, dump)
+        assert result.exit_code in (0, 2), result.output
+        assert seen == [f.display], seen  # the lint's read, and no second one for the check
+        # the facts of the lint's read, source traces readable (a read of its own closed its stream first)
+        assert kept == {f.path: fresh}
+        assert READ_HOOKS == []
+        monkeypatch.undo()
+    # the check still refuses the config of another compile (its keys shown untagged in the dump)
+    path = tmp_path / "other.yaml"
+    shutil.copyfile(TESTS / "fixtures" / "recompute" / "mf-dp2_mp4_rcast_recomputed" / "cfg.yaml", path)
+    result = run(path, LLAMA0)
+    assert result.exit_code == 2 and "compiled without it" in result.stderr
 
 
 def test_mismatches_are_empty_for_the_config_the_dump_was_compiled_with():

@@ -12,7 +12,7 @@ import re
 import signal
 import stat
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
@@ -62,21 +62,28 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
     (nothing written).
     """
     from ..fixplan import fix_plan
-    from ..mfyaml import YamlError, load
+    from ..mfyaml import YamlError, parsed
     from ..runner.config import ConfigError
     from ..runner.discover import InputError
+    from ..runner.lint_file import READ_HOOKS
 
     text = _read_config(config_yaml, write=not show_diff)
+    read = _FactsOfRead()
+    READ_HOOKS.append(read)
     try:
         report, found = _lint(dumps, config_file, select, ignore, no_cache)
     except (ConfigError, InputError) as exc:
         fail(str(exc))
+    finally:
+        READ_HOOKS.remove(read)
     if _same_file(config_yaml, [f.path for f in found]):
         fail(f"{config_yaml}: is one of the dumps of this run, not a MindFormers config")
     try:
-        load(text)
+        # parsed once: the check and the edit take it while the text under the lock is this one
+        first_block = parsed(text)
     except YamlError as exc:
         fail(f"{config_yaml}: {exc}")
+    first_digest = hashlib.sha256(text.encode("utf-8")).digest()
     if report.diagnostics:
         for d in report.diagnostics:
             click.echo(f"{d.file}:{max(d.line, 1)}:1: {d.code} {d.message}", err=True)
@@ -84,14 +91,19 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
     plan = fix_plan(report.findings)
     # the config is checked against the dumps where it gets recompute keys (a model option alone is
     # the same in every recompute setting)
-    facts = dump_facts(found) if plan["recompute"]["select_recompute"] else None
+    facts = dump_facts(found, read.facts) if plan["recompute"]["select_recompute"] else None
 
-    def edit_of(current: str):
-        """The plan applied to the config's text as it is now (exits 2 on a mismatch or a refusal)."""
+    def edit_of(current: str, digest: bytes):
+        """The plan applied to the config's text as it is now, ``digest`` its SHA-256 (exits 2 on a
+        mismatch or a refusal)."""
         from ..mfyaml import apply_fix_plan, mismatches
 
+        nonlocal first_digest
         try:
-            wrong = mismatches(current, facts, plan["recompute"]["select_recompute"]) if facts is not None else []
+            block = first_block if digest == first_digest else parsed(current)
+            first_digest = b""  # the edit changes the block's document: one edit per parse
+            planned = plan["recompute"]["select_recompute"]
+            wrong = mismatches(current, facts, planned, block) if facts is not None else []
             if wrong and not force:
                 for w in wrong:
                     click.echo(f"{config_yaml}: does not match the dumps: {w}", err=True)
@@ -101,12 +113,12 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
                 )
             for w in wrong:
                 click.echo(f"{config_yaml}: warning: does not match the dumps: {w} (--force)", err=True)
-            return apply_fix_plan(current, plan, facts.family if facts else None)
+            return apply_fix_plan(current, plan, facts.family if facts else None, block)
         except YamlError as exc:
             fail(f"{config_yaml}: {exc}")
 
     if show_diff:
-        result = edit_of(text)
+        result = edit_of(text, first_digest)
         if result.edit.text != text:
             click.echo(_diff(config_yaml, text, result.edit.text), nl=False)
     else:
@@ -132,11 +144,10 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
     sys.exit(EXIT_LEFT if left or (show_diff and changed) else EXIT_CLEAN)
 
 
-def dump_facts(found) -> DumpFacts:
-    """What the linted dumps say about the config they were compiled with (``mfyaml.DumpFacts``)."""
+def dump_facts(found, known: dict | None = None) -> DumpFacts:
+    """What the linted dumps say about the config they were compiled with (``mfyaml.DumpFacts``);
+    ``known``: path -> ``file_facts`` of the dumps the lint read here (the others are read now)."""
     from ..mfyaml import DumpFacts, family_of
-    from ..rules.recompute.evidence import BOOKKEEPING_OPS, CELL_PREFIX
-    from ..rules.recompute.keys import node_select_key, tagged_keys
     from ..runner.lint_file import read_dump
 
     tagged: set[str] = set()
@@ -144,31 +155,64 @@ def dump_facts(found) -> DumpFacts:
     models: dict[str, list[str]] = {}
     full = False
     for f in found:
-        ir = read_dump(f)
-        mine = {key for _, key in tagged_keys(ir)}
-        tagged |= mine
-        classes: set[str] = set()
-        in_layers = recomputed = 0
-        for k in ir.cnodes():
-            d = ir[k]
-            if ir.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
-                continue
-            if (d.get("primitive_attrs") or {}).get("recompute") is not True:
-                key, guessed = node_select_key(ir, k)
-                if key is not None and not guessed and key not in mine:
-                    untagged.add(key)
-            scope = d.get("scope", "")
-            m = _LAYER_PART.search(scope)
-            if m is None:
-                continue
-            classes.add(m.group(1))
-            in_layers += 1
-            recomputed += scope.startswith(CELL_PREFIX)
-        # a layer's Cell.recompute() prefixes the scope of (nearly) every forward op in it
-        full |= bool(in_layers) and recomputed * 2 > in_layers
-        for cls in classes:
+        facts = (known or {}).get(f.path) or file_facts(read_dump(f))
+        tagged |= facts.tagged
+        untagged |= facts.untagged
+        full |= facts.full_layer
+        for cls in facts.classes:
             models.setdefault(cls, []).append(f.display)
     return DumpFacts(family_of(tagged), frozenset(tagged), full, models, frozenset(untagged - tagged))
+
+
+class _FactsOfRead:
+    """``file_facts`` of each dump the lint reads in this process (not in a forked worker) whose
+    findings name select keys: a plan with keys checks the config against every dump."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, FileFacts] = {}
+        self.pid = os.getpid()
+
+    def __call__(self, f, ir, findings) -> None:
+        if os.getpid() == self.pid and any(x.fixes.recompute and x.fixes.recompute.keys for x in findings):
+            self.facts[f.path] = file_facts(ir)
+
+
+class FileFacts(NamedTuple):
+    """``dump_facts`` of one dump."""
+
+    tagged: frozenset[str]
+    untagged: frozenset[str]  # keys of untagged forward primitives, its own tagged keys left out
+    full_layer: bool
+    classes: tuple[str, ...]  # its decoder layer classes, sorted
+
+
+def file_facts(ir) -> FileFacts:
+    """What one dump's model says about the config (read while its source traces can be read)."""
+    from ..rules.recompute.evidence import BOOKKEEPING_OPS, CELL_PREFIX
+    from ..rules.recompute.keys import node_select_key, tagged_keys
+
+    mine = {key for _, key in tagged_keys(ir)}
+    untagged: set[str] = set()
+    classes: set[str] = set()
+    in_layers = recomputed = 0
+    for k in ir.cnodes():
+        d = ir[k]
+        if ir.is_backward(k) or ir.is_recompute_copy(k) or d["op"] in BOOKKEEPING_OPS:
+            continue
+        if (d.get("primitive_attrs") or {}).get("recompute") is not True:
+            key, guessed = node_select_key(ir, k)
+            if key is not None and not guessed and key not in mine:
+                untagged.add(key)
+        scope = d.get("scope", "")
+        m = _LAYER_PART.search(scope)
+        if m is None:
+            continue
+        classes.add(m.group(1))
+        in_layers += 1
+        recomputed += scope.startswith(CELL_PREFIX)
+    # a layer's Cell.recompute() prefixes the scope of (nearly) every forward op in it
+    full = bool(in_layers) and recomputed * 2 > in_layers
+    return FileFacts(frozenset(mine), frozenset(untagged), full, tuple(sorted(classes)))
 
 
 _LAYER_PART = re.compile(r"/layers-CellList/\d+-(\w+)(?=/|$)")  # a decoder layer of the model's list
@@ -305,7 +349,7 @@ def _replace(path: str, edit_of):
             text = _decoded(path, raw)
             digest = hashlib.sha256(raw).digest()
             del raw
-            result = edit_of(text)
+            result = edit_of(text, digest)
             if result.edit.text != text:
                 try:
                     _write_over(path, result.edit.text, st, digest)

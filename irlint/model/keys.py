@@ -10,7 +10,16 @@ import functools
 import re
 
 from . import IRFile
-from .layers import LAYER_IN_NAME, Places, below_layer, layer_prefix, scope_parts, weight_cells, weight_name
+from .layers import (
+    LAYER_IN_NAME,
+    Places,
+    below_layer,
+    layer_prefix,
+    printed_layer,
+    scope_parts,
+    weight_cells,
+    weight_name,
+)
 from .source import own_trace
 
 CELL_PREFIX = "recompute_"
@@ -128,7 +137,9 @@ def node_select_key(ir: IRFile, k: int) -> tuple[str | None, bool]:
         d = ir[k]
         name, guessed = primitive_name(ir, k)
         key = select_key(Places.of(ir).cell_scope(k), name, d["op"])
-        if key is not None and not key_exists(ir, key):
+        # a key from the node's own scope below a layer names cells the dump shows (``dump_cells``
+        # reads that scope): no walk of the file for it
+        if key is not None and not (printed_layer(d.get("scope", "")) or "").isdigit() and not key_exists(ir, key):
             key = None
         found = known[asked] = (key, guessed and key is not None)
     return found
@@ -150,7 +161,13 @@ def dump_cells(ir: IRFile) -> frozenset[tuple[str, ...]]:
                     paths.update(cells[:i] for i in range(1, len(cells) + 1))
                 continue
             scopes.add(d.get("scope", ""))
-        for scope in scopes:  # a scope is printed on many nodes: each read once
+        # a scope is printed on many nodes, and its cells on every op of the cell (``…/w1-Linear/
+        # MatMul-op3``, ``…/Reshape-op4``): each cell path is read once
+        heads = set()
+        for scope in scopes:
+            head, _, last = scope.rpartition("/")
+            heads.add(head + "/" if head and _OP_SUFFIX.match(last) else scope)
+        for scope in heads:
             parts = tuple(scope_parts(scope))
             if layer_prefix(parts) is None:
                 continue

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import Counter
+from operator import methodcaller
 from typing import Any, NamedTuple
 
 from . import IRFile, primal_attr
@@ -553,6 +555,7 @@ def model_path(ir: IRFile, k: int) -> tuple[str, str]:
 
 
 _NETWORK_PART = re.compile(r"network-(\w+)")
+_SCOPE_OF = methodcaller("get", "scope", "")
 
 
 def network_class(ir: IRFile) -> str:
@@ -563,8 +566,9 @@ def network_class(ir: IRFile) -> str:
     found = ir.__dict__.get("_network_class")
     if found is None:
         counts: dict[str, int] = {}
-        for d in ir.nodes.values():
-            parts = d.get("scope", "").split("/")
+        # each scope read once, with the number of nodes that print it (counted in C)
+        for scope, n in Counter(map(_SCOPE_OF, ir.nodes.values())).items():
+            parts = scope.split("/")
             inner = ""
             for part in parts[1:] if parts and parts[0] in ("Default", "Gradients") else ():
                 if part == "Default":
@@ -574,6 +578,6 @@ def network_class(ir: IRFile) -> str:
                     break
                 inner = m.group(1)
             if inner:
-                counts[inner] = counts.get(inner, 0) + 1
+                counts[inner] = counts.get(inner, 0) + n
         found = ir.__dict__["_network_class"] = max(sorted(counts), key=counts.__getitem__, default="")
     return found

@@ -7,6 +7,7 @@ import functools
 import gc
 import os
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..diagnostics import NO_ATTRIBUTES, NO_SCOPES, UNREADABLE, Diagnostic
@@ -20,6 +21,12 @@ from .streams import damage_of, open_dump
 if TYPE_CHECKING:
     from ..model import IRFile
     from .cache import LintCache
+
+
+# Called with each file a lint reads in this process, its model and what its rules found, before the
+# model is freed: what a command takes from the models besides the findings (irlint fix, what it checks
+# the config against) without reading the dumps again.
+READ_HOOKS: list[Callable[[DumpFile, IRFile, list[Finding]], None]] = []
 
 
 def check_one(
@@ -59,6 +66,8 @@ def check_one(
         judgeable = ir.failure is None and not any(d.code == NO_ATTRIBUTES for d in missing)
         for rule in rules if judgeable else ():
             findings.extend(run_rule(rule, ir, display, diagnostics, timeout))
+        for hook in READ_HOOKS:  # while the model and its source are still there
+            hook(f, ir, findings)
     if any(d.code == UNREADABLE for d in diagnostics):
         digest = None  # an I/O error is not a property of the content: never cached
     # Free this file's model before the next file is read, or a worker's memory grows with every

@@ -181,33 +181,32 @@ def folded_caller_key(ir: IRFile, v: int) -> str | None:
     return _caller_key(ir, v)
 
 
-def _forward_keys(ir: IRFile, op: str) -> dict[str, list[int]]:
-    """key -> the forward ops of type ``op`` a select key tags (one walk per file and op). The
-    layer is not part of it: resolving every op's layer costs more than the keys, and a caller
-    asks for the layer of the few ops one key tags (``tagged_in_layer``)."""
-    cache: dict[str, dict[str, list[int]]] = ir.__dict__.setdefault("_recompute_keys_by_op", {})
+def _forward_ops(ir: IRFile, op: str) -> list[int]:
+    """The forward ops of type ``op``, in the file's order (once per file and op)."""
+    cache: dict[str, list[int]] = ir.__dict__.setdefault("_recompute_forward_ops", {})
     found = cache.get(op)
     if found is None:
-        found = cache[op] = {}
-        for k in ir.nodes_by_op(op):
-            if ir[k]["kind"] != "cnode" or ir.is_backward(k) or ir.is_recompute_copy(k):
-                continue
-            key, _ = node_select_key(ir, k)
-            if key is not None:
-                found.setdefault(key, []).append(k)
+        found = cache[op] = [
+            k
+            for k in ir.nodes_by_op(op)
+            if ir[k]["kind"] == "cnode" and not ir.is_backward(k) and not ir.is_recompute_copy(k)
+        ]
     return found
 
 
 def tagged_in_layer(ir: IRFile, op: str, key: str, layer: str) -> list[int]:
     """The forward ops of type ``op`` in ``layer`` that ``key`` tags."""
-    # asked once per finding and per blocking op: the key's ops are grouped by layer once
+    # asked once per finding and per blocking op: the key's ops are grouped by layer once. Only the
+    # ops whose printed cells can start the key are named (a key reads the node's source trace) and
+    # placed (resolving every op's layer costs more than the keys)
     cache: dict[tuple[str, str], dict[str, list[int]]] = ir.__dict__.setdefault("_recompute_keys_by_layer", {})
     by_layer = cache.get((op, key))
     if by_layer is None:
         places = Places.of(ir)
         by_layer = cache[(op, key)] = {}
-        for k in _forward_keys(ir, op).get(key, ()):
-            by_layer.setdefault(places.layer(k)[0], []).append(k)
+        for k in _forward_ops(ir, op):
+            if _may_have_key(ir, k, key) and node_select_key(ir, k)[0] == key:
+                by_layer.setdefault(places.layer(k)[0], []).append(k)
     return list(by_layer.get(layer, ()))
 
 
