@@ -21,6 +21,7 @@ from .keys import (
     folded_note,
     keys_hint,
     keys_snippet,
+    model_code_hint,
     model_code_recompute,
     node_select_key,
     recompute_fix,
@@ -196,6 +197,15 @@ class RecomputeNotApplied(RecomputeRule):
                     hint += (
                         f" {nodes_text(ir, asked)} is asked to recompute too: its own finding's keys free this chain."
                     )
+            elif (plain := model_code_hint(ir, k, blocking or chain)) is not None:
+                # a plain MindSpore model sets recompute in its code: the calls to add, not keys
+                calls, said = plain
+                short = f"kept for backward by non-recomputed {ops}"
+                hint = f"Recompute the blocking op(s) between it and the backward reader as well, {said}."
+                fix = "; ".join(c.text() for c in calls)
+                code = calls[0] if calls else None
+                # priced as the key on the same cell attribute: the call tags that primitive wherever it runs
+                priced = fix_cost(ir, k, blocking or chain, blocking_keys(ir, blocking or chain))
             else:
                 # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
                 slices = [v for v in blocking if is_inserted_slice(ir[v])]

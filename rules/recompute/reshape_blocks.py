@@ -4,6 +4,7 @@ non-recomputed Reshape."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import NamedTuple
 
 from irlint.accounts.stake import stake, staked
@@ -16,7 +17,7 @@ from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, is_inserted_slice
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
-from .keys import blocking_keys, folded_note, keys_hint, recompute_fix, yaml_snippet
+from .keys import blocking_keys, folded_note, keys_hint, model_code_hint, recompute_fix, yaml_snippet
 from .report import (
     RecomputeRule,
     backward_text,
@@ -137,15 +138,21 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             f"{reader_text} reads the tensor through {'it' if len(blocking) == 1 else 'them'}, "
             f"so the activation is kept and the {d['op']} recompute saves nothing"
         )
-        hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
-        hint += folded_note(ir, blocking).rstrip(".")
+        plain = model_code_hint(ir, k, blocking)
+        if plain is not None:  # a plain MindSpore model sets recompute in its code: the calls, not keys
+            # (priced as the key on the same cell attribute: the call tags that primitive wherever it runs)
+            keys = []
+            hint = "Recompute the blocking op(s) too, " + plain[1]
+        else:
+            hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
+            hint += folded_note(ir, blocking).rstrip(".")
         if slices:
             hint += (
                 f"; {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
                 f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
                 "of the op it feeds, whose key recomputes it too"
             )
-        side = kept_by_fix(ir, needs)
+        side = kept_by_fix(ir, needs) if plain is None else []
         if side:
             hint += (
                 "; under sequence parallel "
@@ -186,7 +193,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             hint=hint,
             related=related,
             identity=identity,
-            fixes=Fixes(recompute=recompute_fix(ir, k, keys, needs)),
+            fixes=Fixes(recompute=recompute_fix(ir, k, keys, needs) if plain is None else None),
             fix_cost=priced,
             facts={
                 "request": b.request,
@@ -202,9 +209,11 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
                 ),
             },
             cause=cause,
-            fix=short_fix(keys),
+            fix="; ".join(c.text() for c in plain[0]) if plain is not None else short_fix(keys),
             snippet=yaml_snippet(keys) if keys else "",
         )
+        if plain is not None and plain[0]:  # the fix is made in the model code, where the call is written
+            finding = replace(finding, source=(plain[0][0].path, plain[0][0].line))
         return staked(finding, stake(ir, k, freed_net))
 
 
