@@ -269,7 +269,8 @@ class IRFile:
         """The node runs in the backward half of the step: the one answer every rule and account
         asks. Marked so by MindSpore (a ``Gradients/`` scope, ``forward_unique_id`` or
         ``forward_node_name``, a CPU kernel graph's ``Expand/_XGrad/`` expansion), a call of
-        lazy_inline's backward half ◂ (the Partial its forward half returns), or fed by such a node
+        lazy_inline's backward half ◂ (the Partial its forward half returns), a computing op inside
+        that half (a loss's own bprop prints no mark), or fed by such a node
         (gradient accumulation ``AddN`` of ``Default/AddN-op0``, the optimizer): a forward op never
         reads a backward one. Not fed through ``Depend``/``Load``'s order inputs, ``UpdateState``,
         a subgraph call or a recomputed copy (which runs in backward but rebuilds a forward op); a

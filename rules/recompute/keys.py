@@ -456,35 +456,40 @@ def plain_model_op(ir: IRFile, k: int) -> bool:
 def _primitive_call(ir: IRFile, k: int) -> _PrimitiveCall | None:
     """Where ``k``'s primitive is called and where the cell holding it is, from its own trace: the
     innermost frame must be a ``self.<attr>(`` call (the primitive is a cell attribute); past the
-    holding cell's ``def construct`` frame, the next frame is the call of that cell. None for a
-    functional call, a primitive held in a local, no trace, or a MindFormers frame in it."""
+    holding cell's block frames (``def construct``, an ``if`` around the call: they span lines),
+    the first one-line frame is the call of that cell. None for a functional call, a primitive
+    held in a local, no trace, or a MindFormers frame in it."""
     own = own_trace(ir.trace(k))
     if not own or any(_MINDFORMERS_FRAME in ln for ln in own):
         return None
-    frames = []
+    inner: tuple[str, str, int] | None = None
     for ln in reversed(own):
         line = SHARED_SUFFIX.sub("/", ln)
         m = TRACE_LINE.match(line) if line.endswith("/") else None
         frame = _FRAME_AT.match(line)
         if m is None or frame is None:
-            return None if not frames else _finish(frames, None)
+            break
         call = SELF_CALL.match(m.group("text"), int(m.group("start")))
-        frames.append((call.group(1) if call else None, "", frame.group("path"), int(frame.group("line"))))
-        if len(frames) == 1 and frames[0][0] is None:
-            return None
-        # past the holding cell's block frames (``def construct``, an ``if`` around the call: they
-        # span lines), the first one-line frame is the call of that cell
-        if len(frames) > 1 and frame.group("span") is None:
-            return _finish(frames[:1], frames[-1])
-    return _finish(frames[:1], None)
+        path, lineno = frame.group("path"), int(frame.group("line"))
+        if inner is None:
+            if call is None:
+                return None
+            inner = (call.group(1), path, lineno)
+        elif frame.group("span") is None:
+            if call is None or _MINDSPORE_FRAME.search(path):
+                break
+            return _PrimitiveCall(*inner, call.group(1), path, lineno)
+    return None if inner is None else _PrimitiveCall(*inner, None, "", 0)
 
 
-def _finish(inner: list[tuple[str | None, str, str, int]], outer: tuple[str | None, str, str, int] | None):
-    prim, _, path, line = inner[0]
-    assert prim is not None
-    if outer is None or outer[0] is None or _MINDSPORE_FRAME.search(outer[2]):
-        return _PrimitiveCall(prim, path, line, None, "", 0)
-    return _PrimitiveCall(prim, path, line, outer[0], outer[2], outer[3])
+def user_frame(ir: IRFile, k: int) -> tuple[str, int] | None:
+    """(path, line) of the innermost frame of ``k``'s own trace outside MindSpore's own files: the
+    line of the model code that made the op (for an op a MindSpore cell makes, the cell's call)."""
+    for ln in reversed(own_trace(ir.trace(k))):
+        frame = _FRAME_AT.match(SHARED_SUFFIX.sub("/", ln))
+        if frame is not None and frame.group("span") is None and not _MINDSPORE_FRAME.search(frame.group("path")):
+            return frame.group("path"), int(frame.group("line"))
+    return None
 
 
 def model_code_recompute(ir: IRFile, k: int) -> ModelCodeRecompute | None:
@@ -499,7 +504,10 @@ def model_code_recompute(ir: IRFile, k: int) -> ModelCodeRecompute | None:
     if found is None or found.cell is None:
         return None
     return ModelCodeRecompute(
-        f"self.{found.cell}.{found.prim}.recompute()", f"self.{found.cell}.recompute()", found.cell_path, found.cell_line
+        f"self.{found.cell}.{found.prim}.recompute()",
+        f"self.{found.cell}.recompute()",
+        found.cell_path,
+        found.cell_line,
     )
 
 

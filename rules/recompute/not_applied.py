@@ -17,6 +17,7 @@ from .evidence import KeptRead, RecomputeFacts, cell_text, is_inserted_slice
 from .fix_cost import fix_cost, hint_text
 from .keys import (
     GUESS_NOTE,
+    ModelCodeRecompute,
     blocking_keys,
     folded_note,
     keys_hint,
@@ -24,7 +25,9 @@ from .keys import (
     model_code_hint,
     model_code_recompute,
     node_select_key,
+    plain_model_op,
     recompute_fix,
+    user_frame,
 )
 from .report import (
     RecomputeRule,
@@ -92,7 +95,10 @@ class RecomputeNotApplied(RecomputeRule):
     on the primitive inside the cell. For a model without MindFormers' ``recompute_config`` (no
     MindFormers frame in the op's source trace, no decoder layer) the fix is the call in the model
     code, at the line that calls the cell: ``self.pool.max_pool.recompute()`` in place of
-    ``self.pool.recompute()``; the fix plan lists it as a by-hand row, not a key. Where recomputing the chain would make backward keep its
+    ``self.pool.recompute()``; the fix plan lists it as a by-hand row, not a key. So for the
+    blocking ops of such a model: ``self.down.reshape.recompute()`` in the cell that calls
+    ``self.down`` (file:line); an op made by a functional call has no primitive to tag, and the
+    hint says so. Where recomputing the chain would make backward keep its
     input instead, as large (wv's output Reshape and the Transpose after it, read from wv's MatMul
     output), nothing is saved: the finding is info, with no key, and the run's fix plan adds none.
 
@@ -163,6 +169,20 @@ class RecomputeNotApplied(RecomputeRule):
                     f"Name the primitive inside the cell, not the cell: in the model code, write {code.call} "
                     f"in place of {code.instead} (the cell called at {code.path}:{code.line})."
                 )
+            elif plain_model_op(ir, k):
+                # a plain model whose trace names no self.<cell>.<primitive> call (a function the
+                # cell calls, a cell called through a local): the change, without the attribute names
+                key, guessed = None, False
+                at = user_frame(ir, k)
+                fix = "recompute the primitive inside the cell"
+                hint = (
+                    "Name the primitive inside the cell, not the cell: in the model code, call .recompute() on "
+                    f"the primitive the cell{f' called at {at[0]}:{at[1]}' if at else ''} runs, in place of the "
+                    f"cell's .recompute() (a cell that calls a function, as nn.SiLU calls ops.function.silu, has "
+                    f"no primitive to tag: hold one in the model, self.<name> = ops.{d['op']}(), and call it)."
+                )
+                if at is not None:
+                    code = ModelCodeRecompute("", "", *at)  # where the change is made
             else:
                 key, guessed = node_select_key(ir, k)
                 fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"

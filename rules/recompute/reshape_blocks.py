@@ -100,7 +100,10 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     then prints one instance name for all of them, so that name is used only when the dump has no
     trace, and the hint then calls the key of an untagged primitive a guess) and gives the keys
     to add to the user's own. Where the dump names no cell (a function compiled with ms.grad) no
-    key is given: the hint names the op and its model source line.
+    key is given: the hint names the op and its model source line. A plain MindSpore model (no
+    MindFormers class or frame in the dump, no decoder layer) sets recompute in its code: the fix
+    is the ``.recompute()`` call on each blocking primitive, ``self.w2.reshape.recompute()`` in the
+    cell that calls ``self.w2`` (its file:line from the trace), listed in the fix plan by hand.
 
     Example:
     ``%6 = PrimFunc_SiLU(%5) {instance name: silu} ... cnode_attrs: {recompute: Bool(1)}`` ->
