@@ -527,6 +527,19 @@ def model_code_call(ir: IRFile, v: int) -> ModelCodeRecompute | None:
     return ModelCodeRecompute(f"self.{found.prim}.recompute()", "", found.path, found.line)
 
 
+def model_code_snippet(calls: list[ModelCodeRecompute]) -> str:
+    """The calls to paste, each with where it goes (the report's copy button takes it)."""
+    return "\n".join(f"{c.call}  # {_written_in(c)}" for c in calls if c.call)
+
+
+def _written_in(c: ModelCodeRecompute) -> str:
+    if c.instead:
+        return f"in place of {c.instead}, the cell called at {c.path}:{c.line}"
+    if c.call.count(".") > 2:
+        return f"in the cell that calls self.{c.call.split('.')[1]} ({c.path}:{c.line})"
+    return f"in the cell whose construct calls it ({c.path}:{c.line})"
+
+
 def model_code_hint(ir: IRFile, k: int, blocking: list[int]) -> tuple[list[ModelCodeRecompute], str] | None:
     """For a plain MindSpore model (``plain_model_op`` of the finding's op ``k``): the ``.recompute()``
     calls that tag the blocking ops, and the hint text (each call and the cell it is written in, what
@@ -553,12 +566,9 @@ def model_code_hint(ir: IRFile, k: int, blocking: list[int]) -> tuple[list[Model
                     else "it has no source trace (a pass inserted it); recompute the cell that holds it"
                 )
             )
-    parts = [
-        f"write {c.call} in the cell that calls self.{c.call.split('.')[1]} ({c.path}:{c.line})"
-        if c.call.count(".") > 2
-        else f"write {c.call} in the cell whose construct calls it ({c.path}:{c.line})"
-        for c in calls
-    ]
+    if not calls:  # no op the trace names (a dump saved without traces): the keys say more than nothing
+        return None
+    parts = [f"write {c.call} {_written_in(c)}" for c in calls]
     text = "in the model code (the model sets recompute with .recompute() calls, not a recompute_config): "
     text += "; ".join(parts + notes)
     return calls, text

@@ -24,6 +24,7 @@ from .keys import (
     keys_snippet,
     model_code_hint,
     model_code_recompute,
+    model_code_snippet,
     node_select_key,
     plain_model_op,
     recompute_fix,
@@ -151,6 +152,7 @@ class RecomputeNotApplied(RecomputeRule):
         blocking = facts.blocking_chain(readers)
         needed: RecomputeFix | None = None
         code = None
+        calls: list[ModelCodeRecompute] = []  # the model-code changes of a plain model, for the snippet
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
@@ -163,7 +165,7 @@ class RecomputeNotApplied(RecomputeRule):
             code = model_code_recompute(ir, k)
             if code is not None:
                 # a model without MindFormers' recompute_config: the call to write, not a key
-                key, guessed = None, False
+                key, guessed, calls = None, False, [code]
                 fix = f"{code.call} in place of {code.instead}"
                 hint = (
                     f"Name the primitive inside the cell, not the cell: in the model code, write {code.call} "
@@ -277,7 +279,7 @@ class RecomputeNotApplied(RecomputeRule):
             fix_cost=priced,
             cause=short,
             fix=fix,
-            snippet=keys_snippet(list(needed.keys)) if needed and needed.keys else "",
+            snippet=keys_snippet(list(needed.keys)) if needed and needed.keys else model_code_snippet(calls),
         )
         if code is not None:  # the fix is made where the model calls the cell, not in MindSpore's pooling.py
             finding = replace(finding, source=(code.path, code.line))

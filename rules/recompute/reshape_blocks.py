@@ -17,7 +17,15 @@ from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts, is_inserted_slice
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
-from .keys import blocking_keys, folded_note, keys_hint, model_code_hint, recompute_fix, yaml_snippet
+from .keys import (
+    blocking_keys,
+    folded_note,
+    keys_hint,
+    model_code_hint,
+    model_code_snippet,
+    recompute_fix,
+    yaml_snippet,
+)
 from .report import (
     RecomputeRule,
     backward_text,
@@ -213,7 +221,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             },
             cause=cause,
             fix="; ".join(c.text() for c in plain[0]) if plain is not None else short_fix(keys),
-            snippet=yaml_snippet(keys) if keys else "",
+            snippet=yaml_snippet(keys) if keys else model_code_snippet(plain[0]) if plain is not None else "",
         )
         if plain is not None and plain[0]:  # the fix is made in the model code, where the call is written
             finding = replace(finding, source=(plain[0][0].path, plain[0][0].line))
