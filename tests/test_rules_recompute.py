@@ -254,6 +254,17 @@ def test_a_plain_mindspore_blocking_chain_is_fixed_in_the_model_code_not_by_a_ke
     assert account(ir).total_kept_bytes - account(fixed).total_kept_bytes == stake == 2 * 4096
 
 
+def test_a_plain_one_op_cell_that_calls_a_function_is_fixed_in_the_model_code():
+    """ffn-jit-grad: self.silu = nn.SiLU() recomputed as a cell; nn.SiLU calls ops.function.silu, so the
+    cell holds no primitive (no self.silu.silu to tag): the change is made at the cell's call, no key."""
+    ir = read("ffn-jit-grad", "31_validate_0035.ir")
+    (f,) = [f for f in check(ir, "RC001") if f.op == "SiLU"]
+    assert f.fix == "recompute the primitive inside the cell" and f.fixes.recompute is None
+    assert f.source == ("/home/user/llm/t1.py", 20)  # `g = self.silu(self.w1(x2))`, not MindSpore's file
+    assert "self.<name> = ops.SiLU()" in f.hint and "select_recompute" not in f.hint
+    assert "self.silu.silu" not in f.hint
+
+
 def test_a_mindformers_model_keeps_its_select_keys():
     case = TESTS / "fixtures" / "recompute" / "par-rc-mf_dp2_mp4_select_blocked"
     ir = read_ir(str(case / "rank_0" / "21_validate_0093.ir"))
