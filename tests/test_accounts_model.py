@@ -97,6 +97,27 @@ def test_real_compile_keeps_no_gradient_accumulation_addn():
     assert not [t for t in report.kept if ir[t.tensor.node]["op"] in ("AddN", "UpdateState")]
 
 
+def test_an_unmarked_op_of_the_lazy_inline_backward_half_is_backward():
+    # MindFormers Llama, full recompute: the CrossEntropyLoss bprop in the backward half ◂ computes
+    # %1 = Sub(%0 = Exp(log_softmax_result), one_hot), no Gradients/ scope, no forward_unique_id, fed
+    # by no backward node (its inputs are the forward half's values through the Partial). It runs in
+    # backward: not kept; the forward values it reads (LogSoftmax's Sub, the OneHot) are
+    (ir,) = _irs(RECOMPUTE / "mf-dp2_mp4_full_recompute")
+    by_line = {d.get("line"): k for k, d in ir.nodes.items() if d.get("kind") == "cnode"}
+    exp, sub = by_line[741], by_line[744]
+    assert (ir[exp]["op"], ir[sub]["op"]) == ("Exp", "Sub") and "◂" in ir[sub]["graph"]
+    assert ir.is_backward(exp) and ir.is_backward(sub)
+    kept = {ir[t.tensor.node].get("line"): t for t in memory.account(ir).kept}
+    assert 744 not in kept and not [t for t in kept.values() if ir.is_backward(t.tensor.node)]
+    # what ◂'s Exp and Sub read through the Partial: the log-softmax result and the one-hot labels
+    assert (ir[by_line[624]]["op"], ir[by_line[663]]["op"]) == ("Sub", "OneHot")
+    assert {624, 663} <= set(kept) and kept[624].nbytes == kept[663].nbytes == 32 * 32 * 4
+    # the recompute copies there stay copies, not backward ops, and the pass's ordering Depends pass
+    # forward values on
+    copies = [k for k in ir.cnodes() if ir[k]["graph"] == ir[sub]["graph"] and ir.is_recompute_copy(k)]
+    assert copies and not any(ir.is_backward(k) for k in copies)
+
+
 @pytest.mark.parametrize(
     "case",
     [

@@ -13,6 +13,10 @@ Hand counts, from each copy's type line and group (as a forward collective is co
   (2) send list: 1536 received (balanced routing); the routing map's (24) float32: 96 / 2 = 48; the
   tokens-per-expert AlltoAll (1, 4) -> (2, 2) float32 over split_count 2: 16 / 2 = 8; the combine
   (dynamic input, the dispatch's lists swapped) 1536: 3128 bytes per layer, 6256 for the 2 layers.
+- ``mf-dp2_mp4_po_zero3_full`` (full recompute, the parallel optimizer at zero3 with
+  ``parallel_optimizer_comm_recompute``): per layer the AllGather copies of wq, wk, wv (16, 64) and wo
+  (64, 16) float16 over 2 ranks receive 1024 bytes each, of w1, w3 (32, 64) and w2 (64, 32) 2048 each:
+  10,240 per layer; wo's and w2's AllReduce copies (``mp_comm_recompute``) 6144 bytes each.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ RECOMPUTE = TESTS / "fixtures" / "recompute"
 SP = RECOMPUTE / "mf-dp2_mp4_sp_comm_recompute"
 MOE = RECOMPUTE / "mf-moe-dp4_mp2_ep2_ffn_recompute"
 QWEN_MOE = RECOMPUTE / "mf-qwen3-moe-dp4_mp2_ep2_experts"
+PO_ZERO3 = RECOMPUTE / "mf-dp2_mp4_po_zero3_full"
 NO_COMM_RECOMPUTE = RECOMPUTE / "mf-dp2_mp4_select_irlint_keys_folded"
 SCHEMA = TESTS / "fixtures" / "schemas"
 
@@ -164,3 +169,26 @@ def test_the_experts_alltoallv_of_a_real_qwen3_moe_under_the_whole_cell_key():
     assert len(estimated) == 16 and {c["op"] for c in estimated} == {"AlltoAllV"}
     text = comm(QWEN_MOE).output
     assert "16 AlltoAllV of data-dependent size counted as (n-1)/n of what the rank sends" in text
+
+
+def test_the_parallel_optimizers_allgather_rerun_is_named_by_its_option():
+    # full recompute re-runs the layers, but the weights' AllGathers run again because of the parallel
+    # optimizer's option: MindSpore names them parallel_optimizer_allgather and tags them recompute
+    ir = _ir(PO_ZERO3)
+    data = as_dict(ir, account(ir))
+    rows = {row["key"]: row for row in data["recompute"]}
+    assert set(rows) == {"parallel_optimizer_comm_recompute", "mp_comm_recompute"}
+    po = rows["parallel_optimizer_comm_recompute"]
+    assert (po["via"], po["ops"], po["received_bytes"], po["layers"], po["by_kind"]) == (
+        "parallel_optimizer_comm_recompute",
+        14,
+        2 * 10240,
+        ["0", "1"],
+        {"AllGather": 2 * 10240},
+    )
+    assert rows["mp_comm_recompute"]["by_kind"] == {"AllReduce": 2 * 6144}
+    gathers = [c for c in data["collectives"] if c["recompute_via"] == "parallel_optimizer_comm_recompute"]
+    assert {c["instance"] for c in gathers} == {"parallel_optimizer_allgather"}
+    assert all(c["direction"] == "backward" for c in gathers)
+    text = comm(PO_ZERO3).output
+    assert "parallel_optimizer_comm_recompute" in text

@@ -124,7 +124,7 @@ def test_lint_report_renders_findings_chains_and_fix_snippets(browser, tmp_path,
         kinds = [n["kind"] for n in chain["nodes"]]
         assert kinds[0] == "chain-finding" and "chain-blocking" in kinds and kinds[-1] == "chain-backward"
         assert "not recomputed" in chain["marks"] and "kept for backward: 4.00 KiB" in chain["labels"]
-        assert "select_recompute:" in f["snippet"]
+        assert ".reshape.recompute()  # in the cell that calls self.w" in f["snippet"]  # plain MindSpore: model code
     # every card: the headline first, the evidence (node ids, printed scopes) folded under it
     by_location = {f"{e['file']}:{e['line']}": e for e in expected}
     for f in shown["findings"]:
@@ -143,7 +143,12 @@ def test_copy_button_and_print(browser, tmp_path, monkeypatch):
         " setTimeout(() => done(b.textContent), 500); })"
     )
     assert label in ("copied", "selected: Ctrl+C")
-    assert browser.evaluate("window.getSelection().toString()").startswith("recompute_config:") or label == "copied"
+    assert (
+        browser.evaluate("window.getSelection().toString()").startswith(
+            "# by hand, at /home/user/llm/llm_common.py:64: self.w1.reshape.recompute()"  # the fix plan's (plain MindSpore)
+        )
+        or label == "copied"
+    )
     pdf = browser.call("Page.printToPDF", {"printBackground": True})["data"]
     assert len(pdf) > 1000
     assert browser.console_errors() == []

@@ -35,7 +35,8 @@ def test_lint_page_draws_one_chain_per_finding_and_loads_nothing(monkeypatch):
     assert_self_contained(page)
     assert page.count('<article class="finding') == page.count('<svg class="chain"') == 5
     assert "on ranks 0-7" in page
-    assert "select_recompute: [&#39;feed_forward\\.w1\\.reshape&#39;]   # add to your own keys" in page
+    # s2 is plain MindSpore: the fix to paste is the call in the model code, with where it goes
+    assert "self.w1.reshape.recompute()  # in the cell that calls self.w1 (/home/user/llm/llm_common.py:64)" in page
 
 
 def test_memory_and_diff_pages_are_self_contained(monkeypatch):

@@ -497,25 +497,7 @@ def _backward_lines(path) -> set[int]:
     return lines
 
 
-# lazy_inline's backward half ◂ computes the loss's bprop from the forward's log_softmax (%1 =
-# Sub(Exp(%para…_log_softmax_result), …), unmarked, fed by no backward node): taken for a forward op
-# until the model counts every computing op of that half as backward
-LOSS_BPROP_IN_THE_BACKWARD_HALF = {"deepseek3", "mixtral", "qwen3-moe", "qwen3-moe-nodrop"}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            n,
-            marks=[pytest.mark.xfail(strict=True, reason="the loss bprop's Sub in the backward half")]
-            if n in LOSS_BPROP_IN_THE_BACKWARD_HALF
-            else [],
-        )
-        for n, f in sorted(FAMILIES.items())
-        if f.moe
-    ],
-)
+@pytest.mark.parametrize("name", [n for n, f in sorted(FAMILIES.items()) if f.moe])
 def test_family_matrix_moe_memory_keeps_no_backward_node(name):
     family = FAMILIES[name]
     result = CliRunner().invoke(

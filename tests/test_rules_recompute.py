@@ -89,7 +89,9 @@ def test_reshape_blocked_silu_mul_is_one_finding_of_rc002():
     silu = next(f for f in check(ir, "RC002") if f.op == "SiLU")
     assert "%7 Reshape" in silu.message and "%27 Mul" in silu.message
     assert [(r.node, r.op) for r in silu.related][:1] == [("%7", "Reshape")]
-    assert "feed_forward\\.w1\\.reshape" in silu.hint
+    # a plain MindSpore model without decoder layers: the fix is the call in the model code
+    assert silu.fix == "self.w1.reshape.recompute()" and "select_recompute" not in silu.hint
+    assert silu.source == ("/home/user/llm/llm_common.py", 64)  # `gate = self.w1(x)`
 
 
 def test_benign_tag_is_rc004_and_only_when_enabled():
@@ -225,6 +227,52 @@ def test_a_one_op_cell_called_twice_with_only_checkpoint_marks_is_reported_per_c
     assert all("pool\\.max_pool" not in f.hint and f.fixes.recompute is None for f in named)
 
 
+def _gz(case, name="21_validate_0076.ir.gz"):
+    path = TESTS / "fixtures" / "recompute" / case / name
+    return read_ir(str(path), stream=io.BytesIO(gzip.decompress(path.read_bytes())))
+
+
+def test_a_plain_mindspore_blocking_chain_is_fixed_in_the_model_code_not_by_a_key():
+    """Plain MindSpore (no MindFormers, no recompute_config, no decoder layers): self.square.recompute()
+    in two blocks, each Square kept for backward by the down Linear's untagged self.reshape. The fix is the
+    .recompute() call on that primitive, written where the block calls self.down; following it (the
+    _fixed compile) copies Square and Reshape, and frees what the findings priced."""
+    ir = _gz("plain-reshape_chain_blocked")
+    assert not keys.mindformers_model(ir)
+    found = check(ir)
+    assert [(f.code, f.node) for f in found] == [("RC001", "%4"), ("RC001", "%14")]
+    for f in found:
+        assert f.fix == "self.down.reshape.recompute()"
+        assert f.source == ("/home/user/plain/plain_blocked_chain.py", 57)  # `self.down(h)` in Block.construct
+        assert f.fixes.recompute is None and "select_recompute" not in f.hint and "recompute_config:" not in f.hint
+        assert "write self.down.reshape.recompute() in the cell that calls self.down" in f.hint
+    stake = sum(f.bytes_at_stake or 0 for f in found)
+    fixed = _gz("plain-reshape_chain_fixed")
+    assert check(fixed) == []
+    from irlint.accounts.memory import account
+
+    assert account(ir).total_kept_bytes - account(fixed).total_kept_bytes == stake == 2 * 4096
+
+
+def test_a_plain_one_op_cell_that_calls_a_function_is_fixed_in_the_model_code():
+    """ffn-jit-grad: self.silu = nn.SiLU() recomputed as a cell; nn.SiLU calls ops.function.silu, so the
+    cell holds no primitive (no self.silu.silu to tag): the change is made at the cell's call, no key."""
+    ir = read("ffn-jit-grad", "31_validate_0035.ir")
+    (f,) = [f for f in check(ir, "RC001") if f.op == "SiLU"]
+    assert f.fix == "recompute the primitive inside the cell" and f.fixes.recompute is None
+    assert f.source == ("/home/user/llm/t1.py", 20)  # `g = self.silu(self.w1(x2))`, not MindSpore's file
+    assert "self.<name> = ops.SiLU()" in f.hint and "select_recompute" not in f.hint
+    assert "self.silu.silu" not in f.hint
+
+
+def test_a_mindformers_model_keeps_its_select_keys():
+    case = TESTS / "fixtures" / "recompute" / "par-rc-mf_dp2_mp4_select_blocked"
+    ir = read_ir(str(case / "rank_0" / "21_validate_0093.ir"))
+    assert keys.mindformers_model(ir)
+    reshapes = ir.nodes_by_op("Reshape")
+    assert keys.model_code_hint(ir, reshapes[0], reshapes[:3]) is None
+
+
 def test_a_multi_op_cells_outputs_read_from_one_input_are_one_call():
     """kept-output's cell returns transpose(x), scale(neg(x)): linked only by their input, still one
     call of three ops, so its Bool(0) outputs are kept by design."""
@@ -253,15 +301,19 @@ def test_rc002_finds_the_structure_without_cell_names():
     notes = [(r.node, r.op, r.note) for r in mul.related]
     assert notes[0] == ("%9", "Reshape", "blocking Reshape (w2), not recomputed")
     assert [n for n, op, _ in notes if op == "MatMul"][:3] == ["%5", "%2", "%11"]
-    # no cell names in the scopes: the key comes from the weight w2's MatMul reads, never from
-    # another model's naming
-    assert extra_data(mul)["select_recompute"] == ["feed_forward\\.w2\\.reshape"]
-    assert "'feed_forward\\.w2\\.reshape' is built from the weight its Linear reads" in mul.hint
-    # the SiLU's Reshape sits between SiLU and Mul, next to no weight: no key, its op and model line
+    # a plain MindSpore model (no decoder layers): the fix is the .recompute() call the traces name,
+    # w2's Reshape primitive where the FeedForward calls w2, and for the SiLU w1's (its output Reshape)
     silu = next(f for f in check(ir, "RC002") if f.op == "SiLU")
-    assert "no select_recompute key can be derived for %7 Reshape (/home/user/llm/llm_common.py:52)" in silu.hint
-    assert "recompute_config" not in silu.hint and extra_data(silu)["select_recompute"] == []
-    assert extra_data(silu)["no_key"] == [{"node": "%7", "op": "Reshape", "source": "/home/user/llm/llm_common.py:52"}]
+    assert (mul.fix, silu.fix) == ("self.w2.reshape.recompute()", "self.w1.reshape.recompute()")
+    assert "select_recompute" not in extra_data(mul) and "recompute_config:" not in mul.hint
+    # the keys a select_recompute config would need, from this dump's names only: no cell names in the
+    # scopes, so from the weight w2's MatMul reads (never another model's naming); none for the Reshape
+    # between SiLU and Mul, next to no weight (its op and model line)
+    by_id = {ir[k]["id"]: k for k in ir.nodes_by_op("Reshape")}
+    w2, between = keys.blocking_keys(ir, [by_id["%9"], by_id["%7"]])
+    assert w2.key == "feed_forward\\.w2\\.reshape" and "is built from the weight its Linear reads" in w2.note
+    assert between.key is None
+    assert "no select_recompute key can be derived for %7 Reshape (/home/user/llm/llm_common.py:52)" in between.note
 
 
 def test_rc002_on_cpu_backend_graph_with_expanded_silu():

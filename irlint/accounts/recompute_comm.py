@@ -16,6 +16,11 @@ chose with a key. The key is told from the forward op the copy repeats:
   list; ``irlint.model.keys.recomputed_layers``), which no select key is applied to; the key is
   ``recompute``. A collective the parallel pass inserted there (``redistribution_op_…``) runs again
   because of ``mp_comm_recompute``, its key;
+- ``parallel_optimizer_comm_recompute``: the parallel optimizer's AllGather of a weight shard, which
+  MindSpore names ``parallel_optimizer_allgather`` and tags ``recompute`` only when the weight's
+  ``parallel_optimizer_comm_recompute`` is set (else ``parallel_optimizer_allgather_not_recompute``, kept
+  from forward); MindSpore 2.10 applies it through zero3 (``optimizer_level: level3``), and
+  ``Cell.recompute(parallel_optimizer_comm_recompute=True)`` only warns. Whatever else recomputes the layer;
 - ``cell``: no key can be derived; the cell scope names it.
 
 The bytes are the copy's, counted as every collective (``irlint.accounts.received``); they are
@@ -55,7 +60,9 @@ class Rerun:
     node: int  # the copy
     original: int | None  # the forward op it repeats
     key: str  # the select key (or cell scope) that asked for it
-    via: str  # "select_comm_recompute", "select_recompute", "recompute" (whole layer), "mp_comm_recompute" or "cell"
+    # "select_comm_recompute", "select_recompute", "recompute" (whole layer), "mp_comm_recompute",
+    # "parallel_optimizer_comm_recompute" or "cell"
+    via: str
     layer: str
     kind: str
     received_bytes: int
@@ -86,6 +93,8 @@ def asked_by(ir: IRFile, key: int, layer: str | None = None) -> tuple[str, str]:
     collective in decoder layer ``layer`` (default: the model's layer of it)."""
     from ..model.layers import Places
 
+    if is_optimizer_allgather(ir, key):
+        return ("parallel_optimizer_comm_recompute",) * 2
     source = comm_recompute_source(ir, key)
     if source is not None:
         found, _ = node_select_key(ir, source)
@@ -107,6 +116,17 @@ def asked_by(ir: IRFile, key: int, layer: str | None = None) -> tuple[str, str]:
     if around is not None:
         return "\\.".join(select_key_part(n) for n in around[1]), "select_recompute"
     return Places.of(ir).cell_scope(key) or ir[key].get("scope", ""), "cell"
+
+
+# the instance name MindSpore gives the parallel optimizer's AllGather it recomputes (the one it keeps
+# is ``parallel_optimizer_allgather_not_recompute``)
+_OPTIMIZER_ALLGATHER = "parallel_optimizer_allgather"
+
+
+def is_optimizer_allgather(ir: IRFile, key: int) -> bool:
+    """The parallel optimizer's AllGather of a weight shard, recomputed for backward."""
+    d = ir[key]
+    return d.get("instance") == _OPTIMIZER_ALLGATHER and (d.get("primitive_attrs") or {}).get("recompute") is True
 
 
 _AROUND_STEPS = 8

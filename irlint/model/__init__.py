@@ -56,6 +56,8 @@ _EXPANDED_GRAD = re.compile(r"Expand/_\w+Grad/")
 # (lazy_inline's forward half takes the step's monad; the backward half's calls are known)
 _NOT_FED = frozenset({"UpdateState", "call", "Partial"})
 _ORDER_INPUTS = frozenset({"Depend", "Load"})  # only their first input carries data
+# ops that pass values on or order effects: they compute nothing of their own
+_PASS_ON = frozenset({"Depend", "Load", "MakeTuple", "TupleGetItem", "UpdateState"})
 
 
 def primal_attr(data: dict[str, Any], name: str) -> Any:
@@ -267,7 +269,8 @@ class IRFile:
         """The node runs in the backward half of the step: the one answer every rule and account
         asks. Marked so by MindSpore (a ``Gradients/`` scope, ``forward_unique_id`` or
         ``forward_node_name``, a CPU kernel graph's ``Expand/_XGrad/`` expansion), a call of
-        lazy_inline's backward half ◂ (the Partial its forward half returns), or fed by such a node
+        lazy_inline's backward half ◂ (the Partial its forward half returns), a computing op inside
+        that half (a loss's own bprop prints no mark), or fed by such a node
         (gradient accumulation ``AddN`` of ``Default/AddN-op0``, the optimizer): a forward op never
         reads a backward one. Not fed through ``Depend``/``Load``'s order inputs, ``UpdateState``,
         a subgraph call or a recomputed copy (which runs in backward but rebuilds a forward op); a
@@ -287,13 +290,29 @@ class IRFile:
         return "forward_unique_id" in primal or "forward_node_name" in primal
 
     def _backward_half(self) -> frozenset[int]:
-        from .pipeline import backward_calls
+        from .pipeline import backward_calls, backward_halves
 
         nodes = self.nodes
-        seeds = [k for k, d in nodes.items() if d.get("kind") == "cnode" and self._marked_backward(d)]
+        lazy = self._lazy_copies()
+        # lazy_inline's backward half ◂ (the graph the step calls through the forward half's
+        # Partial) runs in backward: its computing ops that no backward node feeds and MindSpore
+        # did not mark (a loss's own bprop, ``Sub(Exp(log_softmax), one_hot)``) too, bar the copies;
+        # not the plumbing that passes forward values on (the recompute pass's ordering Depends)
+        halves = backward_halves(self)
+        seeds = [
+            k
+            for k, d in nodes.items()
+            if d.get("kind") == "cnode"
+            and (
+                self._marked_backward(d)
+                or d["graph"] in halves
+                and d.get("op") not in _PASS_ON
+                and k not in lazy
+                and (d.get("cnode_attrs") or _NO_ATTRS).get("duplicated") is not True
+            )
+        ]
         found = set(seeds) | backward_calls(self)
         queue = list(found)
-        lazy = self._lazy_copies()
         while queue:
             k = queue.pop()
             for c in self.consumers(k):

@@ -62,6 +62,19 @@ def backward_calls(ir: IRFile) -> set[int]:
     return cached
 
 
+def backward_halves(ir: IRFile) -> frozenset[str]:
+    """The backward halves the step runs: the subgraphs a backward call names (``%5[@Partial(@…◂…)]``)."""
+    cached = ir.__dict__.get("_backward_halves")
+    if cached is None:
+        found = set()
+        for k in backward_calls(ir):
+            m = _PARTIAL_CALLEE.search(ir[k].get("raw_op", ""))
+            if m:
+                found.add(m.group(1))
+        cached = ir.__dict__["_backward_halves"] = frozenset(found)
+    return cached
+
+
 def schedules(ir: IRFile) -> list[Schedule]:
     """One entry per forward half called more than once (a pipeline stage's micro batches)."""
     cached: list[Schedule] | None = ir.__dict__.get("_pipeline_schedules")

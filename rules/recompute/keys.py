@@ -398,42 +398,179 @@ def recompute_fix(ir: IRFile, k: int, keys: list[str], needs: list[KeyNeed]) -> 
 
 class ModelCodeRecompute(NamedTuple):
     """A recompute fix made in the model code, for a model that takes no select_recompute keys:
-    the ``.recompute()`` call to write, the one it replaces, and where the cell is called."""
+    the ``.recompute()`` call to write, the one it replaces (empty when it replaces none), and
+    where: the line that calls the cell holding the primitive."""
 
     call: str  # self.pool.max_pool.recompute()
     instead: str  # self.pool.recompute()
     path: str
     line: int
 
+    def text(self) -> str:
+        """The change as the hint and the fix plan say it."""
+        return f"{self.call} in place of {self.instead}" if self.instead else self.call
+
 
 _MINDFORMERS_FRAME = "/mindformers/"
+_MINDFORMERS_NAME = "mindformers"
+# MindSpore's own files: a call made there (the training wrapper's ``self.network(``) is no place to edit
+_MINDSPORE_FRAME = re.compile(r"[/\\](?:site|dist)-packages[/\\]mindspore[/\\]")
+_SAMPLED_TRACES = 64
 
 
-def model_code_recompute(ir: IRFile, k: int) -> ModelCodeRecompute | None:
-    """The ``.recompute()`` call that tags the primitive of a one-op cell, for a model without
-    MindFormers' recompute_config (no MindFormers frame in its source trace, no decoder layer):
-    ``self.<cell>.<primitive>.recompute()`` in place of ``self.<cell>.recompute()``, at the line
-    that calls the cell. From the node's own trace: the innermost ``self.<attr>(`` frame names the
-    primitive, the next ``self.<attr>(`` frame outward the cell and its call site. None for a
-    MindFormers model, a node in a decoder layer, or a trace that names neither."""
+def mindformers_model(ir: IRFile) -> bool:
+    """The dump is of a MindFormers model, whose recompute ``recompute_config`` sets (select keys,
+    full-layer recompute): a subgraph named after a MindFormers class (lazy_inline's halves, cell
+    graphs), or a MindFormers frame in the source traces (the first ones suffice: every model op's
+    trace runs through the model's construct). Else a plain MindSpore model, whose recompute the
+    model code sets with ``.recompute()`` calls."""
+    found = ir.__dict__.get("_mindformers_model")
+    if found is None:
+        found = any(_MINDFORMERS_NAME in name for name in ir.subgraphs)
+        if not found:
+            for k in list(ir.traces)[:_SAMPLED_TRACES]:
+                if any(_MINDFORMERS_FRAME in ln for ln in ir.trace(k)):
+                    found = True
+                    break
+        ir.__dict__["_mindformers_model"] = found
+    return found
+
+
+class _PrimitiveCall(NamedTuple):
+    prim: str  # the cell attribute the primitive is called through
+    path: str  # where it is called (the holding cell's construct)
+    line: int
+    cell: str | None  # the attribute the holding cell is called through, None when not ``self.<attr>(``
+    cell_path: str
+    cell_line: int
+
+
+def plain_model_op(ir: IRFile, k: int) -> bool:
+    """The fix for ``k`` is made in the model code, not with select keys: a plain MindSpore model
+    (``mindformers_model`` is False) and ``k`` outside a numbered decoder layer (a model built of
+    decoder layers is read as one whose recompute a MindFormers-style config sets per layer)."""
+    return not mindformers_model(ir) and not Places.of(ir).layer(k)[0].isdigit()
+
+
+def _primitive_call(ir: IRFile, k: int) -> _PrimitiveCall | None:
+    """Where ``k``'s primitive is called and where the cell holding it is, from its own trace: the
+    innermost frame must be a ``self.<attr>(`` call (the primitive is a cell attribute); past the
+    holding cell's block frames (``def construct``, an ``if`` around the call: they span lines),
+    the first one-line frame is the call of that cell. None for a functional call, a primitive
+    held in a local, no trace, or a MindFormers frame in it."""
     own = own_trace(ir.trace(k))
-    if not own or any(_MINDFORMERS_FRAME in ln for ln in own) or Places.of(ir).layer(k)[0].isdigit():
+    if not own or any(_MINDFORMERS_FRAME in ln for ln in own):
         return None
-    calls: list[tuple[str, str, int]] = []
+    inner: tuple[str, str, int] | None = None
     for ln in reversed(own):
         line = SHARED_SUFFIX.sub("/", ln)
         m = TRACE_LINE.match(line) if line.endswith("/") else None
-        call = SELF_CALL.match(m.group("text"), int(m.group("start"))) if m else None
         frame = _FRAME_AT.match(line)
-        if call is None or frame is None:
-            continue
-        calls.append((call.group(1), frame.group("path"), int(frame.group("line"))))
-        if len(calls) == 2:
+        if m is None or frame is None:
             break
-    if len(calls) < 2:
+        call = SELF_CALL.match(m.group("text"), int(m.group("start")))
+        path, lineno = frame.group("path"), int(frame.group("line"))
+        if inner is None:
+            if call is None:
+                return None
+            inner = (call.group(1), path, lineno)
+        elif frame.group("span") is None:
+            if call is None or _MINDSPORE_FRAME.search(path):
+                break
+            return _PrimitiveCall(*inner, call.group(1), path, lineno)
+    return None if inner is None else _PrimitiveCall(*inner, None, "", 0)
+
+
+def user_frame(ir: IRFile, k: int) -> tuple[str, int] | None:
+    """(path, line) of the innermost frame of ``k``'s own trace outside MindSpore's own files: the
+    line of the model code that made the op (for an op a MindSpore cell makes, the cell's call)."""
+    for ln in reversed(own_trace(ir.trace(k))):
+        frame = _FRAME_AT.match(SHARED_SUFFIX.sub("/", ln))
+        if frame is not None and frame.group("span") is None and not _MINDSPORE_FRAME.search(frame.group("path")):
+            return frame.group("path"), int(frame.group("line"))
+    return None
+
+
+def model_code_recompute(ir: IRFile, k: int) -> ModelCodeRecompute | None:
+    """The ``.recompute()`` call that tags the primitive of a one-op cell, for a plain MindSpore
+    model (``mindformers_model`` is False): ``self.<cell>.<primitive>.recompute()`` in place of
+    ``self.<cell>.recompute()``, at the line that calls the cell. From the node's own trace: the
+    innermost ``self.<attr>(`` frame names the primitive, the call of its cell (``self.<attr>(``)
+    the cell and its call site. None unless ``plain_model_op``, or for a trace that names neither."""
+    if not plain_model_op(ir, k):
         return None
-    (prim, _, _), (cell, path, lineno) = calls
-    return ModelCodeRecompute(f"self.{cell}.{prim}.recompute()", f"self.{cell}.recompute()", path, lineno)
+    found = _primitive_call(ir, k)
+    if found is None or found.cell is None:
+        return None
+    return ModelCodeRecompute(
+        f"self.{found.cell}.{found.prim}.recompute()",
+        f"self.{found.cell}.recompute()",
+        found.cell_path,
+        found.cell_line,
+    )
 
 
-_FRAME_AT = re.compile(r"# In file (?P<path>.+?):(?P<line>\d+)(?:~\d+)?, \d+~\d+/")
+def model_code_call(ir: IRFile, v: int) -> ModelCodeRecompute | None:
+    """The ``.recompute()`` call that tags a blocking op's primitive in a plain MindSpore model:
+    ``self.<cell>.<primitive>.recompute()`` in the cell that calls ``self.<cell>(`` (its call site
+    from the trace), else ``self.<primitive>.recompute()`` in the cell whose construct calls it
+    (which tags it in every instance of that cell). None for a MindFormers model, an op with no
+    trace (inserted by a pass) or made by a functional call (no primitive to tag)."""
+    if mindformers_model(ir):
+        return None
+    found = _primitive_call(ir, v)
+    if found is None:
+        return None
+    if found.cell is not None:
+        return ModelCodeRecompute(f"self.{found.cell}.{found.prim}.recompute()", "", found.cell_path, found.cell_line)
+    return ModelCodeRecompute(f"self.{found.prim}.recompute()", "", found.path, found.line)
+
+
+def model_code_snippet(calls: list[ModelCodeRecompute]) -> str:
+    """The calls to paste, each with where it goes (the report's copy button takes it)."""
+    return "\n".join(f"{c.call}  # {_written_in(c)}" for c in calls if c.call)
+
+
+def _written_in(c: ModelCodeRecompute) -> str:
+    if c.instead:
+        return f"in place of {c.instead}, the cell called at {c.path}:{c.line}"
+    if c.call.count(".") > 2:
+        return f"in the cell that calls self.{c.call.split('.')[1]} ({c.path}:{c.line})"
+    return f"in the cell whose construct calls it ({c.path}:{c.line})"
+
+
+def model_code_hint(ir: IRFile, k: int, blocking: list[int]) -> tuple[list[ModelCodeRecompute], str] | None:
+    """For a plain MindSpore model (``plain_model_op`` of the finding's op ``k``): the ``.recompute()``
+    calls that tag the blocking ops, and the hint text (each call and the cell it is written in, what
+    no call can tag and why). None otherwise (the fix is a select key)."""
+    if not plain_model_op(ir, k):
+        return None
+    calls: list[ModelCodeRecompute] = []
+    notes: list[str] = []
+    for v in blocking:
+        code = model_code_call(ir, v)
+        if code is not None:
+            if code not in calls:
+                calls.append(code)
+        elif self_tagged(ir, v):
+            notes.append(f"{ir.describe(v)} already carries the recompute tag")
+        else:
+            src = source_of(ir, v)
+            notes.append(
+                f"no .recompute() call can tag {ir.describe(v)}: "
+                + (
+                    f"it is made by a functional call at {src[0]}:{src[1]}, with no primitive to tag; hold the "
+                    f"primitive in its cell (self.<name> = ops.{ir[v]['op']}()), call it there, and tag it"
+                    if src
+                    else "it has no source trace (a pass inserted it); recompute the cell that holds it"
+                )
+            )
+    if not calls:  # no op the trace names (a dump saved without traces): the keys say more than nothing
+        return None
+    parts = [f"write {c.call} {_written_in(c)}" for c in calls]
+    text = "in the model code (the model sets recompute with .recompute() calls, not a recompute_config): "
+    text += "; ".join(parts + notes)
+    return calls, text
+
+
+_FRAME_AT = re.compile(r"# In file (?P<path>.+?):(?P<line>\d+)(?P<span>~\d+)?, \d+~\d+/")

@@ -17,13 +17,18 @@ from .evidence import KeptRead, RecomputeFacts, cell_text
 from .fix_cost import fix_cost, hint_text
 from .keys import (
     GUESS_NOTE,
+    ModelCodeRecompute,
     blocking_keys,
     folded_note,
     keys_hint,
     keys_snippet,
+    model_code_hint,
     model_code_recompute,
+    model_code_snippet,
     node_select_key,
+    plain_model_op,
     recompute_fix,
+    user_frame,
 )
 from .report import (
     RecomputeRule,
@@ -91,7 +96,10 @@ class RecomputeNotApplied(RecomputeRule):
     on the primitive inside the cell. For a model without MindFormers' ``recompute_config`` (no
     MindFormers frame in the op's source trace, no decoder layer) the fix is the call in the model
     code, at the line that calls the cell: ``self.pool.max_pool.recompute()`` in place of
-    ``self.pool.recompute()``; the fix plan lists it as a by-hand row, not a key. Where recomputing the chain would make backward keep its
+    ``self.pool.recompute()``; the fix plan lists it as a by-hand row, not a key. So for the
+    blocking ops of such a model: ``self.down.reshape.recompute()`` in the cell that calls
+    ``self.down`` (file:line); an op made by a functional call has no primitive to tag, and the
+    hint says so. Where recomputing the chain would make backward keep its
     input instead, as large (wv's output Reshape and the Transpose after it, read from wv's MatMul
     output), nothing is saved: the finding is info, with no key, and the run's fix plan adds none.
 
@@ -144,6 +152,7 @@ class RecomputeNotApplied(RecomputeRule):
         blocking = facts.blocking_chain(readers)
         needed: RecomputeFix | None = None
         code = None
+        calls: list[ModelCodeRecompute] = []  # the model-code changes of a plain model, for the snippet
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
@@ -156,12 +165,26 @@ class RecomputeNotApplied(RecomputeRule):
             code = model_code_recompute(ir, k)
             if code is not None:
                 # a model without MindFormers' recompute_config: the call to write, not a key
-                key, guessed = None, False
+                key, guessed, calls = None, False, [code]
                 fix = f"{code.call} in place of {code.instead}"
                 hint = (
                     f"Name the primitive inside the cell, not the cell: in the model code, write {code.call} "
                     f"in place of {code.instead} (the cell called at {code.path}:{code.line})."
                 )
+            elif plain_model_op(ir, k):
+                # a plain model whose trace names no self.<cell>.<primitive> call (a function the
+                # cell calls, a cell called through a local): the change, without the attribute names
+                key, guessed = None, False
+                at = user_frame(ir, k)
+                fix = "recompute the primitive inside the cell"
+                hint = (
+                    "Name the primitive inside the cell, not the cell: in the model code, call .recompute() on "
+                    f"the primitive the cell{f' called at {at[0]}:{at[1]}' if at else ''} runs, in place of the "
+                    f"cell's .recompute() (a cell that calls a function, as nn.SiLU calls ops.function.silu, has "
+                    f"no primitive to tag: hold one in the model, self.<name> = ops.{d['op']}(), and call it)."
+                )
+                if at is not None:
+                    code = ModelCodeRecompute("", "", *at)  # where the change is made
             else:
                 key, guessed = node_select_key(ir, k)
                 fix = f"key '{key}' instead" if key else "recompute the primitive inside the cell"
@@ -196,6 +219,15 @@ class RecomputeNotApplied(RecomputeRule):
                     hint += (
                         f" {nodes_text(ir, asked)} is asked to recompute too: its own finding's keys free this chain."
                     )
+            elif (plain := model_code_hint(ir, k, blocking or chain)) is not None:
+                # a plain MindSpore model sets recompute in its code: the calls to add, not keys
+                calls, said = plain
+                short = f"kept for backward by non-recomputed {ops}"
+                hint = f"Recompute the blocking op(s) between it and the backward reader as well, {said}."
+                fix = "; ".join(c.text() for c in calls)
+                code = calls[0] if calls else None
+                # priced as the key on the same cell attribute: the call tags that primitive wherever it runs
+                priced = fix_cost(ir, k, blocking or chain, blocking_keys(ir, blocking or chain))
             else:
                 # a slice the parallel pass inserted has no key of its own: the key of the op it feeds tags it
                 slices = [v for v in blocking if ir.is_inserted_slice(v)]
@@ -247,7 +279,7 @@ class RecomputeNotApplied(RecomputeRule):
             fix_cost=priced,
             cause=short,
             fix=fix,
-            snippet=keys_snippet(list(needed.keys)) if needed and needed.keys else "",
+            snippet=keys_snippet(list(needed.keys)) if needed and needed.keys else model_code_snippet(calls),
         )
         if code is not None:  # the fix is made where the model calls the cell, not in MindSpore's pooling.py
             finding = replace(finding, source=(code.path, code.line))

@@ -4,6 +4,7 @@ non-recomputed Reshape."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import NamedTuple
 
 from irlint.accounts.stake import stake, staked
@@ -16,7 +17,15 @@ from . import examples as ex
 from .evidence import KeptRead, RecomputeFacts
 from .feed_forward import FeedForward, find_feed_forwards
 from .fix_cost import fix_cost, hint_text
-from .keys import blocking_keys, folded_note, keys_hint, recompute_fix, yaml_snippet
+from .keys import (
+    blocking_keys,
+    folded_note,
+    keys_hint,
+    model_code_hint,
+    model_code_snippet,
+    recompute_fix,
+    yaml_snippet,
+)
 from .report import (
     RecomputeRule,
     backward_text,
@@ -99,7 +108,10 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
     then prints one instance name for all of them, so that name is used only when the dump has no
     trace, and the hint then calls the key of an untagged primitive a guess) and gives the keys
     to add to the user's own. Where the dump names no cell (a function compiled with ms.grad) no
-    key is given: the hint names the op and its model source line.
+    key is given: the hint names the op and its model source line. A plain MindSpore model (no
+    MindFormers class or frame in the dump, no decoder layer) sets recompute in its code: the fix
+    is the ``.recompute()`` call on each blocking primitive, ``self.w2.reshape.recompute()`` in the
+    cell that calls ``self.w2`` (its file:line from the trace), listed in the fix plan by hand.
 
     Example:
     ``%6 = PrimFunc_SiLU(%5) {instance name: silu} ... cnode_attrs: {recompute: Bool(1)}`` ->
@@ -137,15 +149,21 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             f"{reader_text} reads the tensor through {'it' if len(blocking) == 1 else 'them'}, "
             f"so the activation is kept and the {d['op']} recompute saves nothing"
         )
-        hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
-        hint += folded_note(ir, blocking).rstrip(".")
+        plain = model_code_hint(ir, k, blocking)
+        if plain is not None:  # a plain MindSpore model sets recompute in its code: the calls, not keys
+            # (priced as the key on the same cell attribute: the call tags that primitive wherever it runs)
+            keys = []
+            hint = "Recompute the blocking op(s) too, " + plain[1]
+        else:
+            hint = "Recompute the blocking op(s) too: " + keys_hint(needs)
+            hint += folded_note(ir, blocking).rstrip(".")
         if slices:
             hint += (
                 f"; {', '.join(ir.describe(v) for v in slices)} was inserted by the parallel pass "
                 f"({ir[slices[0]].get('instance')}) and has no key of its own: it takes the recompute tag "
                 "of the op it feeds, whose key recomputes it too"
             )
-        side = kept_by_fix(ir, needs)
+        side = kept_by_fix(ir, needs) if plain is None else []
         if side:
             hint += (
                 "; under sequence parallel "
@@ -186,7 +204,7 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
             hint=hint,
             related=related,
             identity=identity,
-            fixes=Fixes(recompute=recompute_fix(ir, k, keys, needs)),
+            fixes=Fixes(recompute=recompute_fix(ir, k, keys, needs) if plain is None else None),
             fix_cost=priced,
             facts={
                 "request": b.request,
@@ -202,9 +220,11 @@ class ReshapeBlocksSiluMulRecompute(RecomputeRule):
                 ),
             },
             cause=cause,
-            fix=short_fix(keys),
-            snippet=yaml_snippet(keys) if keys else "",
+            fix="; ".join(c.text() for c in plain[0]) if plain is not None else short_fix(keys),
+            snippet=yaml_snippet(keys) if keys else model_code_snippet(plain[0]) if plain is not None else "",
         )
+        if plain is not None and plain[0]:  # the fix is made in the model code, where the call is written
+            finding = replace(finding, source=(plain[0][0].path, plain[0][0].line))
         return staked(finding, stake(ir, k, freed_net))
 
 
