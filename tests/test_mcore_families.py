@@ -646,3 +646,77 @@ def test_full_layer_recompute_copies_without_duplicated_are_copies_and_no_reques
         assert d["cnode_attrs"].get("need_cse_after_recompute") is True and "duplicated" not in d["cnode_attrs"]
         assert ir.is_recompute_copy(k) and facts.request(k) is None
     assert _lint(DSF)["findings"] == []
+
+
+# --- DeepSeek-V3 MLA + MoE, pp2 with interleave, both stages (mf-deepseek3-pp2_select_both_stages) ------
+# ``par_mcore_shipped_gen.py --only deepseek3_pp2_select_both --ranks 0,4``: the shipped YAML with the
+# mcore SiLU/Mul select keys and first_k_dense_replace 3 (an MoE layer on stage 0 stops MindSpore 2.10
+# on stage 1). Stage 0 (rank_0) holds layers 0 and 2, stage 1 (rank_4) layers 1 and 3 (MoE).
+DSB = RECOMPUTE / "mf-deepseek3-pp2_select_both_stages"
+DS_PP1 = RECOMPUTE / "mf-deepseek3-pp1_select"  # the same model and keys without a pipeline: data 4
+Q_DOWN = "self_attention.linear_q_down_proj"
+
+
+def _q_path_reshapes(ir) -> dict[str, int]:
+    """Layer -> the forward Reshape that reads linear_q_down_proj's MatMul output, found by the weight
+    the MatMul reads (the model's answer is not used to find them)."""
+    out = {}
+    for mm in ir.nodes_by_op("MatMul"):
+        if ir.is_backward(mm) or ir.is_recompute_copy(mm):
+            continue
+        names = [weight_name(ir, p) or "" for p in ir.producers(mm)]
+        layer = next((n.split(".")[2] for n in names if n.endswith(f"{Q_DOWN}.weight")), None)
+        if layer is None:
+            continue
+        (reshape,) = [u for u in ir.consumers(mm) if ir[u].get("op") == "Reshape" and not ir.is_backward(u)]
+        out[layer] = reshape
+    return out
+
+
+def test_deepseek3_pp2_both_stages_q_path_reshapes_are_named_by_linear_q_down_proj():
+    # read by hand: rank_4's %8 MatMul (scope .../3-TransformerLayer/self_attention-MLASelfAttention/
+    # linear_q_down_proj-...) -> %9 Reshape (8, 32) -> (8, 1, 32), printed Default/Reshape-op1
+    seen = {}
+    for rank in ("rank_0", "rank_4"):
+        ir = _ir(DSB / rank / "21_validate_0095.ir.gz")
+        for layer, reshape in _q_path_reshapes(ir).items():
+            seen[layer] = rank
+            assert model_path(ir, reshape) == (layer, f"decoder.layers.{layer}.{Q_DOWN}")
+    assert seen == {"0": "rank_0", "2": "rank_0", "1": "rank_4", "3": "rank_4"}
+
+
+def test_deepseek3_model_path_is_the_same_with_and_without_a_pipeline():
+    # the pp1 compile (no PipelineCellWithMultiOutputs, TrainOneStepCell) names every layer's q-path
+    # Reshape as the stages of the pp2 compile do, and lints to the same findings
+    def paths(irs):
+        return {layer: model_path(ir, r) for ir in irs for layer, r in _q_path_reshapes(ir).items()}
+
+    pp1 = paths([_ir(DS_PP1 / "rank_0/21_validate_0097.ir.gz")])
+    pp2 = paths([_ir(DSB / rank / "21_validate_0095.ir.gz") for rank in ("rank_0", "rank_4")])
+    assert pp1 == pp2 == {n: (n, f"decoder.layers.{n}.{Q_DOWN}") for n in "0123"}
+
+    def found(case):
+        return sorted((f["model_path"], f["fix"]) for f in _lint(case, "--no-group")["findings"])
+
+    assert found(DS_PP1) == found(DSB)
+
+
+def test_deepseek3_pp2_both_stages_one_finding_per_root_cause():
+    found = _lint(DSB)["findings"]
+    assert [(f["code"], f["op"], f["model_path"]) for f in found] == [
+        ("RC001", "Reshape", f"decoder.layers.0.{Q_DOWN}")
+    ]
+    (f,) = found
+    assert f["layers"] == ["0", "1", "2", "3"]
+    assert f["extra"]["select_recompute"] == ["self_attention\\.q_layernorm\\.cast"]
+    # every occurrence is its layer's q-path Reshape, on the stage that holds the layer
+    where = {(o["file"].split("/")[-2], o["layer"], o["model_path"]) for o in f["occurrences"]}
+    assert where == {
+        ("rank_0", "0", f"decoder.layers.0.{Q_DOWN}"),
+        ("rank_0", "2", f"decoder.layers.2.{Q_DOWN}"),
+        ("rank_4", "1", f"decoder.layers.1.{Q_DOWN}"),
+        ("rank_4", "3", f"decoder.layers.3.{Q_DOWN}"),
+    }
+    ungrouped = _lint(DSB, "--no-group")["findings"]
+    assert len(ungrouped) == 4 and {g["fix"] for g in ungrouped} == {f["fix"]}
+    assert not any(LLAMA_WORDS.search(g["headline"] + g["hint"]) for g in ungrouped)

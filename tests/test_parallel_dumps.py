@@ -157,6 +157,7 @@ REAL_SNAPSHOTS = [
         ROWS_TO_COLS,
         MUL_8RANKS / "rank_0" / "21_validate_0082.ir",
         COL_COL / "rank_0" / "21_validate_0082.ir",
+        CORPUS / "par-auto-ffn_sharding_propagation_wrong_w3" / "rank_0" / "21_validate_0083.ir",
     )
     for rule in (RedundantRedistributionChain, StrategyMismatchFullGather)
 ]
@@ -578,6 +579,42 @@ def test_under_semi_auto_the_whole_run_is_resharded_and_the_fix_plan_says_so():
     ]
     ir, found = _check(RedundantRedistributionChain(), _only("par-fixed-semi_residual_fixed"))
     assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+
+
+def test_w1_and_w3_disagreeing_under_propagation_are_two_chains_with_one_fix():
+    """auto_parallel with w3 given ((8, 1), (1, 1)) beside a column-parallel w1 ((1, 1), (8, 1)): the
+    norm follows w3, so the full_batch input is sliced for it and its output gathered whole again for
+    w1 while w3 reads it split (%0 -> norm -> %5), and SiLU's columns (w1's) are gathered whole and
+    sliced to the Mul's rows (w3's, %9 ... %21). Both hints set w3 to w1's strategy, one line of the
+    fix plan; par-auto-ffn_sharding_propagation_w3_fixed is that compile: no redistribution. The
+    loss's gather of the Add's rows (%26) is read whole, not redundant."""
+    from irlint.fixplan import fix_plan
+
+    ir, found = _check(RedundantRedistributionChain(), _only("par-auto-ffn_sharding_propagation_wrong_w3"))
+    by_node = {f.node: f for f in found}
+    assert sorted(by_node) == ["%5", "%9"]
+    trip = extra_data(by_node["%5"])
+    # AllGather Float32(8, 32) -> (64, 32) over 8 ranks and its backward ReduceScatter %55: 7 KiB each
+    assert (trip["kinds"], trip["backward"], trip["waste_bytes"]) == (["round-trip"], ["%55"], 2 * 7 * 8 * 32 * 4)
+    assert "Mul norm (net-FFN) (in_strategy ((8, 1), (1,))) computes a slice of a tensor every rank holds whole" in (
+        by_node["%5"].message
+    )
+    assert "for MatMul mm3 (net-FFN), which reads its result split" in by_node["%5"].message
+    assert "that graph input %para1_inputs0 already produced" in by_node["%5"].message
+    for f in found:
+        extra = extra_data(f)
+        assert (extra["fix"]["node"], extra["fix"]["in_strategy"]) == ("%4", "((1, 1), (8, 1))")
+        assert "set MatMul mm3 (net-FFN) to in_strategy ((1, 1), (8, 1)), the strategy of MatMul mm1 (net-FFN)" in (
+            f.hint
+        )
+    assert [s["shard"] for s in fix_plan(found, fingerprints=False)["strategies"]] == [
+        "ops.MatMul().shard(((1, 1), (8, 1)))"
+    ]
+    assert list(StrategyMismatchFullGather().check(ir)) == []
+    ir, found = _check(RedundantRedistributionChain(), _only("par-auto-ffn_sharding_propagation_w3_fixed"))
+    assert found == [] and list(StrategyMismatchFullGather().check(ir)) == []
+    moved = [k for k in ir.cnodes() if str(ir[k].get("instance") or "").startswith("redistribution_op")]
+    assert moved == []
 
 
 # --- MindFormers Qwen3-MoE under sequence parallel: the Dropout's tuple beside the Layouts ---------

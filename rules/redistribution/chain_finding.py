@@ -15,7 +15,7 @@ from irlint.units import human_share, spans
 
 from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain, waste_finding
 from .discovery import backward_index, backward_transpose, end_note, near_experts, readers, strategy_source
-from .fix_search import best_fix, hint_for
+from .fix_search import best_fix, hint_for, sibling_hint
 from .layouts import (
     NO_LAYOUT_OPS,
     layout_call,
@@ -117,6 +117,10 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
         and len(chain.entry.shape or ()) == len(chain.exit.shape or ())
     )
     hint = chain.hint or hint_for(ir, chain.source, consumer, pos, comparable=same_rank)
+    # under sharding propagation, the user's strategy the two ends follow
+    siblings = sibling_hint(ir, chain.source, consumer, pos) if consumer is not None and chain.hint is None else None
+    if siblings is not None:
+        hint = siblings[0]
     fixed_op: int | None = None
     if moved_blocks is not None and consumer is not None:  # a permutation always has its reader
         hint, fix_of_blocks, fixed_op = placement_hint(ir, chain.source, consumer, pos)
@@ -143,6 +147,10 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
         if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED
     ]
     related += [end_note(ir, c, f"consumer (input {p})") for c, p in chain.consumers]
+    if siblings is not None:
+        a, b = siblings[3]
+        related += [end_note(ir, a, f"sharded by the user; {short_who(ir, chain.source)} follows its layout")]
+        related += [end_note(ir, b, f"sharded by the user; {short_who(ir, consumer)} follows its layout")]
     related += [note(ir, k, "backward transpose: " + step_text(ir, k, costs=True)) for k in transpose]
     identity = (
         tuple(ir[k]["op"] for k in chain.nodes if ir[k]["op"] not in QUIET_IN_RELATED),
@@ -180,6 +188,8 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
             "copies": [ir[c]["id"] for c, _ in rerun.copies],
         }
     fix = best_fix(ir, chain.source, consumer, pos) if consumer is not None and same_rank else None
+    if siblings is not None:
+        fix = (siblings[1], siblings[2], 0)
     fixes = Fixes()
     if moved_blocks is not None:
         fixes = Fixes(ops=(fix_of_blocks,))

@@ -1,5 +1,7 @@
 """The fix search: the one-op change of ``in_strategy`` that makes a producer and a consumer agree
-(``best_fix``), what it costs (``all_reduce_note``), and the hint that proposes it (``hint_for``)."""
+(``best_fix``), what it costs (``all_reduce_note``), and the hint that proposes it (``hint_for``);
+under sharding propagation, the user's strategy that the ops between two disagreeing MatMuls
+follow (``sibling_fix``, ``sibling_hint``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 from irlint.model import IRFile, primal_attr
 
 from .chain import ELEMENTWISE_OPS, MATMUL_OPS
+from .discovery import in_chain
 from .layouts import (
     Strategy,
     compute_consumers,
@@ -21,7 +24,7 @@ from .layouts import (
     transpose_perm,
     transposes,
 )
-from .wording import fmt, size, who
+from .wording import fmt, short_who, size, who
 
 
 def reading_as_produced(ir: IRFile, consumer: int, pos: int, layout: tuple[Any, ...]) -> Strategy | None:
@@ -234,3 +237,100 @@ def hint_for(ir: IRFile, producer: int, consumer: int | None, pos: int, comparab
         else f"; {left} other layout change{'s' if left > 1 else ''} around the two ops would remain"
     )
     return head + tail + all_reduce_note(ir, op, new)
+
+
+def given(ir: IRFile, key: int) -> bool:
+    """The op's strategy is the user's (``shard()``), not one the parallel pass chose: 2.10 prints a
+    chosen one only in the trailing block."""
+    attrs = ir[key].get("primitive_attrs") or {}
+    return bool(attrs.get("in_strategy") or attrs.get("in_layout"))
+
+
+def propagated(ir: IRFile) -> bool:
+    """auto_parallel: strategies the user did not give were searched (sharding propagation)."""
+    return ir.attrs.get("auto_parallel_run_once_only") is not None
+
+
+def given_source(ir: IRFile, key: int, pos: int = 0) -> int | None:
+    """The op with a user-given strategy whose layout input ``pos`` of ``key`` follows under sharding
+    propagation: its producer when given, else (through ops without a strategy of their own, each
+    by its first input) the first given one; redistribution is skipped."""
+    inputs = ir.producers(key)
+    k = inputs[pos] if pos < len(inputs) else None
+    for _ in range(8):
+        if k is None or ir[k]["kind"] != "cnode":
+            return None
+        if given(ir, k):
+            return k
+        ahead = [p for p in ir.producers(k) if ir[p]["kind"] == "cnode" and ir[p]["op"] != "Load"]
+        if strategy(ir, k) is not None and ir[k]["op"] not in ELEMENTWISE_OPS:
+            return None  # a chosen MatMul or other op: its layout is its own
+        k = ahead[0] if ahead else None
+    return None
+
+
+def _read_tensor(ir: IRFile, key: int) -> int | None:
+    """What input 0 of ``key`` is, past the redistribution in front of it."""
+    inputs = ir.producers(key)
+    k = inputs[0] if inputs else None
+    while k is not None and in_chain(ir, k):
+        ahead = ir.producers(k)
+        k = ahead[0] if ahead else None
+    return k
+
+
+def sibling_fix(ir: IRFile, a: int, b: int) -> tuple[int, Strategy] | None:
+    """Two MatMuls of one kind whose strategies the user gave, reading one tensor (``w1`` and ``w3``
+    of an FFN) with the same weight shape in different layouts: the one splitting its weight less
+    takes the other's strategy (its weight then stays split, and both read their input alike)."""
+    if a == b or not (given(ir, a) and given(ir, b)):
+        return None
+    if ir[a]["op"] != ir[b]["op"] or ir[a]["op"] not in MATMUL_OPS or transposes(ir, a) != transposes(ir, b):
+        return None
+    sa, sb = strategy(ir, a), strategy(ir, b)
+    if sa is None or sb is None or sa == sb or len(sa) < 2 or len(sb) < 2:
+        return None
+    shapes_a, shapes_b = primal_attr(ir[a], "origin_input_shapes"), primal_attr(ir[b], "origin_input_shapes")
+    if shapes_a is None or shapes_a != shapes_b:
+        return None
+    tensor = _read_tensor(ir, a)
+    if tensor is None or tensor != _read_tensor(ir, b):
+        return None
+    wa, wb = prod(sa[1]), prod(sb[1])
+    if wa == wb:
+        return None
+    return (b, sa) if wa > wb else (a, sb)
+
+
+def sibling_hint(
+    ir: IRFile, producer: int, consumer: int, pos: int
+) -> tuple[str, int, Strategy, tuple[int, int]] | None:
+    """Under sharding propagation, a chain between two ops without a strategy of their own that
+    follow two sibling MatMuls (``sibling_fix``): the producer follows one, the consumer's other
+    input the other. The hint, the MatMul and strategy it sets, and the two MatMuls."""
+    if not propagated(ir) or given(ir, producer) or given(ir, consumer):
+        return None
+    a = given_source(ir, producer) if not given(ir, producer) and ir[producer]["op"] in ELEMENTWISE_OPS else None
+    others = [
+        given_source(ir, consumer, p)
+        for p, src in enumerate(ir.producers(consumer))
+        if p != pos and ir[src]["kind"] == "cnode"
+    ]
+    for b in others:
+        if a is None or b is None:
+            continue
+        fix = sibling_fix(ir, a, b)
+        if fix is None:
+            continue
+        op, new = fix
+        keep = b if op == a else a
+        hint = (
+            f"{who(ir, producer)} and {who(ir, consumer)} have no strategy of their own: sharding propagation gave "
+            f"{short_who(ir, producer)} the layout of {who(ir, a)} (in_strategy {fmt(strategy(ir, a))}) and "
+            f"{short_who(ir, consumer)} that of {who(ir, b)} (in_strategy {fmt(strategy(ir, b))}), two MatMuls "
+            f"reading the same tensor in different layouts; set {who(ir, op)} to in_strategy {fmt(new)}, the "
+            f"strategy of {who(ir, keep)}: propagation then gives the ops between them one layout, and the chain "
+            f"and its backward transpose disappear" + all_reduce_note(ir, op, new)
+        )
+        return hint, op, new, (a, b)
+    return None

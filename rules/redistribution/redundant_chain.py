@@ -58,6 +58,13 @@ class RedundantRedistributionChain(Rule):
           alone looks harmless; the tensor leaves the second in the layout the producer made and
           the consumer reads. Under sharding propagation the hint sets the ops the user sharded,
           which the others follow;
+        - a point-wise or norm op computing a slice of a tensor every rank holds whole (a
+          full_batch input sliced locally) for one reader that takes its result split, while
+          another reader gathers the result whole again: computed whole, the op would serve the
+          second reader as it is and the first through a local slice (an FFN's norm between
+          ``w3`` ``((8, 1), (1, 1))`` and a column-parallel ``w1``). When every reader takes the
+          gathered result, as the column-parallel MatMuls after a sequence-parallel norm do, the
+          split is the op's own and nothing is reported;
         - a permutation paid as a full gather: producer and consumer name the same split counts
           on different device axes (one sharded with a plain tuple, which maps dim 0 to the
           outer device axis, the other with a ``Layout`` that names its axes), so the blocks
@@ -131,6 +138,10 @@ class RedundantRedistributionChain(Rule):
         emit one ReduceScatter; for a re-layout that expert parallelism needs, it points to
         ``set_auto_parallel_context(enable_alltoall=True)``; the bytes one AlltoAll would receive
         for that re-layout are scheme (expert parallelism needs it), only the rest counts as waste.
+        Under sharding propagation, where the ops around a chain have no strategy of their own
+        and follow two MatMuls the user sharded differently although they read one tensor with
+        the same weight shape (``w1`` ``((1, 1), (8, 1))``, ``w3`` ``((8, 1), (1, 1))``), the hint
+        gives the one splitting its weight less the other's strategy, for every chain they cause.
         For a root cause the hint names the config that removes it: one sequence per replica
         (``runner_config.batch_size: 1``, the global batch kept with gradient accumulation or
         micro batches), or the config key that drops the tuple-sharded ops (``use_rope_slice:

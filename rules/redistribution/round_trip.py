@@ -14,7 +14,14 @@ Three forms, read from the local shapes and the strategies around the op:
   but weights and the run before them (``RoundTrip.region``): one op given a strategy and the ops
   sharding propagation (auto_parallel) aligned with it, or ops left to semi_auto_parallel's
   data-parallel default. A column-split output gathered before them and sliced after, or a
-  replicated residual sliced for them and their result gathered again.
+  replicated residual sliced for them and their result gathered again;
+- around a point-wise or norm op whose result two readers take in different layouts: its input
+  sliced locally (no communication) from a whole tensor, one reader reading the result split as
+  produced and the other gathering it whole again (``RoundTrip.split_readers``). Computed whole,
+  the op would serve the gathering reader as it is and the other through a local slice: the
+  gather moves data every rank had before the slice. (When every reader takes the gathered
+  tensor, the split is the layout the op was given for itself, as in sequence parallel, and is
+  left alone.)
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ class RoundTrip(NamedTuple):
     fix: tuple[Any, ...]  # the op's strategy that reads the tensor as produced
     discarded: int = 1  # a MatMul computes this many row blocks for each one kept
     region: tuple[Any, ...] = ()  # the other point-wise ops of the run that share ``op``'s layout, in order
+    split_readers: tuple[Any, ...] = ()  # readers that take ``op``'s result split, as produced
 
 
 def round_trips(ir: IRFile) -> list[RoundTrip]:
@@ -68,7 +76,7 @@ def round_trips(ir: IRFile) -> list[RoundTrip]:
             or key in in_region
         ):
             continue
-        trip = _round_trip(ir, key) or _region_trip(ir, key)
+        trip = _round_trip(ir, key) or _region_trip(ir, key) or _split_then_gathered(ir, key)
         if trip is not None:
             found.append(trip)
             in_region.update(trip.region)
@@ -236,6 +244,66 @@ def _region_trip(ir: IRFile, key: int) -> RoundTrip | None:
     if fix is None or fix == strategy(ir, key):
         return None
     return RoundTrip(key, pos, before, after, produced, fix, 1, tuple(region[1:]))
+
+
+def _split_then_gathered(ir: IRFile, key: int) -> RoundTrip | None:
+    """A point-wise or norm op reading a local slice of a whole tensor, whose result one reader
+    gathers whole again while another reads it split as produced."""
+    if ir[key]["op"] not in ROW_OPS:
+        return None
+    readers = [
+        u
+        for u in ir.consumers(key)
+        if not ir.is_backward(u)
+        and ir[u]["kind"] == "cnode"
+        and ir[u]["op"] not in ("Partial", "UpdateState", "Return", "Depend")
+    ]
+    runs = [u for u in readers if in_chain(ir, u)]
+    direct = tuple(u for u in readers if not in_chain(ir, u))
+    if not runs or not direct:
+        return None
+    after = collect_chain(ir, runs[0])
+    if not set(runs) <= set(after.nodes) or after.producer != key or len(after.consumers) != 1:
+        return None
+    if touches_backward(ir, after) or not all(ir[k]["op"] in GATHER_OPS | _GLUE_OPS for k in after.nodes):
+        return None
+    for pos, src in enumerate(ir.producers(key)):
+        if ir[src]["kind"] != "cnode" or not in_chain(ir, src):
+            continue
+        before = collect_chain(ir, src)
+        if before.producer is None or touches_backward(ir, before) or key not in {c for c, _ in before.consumers}:
+            continue
+        # a local slice: the op's input was whole on every rank before it
+        if not all(ir[k]["op"] in SLICE_OPS | {"Reshape"} for k in before.nodes):
+            continue
+        whole = _whole_layout(ir, before.producer)
+        if whole is None or before.entry is None or after.exit is None or before.entry.shape != after.exit.shape:
+            continue
+        if not _quiet_pair(ir, before, after):
+            continue
+        consumer, c_pos = after.consumers[0]
+        wants = strategy(ir, consumer)
+        if not wants or c_pos >= len(wants) or tuple(wants[c_pos]) != whole:
+            continue
+        fix = reading_as_produced(ir, key, pos, whole)
+        if fix is None or fix == strategy(ir, key):
+            continue
+        return RoundTrip(key, pos, before, after, whole, fix, split_readers=direct)
+    return None
+
+
+_GLUE_OPS = frozenset({"Split", "Concat", "TupleGetItem", "MakeTuple", "Reshape"})
+
+
+def _whole_layout(ir: IRFile, key: int) -> tuple[Any, ...] | None:
+    """The layout of a tensor every rank holds whole: a graph input (a parameter without a default
+    value, which full_batch hands every rank in full) or an op's replicated output."""
+    data = ir[key]
+    if data["kind"] == "param":
+        shape = getattr(data.get("out_type"), "shape", None)
+        return (1,) * len(shape) if not data.get("has_default") and shape else None
+    layout = output_layout(ir, key)
+    return layout if layout is not None and all(n == 1 for n in layout) else None
 
 
 def _layout(ir: IRFile, key: int) -> tuple[Any, ...] | None:

@@ -15,7 +15,7 @@ from irlint.units import human_share
 from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain, waste_finding
 from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, end_note, strategy_source
-from .fix_search import all_reduce_note, reading_as_produced
+from .fix_search import all_reduce_note, given, propagated, reading_as_produced, sibling_fix
 from .layouts import strategy
 from .round_trip import RoundTrip
 from .steps import step_text
@@ -45,12 +45,23 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         else ("alltoall-round-trip" if any(ir[k]["op"] in ALLTOALL_OPS for k in runs) else "round-trip")
     )
     them = "them" if trip.region else "it"
-    message = (
-        f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}){_region_text(ir, trip)} "
-        f"{'disagree' if trip.region else 'disagrees'} with both neighbours: "
-        f"{steps(trip.before)} before {them} and {steps(trip.after)} after {them} hand {who(ir, consumer)} "
-        f"the layout {fmt(trip.layout)} that {who(ir, maker)} already produced"
-    )
+    made_by = f"graph input {ir[maker]['id']}" if ir[maker]["kind"] == "param" else who(ir, maker)
+    if trip.split_readers:
+        message = (
+            f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}) computes a slice of a tensor every rank holds "
+            f"whole, for {', '.join(who(ir, k) for k in trip.split_readers)}, which "
+            f"{'read' if len(trip.split_readers) > 1 else 'reads'} its result split; "
+            f"{who(ir, consumer)} (in_strategy {fmt(strategy(ir, consumer))}) reads it whole: "
+            f"{steps(trip.before)} before it and {steps(trip.after)} after it hand {short_who(ir, consumer)} "
+            f"the layout {fmt(trip.layout)} that {made_by} already produced"
+        )
+    else:
+        message = (
+            f"{who(ir, op)} (in_strategy {fmt(strategy(ir, op))}){_region_text(ir, trip)} "
+            f"{'disagree' if trip.region else 'disagrees'} with both neighbours: "
+            f"{steps(trip.before)} before {them} and {steps(trip.after)} after {them} hand {who(ir, consumer)} "
+            f"the layout {fmt(trip.layout)} that {made_by} already produced"
+        )
     grown = _grown(trip)
     if trip.region and grown > 1:
         message += (
@@ -77,15 +88,22 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         f"backward transpose disappear" + all_reduce_note(ir, op, trip.fix)
     )
     also: list[Any] = []  # the other ops of a run to reshard with ``op``
+    fixed = [(op, trip.fix)]  # the ops the hint reshards, first the one the finding names
     if trip.region:
         hint, also = _region_hint(ir, trip)
+    elif trip.split_readers:
+        hint, fixed = _split_hint(ir, trip)
     related = [end_note(ir, trip.before.source, "producer")]
     related += [
         note(ir, k, step_text(ir, k, costs=True))
         for k in trip.before.nodes
         if k != anchor and ir[k]["op"] not in QUIET_IN_RELATED
     ]
-    related += [end_note(ir, op, "op whose strategy disagrees with both neighbours")]
+    if trip.split_readers:
+        related += [end_note(ir, op, "op computing a slice of a whole tensor")]
+        related += [end_note(ir, k, "reads its result split, as produced") for k in trip.split_readers]
+    else:
+        related += [end_note(ir, op, "op whose strategy disagrees with both neighbours")]
     related += [end_note(ir, k, f"takes {short_who(ir, op)}'s layout") for k in trip.region]
     related += [
         note(ir, k, step_text(ir, k, costs=True))
@@ -119,7 +137,7 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
     if trip.region:
         facts["region"] = [ir[k]["id"] for k in trip.region]
     # a run of ops to reshard together (a round trip across several ops): the op's fix first
-    ops = [(op, trip.fix), *also]
+    ops = [*fixed, *also]
     fixes = Fixes(ops=tuple(OpFix(ir[k]["id"], in_strategy=fmt(new), source=fix_source(ir, k)) for k, new in ops))
     return waste_finding(
         rule,
@@ -133,32 +151,28 @@ def round_trip_finding(rule: Rule, ir: IRFile, trip: RoundTrip) -> Finding:
         hint=hint,
         related=related,
         identity=identity,
-        cause=f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})",
-        fix=f"in_strategy {fmt(trip.fix)}",
+        cause=(
+            f"{short_who(ir, op)} computes a slice that {short_who(ir, consumer)} gathers whole again ({kind})"
+            if trip.split_readers
+            else f"{short_who(ir, op)}'s in_strategy disagrees with both neighbours ({kind})"
+        ),
+        fix=(
+            f"{short_who(ir, fixed[0][0])} in_strategy {fmt(fixed[0][1])}"
+            if trip.split_readers
+            else f"in_strategy {fmt(trip.fix)}"
+        ),
         waste_kinds=[kind],
     )
-
-
-def _given(ir: IRFile, key: int) -> bool:
-    """The op's strategy is the user's (``shard()``), not one the parallel pass chose: 2.10 prints a
-    chosen one only in the trailing block."""
-    attrs = ir[key].get("primitive_attrs") or {}
-    return bool(attrs.get("in_strategy") or attrs.get("in_layout"))
-
-
-def _propagated(ir: IRFile) -> bool:
-    """auto_parallel: strategies the user did not give were searched (sharding propagation)."""
-    return ir.attrs.get("auto_parallel_run_once_only") is not None
 
 
 def _region_text(ir: IRFile, trip: RoundTrip) -> str:
     if not trip.region:
         return ""
     names = ", ".join(short_who(ir, k) for k in trip.region)
-    chosen = [k for k in trip.region if not _given(ir, k)]
+    chosen = [k for k in trip.region if not given(ir, k)]
     how = (
         " (sharding propagation gave them its strategy)"
-        if chosen and _propagated(ir)
+        if chosen and propagated(ir)
         else " (semi_auto_parallel's data-parallel default)"
         if chosen
         else ""
@@ -179,10 +193,10 @@ def _grown(trip: RoundTrip) -> int:
 def _region_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list[Any]]:
     """The hint, and the ops besides ``trip.op`` whose strategy it changes, with their new one."""
     ops = (trip.op, *trip.region)
-    given = [k for k in ops if _given(ir, k)]
-    if given and _propagated(ir):
-        sets = [(k, trip.fix if k == trip.op else reading_as_produced(ir, k, 0, trip.layout)) for k in given]
-        rest = [k for k in ops if k not in given]
+    sharded = [k for k in ops if given(ir, k)]
+    if sharded and propagated(ir):
+        sets = [(k, trip.fix if k == trip.op else reading_as_produced(ir, k, 0, trip.layout)) for k in sharded]
+        rest = [k for k in ops if k not in sharded]
         hint = (
             "set "
             + ", ".join(f"{who(ir, k)} to in_strategy {fmt(new)}" for k, new in sets)
@@ -202,3 +216,32 @@ def _region_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list[Any]]:
         + "; then both runs and their backward transpose disappear"
     )
     return hint, [(k, new) for k, new in sets if k != trip.op and new is not None]
+
+
+def _split_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list[Any]]:
+    """The hint for an op computing a slice one reader gathers whole again, and the ops it reshards.
+    Under sharding propagation an op without a strategy of its own follows its readers: where the
+    split reader and the gathering one are sibling MatMuls (``sibling_fix``), the one splitting its
+    weight less takes the other's strategy, and the op follows."""
+    op, consumer = trip.op, trip.after.consumers[0][0]
+    if propagated(ir) and not given(ir, op):
+        for reader in trip.split_readers:
+            fix = sibling_fix(ir, reader, consumer)
+            if fix is None:
+                continue
+            changed, new = fix
+            keep = consumer if changed == reader else reader
+            hint = (
+                f"set {who(ir, changed)} to in_strategy {fmt(new)}, the strategy of {who(ir, keep)}, which reads "
+                f"the same tensor: sharding propagation then gives {who(ir, op)} (no strategy of its own) one "
+                f"layout for both, and the gather and its backward transpose disappear"
+                + all_reduce_note(ir, changed, new)
+            )
+            return hint, [(changed, new)]
+    readers = ", ".join(short_who(ir, k) for k in trip.split_readers)
+    hint = (
+        f"set {who(ir, op)} to in_strategy {fmt(trip.fix)}: it then computes its result whole as its input "
+        f"already is, {readers} {'read' if len(trip.split_readers) > 1 else 'reads'} it through a local slice, "
+        f"and the gather and its backward transpose disappear" + all_reduce_note(ir, op, trip.fix)
+    )
+    return hint, [(op, trip.fix)]
