@@ -160,7 +160,9 @@ class RecomputeNotApplied(RecomputeRule):
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
-            cell = cell_text(facts.recompute_cell(k), d.get("scope", ""))
+            # its own cell: under lazy_inline most forward scopes print "(Default)", so the widest
+            # all-prefixed cell can be its parent (GLM's activation_func around the SiLU cell)
+            cell = cell_text(facts.cell_path_of(k), d.get("scope", ""))
             cause = (
                 f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                 f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it"
