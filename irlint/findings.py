@@ -88,12 +88,15 @@ class NoKeyOp:
 class RecomputeFix:
     """The select_recompute keys a finding needs added (as the dump names the ops), with what the
     fix plan counts them by: the finding's decoder layer and the layers of its file (a pipeline
-    stage's share), and the ops no key can tag."""
+    stage's share), and the ops no key can tag. ``replaces``: keys (as the dump names the cell) the
+    added ones take the place of, which must go: a one-op cell's key, whose recompute MindSpore
+    puts over the primitive's own tag (a cell's output is never recomputed)."""
 
     keys: tuple[str, ...]
     layer: int | None = None
     stage_layers: tuple[int, ...] = ()
     no_key: tuple[NoKeyOp, ...] = ()
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

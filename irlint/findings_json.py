@@ -73,6 +73,8 @@ def extra_data(f: Finding) -> dict[str, Any]:
         out.update(select_recompute=list(rc.keys), layer=rc.layer, stage_layers=list(rc.stage_layers))
         if rc.no_key:
             out["no_key"] = [{"node": o.node, "op": o.op, "source": o.source} for o in rc.no_key]
+        if rc.replaces:
+            out["replaces_select_recompute"] = list(rc.replaces)
     if fixes.context:
         out["fix"] = {"set_auto_parallel_context": fixes.context}
     elif fixes.ops:
@@ -226,6 +228,7 @@ def _typed_facts(d: dict[str, Any]) -> dict[str, Any]:
             layer=d.pop("layer"),
             stage_layers=tuple(_int_value(x) for x in d.pop("stage_layers")),
             no_key=tuple(NoKeyOp(str(o["node"]), str(o["op"]), str(o["source"])) for o in d.pop("no_key", ())),
+            replaces=tuple(str(k) for k in d.pop("replaces_select_recompute", ())),
         )
     context = ""
     ops: tuple[OpFix, ...] = ()

@@ -1,7 +1,8 @@
 """The fix plan of a run: one document that resolves every finding at once, built from the
 findings alone (so a report read from the cache has it too).
 
-Recompute: the select_recompute keys to ADD to the user's own (never a replacement list), each
+Recompute: the select_recompute keys to ADD to the user's own (never a replacement list; only a
+one-op cell's key is taken out, ``replace``, for its primitive's key, which it overrides), each
 with the layers whose findings need it; under a pipeline whose stages the run shows, MindFormers'
 per-stage form (key -> number of layers per stage, counted from the first layer of each stage:
 the last blocked layer of a stage decides its count); the ops no key can tag, with their model
@@ -36,6 +37,7 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
         return f.fingerprint if fingerprints else ""
 
     keys: dict[str, dict[str, Any]] = {}
+    replace: dict[str, dict[str, Any]] = {}
     no_key: list[dict[str, Any]] = []
     spans: set[tuple[int, ...]] = set()
     pipeline = False
@@ -62,6 +64,10 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
                     entry["layers"].add(need.layer)
                     entry["by_span"].setdefault(span, set()).add(need.layer)
                 entry["findings"].append(mark(f))
+            for key in need.replaces:
+                rep = replace.setdefault(key, {"key": key, "by": [], "findings": []})
+                rep["by"] = list(dict.fromkeys([*rep["by"], *need.keys]))
+                rep["findings"].append(mark(f))
             for nk in need.no_key:
                 no_key.append({"node": nk.node, "op": nk.op, "source": nk.source, "file": f.file, "finding": mark(f)})
             if need.keys:
@@ -132,6 +138,8 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
         "keys": out_keys,
         "no_key": _dedup(no_key),
     }
+    if replace:  # a one-op cell's key the added keys take the place of
+        recompute["replace"] = [_sorted_findings(r) for r in replace.values()]
     if stages:
         recompute["stages"] = [list(s) for s in stages]
         if chunks and len(chunks) > 1:
@@ -431,6 +439,7 @@ def is_empty(plan: dict[str, Any]) -> bool:
     rc = plan["recompute"]
     return (
         not rc["select_recompute"]
+        and not rc.get("replace")
         and not rc["no_key"]
         and not plan["strategies"]
         and not plan.get("config")
@@ -470,6 +479,12 @@ def plan_text(plan: dict[str, Any]) -> str:
             )
         if rc.get("per_stage_note"):
             lines.append("  # " + rc["per_stage_note"])
+    for r in rc.get("replace") or ():
+        by = " and ".join(f"'{k}'" for k in r["by"])
+        lines.append(
+            f"  # and take out your key that tags '{r['key']}' (irlint fix does it): {by} takes its place, "
+            "and MindSpore never recomputes a recompute cell's output, whatever its primitive's tag"
+        )
     for op in rc["no_key"]:
         lines.append(f"# no select_recompute key can be derived for {op['node']} {op['op']} ({op['source']})")
     for s in plan["strategies"]:

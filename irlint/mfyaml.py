@@ -152,6 +152,7 @@ class Edit(NamedTuple):
     covered: list[str]  # plan keys one of the user's patterns already matches: "key (by pattern)"
     notes: list[str]  # what was not done, and why
     user_keys: list[str]  # the select_recompute keys the config held before (list or dict form)
+    dropped: list[tuple[str, str]]  # the user's keys taken out, each with the keys that replace it
 
 
 def _yaml():
@@ -271,7 +272,7 @@ def apply_plan(text: str, recompute: dict, family: str | None = None, block: _Bl
     mine = _user_keys(current)
     keys = list(dict.fromkeys(recompute.get("select_recompute") or []))
     per_stage = recompute.get("select_recompute_per_stage") or {}
-    out = Edit(text, [], [], [], [], mine)
+    out = Edit(text, [], [], [], [], mine, [])
     if not keys:
         return out
     family = family or family_of(keys)
@@ -280,14 +281,19 @@ def apply_plan(text: str, recompute: dict, family: str | None = None, block: _Bl
     inserted = None  # the new block text, when the list is extended in place
     if hasattr(current, "items"):
         _into_dict(current, keys, per_stage, recompute, out)
+        for p in _replaced([k for k, v in current.items() if enabled(v)], recompute, out):
+            del current[p]
     elif isinstance(current, list) and all(isinstance(k, str) for k in current):
         fresh = [k for k in keys if not _note_covered(k, current, out)]
+        gone = _replaced(list(current), recompute, out)
         if fresh:
             out.added.extend(fresh)
-            inserted = _append_in_place(blk.text, cfg, current, fresh)
+            inserted = None if gone else _append_in_place(blk.text, cfg, current, fresh)
             if inserted is None:
                 for k in fresh:
                     current.append(_quoted(k, current))
+        for p in gone:
+            current.remove(p)
         _per_stage_note(per_stage, out)
     elif _is_counts(current):
         defaults = DEFAULT_KEYS.get(family or "")
@@ -355,7 +361,10 @@ def apply_plan(text: str, recompute: dict, family: str | None = None, block: _Bl
         else:
             _insert_after(cfg, "recompute", "select_recompute", listed)
         _per_stage_note(per_stage, out)
-    if not out.added and not out.raised:
+    if not hasattr(current, "items") and not isinstance(current, list):
+        for row in recompute.get("replace") or ():
+            out.notes.append(f"take out the key that tags '{row['key']}' by hand: {_by(row)} takes its place")
+    if not out.added and not out.raised and not out.dropped:
         return out
     if inserted is not None:
         new = bom + _spliced(body, blk.base, blk.base + len(blk.text), inserted)
@@ -363,6 +372,24 @@ def apply_plan(text: str, recompute: dict, family: str | None = None, block: _Bl
         new = bom + _spliced(body, blk.seg.start, blk.seg.end, _dump_block(doc, blk, body))
     verify(text, new, blk, ("recompute_config", "select_recompute"))
     return out._replace(text=new)
+
+
+def _by(row: dict) -> str:
+    return " and ".join(f"'{k}'" for k in row.get("by") or ())
+
+
+def _replaced(patterns: list, recompute: dict, out: Edit) -> list[str]:
+    """The user's keys the plan replaces (``recompute["replace"]``: a one-op cell's key, whose
+    primitive's tag MindSpore overrides: a recompute cell's output is never recomputed): each pattern that matches the
+    cell's key as MindFormers matches. A key naming the primitive has one more segment, so it never
+    matches the cell's."""
+    gone: list[str] = []
+    for row in recompute.get("replace") or ():
+        for p in patterns:
+            if isinstance(p, str) and p not in gone and covers(p, row["key"]):
+                gone.append(p)
+                out.dropped.append((p, _by(row)))
+    return gone
 
 
 def _spliced(body: str, start: int, end: int, new: str) -> str:

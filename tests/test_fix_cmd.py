@@ -503,3 +503,34 @@ def test_an_expert_parallel_relayout_sets_parallel_enable_alltoall_and_only_that
     assert changed[0][0].split("#")[0].strip() == "enable_alltoall: False"
     assert changed[0][1].split("#")[0].strip() == "enable_alltoall: True"
     assert "set parallel.enable_alltoall: False -> True" in result.stderr
+
+
+_SILU = "mlp\\.activation_func\\.silu"
+_REPLACE = {
+    "select_recompute": [_SILU + "\\.silu"],
+    "replace": [{"key": _SILU, "by": [_SILU + "\\.silu"], "findings": []}],
+}
+
+
+def test_a_one_op_cells_key_is_replaced_by_its_primitives_in_a_list():
+    text = "recompute_config:\n  recompute: False\n  select_recompute: ['mlp\\.activation_func\\.silu', 'mlp\\.mul']\n"
+    edit = apply_plan(text, _REPLACE)
+    assert edit.added == [_SILU + "\\.silu"] and edit.dropped == [(_SILU, f"'{_SILU}\\.silu'")]
+    assert "select_recompute: ['mlp\\.mul', 'mlp\\.activation_func\\.silu\\.silu']" in edit.text
+
+
+def test_a_one_op_cells_key_is_taken_out_of_a_dict_and_a_key_naming_the_primitive_stays():
+    text = (
+        "recompute_config:\n  select_recompute:\n    'mlp\\.activation_func\\.silu': True\n"
+        "    'mlp\\.activation_func\\.silu\\.silu': True\n    'mlp\\.mul': [1, 1]\n"
+    )
+    edit = apply_plan(text, _REPLACE)
+    assert [k for k, _ in edit.dropped] == [_SILU] and edit.added == []
+    assert "'mlp\\.activation_func\\.silu': True" not in edit.text
+    assert "'mlp\\.activation_func\\.silu\\.silu': True" in edit.text and "'mlp\\.mul': [1, 1]" in edit.text
+
+
+def test_nothing_is_taken_out_when_no_user_key_names_the_cell():
+    text = "recompute_config:\n  select_recompute: ['mlp\\.mul']\n"
+    edit = apply_plan(text, _REPLACE)
+    assert edit.dropped == [] and edit.added == [_SILU + "\\.silu"]

@@ -563,23 +563,77 @@ def test_glm_every_mul_sliced_for_dense_4h_to_h_is_rc002_with_the_linears_reshap
 
 
 GLM0, GLM1 = RECOMPUTE / "mf-glm4-pp2_select", RECOMPUTE / "mf-glm4-pp2_select_round1"
+GLM1F = RECOMPUTE / "mf-glm4-pp2_select_irlint_fix_round1"  # the recompile with what irlint fix writes now
+RC_WARNINGS = ("RC001", "RC002", "RC003")
 
 
-def test_glm4_irlint_fix_adds_the_reshape_key_and_the_recompile_frees_what_rc002_priced(tmp_path):
+def test_glm4_irlint_fix_replaces_the_silu_cell_key_and_the_recompile_frees_what_was_priced(tmp_path):
     cfg = tmp_path / "cfg.yaml"
     shutil.copyfile(GLM0 / "cfg.yaml", cfg)
     result = CliRunner().invoke(irlint.cli.main, ["fix", str(cfg), str(GLM0), "--no-cache"])
     # exit 1: dense_h_to_4h's strategy (PC002) is a model-code change, printed, not written
     assert result.exit_code == 1 and "not written, change it in the model code" in result.stderr
-    assert cfg.read_bytes() == (GLM1 / "cfg.yaml").read_bytes()  # what round 1 was compiled with
+    assert cfg.read_bytes() == (GLM1F / "cfg.yaml").read_bytes()  # what round 1' was compiled with
+    assert "took out of select_recompute: 'mlp\\.activation_func\\.silu'" in result.stderr
     assert "'mlp\\.dense_4h_to_h\\.reshape'" in result.stderr
-    # MindFormers logs "Set select recompute on at layer N: ..., mlp.dense_4h_to_h.reshape"; the slice
-    # takes the tag and Mul, slice and Reshape are copied (the SiLU finding stays: kept through a Depend)
-    assert [f for f in _lint(GLM1)["findings"] if f["code"] == "RC002"] == []
-    mine = [f for f in _lint(GLM0, "--no-group")["findings"] if f["code"] == "RC002" and "/rank_0/" in f["file"]]
-    per_layer = {str(f["extra"]["layer"]): f["extra"]["bytes_at_stake_per_micro_batch"] for f in mine}
-    (kept0, _), (kept1, _) = _kept_per_layer(GLM0)["rank_0"], _kept_per_layer(GLM1)["rank_0"]
-    assert {layer: kept0[layer] - kept1[layer] for layer in per_layer} == per_layer == {"0": 2048, "1": 2048}
+    # MindFormers logs "Set select recompute on at layer N: mlp.activation_func.mul,
+    # mlp.activation_func.silu.silu, mlp.dense_4h_to_h.reshape": SiLU, Mul, slice and Reshape are copied
+    assert [f for f in _lint(GLM1F, "--no-group")["findings"] if f["code"] in RC_WARNINGS] == []
+    mine = [f for f in _lint(GLM0, "--no-group")["findings"] if f["code"] in RC_WARNINGS]
+    priced: dict[str, int] = {}
+    for f in mine:
+        layer = str(f["extra"]["layer"])
+        priced[layer] = priced.get(layer, 0) + f["extra"]["bytes_at_stake_per_micro_batch"]
+    assert sorted(f["op"] for f in mine) == ["Mul"] * 4 + ["SiLU"] * 4
+    before, after = _kept_per_layer(GLM0), _kept_per_layer(GLM1F)
+    freed = {}
+    for rank in ("rank_0", "rank_4"):
+        (kept0, _), (kept1, _) = before[rank], after[rank]
+        freed.update({layer: kept0[layer] - kept1[layer] for layer in kept0 if layer.isdigit()})
+    # the Mul's 2,048 bytes (RC002) and the SiLU's 4,096 (RC001) per layer and micro batch
+    assert freed == priced == {"0": 6144, "1": 6144, "2": 6144, "3": 6144}
+
+
+def test_glm4_round0_silu_fix_replaces_the_cell_key():
+    found = [f for f in _lint(GLM0, "--no-group")["findings"] if f["code"] == "RC001"]
+    assert len(found) == 4
+    for f in found:
+        assert f["extra"]["select_recompute"] == ["mlp\\.activation_func\\.silu\\.silu"]
+        assert f["extra"]["replaces_select_recompute"] == ["mlp\\.activation_func\\.silu"]
+    plan = _lint(GLM0)["fix_plan"]["recompute"]
+    assert [(r["key"], r["by"]) for r in plan["replace"]] == [
+        ("mlp\\.activation_func\\.silu", ["mlp\\.activation_func\\.silu\\.silu"])
+    ]
+
+
+def test_glm4_silu_with_its_cell_and_primitive_keys_is_fixed_by_taking_the_cell_key_out(tmp_path):
+    # round 1 of the old fix: both keys; MindSpore logs "All nodes in the graph ..._ChatGLM2SiLU_construct_...
+    # are the output nodes, which are set to not be recomputed" and the Mul's copy %162 reads the SiLU's
+    # output through %161 Depend(%para135_Parameter_10689) {recompute_insert}: the pass's own Depend
+    found = [f for f in _lint(GLM1, "--no-group")["findings"] if f["code"] in RC_WARNINGS]
+    assert sorted((f["code"], f["op"]) for f in found) == [("RC001", "SiLU"), ("RC001", "SiLU")]
+    for f in found:
+        assert f["fix"] == "select_recompute - 'mlp\\.activation_func\\.silu'"
+        assert "blocking op" not in f["hint"] and "non-recomputed Depend" not in f["message"]
+        assert f["extra"]["blocking"] == []
+        assert f["extra"]["replaces_select_recompute"] == ["mlp\\.activation_func\\.silu"]
+        depends = [r for r in f["related"] if r["op"] == "Depend"]
+        assert depends and all("blocks nothing" in r["note"] for r in depends)
+    cfg = tmp_path / "cfg.yaml"
+    shutil.copyfile(GLM1 / "cfg.yaml", cfg)
+    CliRunner().invoke(irlint.cli.main, ["fix", str(cfg), str(GLM1), "--no-cache"])
+    # the cell's key out, the rest kept: the config of the clean recompile
+    assert cfg.read_bytes() == (GLM1F / "cfg.yaml").read_bytes()
+
+
+@pytest.mark.parametrize("case", [GLM0, GLM1, GLM1F, RECOMPUTE / "mf-pp2_dp2_mp2_irlint_fix_round0", TC0])
+def test_a_recompute_insert_depend_is_never_a_blocker(case):
+    for f in _lint(case, "--no-group")["findings"]:
+        if not f["code"].startswith("RC"):
+            continue
+        assert "non-recomputed Depend" not in f["message"], f["message"]
+        named = {r["node"] for r in f["related"] if "keeps the output alive" in r["note"]}
+        assert all(r["op"] != "Depend" for r in f["related"] if r["node"] in named)
 
 
 # --- DeepSeek-V3 MLA under a pipeline -----------------------------------------------------------

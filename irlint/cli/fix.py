@@ -139,6 +139,7 @@ def fix_cmd(config_yaml, dumps, show_diff, force, config_file, select, ignore, n
         or edit.notes
         and not edit.added
         and not edit.raised
+        and not edit.dropped
         and plan["recompute"]["select_recompute"]
     ) or bool(result.by_hand)
     sys.exit(EXIT_LEFT if left or (show_diff and changed) else EXIT_CLEAN)
@@ -473,6 +474,12 @@ def _say(path: str, edit, plan: dict, changed: bool, show_diff: bool) -> None:
     verb = "would add" if show_diff else "added"
     if edit.added:
         click.echo(f"{path}: {verb} to select_recompute: " + ", ".join(f"'{k}'" for k in edit.added), err=True)
+    for key, by in edit.dropped:
+        click.echo(
+            f"{path}: {'would take' if show_diff else 'took'} out of select_recompute: '{key}' (replaced by {by}: "
+            "MindSpore never recomputes a recompute cell's output, whatever its primitive's tag)",
+            err=True,
+        )
     for r in edit.raised:
         click.echo(f"{path}: {'would raise' if show_diff else 'raised'} per-stage counts {r}", err=True)
     for c in edit.covered:

@@ -74,6 +74,16 @@ def _marked(attrs: dict[str, Any] | None) -> bool:
     )
 
 
+def is_recompute_fence(ir: IRFile, v: int) -> bool:
+    """A Depend the recompute pass inserts before a recomputed copy (``recompute_insert`` under
+    lazy_inline, ``recompute_depend`` without): it orders the copy after the gradient it waits for,
+    and reads the copy's saved input. It keeps nothing the copy would not read anyway, and no key
+    can recompute it: never a blocker."""
+    d = ir[v]
+    ca = d.get("cnode_attrs") or _NONE
+    return d.get("op") == "Depend" and (ca.get("recompute_insert") is True or ca.get("recompute_depend") is True)
+
+
 def is_redistribution(d: dict[str, Any]) -> bool:
     """An op of a re-layout the parallel pass inserted (``redistribution_op_…``: AllGather, Split,
     Concat, StridedSlice, Reshape): it moves a tensor between layouts and computes nothing."""
@@ -211,8 +221,9 @@ class RecomputeFacts:
         """How a forward node asked for recompute: ``select`` (its primitive is tagged),
         ``cell`` (marked by the pass as part of a ``Cell.recompute()`` cell), ``one-op-cell``
         (``Bool(0)``: the only op of its recompute cell, so the cell's recompute names nothing
-        that gets recomputed), or None (not asked, or a multi-op cell's output: kept by
-        design)."""
+        that gets recomputed), ``nested`` (lazy_inline: its primitive is tagged too, and
+        MindSpore puts the cell's no-recompute of its output over that tag), or None (not asked, or a multi-op
+        cell's output: kept by design)."""
         d = self.ir[k]
         if d["kind"] != "cnode" or self.is_backward(k) or self.ir.is_recompute_copy(k):
             return None
@@ -231,11 +242,27 @@ class RecomputeFacts:
             # primitives of a recomputed cell) or the model code's own (MindFormers' MLP
             # ``Reshape().recompute(True)``): MindFormers applies no select_recompute key to a
             # layer it recomputes whole, so nobody asked for this op by a key
-            return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
+            if not d.get("scope", "").startswith(CELL_PREFIX):
+                return "select"
+            return "nested" if self._nested_in_one_op_cell(k, ca) else "cell"
         if ca.get("recompute") is True:
             # marked by the pass: the primitive was not tagged, so the request came from a cell
             return "cell" if d.get("scope", "").startswith(CELL_PREFIX) else "select"
         return None
+
+    def _nested_in_one_op_cell(self, k: int, ca: dict[str, Any]) -> bool:
+        """lazy_inline: a tagged primitive that is the only op of a ``Cell.recompute()`` cell, left
+        without a copy. MindSpore sets ``recompute: False`` on a recompute cell's output nodes
+        (``SetCellOutputNoRecompute``, over the primitive's tag; the log: "All nodes in the graph …
+        are the output nodes, which are set to not be recomputed"), so with a key on the cell and
+        one on its primitive (GLM4's ``mlp\\.activation_func\\.silu`` and ``…\\.silu\\.silu``) neither
+        works. Under lazy_inline that attribute is not printed: only the mark and the prefix."""
+        if "recompute" in ca or ca.get("need_cse_after_recompute") is not True:
+            return False
+        if self.ir[k].get("graph") not in halves(self.ir) or self.applied(k):
+            return False
+        cell = self.recompute_cell(k)
+        return cell is not None and self.call_ops(cell, k) == 1
 
     def _uncopied_cell_op(self, k: int, ca: dict[str, Any], pa: dict[str, Any]) -> bool:
         """lazy_inline's form of a recompute cell's op that got no copy (its output, or every op of

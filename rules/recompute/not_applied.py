@@ -13,7 +13,7 @@ from irlint.units import human_bytes
 
 from . import examples as ex
 from .downcast import costly_downcast
-from .evidence import KeptRead, RecomputeFacts, cell_text
+from .evidence import KeptRead, RecomputeFacts, cell_text, is_recompute_fence
 from .fix_cost import fix_cost, hint_text
 from .keys import (
     GUESS_NOTE,
@@ -45,6 +45,12 @@ from .report import (
 from .reshape_blocks import blocked_silu_muls
 
 
+def _cell_key(key: str | None) -> str | None:
+    """The key of the cell a primitive's key names the primitive in (its key without the last part)."""
+    cell = key.rpartition("\\.")[0] if key else ""
+    return cell or None
+
+
 class RecomputeNotApplied(RecomputeRule):
     """What it finds:
     A forward op that was asked to recompute (``recompute: Bool(1)``, or every op of a
@@ -74,7 +80,12 @@ class RecomputeNotApplied(RecomputeRule):
     cell called twice (LeNet's ``self.pool`` after each conv) prints one scope for both calls,
     whose ops are linked only through ops outside the cell. Under lazy_inline
     the one-op cell's op has no recompute attribute at all, only ``need_cse_after_recompute:
-    Bool(1)`` and the ``recompute_`` scope prefix, and no copy.
+    Bool(1)`` and the ``recompute_`` scope prefix, and no copy. The primitive's key replaces the
+    cell's: with both (its primitive tagged, the prefix kept) MindSpore still marks the cell's
+    output not to be recomputed ("All nodes in the graph … are the output nodes, which are set to
+    not be recomputed"), and the fix takes the cell's key out (``irlint fix`` does). The
+    ``Depend {recompute_insert}`` (``recompute_depend``) the recompute pass puts before a copy reads
+    the copy's saved input: it is never named as what blocks the recompute.
 
     Left to other rules: a FeedForward SiLU/Mul blocked by a Reshape (RC002 reports it, once),
     and a tagged fp32 -> fp16/bf16 Cast (RC003: making that recompute apply raises memory).
@@ -148,7 +159,9 @@ class RecomputeNotApplied(RecomputeRule):
 
     def _finding(self, ir: IRFile, facts: RecomputeFacts, k: int, req: str, readers: list[KeptRead]) -> Finding:
         d = ir[k]
-        chain = list(dict.fromkeys(v for r in readers for v in r.chain))
+        # the recompute pass's own Depend before a copy is no blocker: it reads the copy's saved input
+        fences = list(dict.fromkeys(v for r in readers for v in r.chain if is_recompute_fence(ir, v)))
+        chain = list(dict.fromkeys(v for r in readers for v in r.chain if v not in fences))
         blocking = facts.blocking_chain(readers)
         needed: RecomputeFix | None = None
         code = None
@@ -156,7 +169,9 @@ class RecomputeNotApplied(RecomputeRule):
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
         if req == "one-op-cell":
-            cell = cell_text(facts.recompute_cell(k), d.get("scope", ""))
+            # its own cell: under lazy_inline most forward scopes print "(Default)", so the widest
+            # all-prefixed cell can be its parent (GLM's activation_func around the SiLU cell)
+            cell = cell_text(facts.cell_path_of(k), d.get("scope", ""))
             cause = (
                 f"it is the only op of its recompute cell {cell}, and a cell's output is never "
                 f"recomputed, so the recompute names nothing that gets recomputed; {reader_text} reads it"
@@ -195,6 +210,40 @@ class RecomputeNotApplied(RecomputeRule):
                     + "."
                 )
             needed = recompute_fix(ir, k, [key], []) if key else None
+            cell_key = _cell_key(key)
+            if needed is not None and cell_key:
+                # the primitive's key in place of the cell's: kept beside it, it would be overridden
+                needed = replace(needed, replaces=(cell_key,))
+            priced = fix_cost(ir, k, [], []) if key else None
+        elif req == "nested":
+            cell = cell_text(facts.cell_path_of(k), d.get("scope", ""))
+            cause = (
+                f"its primitive is tagged, but it is also the only op of the recompute cell {cell}, and MindSpore "
+                "marks a recompute cell's output not to be recomputed, over its primitive's own tag, so neither "
+                f"makes a copy; {reader_text} reads it"
+            )
+            short = "its primitive's tag is ignored inside its recomputed one-op cell"
+            code = model_code_recompute(ir, k)
+            if code is not None:
+                key, drop = None, None
+                fix = f"remove {code.instead}, keep {code.call}"
+                hint = (
+                    f"Recompute the primitive only: in the model code, remove {code.instead} (the cell called at "
+                    f"{code.path}:{code.line}) and keep {code.call}."
+                )
+            else:
+                key, guessed = node_select_key(ir, k)
+                drop = _cell_key(key)
+                fix = f"select_recompute - '{drop}'" if drop else "take out the recompute of the cell around it"
+                hint = (
+                    "Recompute the primitive only: take out the key that names the cell"
+                    + (f" ('{drop}')" if drop else "")
+                    + (f" and keep the primitive's '{key}'" if key else "")
+                    + (GUESS_NOTE if guessed else "")
+                    + '. With both, the compile log says "All nodes in the graph … are the output '
+                    'nodes, which are set to not be recomputed", and the output stays kept for backward.'
+                )
+            needed = replace(recompute_fix(ir, k, [key], []), replaces=(drop,)) if key and drop else None
             priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
@@ -258,8 +307,12 @@ class RecomputeNotApplied(RecomputeRule):
             f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
             f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory"
         )
-        direct = {r.reader for r in readers if not r.chain}
+        direct = {r.reader for r in readers if not any(v not in fences for v in r.chain)}
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in chain]
+        related += [
+            related_node(ir, v, "the recompute pass's Depend before a copy: reads its saved input, blocks nothing")
+            for v in fences
+        ]
         related += [
             related_node(
                 ir, r.reader, reader_note(ir, r.reader, "backward reader" + (" (direct)" if r.reader in direct else ""))

@@ -105,6 +105,8 @@ def how(request: str) -> str:
         "select": "recompute: Bool(1) on its primitive",
         "cell": "Cell.recompute() on its cell, scope prefix recompute_",
         "one-op-cell": "Cell.recompute() or a select_recompute key on the one-op cell it is the output of",
+        "nested": "recompute: Bool(1) on its primitive, and a select_recompute key or Cell.recompute() on the "
+        "one-op cell around it",
     }[request]
 
 
