@@ -21,7 +21,7 @@ from irlint.rules.recompute.feed_forward import find_feed_forwards
 
 import irlint.cli
 from irlint.accounts import comm, memory
-from irlint.model.layers import OUTSIDE, Places, linear_name, model_path, weight_name
+from irlint.model.layers import OUTSIDE, Places, layer_of_any, linear_name, model_path, weight_name
 from irlint.runner.discover import discover
 from irlint.runner.engine import read_dump
 
@@ -93,6 +93,16 @@ def test_telechat3_backward_reader_is_backward_and_belongs_to_linear_fc2(tc0):
     reader = _node(tc0, BWD0, "%4")
     assert tc0.is_backward(reader)
     assert tc0.forward_of(reader) == _node(tc0, FWD0, "%111")
+
+
+def test_telechat3_a_mirror_gradient_is_counted_in_its_weights_layer(tc0):
+    # %165 = AllReduce(%164) {grad_mirror_MirrorMicroStepOperator} (line 5702), Gradients/Default/Grad_…: its
+    # forward_unique_id names a mirror op the dump does not hold; mirror_user_id names the weight
+    (k,) = [k for k in tc0.nodes_by_op("AllReduce") if tc0[k].get("line") == 5702]
+    assert tc0.is_backward(k) and tc0.forward_of(k) is None
+    assert layer_of_any(tc0, k) == "0"
+    (c,) = [c for c in comm.account(tc0).collectives if c.node == k]
+    assert c.layer == "0"
 
 
 def test_telechat3_feed_forward_linears_are_named_by_the_models_cells(tc0):

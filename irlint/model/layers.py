@@ -551,6 +551,23 @@ def layer_of_node(ir: IRFile, k: int) -> str:
     return Places.of(ir).layer(k)[0]
 
 
+def layer_of_any(ir: IRFile, k: int) -> str:
+    """The decoder layer of any node, from the graph's links: a forward op's (``Places.layer``);
+    a backward node's, that of the forward node it belongs to (``forward_of``), else that of the
+    weight whose gradient it reduces (``mirror_user_id``: a mirror op's gradient, whose forward
+    op the dump does not hold); only a backward node with neither link takes its printed scope's
+    (``outside`` when it prints none). A recomputed copy is given by the op it repeats."""
+    if not ir.is_backward(k) and not ir.is_recompute_copy(k):
+        return Places.of(ir).layer(k)[0]
+    forward = ir.forward_of(k)
+    if forward is not None and not ir.is_backward(forward) and not ir.is_recompute_copy(forward):
+        return Places.of(ir).layer(forward)[0]
+    weight = primal_attr(ir[k], "mirror_user_id")
+    if isinstance(weight, str) and "." in weight:
+        return weight_layer(weight)
+    return printed_layer(ir[k].get("scope", "")) or OUTSIDE
+
+
 class Naming(NamedTuple):
     """How a file's parameter names spell the way to the decoder layers."""
 
