@@ -33,6 +33,7 @@ from .ops import TENSOR_PARALLEL_COMM_OPS
 
 OUTSIDE = "outside"
 MAX_HOPS = 16
+SIDE_HOPS = 64  # ops a weights_side walk passes
 LINK_HOPS = 8  # re-layout ops a Dropout or a collective printing no cell is wrapped in
 NEAR = 2  # hops within which the printed layer still agrees with the nearest weights
 # a numbered cell of a list: a decoder layer, not one of the micro batches MindSpore's pipeline and
@@ -191,6 +192,11 @@ class Places:
             and not self.ir.is_recompute_copy(k)
         )
 
+    def _tuple(self, k: int) -> bool:
+        """A forward MakeTuple (the walks that go one way only may pass it: what it ties is read on)."""
+        d = self.ir[k]
+        return d["kind"] == "cnode" and d["op"] == "MakeTuple" and not self.ir.is_backward(k)
+
     def _weight(self, k: int) -> tuple[str, str] | None:
         """(layer, cell) of the weight a node is (a parameter holding or passed one), else None."""
         if self.ir[k]["kind"] != "param":
@@ -315,9 +321,42 @@ class Places:
                 frontier = nxt
             sides += bool(side)
             found |= side
-        answer = found.pop() if len(found) == 1 and (through is None or sides == 2) else None
+        if through is None:
+            answer = found.pop() if len(found) == 1 else None
+        elif found - {through}:
+            # the printed layer is denied around it: the weights the ops before and after it read
+            # decide, each side walked one way only (a table both layers read, the rotary one, joins
+            # two layers when walked both ways)
+            sides_found = self.weights_side(k, ir.producers) | self.weights_side(k, ir.consumers)
+            answer = sides_found.pop() if len(sides_found) == 1 else None
+        else:
+            answer = None
         memo[k, through] = answer
         return answer
+
+    def weights_side(self, k: int, step: Any) -> set[str]:
+        """The layers of the nearest weights read by the forward ops before ``k`` (``step``:
+        ``ir.producers``) or after it (``ir.consumers``), walked that way only, at most
+        ``SIDE_HOPS`` ops away (the rotary output to the attention's dense: 26)."""
+        ir = self.ir
+        seen, frontier = {k}, [k]
+        for _ in range(SIDE_HOPS):
+            found: set[str] = set()
+            nxt = []
+            for n in frontier:
+                for m in step(n):
+                    if m in seen or not (self._forward(m) or self._tuple(m)):
+                        continue
+                    seen.add(m)
+                    names = [w for w in read_weights(ir, m) if not w.startswith(_STATE_PREFIXES)]
+                    if names:
+                        found.update(weight_layer(w) for w in names)
+                    else:
+                        nxt.append(m)
+            if found or not nxt:
+                return found
+            frontier = nxt
+        return set()
 
     def layer(self, k: int) -> tuple[str, str]:
         """(layer, "scope" | "links" | "weights") of a forward node: for an op that reads no weight,
@@ -576,6 +615,8 @@ class Naming(NamedTuple):
 
 
 _LAYERED_NAME = re.compile(r"\A(.+?)\.\d+\.")
+# the optimizer's state and accumulated gradients, named after the weights they belong to
+_STATE_PREFIXES = ("accu_grads.", "moments.", "adam_", "accum.")
 
 
 def naming(ir: IRFile) -> Naming | None:
