@@ -285,12 +285,14 @@ class Places:
         producers and among its consumers (those reading weights, or printing a cell), walked
         through the ops placed nowhere and, with ``through``, those printing that same layer.
         ``through=None`` (an op placed nowhere: ``Default/Dropout-op0``, the re-layouts the
-        parallel pass puts around it): the one layer the sides that reach a placed op give;
-        with ``through``: only when both sides give the same one (the residual Add between two
-        layers gets one from each). None otherwise (a tuple of two layers' tensors disagrees)."""
-        memo = self.__dict__.setdefault("_linked", {})
+        parallel pass puts around it): the one layer the sides that reach a placed op give.
+        With ``through`` (an op printing that layer), when the ops around deny it: the one layer
+        of the nearest weights read before and after it (``weights_side``; the residual Add
+        between two layers reads one layer's before and the next one's after: no answer).
+        None otherwise (a tuple of two layers' tensors disagrees)."""
+        memo: dict[tuple[int, str | None], str | None] = self.__dict__.setdefault("_linked", {})
         if (k, through) in memo:
-            return memo[k, through]  # type: ignore[no-any-return]
+            return memo[k, through]
         ir = self.ir
         found: set[str] = set()
         sides = 0
@@ -380,10 +382,10 @@ class Places:
     def base_layer(self, k: int) -> tuple[str, str]:
         """(layer, "scope" | "weights") of a forward node from its printed scope and the weights
         near it."""
-        memo = self.__dict__.setdefault("_base_layers", {})
+        memo: dict[int, tuple[str, str]] = self.__dict__.setdefault("_base_layers", {})
         if k not in memo:
             memo[k] = self._base_layer(k)
-        return memo[k]  # type: ignore[no-any-return]
+        return memo[k]
 
     def _base_layer(self, k: int) -> tuple[str, str]:
         scope = self.ir[k].get("scope", "")
