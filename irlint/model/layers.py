@@ -272,6 +272,14 @@ class Places:
         self._near_cells[k] = cells
         return found
 
+    def reads_weights(self, k: int) -> list[str]:
+        """``read_weights``, once per node."""
+        memo: dict[int, list[str]] = self.__dict__.setdefault("_reads", {})
+        found = memo.get(k)
+        if found is None:
+            found = memo[k] = read_weights(self.ir, k)
+        return found
+
     def unplaced(self, k: int) -> bool:
         """Whether a node's printed scope places it nowhere: it names no cell (``Default/Dropout-op0``)
         or only cells on the way to the layers (``transformer-ChatGLM2Model/Cast-op7``, the
@@ -310,7 +318,7 @@ class Places:
                             if through is None and not self.unplaced(m):
                                 side.add(self.base_layer(m)[0])  # a Depend printing the cell's output
                             continue
-                        if read_weights(ir, m):
+                        if self.reads_weights(m):
                             side.add(self.base_layer(m)[0])
                         elif self.unplaced(m) or (
                             through is not None and printed_layer(ir[m].get("scope", "")) == through
@@ -340,7 +348,6 @@ class Places:
         """The layers of the nearest weights read by the forward ops before ``k`` (``step``:
         ``ir.producers``) or after it (``ir.consumers``), walked that way only, at most
         ``SIDE_HOPS`` ops away (the rotary output to the attention's dense: 26)."""
-        ir = self.ir
         seen, frontier = {k}, [k]
         for _ in range(SIDE_HOPS):
             found: set[str] = set()
@@ -350,7 +357,7 @@ class Places:
                     if m in seen or not (self._forward(m) or self._tuple(m)):
                         continue
                     seen.add(m)
-                    names = [w for w in read_weights(ir, m) if not w.startswith(_STATE_PREFIXES)]
+                    names = [w for w in self.reads_weights(m) if not w.startswith(_STATE_PREFIXES)]
                     if names:
                         found.update(weight_layer(w) for w in names)
                     else:
@@ -366,7 +373,7 @@ class Places:
         sides of it deny (MindSpore prints one compiled cell's scope, layer 0's, on ops of every
         layer that reuse it); else ``base_layer``."""
         ir = self.ir
-        if ir[k]["op"] not in _NOT_NEIGHBOURS and not read_weights(ir, k):
+        if ir[k]["op"] not in _NOT_NEIGHBOURS and not self.reads_weights(k):
             if self.unplaced(k):
                 linked = self.linked_layer(k)
                 if linked is not None:
