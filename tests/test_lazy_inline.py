@@ -103,13 +103,15 @@ def test_a_recomputed_copy_reading_a_forward_value_keeps_it(pp0):
     assert any(pp0.is_recompute_copy(r) for r in readers)
 
 
-def test_layer_comes_from_the_weights_and_the_cell_path_from_the_gradient(mf):
+def test_layer_comes_from_the_links_and_the_cell_path_from_the_gradient(mf):
     places = Places.of(mf)
     # ▸ %86 / %165 SiLU print "Default/SiLU-op0/1"; their gradients (SiLUGrad, forward_unique_id)
-    # both print layer 1 (the reused cell's scope), the weights they read say 0 and 1
+    # both print layer 1 (the reused cell's scope); the ops around them (w1's MatMul before, the
+    # Reshape printed in w1-Linear after) say 0 and 1, as the weights near them do
     for node_id, layer in (("%86", "0"), ("%165", "1")):
         where = places.place(node(mf, node_id))
-        assert (where.layer, where.layer_from, where.cells_from) == (layer, "weights", "gradient")
+        assert (where.layer, where.layer_from, where.cells_from) == (layer, "links", "gradient")
+        assert places.base_layer(node(mf, node_id)) == (layer, "weights")
         assert where.cells == ("feed_forward-LlamaFeedForward", "w1-Linear", "activation-LlamaSiLU")
     # a scope that names its layer and agrees with the weights stays as printed
     assert places.layer(node(mf, "%87")) == ("0", "scope")

@@ -20,7 +20,8 @@ from irlint.rules.recompute.evidence import RecomputeFacts
 from irlint.rules.recompute.feed_forward import find_feed_forwards
 
 import irlint.cli
-from irlint.model.layers import Places, linear_name, model_path, weight_name
+from irlint.accounts import comm, memory
+from irlint.model.layers import OUTSIDE, Places, layer_of_any, linear_name, model_path, weight_name
 from irlint.runner.discover import discover
 from irlint.runner.engine import read_dump
 
@@ -92,6 +93,16 @@ def test_telechat3_backward_reader_is_backward_and_belongs_to_linear_fc2(tc0):
     reader = _node(tc0, BWD0, "%4")
     assert tc0.is_backward(reader)
     assert tc0.forward_of(reader) == _node(tc0, FWD0, "%111")
+
+
+def test_telechat3_a_mirror_gradient_is_counted_in_its_weights_layer(tc0):
+    # %165 = AllReduce(%164) {grad_mirror_MirrorMicroStepOperator} (line 5702), Gradients/Default/Grad_…: its
+    # forward_unique_id names a mirror op the dump does not hold; mirror_user_id names the weight
+    (k,) = [k for k in tc0.nodes_by_op("AllReduce") if tc0[k].get("line") == 5702]
+    assert tc0.is_backward(k) and tc0.forward_of(k) is None
+    assert layer_of_any(tc0, k) == "0"
+    (c,) = [c for c in comm.account(tc0).collectives if c.node == k]
+    assert c.layer == "0"
 
 
 def test_telechat3_feed_forward_linears_are_named_by_the_models_cells(tc0):
@@ -236,19 +247,16 @@ FAMILIES = {
     "telechat3-moe": Family("mf-telechat3-moe-pp2_select_true", True, True),
     "telechat3-moe-full": Family("mf-telechat3-moe-pp2_full_recompute", True, True),
 }
-# what the accounts do not price alike yet, and why (read in the dumps; the nodrop pair shows the
-# Dropouts are the difference)
+# where two layers of a group truly differ, read in the dumps (not a booking of the accounts):
+# each is pinned by a test of its own below that checks the difference is exactly that
 UNEQUAL = {
-    ("qwen3", "memory"): "the embedding's Dropout (Default/Dropout-op0, no trace, between the embedding's "
-    "Transpose and layer 0's input_layernorm) is taken for layer 0's: its weights are the nearest",
-    ("llama-sp", "memory"): "layer 0 counts two residual Adds (0-LLamaDecodeLayer/Add-op0, Add-op1), layer 1 one "
-    "(not read further by hand)",
-    ("qwen3-moe", "memory"): "the hidden Dropouts' re-layouts (the nodrop compile prices both layers alike)",
-    ("qwen3-moe", "comm"): "the hidden Dropouts' re-layouts (the nodrop compile prices both layers alike)",
-    ("glm2", "memory"): "layer 1's rotary and attention ops print layer 0's scope (one compiled cell) and read "
-    "the rotary table both layers read, so the printed layer stands",
-    ("glm2", "comm"): "layer 1's rotary AllGathers print layer 0's scope, and backward collectives of the "
-    "loss and of layer 1 are counted in layer 0",
+    ("llama-sp", "memory"): "a real difference: layer 0's output (the residual Add-op1, %123) is kept because "
+    "layer 1's attention_norm input Cast is recomputed (select_comm_recompute) and reads it; layer 1's output "
+    "feeds norm_out, whose gathered input (a Concat, outside) backward keeps instead",
+    ("qwen3-moe", "comm"): "a real difference: the embedding's Dropout has its own layout, so layer 0 re-lays "
+    "out the embedding's output for its residual and its input_layernorm (AllGather and two AlltoAlls each, "
+    "printed in layer 0) and the norm's ones have gradients; layer 1 reads layer 0's Add in the layer's layout "
+    "(the nodrop compile has neither)",
 }
 
 
@@ -262,7 +270,7 @@ def family_irs():
 
     def get(folder: str, rank: str = "rank_0"):
         if (folder, rank) not in cache:
-            cache[folder, rank] = _ir(next((RECOMPUTE / folder / rank).glob("*.ir.gz")))
+            cache[folder, rank] = _ir(next(p for p in sorted((RECOMPUTE / folder / rank).iterdir()) if ".ir" in p.name))
         return cache[folder, rank]
 
     return get
@@ -301,6 +309,21 @@ SAMPLES = [
     ),
     # %28 MatMul (line 5349) forward_unique_id of layer 1's dense_4h_to_h MatMul %332 (line 4721)
     ("glm2", "◂", "%28", "MatMul", "backward", "1", ("▸", "%332"), None),
+    # %199 AllGather (line 2840) prints layer 0's apply_rotary_emb_classic (one compiled rotary cell) but sits
+    # between layer 1's Transpose %197 and layer 1's Reshape %202
+    (
+        "glm2",
+        "▸",
+        "%199",
+        "AllGather",
+        "forward",
+        "1",
+        "transformer.encoder.layers.1.self_attention.apply_rotary_emb_classic",
+        None,
+    ),
+    # %178 Cast (line 2593, transformer-ChatGLM2Model/Cast-op9: a cell on the way to the layers) of layer
+    # 1's input_layernorm output
+    ("glm2", "▸", "%178", "Cast", "forward", "1", "transformer.encoder.layers.1", None),
     # %118 Mul (line 2011, Default/Mul-op0, recompute: Bool(1)) -> %119 StridedSlice -> %120 Reshape -> %122
     ("glm4", "▸", "%118", "Mul", "forward", "0", "transformer.encoder.layers.0.mlp.activation_func", None),
     # %119 StridedSlice (line 2014, instance strided_slice, forward_comm_node_unique_id, no trace)
@@ -317,6 +340,14 @@ SAMPLES = [
     # %20 MatMul (line 6722) prints layer 1's linear_qkv Grad_MatMul scope, yet its forward_unique_id
     # 120361 is %236 (line 5380), the output_layer's MatMul
     ("qwen3", "◂", "%20", "MatMul", "backward", "outside", ("▸", "%236"), None),
+    # the embedding's Dropout (line 184, Default/Dropout-op0, no trace): between the embedding's Transpose
+    # and its embedding_dropout TupleGetItem, the embedding's, not layer 0's (its weights are the nearest)
+    ("qwen3", "▸", "%12", "Dropout", "forward", "outside", "", None),
+    # the re-layout into layer 0's hidden Dropout (line 4046, Default/AllGather-op2): from the MLP's
+    # output Depend to the Dropout whose TupleGetItem prints 0-TransformerLayer/hidden_states_dropout
+    ("qwen3-moe", "▸", "%235", "AllGather", "forward", "0", "decoder.layers.0", None),
+    # the MoE dispatch's Concat (line 2789, recompute_Default/Concat-op0) of layer 0's Transpose output
+    ("qwen3-moe", "▸", "%144", "Concat", "forward", "0", "decoder.layers.0", None),
     # experts-FFNGroupedGEMM/GroupedMatmul-op0 (line 3564)
     ("qwen3-moe", "▸", "%197", "GroupedMatmul", "forward", "0", "decoder.layers.0.mlp.experts", None),
     # %134 (line 10987) prints 0-TransformerLayer/mlp-MoELayer/experts-FFNGroupedGEMM/Grad_GroupedMatmul, yet
@@ -479,6 +510,77 @@ def test_family_matrix_identical_layers_give_identical_figures(name, command, gr
         (row,) = [r for r in files[rank]["layers"] if r["layer"] == layer]
         figures.append(tuple(row[f] for f in fields))
     assert len(set(figures)) == 1, dict(zip(group, figures))
+
+
+def _reader_layer(ir, reader: int, originals: dict) -> str:
+    """The layer of a backward reader: that of the forward op it repeats or differentiates."""
+    forward = originals.get(reader) or ir.forward_of(reader) or reader
+    return Places.of(ir).layer(forward)[0]
+
+
+def test_llama_sp_layers_differ_by_exactly_the_output_layer_0_hands_to_layer_1s_recomputed_norm(family_irs):
+    ir = family_irs(FAMILIES["llama-sp"].folder)
+    report = memory.account(ir)
+    originals = memory.original_of_copies(ir)
+    rows = {r.layer: r for r in report.layers()}
+    # kept by layer 0, read only by layer 1's backward: %123 = Add(%79, %122) (Add-op1, line 1777),
+    # read by the recomputed copy of layer 1's attention_norm Cast (%124 = Cast(%123), recompute: Bool(1))
+    handed = [
+        t for t in report.kept if t.layer == "0" and {_reader_layer(ir, r, originals) for r in t.readers} == {"1"}
+    ]
+    assert [(ir[t.tensor.node]["id"], ir[t.tensor.node]["op"]) for t in handed] == [("%123", "Add")]
+    assert all(ir.is_recompute_copy(r) and ir[r]["op"] == "Cast" for t in handed for r in t.readers)
+    # layer 1's output goes to norm_out, whose input chain is not recomputed: backward keeps its
+    # Concat (outside), no tensor of layer 1 is read by the final norm
+    assert not [
+        t for t in report.kept if t.layer == "1" and {_reader_layer(ir, r, originals) for r in t.readers} == {OUTSIDE}
+    ]
+    assert (rows["0"].kept_bytes - sum(t.nbytes for t in handed), rows["0"].tensors - 1) == (
+        rows["1"].kept_bytes,
+        rows["1"].tensors,
+    )
+
+
+_RELAYOUT_OPS = frozenset({"Reshape", "StridedSlice", "AllGather", "AlltoAll", "Cast", "TupleGetItem"})
+
+
+def _relays_out_from_outside(ir, k: int) -> bool:
+    """A collective whose input is re-laid out from a tensor made outside the layers: its
+    producers followed through re-layout ops and Casts reach an op of no layer."""
+    node = k
+    for _ in range(16):
+        ins = [u for u in ir.producers(node) if ir[u]["kind"] == "cnode"][:1]
+        if not ins:
+            return False
+        node = ins[0]
+        if ir[node]["op"] not in _RELAYOUT_OPS or Places.of(ir).layer(node)[0] == OUTSIDE:
+            return Places.of(ir).layer(node)[0] == OUTSIDE
+    return False
+
+
+def test_qwen3_moe_layers_differ_by_exactly_layer_0s_relayouts_of_the_embeddings_output(family_irs):
+    fields = ("collectives", "forward_bytes", "backward_bytes", "waste_bytes", "recompute_bytes")
+    for folder, count in (("mf-qwen3-moe-dp4_mp2_ep2_experts", 6), ("mf-qwen3-moe-dp4_mp2_ep2_experts_nodrop", 0)):
+        ir = family_irs(folder)
+        acc = comm.account(ir)
+        rows = {r.layer: r for r in acc.layers()}
+        # %23..%25 (the residual's, fp16) and %30..%32 (input_layernorm's, fp32): AllGather, AlltoAll,
+        # AlltoAll of the embedding Dropout's output, printed in layer 0's scope
+        entry = {
+            c.node
+            for c in acc.collectives
+            if c.layer == "0" and not c.backward and _relays_out_from_outside(ir, c.node)
+        }
+        assert len(entry) == count
+        assert {ir[k]["op"] for k in entry} <= {"AllGather", "AlltoAll"}
+        extra = [c for c in acc.collectives if c.node in entry or (c.backward and c.transposes in entry)]
+        assert all(c.layer == "0" for c in extra)
+        row0 = {f: getattr(rows["0"], f) for f in fields}
+        row0["collectives"] -= len(extra)
+        row0["forward_bytes"] -= sum(c.received_bytes or 0 for c in extra if not c.backward)
+        row0["backward_bytes"] -= sum(c.received_bytes or 0 for c in extra if c.backward)
+        row0["waste_bytes"] -= sum(c.waste_bytes for c in extra)
+        assert row0 == {f: getattr(rows["1"], f) for f in fields}
 
 
 def _backward_lines(path) -> set[int]:

@@ -17,6 +17,7 @@ import irlint.cli
 from irlint.accounts.memory import bytes_at_stake
 from irlint.findings_json import extra_data
 from irlint.fixplan import fix_plan
+from irlint.model.layers import Places
 from irlint.read.reader import read_ir
 from irlint.rule import example_text, load_rules
 from irlint.runner.engine import lint
@@ -149,7 +150,9 @@ def test_one_op_cell_is_found_where_forward_scopes_print_layer_0():
     for layer, node in (("1", "%119"), ("2", "%183"), ("3", "%247")):
         f = found[node]
         assert extra_data(f)["request"] == "one-op-cell"
-        assert f"layer {layer} (from the weights it reads)" in f.message
+        # printed 0-DecoderLayer: the layer comes from the ops it is linked to (the weights say so too)
+        assert f"layer {layer} (from the ops it is linked to)" in f.message
+        assert Places.of(ir).base_layer(silus[node]) == (layer, "weights")
         assert f"{layer}-DecoderLayer/feed_forward-FeedForward/activation-SiLU," in f.message
         # the primitive's key, never the cell's
         assert "'feed_forward\\.activation\\.silu'" in f.hint and "'feed_forward\\.activation'" not in f.hint

@@ -7,11 +7,11 @@ ReduceScatter its input minus its output, an AllReduce (a ring: reduce-scatter t
 ``split_count``, a Receive its output. A Send receives nothing. An AlltoAllV whose receive size the
 data decides (MoE token dispatch and combine) is counted as (n-1)/n of what the rank sends over the n
 peers of its send list (balanced routing), the combine and the gradients from the dispatch with the
-same two lists. A collective whose scope names no cell (one a cell builds inside a function)
-takes the layer of the recomputed cell around it. Forward and backward are the model's answer
-(``IRFile.is_backward``); a backward collective names the forward op it transposes and is counted
-in that op's layer, a recomputed copy in the layer of the op it repeats. Layers are the model's
-(``irlint.model.layers``: the printed scope checked against the weights around the op).
+same two lists. Forward and backward are the model's answer (``IRFile.is_backward``); a backward
+collective names the forward op it transposes and is counted in that op's layer (a mirror op's
+gradient in its weight's), a recomputed copy in the layer of the op it repeats. Layers are the
+model's (``irlint.model.layers.layer_of_any``: the weights an op reads, its data links where its
+printed scope names no cell or a reused layer's, the printed scope checked against the weights).
 
 Each byte is either **waste** (a redistribution finding names the op and how many of its bytes a
 consistent strategy would not move in ``Finding.wasted``, under a kind of ``Finding.waste_kinds``) or **scheme** (the communication the parallel
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 from ..findings import Finding
 from ..model import IRFile
-from ..model.layers import Places, model_path, names_cells
+from ..model.layers import layer_of_any, model_path
 from ..units import human_share
-from .memory import OUTSIDE, layer_of, runs_in_backward
+from .memory import OUTSIDE, runs_in_backward
 
 # what one collective receives; part of this module's names (the rules import it alone)
 from .received import (  # noqa: F401
@@ -49,7 +49,7 @@ from .received import (  # noqa: F401
     variable_size,
     waste_entry,
 )
-from .recompute_comm import Rerun, asked_by, by_key, original_of, recomputed_cell
+from .recompute_comm import Rerun, asked_by, by_key, original_of
 
 # The stage files whose graph is final for the accounting, best first: the files the PC rules read.
 COMM_STAGES = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
@@ -190,9 +190,6 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
                 forward,
             )
         )
-    for c in out:
-        if c.layer == OUTSIDE:
-            c.layer = _layer_around(ir, c)
     by_node = {c.node: c for c in out}
     for r in reruns(ir, out):
         by_node[r.node].rerun = r
@@ -200,32 +197,15 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
 
 
 def _layer(ir: IRFile, key: int, backward: bool, forward: int | None) -> str:
-    """The model's layer of a collective: a forward op's own (``irlint.model.layers``, the printed
-    scope checked against the weights around it); a backward one's is the forward op it is the
-    gradient of (lazy_inline prints a reused layer's scope on the gradients of every layer), a
-    recomputed copy's the op it repeats; else the printed scope's."""
+    """The model's layer of a collective (``irlint.model.layers.layer_of_any``): a backward one's is
+    the forward op's it is the gradient of (lazy_inline prints a reused layer's scope on the
+    gradients of every layer), a recomputed copy's the op's it repeats."""
     base = key
     if ir.is_recompute_copy(key):
         base = original_of(ir, key) or key
     elif backward and forward is not None:
         base = forward
-    if ir.is_backward(base) or ir.is_recompute_copy(base):
-        return layer_of(ir[base].get("scope", ""))
-    return Places.of(ir).layer(base)[0]
-
-
-def _layer_around(ir: IRFile, c: Collective) -> str:
-    """The layer of a collective whose scope names no cell, from the recomputed cell around the
-    forward op it is (or repeats, or is the gradient of); else ``outside``."""
-    if names_cells(ir[c.node].get("scope", "")):
-        return c.layer
-    base = c.node
-    if ir.is_recompute_copy(c.node):
-        base = original_of(ir, c.node) or c.node
-    elif c.backward and c.transposes is not None:
-        base = c.transposes
-    around = recomputed_cell(ir, base)
-    return around[0] if around is not None else c.layer
+    return layer_of_any(ir, base)
 
 
 def redistribution_findings(ir: IRFile) -> list[Finding]:

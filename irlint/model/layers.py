@@ -35,6 +35,8 @@ from .ops import TENSOR_PARALLEL_COMM_OPS
 
 OUTSIDE = "outside"
 MAX_HOPS = 16
+SIDE_HOPS = 64  # ops a weights_side walk passes
+LINK_HOPS = 8  # re-layout ops a Dropout or a collective printing no cell is wrapped in
 NEAR = 2  # hops within which the printed layer still agrees with the nearest weights
 # a numbered cell of a list: a decoder layer, not one of the micro batches MindSpore's pipeline and
 # interleave wrappers slice the inputs into (``micro_inputs-CellList/0-_MicroBatch``)
@@ -57,7 +59,7 @@ class Place(NamedTuple):
     layer: str  # decoder layer number, or "outside"
     cells: tuple[str, ...]  # cell scope parts (``name-Class``) below the layer, e.g. feed_forward-X, w1-Linear
     scope: str  # a full scope that names the cells (printed or recovered), else the printed one
-    layer_from: str  # "scope" or "weights"
+    layer_from: str  # "scope", "links" or "weights"
     cells_from: str  # "scope", "weights", "copy", "links", "gradient", "producer" or "none"
 
 
@@ -192,6 +194,11 @@ class Places:
             and not self.ir.is_recompute_copy(k)
         )
 
+    def _tuple(self, k: int) -> bool:
+        """A forward MakeTuple (the walks that go one way only may pass it: what it ties is read on)."""
+        d = self.ir[k]
+        return d["kind"] == "cnode" and d["op"] == "MakeTuple" and not self.ir.is_backward(k)
+
     def _weight(self, k: int) -> tuple[str, str] | None:
         """(layer, cell) of the weight a node is (a parameter holding or passed one), else None."""
         if self.ir[k]["kind"] != "param":
@@ -267,8 +274,129 @@ class Places:
         self._near_cells[k] = cells
         return found
 
+    def reads_weights(self, k: int) -> list[str]:
+        """``read_weights``, once per node."""
+        memo: dict[int, list[str]] = self.__dict__.setdefault("_reads", {})
+        found = memo.get(k)
+        if found is None:
+            found = memo[k] = read_weights(self.ir, k)
+        return found
+
+    def unplaced(self, k: int) -> bool:
+        """Whether a node's printed scope places it nowhere: it names no cell (``Default/Dropout-op0``)
+        or only cells on the way to the layers (``transformer-ChatGLM2Model/Cast-op7``, the
+        model's own cast of a layer's norm output)."""
+        scope = self.ir[k].get("scope", "")
+        printed = printed_layer(scope)
+        return printed is None or (printed == OUTSIDE and above_layers(self.ir, scope))
+
+    def linked_layer(self, k: int, through: str | None = None) -> str | None:
+        """The layer a forward op's data links give: the layers of the nearest placed ops among its
+        producers and among its consumers (those reading weights, or printing a cell), walked
+        through the ops placed nowhere and, with ``through``, those printing that same layer.
+        ``through=None`` (an op placed nowhere: ``Default/Dropout-op0``, the re-layouts the
+        parallel pass puts around it): the one layer the sides that reach a placed op give.
+        With ``through`` (an op printing that layer), when the ops around deny it: the one layer
+        of the nearest weights read before and after it (``weights_side``; the residual Add
+        between two layers reads one layer's before and the next one's after: no answer).
+        None otherwise (a tuple of two layers' tensors disagrees)."""
+        memo: dict[tuple[int, str | None], str | None] = self.__dict__.setdefault("_linked", {})
+        if (k, through) in memo:
+            return memo[k, through]
+        ir = self.ir
+        found: set[str] = set()
+        sides = 0
+        for step in (ir.producers, ir.consumers):
+            side: set[str] = set()
+            seen, frontier = {k}, [k]
+            for _ in range(LINK_HOPS):
+                nxt = []
+                for n in frontier:
+                    for m in step(n):
+                        if m in seen or ir[m]["kind"] != "cnode" or ir.is_backward(m) or ir.is_recompute_copy(m):
+                            continue
+                        seen.add(m)
+                        if ir[m]["op"] in _NOT_NEIGHBOURS and ir[m]["op"] != "MakeTuple":
+                            if through is None and not self.unplaced(m):
+                                side.add(self.base_layer(m)[0])  # a Depend printing the cell's output
+                            continue
+                        if self.reads_weights(m):
+                            side.add(self.base_layer(m)[0])
+                        elif self.unplaced(m) or (
+                            through is not None and printed_layer(ir[m].get("scope", "")) == through
+                        ):
+                            nxt.append(m)
+                        else:
+                            side.add(self.base_layer(m)[0])
+                if side or not nxt:
+                    break
+                frontier = nxt
+            sides += bool(side)
+            found |= side
+        if through is None:
+            answer = found.pop() if len(found) == 1 else None
+        elif found - {through}:
+            # the printed layer is denied around it: the weights the ops before and after it read
+            # decide, each side walked one way only (a table both layers read, the rotary one, joins
+            # two layers when walked both ways)
+            sides_found = self.weights_side(k, ir.producers) | self.weights_side(k, ir.consumers)
+            answer = sides_found.pop() if len(sides_found) == 1 else None
+        else:
+            answer = None
+        memo[k, through] = answer
+        return answer
+
+    def weights_side(self, k: int, step: Any) -> set[str]:
+        """The layers of the nearest weights read by the forward ops before ``k`` (``step``:
+        ``ir.producers``) or after it (``ir.consumers``), walked that way only, at most
+        ``SIDE_HOPS`` ops away (the rotary output to the attention's dense: 26)."""
+        seen, frontier = {k}, [k]
+        for _ in range(SIDE_HOPS):
+            found: set[str] = set()
+            nxt = []
+            for n in frontier:
+                for m in step(n):
+                    if m in seen or not (self._forward(m) or self._tuple(m)):
+                        continue
+                    seen.add(m)
+                    names = [w for w in self.reads_weights(m) if not w.startswith(_STATE_PREFIXES)]
+                    if names:
+                        found.update(weight_layer(w) for w in names)
+                    else:
+                        nxt.append(m)
+            if found or not nxt:
+                return found
+            frontier = nxt
+        return set()
+
     def layer(self, k: int) -> tuple[str, str]:
-        """(layer, "scope" | "weights") of a forward node."""
+        """(layer, "scope" | "links" | "weights") of a forward node: for an op that reads no weight,
+        its data links where the printed scope places it nowhere, or where it prints a layer both
+        sides of it deny (MindSpore prints one compiled cell's scope, layer 0's, on ops of every
+        layer that reuse it); else ``base_layer``."""
+        ir = self.ir
+        if ir[k]["op"] not in _NOT_NEIGHBOURS and not self.reads_weights(k):
+            if self.unplaced(k):
+                linked = self.linked_layer(k)
+                if linked is not None:
+                    return linked, "links"
+            else:
+                printed = printed_layer(ir[k].get("scope", ""))
+                if printed is not None and printed.isdigit():
+                    linked = self.linked_layer(k, printed)
+                    if linked is not None and linked.isdigit() and linked != printed:
+                        return linked, "links"
+        return self.base_layer(k)
+
+    def base_layer(self, k: int) -> tuple[str, str]:
+        """(layer, "scope" | "weights") of a forward node from its printed scope and the weights
+        near it."""
+        memo: dict[int, tuple[str, str]] = self.__dict__.setdefault("_base_layers", {})
+        if k not in memo:
+            memo[k] = self._base_layer(k)
+        return memo[k]
+
+    def _base_layer(self, k: int) -> tuple[str, str]:
         scope = self.ir[k].get("scope", "")
         printed = printed_layer(scope)
         near = self.near(k)
@@ -291,13 +419,16 @@ class Places:
     def aliased_layer(self, k: int) -> str | None:
         """The layer a forward op belongs to (or ``outside``) when its printed scope names another
         one whose weights are nowhere near it (MindSpore prints the first layer's scope on a reused
-        cell's ops in every layer, and on the loss's scalar ops), else None. An op between two
+        cell's ops in every layer, and on the loss's scalar ops: its data links or the weights say
+        so), else None. An op between two
         layers reads both layers' weights: its printed layer is near, so it is never taken for
         aliased."""
         printed = printed_layer(self.ir[k].get("scope", ""))
         if printed is None or printed == OUTSIDE:
             return None
         layer, source = self.layer(k)
+        if source == "links":
+            return layer if layer != printed else None
         if source != "weights" or printed in self.near(k):
             return None
         return layer
@@ -470,6 +601,23 @@ def layer_of_node(ir: IRFile, k: int) -> str:
     return Places.of(ir).layer(k)[0]
 
 
+def layer_of_any(ir: IRFile, k: int) -> str:
+    """The decoder layer of any node, from the graph's links: a forward op's (``Places.layer``);
+    a backward node's, that of the forward node it belongs to (``forward_of``), else that of the
+    weight whose gradient it reduces (``mirror_user_id``: a mirror op's gradient, whose forward
+    op the dump does not hold); only a backward node with neither link takes its printed scope's
+    (``outside`` when it prints none). A recomputed copy is given by the op it repeats."""
+    if not ir.is_backward(k) and not ir.is_recompute_copy(k):
+        return Places.of(ir).layer(k)[0]
+    forward = ir.forward_of(k)
+    if forward is not None and not ir.is_backward(forward) and not ir.is_recompute_copy(forward):
+        return Places.of(ir).layer(forward)[0]
+    weight = primal_attr(ir[k], "mirror_user_id")
+    if isinstance(weight, str) and "." in weight:
+        return weight_layer(weight)
+    return printed_layer(ir[k].get("scope", "")) or OUTSIDE
+
+
 class Naming(NamedTuple):
     """How a file's parameter names spell the way to the decoder layers."""
 
@@ -478,6 +626,8 @@ class Naming(NamedTuple):
 
 
 _LAYERED_NAME = re.compile(r"\A(.+?)\.\d+\.")
+# the optimizer's state and accumulated gradients, named after the weights they belong to
+_STATE_PREFIXES = ("accu_grads.", "moments.", "adam_", "accum.")
 
 
 def naming(ir: IRFile) -> Naming | None:
@@ -528,6 +678,21 @@ def outside_cell(ir: IRFile, scope: str) -> bool:
     wrappers = list(names.wrappers)
     rest = path[len(wrappers) :] if path[: len(wrappers)] == wrappers else path
     return bool(rest) and tuple(rest[: len(names.layers)]) != names.layers[: len(rest)]
+
+
+def above_layers(ir: IRFile, scope: str) -> bool:
+    """Whether a scope names cells of the model only on the parameter names' path to its layers
+    (``decoder-TransformerBlock/Cast-op0``), none of a layer nor one outside them. False when the
+    file's naming is unknown."""
+    names = naming(ir)
+    if names is None or names.wrappers is None:
+        return False
+    path = [p.split("-", 1)[0] for p in scope_parts(scope) if "-" in p]
+    wrappers = list(names.wrappers)
+    if path[: len(wrappers)] != wrappers:
+        return False
+    rest = path[len(wrappers) :]
+    return bool(rest) and len(rest) < len(names.layers) + 1 and tuple(rest) == names.layers[: len(rest)]
 
 
 def model_path(ir: IRFile, k: int) -> tuple[str, str]:

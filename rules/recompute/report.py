@@ -76,7 +76,8 @@ def where(ir: IRFile, k: int) -> str:
     source = {"copy": "its recomputed copy's scope", "gradient": "its gradient op's scope"}.get(p.cells_from)
     cells = "/".join(c.split("-", 1)[0] for c in p.cells)
     layer = "outside the layers" if p.layer == "outside" else f"layer {p.layer}"
-    parts = [f"{layer} (from the weights it reads)" if p.layer_from == "weights" else layer]
+    how = {"weights": " (from the weights it reads)", "links": " (from the ops it is linked to)"}
+    parts = [layer + how.get(p.layer_from, "")]
     if cells and source:
         parts.append(f"cell {cells} (from {source})")
     return f" [{', '.join(parts)}; printed scope {ir[k].get('scope', '')}]"
