@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import IRFile
-from ..model.layers import OUTSIDE, layer_of_node, printed_layer
+from ..model.layers import OUTSIDE, layer_of_any, layer_of_node
 from .flops import kind_of, op_flops
 from .memory import cached_account, original_of_copies
 
@@ -167,8 +167,8 @@ def account(ir: IRFile, keys: bool = True) -> CostAccount:
             layer = layer_of_node(ir, original)
         elif direction == "forward":
             layer = layer_of_node(ir, k)
-        else:
-            layer = printed_layer(d.get("scope", "")) or OUTSIDE
+        else:  # a backward op whose forward op is not a forward op of this file: the model's links
+            layer = layer_of_any(ir, k)
         ops.append(OpCost(k, kind, direction, layer, op_flops(ir, k), original))
     acc = CostAccount(ops)
     from ..model.pipeline import schedules
