@@ -189,8 +189,9 @@ class FileFacts(NamedTuple):
 
 def file_facts(ir) -> FileFacts:
     """What one dump's model says about the config (read while its source traces can be read)."""
-    from ..rules.recompute.evidence import BOOKKEEPING_OPS, CELL_PREFIX
-    from ..rules.recompute.keys import node_select_key, tagged_keys
+    from ..model.keys import CELL_PREFIX, node_select_key
+    from ..rules.recompute.evidence import BOOKKEEPING_OPS
+    from ..rules.recompute.keys import tagged_keys
 
     mine = {key for _, key in tagged_keys(ir)}
     untagged: set[str] = set()

@@ -237,3 +237,26 @@ def recomputed_layers(ir: IRFile) -> frozenset[str]:
         )
         ir.__dict__["_recomputed_layers"] = found
     return found
+
+
+MINDFORMERS_FRAME = "/mindformers/"
+_MINDFORMERS_NAME = "mindformers"
+_SAMPLED_TRACES = 64
+
+
+def mindformers_model(ir: IRFile) -> bool:
+    """The dump is of a MindFormers model, whose recompute ``recompute_config`` sets (select keys,
+    full-layer recompute): a subgraph named after a MindFormers class (lazy_inline's halves, cell
+    graphs), or a MindFormers frame in the source traces (the first ones suffice: every model op's
+    trace runs through the model's construct). Else a plain MindSpore model, whose recompute the
+    model code sets with ``.recompute()`` calls."""
+    found = ir.__dict__.get("_mindformers_model")
+    if found is None:
+        found = any(_MINDFORMERS_NAME in name for name in ir.subgraphs)
+        if not found:
+            for k in list(ir.traces)[:_SAMPLED_TRACES]:
+                if any(MINDFORMERS_FRAME in ln for ln in ir.trace(k)):
+                    found = True
+                    break
+        ir.__dict__["_mindformers_model"] = found
+    return found

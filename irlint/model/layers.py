@@ -173,6 +173,9 @@ class Places:
         self._near_cells: dict[int, set[str]] = {}  # node -> those cells of the weights near it
         self._grad_scopes: dict[str, str] | None = None  # forward unique_id -> a gradient op's scope
         self._places: dict[int, Place] = {}
+        self._reads: dict[int, list[str]] = {}  # node -> the weights it reads
+        self._linked: dict[tuple[int, str | None], str | None] = {}  # (node, printed layer) -> linked layer
+        self._base_layers: dict[int, tuple[str, str]] = {}
 
     @property
     def ir(self) -> IRFile:
@@ -276,10 +279,9 @@ class Places:
 
     def reads_weights(self, k: int) -> list[str]:
         """``read_weights``, once per node."""
-        memo: dict[int, list[str]] = self.__dict__.setdefault("_reads", {})
-        found = memo.get(k)
+        found = self._reads.get(k)
         if found is None:
-            found = memo[k] = read_weights(self.ir, k)
+            found = self._reads[k] = read_weights(self.ir, k)
         return found
 
     def unplaced(self, k: int) -> bool:
@@ -300,7 +302,7 @@ class Places:
         of the nearest weights read before and after it (``weights_side``; the residual Add
         between two layers reads one layer's before and the next one's after: no answer).
         None otherwise (a tuple of two layers' tensors disagrees)."""
-        memo: dict[tuple[int, str | None], str | None] = self.__dict__.setdefault("_linked", {})
+        memo = self._linked
         if (k, through) in memo:
             return memo[k, through]
         ir = self.ir
@@ -391,7 +393,7 @@ class Places:
     def base_layer(self, k: int) -> tuple[str, str]:
         """(layer, "scope" | "weights") of a forward node from its printed scope and the weights
         near it."""
-        memo: dict[int, tuple[str, str]] = self.__dict__.setdefault("_base_layers", {})
+        memo = self._base_layers
         if k not in memo:
             memo[k] = self._base_layer(k)
         return memo[k]
@@ -666,17 +668,31 @@ def naming(ir: IRFile) -> Naming | None:
     return found
 
 
+def _cell_path(scope: str) -> list[str]:
+    """The cell names a scope prints, class names left out (``network``, ``model``, ``layers``, …)."""
+    return [p.split("-", 1)[0] for p in scope_parts(scope) if "-" in p]
+
+
+def _below_wrappers(ir: IRFile, scope: str) -> tuple[Naming, list[str], bool] | None:
+    """(the file's naming, the scope's cell path below the wrapper cells, whether the path started
+    with them), None when the file's naming or its wrappers are unknown."""
+    names = naming(ir)
+    if names is None or names.wrappers is None:
+        return None
+    path, wrappers = _cell_path(scope), list(names.wrappers)
+    wrapped = path[: len(wrappers)] == wrappers
+    return names, path[len(wrappers) :] if wrapped else path, wrapped
+
+
 def outside_cell(ir: IRFile, scope: str) -> bool:
     """Whether a scope names a cell of the model that is not on the way to its layers (the
     embedding, ``decoder.final_layernorm``, the loss, the pipeline's micro batches): the cells below
     the wrappers leave the parameter names' path to the layers. False when the file's naming is
     unknown or the scope stops on that path (``decoder-TransformerBlock/Cast-op0``)."""
-    names = naming(ir)
-    if names is None or names.wrappers is None:
+    found = _below_wrappers(ir, scope)
+    if found is None:
         return False
-    path = [p.split("-", 1)[0] for p in scope_parts(scope) if "-" in p]
-    wrappers = list(names.wrappers)
-    rest = path[len(wrappers) :] if path[: len(wrappers)] == wrappers else path
+    names, rest, _ = found
     return bool(rest) and tuple(rest[: len(names.layers)]) != names.layers[: len(rest)]
 
 
@@ -684,15 +700,11 @@ def above_layers(ir: IRFile, scope: str) -> bool:
     """Whether a scope names cells of the model only on the parameter names' path to its layers
     (``decoder-TransformerBlock/Cast-op0``), none of a layer nor one outside them. False when the
     file's naming is unknown."""
-    names = naming(ir)
-    if names is None or names.wrappers is None:
+    found = _below_wrappers(ir, scope)
+    if found is None or not found[2]:
         return False
-    path = [p.split("-", 1)[0] for p in scope_parts(scope) if "-" in p]
-    wrappers = list(names.wrappers)
-    if path[: len(wrappers)] != wrappers:
-        return False
-    rest = path[len(wrappers) :]
-    return bool(rest) and len(rest) < len(names.layers) + 1 and tuple(rest) == names.layers[: len(rest)]
+    names, rest, _ = found
+    return bool(rest) and len(rest) <= len(names.layers) and tuple(rest) == names.layers[: len(rest)]
 
 
 def model_path(ir: IRFile, k: int) -> tuple[str, str]:
@@ -712,7 +724,7 @@ def model_path(ir: IRFile, k: int) -> tuple[str, str]:
         return p.layer, ".".join([*lead, p.layer, *below])
     if not parts and p.layer == OUTSIDE and not p.cells:
         return "", ""
-    path = [part.split("-", 1)[0] for part in parts if "-" in part]
+    path = _cell_path(p.scope)
     wrappers = names.wrappers if names else None
     if wrappers and path[: len(wrappers)] == list(wrappers):
         path = path[len(wrappers) :]  # the model's own cell (its mirror ops' gradients) is the root, ""

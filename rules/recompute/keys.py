@@ -12,7 +12,7 @@ from irlint.findings import NoKeyOp, RecomputeFix
 from irlint.model import IRFile
 
 # the model's answers (irlint.model.keys), under this module's names too
-from irlint.model.keys import SELF_CALL, SHARED_SUFFIX, TRACE_LINE
+from irlint.model.keys import MINDFORMERS_FRAME, SELF_CALL, SHARED_SUFFIX, TRACE_LINE, mindformers_model
 from irlint.model.keys import attribute_from_trace as attribute_from_trace
 from irlint.model.keys import inserted_by_parallel as inserted_by_parallel
 from irlint.model.keys import key_cells as key_cells
@@ -411,29 +411,8 @@ class ModelCodeRecompute(NamedTuple):
         return f"{self.call} in place of {self.instead}" if self.instead else self.call
 
 
-_MINDFORMERS_FRAME = "/mindformers/"
-_MINDFORMERS_NAME = "mindformers"
 # MindSpore's own files: a call made there (the training wrapper's ``self.network(``) is no place to edit
 _MINDSPORE_FRAME = re.compile(r"[/\\](?:site|dist)-packages[/\\]mindspore[/\\]")
-_SAMPLED_TRACES = 64
-
-
-def mindformers_model(ir: IRFile) -> bool:
-    """The dump is of a MindFormers model, whose recompute ``recompute_config`` sets (select keys,
-    full-layer recompute): a subgraph named after a MindFormers class (lazy_inline's halves, cell
-    graphs), or a MindFormers frame in the source traces (the first ones suffice: every model op's
-    trace runs through the model's construct). Else a plain MindSpore model, whose recompute the
-    model code sets with ``.recompute()`` calls."""
-    found = ir.__dict__.get("_mindformers_model")
-    if found is None:
-        found = any(_MINDFORMERS_NAME in name for name in ir.subgraphs)
-        if not found:
-            for k in list(ir.traces)[:_SAMPLED_TRACES]:
-                if any(_MINDFORMERS_FRAME in ln for ln in ir.trace(k)):
-                    found = True
-                    break
-        ir.__dict__["_mindformers_model"] = found
-    return found
 
 
 class _PrimitiveCall(NamedTuple):
@@ -459,7 +438,7 @@ def _primitive_call(ir: IRFile, k: int) -> _PrimitiveCall | None:
     the first one-line frame is the call of that cell. None for a functional call, a primitive
     held in a local, no trace, or a MindFormers frame in it."""
     own = own_trace(ir.trace(k))
-    if not own or any(_MINDFORMERS_FRAME in ln for ln in own):
+    if not own or any(MINDFORMERS_FRAME in ln for ln in own):
         return None
     inner: tuple[str, str, int] | None = None
     for ln in reversed(own):

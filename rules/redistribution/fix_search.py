@@ -310,15 +310,15 @@ def sibling_hint(
     input the other. The hint, the MatMul and strategy it sets, and the two MatMuls."""
     if not propagated(ir) or given(ir, producer) or given(ir, consumer):
         return None
-    a = given_source(ir, producer) if not given(ir, producer) and ir[producer]["op"] in ELEMENTWISE_OPS else None
+    a = given_source(ir, producer) if ir[producer]["op"] in ELEMENTWISE_OPS else None
+    if a is None:
+        return None
     others = [
         given_source(ir, consumer, p)
         for p, src in enumerate(ir.producers(consumer))
         if p != pos and ir[src]["kind"] == "cnode"
     ]
-    for b in others:
-        if a is None or b is None:
-            continue
+    for b in (b for b in others if b is not None):
         fix = sibling_fix(ir, a, b)
         if fix is None:
             continue
