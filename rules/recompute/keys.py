@@ -505,6 +505,13 @@ def model_code_call(ir: IRFile, v: int) -> ModelCodeRecompute | None:
     return ModelCodeRecompute(f"self.{found.prim}.recompute()", "", found.path, found.line)
 
 
+def primitive_class(ir: IRFile, v: int) -> str:
+    """The class to construct ``v``'s primitive with: an op printed ``PrimFunc_X`` is generated, held in
+    ``mindspore.ops.auto_generate`` (``ops.SiLU`` does not exist in MindSpore 2.10), the others in ``ops``."""
+    generated = str(ir[v].get("raw_op") or "").startswith("PrimFunc_")
+    return f"ops.auto_generate.{ir[v]['op']}" if generated else f"ops.{ir[v]['op']}"
+
+
 def model_code_snippet(calls: list[ModelCodeRecompute]) -> str:
     """The calls to paste, each with where it goes (the report's copy button takes it)."""
     return "\n".join(f"{c.call}  # {_written_in(c)}" for c in calls if c.call)
@@ -539,7 +546,7 @@ def model_code_hint(ir: IRFile, k: int, blocking: list[int]) -> tuple[list[Model
                 f"no .recompute() call can tag {ir.describe(v)}: "
                 + (
                     f"it is made by a functional call at {src[0]}:{src[1]}, with no primitive to tag; hold the "
-                    f"primitive in its cell (self.<name> = ops.{ir[v]['op']}()), call it there, and tag it"
+                    f"primitive in its cell (self.<name> = {primitive_class(ir, v)}()), call it there, and tag it"
                     if src
                     else "it has no source trace (a pass inserted it); recompute the cell that holds it"
                 )

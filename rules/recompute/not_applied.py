@@ -27,6 +27,7 @@ from .keys import (
     model_code_snippet,
     node_select_key,
     plain_model_op,
+    primitive_class,
     recompute_fix,
     user_frame,
 )
@@ -196,7 +197,7 @@ class RecomputeNotApplied(RecomputeRule):
                     "Name the primitive inside the cell, not the cell: in the model code, call .recompute() on "
                     f"the primitive the cell{f' called at {at[0]}:{at[1]}' if at else ''} runs, in place of the "
                     f"cell's .recompute() (a cell that calls a function, as nn.SiLU calls ops.function.silu, has "
-                    f"no primitive to tag: hold one in the model, self.<name> = ops.{d['op']}(), and call it)."
+                    f"no primitive to tag: hold one in the model, self.<name> = {primitive_class(ir, k)}(), and call it)."
                 )
                 if at is not None:
                     code = ModelCodeRecompute("", "", *at)  # where the change is made
