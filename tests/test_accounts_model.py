@@ -118,6 +118,39 @@ def test_an_unmarked_op_of_the_lazy_inline_backward_half_is_backward():
     assert copies and not any(ir.is_backward(k) for k in copies)
 
 
+def test_a_cells_own_bprop_is_backward_without_lazy_inline():
+    # MindFormers Llama without lazy_inline: forward and backward in one graph, and _NLLLoss's own
+    # bprop (loss.py:140, ``softmax_result = P.Exp()(log_softmax_result)``, then ``logits = softmax_result
+    # - one_hot_label``) is inlined under the loss's forward scope with no mark; only its trace's
+    # ``def bprop(`` frame and its backward readers tell
+    (ir,) = _irs(TESTS / "fixtures" / "names" / "names_no_lazy_inline")
+    by_line = {d.get("line"): k for k, d in ir.nodes.items() if d.get("kind") == "cnode"}
+    exp, sub = by_line[4462], by_line[4475]
+    assert (ir[exp]["op"], ir[sub]["op"]) == ("Exp", "Sub")
+    assert "_nllloss-_NLLLoss" in ir[sub]["scope"] and not ir[sub]["scope"].startswith("Gradients/")
+    assert ir.is_backward(exp) and ir.is_backward(sub)
+    kept = {ir[t.tensor.node].get("line"): t for t in memory.account(ir).kept}
+    assert 4475 not in kept and not [t for t in kept.values() if ir.is_backward(t.tensor.node)]
+    # what the bprop reads is kept instead: the log-softmax result and the one-hot labels
+    log_softmax, one_hot = ir.producers(exp)[0], ir.producers(sub)[1]
+    assert (ir[log_softmax]["op"], ir[one_hot]["op"]) == ("Sub", "OneHot")
+    assert {ir[log_softmax]["line"], ir[one_hot]["line"]} <= set(kept)
+    # the forward ops of the loss around it stay forward: LogSoftmax's Exp and the loss's own Mul
+    assert not ir.is_backward(log_softmax) and not ir.is_backward(one_hot)
+
+
+def test_a_model_read_whole_still_reads_its_traces():
+    # the account commands read a dump whole and close it; the select key of a primitive comes from
+    # its trace (``self.silu(``), which a closed stream would have hidden: the key was then a guess
+    from irlint.model.keys import node_select_key
+
+    for name in ("mf-glm4-pp2_select/rank_0", "mf-glm2-select"):  # gzip and plain text
+        (ir,) = _irs(RECOMPUTE / name)
+        silu = [k for k in ir.cnodes() if ir[k]["op"] == "SiLU" and not ir.is_recompute_copy(k)]
+        assert silu and ir.trace(silu[0])
+        assert node_select_key(ir, silu[0])[1] is False  # read, not guessed
+
+
 @pytest.mark.parametrize(
     "case",
     [

@@ -32,7 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import IRFile, primal_attr
-from ..model.keys import inserted_by_parallel, key_cells, node_select_key, recomputed_layers, select_key_part
+from ..model.keys import (
+    inserted_by_parallel,
+    node_select_key,
+    recomputed_cell,
+    recomputed_layers,
+    select_key_part,
+)
 
 # ops between a recompute_comm_op primitive and the communication inserted for its output
 _BETWEEN = frozenset(
@@ -127,53 +133,6 @@ def is_optimizer_allgather(ir: IRFile, key: int) -> bool:
     """The parallel optimizer's AllGather of a weight shard, recomputed for backward."""
     d = ir[key]
     return d.get("instance") == _OPTIMIZER_ALLGATHER and (d.get("primitive_attrs") or {}).get("recompute") is True
-
-
-_AROUND_STEPS = 8
-_NOT_AROUND = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return", "Load"})
-
-
-def recomputed_cell(ir: IRFile, key: int) -> tuple[str, list[str]] | None:
-    """(layer, cell attribute names below it) of the recomputed cell a forward op sits in when its
-    own scope names no cell: a communication op a cell creates inside a function (MindFormers'
-    MoE token dispatcher builds its AlltoAllV cells in the experts' Morph) prints ``Default/…``
-    while the cell's other ops print ``recompute_…/mlp-MoELayer/experts-…``. The nearest forward
-    data neighbours carrying that prefix and naming cells decide, when they agree on the layer; the
-    cells are what they all share. None when the op names cells itself or nothing around agrees."""
-    from ..model.layers import names_cells, printed_layer
-
-    if names_cells(ir[key].get("scope", "")):
-        return None
-    cells_of = key_cells
-    seen = {key}
-    frontier = [key]
-    for _ in range(_AROUND_STEPS):
-        nxt, found = [], []
-        for k in frontier:
-            for n in (*ir.producers(k), *ir.consumers(k)):
-                d = ir[n]
-                if n in seen or d.get("kind") != "cnode" or d.get("op") in _NOT_AROUND:
-                    continue
-                if ir.is_backward(n) or ir.is_recompute_copy(n):
-                    continue
-                seen.add(n)
-                scope = d.get("scope", "")
-                if scope.startswith("recompute_") and names_cells(scope):
-                    found.append((printed_layer(scope), cells_of(scope)))
-                else:
-                    nxt.append(n)
-        if found:
-            layers = {layer for layer, _ in found}
-            shared = found[0][1]
-            for _, cells in found[1:]:
-                i = 0
-                while i < min(len(shared), len(cells)) and shared[i] == cells[i]:
-                    i += 1
-                shared = shared[:i]
-            layer = next(iter(layers)) if len(layers) == 1 else None
-            return (layer, shared) if layer is not None and shared else None
-        frontier = nxt
-    return None
 
 
 def comm_recompute_source(ir: IRFile, key: int) -> int | None:

@@ -30,8 +30,9 @@ Edges run producer -> consumer. Data inputs are keyed by argument position (0, 1
 from __future__ import annotations
 
 import re
+import weakref
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import methodcaller
@@ -58,6 +59,23 @@ _NOT_FED = frozenset({"UpdateState", "call", "Partial"})
 _ORDER_INPUTS = frozenset({"Depend", "Load"})  # only their first input carries data
 # ops that pass values on or order effects: they compute nothing of their own
 _PASS_ON = frozenset({"Depend", "Load", "MakeTuple", "TupleGetItem", "UpdateState"})
+
+
+_FRAME_CODE = re.compile(r"# In file .+?, \d+~\d+/\s*(.*?)/?$")
+
+
+def _in_bprop(trace: list[str]) -> bool:
+    """The innermost function of a node's own trace (the frames before any ``# Corresponding``
+    block) is a cell's ``bprop``."""
+    code = []
+    for ln in trace:
+        if ln.startswith("# Corresponding "):
+            break
+        m = _FRAME_CODE.match(ln)
+        if m:
+            code.append(m.group(1))
+    defs = [c for c in code if c.startswith("def ")]
+    return bool(defs) and defs[-1].startswith("def bprop(")
 
 
 def primal_attr(data: dict[str, Any], name: str) -> Any:
@@ -111,6 +129,8 @@ class IRFile:
     # trace regions: node key -> (first line, byte start, byte end); read on demand
     traces: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     source: Any = field(default=None, repr=False)  # a seekable stream read instead of path
+    # opens the stream again once ``source`` is closed (a model read whole, then asked of its traces)
+    reopen: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
     failure: CompileFailure | None = None  # an analyze_fail.ir: the compile failed
     # "symbol engine details:" (2.10, symbolic shapes): engine name -> its relations as printed,
     # e.g. "[[1, 1], [s3<[1,inf]|=s2>, 32]] = ShapeCalcReduceSumGrad([s3<[1,inf]|=s2>, 32], [], false)";
@@ -270,7 +290,9 @@ class IRFile:
         asks. Marked so by MindSpore (a ``Gradients/`` scope, ``forward_unique_id`` or
         ``forward_node_name``, a CPU kernel graph's ``Expand/_XGrad/`` expansion), a call of
         lazy_inline's backward half ◂ (the Partial its forward half returns), a computing op inside
-        that half (a loss's own bprop prints no mark), or fed by such a node
+        that half (a loss's own bprop prints no mark), an op of a cell's own bprop that MindSpore
+        inlined into the one graph without lazy_inline (its trace's ``def bprop(`` frame, backward
+        readers only), or fed by such a node
         (gradient accumulation ``AddN`` of ``Default/AddN-op0``, the optimizer): a forward op never
         reads a backward one. Not fed through ``Depend``/``Load``'s order inputs, ``UpdateState``,
         a subgraph call or a recomputed copy (which runs in backward but rebuilds a forward op); a
@@ -333,7 +355,32 @@ class IRFile:
                     continue
                 found.add(c)
                 queue.append(c)
-        return frozenset(found)
+        return frozenset(found | self._own_bprop(found))
+
+    def _own_bprop(self, found: set[int]) -> set[int]:
+        """Ops of a cell's own ``bprop`` that MindSpore inlines without a mark outside lazy_inline
+        (MindFormers' ``_NLLLoss.bprop``: ``Sub(Exp(log_softmax), one_hot)`` under the loss's forward
+        scope): read by backward nodes only, and made in a ``def bprop(`` frame of their trace; walked
+        up from the backward nodes, so only a forward op's readers decide whether its trace is read."""
+        nodes = self.nodes
+        more: set[int] = set()
+        queue = [p for k in found for p in self.producers(k)]
+        checked: set[int] = set()
+        while queue:
+            k = queue.pop()
+            if k in found or k in more or k in checked:
+                continue
+            d = nodes[k]
+            if d.get("kind") != "cnode" or d.get("op") in _PASS_ON or d.get("op") in _NOT_FED:
+                continue
+            readers = [c for c in self.consumers(k) if nodes[c].get("op") != "UpdateState"]
+            if not readers or any(c not in found and c not in more for c in readers):
+                continue
+            checked.add(k)
+            if _in_bprop(self.trace(k)):
+                more.add(k)
+                queue.extend(self.producers(k))
+        return more
 
     def forward_of(self, key: int) -> int | None:
         """The forward node a backward node was derived from (``forward_unique_id``)."""
@@ -362,6 +409,10 @@ class IRFile:
             return []
         _, start, end = region
         try:
+            if self.source is not None and self.source.closed and self.reopen is not None:
+                self.source = self.reopen()
+                weakref.finalize(self, self.source.close)
+                self.reopen = None
             if self.source is not None:
                 self.source.seek(start)
                 raw = self.source.read(end - start)

@@ -15,6 +15,7 @@ from .layers import (
     Places,
     below_layer,
     layer_prefix,
+    names_cells,
     printed_layer,
     scope_parts,
     weight_cells,
@@ -260,3 +261,48 @@ def mindformers_model(ir: IRFile) -> bool:
                     break
         ir.__dict__["_mindformers_model"] = found
     return found
+
+
+_AROUND_STEPS = 8
+_NOT_AROUND = frozenset({"UpdateState", "MakeTuple", "Depend", "Partial", "call", "Return", "Load"})
+
+
+def recomputed_cell(ir: IRFile, key: int) -> tuple[str, list[str]] | None:
+    """(layer, cell attribute names below it) of the recomputed cell a forward op sits in when its
+    own scope names no cell: a communication op a cell creates inside a function (MindFormers'
+    MoE token dispatcher builds its AlltoAllV cells in the experts' Morph) prints ``Default/…``
+    while the cell's other ops print ``recompute_…/mlp-MoELayer/experts-…``. The nearest forward
+    data neighbours carrying that prefix and naming cells decide, when they agree on the layer; the
+    cells are what they all share. None when the op names cells itself or nothing around agrees."""
+    if names_cells(ir[key].get("scope", "")):
+        return None
+    cells_of = key_cells
+    seen = {key}
+    frontier = [key]
+    for _ in range(_AROUND_STEPS):
+        nxt, found = [], []
+        for k in frontier:
+            for n in (*ir.producers(k), *ir.consumers(k)):
+                d = ir[n]
+                if n in seen or d.get("kind") != "cnode" or d.get("op") in _NOT_AROUND:
+                    continue
+                if ir.is_backward(n) or ir.is_recompute_copy(n):
+                    continue
+                seen.add(n)
+                scope = d.get("scope", "")
+                if scope.startswith(CELL_PREFIX) and names_cells(scope):
+                    found.append((printed_layer(scope), cells_of(scope)))
+                else:
+                    nxt.append(n)
+        if found:
+            layers = {layer for layer, _ in found}
+            shared = found[0][1]
+            for _, cells in found[1:]:
+                i = 0
+                while i < min(len(shared), len(cells)) and shared[i] == cells[i]:
+                    i += 1
+                shared = shared[:i]
+            layer = next(iter(layers)) if len(layers) == 1 else None
+            return (layer, shared) if layer is not None and shared else None
+        frontier = nxt
+    return None

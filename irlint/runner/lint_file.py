@@ -187,4 +187,6 @@ def read_dump(f: DumpFile) -> IRFile:
         if damage_of(stream):
             ir.diagnostics.append(Diagnostic(f.display, 0, UNREADABLE, f"cannot read to the end: {damage_of(stream)}"))
     ir.stage = f.stage
+    # the source traces are read on demand (select keys, a cell's bprop), after this stream is closed
+    ir.reopen = functools.partial(open_dump, f.path, f.compression)
     return ir
