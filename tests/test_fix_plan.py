@@ -224,7 +224,7 @@ FIX_CASES = [
     CORPUS / "par-mismatch-attn_dropout_dp_mp",
     CORPUS / "par-mismatch-attn_scale_tuple",
     CORPUS / "llama-cast",
-    CORPUS / "ffn-jit-grad",
+    RECOMPUTE / "plain-ffn_one_op_silu_cell",  # a by-hand model-code row
     TESTS / "fixtures" / "synthetic" / "redistribution_patterns_synthetic",
 ]
 

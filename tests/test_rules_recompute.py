@@ -258,15 +258,43 @@ def test_a_plain_mindspore_blocking_chain_is_fixed_in_the_model_code_not_by_a_ke
 
 
 def test_a_plain_one_op_cell_that_calls_a_function_is_fixed_in_the_model_code():
-    """ffn-jit-grad: self.silu = nn.SiLU() recomputed as a cell; nn.SiLU calls ops.function.silu, so the
-    cell holds no primitive (no self.silu.silu to tag): the change is made at the cell's call, no key."""
-    ir = read("ffn-jit-grad", "31_validate_0035.ir")
+    """self.silu = nn.SiLU() recomputed as a cell, under ms.value_and_grad: nn.SiLU calls
+    ops.function.silu, so the cell holds no primitive (no self.silu.silu to tag): the change is made at
+    the cell's call, no key. Followed (the _prim compile: self.silu = ops.auto_generate.SiLU(), its
+    .recompute()), the SiLU is copied for backward and the priced bytes are freed."""
+    from irlint.accounts.memory import account
+
+    ir = read_ir(str(TESTS / "fixtures" / "recompute" / "plain-ffn_one_op_silu_cell" / "31_validate_0035.ir"))
     (f,) = [f for f in check(ir, "RC001") if f.op == "SiLU"]
-    assert f.fix == "recompute the primitive inside the cell" and f.fixes.recompute is None
-    assert f.source == ("/home/user/llm/t1.py", 20)  # `g = self.silu(self.w1(x2))`, not MindSpore's file
+    assert f.severity == "warning" and f.fix == "recompute the primitive inside the cell" and f.fixes.recompute is None
+    assert f.source == ("/home/user/llm/ffn_one_op_silu.py", 45)  # `g = self.silu(self.w1(x2))`, not MindSpore's
     # the class MindSpore 2.10 holds PrimFunc_SiLU in (ops.SiLU does not exist there)
     assert "self.<name> = ops.auto_generate.SiLU()" in f.hint and "select_recompute" not in f.hint
     assert "self.silu.silu" not in f.hint
+    fixed = read_ir(str(TESTS / "fixtures" / "recompute" / "plain-ffn_one_op_silu_prim" / "31_validate_0032.ir"))
+    assert check(fixed, "RC001") == []
+    assert any(fixed.is_recompute_copy(k) for k in fixed.nodes_by_op("SiLU"))
+    assert account(ir).total_kept_bytes - account(fixed).total_kept_bytes == f.bytes_at_stake == 8192
+
+
+@pytest.mark.parametrize(
+    "path", ["corpus/ffn-jit-grad/31_validate_0035.ir", "recompute/plain-ffn_one_op_silu_prim_grad/31_validate_0032.ir"]
+)
+def test_an_op_no_forward_op_reads_cannot_be_recomputed_and_nothing_is_asked(path):
+    """ms.grad w.r.t. the input returns no forward value: the forward ops after the SiLU are pruned and
+    only the backward Mul reads it. MindSpore recomputes no node without a forward user
+    (recompute_helper.cc HasForwardOutput), as a cell (ffn-jit-grad) or as a tagged primitive (the
+    hint followed: still no copy): info, no fix, no bytes at stake."""
+    ir = read_ir(str(TESTS / "fixtures" / path))
+    (silu,) = [k for k in ir.nodes_by_op("SiLU")]
+    assert not ir.read_by_forward(silu)
+    assert all(ir[c]["scope"].startswith("Gradients/") for c in ir.consumers(silu))
+    (f,) = [f for f in check(ir, "RC001") if f.op == "SiLU"]
+    assert f.severity == "info" and dict(f.facts)["impact"] == "none"
+    assert f.fix == "" and f.fixes.recompute is None and not f.bytes_at_stake
+    assert "no forward op reads its output" in f.message and "Nothing to change" in f.hint
+    plan = fix_plan([f])
+    assert plan["recompute"]["select_recompute"] == [] and not plan.get("by_hand")
 
 
 def test_a_mindformers_model_keeps_its_select_keys():
@@ -658,9 +686,9 @@ def test_one_op_cell_is_memory_at_stake_and_the_key_names_the_primitive_inside()
 
 
 def test_one_op_cell_without_a_name_is_named_by_its_scope():
-    """#11 item 20: ms.grad of a function-built net gives the cell scope ``recompute_/SiLU-op1``."""
-    ir = read("ffn-jit-grad", "31_validate_0035.ir")
-    f = next(f for f in check(ir, "RC001") if f.node == "%11")
+    """#11 item 20: ms.value_and_grad of a function-built net gives the cell scope ``recompute_/SiLU-op1``."""
+    ir = read_ir(str(TESTS / "fixtures" / "recompute" / "plain-ffn_one_op_silu_cell" / "31_validate_0035.ir"))
+    f = next(f for f in check(ir, "RC001") if f.node == "%4")
     assert "cell ," not in f.message and "cell  " not in f.message
     assert "recompute cell with no name (scope recompute_/SiLU-op1)" in f.message
 

@@ -303,6 +303,16 @@ class IRFile:
             found = self.__dict__["_backward_keys"] = self._backward_half()
         return key in found
 
+    def read_by_forward(self, key: int) -> bool:
+        """Whether a node has a user outside the backward pass as MindSpore's recompute pass tells
+        them (``recompute_helper.cc`` ``HasForwardOutput``: a user whose scope does not start with
+        ``Gradients``). The pass recomputes no node without one: it only marks it ``checkpoint``."""
+        nodes = self.nodes
+        return any(
+            nodes[c].get("kind") == "cnode" and not nodes[c].get("scope", "").startswith("Gradients")
+            for c in self.consumers(key)
+        )
+
     def _marked_backward(self, data: dict[str, Any]) -> bool:
         """What MindSpore prints on a backward node itself (scope or primal attributes)."""
         scope = data.get("scope", "")

@@ -88,6 +88,12 @@ class RecomputeNotApplied(RecomputeRule):
     ``Depend {recompute_insert}`` (``recompute_depend``) the recompute pass puts before a copy reads
     the copy's saved input: it is never named as what blocks the recompute.
 
+    An op no forward op reads (every user's scope starts with ``Gradients``: a step that returns no
+    forward value, as ``ms.grad`` and ``GradOperation`` do, prunes the forward ops after it) is never
+    recomputed, whatever is tagged: MindSpore's recompute pass skips a node without a forward user
+    (``HasForwardOutput``) and only marks it ``checkpoint``. It is reported as info, with nothing to
+    change in the recompute settings.
+
     Left to other rules: a FeedForward SiLU/Mul blocked by a Reshape (RC002 reports it, once),
     and a tagged fp32 -> fp16/bf16 Cast (RC003: making that recompute apply raises memory).
 
@@ -169,7 +175,25 @@ class RecomputeNotApplied(RecomputeRule):
         calls: list[ModelCodeRecompute] = []  # the model-code changes of a plain model, for the snippet
         severity, impact = None, "memory"
         reader_text = backward_text(ir, readers[0].reader)
-        if req == "one-op-cell":
+        outcome = "so the activation stays in memory"
+        if not ir.read_by_forward(k):
+            # MindSpore recomputes only a node a forward op reads (HasForwardOutput): a step that
+            # returns no forward value (ms.grad, GradOperation) prunes the forward ops after it
+            cause = (
+                f"no forward op reads its output, only {reader_text}, and MindSpore recomputes only an op that a "
+                "forward op reads (it marks the others checkpoint)"
+            )
+            outcome = "so no recompute request on it can take effect"
+            short = "no forward op reads it, so it cannot be recomputed"
+            severity, impact = "info", "none"
+            fix, priced = "", None
+            hint = (
+                "Nothing to change in the recompute settings: the forward pass after this op was pruned (the step "
+                "returns no forward value, as ms.grad and GradOperation do), so backward alone reads it. A step "
+                "that uses the forward output (ms.value_and_grad, TrainOneStepCell) gives it a forward reader: only "
+                "then can it be recomputed."
+            )
+        elif req == "one-op-cell":
             # its own cell: under lazy_inline most forward scopes print "(Default)", so the widest
             # all-prefixed cell can be its parent (GLM's activation_func around the SiLU cell)
             cell = cell_text(facts.cell_path_of(k), d.get("scope", ""))
@@ -306,7 +330,7 @@ class RecomputeNotApplied(RecomputeRule):
             hint += " " + hint_text(priced)
         message = (
             f"{d['op']}{where(ir, k)} asked to recompute ({how(req)}) has no recomputed copy "
-            f"(no recompute_id, no duplicated copy): {cause}, so the activation stays in memory"
+            f"(no recompute_id, no duplicated copy): {cause}, {outcome}"
         )
         direct = {r.reader for r in readers if not any(v not in fences for v in r.chain)}
         related = [related_node(ir, v, "not recomputed; keeps the output alive") for v in chain]
