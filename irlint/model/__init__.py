@@ -372,13 +372,14 @@ class IRFile:
         (MindFormers' ``_NLLLoss.bprop``: ``Sub(Exp(log_softmax), one_hot)`` under the loss's forward
         scope): read by backward nodes only, and made in a ``def bprop(`` frame of their trace; walked
         up from the backward nodes, so only a forward op's readers decide whether its trace is read."""
-        nodes = self.nodes
+        nodes, traces = self.nodes, self.traces
         more: set[int] = set()
-        queue = [p for k in found for p in self.producers(k)]
+        # only a node with a trace can show the frame: a dump saved without traces walks nothing
+        queue = list({p for k in found for p in self.pred.get(k, ()) if p in traces} - found) if traces else []
         checked: set[int] = set()
         while queue:
             k = queue.pop()
-            if k in found or k in more or k in checked:
+            if k in found or k in more or k in checked or k not in traces:
                 continue
             d = nodes[k]
             if d.get("kind") != "cnode" or d.get("op") in _PASS_ON or d.get("op") in _NOT_FED:
