@@ -183,6 +183,37 @@ def test_identical_layers_give_equal_comm_bytes(case):
     assert seen
 
 
+@pytest.mark.parametrize(
+    "case", ["mf-pp2_dp2_mp2_irlint_fix_round0", "mf-telechat3-pp2_irlint_fix_round0", "mf-dp2_mp4_po_zero3_full"]
+)
+def test_a_backward_nodes_model_path_is_its_forward_ops(case):
+    # MindSpore's backward scopes can name another layer's cell (lazy_inline prints one layer's scope on
+    # the gradients of every layer): a backward collective's model_path is its forward op's, so it agrees
+    # with its layer; a mirror op's gradient takes the cell of the weight it reduces (mirror_user_id)
+    from irlint.model import primal_attr
+    from irlint.model.layers import model_path
+
+    checked = mirrors = 0
+    for ir in _irs(RECOMPUTE / case):
+        for c in comm.account(ir).collectives:
+            k = c.node
+            if not ir.is_backward(k) or ir.is_recompute_copy(k):
+                continue
+            layer, path = model_path(ir, k)
+            assert layer == c.layer, (ir[k]["id"], layer, c.layer)
+            forward = ir.forward_of(k)
+            weight = primal_attr(ir[k], "mirror_user_id")
+            if forward is not None and not ir.is_backward(forward):
+                assert path == model_path(ir, forward)[1]
+                checked += 1
+            elif isinstance(weight, str) and "." in weight:
+                assert path == weight.rsplit(".", 1)[0]
+                mirrors += 1
+            if layer.isdigit():
+                assert f".{layer}." in path + ".", (ir[k]["id"], layer, path)
+    assert checked and mirrors
+
+
 def test_a_backward_collective_is_in_its_forward_ops_layer():
     for ir in _irs(RECOMPUTE / "mf-telechat3-pp2_irlint_fix_round0"):
         acc = comm.account(ir)

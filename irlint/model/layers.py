@@ -712,7 +712,17 @@ def model_path(ir: IRFile, k: int) -> tuple[str, str]:
     model's parameter names spell it, class names and the wrapper cells of training and pipeline
     left out and the layer the graph resolved put in (``model.layers.3.feed_forward.w2``,
     ``decoder.layers.0.mlp.linear_fc2``: the same whatever the parallel configuration); the path of
-    what recovered the place where the printed scope lost it (lazy_inline's ``Default/SiLU-op0``)."""
+    what recovered the place where the printed scope lost it (lazy_inline's ``Default/SiLU-op0``).
+    A backward node takes the path of the forward node it belongs to, else the cell of the weight
+    whose gradient it reduces (``mirror_user_id``), as ``layer_of_any`` takes their layers: MindSpore's
+    backward scopes can name another cell (a shared ``Grad_Reshape``, the next layer's)."""
+    if ir.is_backward(k) and not ir.is_recompute_copy(k):
+        forward = ir.forward_of(k)
+        if forward is not None and not ir.is_backward(forward) and not ir.is_recompute_copy(forward):
+            return model_path(ir, forward)
+        weight = primal_attr(ir[k], "mirror_user_id")
+        if isinstance(weight, str) and "." in weight:
+            return weight_layer(weight), weight.rsplit(".", 1)[0]
     p = Places.of(ir).place(k)
     parts = scope_parts(p.scope)
     names = naming(ir)
