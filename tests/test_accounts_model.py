@@ -184,7 +184,13 @@ def test_identical_layers_give_equal_comm_bytes(case):
 
 
 @pytest.mark.parametrize(
-    "case", ["mf-pp2_dp2_mp2_irlint_fix_round0", "mf-telechat3-pp2_irlint_fix_round0", "mf-dp2_mp4_po_zero3_full"]
+    "case",
+    [
+        "mf-pp2_dp2_mp2_irlint_fix_round0",
+        "mf-telechat3-pp2_irlint_fix_round0",
+        "mf-dp2_mp4_po_zero3_full",
+        "mf-densetpl-pp2_full_recompute",  # its backward scopes name other layers' cells
+    ],
 )
 def test_a_backward_nodes_model_path_is_its_forward_ops(case):
     # MindSpore's backward scopes can name another layer's cell (lazy_inline prints one layer's scope on
@@ -253,6 +259,25 @@ def test_a_recompute_rerun_is_named_by_its_cause(case, causes):
     for ir in _irs(RECOMPUTE / case):
         found |= {(row["key"], row["via"]) for row in as_dict(ir, comm.account(ir))["recompute"]}
     assert found == causes
+
+
+def test_full_recompute_reruns_are_priced_as_its_cause_not_as_a_key():
+    # MindFormers' general dense template with recompute: True and mp_comm_recompute: False: MindFormers
+    # 2.1.0 passes mp_comm_recompute to no layer (layer.recompute()), so the parallel pass's AllGathers are
+    # recomputed all the same (20 copies on rank 0): PC001 names full-layer recompute, not a key to set
+    from irlint.runner.engine import lint
+
+    case = RECOMPUTE / "mf-densetpl-pp2_full_recompute"
+    (ir0, _) = _irs(case)
+    copies = [k for k in ir0.nodes_by_op("AllGather") if ir0.is_recompute_copy(k)]
+    assert len(copies) == 20
+    rows = {(row["key"], row["via"]) for row in as_dict(ir0, comm.account(ir0))["recompute"]}
+    assert ("mp_comm_recompute", "mp_comm_recompute") in rows
+    found = [f for f in lint([str(case)]).findings if f.code == "PC001"]
+    assert found
+    for f in found:
+        assert "twice because of full-layer recompute, which recomputes the layer's communication too" in f.message
+        assert "because of key mp_comm_recompute" not in f.message
 
 
 def test_the_accounts_import_nothing_from_the_rules():

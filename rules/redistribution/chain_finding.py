@@ -183,7 +183,7 @@ def chain_finding(rule: Rule, ir: IRFile, chain: Chain, cause_op: int | None = N
     }
     if rerun.copies:
         facts["recompute"] = {
-            "keys": rerun.keys,
+            "keys": rerun.keys + rerun.causes,
             "bytes": rerun.bytes,
             "copies": [ir[c]["id"] for c, _ in rerun.copies],
         }

@@ -26,7 +26,8 @@ class Rerun:
     """The recomputed copies of one chain's moving ops and the keys that asked for them."""
 
     copies: list[tuple[int, int]] = field(default_factory=list)  # (copy node, bytes it receives)
-    keys: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)  # select keys
+    causes: list[str] = field(default_factory=list)  # the other settings: full-layer recompute and its kin
 
     @property
     def bytes(self) -> int:
@@ -36,8 +37,20 @@ class Rerun:
         """``runs twice because of key K: +N KiB in backward`` (empty when nothing is re-run)."""
         if not self.copies:
             return ""
-        named = f"key{'s' if len(self.keys) > 1 else ''} {', '.join(self.keys)}" if self.keys else "a recompute tag"
-        return f"{verb} twice because of {named}: +{size(self.bytes)} in backward"
+        named = [f"key{'s' if len(self.keys) > 1 else ''} {', '.join(self.keys)}"] if self.keys else []
+        named += [_CAUSES.get(c, c) for c in self.causes]
+        return f"{verb} twice because of {' and '.join(named) or 'a recompute tag'}: +{size(self.bytes)} in backward"
+
+
+# what re-runs a collective that no select key asked for (``irlint.accounts.recompute_comm.asked_by``)
+_CAUSES = {
+    "recompute": "full-layer recompute",
+    # Cell.recompute() recomputes the parallel pass's communication unless told mp_comm_recompute=False,
+    # and MindFormers 2.1.0's LayerSetting passes the config's mp_comm_recompute to no layer
+    "mp_comm_recompute": "full-layer recompute, which recomputes the layer's communication too "
+    "(Cell.recompute's mp_comm_recompute, on by default)",
+    "parallel_optimizer_comm_recompute": "parallel_optimizer_comm_recompute",
+}
 
 
 def rerun_of(ir: IRFile, nodes: list[int]) -> Rerun:
@@ -53,7 +66,10 @@ def rerun_of(ir: IRFile, nodes: list[int]) -> Rerun:
             out.copies.append((c, received_bytes(ir, c) or 0))
         if copies:
             key, via = asked_by(ir, k)
-            if via != "cell" and key not in out.keys:
+            if via in _CAUSES:
+                if via not in out.causes:
+                    out.causes.append(via)
+            elif via != "cell" and key not in out.keys:
                 out.keys.append(key)
     return out
 

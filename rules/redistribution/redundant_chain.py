@@ -104,8 +104,12 @@ class RedundantRedistributionChain(Rule):
         it, ``attention\\.wq\\.reshape``, and MindSpore passes the tag to the ops inserted for
         it; the copies feed the weight-gradient MatMul) is the same waste a second time: its copies
         are priced into the forward chain ("runs twice because of key K: +N in backward",
-        ``extra["recompute"]``), never reported apart. A chain whose every reader is in backward
-        still names the bytes it keeps (its last op's output).
+        ``extra["recompute"]``), never reported apart. Under full-layer recompute no key asks: the
+        chain runs twice "because of full-layer recompute", which recomputes the layer's communication
+        too (``Cell.recompute``'s ``mp_comm_recompute``, on by default; MindFormers 2.1.0 passes the
+        config's ``mp_comm_recompute`` to no layer, so ``mp_comm_recompute: False`` there changes
+        nothing). A chain whose every reader is in backward still names the bytes it keeps (its
+        last op's output).
 
         Communication that belongs to the parallel scheme is never reported, never the node a
         finding points to and never in its bytes, even right before a wasteful run (a

@@ -165,7 +165,11 @@ def grouped(ir: IRFile, caused: dict[tuple[Any, ...], list[tuple[RootCause, Find
         moving += [c for r in reruns for c, _ in r.copies]
         waste = [WastedBytes(**waste_entry(ir, k, received_bytes(ir, k) or 0)) for k in dict.fromkeys(moving)]
         wasted = sum(w.bytes for w in waste)
-        rerun = Rerun([c for r in reruns for c in r.copies], list(dict.fromkeys(k for r in reruns for k in r.keys)))
+        rerun = Rerun(
+            [c for r in reruns for c in r.copies],
+            list(dict.fromkeys(k for r in reruns for k in r.keys)),
+            list(dict.fromkeys(c for r in reruns for c in r.causes)),
+        )
         kinds = sorted({(f.op, scope_path(f.scope).rsplit("/", 1)[0]) for f in found})
         message = (
             f"{len(found)} redistribution chains have one root cause, {cause.kind}: {cause.text}; "
@@ -207,7 +211,7 @@ def grouped(ir: IRFile, caused: dict[tuple[Any, ...], list[tuple[RootCause, Find
         }
         if rerun.copies:
             facts["recompute"] = {
-                "keys": rerun.keys,
+                "keys": rerun.keys + rerun.causes,
                 "bytes": rerun.bytes,
                 "copies": [ir[c]["id"] for c, _ in rerun.copies],
             }
