@@ -21,6 +21,7 @@ COMPILE_FAILURE = "IR013"
 DUPLICATE_GRAPH = "IR014"
 NO_ATTRIBUTES = "IR015"
 NO_SCOPES = "IR016"  # a note, not an input problem: the verdicts stand (see NOTE_CODES)
+UNFINISHED = "IR017"
 
 KINDS = {
     UNREADABLE: "unreadable",
@@ -39,6 +40,7 @@ KINDS = {
     DUPLICATE_GRAPH: "duplicate-graph",
     NO_ATTRIBUTES: "no-attributes",
     NO_SCOPES: "no-scopes",
+    UNFINISHED: "unfinished-compile",
 }
 # said about a file on standard error, not counted as an input problem (exit code unchanged)
 NOTE_CODES = frozenset({NO_SCOPES})
@@ -82,6 +84,11 @@ EXPLANATIONS = {
     "`irlint inspect` prints the whole message. The graphs are read, but no rule runs on them: "
     "the rules read graphs after automatic differentiation, recompute and parallel passes, "
     "which a failed compile never reaches.",
+    UNFINISHED: "A rank's dumps stop before its final front-end graph (no validate file, no kernel graph) "
+    "while another rank of the same run wrote one: that rank's compile stopped there (MindSpore raised an "
+    "error after that stage, or the process was killed; its log says which). Its files are read and "
+    "linted, but what they hold is a graph the step never ran: its findings and figures (the device "
+    "peak of `irlint memory` among them) are of an unfinished compile.",
     DUPLICATE_GRAPH: "Two subgraphs of the file print the same name (an analyze_fail.ir prints the entry graph "
     "of the evaluation stack and the graph it calls under one name). Both are kept: the later "
     "one is read as '@name#2', and each one's nodes are wired within their own graph; a call "

@@ -137,7 +137,7 @@ def _index(rules) -> str:
         + "The built-in rules, as `irlint rules` lists them; each page is what `irlint explain CODE` prints. "
         "Select rules by code, prefix (`RC`), name or `ALL` ([Configuration](../configuration.md)); "
         "rules off by default are turned on with `--extend-select`. Input problems, which every run reports, "
-        "are [IR001–IR016](input-problems.md).\n\n" + "\n".join(rows) + "\n"
+        "are [IR001–IR017](input-problems.md).\n\n" + "\n".join(rows) + "\n"
     )
 
 

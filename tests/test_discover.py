@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -96,3 +97,49 @@ def test_one_dump_reached_several_ways_is_found_once(tmp_path):
     shutil.copy(FULL / "21_validate_0076.ir", other / "21_validate_0076.ir")  # a copy is another file
     files, _ = discover([str(real), str(other)])
     assert [f.folder for f in files] == [str(real), str(other)]
+
+
+def _run(tmp_path: Path, ranks: dict[str, list[str]]) -> Path:
+    dump = Path(__file__).parent / "fixtures" / "corpus" / "ffn-jit-grad" / "31_validate_0035.ir"
+    for rank, names in ranks.items():
+        (tmp_path / rank).mkdir(parents=True)
+        for name in names:
+            (tmp_path / rank / name).write_bytes(dump.read_bytes())
+    return tmp_path
+
+
+def test_a_rank_whose_compile_stopped_before_its_final_graph_is_an_input_problem(tmp_path):
+    # MindSpore 2.10 stops one pipeline stage's compile (GetCellBySend) while the others finish: that
+    # rank's folder ends at an earlier stage, and what irlint reads there is a graph the step never ran
+    from click.testing import CliRunner
+
+    import irlint.cli
+
+    run = _run(
+        tmp_path,
+        {
+            "rank_0": ["23_add_recomputation_0027.ir", "31_validate_0035.ir"],
+            "rank_4": ["13_optimize_0087.ir", "14_detach_backward_0088.ir"],
+        },
+    )
+    files, diags = discover([str(run)])
+    (d,) = [d for d in diags if d.code == "IR017"]
+    assert d.file.endswith("rank_4/14_detach_backward_0088.ir")  # the last file it wrote
+    assert "rank 4's dumps stop" in d.message and "rank 0 of the same run wrote 31_validate_0035.ir" in d.message
+    result = CliRunner().invoke(irlint.cli.main, [str(run), "--format", "concise"])
+    assert result.exit_code == 2 and "IR017" in result.output
+    summary = json.loads(CliRunner().invoke(irlint.cli.main, [str(run), "--format", "json"]).stdout)["summary"]
+    assert summary["files"] == 2 and summary["diagnostics"] == 1  # rank 4's last graph is still linted
+
+
+@pytest.mark.parametrize(
+    "ranks",
+    [
+        {"rank_0": ["13_optimize_0087.ir"]},  # one folder of some stages only: a copy, nothing to compare
+        {"rank_0": ["13_optimize_0087.ir"], "rank_4": ["14_detach_backward_0088.ir"]},  # no rank finished
+        {"rank_0": ["31_validate_0035.ir"], "rank_4": ["graph_build_0_0094.ir"]},  # a kernel graph comes after
+    ],
+)
+def test_no_unfinished_compile_without_a_rank_that_finished(tmp_path, ranks):
+    _, diags = discover([str(_run(tmp_path, ranks))])
+    assert not [d for d in diags if d.code == "IR017"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .. import diagnostics as D
 from ..diagnostics import Diagnostic
-from ..model.stages import Stage, stage_of
+from ..model.stages import BACKEND, Stage, stage_of
 
 # opening, for the modules that import it from here
 from ..read.dump_start import is_dump_start
@@ -236,7 +236,47 @@ def discover_inputs(paths: list[str], stdin_name: str | None = None, follow_link
                 )
             )
     out.files = list(files.values())
+    out.diagnostics += unfinished_compiles(out.files)
     return out
+
+
+def unfinished_compiles(files: list[DumpFile]) -> list[Diagnostic]:
+    """A rank folder whose dumps stop before the final front-end graph while another rank folder
+    of the same run reached it: that rank's compile stopped (MindSpore 2.10 stops one pipeline
+    stage in ``GetCellBySend`` while the others compile). A single folder that holds no final graph
+    may be a copy of some stages only: nothing is said of it."""
+    runs: dict[str, dict[str, list[DumpFile]]] = defaultdict(lambda: defaultdict(list))
+    for f in files:
+        if not f.explicit and f.rank is not None and f.stage.known:
+            runs[rank_folder(f)][f.folder].append(f)
+    out = []
+    for folders in runs.values():
+        ends = {folder: _final_of(fs) for folder, fs in folders.items()}
+        reached = sorted(((fs[0].rank, end) for folder, end in ends.items() if end for fs in [folders[folder]]))
+        if not reached:
+            continue
+        rank, end = reached[0]
+        for folder, fs in sorted(folders.items()):
+            if ends[folder] is not None:
+                continue
+            last = max(fs, key=lambda f: (f.stage.seq or -1, f.display))
+            out.append(
+                Diagnostic(
+                    last.display,
+                    0,
+                    D.UNFINISHED,
+                    f"rank {fs[0].rank}'s dumps stop at this file, before its final graph, while rank {rank} of "
+                    f"the same run wrote {end.display.replace(os.sep, '/').rsplit('/', 1)[-1]}: the compile stopped "
+                    "here (its log says why); what is read in this folder is a graph the step never ran",
+                )
+            )
+    return out
+
+
+def _final_of(folder_files: list[DumpFile]) -> DumpFile | None:
+    """The folder's final front-end graph (validate), or a kernel graph written after it."""
+    ends = [f for f in folder_files if f.stage.name == "validate" or f.stage.family == BACKEND]
+    return min(ends, key=lambda f: (f.stage.name != "validate", f.display)) if ends else None
 
 
 def _unusable(out: Discovery, raw: str, why: str) -> None:
