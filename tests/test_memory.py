@@ -676,3 +676,11 @@ def test_memory_html_has_the_pipeline_in_flight_and_peak_figures_the_text_shows(
     assert rows == expected and any(e["micro_batches_in_flight"] > 1 for e in files)
     for _, value in expected:
         assert value in text
+
+
+def test_a_pipeline_rank_read_alone_keeps_the_stage_mindspore_gave_it():
+    # the stage is the ops' own `stage` primal attribute, not the rank's place among the files given
+    case = TESTS / "fixtures" / "recompute" / "mf-pp2_dp2_mp2_irlint_fix_round0"
+    for folders, stages in (([case / "rank_4"], [1]), ([case], [0, 1])):
+        result = CliRunner().invoke(main, ["memory", *map(str, folders), "--format", "json"])
+        assert [f["pipeline_stage"] for f in json.loads(result.stdout)["files"]] == stages

@@ -384,13 +384,17 @@ def device_fields(ir: IRFile, report: MemoryReport | None = None) -> dict:
     }
 
 
-def stage_numbers(entries: list[dict], cases: list[str]) -> list[int | None]:
-    """The pipeline stage of each file (of ``irlint memory``'s entries): within a run (``cases``), the files of
+def stage_numbers(entries: list[dict], cases: list[str], assigned: list[int | None] | None = None) -> list[int | None]:
+    """The pipeline stage of each file (of ``irlint memory``'s entries): the one MindSpore assigned its ops
+    (``assigned``, ``irlint.model.pipeline.pipeline_stage``), else, within a run (``cases``), the files of
     pipeline stages ordered by their first decoder layer; None outside a pipeline."""
     out: list[int | None] = [None] * len(entries)
     runs: dict[str, list[int]] = {}
     for i, (e, case) in enumerate(zip(entries, cases)):
         if e.get("micro_batches", 1) > 1:
+            if assigned and assigned[i] is not None:
+                out[i] = assigned[i]  # a rank read alone is still its own stage
+                continue
             runs.setdefault(case, []).append(i)
     for members in runs.values():
         firsts = {}

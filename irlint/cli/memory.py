@@ -10,6 +10,7 @@ import click
 from ..accounts.device import device_fields, stage_numbers
 from ..accounts.memory import MEMORY_STAGES, SCOPE_NOTE, MemoryReport, cached_account
 from ..diagnostics import UNREADABLE, Diagnostic
+from ..model.pipeline import pipeline_stage
 from ..reporters.memory_text import render_text
 from ..reporters.printable import printable_name, printable_text
 from ..runner.discover import DumpFile, case_of
@@ -261,13 +262,15 @@ def memory_cmd(paths, fmt, output, top, layers, config, max_device_memory, follo
     cases: list[str] = []
     statuses: list[dict] = []
     read: list[DumpFile] = []
+    assigned: list[int | None] = []
     for f, ir in read_finals(chosen, problems, statuses):
         # the shared account: the recompute rules price their findings from the same one
         entries.append(file_entry(f, ir, cached_account(ir), top, findings_at_stake(f, ir, problems)))
         cases.append(case_of(f))
         read.append(f)
+        assigned.append(pipeline_stage(ir))
     note = project_entries(depth, entries, cases, project_entry)
-    for e, stage in zip(entries, stage_numbers(entries, cases)):
+    for e, stage in zip(entries, stage_numbers(entries, cases, assigned)):
         e["pipeline_stage"] = stage
     if fmt == "json":
         text = (

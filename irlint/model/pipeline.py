@@ -152,3 +152,19 @@ def _live_at_peak(ir: IRFile, caller: str, stages: list[Schedule], weights: dict
         if held > best:
             best, peak = held, dict(live)
     return peak
+
+
+def pipeline_stage(ir: IRFile) -> int | None:
+    """The pipeline stage MindSpore assigned the file's ops (their ``stage`` primal attribute, the
+    most common value), None when no op carries one."""
+    if "_pipeline_stage" in ir.__dict__:
+        known: int | None = ir.__dict__["_pipeline_stage"]
+        return known
+    counts: dict[int, int] = {}
+    for d in ir.nodes.values():
+        value = (d.get("primal_attrs") or {}).get("stage") if d.get("kind") == "cnode" else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            counts[value] = counts.get(value, 0) + 1
+    found = max(counts, key=counts.__getitem__) if counts else None
+    ir.__dict__["_pipeline_stage"] = found
+    return found
