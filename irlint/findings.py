@@ -97,6 +97,8 @@ class RecomputeFix:
     stage_layers: tuple[int, ...] = ()
     no_key: tuple[NoKeyOp, ...] = ()
     replaces: tuple[str, ...] = ()
+    # keys among ``keys`` the dump shows applied already (the op carries their tag): the config has them
+    applied: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,8 @@ def extra_data(f: Finding) -> dict[str, Any]:
             out["no_key"] = [{"node": o.node, "op": o.op, "source": o.source} for o in rc.no_key]
         if rc.replaces:
             out["replaces_select_recompute"] = list(rc.replaces)
+        if rc.applied:
+            out["applied_select_recompute"] = list(rc.applied)
     if fixes.context:
         out["fix"] = {"set_auto_parallel_context": fixes.context}
     elif fixes.ops:
@@ -229,6 +231,7 @@ def _typed_facts(d: dict[str, Any]) -> dict[str, Any]:
             stage_layers=tuple(_int_value(x) for x in d.pop("stage_layers")),
             no_key=tuple(NoKeyOp(str(o["node"]), str(o["op"]), str(o["source"])) for o in d.pop("no_key", ())),
             replaces=tuple(str(k) for k in d.pop("replaces_select_recompute", ())),
+            applied=tuple(str(k) for k in d.pop("applied_select_recompute", ())),
         )
     context = ""
     ops: tuple[OpFix, ...] = ()

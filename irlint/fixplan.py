@@ -59,7 +59,10 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
                 spans.add(span)
             pipeline |= f.stake is not None and f.stake.micro_batches > 1
             for key in need.keys:
-                entry = keys.setdefault(key, {"key": key, "layers": set(), "by_span": {}, "findings": []})
+                entry = keys.setdefault(
+                    key, {"key": key, "layers": set(), "by_span": {}, "findings": [], "applied": True}
+                )
+                entry["applied"] &= key in need.applied
                 if need.layer is not None:
                     entry["layers"].add(need.layer)
                     entry["by_span"].setdefault(span, set()).add(need.layer)
@@ -128,6 +131,8 @@ def fix_plan(findings: list[Finding], fingerprints: bool = True) -> dict[str, An
             "layers": sorted(entry["layers"]),
             "findings": sorted({x for x in entry["findings"] if x}),
         }
+        if entry["applied"]:  # the ops already carry its tag: kept, not added
+            row["applied"] = True
         if chunks and len(chunks) > 1:  # interleave: MindFormers' [chunk][stage] counts
             row["per_stage"] = [[_count(entry["layers"], run) for run in chunk] for chunk in chunks]
         elif stages:
@@ -453,9 +458,11 @@ def plan_text(plan: dict[str, Any]) -> str:
     the ops no key can tag, each strategy change with its model line."""
     rc = plan["recompute"]
     lines: list[str] = []
-    if rc["select_recompute"]:
+    applied = {k["key"] for k in rc.get("keys") or () if k.get("applied")}
+    added = [k for k in rc["select_recompute"] if k not in applied]
+    if added:
         lines.append("recompute_config:   # add to your own keys (irlint fix CONFIG.yaml DUMP... does it)")
-        lines.append("  select_recompute: [" + ", ".join(f"'{k}'" for k in rc["select_recompute"]) + "]")
+        lines.append("  select_recompute: [" + ", ".join(f"'{k}'" for k in added) + "]")
         if rc.get("select_recompute_per_stage") and rc.get("chunks"):
             lines.append(
                 "  # or, per interleave chunk and pipeline stage ("
@@ -480,10 +487,12 @@ def plan_text(plan: dict[str, Any]) -> str:
         if rc.get("per_stage_note"):
             lines.append("  # " + rc["per_stage_note"])
     for r in rc.get("replace") or ():
-        by = " and ".join(f"'{k}'" for k in r["by"])
+        by = " and ".join(f"'{k}'" + (" (its tag is there already)" if k in applied else "") for k in r["by"])
+        if not added and not lines[-1:]:
+            lines.append("recompute_config:")
         lines.append(
-            f"  # and take out your key that tags '{r['key']}' (irlint fix does it): {by} takes its place, "
-            "and MindSpore never recomputes a recompute cell's output, whatever its primitive's tag"
+            f"  # {'and ' if added else ''}take out your key that tags '{r['key']}' (irlint fix does it): {by} "
+            "takes its place, and MindSpore never recomputes a recompute cell's output, whatever its primitive's tag"
         )
     for op in rc["no_key"]:
         lines.append(f"# no select_recompute key can be derived for {op['node']} {op['op']} ({op['source']})")

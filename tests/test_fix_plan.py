@@ -331,3 +331,20 @@ def test_config_lines_spell_values_as_the_config_and_irlint_fix_do():
     for leaf in ("hidden_dropout: 0.0 ", "offset: [1, -1] ", "use_rope_slice: False ", "batch_size: 1 "):
         assert any(line.strip().startswith(leaf) for line in lines), (leaf, lines)
     assert yaml_text("0.0") == "'0.0'" and yaml_text(None) == "null" and yaml_text(True, lower=True) == "true"
+
+
+def test_a_key_whose_tag_the_op_carries_is_not_listed_to_add():
+    # GLM4 recompiled with both the one-op SiLU cell's key and its primitive's: the primitive is tagged
+    # (recompute: Bool(1)) inside the recomputed cell, so only the cell's key has to go
+    report, plan = plan_of(RECOMPUTE / "mf-glm4-pp2_select_round1")
+    rc = plan["recompute"]
+    (row,) = [k for k in rc["keys"] if k["key"] == r"mlp\.activation_func\.silu\.silu"]
+    assert row["applied"] is True
+    assert [r["key"] for r in rc["replace"]] == [r"mlp\.activation_func\.silu"]
+    text = plan_text(plan)
+    assert "add to your own keys" not in text and "silu\\.silu' (its tag is there already) takes its place" in text
+    # a one-op cell whose primitive is not tagged yet still gets its primitive's key to add
+    _, first = plan_of(RECOMPUTE / "mf-glm4-pp2_select")
+    keys = {k["key"]: k for k in first["recompute"]["keys"]}
+    assert r"mlp\.activation_func\.silu\.silu" in keys and not any(k.get("applied") for k in keys.values())
+    assert first["recompute"]["replace"] and "add to your own keys" in plan_text(first)

@@ -268,7 +268,10 @@ class RecomputeNotApplied(RecomputeRule):
                     + '. With both, the compile log says "All nodes in the graph … are the output '
                     'nodes, which are set to not be recomputed", and the output stays kept for backward.'
                 )
-            needed = replace(recompute_fix(ir, k, [key], []), replaces=(drop,)) if key and drop else None
+            # the primitive's key is in the config already (its tag is on the op): only the cell's goes
+            needed = (
+                replace(recompute_fix(ir, k, [key], []), replaces=(drop,), applied=(key,)) if key and drop else None
+            )
             priced = fix_cost(ir, k, [], []) if key else None
         elif chain:
             cause = f"{reader_text} reads its output through non-recomputed {nodes_text(ir, blocking or chain)}"
