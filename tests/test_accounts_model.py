@@ -195,7 +195,8 @@ def test_identical_layers_give_equal_comm_bytes(case):
 def test_a_backward_nodes_model_path_is_its_forward_ops(case):
     # MindSpore's backward scopes can name another layer's cell (lazy_inline prints one layer's scope on
     # the gradients of every layer): a backward collective's model_path is its forward op's, so it agrees
-    # with its layer; a mirror op's gradient takes the cell of the weight it reduces (mirror_user_id)
+    # with its layer; a mirror op's gradient takes the cell of the weight it reduces (mirror_user_id), a
+    # recomputed copy the place of the op it rebuilds
     from irlint.model import primal_attr
     from irlint.model.layers import model_path
 
@@ -203,9 +204,12 @@ def test_a_backward_nodes_model_path_is_its_forward_ops(case):
     for ir in _irs(RECOMPUTE / case):
         for c in comm.account(ir).collectives:
             k = c.node
-            if not ir.is_backward(k) or ir.is_recompute_copy(k):
-                continue
             layer, path = model_path(ir, k)
+            if ir.is_recompute_copy(k):  # a copy is where the op it rebuilds is
+                assert (layer, path) == model_path(ir, ir.original_of(k)) and layer == c.layer
+                continue
+            if not ir.is_backward(k):
+                continue
             assert layer == c.layer, (ir[k]["id"], layer, c.layer)
             forward = ir.forward_of(k)
             weight = primal_attr(ir[k], "mirror_user_id")

@@ -516,7 +516,7 @@ def _reader_layer(ir, reader: int, originals: dict) -> str:
 def test_llama_sp_layers_differ_by_exactly_the_output_layer_0_hands_to_layer_1s_recomputed_norm(family_irs):
     ir = family_irs(FAMILIES["llama-sp"].folder)
     report = memory.account(ir)
-    originals = memory.original_of_copies(ir)
+    originals = ir.originals()
     rows = {r.layer: r for r in report.layers()}
     # kept by layer 0, read only by layer 1's backward: %123 = Add(%79, %122) (Add-op1, line 1777),
     # read by the recomputed copy of layer 1's attention_norm Cast (%124 = Cast(%123), recompute: Bool(1))

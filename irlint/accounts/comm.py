@@ -49,7 +49,7 @@ from .received import (  # noqa: F401
     variable_size,
     waste_entry,
 )
-from .recompute_comm import Rerun, asked_by, by_key, original_of
+from .recompute_comm import Rerun, asked_by, by_key
 
 # The stage files whose graph is final for the accounting, best first: the files the PC rules read.
 COMM_STAGES = ("validate", "optimize", "cse_after_recomputation", "add_recomputation")
@@ -182,7 +182,7 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
                 key,
                 KINDS[data["op"]],
                 backward,
-                _layer(ir, key, backward, forward),
+                layer_of_any(ir, key),
                 group_size(ir, key),
                 got,
                 min(waste.get(key, 0), got or 0),
@@ -194,18 +194,6 @@ def account(ir: IRFile, findings: list[Finding] | None = None) -> CommAccount:
     for r in reruns(ir, out):
         by_node[r.node].rerun = r
     return CommAccount(out, list(findings))
-
-
-def _layer(ir: IRFile, key: int, backward: bool, forward: int | None) -> str:
-    """The model's layer of a collective (``irlint.model.layers.layer_of_any``): a backward one's is
-    the forward op's it is the gradient of (lazy_inline prints a reused layer's scope on the
-    gradients of every layer), a recomputed copy's the op's it repeats."""
-    base = key
-    if ir.is_recompute_copy(key):
-        base = original_of(ir, key) or key
-    elif backward and forward is not None:
-        base = forward
-    return layer_of_any(ir, base)
 
 
 def redistribution_findings(ir: IRFile) -> list[Finding]:
@@ -302,7 +290,7 @@ def reruns(ir: IRFile, collectives: list[Collective]) -> list[Rerun]:
     for c in collectives:
         if not c.backward or not ir.is_recompute_copy(c.node):
             continue
-        original = original_of(ir, c.node)
+        original = ir.original_of(c.node)
         key, via = asked_by(ir, original if original is not None else c.node, c.layer)
         out.append(Rerun(c.node, original, key, via, c.layer, c.kind, c.received_bytes or 0))
     return out

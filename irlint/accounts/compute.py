@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ..model import IRFile
 from ..model.layers import OUTSIDE, layer_of_any, layer_of_node
 from .flops import kind_of, op_flops
-from .memory import cached_account, original_of_copies
+from .memory import cached_account
 
 # The stage files whose graph is final for the accounting, best first: the memory account's choice
 # (the copies of the recompute pass exist there).
@@ -148,7 +148,7 @@ def direction_of(ir: IRFile, k: int) -> str:
 def account(ir: IRFile, keys: bool = True) -> CostAccount:
     """Every computing op of ``ir`` with its FLOPs, direction and layer; with ``keys``, what each
     recompute key re-spends against the bytes the memory account says it saves."""
-    originals = original_of_copies(ir)
+    originals = ir.originals()
     ops: list[OpCost] = []
     for k in sorted(ir.cnodes(), key=lambda n: (ir[n].get("line", 0), n)):
         d = ir[k]
@@ -211,7 +211,7 @@ def recompute_costs(ir: IRFile, acc: CostAccount, originals: dict[int, int] | No
     members: list[tuple[int, str, int, int, bool]] = []
     priced = {o.node: o for o in copies}
     seen: set[int] = set()
-    for copy, source in (originals if originals is not None else original_of_copies(ir)).items():
+    for copy, source in (originals if originals is not None else ir.originals()).items():
         o = priced.pop(copy, None)
         flops = (o.flops or 0) if o is not None else 0
         members.append((source, layer_of_node(ir, source), flops, flops if o is not None and o.matrix else 0, True))

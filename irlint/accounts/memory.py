@@ -145,17 +145,6 @@ def runs_in_backward(ir: IRFile, key: int) -> bool:
     return ir.is_backward(key)
 
 
-def original_of_copies(ir: IRFile) -> dict[int, int]:
-    """Recomputed copy -> the forward node it rebuilds."""
-    out: dict[int, int] = {}
-    for k in ir.cnodes():
-        if ir.is_recompute_copy(k) or ir.is_backward(k):
-            continue
-        for c in ir.copy_of(k):
-            out.setdefault(c, k)
-    return out
-
-
 def account(ir: IRFile) -> MemoryReport:
     """The activations ``ir`` keeps for backward, and those recompute rebuilds instead."""
     return _account(ir, places_on_read=False)
@@ -167,7 +156,7 @@ def _account(ir: IRFile, places_on_read: bool) -> MemoryReport:
         kept_tensor = lambda t, type, node: _PlacedOnRead(t, type, ir, node)  # noqa: E731
     else:
         kept_tensor = lambda t, type, node: KeptTensor(t, type, layer_of_node(ir, node))  # noqa: E731
-    originals = original_of_copies(ir)
+    originals = ir.originals()
     from_weights = weight_derived(ir)
     kept: dict[Tensor, KeptTensor] = {}
     saved: dict[Tensor, KeptTensor] = {}

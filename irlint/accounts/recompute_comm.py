@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import IRFile, primal_attr
+from ..model import IRFile
 from ..model.keys import (
     inserted_by_parallel,
     node_select_key,
@@ -72,26 +72,6 @@ class Rerun:
     layer: str
     kind: str
     received_bytes: int
-
-
-def original_of(ir: IRFile, copy: int) -> int | None:
-    """The forward node a recompute copy repeats: the undecorated node with its ``recompute_id``,
-    else with its ``unique_id``."""
-    rid = (ir[copy].get("cnode_attrs") or {}).get("recompute_id")
-    if rid is not None:
-        index = ir.__dict__.get("_recompute_originals")
-        if index is None:
-            index = ir.__dict__["_recompute_originals"] = {
-                (d.get("cnode_attrs") or {}).get("recompute_id"): k
-                for k, d in ir.nodes.items()
-                if d.get("kind") == "cnode"
-                and (d.get("cnode_attrs") or {}).get("recompute_id") is not None
-                and not ir.is_recompute_copy(k)
-            }
-        if rid in index:
-            return index[rid]
-    uid = primal_attr(ir[copy], "unique_id")
-    return None if uid is None else ir.by_unique_id(str(uid))
 
 
 def asked_by(ir: IRFile, key: int, layer: str | None = None) -> tuple[str, str]:

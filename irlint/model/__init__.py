@@ -483,6 +483,22 @@ class IRFile:
             self.__dict__["_lazy_copy_keys"] = found
         return found
 
+    def originals(self) -> dict[int, int]:
+        """Recomputed copy -> the forward node it rebuilds (``copy_of`` read the other way)."""
+        index: dict[int, int] | None = self.__dict__.get("_copy_originals")
+        if index is None:
+            index = {}
+            for k in self.cnodes():
+                if not (self.is_recompute_copy(k) or self.is_backward(k)):
+                    for c in self.copy_of(k):
+                        index.setdefault(c, k)
+            self.__dict__["_copy_originals"] = index
+        return index
+
+    def original_of(self, key: int) -> int | None:
+        """The forward node a recomputed copy rebuilds, None for any other node."""
+        return self.originals().get(key)
+
     def copy_of(self, key: int) -> list[int]:
         """The recomputed copies of a forward node: duplicated nodes with its ``recompute_id``
         (2.10); with its ``unique_id`` (lazy_inline: the copy is in the backward subgraph ◂,

@@ -611,6 +611,9 @@ def layer_of_any(ir: IRFile, k: int) -> str:
     (``outside`` when it prints none). A recomputed copy is given by the op it repeats."""
     if not ir.is_backward(k) and not ir.is_recompute_copy(k):
         return Places.of(ir).layer(k)[0]
+    original = ir.original_of(k)
+    if original is not None:
+        return Places.of(ir).layer(original)[0]
     forward = ir.forward_of(k)
     if forward is not None and not ir.is_backward(forward) and not ir.is_recompute_copy(forward):
         return Places.of(ir).layer(forward)[0]
@@ -715,8 +718,13 @@ def model_path(ir: IRFile, k: int) -> tuple[str, str]:
     what recovered the place where the printed scope lost it (lazy_inline's ``Default/SiLU-op0``).
     A backward node takes the path of the forward node it belongs to, else the cell of the weight
     whose gradient it reduces (``mirror_user_id``), as ``layer_of_any`` takes their layers: MindSpore's
-    backward scopes can name another cell (a shared ``Grad_Reshape``, the next layer's)."""
-    if ir.is_backward(k) and not ir.is_recompute_copy(k):
+    backward scopes can name another cell (a shared ``Grad_Reshape``, the next layer's). A recomputed
+    copy takes the path of the op it rebuilds."""
+    if ir.is_recompute_copy(k):
+        original = ir.original_of(k)
+        if original is not None:
+            return model_path(ir, original)
+    elif ir.is_backward(k):
         forward = ir.forward_of(k)
         if forward is not None and not ir.is_backward(forward) and not ir.is_recompute_copy(forward):
             return model_path(ir, forward)
