@@ -488,7 +488,7 @@ def plan_text(plan: dict[str, Any]) -> str:
             lines.append("  # " + rc["per_stage_note"])
     for r in rc.get("replace") or ():
         by = " and ".join(f"'{k}'" + (" (its tag is there already)" if k in applied else "") for k in r["by"])
-        if not added and not lines[-1:]:
+        if not lines:
             lines.append("recompute_config:")
         lines.append(
             f"  # {'and ' if added else ''}take out your key that tags '{r['key']}' (irlint fix does it): {by} "

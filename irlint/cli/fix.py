@@ -188,7 +188,7 @@ class FileFacts(NamedTuple):
 
 
 def file_facts(ir) -> FileFacts:
-    """What one dump's model says about the config (read while its source traces can be read)."""
+    """What one dump's model says about the config."""
     from ..model.keys import CELL_PREFIX, node_select_key
     from ..rules.recompute.evidence import BOOKKEEPING_OPS
     from ..rules.recompute.keys import tagged_keys

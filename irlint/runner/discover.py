@@ -252,10 +252,11 @@ def unfinished_compiles(files: list[DumpFile]) -> list[Diagnostic]:
     out = []
     for folders in runs.values():
         ends = {folder: _final_of(fs) for folder, fs in folders.items()}
-        reached = sorted(((fs[0].rank, end) for folder, end in ends.items() if end for fs in [folders[folder]]))
-        if not reached:
+        done = [end for end in ends.values() if end is not None]
+        if not done:
             continue
-        rank, end = reached[0]
+        end = min(done, key=lambda f: f.rank or 0)  # the lowest rank that finished, to name
+        rank = end.rank
         for folder, fs in sorted(folders.items()):
             if ends[folder] is not None:
                 continue

@@ -5,6 +5,7 @@ follow (``sibling_fix``, ``sibling_hint``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from math import prod
 from typing import Any
 
@@ -302,6 +303,19 @@ def sibling_fix(ir: IRFile, a: int, b: int) -> tuple[int, Strategy] | None:
     return (b, sa) if wa > wb else (a, sb)
 
 
+def first_sibling_fix(
+    ir: IRFile, pairs: Iterable[tuple[int, int]]
+) -> tuple[int, Strategy, int, tuple[int, int]] | None:
+    """``sibling_fix`` of the first pair of sibling MatMuls that has one: (the MatMul to change, its new
+    strategy, the MatMul whose strategy it takes, the pair)."""
+    for a, b in pairs:
+        fix = sibling_fix(ir, a, b)
+        if fix is not None:
+            op, new = fix
+            return op, new, b if op == a else a, (a, b)
+    return None
+
+
 def sibling_hint(
     ir: IRFile, producer: int, consumer: int, pos: int
 ) -> tuple[str, int, Strategy, tuple[int, int]] | None:
@@ -313,24 +327,21 @@ def sibling_hint(
     a = given_source(ir, producer) if ir[producer]["op"] in ELEMENTWISE_OPS else None
     if a is None:
         return None
-    others = [
+    others = (
         given_source(ir, consumer, p)
         for p, src in enumerate(ir.producers(consumer))
         if p != pos and ir[src]["kind"] == "cnode"
-    ]
-    for b in (b for b in others if b is not None):
-        fix = sibling_fix(ir, a, b)
-        if fix is None:
-            continue
-        op, new = fix
-        keep = b if op == a else a
-        hint = (
-            f"{who(ir, producer)} and {who(ir, consumer)} have no strategy of their own: sharding propagation gave "
-            f"{short_who(ir, producer)} the layout of {who(ir, a)} (in_strategy {fmt(strategy(ir, a))}) and "
-            f"{short_who(ir, consumer)} that of {who(ir, b)} (in_strategy {fmt(strategy(ir, b))}), two MatMuls "
-            f"reading the same tensor in different layouts; set {who(ir, op)} to in_strategy {fmt(new)}, the "
-            f"strategy of {who(ir, keep)}: propagation then gives the ops between them one layout, and the chain "
-            f"and its backward transpose disappear" + all_reduce_note(ir, op, new)
-        )
-        return hint, op, new, (a, b)
-    return None
+    )
+    found = first_sibling_fix(ir, ((a, b) for b in others if b is not None))
+    if found is None:
+        return None
+    op, new, keep, (a, b) = found
+    hint = (
+        f"{who(ir, producer)} and {who(ir, consumer)} have no strategy of their own: sharding propagation gave "
+        f"{short_who(ir, producer)} the layout of {who(ir, a)} (in_strategy {fmt(strategy(ir, a))}) and "
+        f"{short_who(ir, consumer)} that of {who(ir, b)} (in_strategy {fmt(strategy(ir, b))}), two MatMuls "
+        f"reading the same tensor in different layouts; set {who(ir, op)} to in_strategy {fmt(new)}, the "
+        f"strategy of {who(ir, keep)}: propagation then gives the ops between them one layout, and the chain "
+        f"and its backward transpose disappear" + all_reduce_note(ir, op, new)
+    )
+    return hint, op, new, (a, b)

@@ -15,7 +15,7 @@ from irlint.units import human_share
 from .chain import MOVING_OPS, QUIET_IN_RELATED, Chain, waste_finding
 from .chain_finding import fix_source
 from .discovery import backward_index, backward_transpose, end_note, strategy_source
-from .fix_search import all_reduce_note, given, propagated, reading_as_produced, sibling_fix
+from .fix_search import all_reduce_note, first_sibling_fix, given, propagated, reading_as_produced
 from .layouts import strategy
 from .round_trip import RoundTrip
 from .steps import step_text
@@ -225,12 +225,9 @@ def _split_hint(ir: IRFile, trip: RoundTrip) -> tuple[str, list[Any]]:
     weight less takes the other's strategy, and the op follows."""
     op, consumer = trip.op, trip.after.consumers[0][0]
     if propagated(ir) and not given(ir, op):
-        for reader in trip.split_readers:
-            fix = sibling_fix(ir, reader, consumer)
-            if fix is None:
-                continue
-            changed, new = fix
-            keep = consumer if changed == reader else reader
+        found = first_sibling_fix(ir, ((reader, consumer) for reader in trip.split_readers))
+        if found is not None:
+            changed, new, keep, _ = found
             hint = (
                 f"set {who(ir, changed)} to in_strategy {fmt(new)}, the strategy of {who(ir, keep)}, which reads "
                 f"the same tensor: sharding propagation then gives {who(ir, op)} (no strategy of its own) one "
